@@ -1,0 +1,302 @@
+//! Class codes: which codes a raster holds, their weights ("priorities"), and
+//! the compaction of codes to dense indices, globally and per tile.
+//!
+//! Methods never see class codes. The engine maps each tile's codes to local
+//! indices `0..c` in ascending code order (so "smallest index" is "smallest
+//! code" for the tie rule) and marks nodata and out-of-raster pixels with the
+//! value `c` itself ([`ClassTile::nodata`](crate::method::ClassTile::nodata)).
+//! A tile therefore pays only for the classes present in it and its halo.
+
+use crate::bail;
+use crate::error::{Error, Result};
+
+/// Most distinct class codes a raster may hold.
+pub const MAX_CLASSES: usize = 256;
+
+/// Marks "no class" in global index buffers and in method outputs.
+pub const NO_CLASS: u16 = u16::MAX;
+
+/// Pixel counts per code over the whole `u16` range.
+#[derive(Clone, Debug)]
+pub struct CodeHistogram {
+    counts: Vec<u64>,
+}
+
+impl Default for CodeHistogram {
+    fn default() -> Self {
+        CodeHistogram {
+            counts: vec![0; 1 << 16],
+        }
+    }
+}
+
+impl CodeHistogram {
+    pub fn add(&mut self, codes: &[u16]) {
+        for &c in codes {
+            self.counts[c as usize] += 1;
+        }
+    }
+
+    pub fn merge(&mut self, other: &CodeHistogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+
+    pub fn count(&self, code: u16) -> u64 {
+        self.counts[code as usize]
+    }
+}
+
+/// The distinct class codes of a raster (nodata excluded), ascending, with pixel counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassTable {
+    codes: Vec<u16>,
+    counts: Vec<u64>,
+    nodata: Option<u16>,
+    nodata_count: u64,
+}
+
+impl ClassTable {
+    /// Builds the table from a histogram; more than [`MAX_CLASSES`] codes is an error.
+    pub fn from_histogram(hist: &CodeHistogram, nodata: Option<u16>) -> Result<Self> {
+        let mut codes = Vec::new();
+        let mut counts = Vec::new();
+        for (code, &n) in hist.counts.iter().enumerate() {
+            if n > 0 && Some(code as u16) != nodata {
+                codes.push(code as u16);
+                counts.push(n);
+            }
+        }
+        if codes.len() > MAX_CLASSES {
+            bail!(
+                format!(
+                    "the raster holds {} distinct class codes, more than the {MAX_CLASSES} supported",
+                    codes.len()
+                ),
+                hint = "class smoothing is for classified rasters; use `mapfilter filter` for continuous data"
+            );
+        }
+        Ok(ClassTable {
+            codes,
+            counts,
+            nodata,
+            nodata_count: nodata.map_or(0, |c| hist.count(c)),
+        })
+    }
+
+    /// Builds the table from an explicit list of codes (counts unknown, zero).
+    pub fn from_codes(codes: &[u16], nodata: Option<u16>) -> Result<Self> {
+        let mut hist = CodeHistogram::default();
+        hist.add(codes);
+        Self::from_histogram(&hist, nodata)
+    }
+
+    pub fn codes(&self) -> &[u16] {
+        &self.codes
+    }
+
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    pub fn nodata(&self) -> Option<u16> {
+        self.nodata
+    }
+
+    pub fn nodata_count(&self) -> u64 {
+        self.nodata_count
+    }
+
+    /// The code written for "no class" in the output: the input's nodata, or
+    /// else the largest code up to `max_code` that is not a class.
+    pub fn output_nodata(&self, max_code: u16) -> Option<u16> {
+        self.nodata.or_else(|| {
+            (0..=max_code)
+                .rev()
+                .find(|c| self.codes.binary_search(c).is_err())
+        })
+    }
+
+    /// Lookup table code → global index, [`NO_CLASS`] for nodata and unknown codes.
+    pub fn index_lut(&self) -> Vec<u16> {
+        let mut lut = vec![NO_CLASS; 1 << 16];
+        for (i, &c) in self.codes.iter().enumerate() {
+            lut[c as usize] = i as u16;
+        }
+        lut
+    }
+}
+
+/// User-given class weights ("priorities"), by code; unnamed codes weigh 1.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClassWeights {
+    by_code: Vec<(u16, f64)>,
+}
+
+impl std::str::FromStr for ClassWeights {
+    type Err = Error;
+
+    /// Parses `CODE:WEIGHT[,CODE:WEIGHT...]`, e.g. `3:2,7:0.5`.
+    fn from_str(text: &str) -> Result<Self> {
+        let hint = "write --class-weights CODE:WEIGHT[,CODE:WEIGHT...], e.g. 3:2,7:0.5";
+        let mut by_code = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((code, weight)) = item.split_once(':') else {
+                bail!(format!("class weight '{item}' has no ':'"), hint = hint);
+            };
+            let code: u16 = code.trim().parse().map_err(|_| {
+                Error::new(format!(
+                    "class weight '{item}': '{code}' is not a class code"
+                ))
+                .hint(hint)
+            })?;
+            let weight: f64 = weight.trim().parse().map_err(|_| {
+                Error::new(format!("class weight '{item}': '{weight}' is not a number")).hint(hint)
+            })?;
+            if !(weight.is_finite() && weight > 0.0) {
+                bail!(
+                    format!("class weight of code {code} must be > 0, got {weight}"),
+                    hint = hint
+                );
+            }
+            by_code.retain(|(c, _)| *c != code);
+            by_code.push((code, weight));
+        }
+        Ok(ClassWeights { by_code })
+    }
+}
+
+impl ClassWeights {
+    pub fn weight(&self, code: u16) -> f64 {
+        self.by_code
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map_or(1.0, |(_, w)| *w)
+    }
+
+    /// Integer weights per global index of `table`, proportional to the real
+    /// ones: kept as they are when all are integers, else scaled so the
+    /// largest is 2²⁴ and rounded (never to zero).
+    pub fn quantise(&self, table: &ClassTable) -> Vec<u32> {
+        let real: Vec<f64> = table.codes().iter().map(|&c| self.weight(c)).collect();
+        let max = real.iter().cloned().fold(1.0, f64::max);
+        if real.iter().all(|w| w.fract() == 0.0) && max <= u32::MAX as f64 {
+            return real.iter().map(|&w| w as u32).collect();
+        }
+        let scale = (1u64 << 24) as f64 / max;
+        real.iter()
+            .map(|&w| ((w * scale).round() as u32).max(1))
+            .collect()
+    }
+}
+
+/// Maps the global class indices of one halo-padded tile to local indices.
+#[derive(Clone, Debug, Default)]
+pub struct TileCompaction {
+    /// Local index → global index, ascending.
+    pub globals: Vec<u16>,
+}
+
+impl TileCompaction {
+    /// Rewrites `indices` (global indices or [`NO_CLASS`]) in place to local
+    /// indices `0..c`, with `c` standing for no class, and returns the mapping.
+    pub fn compact(indices: &mut [u16]) -> Self {
+        let mut present = [false; MAX_CLASSES];
+        for &g in indices.iter() {
+            if g != NO_CLASS {
+                present[g as usize] = true;
+            }
+        }
+        let globals: Vec<u16> = (0..MAX_CLASSES as u16)
+            .filter(|&g| present[g as usize])
+            .collect();
+        let mut local = [0u16; MAX_CLASSES];
+        for (l, &g) in globals.iter().enumerate() {
+            local[g as usize] = l as u16;
+        }
+        let none = globals.len() as u16;
+        for v in indices.iter_mut() {
+            *v = if *v == NO_CLASS {
+                none
+            } else {
+                local[*v as usize]
+            };
+        }
+        TileCompaction { globals }
+    }
+
+    pub fn len(&self) -> usize {
+        self.globals.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.globals.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lists_codes_ascending_without_nodata() {
+        let t = ClassTable::from_codes(&[7, 3, 255, 7, 40], Some(255)).unwrap();
+        assert_eq!(t.codes(), &[3, 7, 40]);
+        assert_eq!(t.counts(), &[1, 2, 1]);
+        assert_eq!(t.nodata_count(), 1);
+        assert_eq!(t.output_nodata(255), Some(255));
+        let lut = t.index_lut();
+        assert_eq!((lut[3], lut[7], lut[40], lut[255]), (0, 1, 2, NO_CLASS));
+    }
+
+    #[test]
+    fn too_many_classes_is_an_error() {
+        let codes: Vec<u16> = (0..257).collect();
+        let e = ClassTable::from_codes(&codes, None).unwrap_err();
+        assert!(e.to_string().contains("257 distinct"));
+        assert!(ClassTable::from_codes(&codes[..256], None).is_ok());
+    }
+
+    #[test]
+    fn free_code_for_output_nodata() {
+        let t = ClassTable::from_codes(&[255, 254, 1], None).unwrap();
+        assert_eq!(t.output_nodata(255), Some(253));
+        let all: Vec<u16> = (0..256).collect();
+        assert_eq!(
+            ClassTable::from_codes(&all, None)
+                .unwrap()
+                .output_nodata(255),
+            None
+        );
+    }
+
+    #[test]
+    fn class_weights_parse_and_quantise() {
+        let w: ClassWeights = "3:2, 7:0.5".parse().unwrap();
+        let t = ClassTable::from_codes(&[3, 7, 9], None).unwrap();
+        let q = w.quantise(&t);
+        assert_eq!(q, vec![1 << 24, 1 << 22, 1 << 23]);
+        let ints: ClassWeights = "3:2".parse().unwrap();
+        assert_eq!(ints.quantise(&t), vec![2, 1, 1]);
+        for bad in ["3", "x:1", "3:0", "3:-1", "3:abc", "70000:1"] {
+            assert!(bad.parse::<ClassWeights>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn compaction_is_ascending_and_marks_no_class() {
+        let mut tile = vec![9, NO_CLASS, 2, 9, 200];
+        let c = TileCompaction::compact(&mut tile);
+        assert_eq!(c.globals, vec![2, 9, 200]);
+        assert_eq!(tile, vec![1, 3, 0, 1, 2]);
+    }
+}

@@ -1,0 +1,126 @@
+//! `mapfilter gen`: the thesis' synthetic data sets as georeferenced GeoTIFF,
+//! written tile by tile so any size fits in memory.
+
+use crate::bail;
+use crate::engine::{ClassSink, ClassSource};
+use crate::error::Result;
+use crate::progress::Progress;
+use crate::raster::{Compression, OutputRaster, OutputSpec};
+use crate::synth::{Pattern, SynthRaster};
+use clap::Args;
+use gdal::raster::GdalDataType;
+use gdal::spatial_ref::SpatialRef;
+use std::path::PathBuf;
+use tiles::{Border, TileGrid};
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Output GeoTIFF.
+    pub output: PathBuf,
+    /// Size as WIDTHxHEIGHT, e.g. 1024x1024.
+    #[arg(long, default_value = "1024x1024")]
+    pub size: String,
+    /// Number of classes (codes 0..C-1; Byte up to 256, UInt16 above).
+    #[arg(long, default_value_t = 8)]
+    pub classes: u16,
+    /// simplex: smooth blobs cut by evenly spaced thresholds; random: uniform classes.
+    #[arg(long, value_enum, default_value_t = Pattern::Simplex)]
+    pub pattern: Pattern,
+    /// Seed of the pattern.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Feature size of the simplex pattern in pixels.
+    #[arg(long, default_value_t = 64.0)]
+    pub scale: f64,
+    /// GeoTIFF compression.
+    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
+    pub compress: Compression,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Parses `WIDTHxHEIGHT`.
+pub fn parse_size(text: &str) -> Result<(usize, usize)> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
+    match parsed {
+        Some((w, h)) if w > 0 && h > 0 => Ok((w, h)),
+        _ => bail!(
+            format!("size '{text}' is not WIDTHxHEIGHT"),
+            hint = "e.g. --size 1024x1024"
+        ),
+    }
+}
+
+pub fn run(args: GenArgs) -> Result<()> {
+    let (width, height) = parse_size(&args.size)?;
+    if args.classes == 0 {
+        bail!("--classes must be at least 1");
+    }
+    let mut synth = SynthRaster::new(width, height, args.classes, args.pattern, args.seed)
+        .with_scale(args.scale);
+    let byte = args.classes <= 256;
+    // UTM zone 33N, 30 m pixels: the georeferencing of a Landsat-like land-cover map.
+    let projection = SpatialRef::from_epsg(32633)
+        .and_then(|s| s.to_wkt())
+        .map_err(crate::raster::gdal_error)?;
+    let colors = if byte {
+        palette(args.classes as usize)
+    } else {
+        Vec::new()
+    };
+    let spec = OutputSpec {
+        width,
+        height,
+        bands: 1,
+        data_type: if byte {
+            GdalDataType::UInt8
+        } else {
+            GdalDataType::UInt16
+        },
+        geo_transform: Some([500_000.0, 30.0, 0.0, 5_000_000.0, 0.0, -30.0]),
+        projection,
+        nodata: None,
+        colors,
+        category_names: Vec::new(),
+        compression: args.compress,
+    };
+    let mut out = OutputRaster::create(&args.output, &spec)?;
+    let grid = TileGrid::new(width, height, 0, Border::Same, 512)?;
+    let progress = Progress::new(args.quiet, "gen");
+    progress.start(grid.len() as u64, "tiles");
+    let mut buf = Vec::new();
+    for tile in grid.tiles() {
+        buf.resize(tile.output.area() as usize, 0);
+        synth.read(tile.output, &mut buf)?;
+        out.write(tile.output, &buf)?;
+        progress.inc(1);
+    }
+    progress.finish();
+    out.finish()
+}
+
+/// Distinct colours for `n` classes (golden-angle hues).
+fn palette(n: usize) -> Vec<[i16; 4]> {
+    (0..n)
+        .map(|i| {
+            let h = (i as f64 * 137.508).rem_euclid(360.0) / 60.0;
+            let (s, v) = (0.65, if i % 2 == 0 { 0.9 } else { 0.7 });
+            let c = v * s;
+            let x = c * (1.0 - (h % 2.0 - 1.0).abs());
+            let (r, g, b) = match h as u32 {
+                0 => (c, x, 0.0),
+                1 => (x, c, 0.0),
+                2 => (0.0, c, x),
+                3 => (0.0, x, c),
+                4 => (x, 0.0, c),
+                _ => (c, 0.0, x),
+            };
+            let m = v - c;
+            let to = |f: f64| ((f + m) * 255.0).round() as i16;
+            [to(r), to(g), to(b), 255]
+        })
+        .collect()
+}

@@ -1,0 +1,60 @@
+//! The command line: argument types (clap) and one module per subcommand.
+//! Subcommands parse and check options into typed values, then call the
+//! library; they print results and turn errors into one line and an exit code.
+
+#[cfg(feature = "gdal")]
+mod gen_cmd;
+#[cfg(feature = "gdal")]
+mod info;
+#[cfg(feature = "gdal")]
+mod smooth;
+
+use crate::error::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mapfilter",
+    version,
+    about = "Smooth classified rasters (majority filter) and filter imagery on OpenCL devices, with accuracy reports against the exact baseline"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Smooth a classified raster with a weighted class-histogram (majority) filter.
+    #[cfg(feature = "gdal")]
+    Smooth(smooth::SmoothArgs),
+    /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
+    #[cfg(feature = "gdal")]
+    Info(info::InfoArgs),
+    /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
+    #[cfg(feature = "gdal")]
+    Gen(gen_cmd::GenArgs),
+}
+
+/// Parses the arguments, runs the command, and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("mapfilter: error: {e}");
+            1
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        #[cfg(feature = "gdal")]
+        Command::Smooth(args) => smooth::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Info(args) => info::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Gen(args) => gen_cmd::run(args),
+    }
+}

@@ -1,0 +1,115 @@
+//! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
+
+use crate::classes::ClassWeights;
+use crate::engine::{self, DEFAULT_TILE, SmoothJob};
+use crate::error::Result;
+use crate::kernel::KernelSpec;
+use crate::method::naive::NaiveHost;
+use crate::progress::Progress;
+use crate::raster::{self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec};
+use clap::{Args, ValueEnum};
+use gdal::raster::GdalDataType;
+use std::path::PathBuf;
+use tiles::Border;
+
+#[derive(Args, Debug)]
+pub struct SmoothArgs {
+    /// Input class raster (band 1, Byte or UInt16 codes), any format GDAL reads.
+    pub input: PathBuf,
+    /// Output GeoTIFF (written to a temp file beside it, renamed on success).
+    pub output: PathBuf,
+    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH (square matrix, odd size).
+    #[arg(long, short)]
+    pub kernel: String,
+    /// Side of a gaussian kernel (odd); default 2·ceil(3σ)+1.
+    #[arg(long)]
+    pub size: Option<usize>,
+    /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
+    #[arg(long)]
+    pub class_weights: Option<String>,
+    /// Border handling: `same` keeps the size, `valid` crops N/2 pixels on every side.
+    #[arg(long, value_enum, default_value_t = BorderArg::Same)]
+    pub border: BorderArg,
+    /// Smooth nodata pixels too (fills holes from their neighbours).
+    #[arg(long)]
+    pub fill_nodata: bool,
+    /// Tile side in pixels.
+    #[arg(long, default_value_t = DEFAULT_TILE)]
+    pub tile: usize,
+    /// GeoTIFF compression of the output.
+    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
+    pub compress: Compression,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BorderArg {
+    Same,
+    Valid,
+}
+
+impl From<BorderArg> for Border {
+    fn from(b: BorderArg) -> Self {
+        match b {
+            BorderArg::Same => Border::Same,
+            BorderArg::Valid => Border::Valid,
+        }
+    }
+}
+
+pub fn run(args: SmoothArgs) -> Result<()> {
+    let kernel = args
+        .kernel
+        .parse::<KernelSpec>()?
+        .with_size(args.size)?
+        .build()?;
+    let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
+    raster::check_output_path(&args.input, &args.output)?;
+    let mut input = ClassRaster::open(&args.input)?;
+    let progress = Progress::new(args.quiet, "smooth");
+    let classes = input.scan_classes(&progress)?;
+    let job = SmoothJob {
+        class_weights: weights.quantise(&classes),
+        output_nodata: classes.output_nodata(input.class_type.max_code()),
+        kernel,
+        classes,
+        border: args.border.into(),
+        fill_nodata: args.fill_nodata,
+        tile: args.tile,
+    };
+    let grid = job.grid(input.meta.width, input.meta.height)?;
+    let (width, height) = grid.output_size();
+    let spec = OutputSpec {
+        width,
+        height,
+        bands: 1,
+        data_type: match input.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: input.meta.shifted_transform(grid.offset()),
+        projection: input.meta.projection.clone(),
+        nodata: job.output_nodata.map(f64::from),
+        colors: input.meta.colors.clone(),
+        category_names: input.meta.category_names.clone(),
+        compression: args.compress,
+    };
+    let mut output = OutputRaster::create(&args.output, &spec)?;
+    let method = NaiveHost;
+    let stats = engine::smooth(&mut input, &mut output, &job, &method, &progress)?;
+    output.finish()?;
+    if !args.quiet {
+        eprintln!(
+            "wrote {} ({width}x{height}, {} classes, kernel {}x{0}, {} in {:.3} s, {} tiles)",
+            args.output.display(),
+            job.classes.len(),
+            job.kernel.size(),
+            crate::method::ClassSmoother::name(&method),
+            stats.wall.as_secs_f64(),
+            stats.tiles
+        );
+    }
+    Ok(())
+}

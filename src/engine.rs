@@ -1,0 +1,267 @@
+//! The tile engine: streams a class raster through a method tile by tile.
+//!
+//! A reader thread reads tile i+1 (source window only, never the whole
+//! raster) while the calling thread smooths tile i and a writer thread writes
+//! tile i−1: the double buffering of the streaming paper, with two tiles in
+//! flight on each side, so memory is bounded by tile size × pipeline depth.
+//! The engine owns class compaction per tile and the mapping back to codes;
+//! sources and sinks own the pixels' storage (GDAL files or memory).
+
+use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::method::{ClassSmoother, ClassTile, SmoothParams};
+use crate::progress::Progress;
+use crossbeam_channel::bounded;
+use std::time::{Duration, Instant};
+use tiles::{Border, Rect, Tile, TileGrid};
+
+/// Default tile side: large enough to amortise the halo, small enough to pipeline.
+pub const DEFAULT_TILE: usize = 512;
+
+/// Tiles in flight between reader, compute and writer.
+const PIPELINE_DEPTH: usize = 2;
+
+/// Where class codes come from.
+pub trait ClassSource: Send {
+    /// Width and height in pixels.
+    fn size(&self) -> (usize, usize);
+    /// Reads the codes of `window` row-major into `buf` (`window.area()` values).
+    fn read(&mut self, window: Rect, buf: &mut [u16]) -> Result<()>;
+}
+
+/// Where output codes go.
+pub trait ClassSink: Send {
+    /// Writes `codes` (row-major) into `window` of the output.
+    fn write(&mut self, window: Rect, codes: &[u16]) -> Result<()>;
+}
+
+/// A class raster held in memory: a source, a sink, and the reference
+/// against which tiled runs are tested.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemRaster {
+    pub width: usize,
+    pub height: usize,
+    pub data: Vec<u16>,
+}
+
+impl MemRaster {
+    pub fn new(width: usize, height: usize, data: Vec<u16>) -> Self {
+        assert_eq!(data.len(), width * height);
+        MemRaster {
+            width,
+            height,
+            data,
+        }
+    }
+
+    pub fn filled(width: usize, height: usize, value: u16) -> Self {
+        Self::new(width, height, vec![value; width * height])
+    }
+}
+
+impl ClassSource for MemRaster {
+    fn size(&self) -> (usize, usize) {
+        (self.width, self.height)
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        for (row, dst) in buf.chunks_exact_mut(w.width.max(1)).enumerate() {
+            let start = (w.y + row) * self.width + w.x;
+            dst.copy_from_slice(&self.data[start..start + w.width]);
+        }
+        Ok(())
+    }
+}
+
+impl ClassSink for MemRaster {
+    fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
+        for (row, src) in codes.chunks_exact(w.width.max(1)).enumerate() {
+            let start = (w.y + row) * self.width + w.x;
+            self.data[start..start + w.width].copy_from_slice(src);
+        }
+        Ok(())
+    }
+}
+
+/// What to compute, independent of where pixels live.
+#[derive(Clone, Debug)]
+pub struct SmoothJob {
+    pub kernel: Kernel,
+    pub classes: ClassTable,
+    /// Quantised weight per global class index.
+    pub class_weights: Vec<u32>,
+    pub border: Border,
+    pub fill_nodata: bool,
+    pub tile: usize,
+    /// Code written where the result is nodata (`None`: no code is free).
+    pub output_nodata: Option<u16>,
+}
+
+impl SmoothJob {
+    pub fn grid(&self, width: usize, height: usize) -> Result<TileGrid> {
+        Ok(TileGrid::new(
+            width,
+            height,
+            self.kernel.radius(),
+            self.border,
+            self.tile,
+        )?)
+    }
+}
+
+/// Figures of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    pub tiles: usize,
+    pub pixels: u64,
+    /// Time spent inside the method (all tiles).
+    pub compute: Duration,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+    /// Largest number of classes any tile had to process.
+    pub max_tile_classes: usize,
+    /// Mean number of classes per tile.
+    pub mean_tile_classes: f64,
+}
+
+/// Smooths `source` into `sink` with `method`, tile by tile.
+pub fn smooth(
+    source: &mut dyn ClassSource,
+    sink: &mut dyn ClassSink,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    progress: &Progress,
+) -> Result<RunStats> {
+    let start = Instant::now();
+    let (width, height) = source.size();
+    let grid = job.grid(width, height)?;
+    let lut = job.classes.index_lut();
+    progress.start(grid.len() as u64, "tiles");
+
+    let (read_tx, read_rx) = bounded::<Result<(Tile, Vec<u16>)>>(PIPELINE_DEPTH);
+    let (write_tx, write_rx) = bounded::<(Tile, Vec<u16>)>(PIPELINE_DEPTH);
+    let mut stats = RunStats::default();
+
+    std::thread::scope(|scope| -> Result<()> {
+        let grid_ref = &grid;
+        let reader = scope.spawn(move || {
+            for tile in grid_ref.tiles() {
+                let mut raw = vec![0u16; tile.source.area() as usize];
+                let item = source.read(tile.source, &mut raw).map(|_| (tile, raw));
+                let failed = item.is_err();
+                if read_tx.send(item).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let writer = scope.spawn(move || -> Result<()> {
+            for (tile, codes) in write_rx {
+                sink.write(tile.output, &codes)?;
+                progress.inc(1);
+            }
+            Ok(())
+        });
+
+        let mut padded = Vec::new();
+        let mut class_sum = 0usize;
+        let compute = (|| -> Result<()> {
+            for item in read_rx.iter() {
+                let (tile, mut raw) = item?;
+                raw.iter_mut().for_each(|v| *v = lut[*v as usize]);
+                tile.pad(&raw, NO_CLASS, &mut padded);
+                let local = TileCompaction::compact(&mut padded);
+                let weights: Vec<u32> = local
+                    .globals
+                    .iter()
+                    .map(|&g| job.class_weights[g as usize])
+                    .collect();
+                let class_tile = ClassTile {
+                    width: tile.padded_width,
+                    height: tile.padded_height,
+                    halo: grid.halo(),
+                    n_classes: local.len(),
+                    classes: &padded,
+                };
+                let params = SmoothParams {
+                    kernel: &job.kernel,
+                    class_weights: &weights,
+                    fill_nodata: job.fill_nodata,
+                };
+                let mut out = vec![0u16; tile.output.area() as usize];
+                let t0 = Instant::now();
+                method.smooth(&class_tile, &params, &mut out)?;
+                stats.compute += t0.elapsed();
+                to_codes(&mut out, &local, &job.classes, job.output_nodata)?;
+                stats.tiles += 1;
+                stats.pixels += tile.output.area();
+                stats.max_tile_classes = stats.max_tile_classes.max(local.len());
+                class_sum += local.len();
+                if write_tx.send((tile, out)).is_err() {
+                    break; // the writer failed; its error is reported below
+                }
+            }
+            Ok(())
+        })();
+        drop(write_tx);
+        drop(read_rx);
+        let wrote = writer
+            .join()
+            .map_err(|_| Error::new("writer thread panicked"))?;
+        reader
+            .join()
+            .map_err(|_| Error::new("reader thread panicked"))?;
+        compute?;
+        wrote?;
+        stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
+        Ok(())
+    })?;
+    progress.finish();
+    stats.wall = start.elapsed();
+    Ok(stats)
+}
+
+/// Local indices (or [`NO_CLASS`]) to class codes (or the output nodata code).
+fn to_codes(
+    out: &mut [u16],
+    local: &TileCompaction,
+    classes: &ClassTable,
+    nodata: Option<u16>,
+) -> Result<()> {
+    let codes: Vec<u16> = local
+        .globals
+        .iter()
+        .map(|&g| classes.codes()[g as usize])
+        .collect();
+    for v in out.iter_mut() {
+        *v = if *v == NO_CLASS {
+            nodata.ok_or_else(|| {
+                Error::new("a pixel has no class but every code is taken, so none can mark nodata")
+                    .hint("set a nodata value on the input (gdal_edit.py -a_nodata)")
+            })?
+        } else {
+            codes[*v as usize]
+        };
+    }
+    Ok(())
+}
+
+/// Smooths an in-memory raster in one call: the direct, untiled path that
+/// tests use as the reference (one tile covering the whole raster).
+pub fn smooth_in_memory(
+    input: &MemRaster,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+) -> Result<MemRaster> {
+    let grid = job.grid(input.width, input.height)?;
+    let (ow, oh) = grid.output_size();
+    let mut out = MemRaster::filled(ow, oh, 0);
+    smooth(
+        &mut input.clone(),
+        &mut out,
+        job,
+        method,
+        &Progress::hidden(),
+    )?;
+    Ok(out)
+}

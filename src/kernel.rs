@@ -1,0 +1,391 @@
+//! Kernel specs (`gaussian:SIGMA`, `box:N`, `disc:R`, `file:PATH`), the
+//! weight matrices they stand for, and their exact integer quantisation.
+//!
+//! Exact methods must give the same bytes on every device and tile size, so
+//! scores are accumulated in integers: the weights are quantised once, here,
+//! on the host. Kernels whose weights are all integers (box, disc, most kernel
+//! files) keep them unchanged; other kernels are scaled so that their weights
+//! sum to at most [`QUANT_SUM`] (2³¹) and rounded to the nearest integer.
+//! The relative error per weight is below 2⁻³¹·N², far below any visible
+//! effect, and the sum of any subset of weights fits a `u32` accumulator.
+
+use crate::bail;
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Largest kernel side accepted (windows up to 255×255).
+pub const MAX_SIZE: usize = 255;
+
+/// Upper bound of the sum of the quantised weights of a kernel.
+pub const QUANT_SUM: u64 = 1 << 31;
+
+/// A kernel as the user names it on the command line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelSpec {
+    /// Gaussian with standard deviation `sigma`; side `size` or `2·ceil(3σ)+1`.
+    Gaussian { sigma: f64, size: Option<usize> },
+    /// N×N ones.
+    Box { size: usize },
+    /// Ones within Euclidean distance `radius` of the centre, on a (2R+1)² grid.
+    Disc { radius: usize },
+    /// A whitespace- or comma-separated square matrix read from a text file.
+    File { path: PathBuf },
+}
+
+impl FromStr for KernelSpec {
+    type Err = Error;
+
+    fn from_str(spec: &str) -> Result<Self> {
+        let hint = "kernel specs are gaussian:SIGMA, box:N, disc:RADIUS or file:PATH";
+        let Some((kind, arg)) = spec.split_once(':') else {
+            bail!(format!("kernel spec '{spec}' has no ':'"), hint = hint);
+        };
+        let number = |what: &str| -> Result<f64> {
+            arg.trim().parse::<f64>().map_err(|_| {
+                Error::new(format!(
+                    "kernel spec '{spec}': '{arg}' is not a number ({what})"
+                ))
+                .hint(hint)
+            })
+        };
+        let whole = |what: &str| -> Result<usize> {
+            let v = number(what)?;
+            if v < 0.0 || v.fract() != 0.0 || v > 1e6 {
+                bail!(
+                    format!("kernel spec '{spec}': {what} must be a whole number ≥ 0"),
+                    hint = hint
+                );
+            }
+            Ok(v as usize)
+        };
+        match kind.trim().to_ascii_lowercase().as_str() {
+            "gaussian" | "gauss" => Ok(KernelSpec::Gaussian {
+                sigma: number("sigma")?,
+                size: None,
+            }),
+            "box" => Ok(KernelSpec::Box {
+                size: whole("size")?,
+            }),
+            "disc" | "disk" => Ok(KernelSpec::Disc {
+                radius: whole("radius")?,
+            }),
+            "file" => Ok(KernelSpec::File {
+                path: PathBuf::from(arg),
+            }),
+            other => bail!(format!("unknown kernel kind '{other}'"), hint = hint),
+        }
+    }
+}
+
+impl KernelSpec {
+    /// Overrides the side of a Gaussian (`--size N`); other kinds already fix theirs.
+    pub fn with_size(self, size: Option<usize>) -> Result<Self> {
+        match (self, size) {
+            (s, None) => Ok(s),
+            (KernelSpec::Gaussian { sigma, .. }, Some(n)) => Ok(KernelSpec::Gaussian {
+                sigma,
+                size: Some(n),
+            }),
+            (_, Some(_)) => bail!(
+                "--size applies to gaussian kernels only",
+                hint = "box:N and disc:R already give the size"
+            ),
+        }
+    }
+
+    /// Builds the weight matrix.
+    pub fn build(&self) -> Result<Kernel> {
+        match self {
+            KernelSpec::Gaussian { sigma, size } => gaussian(*sigma, *size),
+            KernelSpec::Box { size } => {
+                check_size(*size)?;
+                Kernel::new(*size, vec![1.0; size * size])
+            }
+            KernelSpec::Disc { radius } => disc(*radius),
+            KernelSpec::File { path } => from_file(path),
+        }
+    }
+}
+
+/// A square N×N weight matrix (N odd), row-major, with its quantised twin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    size: usize,
+    weights: Vec<f64>,
+    quantised: Vec<u32>,
+    /// `Some(sigma)` when the kernel is a Gaussian (the fast methods use it).
+    sigma: Option<f64>,
+}
+
+impl Kernel {
+    /// Checks and quantises an N×N matrix given row-major.
+    pub fn new(size: usize, weights: Vec<f64>) -> Result<Self> {
+        check_size(size)?;
+        if weights.len() != size * size {
+            bail!(format!(
+                "kernel has {} weights, a {size}x{size} kernel needs {}",
+                weights.len(),
+                size * size
+            ));
+        }
+        if let Some(w) = weights.iter().find(|w| !w.is_finite() || **w < 0.0) {
+            bail!(
+                format!("kernel weight {w} is negative or not finite"),
+                hint = "class smoothing needs weights ≥ 0"
+            );
+        }
+        let sum: f64 = weights.iter().sum();
+        if sum <= 0.0 {
+            bail!(
+                "kernel weights are all zero",
+                hint = "give at least one positive weight"
+            );
+        }
+        let quantised = quantise(&weights, sum);
+        if quantised.iter().all(|&q| q == 0) {
+            bail!("kernel weights vanish when quantised");
+        }
+        Ok(Kernel {
+            size,
+            weights,
+            quantised,
+            sigma: None,
+        })
+    }
+
+    /// Side N of the N×N matrix.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Radius R = N/2 (the halo a tile needs).
+    pub fn radius(&self) -> usize {
+        self.size / 2
+    }
+
+    /// Real weights, row-major.
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// Integer weights used by exact methods, row-major; proportional to
+    /// [`Kernel::weights`] up to the rounding described in the module doc.
+    pub fn quantised(&self) -> &[u32] {
+        &self.quantised
+    }
+
+    /// The Gaussian's σ when built from `gaussian:SIGMA`.
+    pub fn sigma(&self) -> Option<f64> {
+        self.sigma
+    }
+
+    /// Weight at row `dy`, column `dx`, both in `-R..=R`.
+    pub fn at(&self, dx: isize, dy: isize) -> f64 {
+        let r = self.radius() as isize;
+        self.weights[((dy + r) as usize) * self.size + (dx + r) as usize]
+    }
+}
+
+fn check_size(size: usize) -> Result<()> {
+    if size == 0 {
+        bail!("kernel is empty", hint = "give an odd size ≥ 1");
+    }
+    if size % 2 == 0 {
+        bail!(
+            format!("kernel size {size} is even"),
+            hint = "kernels need an odd size so that they have a centre pixel"
+        );
+    }
+    if size > MAX_SIZE {
+        bail!(
+            format!("kernel size {size} exceeds the maximum of {MAX_SIZE}"),
+            hint = "use a smaller sigma, radius or size"
+        );
+    }
+    Ok(())
+}
+
+/// Integer weights proportional to `weights` whose sum is at most [`QUANT_SUM`].
+fn quantise(weights: &[f64], sum: f64) -> Vec<u32> {
+    let integral = weights.iter().all(|w| w.fract() == 0.0);
+    if integral && sum <= QUANT_SUM as f64 {
+        return weights.iter().map(|&w| w as u32).collect();
+    }
+    // Scale slightly below the bound so rounding up cannot push the sum over it.
+    let scale = (QUANT_SUM as f64 - weights.len() as f64) / sum;
+    weights
+        .iter()
+        .map(|&w| (w * scale).round() as u32)
+        .collect()
+}
+
+fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
+    if !(sigma.is_finite() && sigma > 0.0) {
+        bail!(
+            format!("gaussian sigma must be > 0, got {sigma}"),
+            hint = "e.g. --kernel gaussian:2.5"
+        );
+    }
+    let size = match size {
+        Some(n) => n,
+        None => {
+            let r = (3.0 * sigma).ceil();
+            if r > (MAX_SIZE / 2) as f64 {
+                bail!(
+                    format!(
+                        "gaussian sigma {sigma} needs a {}x{0} kernel, over the maximum of {MAX_SIZE}",
+                        2.0 * r + 1.0
+                    ),
+                    hint = "use sigma ≤ 42, or cut the kernel with --size"
+                );
+            }
+            2 * r as usize + 1
+        }
+    };
+    check_size(size)?;
+    let r = (size / 2) as isize;
+    let mut weights = Vec::with_capacity(size * size);
+    for y in -r..=r {
+        for x in -r..=r {
+            weights.push((-((x * x + y * y) as f64) / (2.0 * sigma * sigma)).exp());
+        }
+    }
+    let sum: f64 = weights.iter().sum();
+    weights.iter_mut().for_each(|w| *w /= sum);
+    let mut k = Kernel::new(size, weights)?;
+    k.sigma = Some(sigma);
+    Ok(k)
+}
+
+fn disc(radius: usize) -> Result<Kernel> {
+    let size = 2 * radius + 1;
+    check_size(size)?;
+    let r = radius as isize;
+    let weights = (-r..=r)
+        .flat_map(|y| (-r..=r).map(move |x| if x * x + y * y <= r * r { 1.0 } else { 0.0 }))
+        .collect();
+    Kernel::new(size, weights)
+}
+
+fn from_file(path: &Path) -> Result<Kernel> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::new(format!("cannot read kernel file {}: {e}", path.display()))
+            .hint("file:PATH needs a readable text file holding a square matrix")
+    })?;
+    parse_matrix(&text).map_err(|e| e.context(format!("kernel file {}", path.display())))
+}
+
+/// Parses a square matrix: rows on lines, values separated by whitespace,
+/// commas or semicolons; `#` starts a comment.
+pub fn parse_matrix(text: &str) -> Result<Kernel> {
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    for (lineno, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        let values: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+            .filter(|s| !s.is_empty())
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let row = values
+            .iter()
+            .map(|v| {
+                v.parse::<f64>()
+                    .map_err(|_| Error::new(format!("line {}: '{v}' is not a number", lineno + 1)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        rows.push(row);
+    }
+    let n = rows.len();
+    if n == 0 {
+        bail!("kernel is empty", hint = "write an odd-sized square matrix");
+    }
+    if let Some(bad) = rows.iter().position(|r| r.len() != n) {
+        bail!(
+            format!(
+                "kernel is not square: {n} rows but row {} has {} values",
+                bad + 1,
+                rows[bad].len()
+            ),
+            hint = "write an odd-sized square matrix, one row per line"
+        );
+    }
+    Kernel::new(n, rows.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        assert_eq!(
+            "gaussian:2.5".parse::<KernelSpec>().unwrap(),
+            KernelSpec::Gaussian {
+                sigma: 2.5,
+                size: None
+            }
+        );
+        assert_eq!(
+            "box:5".parse::<KernelSpec>().unwrap(),
+            KernelSpec::Box { size: 5 }
+        );
+        assert!("box:x".parse::<KernelSpec>().is_err());
+        assert!("box".parse::<KernelSpec>().is_err());
+        assert!("ring:3".parse::<KernelSpec>().is_err());
+    }
+
+    #[test]
+    fn gaussian_size_follows_the_thesis() {
+        // N = 2·ceil(3σ)+1: σ=2.5 gives 15 (the thesis' N = 6σ+1 rounded up to odd).
+        let k = KernelSpec::Gaussian {
+            sigma: 2.5,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        assert_eq!(k.size(), 15);
+        assert!((k.weights().iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(k.quantised().iter().map(|&q| q as u64).sum::<u64>() <= QUANT_SUM);
+        // Symmetric weights stay symmetric after quantisation.
+        let q = k.quantised();
+        assert_eq!(q[0], q[14]);
+        assert_eq!(q[0], q[14 * 15 + 14]);
+    }
+
+    #[test]
+    fn rejects_bad_kernels() {
+        let bad = |s: &str| s.parse::<KernelSpec>().and_then(|k| k.build()).is_err();
+        assert!(bad("gaussian:0"));
+        assert!(bad("gaussian:-1"));
+        assert!(bad("gaussian:nan"));
+        assert!(bad("box:4"));
+        assert!(bad("box:0"));
+        assert!(bad("box:257"));
+        assert!(parse_matrix("").is_err());
+        assert!(parse_matrix("1 1\n1 1").is_err());
+        assert!(parse_matrix("1 1 1\n1 1\n1 1 1").is_err());
+        assert!(parse_matrix("0 0 0\n0 0 0\n0 0 0").is_err());
+        assert!(parse_matrix("1 -1 1\n1 1 1\n1 1 1").is_err());
+    }
+
+    #[test]
+    fn integer_kernels_keep_their_weights() {
+        let k = parse_matrix("1 1 1\n1 5 1\n1 1 1").unwrap();
+        assert_eq!(k.quantised(), &[1, 1, 1, 1, 5, 1, 1, 1, 1]);
+        let d = KernelSpec::Disc { radius: 1 }.build().unwrap();
+        assert_eq!(d.quantised(), &[0, 1, 0, 1, 1, 1, 0, 1, 0]);
+    }
+
+    #[test]
+    fn fractional_kernels_scale_to_the_quantum() {
+        let k = parse_matrix("0.5, 0.25, 0.5\n1 1 1\n 0 0 0").unwrap();
+        let q = k.quantised();
+        assert_eq!(q[0], q[2]);
+        assert!((q[0] as i64 - 2 * q[1] as i64).abs() <= 1);
+        assert!(q.iter().map(|&v| v as u64).sum::<u64>() <= QUANT_SUM);
+        assert_eq!(q[6], 0);
+    }
+}

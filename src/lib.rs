@@ -1,0 +1,21 @@
+//! mapfilter: a tiled batch engine that smooths classified rasters with a
+//! weighted class-histogram (majority) filter on OpenCL devices and on the
+//! host, and reports how accurate each fast method is against the exact one.
+//!
+//! Layers, from the bottom: [`kernel`] and [`classes`] define the inputs of
+//! the computation; [`method`] defines what each method computes (a plain
+//! host reference per method); [`engine`] drives tiles through a method with
+//! bounded memory; [`raster`] reads and writes GDAL rasters; [`cli`] is glue.
+
+pub mod classes;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod kernel;
+pub mod method;
+pub mod progress;
+#[cfg(feature = "gdal")]
+pub mod raster;
+pub mod synth;
+
+pub use error::{Error, Result};

@@ -1,0 +1,111 @@
+//! What the class-smoothing methods compute, apart from how they are run.
+//!
+//! The engine hands a method one halo-padded [`ClassTile`] of local class
+//! indices and receives one output index per core pixel. Methods know nothing
+//! of GDAL, files, progress or tiling; the shared scoring rules (tie rule,
+//! nodata) live in [`pick_winner`] so every method applies them identically.
+
+pub mod naive;
+
+use crate::classes::NO_CLASS;
+use crate::error::Result;
+use crate::kernel::Kernel;
+
+/// One halo-padded tile of local class indices.
+///
+/// Values are `0..n_classes`, or `n_classes` itself for nodata and for pixels
+/// outside the raster. Output pixel `(x, y)` is centred on tile pixel
+/// `(x + halo, y + halo)`; the output is `(width − 2·halo) × (height − 2·halo)`.
+#[derive(Clone, Copy, Debug)]
+pub struct ClassTile<'a> {
+    pub width: usize,
+    pub height: usize,
+    pub halo: usize,
+    pub n_classes: usize,
+    pub classes: &'a [u16],
+}
+
+impl ClassTile<'_> {
+    /// The value that marks nodata and out-of-raster pixels.
+    pub fn nodata(&self) -> u16 {
+        self.n_classes as u16
+    }
+
+    pub fn output_width(&self) -> usize {
+        self.width - 2 * self.halo
+    }
+
+    pub fn output_height(&self) -> usize {
+        self.height - 2 * self.halo
+    }
+
+    pub fn output_len(&self) -> usize {
+        self.output_width() * self.output_height()
+    }
+}
+
+/// Everything a method needs besides the tile.
+#[derive(Clone, Copy, Debug)]
+pub struct SmoothParams<'a> {
+    pub kernel: &'a Kernel,
+    /// Quantised class weight per local class index.
+    pub class_weights: &'a [u32],
+    /// Smooth nodata centre pixels too instead of keeping them nodata.
+    pub fill_nodata: bool,
+}
+
+/// A class-smoothing method on one device.
+pub trait ClassSmoother: Send + Sync {
+    /// Short name for reports and `--explain`.
+    fn name(&self) -> String;
+
+    /// Smooths `tile` into `out` (`tile.output_len()` values): a local class
+    /// index per pixel, or [`NO_CLASS`] for nodata.
+    fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()>;
+
+    /// Whether the result is byte-identical to the exact baseline.
+    fn is_exact(&self) -> bool;
+}
+
+/// The winning class from exact integer scores `raw[c]·weights[c]`
+/// (DESIGN.md §2): the highest score; on a tie the centre class if it is among
+/// the best, else the smallest index; no positive score gives [`NO_CLASS`].
+/// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
+#[inline]
+pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16) -> u16 {
+    let mut best = NO_CLASS;
+    let mut best_score = 0u64;
+    for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
+        let s = r as u64 * w as u64;
+        if s > best_score {
+            best_score = s;
+            best = c as u16;
+        }
+    }
+    if best != NO_CLASS
+        && (centre as usize) < raw.len()
+        && raw[centre as usize] as u64 * weights[centre as usize] as u64 == best_score
+    {
+        return centre;
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn winner_rules() {
+        let w = [1, 1, 1];
+        assert_eq!(pick_winner(&[1, 5, 2], &w, 0), 1);
+        // Tie between 1 and 2: centre 2 wins, otherwise the smallest index.
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 2), 2);
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 0), 1);
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 3), 1);
+        // No positive score: no class.
+        assert_eq!(pick_winner(&[0, 0, 0], &w, 1), NO_CLASS);
+        // Weights decide.
+        assert_eq!(pick_winner(&[3, 2, 0], &[1, 2, 1], 0), 1);
+    }
+}

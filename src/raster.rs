@@ -1,0 +1,489 @@
+//! Raster I/O through GDAL: opening and checking inputs, reading windows,
+//! writing GeoTIFF outputs safely (temp file beside the target, renamed on
+//! success, removed on failure) with georeferencing, nodata, colour table and
+//! category names carried over.
+//!
+//! Nothing here loads a whole raster: reads and writes are windowed, so the
+//! engine's memory stays bounded by its tile size.
+
+use crate::bail;
+use crate::classes::{ClassTable, CodeHistogram};
+use crate::engine::{ClassSink, ClassSource};
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+use gdal::raster::{ColorTable, GdalDataType, RasterCreationOptions};
+use gdal::{Dataset, DriverManager};
+use std::ffi::{CStr, CString};
+use std::path::{Path, PathBuf};
+use tiles::Rect;
+
+/// Opens any raster GDAL can read, with a one-line error for the usual failures.
+pub fn open(path: &Path) -> Result<Dataset> {
+    if !path.exists() {
+        bail!(
+            format!("{}: no such file", path.display()),
+            hint = "check the input path"
+        );
+    }
+    if path.is_dir() && !path.join("hdr.adf").exists() {
+        bail!(
+            format!("{}: is a directory, not a raster", path.display()),
+            hint = "give a raster file such as a GeoTIFF"
+        );
+    }
+    let ds = Dataset::open(path).map_err(|_| {
+        Error::new(format!("{}: not a raster GDAL can read", path.display()))
+            .hint("give a GeoTIFF or another GDAL raster format (`gdalinfo` tells what GDAL sees)")
+    })?;
+    if ds.raster_count() == 0 {
+        bail!(
+            format!("{}: holds no raster band", path.display()),
+            hint = "give a raster file, not a vector one"
+        );
+    }
+    Ok(ds)
+}
+
+/// Georeferencing and display metadata that outputs inherit from inputs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RasterMeta {
+    pub width: usize,
+    pub height: usize,
+    pub geo_transform: Option<[f64; 6]>,
+    /// Coordinate system as WKT ("" when none).
+    pub projection: String,
+    pub nodata: Option<f64>,
+    /// Colour table entries as RGBA (band 1).
+    pub colors: Vec<[i16; 4]>,
+    /// Category names by code (band 1).
+    pub category_names: Vec<String>,
+}
+
+impl RasterMeta {
+    pub fn read(ds: &Dataset) -> Result<Self> {
+        let (width, height) = ds.raster_size();
+        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let colors = band
+            .color_table()
+            .map(|ct| {
+                (0..ct.entry_count())
+                    .filter_map(|i| ct.entry_as_rgb(i))
+                    .map(|e| [e.r, e.g, e.b, e.a])
+                    .collect()
+            })
+            .unwrap_or_default();
+        // SAFETY: the band handle is valid while `band` lives; GDAL owns the list.
+        let category_names = unsafe {
+            let list = gdal_sys::GDALGetRasterCategoryNames(band.c_rasterband());
+            let mut names = Vec::new();
+            if !list.is_null() {
+                let mut i = 0;
+                while !(*list.add(i)).is_null() {
+                    names.push(CStr::from_ptr(*list.add(i)).to_string_lossy().into_owned());
+                    i += 1;
+                }
+            }
+            names
+        };
+        Ok(RasterMeta {
+            width,
+            height,
+            geo_transform: ds.geo_transform().ok(),
+            projection: ds.projection(),
+            nodata: band.no_data_value(),
+            colors,
+            category_names,
+        })
+    }
+
+    /// The geotransform of an output whose pixel (0,0) is input pixel (offset, offset).
+    pub fn shifted_transform(&self, offset: usize) -> Option<[f64; 6]> {
+        self.geo_transform.map(|g| {
+            let o = offset as f64;
+            [
+                g[0] + o * g[1] + o * g[2],
+                g[1],
+                g[2],
+                g[3] + o * g[4] + o * g[5],
+                g[4],
+                g[5],
+            ]
+        })
+    }
+}
+
+/// Storage type of a class raster band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassType {
+    Byte,
+    UInt16,
+}
+
+impl ClassType {
+    pub fn max_code(self) -> u16 {
+        match self {
+            ClassType::Byte => u8::MAX as u16,
+            ClassType::UInt16 => u16::MAX,
+        }
+    }
+}
+
+/// An opened single-band class raster (band 1 of the file).
+pub struct ClassRaster {
+    path: PathBuf,
+    ds: Dataset,
+    pub meta: RasterMeta,
+    pub class_type: ClassType,
+}
+
+impl ClassRaster {
+    /// Opens `path` and checks that band 1 holds integer class codes.
+    pub fn open(path: &Path) -> Result<Self> {
+        let ds = open(path)?;
+        let meta = RasterMeta::read(&ds)?;
+        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let class_type = match band.band_type() {
+            GdalDataType::UInt8 => ClassType::Byte,
+            GdalDataType::UInt16 => ClassType::UInt16,
+            other => bail!(
+                format!(
+                    "{}: band 1 is {}, class smoothing needs Byte or UInt16 class codes",
+                    path.display(),
+                    other.name()
+                ),
+                hint = "for continuous data use `mapfilter filter`; to smooth classes, convert with gdal_translate -ot Byte"
+            ),
+        };
+        if let Some(nd) = meta.nodata
+            && (nd.fract() != 0.0 || nd < 0.0 || nd > class_type.max_code() as f64)
+        {
+            bail!(
+                format!(
+                    "{}: nodata value {nd} is not a valid code for this band",
+                    path.display()
+                ),
+                hint = "fix it with gdal_edit.py -a_nodata VALUE"
+            );
+        }
+        drop(band);
+        Ok(ClassRaster {
+            path: path.to_path_buf(),
+            ds,
+            meta,
+            class_type,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn nodata_code(&self) -> Option<u16> {
+        self.meta.nodata.map(|v| v as u16)
+    }
+
+    /// Reads the whole raster in strips and tallies the class codes present.
+    pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        let (w, h) = (self.meta.width, self.meta.height);
+        let strip = (8 << 20) / w.max(1);
+        let strip = strip.clamp(1, h.max(1));
+        let mut hist = CodeHistogram::default();
+        let mut buf = Vec::new();
+        progress.start(h.div_ceil(strip) as u64, "scan");
+        for y in (0..h).step_by(strip) {
+            let rows = strip.min(h - y);
+            buf.resize(w * rows, 0);
+            self.read(Rect::new(0, y, w, rows), &mut buf)?;
+            hist.add(&buf);
+            progress.inc(1);
+        }
+        progress.finish();
+        ClassTable::from_histogram(&hist, self.nodata_code())
+            .map_err(|e| e.context(self.path.display()))
+    }
+}
+
+impl ClassSource for ClassRaster {
+    fn size(&self) -> (usize, usize) {
+        (self.meta.width, self.meta.height)
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        let band = self.ds.rasterband(1).map_err(gdal_error)?;
+        band.read_into_slice::<u16>(
+            (w.x as isize, w.y as isize),
+            (w.width, w.height),
+            (w.width, w.height),
+            buf,
+            None,
+        )
+        .map_err(|e| gdal_error(e).context(self.path.display()))
+    }
+}
+
+/// GeoTIFF compression of outputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Compression {
+    None,
+    #[default]
+    Deflate,
+    Lzw,
+    Zstd,
+}
+
+/// What an output raster looks like.
+#[derive(Clone, Debug)]
+pub struct OutputSpec {
+    pub width: usize,
+    pub height: usize,
+    pub bands: usize,
+    pub data_type: GdalDataType,
+    pub geo_transform: Option<[f64; 6]>,
+    pub projection: String,
+    pub nodata: Option<f64>,
+    pub colors: Vec<[i16; 4]>,
+    pub category_names: Vec<String>,
+    pub compression: Compression,
+}
+
+/// Refuses an output that would overwrite the input or cannot be created.
+pub fn check_output_path(input: &Path, output: &Path) -> Result<()> {
+    let same = match (input.canonicalize(), canonical_target(output)) {
+        (Ok(a), Some(b)) => a == b,
+        _ => input == output,
+    };
+    if same {
+        bail!(
+            format!("output {} is the input itself", output.display()),
+            hint = "write to a new file; the input is never modified"
+        );
+    }
+    let dir = parent_dir(output);
+    if !dir.is_dir() {
+        bail!(
+            format!("output directory {} does not exist", dir.display()),
+            hint = "create it first or choose another output path"
+        );
+    }
+    Ok(())
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn canonical_target(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    Some(parent_dir(path).canonicalize().ok()?.join(name))
+}
+
+/// A GeoTIFF being written to a temp file beside its target; renamed onto the
+/// target by [`OutputRaster::finish`], deleted if dropped unfinished.
+pub struct OutputRaster {
+    ds: Option<Dataset>,
+    temp: PathBuf,
+    target: PathBuf,
+    data_type: GdalDataType,
+}
+
+impl OutputRaster {
+    pub fn create(target: &Path, spec: &OutputSpec) -> Result<Self> {
+        let dir = parent_dir(target);
+        let name = target
+            .file_name()
+            .ok_or_else(|| Error::new(format!("{}: not a file name", target.display())))?;
+        let temp = dir.join(format!(
+            ".{}.{}.mapfilter-tmp.tif",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let driver = DriverManager::get_driver_by_name("GTiff").map_err(gdal_error)?;
+        let mut options = RasterCreationOptions::new();
+        let block = |n: usize| if n >= 256 { "256" } else { "16" };
+        for (k, v) in [
+            ("TILED", "YES"),
+            ("BLOCKXSIZE", block(spec.width)),
+            ("BLOCKYSIZE", block(spec.height)),
+            ("BIGTIFF", "IF_SAFER"),
+        ] {
+            options.set_name_value(k, v).map_err(gdal_error)?;
+        }
+        let compress = match spec.compression {
+            Compression::None => None,
+            Compression::Deflate => Some("DEFLATE"),
+            Compression::Lzw => Some("LZW"),
+            Compression::Zstd => Some("ZSTD"),
+        };
+        if let Some(c) = compress {
+            options.set_name_value("COMPRESS", c).map_err(gdal_error)?;
+            options
+                .set_name_value("NUM_THREADS", "ALL_CPUS")
+                .map_err(gdal_error)?;
+        }
+        let create = match spec.data_type {
+            GdalDataType::UInt8 => driver.create_with_band_type_with_options::<u8, _>(
+                &temp,
+                spec.width,
+                spec.height,
+                spec.bands,
+                &options,
+            ),
+            GdalDataType::UInt16 => driver.create_with_band_type_with_options::<u16, _>(
+                &temp,
+                spec.width,
+                spec.height,
+                spec.bands,
+                &options,
+            ),
+            GdalDataType::Int16 => driver.create_with_band_type_with_options::<i16, _>(
+                &temp,
+                spec.width,
+                spec.height,
+                spec.bands,
+                &options,
+            ),
+            GdalDataType::Float32 => driver.create_with_band_type_with_options::<f32, _>(
+                &temp,
+                spec.width,
+                spec.height,
+                spec.bands,
+                &options,
+            ),
+            other => bail!(format!("cannot write {} rasters", other.name())),
+        };
+        let ds = create.map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            Error::new(format!(
+                "cannot create output in {}: {}",
+                dir.display(),
+                gdal_error(e).cause()
+            ))
+            .hint("check that the directory exists and is writable")
+        })?;
+        let mut out = OutputRaster {
+            ds: Some(ds),
+            temp,
+            target: target.to_path_buf(),
+            data_type: spec.data_type,
+        };
+        out.set_metadata(spec)?;
+        Ok(out)
+    }
+
+    fn dataset(&mut self) -> &mut Dataset {
+        self.ds.as_mut().expect("dataset open until finish")
+    }
+
+    fn set_metadata(&mut self, spec: &OutputSpec) -> Result<()> {
+        let ds = self.dataset();
+        if let Some(gt) = spec.geo_transform {
+            ds.set_geo_transform(&gt).map_err(gdal_error)?;
+        }
+        if !spec.projection.is_empty() {
+            ds.set_projection(&spec.projection).map_err(gdal_error)?;
+        }
+        for b in 1..=spec.bands {
+            let mut band = ds.rasterband(b).map_err(gdal_error)?;
+            if spec.nodata.is_some() {
+                band.set_no_data_value(spec.nodata).map_err(gdal_error)?;
+            }
+            if !spec.colors.is_empty() {
+                let mut ct = ColorTable::new(gdal::raster::PaletteInterpretation::Rgba);
+                for (i, c) in spec.colors.iter().enumerate() {
+                    ct.set_color_entry(
+                        i as u16,
+                        &gdal::raster::ColorEntry::Rgba(gdal::raster::RgbaEntry {
+                            r: c[0],
+                            g: c[1],
+                            b: c[2],
+                            a: c[3],
+                        }),
+                    );
+                }
+                band.set_color_table(&ct);
+            }
+            if !spec.category_names.is_empty() {
+                let cstrings: Vec<CString> = spec
+                    .category_names
+                    .iter()
+                    .map(|s| CString::new(s.replace('\0', "")).expect("no NUL"))
+                    .collect();
+                let mut ptrs: Vec<*mut std::ffi::c_char> =
+                    cstrings.iter().map(|s| s.as_ptr() as *mut _).collect();
+                ptrs.push(std::ptr::null_mut());
+                // SAFETY: GDAL copies the NULL-terminated list; the strings outlive the call.
+                unsafe {
+                    gdal_sys::GDALSetRasterCategoryNames(band.c_rasterband(), ptrs.as_mut_ptr());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `data` (row-major, `window.area()` values) into band `band` (1-based).
+    pub fn write_band<T: gdal::raster::GdalType + Copy>(
+        &mut self,
+        band: usize,
+        window: Rect,
+        data: Vec<T>,
+    ) -> Result<()> {
+        let mut buffer = gdal::raster::Buffer::new((window.width, window.height), data);
+        let mut b = self.dataset().rasterband(band).map_err(gdal_error)?;
+        b.write(
+            (window.x as isize, window.y as isize),
+            (window.width, window.height),
+            &mut buffer,
+        )
+        .map_err(gdal_error)
+    }
+
+    /// Flushes, closes and moves the temp file onto the target.
+    pub fn finish(mut self) -> Result<()> {
+        let closed = match self.ds.take() {
+            Some(ds) => ds.close().map_err(gdal_error),
+            None => Ok(()),
+        };
+        let moved = closed.and_then(|_| {
+            std::fs::rename(&self.temp, &self.target).map_err(|e| {
+                Error::new(format!(
+                    "cannot move output into place at {}: {e}",
+                    self.target.display()
+                ))
+            })
+        });
+        if moved.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        moved
+    }
+}
+
+impl Drop for OutputRaster {
+    fn drop(&mut self) {
+        if self.ds.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+impl ClassSink for OutputRaster {
+    fn write(&mut self, window: Rect, codes: &[u16]) -> Result<()> {
+        match self.data_type {
+            GdalDataType::UInt8 => {
+                self.write_band(1, window, codes.iter().map(|&c| c as u8).collect())
+            }
+            _ => self.write_band(1, window, codes.to_vec()),
+        }
+    }
+}
+
+/// Turns a GDAL error into a one-line [`Error`].
+pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
+    Error::new(e.to_string())
+}
