@@ -23,7 +23,7 @@ pub const QUANT_SUM: u64 = 1 << 31;
 /// A kernel as the user names it on the command line.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelSpec {
-    /// Gaussian with standard deviation `sigma`; side `size` or `2·ceil(3σ)+1`.
+    /// Gaussian with standard deviation `sigma`; side `size` or `2·floor(3σ)+1`.
     Gaussian { sigma: f64, size: Option<usize> },
     /// N×N ones.
     Box { size: usize },
@@ -230,7 +230,9 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
     let size = match size {
         Some(n) => n,
         None => {
-            let r = (3.0 * sigma).ceil();
+            // The thesis' N = 6σ+1, rounded down to odd: R = floor(3σ), so
+            // σ=2.5 gives N=15 (GRASS size=15), σ=5 gives 31, σ=21 gives 127.
+            let r = (3.0 * sigma).floor();
             if r > (MAX_SIZE / 2) as f64 {
                 bail!(
                     format!(
@@ -339,7 +341,7 @@ mod tests {
 
     #[test]
     fn gaussian_size_follows_the_thesis() {
-        // N = 2·ceil(3σ)+1: σ=2.5 gives 15 (the thesis' N = 6σ+1 rounded up to odd).
+        // N = 2·floor(3σ)+1: σ=2.5 gives 15 (the thesis' N = 6σ+1 rounded down to odd).
         let k = KernelSpec::Gaussian {
             sigma: 2.5,
             size: None,

@@ -21,7 +21,7 @@ pub struct SmoothArgs {
     /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH (square matrix, odd size).
     #[arg(long, short)]
     pub kernel: String,
-    /// Side of a gaussian kernel (odd); default 2·ceil(3σ)+1.
+    /// Side of a gaussian kernel (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
     #[arg(long)]
     pub size: Option<usize>,
     /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
