@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the system packages mapfilter builds and runs with (Debian 12):
+# GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
+# device everywhere), the OpenCL loader, clinfo and the GDAL command-line tools.
+set -euo pipefail
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
