@@ -167,6 +167,7 @@ pub fn smooth(
         let mut class_sum = 0usize;
         let compute = (|| -> Result<()> {
             for item in read_rx.iter() {
+                crate::interrupt::check()?;
                 let (tile, mut raw) = item?;
                 raw.iter_mut().for_each(|v| *v = lut[*v as usize]);
                 tile.pad(&raw, NO_CLASS, &mut padded);

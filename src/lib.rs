@@ -11,6 +11,7 @@ pub mod classes;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod interrupt;
 pub mod kernel;
 pub mod method;
 pub mod progress;

@@ -39,6 +39,7 @@ enum Command {
 /// Parses the arguments, runs the command, and returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    crate::interrupt::install();
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
