@@ -219,7 +219,7 @@ fn interrupted_run_leaves_nothing_behind() {
     assert!(generated.status.success());
     let out = dir.path().join("out.tif");
     // A slow job (101×101 box over 2.25 Mpix) so that the interrupt lands mid-run.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
         .args([
             "smooth",
             input.to_str().unwrap(),
