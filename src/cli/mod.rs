@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod devices;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]
@@ -34,6 +35,8 @@ enum Command {
     /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
     #[cfg(feature = "gdal")]
     Gen(gen_cmd::GenArgs),
+    /// List the OpenCL devices (index, type, memory, version) usable with --device.
+    Devices(devices::DevicesArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -56,5 +59,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
+        Command::Devices(args) => devices::run(args),
     }
 }
