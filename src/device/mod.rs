@@ -17,7 +17,8 @@
 //! - Buffers: [`Device::buffer`], [`Device::upload`], [`Device::download`]
 //!   (blocking helpers); [`Args`] sets kernel arguments in order and
 //!   [`Device::launch`] enqueues an ND-range returning its [`Event`];
-//!   [`event_ns`] reads an event's profiled duration.
+//!   [`event_ns`] reads an event's profiled duration; [`TimeCounters`]
+//!   sums [`DeviceTimes`] (upload, kernel, download) for reports.
 //! - [`test_device`]: the device tests run on (the OpenCL CPU device, i.e.
 //!   PoCL, when present), or `None` with a printed reason when the machine
 //!   has no OpenCL at all.
@@ -42,7 +43,7 @@ use opencl3::context::Context;
 use opencl3::error_codes::ClError;
 use opencl3::types::{CL_BLOCKING, cl_event};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Turns an OpenCL status into an [`Error`] saying what was being done.
@@ -340,6 +341,46 @@ impl<'k> Args<'k> {
     /// Ok when every argument was accepted.
     pub fn done(self) -> Result<()> {
         self.error.map_or(Ok(()), Err)
+    }
+}
+
+/// Device time of a run, from profiled events, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceTimes {
+    pub upload_ns: u64,
+    pub kernel_ns: u64,
+    pub download_ns: u64,
+}
+
+impl DeviceTimes {
+    /// Upload plus download.
+    pub fn transfer_ns(&self) -> u64 {
+        self.upload_ns + self.download_ns
+    }
+}
+
+/// Accumulates [`DeviceTimes`] from any thread.
+#[derive(Debug, Default)]
+pub struct TimeCounters {
+    upload: AtomicU64,
+    kernel: AtomicU64,
+    download: AtomicU64,
+}
+
+impl TimeCounters {
+    pub fn add(&self, t: DeviceTimes) {
+        self.upload.fetch_add(t.upload_ns, Ordering::Relaxed);
+        self.kernel.fetch_add(t.kernel_ns, Ordering::Relaxed);
+        self.download.fetch_add(t.download_ns, Ordering::Relaxed);
+    }
+
+    /// The sums so far, resetting them to zero.
+    pub fn take(&self) -> DeviceTimes {
+        DeviceTimes {
+            upload_ns: self.upload.swap(0, Ordering::Relaxed),
+            kernel_ns: self.kernel.swap(0, Ordering::Relaxed),
+            download_ns: self.download.swap(0, Ordering::Relaxed),
+        }
     }
 }
 
