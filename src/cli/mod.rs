@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod bench;
 mod devices;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
@@ -37,6 +38,8 @@ enum Command {
     Gen(gen_cmd::GenArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
     Devices(devices::DevicesArgs),
+    /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -60,5 +63,6 @@ fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
