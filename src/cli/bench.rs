@@ -177,6 +177,7 @@ fn bench_one(
             "total_ms": total,
             "mpix_s": stats.pixels as f64 / total / 1e3,
             "check": check,
+            "shape": std::env::var(crate::method::naive_cl::FAST_SHAPE_ENV).ok(),
         });
         if let (Some(l), Some(f)) = (line.as_object_mut(), fields.as_object()) {
             l.extend(f.clone());

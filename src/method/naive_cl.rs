@@ -80,8 +80,21 @@ impl FromStr for Variant {
 pub struct NaiveCl {
     device: Device,
     variant: Variant,
+    shape: FastShape,
     state: Mutex<State>,
     times: TimeCounters,
+}
+
+/// How the fast variant picks its work-group shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastShape {
+    /// By device kind (the default).
+    #[default]
+    Auto,
+    /// The GPU choice on any device (tests run the GPU code paths on PoCL).
+    Gpu,
+    /// Fixed (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
+    Fixed(usize, usize, usize, bool, bool),
 }
 
 #[derive(Default)]
@@ -146,9 +159,16 @@ impl NaiveCl {
         Ok(NaiveCl {
             device,
             variant,
+            shape: FastShape::Auto,
             state: Mutex::default(),
             times: TimeCounters::default(),
         })
+    }
+
+    /// Overrides how the fast variant shapes its work-groups (studies, tests).
+    pub fn with_shape(mut self, shape: FastShape) -> Self {
+        self.shape = shape;
+        self
     }
 
     pub fn device(&self) -> &Device {
@@ -261,7 +281,9 @@ impl NaiveCl {
                 let tap_scan = taps.n_taps < nc;
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
-                } else if gpu {
+                } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
+                    (t, y, p, tl, hl)
+                } else if gpu || self.shape == FastShape::Gpu {
                     gpu_fast_shape(k, elem, nb, budget)
                 } else {
                     // CPU: work-items run as loops and caches do the staging; many
