@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Device tests must not skip here: PoCL is installed above.
+export MAPFILTER_REQUIRE_OPENCL=1
 cargo test --workspace --locked

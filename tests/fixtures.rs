@@ -6,10 +6,12 @@ mod common;
 
 use common::{fixture, mapfilter, read_raster};
 use mapfilter::classes::ClassWeights;
+use mapfilter::device::{DeviceChoice, test_device};
 use mapfilter::engine::{self, MemRaster, SmoothJob};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
+use mapfilter::method::select::{class_smoother, variants_of};
 use mapfilter::progress::Progress;
 use mapfilter::raster::ClassRaster;
 use tiles::Border;
@@ -29,12 +31,32 @@ fn cases() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Every exact method available in this build, by name.
+/// Every exact method available in this build, by name: the host reference
+/// and every variant on the OpenCL test device (PoCL here and in CI).
 fn exact_methods() -> Vec<(String, Box<dyn ClassSmoother>)> {
-    vec![("naive/host".into(), Box::new(NaiveHost))]
+    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
+        vec![("naive/host".into(), Box::new(NaiveHost))];
+    if let Some(dev) = test_device() {
+        let device = DeviceChoice::Index(dev.info().index);
+        for variant in variants_of("naive") {
+            let m = class_smoother("naive", device.clone(), Some(variant)).unwrap();
+            methods.push((format!("{} on {}", m.name(), dev.info().name), m));
+        }
+    }
+    methods
 }
 
 const TILE_SIZES: [usize; 7] = [1, 2, 7, 13, 32, 64, 1000];
+
+/// Tile sizes for a method: all of them on the host; on devices tile 1 (one
+/// launch per pixel, 4608 per run) is left to the host, the rest are kept.
+fn tile_sizes(method_name: &str) -> &'static [usize] {
+    if method_name.contains("host") {
+        &TILE_SIZES
+    } else {
+        &TILE_SIZES[1..]
+    }
+}
 
 #[test]
 fn every_exact_method_and_tile_size_reproduces_the_fixtures() {
@@ -44,7 +66,7 @@ fn every_exact_method_and_tile_size_reproduces_the_fixtures() {
             let (ew, eh, expected) =
                 read_raster(&fixture(&format!("expected_{name}_{border_name}.tif")));
             for (method_name, method) in exact_methods() {
-                for tile in TILE_SIZES {
+                for &tile in tile_sizes(&method_name) {
                     let mut input = ClassRaster::open(&fixture("classes_72x64.tif")).unwrap();
                     let classes = input.scan_classes(&Progress::hidden()).unwrap();
                     let job = SmoothJob {
