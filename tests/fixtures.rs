@@ -39,7 +39,7 @@ fn exact_methods() -> Vec<(String, Box<dyn ClassSmoother>)> {
     if let Some(dev) = test_device() {
         let device = DeviceChoice::Index(dev.info().index);
         for variant in variants_of("naive") {
-            let m = class_smoother("naive", device.clone(), Some(variant)).unwrap();
+            let m = class_smoother("naive", device, Some(variant)).unwrap();
             methods.push((format!("{} on {}", m.name(), dev.info().name), m));
         }
     }
