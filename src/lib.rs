@@ -12,6 +12,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod kernel;
+pub mod linalg;
 pub mod method;
 pub mod progress;
 #[cfg(feature = "gdal")]

@@ -5,7 +5,11 @@
 //! of GDAL, files, progress or tiling; the shared scoring rules (tie rule,
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
+pub mod dct5;
+pub mod exact;
 pub mod naive;
+pub mod separable;
+pub mod svd;
 
 use crate::classes::NO_CLASS;
 use crate::error::Result;
@@ -65,6 +69,12 @@ pub trait ClassSmoother: Send + Sync {
 
     /// Whether the result is byte-identical to the exact baseline.
     fn is_exact(&self) -> bool;
+
+    /// A line on what the method did over the run so far (e.g. the share of
+    /// pixels the certified mode recomputed), for the run's summary.
+    fn summary(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The winning class from exact integer scores `raw[c]·weights[c]`
