@@ -24,11 +24,10 @@
 //! every k > 0 (a full period of cosines sums to zero), so the box is exact
 //! and costs O(1) per pixel.
 
-use super::separable::{Filter, Plane, Rows, SeparablePlan, Term, gamma};
+use super::separable::{Filter, Plane, SeparablePlan, Term, gamma};
 use crate::bail;
 use crate::error::Result;
 use crate::kernel::Kernel;
-use rayon::prelude::*;
 use std::f64::consts::PI;
 
 /// The paper's default number of terms beyond k = 0.
@@ -150,21 +149,8 @@ impl Dct5 {
         1.5 * total
     }
 
-    /// Runs the filter down the columns of `src` (see [`Filter::apply`]).
-    pub fn apply<S: Rows>(&self, src: &S, out: &mut Plane) {
-        let w = out.width;
-        if w == 0 || out.height == 0 {
-            return;
-        }
-        let chunk = self.segment * w;
-        out.data
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(s, o)| self.segment_pass(src, s * self.segment, o, w));
-    }
-
     /// One explicitly seeded segment: outputs `y0..y0 + o.len()/w`.
-    fn segment_pass<S: Rows>(&self, src: &S, y0: usize, o: &mut [f64], w: usize) {
+    pub(crate) fn segment_pass(&self, src: &Plane, y0: usize, o: &mut [f64], w: usize) {
         let r = self.radius;
         let n = 2 * r + 1;
         let terms = self.coeffs.len();
@@ -173,13 +159,13 @@ impl Dct5 {
         let mut cur = vec![0.0; terms * w];
         let mut prev = vec![0.0; terms * w];
         let mut buf = vec![0.0; w];
-        self.seed(src, y0, &table, &mut cur, &mut buf);
+        self.seed(src, y0, &table, &mut cur);
         self.emit(&cur, &mut o[..w], w);
         if rows == 1 {
             return;
         }
         std::mem::swap(&mut cur, &mut prev);
-        self.seed(src, y0 + 1, &table, &mut cur, &mut buf);
+        self.seed(src, y0 + 1, &table, &mut cur);
         self.emit(&cur, &mut o[w..2 * w], w);
         let a: Vec<f64> = (0..terms).map(|k| 2.0 * table[k % n]).collect();
         let d: Vec<f64> = (0..terms).map(|k| table[(k * r) % n]).collect();
@@ -187,14 +173,14 @@ impl Dct5 {
         for y in y0 + 1..y0 + rows - 1 {
             let (lead, lead_in) = (src.row(y + 2 * r + 1), src.row(y + 2 * r));
             let (trail, trail_out) = (src.row(y), src.row(y - 1));
-            for (i, b) in buf.iter_mut().enumerate() {
-                *b = src.value(lead[i]) - src.value(trail[i]);
+            for ((b, l), t) in buf.iter_mut().zip(lead).zip(trail) {
+                *b = l - t;
             }
             // k = 0: first order, a box sliding by one.
             cur[..w].iter_mut().zip(&buf).for_each(|(f, b)| *f += b);
             if terms > 1 {
-                for (i, b) in buf.iter_mut().enumerate() {
-                    *b += src.value(trail_out[i]) - src.value(lead_in[i]);
+                for ((b, t), l) in buf.iter_mut().zip(trail_out).zip(lead_in) {
+                    *b += t - l;
                 }
                 for k in 1..terms {
                     let (ak, dk) = (a[k], d[k]);
@@ -212,19 +198,17 @@ impl Dct5 {
     }
 
     /// `F_k(y)` by direct sums into `f` (`terms × w`).
-    fn seed<S: Rows>(&self, src: &S, y: usize, table: &[f64], f: &mut [f64], buf: &mut [f64]) {
+    fn seed(&self, src: &Plane, y: usize, table: &[f64], f: &mut [f64]) {
         let r = self.radius;
-        let w = buf.len();
+        let w = src.width;
         f.iter_mut().for_each(|v| *v = 0.0);
         for t in 0..=2 * r {
-            for (b, &v) in buf.iter_mut().zip(src.row(y + t)) {
-                *b = src.value(v);
-            }
+            let row = src.row(y + t);
             for k in 0..self.coeffs.len() {
                 let c = table[cos_index(k, t, r)];
                 f[k * w..(k + 1) * w]
                     .iter_mut()
-                    .zip(buf.iter())
+                    .zip(row)
                     .for_each(|(a, b)| *a += c * b);
             }
         }
@@ -357,7 +341,7 @@ mod tests {
                 *v = (state >> 31) as f64;
             }
             let mut out = Plane::new(w, rows);
-            d.apply(&src, &mut out);
+            Filter::Dct5(d.clone()).apply(&src, &mut out);
             let eff = d.effective();
             let bound = d.rounding_bound(1.0, HOST_UNIT_ROUNDOFF);
             for y in 0..rows {

@@ -83,9 +83,8 @@ impl ClassSmoother for Certified {
                 let mut acc = vec![0u32; tile.n_classes + 1];
                 let mut redone = 0;
                 for (x, v) in row.iter_mut().enumerate() {
-                    let i = x * oh + y;
-                    *v = if ranking.certified(i, self.eps, nodata, fill) {
-                        ranking.decide(i, nodata, fill)
+                    *v = if ranking.certified(x, y, self.eps, nodata, fill) {
+                        ranking.decide(x, y, nodata, fill)
                     } else {
                         redone += 1;
                         exact_pixel(tile, params, &taps, x, y, &mut acc)

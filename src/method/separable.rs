@@ -10,10 +10,12 @@
 //! approximation causes; each pass also bounds its own float rounding. The
 //! certified mode ([`exact`]) builds on those two bounds.
 //!
-//! Layout: pass 1 runs down the columns of the tile (vectorised across a
-//! row), the result is transposed, and pass 2 runs down the columns of the
-//! transpose, so both passes stream whole rows. Scores and the ranking live in
-//! the transposed layout (index `x·oh + y`); only the winners are turned back.
+//! Layout: pass 1 runs down the columns of the tile, vectorised across a
+//! whole row. Pass 2 runs along the rows in strips of [`LANES`] rows: a strip
+//! is transposed into an `x × LANES` buffer (in cache) and filtered down its
+//! columns, so both passes stream contiguous memory and pass 2 never needs a
+//! full transposed plane. The ranking is updated strip by strip, so the score
+//! of a class never exists as a plane either.
 //!
 //! [`svd`]: super::svd
 //! [`dct5`]: super::dct5
@@ -44,76 +46,26 @@ impl Plane {
             data: vec![0.0; width * height],
         }
     }
-
-    /// The transpose (`height × width`).
-    pub fn transposed(&self) -> Plane {
-        const B: usize = 32;
-        let mut t = Plane::new(self.height, self.width);
-        let (w, h) = (self.width, self.height);
-        if w == 0 || h == 0 {
-            return t;
-        }
-        // Blocks of B output rows in parallel; B×B blocks inside stay in cache.
-        t.data
-            .par_chunks_mut(B * h)
-            .enumerate()
-            .for_each(|(bi, chunk)| {
-                let x0 = bi * B;
-                let rows = chunk.len() / h;
-                for y0 in (0..h).step_by(B) {
-                    for dx in 0..rows {
-                        for y in y0..(y0 + B).min(h) {
-                            chunk[dx * h + y] = self.data[y * w + x0 + dx];
-                        }
-                    }
-                }
-            });
-        t
-    }
 }
 
-/// Rows a 1-D pass reads: the class indicator of a tile, or a plane.
-pub trait Rows: Sync {
-    type T: Copy + Sync;
-    fn width(&self) -> usize;
-    fn row(&self, r: usize) -> &[Self::T];
-    fn value(&self, v: Self::T) -> f64;
-}
-
-/// `1` where a tile pixel holds `class`, `0` elsewhere (nodata and outside included).
-pub struct Indicator<'a> {
-    pub classes: &'a [u16],
-    pub width: usize,
-    pub class: u16,
-}
-
-impl Rows for Indicator<'_> {
-    type T = u16;
-    fn width(&self) -> usize {
-        self.width
-    }
+impl Plane {
+    /// Row `r`.
     #[inline]
-    fn row(&self, r: usize) -> &[u16] {
-        &self.classes[r * self.width..(r + 1) * self.width]
-    }
-    #[inline]
-    fn value(&self, v: u16) -> f64 {
-        (v == self.class) as u8 as f64
-    }
-}
-
-impl Rows for Plane {
-    type T = f64;
-    fn width(&self) -> usize {
-        self.width
-    }
-    #[inline]
-    fn row(&self, r: usize) -> &[f64] {
+    pub fn row(&self, r: usize) -> &[f64] {
         &self.data[r * self.width..(r + 1) * self.width]
     }
-    #[inline]
-    fn value(&self, v: f64) -> f64 {
-        v
+
+    /// Fills the plane with the indicator of `class` in `classes` (same
+    /// shape): 1 where a pixel holds the class, 0 elsewhere.
+    pub fn indicator(&mut self, classes: &[u16], class: u16) {
+        self.data
+            .par_chunks_mut(4096)
+            .zip(classes.par_chunks(4096))
+            .for_each(|(d, c)| {
+                d.iter_mut()
+                    .zip(c)
+                    .for_each(|(v, &k)| *v = f64::from(u8::from(k == class)))
+            });
     }
 }
 
@@ -165,32 +117,59 @@ impl Filter {
         }
     }
 
-    /// Runs the filter down the columns of `src` into `out` (`out.height`
-    /// output rows, `src` has `out.height + len − 1` rows of `out.width`).
-    pub fn apply<S: Rows>(&self, src: &S, out: &mut Plane) {
-        debug_assert_eq!(src.width(), out.width);
+    /// Output rows computed together: one row for taps, one explicitly
+    /// seeded segment for DCT-5.
+    fn block(&self) -> usize {
         match self {
-            Filter::Taps(t) => apply_taps(t, src, out),
-            Filter::Dct5(d) => d.apply(src, out),
+            Filter::Taps(_) => 16,
+            Filter::Dct5(d) => d.segment(),
         }
     }
-}
 
-fn apply_taps<S: Rows>(taps: &[f64], src: &S, out: &mut Plane) {
-    let w = out.width;
-    if w == 0 {
-        return;
+    /// Runs the filter down the columns of `src` into `out` (`out.height`
+    /// output rows, `src` has `out.height + len − 1` rows of `out.width`),
+    /// blocks of rows in parallel.
+    pub fn apply(&self, src: &Plane, out: &mut Plane) {
+        debug_assert_eq!(src.width, out.width);
+        let w = out.width;
+        if w == 0 {
+            return;
+        }
+        out.data
+            .par_chunks_mut(self.block() * w)
+            .enumerate()
+            .for_each(|(b, o)| self.apply_rows(src, b * self.block(), o, w));
     }
-    out.data.par_chunks_mut(w).enumerate().for_each(|(y, o)| {
-        o.iter_mut().for_each(|v| *v = 0.0);
-        for (t, &a) in taps.iter().enumerate() {
-            if a != 0.0 {
-                for (v, &s) in o.iter_mut().zip(src.row(y + t)) {
-                    *v += a * src.value(s);
+
+    /// As [`Filter::apply`], on the calling thread.
+    pub fn apply_serial(&self, src: &Plane, out: &mut Plane) {
+        let w = out.width;
+        if w == 0 {
+            return;
+        }
+        for (b, o) in out.data.chunks_mut(self.block() * w).enumerate() {
+            self.apply_rows(src, b * self.block(), o, w);
+        }
+    }
+
+    /// Output rows `y0..y0 + o.len()/w` into `o`.
+    fn apply_rows(&self, src: &Plane, y0: usize, o: &mut [f64], w: usize) {
+        match self {
+            Filter::Taps(taps) => {
+                for (i, row) in o.chunks_mut(w).enumerate() {
+                    row.iter_mut().for_each(|v| *v = 0.0);
+                    for (t, &a) in taps.iter().enumerate() {
+                        if a != 0.0 {
+                            for (v, &s) in row.iter_mut().zip(src.row(y0 + i + t)) {
+                                *v += a * s;
+                            }
+                        }
+                    }
                 }
             }
+            Filter::Dct5(d) => d.segment_pass(src, y0, o, w),
         }
-    });
+    }
 }
 
 /// `γ_n = n·u / (1 − n·u)`, the classic bound of an n-term float sum.
@@ -282,14 +261,13 @@ impl SeparablePlan {
     /// `tau` is the float tolerance under which two scores count as equal.
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64) -> Ranking {
         let (ow, oh) = (tile.output_width(), tile.output_height());
-        let mut ranking = Ranking::new(ow, oh, tau);
+        let h = tile.halo;
+        let mut ranking = Ranking::new(ow, oh, tau, |x, y| {
+            tile.classes[(y + h) * tile.width + x + h]
+        });
         if ow == 0 || oh == 0 {
             return ranking;
         }
-        let h = tile.halo;
-        let centres: Vec<u16> = (0..ow * oh)
-            .map(|i| tile.classes[(i % oh + h) * tile.width + i / oh + h])
-            .collect();
         let wmax = params
             .class_weights
             .iter()
@@ -297,146 +275,164 @@ impl SeparablePlan {
             .max()
             .unwrap_or(1)
             .max(1) as f64;
-        let r = self.size / 2;
         // The tile may carry a wider halo than the kernel needs.
-        let skip = h - r;
+        let skip = h - self.size / 2;
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
-        let mut pass1 = Plane::new(tile.width, oh);
-        let mut pass2 = Plane::new(oh, ow);
-        let mut score = Plane::new(oh, ow);
+        let span = ow + self.size - 1;
+        let mut planes: Vec<Plane> = self
+            .terms
+            .iter()
+            .map(|_| Plane::new(tile.width, oh))
+            .collect();
+        let mut indicator = Plane::new(tile.width, rows.len() / tile.width);
         for c in 0..tile.n_classes {
-            let indicator = Indicator {
-                classes: rows,
-                width: tile.width,
-                class: c as u16,
-            };
-            for (i, term) in self.terms.iter().enumerate() {
-                term.column.apply(&indicator, &mut pass1);
-                let mut cols = pass1.transposed();
-                if skip > 0 {
-                    // Drop the extra halo columns: rows of the transpose are tile columns.
-                    cols.data.drain(..skip * oh);
-                    cols.height -= 2 * skip;
-                    cols.data.truncate(cols.height * oh);
-                }
-                let target = if i == 0 { &mut score } else { &mut pass2 };
-                term.row.apply(&cols, target);
-                if i > 0 {
-                    score
-                        .data
-                        .par_iter_mut()
-                        .zip(&pass2.data)
-                        .for_each(|(s, p)| *s += p);
-                }
+            indicator.indicator(rows, c as u16);
+            for (term, plane) in self.terms.iter().zip(&mut planes) {
+                term.column.apply(&indicator, plane);
             }
-            let w = params.class_weights[c] as f64 / wmax;
-            ranking.update(c as u16, w, &score.data, &centres);
+            let weight = params.class_weights[c] as f64 / wmax;
+            let planes = &planes;
+            ranking
+                .slots
+                .par_chunks_mut(ow * LANES)
+                .enumerate()
+                .for_each_init(
+                    || {
+                        (
+                            Plane::new(LANES, span),
+                            Plane::new(LANES, ow),
+                            vec![0.0; ow * LANES],
+                        )
+                    },
+                    |(strip, out, acc), (s, slots)| {
+                        let y0 = s * LANES;
+                        let lanes = LANES.min(oh - y0);
+                        acc.iter_mut().for_each(|a| *a = 0.0);
+                        for (term, plane) in self.terms.iter().zip(planes) {
+                            for j in 0..lanes {
+                                let row = &plane.row(y0 + j)[skip..skip + span];
+                                for (x, &v) in row.iter().enumerate() {
+                                    strip.data[x * LANES + j] = v;
+                                }
+                            }
+                            term.row.apply_serial(strip, out);
+                            acc.iter_mut().zip(&out.data).for_each(|(a, o)| *a += o);
+                        }
+                        for (slot, &score) in slots.iter_mut().zip(acc.iter()) {
+                            slot.update(c as u16, weight * score, tau);
+                        }
+                    },
+                );
         }
-        ranking.centres = centres;
         ranking
     }
 }
 
-/// Per-pixel ranking of float scores, in the transposed layout `x·oh + y`.
-#[derive(Clone, Debug, Default)]
+/// Output rows ranked together in pass 2.
+pub const LANES: usize = 8;
+
+/// What the ranking keeps per pixel.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The largest and second largest score (0 stands for "no class").
+    top: f64,
+    second: f64,
+    /// The winner by the tie rule, with its score.
+    winner_score: f64,
+    centre_score: f64,
+    winner: u16,
+    centre: u16,
+}
+
+impl Slot {
+    /// Folds in class `c`'s weighted score `s`. Classes arrive in ascending
+    /// order, so keeping the earlier winner unless beaten by more than `tau`
+    /// is the smallest-index tie rule.
+    #[inline]
+    fn update(&mut self, c: u16, s: f64, tau: f64) {
+        // Branch-free: on scattered data every comparison is a coin toss.
+        self.second = self.second.max(self.top.min(s));
+        self.top = self.top.max(s);
+        let better = s > self.winner_score + tau;
+        self.winner_score = if better { s } else { self.winner_score };
+        self.winner = if better { c } else { self.winner };
+        self.centre_score = if self.centre == c { s } else { self.centre_score };
+    }
+}
+
+/// Per-pixel ranking of float scores, stored strip by strip
+/// (`LANES` rows per strip, pixel-major inside a strip).
+#[derive(Clone, Debug)]
 pub struct Ranking {
     pub ow: usize,
     pub oh: usize,
     tau: f64,
-    /// The largest and second largest score (0 stands for "no class").
-    pub top: Vec<f64>,
-    pub second: Vec<f64>,
-    /// The winner by the tie rule, with its score.
-    pub winner: Vec<u16>,
-    winner_score: Vec<f64>,
-    centre_score: Vec<f64>,
-    centres: Vec<u16>,
+    slots: Vec<Slot>,
 }
 
 impl Ranking {
-    fn new(ow: usize, oh: usize, tau: f64) -> Self {
-        let n = ow * oh;
-        Ranking {
-            ow,
-            oh,
-            tau,
-            top: vec![0.0; n],
-            second: vec![0.0; n],
-            winner: vec![NO_CLASS; n],
-            winner_score: vec![0.0; n],
-            centre_score: vec![f64::NEG_INFINITY; n],
-            centres: Vec::new(),
+    fn new(ow: usize, oh: usize, tau: f64, centre: impl Fn(usize, usize) -> u16) -> Self {
+        let strips = oh.div_ceil(LANES);
+        let mut slots = vec![
+            Slot {
+                top: 0.0,
+                second: 0.0,
+                winner_score: 0.0,
+                centre_score: f64::NEG_INFINITY,
+                winner: NO_CLASS,
+                centre: NO_CLASS,
+            };
+            strips * LANES * ow
+        ];
+        for y in 0..oh {
+            for x in 0..ow {
+                slots[Self::index(ow, x, y)].centre = centre(x, y);
+            }
         }
+        Ranking { ow, oh, tau, slots }
     }
 
-    /// Folds in class `c`'s unweighted scores with class weight `w`.
-    /// Classes arrive in ascending order, so keeping the earlier winner unless
-    /// beaten by more than `tau` is the smallest-index tie rule.
-    fn update(&mut self, c: u16, w: f64, scores: &[f64], centres: &[u16]) {
-        let tau = self.tau;
-        (
-            &mut self.top,
-            &mut self.second,
-            &mut self.winner,
-            &mut self.winner_score,
-            &mut self.centre_score,
-        )
-            .into_par_iter()
-            .zip(scores.par_iter().zip(centres))
-            .for_each(|((top, second, winner, ws, cs), (&raw, &centre))| {
-                let s = w * raw;
-                if s > *top {
-                    *second = *top;
-                    *top = s;
-                } else if s > *second {
-                    *second = s;
-                }
-                if s > *ws + tau {
-                    *ws = s;
-                    *winner = c;
-                }
-                if centre == c {
-                    *cs = s;
-                }
-            });
+    #[inline]
+    fn index(ow: usize, x: usize, y: usize) -> usize {
+        (y / LANES) * ow * LANES + x * LANES + y % LANES
     }
 
-    /// The class at transposed index `i` by the winner rule on float scores:
-    /// the best score (ties within `tau` go to the centre class, else the
-    /// smallest index); no score above `tau`, or a nodata centre unless
+    /// The class at output pixel `(x, y)` by the winner rule on float
+    /// scores: the best score (ties within `tau` go to the centre class, else
+    /// the smallest index); no score above `tau`, or a nodata centre unless
     /// `fill_nodata`, gives [`NO_CLASS`].
-    pub fn decide(&self, i: usize, nodata: u16, fill_nodata: bool) -> u16 {
-        let centre = self.centres[i];
-        if centre == nodata && !fill_nodata {
+    pub fn decide(&self, x: usize, y: usize, nodata: u16, fill_nodata: bool) -> u16 {
+        let s = &self.slots[Self::index(self.ow, x, y)];
+        if s.centre == nodata && !fill_nodata {
             return NO_CLASS;
         }
-        let w = self.winner[i];
-        if w != NO_CLASS
-            && centre != nodata
-            && self.centre_score[i] >= self.winner_score[i] - self.tau
+        if s.winner != NO_CLASS && s.centre != nodata && s.centre_score >= s.winner_score - self.tau
         {
-            return centre;
+            return s.centre;
         }
-        w
+        s.winner
     }
 
-    /// Whether the winner at `i` is provably the exact one given a bound
-    /// `eps` on every score's error: the margin exceeds `2·eps`.
-    pub fn certified(&self, i: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
-        (self.centres[i] == nodata && !fill_nodata) || self.top[i] - self.second[i] > 2.0 * eps
+    /// Whether the winner at `(x, y)` is provably the exact one given a bound
+    /// `eps` on every score's error: the margin over the runner-up (or over
+    /// "no class", score 0) exceeds `2·eps`.
+    pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
+        let s = &self.slots[Self::index(self.ow, x, y)];
+        (s.centre == nodata && !fill_nodata) || s.top - s.second > 2.0 * eps
     }
 
     /// Writes the decisions in row-major output order.
     pub fn write(&self, out: &mut [u16], nodata: u16, fill_nodata: bool) {
-        let (ow, oh) = (self.ow, self.oh);
-        if ow == 0 {
+        if self.ow == 0 {
             return;
         }
-        out.par_chunks_mut(ow).enumerate().for_each(|(y, row)| {
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = self.decide(x * oh + y, nodata, fill_nodata);
-            }
-        });
+        out.par_chunks_mut(self.ow)
+            .enumerate()
+            .for_each(|(y, row)| {
+                for (x, v) in row.iter_mut().enumerate() {
+                    *v = self.decide(x, y, nodata, fill_nodata);
+                }
+            });
     }
 }
 
