@@ -2,6 +2,8 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod bench;
+mod devices;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]
@@ -34,6 +36,10 @@ enum Command {
     /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
     #[cfg(feature = "gdal")]
     Gen(gen_cmd::GenArgs),
+    /// List the OpenCL devices (index, type, memory, version) usable with --device.
+    Devices(devices::DevicesArgs),
+    /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -56,5 +62,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
+        Command::Devices(args) => devices::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
