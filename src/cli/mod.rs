@@ -4,6 +4,7 @@
 
 mod bench;
 mod devices;
+mod fast_args;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]

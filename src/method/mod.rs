@@ -5,6 +5,7 @@
 //! of GDAL, files, progress or tiling; the shared scoring rules (tie rule,
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
+pub mod auto;
 pub mod dct5;
 pub mod exact;
 pub mod naive;

@@ -356,7 +356,11 @@ impl Slot {
         let better = s > self.winner_score + tau;
         self.winner_score = if better { s } else { self.winner_score };
         self.winner = if better { c } else { self.winner };
-        self.centre_score = if self.centre == c { s } else { self.centre_score };
+        self.centre_score = if self.centre == c {
+            s
+        } else {
+            self.centre_score
+        };
     }
 }
 
