@@ -12,6 +12,7 @@ pub mod naive;
 pub mod naive_cl;
 pub mod select;
 pub mod separable;
+pub mod separable_cl;
 pub mod svd;
 
 use crate::classes::NO_CLASS;

@@ -10,6 +10,7 @@ use super::exact::Certified;
 use super::naive::NaiveHost;
 use super::naive_cl::{NaiveCl, Variant};
 use super::separable::{Filter, SeparableHost};
+use super::separable_cl::SeparableCl;
 use super::svd::{self, RankChoice};
 use crate::bail;
 use crate::device::DeviceChoice;
@@ -135,8 +136,15 @@ fn fast_smoother(
             (format!("dct5/host (K={terms})"), plan, shape)
         }
     };
-    // Device versions plug in here once their kernels exist; the host runs otherwise.
-    let _ = device;
+    if let Some(dev) = device.resolve()? {
+        let cl = SeparableCl::new(dev, method, &plan, kernel, fast.exact)?;
+        return Ok(Candidate {
+            bounds: Some(cl.bounds()),
+            smoother: Box::new(cl),
+            shape,
+            certified: fast.exact,
+        });
+    }
     let host = SeparableHost::new(name, plan, kernel);
     let bounds = Some(host.bounds());
     let smoother: Box<dyn ClassSmoother> = if fast.exact {

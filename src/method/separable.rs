@@ -200,6 +200,15 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// The tolerance under which two float scores count as equal (a tie) in
+    /// the approximate modes: rounding noise of a few operations, at most the
+    /// rounding bound. Kept far below the a-priori bound, which is loose, so
+    /// that real score differences are not mistaken for ties. Any value up
+    /// to [`Bounds::total`] keeps the certified mode correct.
+    pub fn tie_tolerance(&self, u: f64) -> f64 {
+        self.rounding.min(32.0 * u)
+    }
+
     /// Bound on any score's total error.
     pub fn total(&self) -> f64 {
         self.rounding + self.approx
@@ -469,7 +478,8 @@ impl SeparableHost {
 
     /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams) -> Ranking {
-        self.plan.rank(tile, params, self.bounds.rounding)
+        self.plan
+            .rank(tile, params, self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF))
     }
 }
 
