@@ -125,11 +125,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let stats = engine::smooth(&mut input, &mut output, &job, method.as_ref(), &progress)?;
     output.finish()?;
     if !args.quiet {
+        let k = job.kernel.size();
         eprintln!(
-            "wrote {} ({width}x{height}, {} classes, kernel {}x{0}, {} in {:.3} s, {} tiles)",
+            "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
             args.output.display(),
             job.classes.len(),
-            job.kernel.size(),
             method.name(),
             stats.wall.as_secs_f64(),
             stats.tiles
