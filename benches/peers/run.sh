@@ -69,7 +69,8 @@ mapfilter_case() { # CASE KERNEL OUT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" | tee "$out/machine.txt" >&2
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt" >&2
 grass --version 2>/dev/null | head -1 | tee -a "$out/machine.txt" >&2 || true
-"$mapfilter" info "$input" | head -8 >&2
+"$mapfilter" info "$input" >"$out/input_info.txt"
+head -8 "$out/input_info.txt" >&2
 
 # GRASS: a throwaway location made from the input's georeferencing.
 gdb=$out/grassdb
