@@ -9,9 +9,9 @@
 # mapfilter binary (built here with cargo unless MAPFILTER is set).
 # Usage: bash data/make_data.sh   (from anywhere; writes into data/)
 set -euo pipefail
+mapfilter=${MAPFILTER:+$(realpath "$MAPFILTER")}
 cd "$(dirname "$0")"
 data=$(pwd)
-mapfilter=${MAPFILTER:-}
 if [ -z "$mapfilter" ]; then
   (cd .. && cargo build --release --locked --quiet)
   mapfilter=$data/../target/release/mapfilter
