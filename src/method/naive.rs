@@ -1,33 +1,39 @@
 //! The exact baseline ("naive", the thesis' Phase 1) on the host: for every
 //! pixel, accumulate the integer kernel weights of each class present in its
 //! window and pick the winner. O(N²) per pixel; rows run in parallel (rayon).
-//! [`exact_pixel`] is the one-pixel form, reused by the certified mode.
+//!
+//! Two shortcuts keep the result byte-identical to that definition:
+//! - *Uniform windows*: where every pixel of the N×N window holds the same
+//!   class, only that class scores, so it wins without a histogram. Real maps
+//!   are largely such windows (sea, large fields); one pass over the tile
+//!   finds them (runs of equal pixels along rows, then down columns).
+//! - *Runs*: in the other windows, a window row of one class adds its row's
+//!   weight sum at once, and a row of a few runs of equal pixels adds each
+//!   run's span of weights (prefix sums). Integer sums are exact and
+//!   order-free, so the scores are the same. Noise-like tiles, where runs are
+//!   short, keep the plain loop over every tap.
 
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
 use crate::classes::NO_CLASS;
 use crate::error::Result;
 use rayon::prelude::*;
 
-/// The direct histogram method on the host.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NaiveHost;
-
-/// The non-zero quantised kernel weights as (offset in the tile, weight),
-/// offsets relative to the window's top-left pixel.
+/// The non-zero quantised kernel weights as (offset in the tile from the
+/// window's top-left pixel, weight).
 pub fn taps(tile: &ClassTile, params: &SmoothParams) -> Vec<(usize, u32)> {
-    let n = params.kernel.size();
-    // Only non-zero weights matter (a disc's corners, a Gaussian's rounded tails).
-    params
-        .kernel
-        .quantised()
-        .iter()
-        .enumerate()
-        .filter(|(_, q)| **q > 0)
-        .map(|(i, &q)| ((i / n) * tile.width + i % n, q))
-        .collect()
+    KernelTaps::new(params.kernel.quantised(), params.kernel.size(), tile.width).flat
 }
 
-/// The exact result at output pixel `(x, y)`; `acc` is scratch of
+/// Adds every tap's weight to the bin of the class under it.
+#[inline]
+fn add_taps(taps: &[(usize, u32)], window: &[u16], acc: &mut [u32]) {
+    for &(offset, q) in taps {
+        acc[window[offset] as usize] += q;
+    }
+}
+
+/// The exact result at output pixel `(x, y)` by the plain definition (the
+/// one-pixel form the certified mode recomputes with); `acc` is scratch of
 /// `n_classes + 1` bins (one extra bin absorbs nodata so the loop has no branch).
 #[inline]
 pub fn exact_pixel(
@@ -44,12 +50,13 @@ pub fn exact_pixel(
         return NO_CLASS;
     }
     acc.iter_mut().for_each(|a| *a = 0);
-    let window = &tile.classes[origin..];
-    for &(offset, q) in taps {
-        acc[window[offset] as usize] += q;
-    }
+    add_taps(taps, &tile.classes[origin..], acc);
     pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
 }
+
+/// The direct histogram method on the host.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NaiveHost;
 
 impl ClassSmoother for NaiveHost {
     fn name(&self) -> String {
@@ -65,13 +72,346 @@ impl ClassSmoother for NaiveHost {
         if out_w == 0 {
             return Ok(());
         }
-        let taps = taps(tile, params);
+        let n = params.kernel.size();
+        let kernel = KernelTaps::new(params.kernel.quantised(), n, tile.width);
+        let runs = Runs::new(tile, n);
+        // Walking runs pays where window rows are mostly long runs (maps);
+        // on noise-like tiles visiting every tap is faster (measured).
+        let mean_runs = runs.count.iter().map(|&c| c as usize).sum::<usize>() / runs.count.len();
+        let by_runs = mean_runs <= n / 2;
+        let nodata = tile.nodata();
+        let halo = tile.halo;
         out.par_chunks_mut(out_w).enumerate().for_each(|(y, row)| {
+            // One extra bin absorbs nodata so the inner loop has no branch on it.
             let mut acc = vec![0u32; tile.n_classes + 1];
             for (x, slot) in row.iter_mut().enumerate() {
-                *slot = exact_pixel(tile, params, &taps, x, y, &mut acc);
+                let origin = y * tile.width + x;
+                let centre = tile.classes[origin + halo * tile.width + halo];
+                if centre == nodata && !params.fill_nodata {
+                    *slot = NO_CLASS;
+                    continue;
+                }
+                if runs.uniform[y * out_w + x] {
+                    // Only the centre's class scores (the kernel has a positive
+                    // weight): it wins if its class weight is positive.
+                    *slot = if centre != nodata && params.class_weights[centre as usize] > 0 {
+                        centre
+                    } else {
+                        NO_CLASS
+                    };
+                    continue;
+                }
+                acc.iter_mut().for_each(|a| *a = 0);
+                if by_runs {
+                    kernel.add_by_runs(tile, &runs, x, y, &mut acc);
+                } else {
+                    kernel.add_by_taps(&tile.classes[origin..], &mut acc);
+                }
+                *slot = pick_winner(&acc[..tile.n_classes], params.class_weights, centre);
             }
         });
         Ok(())
+    }
+}
+
+/// The quantised kernel laid out for the two ways of scoring a window.
+struct KernelTaps {
+    n: usize,
+    /// Non-zero taps as (offset in the tile from the window's corner, weight).
+    flat: Vec<(usize, u32)>,
+    /// Per kernel row: (column, weight) of its non-zero taps.
+    rows: Vec<Vec<(usize, u32)>>,
+    /// Per kernel row, its n+1 prefix sums of weights (the last is the row sum).
+    /// Quantised weights sum to at most 2³¹, so every partial sum fits.
+    prefix: Vec<u32>,
+}
+
+impl KernelTaps {
+    fn new(quantised: &[u32], n: usize, tile_width: usize) -> Self {
+        let rows: Vec<Vec<(usize, u32)>> = quantised
+            .chunks_exact(n)
+            .map(|row| {
+                row.iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|&(_, q)| q > 0)
+                    .collect()
+            })
+            .collect();
+        let flat = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(dy, taps)| taps.iter().map(move |&(dx, q)| (dy * tile_width + dx, q)))
+            .collect();
+        let prefix = quantised
+            .chunks_exact(n)
+            .flat_map(|row| {
+                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
+                    *sum += q;
+                    Some(*sum)
+                }))
+            })
+            .collect();
+        KernelTaps {
+            n,
+            flat,
+            rows,
+            prefix,
+        }
+    }
+
+    /// Every tap into its class's bin; `window` starts at the window's corner.
+    #[inline]
+    fn add_by_taps(&self, window: &[u16], acc: &mut [u32]) {
+        add_taps(&self.flat, window, acc);
+    }
+
+    /// Row by row: a row of one class adds its weight sum, a row of a few
+    /// runs adds each run's span of weights, other rows visit their taps.
+    #[inline]
+    fn add_by_runs(&self, tile: &ClassTile, runs: &Runs, x: usize, y: usize, acc: &mut [u32]) {
+        let n = self.n;
+        let few = (n / 4).max(1) as u8;
+        let out_w = tile.output_width();
+        for (dy, taps) in self.rows.iter().enumerate() {
+            let start = (y + dy) * tile.width + x;
+            let line = &tile.classes[start..][..n];
+            let pre = &self.prefix[dy * (n + 1)..][..n + 1];
+            let count = runs.count[(y + dy) * out_w + x];
+            if count == 1 {
+                acc[line[0] as usize] += pre[n];
+            } else if count <= few {
+                let lens = &runs.len[start..][..n];
+                let mut dx = 0;
+                while dx < n {
+                    let end = (dx + lens[dx] as usize).min(n);
+                    acc[line[dx] as usize] += pre[end] - pre[dx];
+                    dx = end;
+                }
+            } else {
+                for &(dx, q) in taps {
+                    acc[line[dx] as usize] += q;
+                }
+            }
+        }
+    }
+}
+
+/// Where a tile holds runs of one value as long as the kernel.
+struct Runs {
+    /// `count[r·out_w + x]`: how many runs of equal pixels the N pixels of
+    /// tile row r from column x on hold (1: all equal).
+    count: Vec<u8>,
+    /// `len[r·w + x]`: length of the run of equal pixels from tile pixel
+    /// (x, r) rightwards, capped at 255.
+    len: Vec<u8>,
+    /// `uniform[y·out_w + x]`: all N×N pixels of output pixel (x, y)'s window
+    /// (which starts at tile pixel (x, y)) hold the same value.
+    uniform: Vec<bool>,
+}
+
+impl Runs {
+    fn new(tile: &ClassTile, n: usize) -> Self {
+        let (w, out_w, out_h) = (tile.width, tile.output_width(), tile.output_height());
+        let cells = tile.classes;
+        let mut len = vec![0u8; tile.height * w];
+        len.par_chunks_mut(w).enumerate().for_each(|(r, lens)| {
+            let line = &cells[r * w..][..w];
+            let mut run = 0usize;
+            for x in (0..w).rev() {
+                run = if x + 1 < w && line[x] == line[x + 1] {
+                    run + 1
+                } else {
+                    1
+                };
+                lens[x] = run.min(255) as u8;
+            }
+        });
+        // count[r·out_w + x]: runs in the n pixels of tile row r from column x.
+        let mut count = vec![0u8; tile.height * out_w];
+        count
+            .par_chunks_mut(out_w)
+            .enumerate()
+            .for_each(|(r, counts)| {
+                let line = &cells[r * w..][..w];
+                // Run starts in line[x+1..x+n], slid along the row.
+                let starts = |x: usize| (x > 0 && line[x] != line[x - 1]) as u8;
+                let mut inside: u8 = (1..n).map(starts).sum();
+                for (x, c) in counts.iter_mut().enumerate() {
+                    *c = 1 + inside;
+                    if x + 1 < out_w {
+                        inside = inside + starts(x + n) - starts(x + 1);
+                    }
+                }
+            });
+        // down[x]: how many rows from the current one down hold such a run of
+        // the same value at column x (capped at n); uniform when it reaches n.
+        let mut down = vec![0usize; out_w];
+        let mut uniform = vec![false; out_h * out_w];
+        for r in (0..tile.height).rev() {
+            let line = &cells[r * w..][..out_w];
+            let below = (r + 1 < tile.height).then(|| &cells[(r + 1) * w..][..out_w]);
+            for x in 0..out_w {
+                down[x] = if count[r * out_w + x] != 1 {
+                    0
+                } else if below.is_some_and(|b| b[x] == line[x]) && down[x] > 0 {
+                    (down[x] + 1).min(n)
+                } else {
+                    1
+                };
+            }
+            if r < out_h {
+                for (u, &d) in uniform[r * out_w..][..out_w].iter_mut().zip(&down) {
+                    *u = d >= n;
+                }
+            }
+        }
+        Runs {
+            count,
+            len,
+            uniform,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{Kernel, KernelSpec};
+
+    /// The definition, written plainly: every tap into its class's bin.
+    fn plain(tile: &ClassTile, params: &SmoothParams) -> Vec<u16> {
+        let n = params.kernel.size();
+        let q = params.kernel.quantised();
+        let (out_w, out_h) = (tile.output_width(), tile.output_height());
+        let mut out = vec![0u16; out_w * out_h];
+        for y in 0..out_h {
+            for x in 0..out_w {
+                let at = |dx: usize, dy: usize| tile.classes[(y + dy) * tile.width + x + dx];
+                let centre = at(tile.halo, tile.halo);
+                out[y * out_w + x] = if centre == tile.nodata() && !params.fill_nodata {
+                    NO_CLASS
+                } else {
+                    let mut acc = vec![0u32; tile.n_classes + 1];
+                    for dy in 0..n {
+                        for dx in 0..n {
+                            acc[at(dx, dy) as usize] += q[dy * n + dx];
+                        }
+                    }
+                    pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
+                };
+            }
+        }
+        out
+    }
+
+    /// Blobs of `classes` values (a few pixels wide, so both uniform and mixed
+    /// windows occur) with some nodata; deterministic.
+    fn blobs(width: usize, height: usize, classes: u16, block: usize, seed: u64) -> Vec<u16> {
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u16
+        };
+        let bw = width.div_ceil(block);
+        let cells: Vec<u16> = (0..bw * height.div_ceil(block))
+            .map(|_| next() % (classes + 1)) // `classes` itself is nodata
+            .collect();
+        (0..width * height)
+            .map(|i| {
+                let (x, y) = (i % width, i / width);
+                // An occasional stray pixel inside a block.
+                if next() % 41 == 0 {
+                    next() % classes
+                } else {
+                    cells[(y / block) * bw + x / block]
+                }
+            })
+            .collect()
+    }
+
+    fn check(kernel: &Kernel, weights: &[u32], fill_nodata: bool, block: usize) {
+        let halo = kernel.radius();
+        let (width, height, classes) = (40 + 2 * halo, 31 + 2 * halo, weights.len());
+        let data = blobs(
+            width,
+            height,
+            classes as u16,
+            block,
+            block as u64 + halo as u64,
+        );
+        let tile = ClassTile {
+            width,
+            height,
+            halo,
+            n_classes: classes,
+            classes: &data,
+        };
+        let params = SmoothParams {
+            kernel,
+            class_weights: weights,
+            fill_nodata,
+        };
+        let mut out = vec![0u16; tile.output_len()];
+        NaiveHost.smooth(&tile, &params, &mut out).unwrap();
+        assert_eq!(
+            out,
+            plain(&tile, &params),
+            "{kernel:?} fill={fill_nodata} block={block}"
+        );
+    }
+
+    #[test]
+    fn shortcuts_match_the_plain_definition() {
+        let kernels = [
+            KernelSpec::Gaussian {
+                sigma: 1.5,
+                size: None,
+            },
+            KernelSpec::Box { size: 5 },
+            KernelSpec::Disc { radius: 3 },
+            KernelSpec::Box { size: 1 },
+        ];
+        for spec in &kernels {
+            let kernel = spec.build().unwrap();
+            for block in [1, 4, 9, 30] {
+                for fill in [false, true] {
+                    check(&kernel, &[1, 1, 1, 1], fill, block);
+                    check(&kernel, &[3, 1, 2], fill, block);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_windows_are_found_exactly() {
+        // 3×3 windows on a 6×5 tile (halo 1): only windows wholly of one value count.
+        #[rustfmt::skip]
+        let data = [
+            1, 1, 1, 1, 2, 2,
+            1, 1, 1, 1, 2, 2,
+            1, 1, 1, 2, 2, 2,
+            1, 1, 1, 2, 2, 2,
+            0, 0, 0, 2, 2, 2,
+        ];
+        let tile = ClassTile {
+            width: 6,
+            height: 5,
+            halo: 1,
+            n_classes: 3,
+            classes: &data,
+        };
+        let flags = Runs::new(&tile, 3).uniform;
+        #[rustfmt::skip]
+        let expected = [
+            true, false, false, false,
+            true, false, false, false,
+            false, false, false, true,
+        ];
+        assert_eq!(flags, expected);
     }
 }

@@ -1,0 +1,55 @@
+//! Criterion bench of the exact host method (issue 2): 1024² synthetic simplex
+//! raster with 16 classes, gaussian σ=2.5 (N=15), through the tile engine in
+//! memory (`engine::smooth_in_memory`), so tiling and compaction are included
+//! but no GDAL I/O. Run with `cargo bench --bench host_naive`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use mapfilter::classes::{ClassTable, ClassWeights};
+use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::kernel::KernelSpec;
+use mapfilter::method::naive::NaiveHost;
+use mapfilter::synth::{Pattern, SynthRaster};
+use std::hint::black_box;
+use std::time::Duration;
+use tiles::Border;
+
+const SIDE: usize = 1024;
+const CLASSES: u16 = 16;
+
+fn job(codes: &[u16]) -> SmoothJob {
+    let classes = ClassTable::from_codes(codes, None).expect("classes");
+    let weights = ClassWeights::default();
+    SmoothJob {
+        kernel: KernelSpec::Gaussian {
+            sigma: 2.5,
+            size: None,
+        }
+        .build()
+        .expect("kernel"),
+        class_weights: weights.quantise(&classes),
+        output_nodata: None,
+        classes,
+        border: Border::Same,
+        fill_nodata: false,
+        tile: 512,
+    }
+}
+
+fn host_naive(c: &mut Criterion) {
+    let synth = SynthRaster::new(SIDE, SIDE, CLASSES, Pattern::Simplex, 1);
+    let input = MemRaster::new(SIDE, SIDE, synth.to_vec());
+    let job = job(&input.data);
+    assert_eq!(job.kernel.size(), 15);
+    let mut group = c.benchmark_group("host_naive");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("simplex_1024_c16_gaussian2.5", |b| {
+        b.iter(|| smooth_in_memory(black_box(&input), &job, &NaiveHost).expect("smooth"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, host_naive);
+criterion_main!(benches);
