@@ -11,8 +11,12 @@ pub mod classes;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod filter;
+#[cfg(feature = "gdal")]
+pub mod image_raster;
 pub mod kernel;
 pub mod method;
+pub mod pipeline;
 pub mod progress;
 #[cfg(feature = "gdal")]
 pub mod raster;

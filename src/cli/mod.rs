@@ -3,7 +3,11 @@
 //! library; they print results and turn errors into one line and an exit code.
 
 #[cfg(feature = "gdal")]
+mod filter;
+#[cfg(feature = "gdal")]
 mod gen_cmd;
+#[cfg(feature = "gdal")]
+mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
 #[cfg(feature = "gdal")]
@@ -34,6 +38,12 @@ enum Command {
     /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
     #[cfg(feature = "gdal")]
     Gen(gen_cmd::GenArgs),
+    /// Filter a continuous raster (imagery, elevation) with a chain of image ops in one pass.
+    #[cfg(feature = "gdal")]
+    Filter(filter::FilterArgs),
+    /// Per-band histograms of a raster as JSON or CSV.
+    #[cfg(feature = "gdal")]
+    Histogram(histogram::HistogramArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -56,5 +66,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Filter(args) => filter::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Histogram(args) => histogram::run(args),
     }
 }
