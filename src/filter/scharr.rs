@@ -104,7 +104,7 @@ mod tests {
                     .map(|i| (2 * (i % n) + 5 * (i / n)) as u16)
                     .collect(),
             );
-            let out = s.reference(&[p.clone()], None);
+            let out = s.reference(std::slice::from_ref(&p), None);
             assert!(out[0].data.iter().all(|&v| v == 64.0 * d as f32));
             assert!(out[1].data.iter().all(|&v| v == 160.0 * d as f32));
             assert_eq!(s.fast(&[p]), out);
