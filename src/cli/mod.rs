@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod devices;
 #[cfg(feature = "gdal")]
 mod filter;
 #[cfg(feature = "gdal")]
@@ -44,6 +45,8 @@ enum Command {
     /// Per-band histograms of a raster as JSON or CSV.
     #[cfg(feature = "gdal")]
     Histogram(histogram::HistogramArgs),
+    /// List the OpenCL devices (index, type, memory, version) usable with --device.
+    Devices(devices::DevicesArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -70,5 +73,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Filter(args) => filter::run(args),
         #[cfg(feature = "gdal")]
         Command::Histogram(args) => histogram::run(args),
+        Command::Devices(args) => devices::run(args),
     }
 }
