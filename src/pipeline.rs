@@ -1,5 +1,5 @@
-//! The three-stage tile pipeline shared by every tile engine (class smoothing
-//! and image filters): a reader thread loads tile i+1 while the calling
+//! A three-stage tile pipeline (the image-filter engine runs on it; the class
+//! engine keeps its own variant with device tiles in flight): a reader thread loads tile i+1 while the calling
 //! thread computes tile i and a writer thread stores tile i−1 — the double
 //! buffering of the streaming paper. At most [`PIPELINE_DEPTH`] tiles wait on
 //! each side, so memory is bounded by tile size × pipeline depth.

@@ -92,9 +92,6 @@ pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
     match device {
         "host" => Ok(Box::new(HostRunner { reference: false })),
         "host-reference" => Ok(Box::new(HostRunner { reference: true })),
-        other => crate::bail!(
-            format!("device '{other}' is not available for image filters yet"),
-            hint = "use --device host"
-        ),
+        other => crate::filter::device::runner(other),
     }
 }

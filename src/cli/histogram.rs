@@ -1,5 +1,6 @@
 //! `mapfilter histogram`: per-band histograms of a raster as JSON or CSV.
 
+use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::filter::engine::ImageSource;
 use crate::filter::histogram::{self, BandHistogram, Binning};
@@ -26,6 +27,9 @@ pub struct HistogramArgs {
     /// Write CSV here (band,bin,lo,hi,count).
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Where to count: host, or an OpenCL device (auto, cpu, gpu, INDEX).
+    #[arg(long, default_value = "host")]
+    pub device: String,
 }
 
 /// Strips of about this many pixels are read at a time.
@@ -33,6 +37,7 @@ const STRIP_PIXELS: usize = 4 << 20;
 
 pub fn run(args: HistogramArgs) -> Result<()> {
     let range = args.range.as_deref().map(parse_range).transpose()?;
+    let device = DeviceChoice::from_arg(Some(&args.device))?.resolve()?;
     let mut input = ImageRaster::open(&args.input)?;
     let nd = input.meta.nodata;
     let (w, h) = (input.meta.width, input.meta.height);
@@ -64,10 +69,14 @@ pub fn run(args: HistogramArgs) -> Result<()> {
         .enumerate()
         .map(|(i, b)| BandHistogram::new(i + 1, b))
         .collect();
-    strips(
-        &mut input,
-        &mut |bands| with_bands!(&bands, p => add_all(p, &binnings, nd, &mut hists)),
-    )?;
+    let mut failed = Ok(());
+    strips(&mut input, &mut |bands| {
+        if failed.is_ok() {
+            failed =
+                with_bands!(&bands, p => add_all(p, &binnings, nd, device.as_ref(), &mut hists));
+        }
+    })?;
+    failed?;
     let write = |path: &PathBuf, text: String| {
         std::fs::write(path, text)
             .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))
@@ -93,11 +102,23 @@ fn min_max_into<T: Pixel>(p: &[Plane<T>], nd: Option<f64>, mm: &mut [Option<(f64
     }
 }
 
-fn add_all<T: Pixel>(p: &[Plane<T>], b: &[Binning], nd: Option<f64>, hists: &mut [BandHistogram]) {
+fn add_all<T: Pixel>(
+    p: &[Plane<T>],
+    b: &[Binning],
+    nd: Option<f64>,
+    device: Option<&Device>,
+    hists: &mut [BandHistogram],
+) -> Result<()> {
     let nd = nd.and_then(T::from_f64_exact);
     for ((plane, b), h) in p.iter().zip(b).zip(hists.iter_mut()) {
-        h.add(plane, b, nd);
+        match device {
+            Some(dev) => h.merge(&crate::filter::device::histogram(
+                dev, plane, h.band, b, nd,
+            )?),
+            None => h.add(plane, b, nd),
+        }
     }
+    Ok(())
 }
 
 fn parse_range(s: &str) -> Result<(f64, f64)> {

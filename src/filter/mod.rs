@@ -18,6 +18,7 @@
 pub mod bilateral;
 pub mod border;
 pub mod conv;
+pub mod device;
 pub mod engine;
 pub mod histogram;
 pub mod median;
