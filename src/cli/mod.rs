@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod bench_filter;
 mod devices;
 #[cfg(feature = "gdal")]
 mod filter;
@@ -45,6 +46,8 @@ enum Command {
     /// Per-band histograms of a raster as JSON or CSV.
     #[cfg(feature = "gdal")]
     Histogram(histogram::HistogramArgs),
+    /// Time image ops on a synthetic in-memory image (no GDAL needed): JSON lines.
+    BenchFilter(bench_filter::BenchFilterArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
     Devices(devices::DevicesArgs),
 }
@@ -74,5 +77,6 @@ fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "gdal")]
         Command::Histogram(args) => histogram::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::BenchFilter(args) => bench_filter::run(args),
     }
 }

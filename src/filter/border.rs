@@ -161,13 +161,11 @@ pub fn pad<T: Pixel>(
             let s = (in_lo - have.x) as usize;
             row[a..b].copy_from_slice(&src_row[s..s + (b - a)]);
         }
-        for (dx, c) in cols.iter().enumerate() {
-            let inside = (in_lo - want.x) as usize..(in_hi - want.x) as usize;
-            if inside.contains(&dx) {
-                continue;
-            }
-            if let Some(c) = c {
-                row[dx] = src_row[*c];
+        let (a, b) = ((in_lo - want.x) as usize, (in_hi - want.x) as usize);
+        let margins = (0..a.min(want.width)).chain(b.max(a)..want.width);
+        for dx in margins {
+            if let Some(c) = cols[dx] {
+                row[dx] = src_row[c];
             }
         }
     }

@@ -8,7 +8,7 @@
 //! and file kernels with fractional weights accumulate rounding.
 
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_pixel};
+use super::{par_rows, par_strips, per_pixel};
 use crate::bail;
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -155,27 +155,32 @@ impl Conv {
         let (n, r) = (self.size, self.radius());
         let (w, h) = (p.width - 2 * r, p.height - 2 * r);
         match &self.separable {
-            Some((row, col)) => {
-                let tmp = par_rows(w, p.height, |y, out: &mut [f32]| {
-                    let src = p.row(y);
+            Some((row, col)) => par_strips(w, h, |y0, out: &mut [T]| {
+                // Horizontal pass of the strip's rows plus halo into a small
+                // buffer (stays in cache), then the vertical pass.
+                let rows = out.len() / w;
+                let mut tmp = vec![0f32; (rows + 2 * r) * w];
+                for (i, t) in tmp.chunks_exact_mut(w).enumerate() {
+                    let src = p.row(y0 + i);
                     for (k, &wk) in row.iter().enumerate() {
-                        for (o, &v) in out.iter_mut().zip(&src[k..k + w]) {
+                        for (o, &v) in t.iter_mut().zip(&src[k..k + w]) {
                             *o += wk * v.to_f32();
                         }
                     }
-                });
-                par_rows(w, h, |y, out: &mut [T]| {
-                    let mut acc = vec![0f32; w];
+                }
+                let mut acc = vec![0f32; w];
+                for (y, o) in out.chunks_exact_mut(w).enumerate() {
+                    acc.fill(0.0);
                     for (k, &wk) in col.iter().enumerate() {
-                        for (a, &v) in acc.iter_mut().zip(tmp.row(y + k)) {
+                        for (a, &v) in acc.iter_mut().zip(&tmp[(y + k) * w..(y + k + 1) * w]) {
                             *a += wk * v;
                         }
                     }
-                    for (o, a) in out.iter_mut().zip(&acc) {
+                    for (o, a) in o.iter_mut().zip(&acc) {
                         *o = T::from_f32(a * self.scale);
                     }
-                })
-            }
+                }
+            }),
             None => par_rows(w, h, |y, out: &mut [T]| {
                 let mut acc = vec![0f32; w];
                 for ky in 0..n {

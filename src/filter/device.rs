@@ -314,6 +314,10 @@ impl ChainRunner for DeviceRunner {
         format!("OpenCL {}", self.device.info().name)
     }
 
+    fn device_times(&self) -> Option<DeviceTimes> {
+        Some(self.times.take())
+    }
+
     fn run(
         &self,
         chain: &Chain,

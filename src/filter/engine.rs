@@ -36,6 +36,10 @@ pub trait ImageSink: Send {
 /// Runs a chain on one tile (see [`Chain::run_tile`] for the arguments).
 pub trait ChainRunner: Sync {
     fn name(&self) -> String;
+    /// Device times since the last call (reset on read); `None` on the host.
+    fn device_times(&self) -> Option<crate::device::DeviceTimes> {
+        None
+    }
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,

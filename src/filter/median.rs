@@ -166,6 +166,9 @@ impl Median {
                 }
             });
         }
+        if n == 3 {
+            return par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out));
+        }
         let mid = n * n / 2;
         par_rows(w, h, |y, out: &mut [T]| {
             let mut v = vec![[T::default(); LANES]; n * n];
@@ -182,6 +185,40 @@ impl Median {
             }
         })
     }
+}
+
+/// One output row of the 3×3 median by sorted columns (Paeth): sort every
+/// input column of three (shared by three output pixels), then the median
+/// is `med3(max of the lows, med3 of the middles, min of the highs)`. Every
+/// step is a min or max over whole slices, which the compiler vectorises.
+fn median3_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
+    let w = out.len();
+    let (a, b, c) = (
+        &p.row(y)[..w + 2],
+        &p.row(y + 1)[..w + 2],
+        &p.row(y + 2)[..w + 2],
+    );
+    let mut lo = vec![T::default(); w + 2];
+    let mut mi = vec![T::default(); w + 2];
+    let mut hi = vec![T::default(); w + 2];
+    for x in 0..w + 2 {
+        let (l, h) = (a[x].lo(b[x]), a[x].hi(b[x]));
+        let (m, h2) = (h.lo(c[x]), h.hi(c[x]));
+        lo[x] = l.lo(m);
+        mi[x] = l.hi(m);
+        hi[x] = h2;
+    }
+    for x in 0..w {
+        let l = lo[x].hi(lo[x + 1]).hi(lo[x + 2]);
+        let h = hi[x].lo(hi[x + 1]).lo(hi[x + 2]);
+        let m = med3(mi[x], mi[x + 1], mi[x + 2]);
+        out[x] = med3(l, m, h);
+    }
+}
+
+#[inline(always)]
+fn med3<T: Pixel>(a: T, b: T, c: T) -> T {
+    a.lo(b).hi(a.hi(b).lo(c))
 }
 
 /// Applies `net` lane-wise to `v` (one array of lanes per wire).
@@ -250,6 +287,17 @@ mod tests {
                 let want = (input.count_ones() as usize > n / 2) as u64;
                 assert_eq!((wires[n / 2] >> j) & 1, want, "n={n} input={input:b}");
             }
+        }
+    }
+
+    #[test]
+    fn sorted_columns_select_the_median_of_all_01_inputs() {
+        for bits in 0u32..512 {
+            let v: Vec<u8> = (0..9).map(|i| ((bits >> i) & 1) as u8).collect();
+            let p = Plane::new(3, 3, v);
+            let mut out = [0u8; 1];
+            median3_row(&p, 0, &mut out);
+            assert_eq!(out[0], (bits.count_ones() > 4) as u8, "{bits:09b}");
         }
     }
 

@@ -113,6 +113,28 @@ pub(crate) fn per_pixel<T: Pixel, O: Pixel>(
         .collect()
 }
 
+/// Rows per parallel strip of [`par_strips`].
+pub(crate) const STRIP: usize = 32;
+
+/// Runs `f` on strips of [`STRIP`] output rows in parallel: `f(y0, rows)`.
+pub(crate) fn par_strips<O: Send + Copy + Default>(
+    w: usize,
+    h: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Plane<O> {
+    let mut data = vec![O::default(); w * h];
+    if w > 0 {
+        data.par_chunks_mut(w * STRIP)
+            .enumerate()
+            .for_each(|(i, rows)| f(i * STRIP, rows));
+    }
+    Plane {
+        width: w,
+        height: h,
+        data,
+    }
+}
+
 /// Runs `f` on every output row in parallel: `f(y, out_row)`.
 pub(crate) fn par_rows<O: Send + Copy + Default>(
     w: usize,

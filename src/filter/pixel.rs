@@ -91,7 +91,13 @@ macro_rules! int_pixel {
             }
             #[inline(always)]
             fn from_f32(v: f32) -> Self {
-                v.round_ties_even() as $t
+                // Clamp, then round half to even by the 1.5·2²³ trick (exact for
+                // |v| < 2²²): branch-free, so loops of it vectorise, unlike
+                // `round_ties_even`, which is a libm call without SSE4.1.
+                // NaN stays NaN through both steps and casts to 0.
+                const MAGIC: f32 = 12_582_912.0;
+                let c = v.clamp(<$t>::MIN as f32, <$t>::MAX as f32);
+                ((c + MAGIC) - MAGIC) as $t
             }
             fn from_f64_exact(v: f64) -> Option<Self> {
                 (v.fract() == 0.0 && v >= <$t>::MIN as f64 && v <= <$t>::MAX as f64)
@@ -219,5 +225,16 @@ mod tests {
         assert_eq!(u8::from_f64_exact(-9999.0), None);
         assert_eq!(i16::from_f64_exact(-9999.0), Some(-9999));
         assert!(f32::NAN.same(f32::NAN));
+        // Against the library's rounding over the whole range and beyond.
+        let mut v = -70000.0f32;
+        while v < 70000.0 {
+            let want = v.round_ties_even().clamp(-32768.0, 32767.0) as i16;
+            assert_eq!(i16::from_f32(v), want, "{v}");
+            assert_eq!(
+                u16::from_f32(v),
+                v.round_ties_even().clamp(0.0, 65535.0) as u16
+            );
+            v += 0.25;
+        }
     }
 }

@@ -5,10 +5,11 @@
 //! dilated to a spacing of d = (size − 1)/2. Every input band gives two
 //! Float32 output bands, ∂x then ∂y. Integer inputs give exact integers.
 
+use super::per_pixel;
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
+use rayon::prelude::*;
 
 /// Scharr derivatives of side `size` (3, 5, 7 or 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,23 +62,28 @@ impl Scharr {
         let mut out = Vec::with_capacity(2 * input.len());
         for p in input {
             let (w, h) = (p.width - 2 * d, p.height - 2 * d);
-            let dx = par_rows(w, h, |y, o: &mut [f32]| {
-                for (i, &wt) in CROSS.iter().enumerate() {
-                    let src = p.row(y + i * d);
-                    for (x, a) in o.iter_mut().enumerate() {
-                        *a += wt * (src[x + 2 * d].to_f32() - src[x].to_f32());
-                    }
-                }
-            });
-            let dy = par_rows(w, h, |y, o: &mut [f32]| {
-                let (top, bot) = (p.row(y), p.row(y + 2 * d));
-                for (i, &wt) in CROSS.iter().enumerate() {
-                    let (t, b) = (&top[i * d..i * d + w], &bot[i * d..i * d + w]);
-                    for ((a, &tv), &bv) in o.iter_mut().zip(t).zip(b) {
-                        *a += wt * (bv.to_f32() - tv.to_f32());
-                    }
-                }
-            });
+            // Both derivatives from one read of each row triple.
+            let mut dx = Plane::zeros(w, h);
+            let mut dy = Plane::zeros(w, h);
+            if w > 0 {
+                dx.data
+                    .par_chunks_mut(w)
+                    .zip(dy.data.par_chunks_mut(w))
+                    .enumerate()
+                    .for_each(|(y, (ox, oy))| {
+                        let (top, bot) = (p.row(y), p.row(y + 2 * d));
+                        for (i, &wt) in CROSS.iter().enumerate() {
+                            let src = p.row(y + i * d);
+                            let (t, b) = (&top[i * d..i * d + w], &bot[i * d..i * d + w]);
+                            for (x, a) in ox.iter_mut().enumerate() {
+                                *a += wt * (src[x + 2 * d].to_f32() - src[x].to_f32());
+                            }
+                            for ((a, &tv), &bv) in oy.iter_mut().zip(t).zip(b) {
+                                *a += wt * (bv.to_f32() - tv.to_f32());
+                            }
+                        }
+                    });
+            }
             out.push(dx);
             out.push(dy);
         }
