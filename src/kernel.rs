@@ -281,6 +281,13 @@ fn from_file(path: &Path) -> Result<Kernel> {
 /// Parses a square matrix: rows on lines, values separated by whitespace,
 /// commas or semicolons; `#` starts a comment.
 pub fn parse_matrix(text: &str) -> Result<Kernel> {
+    let (n, weights) = parse_square(text)?;
+    Kernel::new(n, weights)
+}
+
+/// Parses a square matrix of any values (as [`parse_matrix`], without the
+/// kernel checks): its side and its values row-major.
+pub fn parse_square(text: &str) -> Result<(usize, Vec<f64>)> {
     let mut rows: Vec<Vec<f64>> = Vec::new();
     for (lineno, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
@@ -314,7 +321,7 @@ pub fn parse_matrix(text: &str) -> Result<Kernel> {
             hint = "write an odd-sized square matrix, one row per line"
         );
     }
-    Kernel::new(n, rows.into_iter().flatten().collect())
+    Ok((n, rows.into_iter().flatten().collect()))
 }
 
 #[cfg(test)]

@@ -3,10 +3,15 @@
 //! library; they print results and turn errors into one line and an exit code.
 
 mod bench;
+mod bench_filter;
 mod devices;
 mod fast_args;
 #[cfg(feature = "gdal")]
+mod filter;
+#[cfg(feature = "gdal")]
 mod gen_cmd;
+#[cfg(feature = "gdal")]
+mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
 #[cfg(feature = "gdal")]
@@ -37,6 +42,14 @@ enum Command {
     /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
     #[cfg(feature = "gdal")]
     Gen(gen_cmd::GenArgs),
+    /// Filter a continuous raster (imagery, elevation) with a chain of image ops in one pass.
+    #[cfg(feature = "gdal")]
+    Filter(filter::FilterArgs),
+    /// Per-band histograms of a raster as JSON or CSV.
+    #[cfg(feature = "gdal")]
+    Histogram(histogram::HistogramArgs),
+    /// Time image ops on a synthetic in-memory image (no GDAL needed): JSON lines.
+    BenchFilter(bench_filter::BenchFilterArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
     Devices(devices::DevicesArgs),
     /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
@@ -64,7 +77,12 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Filter(args) => filter::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Histogram(args) => histogram::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::BenchFilter(args) => bench_filter::run(args),
     }
 }

@@ -35,7 +35,7 @@ pub use opencl3::memory::{
     Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, ClMem, Image,
 };
 pub use opencl3::program::Program;
-pub use sources::{BuildOptions, SOURCES, source};
+pub use sources::{BuildOptions, SOURCES, raw_source, source};
 
 use crate::error::{Error, Result};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};

@@ -13,7 +13,34 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("svd", include_str!("../../kernels/svd.cl")),
     ("dct5", include_str!("../../kernels/dct5.cl")),
     ("rank", include_str!("../../kernels/rank.cl")),
+    ("filter_tile", include_str!("../../kernels/filter_tile.cl")),
+    ("filter_conv", include_str!("../../kernels/filter_conv.cl")),
+    (
+        "filter_median",
+        include_str!("../../kernels/filter_median.cl"),
+    ),
+    (
+        "filter_scharr",
+        include_str!("../../kernels/filter_scharr.cl"),
+    ),
+    (
+        "filter_bilateral",
+        include_str!("../../kernels/filter_bilateral.cl"),
+    ),
+    ("filter_oil", include_str!("../../kernels/filter_oil.cl")),
+    (
+        "filter_histogram",
+        include_str!("../../kernels/filter_histogram.cl"),
+    ),
 ];
+
+/// The text of embedded source `name` without the common header.
+pub fn raw_source(name: &str) -> Option<&'static str> {
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
 
 /// The text of embedded source `name`, with the common header, if it exists.
 pub fn source(name: &str) -> Option<String> {

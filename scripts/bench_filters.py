@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Times mapfilter's image ops against OpenCV on the same machine, in one run.
+
+    /usr/bin/python3 scripts/bench_filters.py [--bin target/release/mapfilter]
+        [--size 4096] [--bands 3] [--repeat 5] [--device host|cpu|gpu|INDEX] [--umat]
+
+Ours: `mapfilter bench-filter --op OP --size S --bands B --device D` (a
+synthetic photo-like image in memory; the median of the timed runs after one
+warm-up). OpenCV: the call printed in the table, on a random image of the
+same size and type, the median of `--repeat` runs after one warm-up; with
+--umat the image is a cv2.UMat (OpenCV's OpenCL path, timed to the .get() of
+the result, so transfers count on both sides). Both sides use all cores.
+Prints a Markdown table (ours, OpenCV, ratio) and writes JSON with --json.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import cv2
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+R101 = cv2.BORDER_REFLECT_101
+SHARPEN3 = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float32)
+SHARPEN5 = np.full((5, 5), -1, np.float32)
+SHARPEN5[1:4, 1:4] = 2
+SHARPEN5[2, 2] = 8
+SHARPEN5 /= 8
+
+
+def oil(img):
+    if not hasattr(cv2, "xphoto"):
+        return None
+    return cv2.xphoto.oilPainting(img, 9, 1)
+
+
+CASES = [
+    ("box 3x3", ["box:3"], "cv2.blur(img, (3, 3), borderType=BORDER_REFLECT_101)", lambda i: cv2.blur(i, (3, 3), borderType=R101)),
+    ("box 5x5", ["box:5"], "cv2.blur(img, (5, 5), borderType=BORDER_REFLECT_101)", lambda i: cv2.blur(i, (5, 5), borderType=R101)),
+    ("gaussian s=1 7x7", ["gaussian:1:7"], "cv2.GaussianBlur(img, (7, 7), 1, borderType=BORDER_REFLECT_101)", lambda i: cv2.GaussianBlur(i, (7, 7), 1, borderType=R101)),
+    ("sharpen 3x3", ["sharpen:3"], "cv2.filter2D(img, -1, SHARPEN3, borderType=BORDER_REFLECT_101)", lambda i: cv2.filter2D(i, -1, SHARPEN3, borderType=R101)),
+    ("sharpen 5x5", ["sharpen:5"], "cv2.filter2D(img, -1, SHARPEN5, borderType=BORDER_REFLECT_101)", lambda i: cv2.filter2D(i, -1, SHARPEN5, borderType=R101)),
+    ("median 3x3", ["median:3"], "cv2.medianBlur(img, 3)", lambda i: cv2.medianBlur(i, 3)),
+    ("median 5x5", ["median:5"], "cv2.medianBlur(img, 5)", lambda i: cv2.medianBlur(i, 5)),
+    ("bilateral 9x9", ["bilateral:2:30:color"], "cv2.bilateralFilter(img, 9, 30, 2, borderType=BORDER_REFLECT_101)", lambda i: cv2.bilateralFilter(i, 9, 30, 2, borderType=R101)),
+    ("scharr 3x3 dx+dy", ["scharr:3"], "cv2.Scharr(img, CV_32F, 1, 0) and (0, 1), BORDER_REFLECT_101", lambda i: (cv2.Scharr(i, cv2.CV_32F, 1, 0, borderType=R101), cv2.Scharr(i, cv2.CV_32F, 0, 1, borderType=R101))),
+    ("oil 9x9, 20 levels", ["oil:4:20"], "cv2.xphoto.oilPainting(img, 9, 1) (contrib; other binning)", oil),
+    ("histogram 256/band", ["histogram"], "cv2.calcHist([img], [c], None, [256], [0, 256]) per band", lambda i: [cv2.calcHist([i], [c], None, [256], [0, 256]) for c in range(3)]),
+]
+
+
+def ours(binary, ops, size, bands, device, repeat):
+    cmd = [binary, "bench-filter", "--size", str(size), "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
+    for op in ops:
+        cmd += ["--op", op]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    total = statistics.median(r["total_ms"] for r in runs)
+    kernels = [r["kernel_ms"] for r in runs if r["kernel_ms"] is not None]
+    return total, (statistics.median(kernels) if kernels else None)
+
+
+def opencv(fn, img, repeat, umat):
+    src = cv2.UMat(img) if umat else img
+
+    def once():
+        r = fn(src)
+        if umat and r is not None:
+            for x in (r if isinstance(r, (tuple, list)) else [r]):
+                if isinstance(x, cv2.UMat):
+                    x.get()
+        return r
+
+    if once() is None:
+        return None
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        once()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mapfilter"))
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--bands", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--device", default="host")
+    ap.add_argument("--umat", action="store_true", help="time OpenCV's OpenCL path (cv2.UMat)")
+    ap.add_argument("--only", help="comma-separated case labels to run")
+    ap.add_argument("--json", help="write results here")
+    args = ap.parse_args()
+    if args.umat:
+        cv2.ocl.setUseOpenCL(True)
+        dev = cv2.ocl.Device.getDefault()
+        print(f"OpenCV OpenCL: {cv2.ocl.useOpenCL()}, device {dev.name() if dev else '?'}")
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 256, (args.size, args.size, args.bands), dtype=np.uint8)
+    print(f"OpenCV {cv2.__version__} ({cv2.getNumThreads()} threads), {args.size}x{args.size}x{args.bands} Byte, "
+          f"ours on --device {args.device}, median of {args.repeat} runs")
+    print("| op | ours total ms | ours kernel ms | OpenCV ms | ours / OpenCV | OpenCV call |")
+    print("|---|---:|---:|---:|---:|---|")
+    results = []
+    for label, ops, call, fn in CASES:
+        if args.only and label not in args.only.split(","):
+            continue
+        total, kernel = ours(args.bin, ops, args.size, args.bands, args.device, args.repeat)
+        cv = opencv(fn, img, args.repeat, args.umat)
+        ratio = f"{total / cv:.2f}" if cv else "n/a"
+        k = f"{kernel:.1f}" if kernel is not None else "-"
+        c = f"{cv:.1f}" if cv else "n/a"
+        print(f"| {label} | {total:.1f} | {k} | {c} | {ratio} | `{call}` |", flush=True)
+        results.append({"op": label, "ours_ms": total, "ours_kernel_ms": kernel, "opencv_ms": cv, "call": call})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Compare mapfilter's image ops with OpenCV on a real photograph and a real
+elevation model (data/photo_grace_hopper.tif, data/dem_jacksboro.tif).
+
+Run with Debian's python (python3-opencv, python3-numpy):
+    /usr/bin/python3 scripts/opencv_compare.py [--bin target/release/mapfilter]
+
+Rasters go through `gdal_translate -of ENVI` (raw band-sequential) so no
+Python GDAL binding is needed. Every OpenCV call is printed as it is made.
+Checks: identical results for median 3x3/5x5, box blur 3x3/5x5 and Scharr 3x3
+(dx and dy); PSNR >= 50 dB for gaussian and bilateral (peak: 255 for the
+photo, the value range for the DEM). Exit status 1 if any check fails.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import cv2
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DTYPES = {"Byte": np.uint8, "Int16": np.int16, "UInt16": np.uint16, "Float32": np.float32}
+
+
+def read_raster(path, tmp):
+    """The raster as an H x W x bands numpy array (through a raw ENVI copy)."""
+    raw = os.path.join(tmp, os.path.basename(path) + ".bin")
+    subprocess.run(["gdal_translate", "-q", "-of", "ENVI", "-co", "INTERLEAVE=BSQ", path, raw], check=True)
+    hdr = open(raw[:-4] + ".hdr").read() if os.path.exists(raw[:-4] + ".hdr") else open(raw + ".hdr").read()
+    fields = {}
+    for line in hdr.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            fields[k.strip()] = v.strip()
+    w, h, b = int(fields["samples"]), int(fields["lines"]), int(fields["bands"])
+    code = int(fields["data type"])
+    dtype = {1: np.uint8, 2: np.int16, 12: np.uint16, 4: np.float32}[code]
+    data = np.fromfile(raw, dtype=dtype).reshape(b, h, w)
+    return np.ascontiguousarray(np.transpose(data, (1, 2, 0)))
+
+
+def ours(binary, src, ops, border, tmp, name):
+    out = os.path.join(tmp, name + ".tif")
+    cmd = [binary, "filter", src, out, "--border", border, "--compress", "none", "-q"]
+    for op in ops:
+        cmd += ["--op", op]
+    print("  mapfilter:", " ".join(cmd[1:]).replace(tmp + "/", ""))
+    subprocess.run(cmd, check=True)
+    return read_raster(out, tmp)
+
+
+def psnr(a, b, peak):
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(peak * peak / mse)
+
+
+def squeeze(a):
+    return a[:, :, 0] if a.ndim == 3 and a.shape[2] == 1 else a
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "mapfilter"))
+    args = ap.parse_args()
+    print(f"OpenCV {cv2.__version__}, numpy {np.__version__}, binary {args.bin}")
+    failures = []
+    R101 = cv2.BORDER_REFLECT_101
+
+    def check(label, got, want, mode, peak=None):
+        got, want = squeeze(got), squeeze(want)
+        if got.shape != want.shape:
+            failures.append(label)
+            print(f"  FAIL {label}: shapes {got.shape} vs {want.shape}")
+            return
+        if mode == "identical":
+            diff = int(np.count_nonzero(got != want))
+            ok = diff == 0
+            print(f"  {'ok  ' if ok else 'FAIL'} {label}: {diff} of {got.size} samples differ (identical required)")
+        else:
+            p = psnr(got, want, peak)
+            ok = p >= 50
+            maxd = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+            print(f"  {'ok  ' if ok else 'FAIL'} {label}: PSNR {p:.1f} dB (>= 50 required), max |diff| {maxd:g}")
+        if not ok:
+            failures.append(label)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        photo_path = os.path.join(ROOT, "data", "photo_grace_hopper.tif")
+        dem_path = os.path.join(ROOT, "data", "dem_jacksboro.tif")
+        dem32_path = os.path.join(tmp, "dem_f32.tif")
+        subprocess.run(["gdal_translate", "-q", "-ot", "Float32", dem_path, dem32_path], check=True)
+        for label, path in [("photo (512x600 RGB Byte)", photo_path), ("DEM (403x344 Int16)", dem_path)]:
+            img = read_raster(path, tmp)
+            is_photo = img.shape[2] == 3
+            peak = 255.0 if is_photo else float(img.max() - img.min())
+            print(f"\n== {label}")
+
+            for k in (3, 5):
+                got = ours(args.bin, path, [f"median:{k}"], "replicate", tmp, f"median{k}")
+                print(f"  OpenCV: cv2.medianBlur(img, {k})  # border: replicate")
+                check(f"median {k}x{k}", got, cv2.medianBlur(img, k), "identical")
+
+            for k in (3, 5):
+                got = ours(args.bin, path, [f"box:{k}"], "reflect101", tmp, f"box{k}")
+                print(f"  OpenCV: cv2.blur(img, ({k}, {k}), borderType=cv2.BORDER_REFLECT_101)")
+                check(f"box {k}x{k}", got, cv2.blur(img, (k, k), borderType=R101), "identical")
+
+            got = ours(args.bin, path, ["scharr:3"], "reflect101", tmp, "scharr")
+            print("  OpenCV: cv2.Scharr(img, cv2.CV_32F, 1, 0, borderType=cv2.BORDER_REFLECT_101) and (0, 1)")
+            dx = cv2.Scharr(img, cv2.CV_32F, 1, 0, borderType=R101).reshape(img.shape)
+            dy = cv2.Scharr(img, cv2.CV_32F, 0, 1, borderType=R101).reshape(img.shape)
+            check("scharr 3x3 dx", got[:, :, 0::2], dx, "identical")
+            check("scharr 3x3 dy", got[:, :, 1::2], dy, "identical")
+
+            for sigma, k in ((1.0, 7), (2.0, 13)):
+                got = ours(args.bin, path, [f"gaussian:{sigma}:{k}"], "reflect101", tmp, "gauss")
+                print(f"  OpenCV: cv2.GaussianBlur(img, ({k}, {k}), {sigma}, borderType=cv2.BORDER_REFLECT_101)")
+                want = cv2.GaussianBlur(img, (k, k), sigma, borderType=R101)
+                check(f"gaussian sigma {sigma} {k}x{k}", got, want, "psnr", peak)
+
+            # Bilateral: OpenCV takes Byte or Float32; its colour distance is Σ|δ| (our `color`).
+            sd, sr = 2.0, (30.0 if is_photo else 20.0)
+            src = path if is_photo else dem32_path
+            base = img if is_photo else read_raster(dem32_path, tmp)
+            dist = "color" if is_photo else "gray"
+            got = ours(args.bin, src, [f"bilateral:{sd}:{sr}:{dist}"], "reflect101", tmp, "bil")
+            print(f"  OpenCV: cv2.bilateralFilter(img, 9, {sr}, {sd}, borderType=cv2.BORDER_REFLECT_101)"
+                  + ("" if is_photo else "  # on the DEM as Float32"))
+            want = cv2.bilateralFilter(base, 9, sr, sd, borderType=R101)
+            check(f"bilateral 9x9 sd {sd} sr {sr}", got, want, "psnr", peak)
+
+    print()
+    if failures:
+        print("FAILED:", ", ".join(failures))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+//! `mapfilter bench-filter`: times image ops on a synthetic in-memory image
+//! (no GDAL, so it runs on the GPU machine), one JSON line per run with
+//! total, kernel and transfer milliseconds.
+
+use crate::device::{Device, DeviceChoice};
+use crate::error::{Error, Result};
+use crate::filter::device::{DeviceRunner, histogram};
+use crate::filter::engine::{ChainRunner, HostRunner, MemImage};
+use crate::filter::histogram::{BandHistogram, Binning};
+use crate::filter::{Bands, BorderMode, Chain, Pixel, Plane, SampleType, Win};
+use crate::with_bands;
+use clap::Args;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct BenchFilterArgs {
+    /// An op (repeat for a chain), as for `filter`, or `histogram` (256 bins per band).
+    #[arg(long = "op", required = true)]
+    pub ops: Vec<String>,
+    /// Image size: N (square) or WxH.
+    #[arg(long, default_value = "4096")]
+    pub size: String,
+    /// Band count.
+    #[arg(long, default_value_t = 3)]
+    pub bands: usize,
+    /// Sample type: u8, u16, i16, f32.
+    #[arg(long = "type", default_value = "u8")]
+    pub sample_type: String,
+    /// host (fast host paths), host-reference, or an OpenCL device: auto, cpu, gpu, INDEX.
+    #[arg(long, default_value = "host")]
+    pub device: String,
+    /// Timed runs (after one untimed warm-up run that also builds kernels).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Border mode.
+    #[arg(long, default_value = "reflect101")]
+    pub border: String,
+}
+
+pub fn run(args: BenchFilterArgs) -> Result<()> {
+    let (w, h) = parse_size(&args.size)?;
+    let t = match args.sample_type.as_str() {
+        "u8" => SampleType::U8,
+        "u16" => SampleType::U16,
+        "i16" => SampleType::I16,
+        "f32" => SampleType::F32,
+        other => crate::bail!(
+            format!("unknown type '{other}'"),
+            hint = "use u8, u16, i16 or f32"
+        ),
+    };
+    let border: BorderMode = args.border.parse()?;
+    let image = synthetic(t, w, h, args.bands.max(1));
+    let op_label = args.ops.join(" ");
+    let (device, device_name): (Option<Device>, String) = match args.device.as_str() {
+        "host" | "host-reference" => (None, args.device.clone()),
+        d => match DeviceChoice::from_arg(Some(d))?.resolve()? {
+            Some(dev) => {
+                let name = dev.info().name.clone();
+                (Some(dev), name)
+            }
+            None => (None, "host".into()),
+        },
+    };
+    let print = |i: usize, total: f64, k: Option<(f64, f64, f64)>| {
+        let (kernel, up, down) = match k {
+            Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
+            None => ("null".into(), "null".into(), "null".into()),
+        };
+        println!(
+            "{{\"op\":{:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{:?},\"run\":{i},\"total_ms\":{total:.3},\"kernel_ms\":{kernel},\"upload_ms\":{up},\"download_ms\":{down}}}",
+            op_label, args.bands, args.sample_type, device_name
+        );
+    };
+    if args.ops.len() == 1 && args.ops[0] == "histogram" {
+        let b = Binning::for_type(t, None, Some((0.0, 256.0)))?.expect("range given");
+        for i in 0..=args.repeat {
+            let t0 = Instant::now();
+            with_bands!(&image.bands, p => hist_all(p, &b, device.as_ref()))?;
+            if i > 0 {
+                print(i, t0.elapsed().as_secs_f64() * 1e3, None);
+            }
+        }
+        return Ok(());
+    }
+    let chain = Chain::parse(&args.ops)?;
+    chain.check(args.bands, t, border, None)?;
+    let runner: Box<dyn ChainRunner> = match device {
+        Some(dev) => {
+            let r = DeviceRunner::new(dev);
+            r.check(&chain)?;
+            Box::new(r)
+        }
+        None => Box::new(HostRunner {
+            reference: args.device == "host-reference",
+        }),
+    };
+    let whole = Win::new(0, 0, w, h);
+    for i in 0..=args.repeat {
+        let input = image.bands.clone();
+        let t0 = Instant::now();
+        let out = runner.run(&chain, input, whole, (w, h), whole, border, None)?;
+        let total = t0.elapsed().as_secs_f64() * 1e3;
+        std::hint::black_box(out);
+        let times = runner.device_times();
+        if i > 0 {
+            let ms = |ns: u64| ns as f64 / 1e6;
+            print(
+                i,
+                total,
+                times.map(|t| (ms(t.kernel_ns), ms(t.upload_ns), ms(t.download_ns))),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn hist_all<T: Pixel>(
+    p: &[Plane<T>],
+    b: &Binning,
+    dev: Option<&Device>,
+) -> Result<Vec<BandHistogram>> {
+    p.iter()
+        .enumerate()
+        .map(|(i, plane)| match dev {
+            Some(d) => histogram(d, plane, i + 1, b, None),
+            None => {
+                let mut hist = BandHistogram::new(i + 1, b);
+                hist.add(plane, b, None);
+                Ok(hist)
+            }
+        })
+        .collect()
+}
+
+fn parse_size(s: &str) -> Result<(usize, usize)> {
+    let bad =
+        || Error::new(format!("--size '{s}' is not N or WxH")).hint("write e.g. --size 1920x1080");
+    let (a, b) = s.split_once('x').unwrap_or((s, s));
+    let (w, h): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if w == 0 || h == 0 {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+/// A photo-like test image: smooth gradients and waves plus noise, full range.
+pub fn synthetic(t: SampleType, w: usize, h: usize, bands: usize) -> MemImage {
+    fn typed<T: Pixel>(w: usize, h: usize, bands: usize) -> Bands {
+        let (lo, hi) = T::TYPE.range().unwrap_or((0.0, 255.0));
+        T::wrap(
+            (0..bands)
+                .map(|b| {
+                    let mut s = 0x2545_F491_4F6C_DD1Du64.wrapping_add(b as u64);
+                    let data = (0..w * h)
+                        .map(|i| {
+                            s ^= s << 13;
+                            s ^= s >> 7;
+                            s ^= s << 17;
+                            // Triangle waves (cheap, smooth) plus noise.
+                            let tri = |v: usize, p: usize| {
+                                let m = (v + 13 * b) % (2 * p);
+                                m.min(2 * p - m) as f64 / p as f64
+                            };
+                            let wave = 0.2 + 0.35 * tri(i % w, 97) + 0.3 * tri(i / w, 61);
+                            let noise = (s >> 40) as f64 / (1u64 << 24) as f64 - 0.5;
+                            let v = (wave + 0.1 * noise).clamp(0.0, 1.0);
+                            T::from_f32((lo + (hi - lo) * v) as f32)
+                        })
+                        .collect();
+                    Plane::new(w, h, data)
+                })
+                .collect(),
+        )
+    }
+    let b = match t {
+        SampleType::U8 => typed::<u8>(w, h, bands),
+        SampleType::U16 => typed::<u16>(w, h, bands),
+        SampleType::I16 => typed::<i16>(w, h, bands),
+        SampleType::F32 => typed::<f32>(w, h, bands),
+    };
+    MemImage::new(b, None)
+}

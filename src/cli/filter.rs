@@ -1,0 +1,97 @@
+//! `mapfilter filter`: a chain of image ops over a continuous raster into a
+//! new GeoTIFF with the input's georeferencing and nodata.
+
+use crate::error::Result;
+use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
+use crate::filter::{BorderMode, Chain};
+use crate::image_raster::{ImageRaster, gdal_type};
+use crate::progress::Progress;
+use crate::raster::{self, Compression, OutputRaster, OutputSpec};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct FilterArgs {
+    /// Input raster (any band count; Byte, UInt16, Int16 or Float32), any format GDAL reads.
+    pub input: PathBuf,
+    /// Output GeoTIFF (written to a temp file beside it, renamed on success).
+    pub output: PathBuf,
+    /// An op, repeat for a chain run in one pass: box:N, gaussian:SIGMA[:SIZE],
+    /// sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color],
+    /// scharr:3|5|7|9 (two Float32 bands ∂x, ∂y per band), oil:R:LEVELS[:MIN:MAX].
+    #[arg(long = "op", required = true)]
+    pub ops: Vec<String>,
+    /// What ops see beyond the edge: replicate, reflect101, constant:V, nodata.
+    #[arg(long, default_value = "reflect101")]
+    pub border: String,
+    /// Where to run: host (fast host paths), host-reference (plain per-pixel references),
+    /// or an OpenCL device: auto, cpu, gpu, INDEX.
+    #[arg(long, default_value = "host")]
+    pub device: String,
+    /// Tile side in pixels.
+    #[arg(long, default_value_t = DEFAULT_TILE)]
+    pub tile: usize,
+    /// GeoTIFF compression of the output.
+    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
+    pub compress: Compression,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: FilterArgs) -> Result<()> {
+    let chain = Chain::parse(&args.ops)?;
+    let border: BorderMode = args.border.parse()?;
+    raster::check_output_path(&args.input, &args.output)?;
+    let mut input = ImageRaster::open(&args.input)?;
+    let nd = input.meta.nodata;
+    chain
+        .check(input.bands, input.sample_type, border, nd)
+        .map_err(|e| e.context(args.input.display()))?;
+    let runner = runner(&args.device)?;
+    let spec = OutputSpec {
+        width: input.meta.width,
+        height: input.meta.height,
+        bands: chain.out_bands(input.bands),
+        data_type: gdal_type(chain.out_type(input.sample_type)),
+        geo_transform: input.meta.geo_transform,
+        projection: input.meta.projection.clone(),
+        nodata: chain.out_nodata(input.sample_type, nd),
+        colors: Vec::new(),
+        category_names: Vec::new(),
+        compression: args.compress,
+    };
+    let mut output = OutputRaster::create(&args.output, &spec)?;
+    let job = FilterJob {
+        chain,
+        border,
+        tile: args.tile,
+    };
+    let progress = Progress::new(args.quiet, "filter");
+    let stats = engine::filter(&mut input, &mut output, &job, runner.as_ref(), &progress)?;
+    output.finish()?;
+    if !args.quiet {
+        eprintln!(
+            "wrote {} ({}x{}, {} bands, {} ops, radius {}, {} in {:.3} s, {} tiles)",
+            args.output.display(),
+            spec.width,
+            spec.height,
+            spec.bands,
+            job.chain.ops.len(),
+            job.chain.radius(),
+            runner.name(),
+            stats.wall.as_secs_f64(),
+            stats.tiles
+        );
+    }
+    Ok(())
+}
+
+/// The runner a `--device` value names.
+pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
+    match device {
+        "host" => Ok(Box::new(HostRunner { reference: false })),
+        "host-reference" => Ok(Box::new(HostRunner { reference: true })),
+        other => crate::filter::device::runner(other),
+    }
+}

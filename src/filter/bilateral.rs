@@ -1,0 +1,217 @@
+//! Bilateral filter: `h(x) = Σ f(ξ)·c(ξ,x)·s(f(ξ),f(x)) / Σ c·s` over a disc
+//! of radius R = round(2σ_d), with closeness `c = exp(−½(d/σ_d)²)` and
+//! similarity `s = exp(−½(δ/σ_r)²)`.
+//!
+//! δ, the difference between a neighbour and the centre, is taken per band
+//! (`gray`), on the intensity 0.3R+0.59G+0.11B (`luma`, bands 1-3 weigh
+//! every band alike), or as the colour distance Σ|δ_b| (`color`, the L1
+//! distance OpenCV's `bilateralFilter` uses). Weights are `f32` computed
+//! from `f64` once: the closeness per tap (the table the device keeps in
+//! constant memory), the similarity per integer δ where δ is an integer.
+
+use super::per_pixel;
+use super::pixel::{Pixel, Plane, SampleType};
+use crate::bail;
+use crate::error::Result;
+
+/// How the similarity term measures the difference to the centre.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distance {
+    Gray,
+    Luma,
+    Color,
+}
+
+/// Bilateral filter parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bilateral {
+    pub sigma_d: f64,
+    pub sigma_r: f64,
+    pub distance: Distance,
+    pub radius: usize,
+}
+
+/// One tap of the disc window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tap {
+    pub dx: i32,
+    pub dy: i32,
+    pub closeness: f32,
+}
+
+impl Bilateral {
+    pub fn new(sigma_d: f64, sigma_r: f64, distance: Distance) -> Result<Self> {
+        if !(sigma_d > 0.0 && sigma_r > 0.0 && sigma_d.is_finite() && sigma_r.is_finite()) {
+            bail!(
+                format!("bilateral sigmas must be positive, got {sigma_d} and {sigma_r}"),
+                hint = "write bilateral:SIGMA_D:SIGMA_R, e.g. bilateral:2:30"
+            );
+        }
+        let radius = ((2.0 * sigma_d).round() as usize).max(1);
+        if radius > 50 {
+            bail!(
+                format!("bilateral radius {radius} (2σ_d) is too large"),
+                hint = "use σ_d ≤ 25"
+            );
+        }
+        Ok(Bilateral {
+            sigma_d,
+            sigma_r,
+            distance,
+            radius,
+        })
+    }
+
+    /// The disc's taps, row-major, with their closeness.
+    pub fn taps(&self) -> Vec<Tap> {
+        let r = self.radius as i32;
+        let mut taps = Vec::new();
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let d2 = (dx * dx + dy * dy) as f64;
+                if d2 <= (r * r) as f64 {
+                    let closeness = (-0.5 * d2 / (self.sigma_d * self.sigma_d)).exp() as f32;
+                    taps.push(Tap { dx, dy, closeness });
+                }
+            }
+        }
+        taps
+    }
+
+    /// Similarity of a difference `delta`.
+    #[inline]
+    pub fn similarity(&self, delta: f32) -> f32 {
+        let d = delta as f64;
+        (-0.5 * d * d / (self.sigma_r * self.sigma_r)).exp() as f32
+    }
+
+    /// Similarity per integer difference 0..len, when differences are integers.
+    pub fn similarity_table(&self, t: SampleType, bands: usize) -> Option<Vec<f32>> {
+        let (lo, hi) = t.range()?;
+        let span = (hi - lo) as usize + 1;
+        let len = match self.distance {
+            Distance::Gray => span,
+            Distance::Color => span * bands,
+            Distance::Luma => return None,
+        };
+        Some((0..len).map(|i| self.similarity(i as f32)).collect())
+    }
+
+    pub fn check(&self, bands: usize) -> Result<()> {
+        if self.distance == Distance::Luma && bands < 3 {
+            bail!(
+                format!("bilateral luma needs 3 bands (R, G, B), the input has {bands}"),
+                hint = "use the gray or color distance"
+            );
+        }
+        Ok(())
+    }
+
+    /// The host implementation (also the reference).
+    pub fn apply<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
+        let n = 2 * self.radius + 1;
+        let nn = n * n;
+        let bands = input.len();
+        let table = self.similarity_table(T::TYPE, bands);
+        let sim = |delta: f32| match &table {
+            Some(t) => t[delta as usize],
+            None => self.similarity(delta),
+        };
+        let taps: Vec<(usize, f32)> = self
+            .taps()
+            .iter()
+            .map(|t| {
+                let k =
+                    (t.dy + self.radius as i32) as usize * n + (t.dx + self.radius as i32) as usize;
+                (k, t.closeness)
+            })
+            .collect();
+        let centre = self.radius * n + self.radius;
+        let joint = self.distance != Distance::Gray;
+        per_pixel(
+            input,
+            self.radius,
+            bands,
+            nd,
+            nd,
+            joint,
+            |win, out| match self.distance {
+                Distance::Gray => {
+                    for (b, o) in out.iter_mut().enumerate() {
+                        let w = &win[b * nn..(b + 1) * nn];
+                        let c = w[centre];
+                        let (mut sum, mut wsum) = (0f32, 0f32);
+                        for &(k, close) in &taps {
+                            let wt = close * sim((w[k] - c).abs());
+                            sum += w[k] * wt;
+                            wsum += wt;
+                        }
+                        *o = sum / wsum;
+                    }
+                }
+                Distance::Luma | Distance::Color => {
+                    let luma =
+                        |k: usize| 0.3 * win[k] + 0.59 * win[nn + k] + 0.11 * win[2 * nn + k];
+                    let (mut sums, mut wsum) = ([0f32; 16], 0f32);
+                    let lc = if self.distance == Distance::Luma {
+                        luma(centre)
+                    } else {
+                        0.0
+                    };
+                    for &(k, close) in &taps {
+                        let delta = if self.distance == Distance::Luma {
+                            (luma(k) - lc).abs()
+                        } else {
+                            (0..bands)
+                                .map(|b| (win[b * nn + k] - win[b * nn + centre]).abs())
+                                .sum()
+                        };
+                        let wt = close * sim(delta);
+                        for (b, s) in sums.iter_mut().enumerate().take(bands) {
+                            *s += win[b * nn + k] * wt;
+                        }
+                        wsum += wt;
+                    }
+                    for (o, s) in out.iter_mut().zip(sums) {
+                        *o = s / wsum;
+                    }
+                }
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taps_form_a_disc() {
+        let b = Bilateral::new(2.0, 30.0, Distance::Gray).unwrap();
+        assert_eq!(b.radius, 4);
+        // Lattice points with x² + y² ≤ 16: 49.
+        assert_eq!(b.taps().len(), 49);
+        assert_eq!(b.taps()[24].closeness, 1.0);
+    }
+
+    #[test]
+    fn flat_stays_flat_and_edges_survive() {
+        let b = Bilateral::new(1.0, 10.0, Distance::Gray).unwrap();
+        // A step 0 | 200 with a small sigma_r: the step is kept.
+        let p = Plane::new(
+            8,
+            5,
+            (0..40).map(|i| if i % 8 < 4 { 0u8 } else { 200 }).collect(),
+        );
+        let out = b.apply(&[p], None);
+        assert_eq!(out[0].data, vec![0, 0, 200, 200]);
+    }
+
+    #[test]
+    fn luma_needs_three_bands() {
+        let b = Bilateral::new(1.0, 10.0, Distance::Luma).unwrap();
+        assert!(b.check(1).is_err());
+        assert!(b.check(3).is_ok());
+        assert!(Bilateral::new(0.0, 1.0, Distance::Gray).is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! Border modes: what a neighbourhood sees beyond the raster's edge, and the
+//! padding of a tile window to the halo an op needs.
+//!
+//! Windows are in image coordinates and may reach outside the raster; the
+//! source window is the part inside it. Padding maps every outside pixel to
+//! an inside one (replicate, reflect101) or to a fill value (constant,
+//! nodata), exactly as OpenCV's `borderInterpolate` does, so a chain of ops
+//! run tile by tile equals the same chain run on the whole raster.
+
+use super::pixel::{Pixel, Plane};
+use crate::bail;
+use crate::error::{Error, Result};
+use std::str::FromStr;
+
+/// What lies beyond the raster's edge.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BorderMode {
+    /// The edge pixel repeated (`aaa|abcd`, OpenCV BORDER_REPLICATE).
+    Replicate,
+    /// Mirrored without repeating the edge (`dcb|abcd`, OpenCV BORDER_REFLECT_101, its default).
+    Reflect101,
+    /// A constant value (OpenCV BORDER_CONSTANT).
+    Constant(f64),
+    /// Nodata: outside pixels are missing, like the raster's own nodata pixels.
+    Nodata,
+}
+
+impl FromStr for BorderMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let hint = "use replicate, reflect101, constant:VALUE or nodata";
+        Ok(match s {
+            "replicate" => BorderMode::Replicate,
+            "reflect101" | "reflect" => BorderMode::Reflect101,
+            "nodata" => BorderMode::Nodata,
+            _ => match s.strip_prefix("constant:") {
+                Some(v) => BorderMode::Constant(v.parse().map_err(|_| {
+                    Error::new(format!("border constant '{v}' is not a number")).hint(hint)
+                })?),
+                None if s == "constant" => BorderMode::Constant(0.0),
+                None => bail!(format!("unknown border mode '{s}'"), hint = hint),
+            },
+        })
+    }
+}
+
+impl BorderMode {
+    /// The in-raster coordinate that `c` stands for on an axis of `len`
+    /// pixels, or `None` where the fill value applies.
+    #[inline]
+    pub fn map(self, c: i64, len: i64) -> Option<i64> {
+        if (0..len).contains(&c) {
+            return Some(c);
+        }
+        match self {
+            BorderMode::Replicate => Some(c.clamp(0, len - 1)),
+            BorderMode::Reflect101 => {
+                if len == 1 {
+                    return Some(0);
+                }
+                let mut c = c;
+                while !(0..len).contains(&c) {
+                    c = if c < 0 { -c } else { 2 * len - 2 - c };
+                }
+                Some(c)
+            }
+            BorderMode::Constant(_) | BorderMode::Nodata => None,
+        }
+    }
+
+    /// OpenCL code of the mode, for the kernels' `-D BORDER=` option.
+    pub fn cl_code(self) -> u32 {
+        match self {
+            BorderMode::Replicate => 0,
+            BorderMode::Reflect101 => 1,
+            BorderMode::Constant(_) | BorderMode::Nodata => 2,
+        }
+    }
+}
+
+/// A window in image coordinates; it may reach outside the raster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Win {
+    pub x: i64,
+    pub y: i64,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl Win {
+    pub fn new(x: i64, y: i64, width: usize, height: usize) -> Self {
+        Win {
+            x,
+            y,
+            width,
+            height,
+        }
+    }
+
+    /// Grown by `r` on every side.
+    pub fn grow(self, r: usize) -> Self {
+        Win::new(
+            self.x - r as i64,
+            self.y - r as i64,
+            self.width + 2 * r,
+            self.height + 2 * r,
+        )
+    }
+
+    /// The part inside a `width`×`height` raster.
+    pub fn clamp(self, width: usize, height: usize) -> Self {
+        let x0 = self.x.clamp(0, width as i64);
+        let y0 = self.y.clamp(0, height as i64);
+        let x1 = (self.x + self.width as i64).clamp(0, width as i64);
+        let y1 = (self.y + self.height as i64).clamp(0, height as i64);
+        Win::new(x0, y0, (x1 - x0) as usize, (y1 - y0) as usize)
+    }
+}
+
+/// The pixels of `want` (image coordinates), taken from `src` (which holds
+/// window `have`, inside a raster of `image` size) where they lie in the
+/// raster and from `mode` (with `fill` for constant and nodata) elsewhere.
+///
+/// `have` must hold every in-raster pixel that `want` maps to.
+pub fn pad<T: Pixel>(
+    src: &Plane<T>,
+    have: Win,
+    image: (usize, usize),
+    want: Win,
+    mode: BorderMode,
+    fill: T,
+) -> Plane<T> {
+    let (iw, ih) = (image.0 as i64, image.1 as i64);
+    let mut out = Plane::new(
+        want.width,
+        want.height,
+        vec![fill; want.width * want.height],
+    );
+    // Columns: the span inside the raster is copied, the margins mapped pixel by pixel.
+    let in_lo = want.x.clamp(0, iw);
+    let in_hi = (want.x + want.width as i64).clamp(in_lo, iw);
+    let cols: Vec<Option<usize>> = (0..want.width as i64)
+        .map(|dx| {
+            mode.map(want.x + dx, iw).map(|c| {
+                let local = c - have.x;
+                debug_assert!(
+                    (0..have.width as i64).contains(&local),
+                    "pad: column outside source"
+                );
+                local as usize
+            })
+        })
+        .collect();
+    for (dy, row) in out.data.chunks_exact_mut(want.width.max(1)).enumerate() {
+        let Some(sy) = mode.map(want.y + dy as i64, ih) else {
+            continue;
+        };
+        let src_row = src.row((sy - have.y) as usize);
+        if in_hi > in_lo {
+            let (a, b) = ((in_lo - want.x) as usize, (in_hi - want.x) as usize);
+            let s = (in_lo - have.x) as usize;
+            row[a..b].copy_from_slice(&src_row[s..s + (b - a)]);
+        }
+        let (a, b) = ((in_lo - want.x) as usize, (in_hi - want.x) as usize);
+        let margins = (0..a.min(want.width)).chain(b.max(a)..want.width);
+        for dx in margins {
+            if let Some(c) = cols[dx] {
+                row[dx] = src_row[c];
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_map_like_opencv() {
+        // OpenCV's borderInterpolate on a 5-pixel axis.
+        let r = BorderMode::Replicate;
+        let m = BorderMode::Reflect101;
+        assert_eq!(r.map(-2, 5), Some(0));
+        assert_eq!(r.map(6, 5), Some(4));
+        assert_eq!(m.map(-1, 5), Some(1));
+        assert_eq!(m.map(-2, 5), Some(2));
+        assert_eq!(m.map(5, 5), Some(3));
+        assert_eq!(m.map(6, 5), Some(2));
+        assert_eq!(m.map(-3, 2), Some(1));
+        assert_eq!(m.map(4, 1), Some(0));
+        assert_eq!(BorderMode::Constant(7.0).map(-1, 5), None);
+        assert_eq!(BorderMode::Constant(7.0).map(3, 5), Some(3));
+    }
+
+    #[test]
+    fn parses_modes() {
+        assert_eq!(
+            "reflect101".parse::<BorderMode>().unwrap(),
+            BorderMode::Reflect101
+        );
+        assert_eq!(
+            "constant:-5".parse::<BorderMode>().unwrap(),
+            BorderMode::Constant(-5.0)
+        );
+        assert!("mirror".parse::<BorderMode>().is_err());
+        assert!("constant:x".parse::<BorderMode>().is_err());
+    }
+
+    #[test]
+    fn pads_a_corner_window() {
+        // A 3x2 raster 1..6; the window one pixel up-left of it, 3x3.
+        let src = Plane::new(3, 2, vec![1u8, 2, 3, 4, 5, 6]);
+        let have = Win::new(0, 0, 3, 2);
+        let want = Win::new(-1, -1, 3, 3);
+        let p = pad(&src, have, (3, 2), want, BorderMode::Reflect101, 0);
+        assert_eq!(p.data, vec![5, 4, 5, 2, 1, 2, 5, 4, 5]);
+        let p = pad(&src, have, (3, 2), want, BorderMode::Constant(9.0), 9);
+        assert_eq!(p.data, vec![9, 9, 9, 9, 1, 2, 9, 4, 5]);
+        let p = pad(&src, have, (3, 2), want, BorderMode::Replicate, 0);
+        assert_eq!(p.data, vec![1, 1, 2, 1, 1, 2, 4, 4, 5]);
+    }
+}

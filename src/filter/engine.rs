@@ -1,0 +1,331 @@
+//! The image tile engine: streams a continuous raster through a [`Chain`]
+//! tile by tile, with halo = the chain's radius, through the shared
+//! [`crate::pipeline`] (read tile i+1 while tile i runs and tile i−1 is
+//! written). Sources and sinks own the pixels (GDAL files or memory);
+//! a [`ChainRunner`] decides where the chain runs (host or device).
+
+use super::border::{BorderMode, Win};
+use super::op::Chain;
+use super::pixel::{Bands, Pixel, Plane, SampleType};
+use crate::error::Result;
+use crate::pipeline;
+use crate::progress::Progress;
+use crate::with_bands;
+use std::time::{Duration, Instant};
+use tiles::{Border, Rect, TileGrid};
+
+/// Default tile side for image filters.
+pub const DEFAULT_TILE: usize = 512;
+
+/// Where pixels come from.
+pub trait ImageSource: Send {
+    fn size(&self) -> (usize, usize);
+    fn bands(&self) -> usize;
+    fn sample_type(&self) -> SampleType;
+    fn nodata(&self) -> Option<f64>;
+    /// Reads `window` of every band.
+    fn read(&mut self, window: Rect) -> Result<Bands>;
+}
+
+/// Where filtered pixels go.
+pub trait ImageSink: Send {
+    /// Writes `bands` (each `window`-sized) into `window` of the output.
+    fn write(&mut self, window: Rect, bands: &Bands) -> Result<()>;
+}
+
+/// Runs a chain on one tile (see [`Chain::run_tile`] for the arguments).
+pub trait ChainRunner: Sync {
+    fn name(&self) -> String;
+    /// Device times since the last call (reset on read); `None` on the host.
+    fn device_times(&self) -> Option<crate::device::DeviceTimes> {
+        None
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        chain: &Chain,
+        input: Bands,
+        have: Win,
+        image: (usize, usize),
+        out: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Result<Bands>;
+}
+
+/// The host runner: plain Rust, rayon over rows.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostRunner {
+    /// Use the plain per-pixel references only (no fast paths).
+    pub reference: bool,
+}
+
+impl ChainRunner for HostRunner {
+    fn name(&self) -> String {
+        if self.reference {
+            "host-reference"
+        } else {
+            "host"
+        }
+        .into()
+    }
+
+    fn run(
+        &self,
+        chain: &Chain,
+        input: Bands,
+        have: Win,
+        image: (usize, usize),
+        out: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Result<Bands> {
+        Ok(chain.run_tile_host(input, have, image, out, border, nd, self.reference))
+    }
+}
+
+/// What to compute.
+#[derive(Clone, Debug)]
+pub struct FilterJob {
+    pub chain: Chain,
+    pub border: BorderMode,
+    pub tile: usize,
+}
+
+/// Figures of one run.
+#[derive(Clone, Debug, Default)]
+pub struct FilterStats {
+    pub tiles: usize,
+    pub pixels: u64,
+    pub compute: Duration,
+    pub wall: Duration,
+}
+
+/// Filters `source` into `sink`, tile by tile.
+pub fn filter(
+    source: &mut dyn ImageSource,
+    sink: &mut dyn ImageSink,
+    job: &FilterJob,
+    runner: &dyn ChainRunner,
+    progress: &Progress,
+) -> Result<FilterStats> {
+    let start = Instant::now();
+    let (w, h) = source.size();
+    let nd = source.nodata();
+    job.chain
+        .check(source.bands(), source.sample_type(), job.border, nd)?;
+    let grid = TileGrid::new(w, h, job.chain.radius(), Border::Same, job.tile)?;
+    progress.start(grid.len() as u64, "tiles");
+    let mut stats = FilterStats::default();
+    pipeline::run(
+        grid.tiles(),
+        |tile| source.read(tile.source),
+        |tile, input| {
+            let t0 = Instant::now();
+            let have = win(tile.source);
+            let out = runner.run(
+                &job.chain,
+                input,
+                have,
+                (w, h),
+                win(tile.output),
+                job.border,
+                nd,
+            )?;
+            stats.compute += t0.elapsed();
+            stats.tiles += 1;
+            stats.pixels += tile.output.area();
+            Ok(out)
+        },
+        |tile, out| {
+            sink.write(tile.output, &out)?;
+            progress.inc(1);
+            Ok(())
+        },
+    )?;
+    progress.finish();
+    stats.wall = start.elapsed();
+    Ok(stats)
+}
+
+fn win(r: Rect) -> Win {
+    Win::new(r.x as i64, r.y as i64, r.width, r.height)
+}
+
+/// A multi-band image in memory: a source, a sink, and the reference of tests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemImage {
+    pub bands: Bands,
+    pub nodata: Option<f64>,
+}
+
+impl MemImage {
+    pub fn new(bands: Bands, nodata: Option<f64>) -> Self {
+        MemImage { bands, nodata }
+    }
+
+    /// An image of `bands` zero bands of type `t`.
+    pub fn zeros(t: SampleType, width: usize, height: usize, bands: usize) -> Self {
+        fn z<T: Pixel>(w: usize, h: usize, n: usize) -> Bands {
+            T::wrap((0..n).map(|_| Plane::zeros(w, h)).collect())
+        }
+        let b = match t {
+            SampleType::U8 => z::<u8>(width, height, bands),
+            SampleType::U16 => z::<u16>(width, height, bands),
+            SampleType::I16 => z::<i16>(width, height, bands),
+            SampleType::F32 => z::<f32>(width, height, bands),
+        };
+        MemImage::new(b, None)
+    }
+}
+
+/// The `window` of every band.
+pub fn crop(bands: &Bands, window: Rect) -> Bands {
+    fn typed<T: Pixel>(p: &[Plane<T>], r: Rect) -> Bands {
+        T::wrap(
+            p.iter()
+                .map(|p| {
+                    let mut data = Vec::with_capacity(r.width * r.height);
+                    for y in r.y..r.y + r.height {
+                        data.extend_from_slice(&p.row(y)[r.x..r.x + r.width]);
+                    }
+                    Plane::new(r.width, r.height, data)
+                })
+                .collect(),
+        )
+    }
+    with_bands!(bands, p => typed(p, window))
+}
+
+impl ImageSource for MemImage {
+    fn size(&self) -> (usize, usize) {
+        self.bands.size()
+    }
+    fn bands(&self) -> usize {
+        self.bands.count()
+    }
+    fn sample_type(&self) -> SampleType {
+        self.bands.sample_type()
+    }
+    fn nodata(&self) -> Option<f64> {
+        self.nodata
+    }
+    fn read(&mut self, window: Rect) -> Result<Bands> {
+        Ok(crop(&self.bands, window))
+    }
+}
+
+impl ImageSink for MemImage {
+    fn write(&mut self, window: Rect, src: &Bands) -> Result<()> {
+        fn typed<T: Pixel>(dst: &mut [Plane<T>], src: &[Plane<T>], r: Rect) {
+            for (d, s) in dst.iter_mut().zip(src) {
+                for row in 0..r.height {
+                    let start = (r.y + row) * d.width + r.x;
+                    d.data[start..start + r.width].copy_from_slice(s.row(row));
+                }
+            }
+        }
+        match (&mut self.bands, src) {
+            (Bands::U8(d), Bands::U8(s)) => typed(d, s, window),
+            (Bands::U16(d), Bands::U16(s)) => typed(d, s, window),
+            (Bands::I16(d), Bands::I16(s)) => typed(d, s, window),
+            (Bands::F32(d), Bands::F32(s)) => typed(d, s, window),
+            _ => crate::bail!("tile of another sample type than the output"),
+        }
+        Ok(())
+    }
+}
+
+/// Filters an in-memory image in one call.
+pub fn filter_in_memory(
+    input: &MemImage,
+    job: &FilterJob,
+    runner: &dyn ChainRunner,
+) -> Result<MemImage> {
+    let (w, h) = input.bands.size();
+    let t = job.chain.out_type(input.bands.sample_type());
+    let mut out = MemImage::zeros(t, w, h, job.chain.out_bands(input.bands.count()));
+    out.nodata = job
+        .chain
+        .out_nodata(input.bands.sample_type(), input.nodata);
+    filter(
+        &mut input.clone(),
+        &mut out,
+        job,
+        runner,
+        &Progress::hidden(),
+    )?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::op::tests::noise_planes;
+
+    fn job(ops: &[&str], border: BorderMode, tile: usize) -> FilterJob {
+        let specs: Vec<String> = ops.iter().map(|s| s.to_string()).collect();
+        FilterJob {
+            chain: Chain::parse(&specs).unwrap(),
+            border,
+            tile,
+        }
+    }
+
+    /// The chain run op by op on the whole image, each op one whole-image tile.
+    fn one_by_one(input: &MemImage, ops: &[&str], border: BorderMode, reference: bool) -> MemImage {
+        let mut img = input.clone();
+        let big = 1 << 20;
+        for op in ops {
+            img = filter_in_memory(&img, &job(&[op], border, big), &HostRunner { reference })
+                .unwrap();
+        }
+        img
+    }
+
+    #[test]
+    fn tiled_chains_equal_ops_run_one_by_one() {
+        let img = MemImage::new(Bands::U8(noise_planes(45, 38, 3, 11)), None);
+        let ops = ["median:3", "box:5", "sharpen:3", "scharr:5"];
+        for border in [
+            BorderMode::Reflect101,
+            BorderMode::Replicate,
+            BorderMode::Constant(40.0),
+        ] {
+            let want = one_by_one(&img, &ops, border, false);
+            for tile in [7, 16, 64] {
+                let got = filter_in_memory(&img, &job(&ops, border, tile), &HostRunner::default())
+                    .unwrap();
+                assert_eq!(got, want, "{border:?} tile {tile}");
+            }
+        }
+    }
+
+    #[test]
+    fn nodata_chains_tile_too() {
+        let mut planes = noise_planes::<i16>(30, 27, 2, 3);
+        for (i, v) in planes[0].data.iter_mut().enumerate() {
+            if i % 7 == 0 {
+                *v = -9999;
+            }
+        }
+        let img = MemImage::new(Bands::I16(planes), Some(-9999.0));
+        let ops = ["median:3", "oil:2:8", "bilateral:1:500:color"];
+        let want = one_by_one(&img, &ops, BorderMode::Nodata, true);
+        for tile in [5, 13] {
+            let got = filter_in_memory(
+                &img,
+                &job(&ops, BorderMode::Nodata, tile),
+                &HostRunner::default(),
+            )
+            .unwrap();
+            assert_eq!(got, want, "tile {tile}");
+        }
+        // Nodata centres stay nodata.
+        let Bands::I16(out) = &want.bands else {
+            panic!()
+        };
+        assert_eq!(out[0].data[0], -9999);
+        assert_eq!(out[1].data[0], -9999);
+    }
+}

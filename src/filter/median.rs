@@ -1,0 +1,348 @@
+//! Median filter: branch-free selection networks for 3×3 and 5×5, a
+//! generic selection for larger windows.
+//!
+//! The networks are derived, not typed in: Batcher's odd-even merge sort
+//! for the next power of two, cut to the window's size (wires past it hold
+//! +∞ and never move), then pruned backwards to what the middle wire needs.
+//! A comparator of which only one output matters becomes a single min or
+//! max. The 0-1 principle test below checks every network on all 2ⁿ inputs.
+//! The host runs a network on 64 pixels at once (one min/max per lane:
+//! vector instructions); the OpenCL kernel gets the same list as macros.
+
+use super::pixel::{Pixel, Plane};
+use super::{par_rows, per_pixel};
+use crate::bail;
+use crate::error::Result;
+use std::cmp::Ordering;
+
+/// What a comparator keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// `a ← min, b ← max`.
+    Both,
+    /// `a ← min(a, b)` only.
+    Min,
+    /// `b ← max(a, b)` only.
+    Max,
+}
+
+/// A comparator on wires `a < b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Comparator {
+    pub a: usize,
+    pub b: usize,
+    pub keep: Keep,
+}
+
+/// The pruned network leaving the median of `n` values on wire `n / 2`.
+pub fn median_network(n: usize) -> Vec<Comparator> {
+    let mut p2 = 1;
+    while p2 < n {
+        p2 *= 2;
+    }
+    let mut sort = Vec::new();
+    let mut p = 1;
+    while p < p2 {
+        let mut k = p;
+        while k >= 1 {
+            let mut j = k % p;
+            while j + k < p2 {
+                for i in 0..k.min(p2 - j - k) {
+                    if (i + j) / (2 * p) == (i + j + k) / (2 * p) && i + j + k < n {
+                        sort.push((i + j, i + j + k));
+                    }
+                }
+                j += 2 * k;
+            }
+            k /= 2;
+        }
+        p *= 2;
+    }
+    let mut needed = vec![false; n];
+    needed[n / 2] = true;
+    let mut net = Vec::new();
+    for &(a, b) in sort.iter().rev() {
+        let keep = match (needed[a], needed[b]) {
+            (false, false) => continue,
+            (true, true) => Keep::Both,
+            (true, false) => Keep::Min,
+            (false, true) => Keep::Max,
+        };
+        net.push(Comparator { a, b, keep });
+        needed[a] = true;
+        needed[b] = true;
+    }
+    net.reverse();
+    net
+}
+
+/// The network as OpenCL C statements on an array `v` (`CE`, `CMIN`, `CMAX` macros).
+pub fn network_cl(n: usize) -> String {
+    median_network(n)
+        .iter()
+        .map(|c| {
+            let m = match c.keep {
+                Keep::Both => "CE",
+                Keep::Min => "CMIN",
+                Keep::Max => "CMAX",
+            };
+            format!("{m}({},{})", c.a, c.b)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A median of side `size` (odd, ≥ 3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Median {
+    pub size: usize,
+    network: Vec<Comparator>,
+}
+
+/// Pixels processed together by the host network.
+const LANES: usize = 64;
+
+impl Median {
+    pub fn new(size: usize) -> Result<Self> {
+        if size < 3 || size.is_multiple_of(2) || size > 99 {
+            bail!(
+                format!("median side must be odd and between 3 and 99, got {size}"),
+                hint = "write median:3 or median:5"
+            );
+        }
+        let network = if size <= 5 {
+            median_network(size * size)
+        } else {
+            Vec::new()
+        };
+        Ok(Median { size, network })
+    }
+
+    pub fn radius(&self) -> usize {
+        self.size / 2
+    }
+
+    /// The plain reference: sort the window, take the middle.
+    pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
+        let nn = self.size * self.size;
+        per_pixel(
+            input,
+            self.radius(),
+            input.len(),
+            nd,
+            nd,
+            false,
+            |win, out| {
+                let mut buf = vec![0f32; nn];
+                for (b, o) in out.iter_mut().enumerate() {
+                    buf.copy_from_slice(&win[b * nn..(b + 1) * nn]);
+                    buf.sort_by(f32::total_cmp);
+                    *o = buf[nn / 2];
+                }
+            },
+        )
+    }
+
+    /// The fast host path (no nodata): the network on 64 lanes for 3×3 and
+    /// 5×5, `select_nth_unstable` for larger windows.
+    pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
+        input.iter().map(|p| self.fast_plane(p)).collect()
+    }
+
+    fn fast_plane<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
+        let (n, r) = (self.size, self.radius());
+        let (w, h) = (p.width - 2 * r, p.height - 2 * r);
+        if self.network.is_empty() {
+            return par_rows(w, h, |y, out: &mut [T]| {
+                let mut buf = Vec::with_capacity(n * n);
+                for (x, o) in out.iter_mut().enumerate() {
+                    buf.clear();
+                    (0..n).for_each(|ky| buf.extend_from_slice(&p.row(y + ky)[x..x + n]));
+                    let mid = buf.len() / 2;
+                    let (_, m, _) = buf.select_nth_unstable_by(mid, |a, b| {
+                        a.partial_cmp(b).unwrap_or(Ordering::Equal)
+                    });
+                    *o = *m;
+                }
+            });
+        }
+        if n == 3 {
+            return par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out));
+        }
+        let mid = n * n / 2;
+        par_rows(w, h, |y, out: &mut [T]| {
+            let mut v = vec![[T::default(); LANES]; n * n];
+            for x0 in (0..w).step_by(LANES) {
+                let len = LANES.min(w - x0);
+                for ky in 0..n {
+                    let src = p.row(y + ky);
+                    for kx in 0..n {
+                        v[ky * n + kx][..len].copy_from_slice(&src[x0 + kx..x0 + kx + len]);
+                    }
+                }
+                run_network(&self.network, &mut v);
+                out[x0..x0 + len].copy_from_slice(&v[mid][..len]);
+            }
+        })
+    }
+}
+
+/// One output row of the 3×3 median by sorted columns (Paeth): sort every
+/// input column of three (shared by three output pixels), then the median
+/// is `med3(max of the lows, med3 of the middles, min of the highs)`. Every
+/// step is a min or max over whole slices, which the compiler vectorises.
+fn median3_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
+    let w = out.len();
+    let (a, b, c) = (
+        &p.row(y)[..w + 2],
+        &p.row(y + 1)[..w + 2],
+        &p.row(y + 2)[..w + 2],
+    );
+    let mut lo = vec![T::default(); w + 2];
+    let mut mi = vec![T::default(); w + 2];
+    let mut hi = vec![T::default(); w + 2];
+    for x in 0..w + 2 {
+        let (l, h) = (a[x].lo(b[x]), a[x].hi(b[x]));
+        let (m, h2) = (h.lo(c[x]), h.hi(c[x]));
+        lo[x] = l.lo(m);
+        mi[x] = l.hi(m);
+        hi[x] = h2;
+    }
+    for x in 0..w {
+        let l = lo[x].hi(lo[x + 1]).hi(lo[x + 2]);
+        let h = hi[x].lo(hi[x + 1]).lo(hi[x + 2]);
+        let m = med3(mi[x], mi[x + 1], mi[x + 2]);
+        out[x] = med3(l, m, h);
+    }
+}
+
+#[inline(always)]
+fn med3<T: Pixel>(a: T, b: T, c: T) -> T {
+    a.lo(b).hi(a.hi(b).lo(c))
+}
+
+/// Applies `net` lane-wise to `v` (one array of lanes per wire).
+#[inline(never)]
+fn run_network<T: Pixel>(net: &[Comparator], v: &mut [[T; LANES]]) {
+    for c in net {
+        let (x, y) = (v[c.a], v[c.b]);
+        match c.keep {
+            Keep::Both => {
+                let (lo, hi) = (&mut [T::default(); LANES], &mut [T::default(); LANES]);
+                for i in 0..LANES {
+                    lo[i] = x[i].lo(y[i]);
+                    hi[i] = x[i].hi(y[i]);
+                }
+                v[c.a] = *lo;
+                v[c.b] = *hi;
+            }
+            Keep::Min => {
+                let a = &mut v[c.a];
+                for i in 0..LANES {
+                    a[i] = x[i].lo(y[i]);
+                }
+            }
+            Keep::Max => {
+                let b = &mut v[c.b];
+                for i in 0..LANES {
+                    b[i] = x[i].hi(y[i]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::op::tests::{noise_planes, padded};
+
+    /// 0-1 principle: a comparator network selects the median of every
+    /// input iff it does of every 0/1 input. Bit-sliced: bit j of word i is
+    /// the input with number 64·i + j.
+    fn selects_median_of_all_01_inputs(n: usize) {
+        let net = median_network(n);
+        let total: u64 = 1 << n;
+        for word in 0..total.div_ceil(64) {
+            let mut wires = vec![0u64; n];
+            for j in 0..64u64 {
+                let input = word * 64 + j;
+                for (w, wire) in wires.iter_mut().enumerate() {
+                    *wire |= ((input >> w) & 1) << j;
+                }
+            }
+            for c in &net {
+                let (x, y) = (wires[c.a], wires[c.b]);
+                match c.keep {
+                    Keep::Both => (wires[c.a], wires[c.b]) = (x & y, x | y),
+                    Keep::Min => wires[c.a] = x & y,
+                    Keep::Max => wires[c.b] = x | y,
+                }
+            }
+            for j in 0..64u64 {
+                let input = word * 64 + j;
+                if input >= total {
+                    break;
+                }
+                let want = (input.count_ones() as usize > n / 2) as u64;
+                assert_eq!((wires[n / 2] >> j) & 1, want, "n={n} input={input:b}");
+            }
+        }
+    }
+
+    #[test]
+    fn sorted_columns_select_the_median_of_all_01_inputs() {
+        for bits in 0u32..512 {
+            let v: Vec<u8> = (0..9).map(|i| ((bits >> i) & 1) as u8).collect();
+            let p = Plane::new(3, 3, v);
+            let mut out = [0u8; 1];
+            median3_row(&p, 0, &mut out);
+            assert_eq!(out[0], (bits.count_ones() > 4) as u8, "{bits:09b}");
+        }
+    }
+
+    #[test]
+    fn networks_select_the_median() {
+        selects_median_of_all_01_inputs(9);
+        selects_median_of_all_01_inputs(25);
+    }
+
+    #[test]
+    fn network_sizes() {
+        // Min/max operations per pixel (a full comparator counts two).
+        let ops = |n| {
+            median_network(n)
+                .iter()
+                .map(|c| if c.keep == Keep::Both { 2 } else { 1 })
+                .sum::<usize>()
+        };
+        assert_eq!(ops(9), 40);
+        assert_eq!(ops(25), 202);
+    }
+
+    #[test]
+    fn fast_path_matches_reference() {
+        for size in [3, 5, 7] {
+            let m = Median::new(size).unwrap();
+            let input = padded(noise_planes::<u8>(70, 9, 2, 5), m.radius());
+            assert_eq!(m.fast(&input), m.reference(&input, None));
+            let input = padded(noise_planes::<f32>(13, 21, 1, 6), m.radius());
+            assert_eq!(m.fast(&input), m.reference(&input, None));
+        }
+    }
+
+    #[test]
+    fn median_by_hand_and_nodata() {
+        let p = Plane::new(3, 3, vec![9u8, 1, 8, 2, 7, 3, 6, 4, 5]);
+        let m = Median::new(3).unwrap();
+        assert_eq!(m.reference(std::slice::from_ref(&p), None)[0].data, vec![5]);
+        // Nodata 9 is replaced by the centre 7: {7,1,8,2,7,3,6,4,5} → 5.
+        assert_eq!(
+            m.reference(std::slice::from_ref(&p), Some(9))[0].data,
+            vec![5]
+        );
+        // A nodata centre stays nodata.
+        assert_eq!(m.reference(&[p], Some(7))[0].data, vec![7]);
+        assert!(Median::new(4).is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! Image filters on continuous rasters (any band count; Byte, UInt16, Int16,
+//! Float32): what each op computes, apart from how it is run.
+//!
+//! One module per op family ([`conv`], [`median`], [`bilateral`], [`scharr`],
+//! [`oil`], [`histogram`]); each has a plain per-pixel host reference (rayon
+//! over rows) and, where it pays, a faster host path tested against it. An
+//! [`op::Chain`] strings ops together with its total radius; [`engine`] runs
+//! a chain over a raster tile by tile with halo = that radius, and
+//! [`border`] says what ops see beyond the raster's edge.
+//!
+//! Nodata: where the input has a nodata value, a nodata centre gives nodata;
+//! nodata neighbours (and, with `--border nodata`, pixels outside the raster)
+//! are replaced by the centre pixel's value, so every op (sums, sorting
+//! networks, derivatives) keeps one branch-free form. Band-wise ops judge
+//! nodata per band; ops that mix bands (colour bilateral, oil paint) treat a
+//! pixel as missing when any of its bands is nodata.
+
+pub mod bilateral;
+pub mod border;
+pub mod conv;
+pub mod device;
+pub mod engine;
+pub mod histogram;
+pub mod median;
+pub mod oil;
+pub mod op;
+pub mod pixel;
+pub mod scharr;
+
+pub use border::{BorderMode, Win};
+pub use op::{Chain, Op};
+pub use pixel::{Bands, Pixel, Plane, SampleType};
+
+use rayon::prelude::*;
+
+/// Luma weights of the first three bands (0.3R + 0.59G + 0.11B), in hundredths.
+pub const LUMA_PERCENT: [i64; 3] = [30, 59, 11];
+
+/// Runs a per-pixel op over `input` (bands padded by `r` on every side).
+///
+/// For each output pixel, `f` gets the `n×n` windows of all bands as `f32`
+/// (band-major, row-major inside a band, nodata neighbours already replaced
+/// by the centre value) and writes `out_bands` values. Where the centre is
+/// nodata the output is `out_nodata` (per band, or for all bands when
+/// `joint`). Rows run in parallel.
+pub(crate) fn per_pixel<T: Pixel, O: Pixel>(
+    input: &[Plane<T>],
+    r: usize,
+    out_bands: usize,
+    nd: Option<T>,
+    out_nodata: Option<O>,
+    joint: bool,
+    f: impl Fn(&[f32], &mut [f32]) + Sync,
+) -> Vec<Plane<O>> {
+    let n = 2 * r + 1;
+    let nn = n * n;
+    let bands = input.len();
+    let (pw, ph) = (input[0].width, input[0].height);
+    let (w, h) = (pw - 2 * r, ph - 2 * r);
+    let per_in = out_bands / bands.max(1);
+    let rows: Vec<Vec<O>> = (0..h)
+        .into_par_iter()
+        .map(|y| {
+            let mut win = vec![0f32; bands * nn];
+            let mut missing = vec![false; bands * nn];
+            let mut out = vec![0f32; out_bands];
+            let mut row = vec![O::default(); out_bands * w];
+            for x in 0..w {
+                for (b, plane) in input.iter().enumerate() {
+                    for ky in 0..n {
+                        let src = &plane.row(y + ky)[x..x + n];
+                        for (kx, &v) in src.iter().enumerate() {
+                            let i = b * nn + ky * n + kx;
+                            win[i] = v.to_f32();
+                            missing[i] = nd.is_some_and(|nd| v.same(nd));
+                        }
+                    }
+                }
+                if joint {
+                    for k in 0..nn {
+                        let any = (0..bands).any(|b| missing[b * nn + k]);
+                        (0..bands).for_each(|b| missing[b * nn + k] = any);
+                    }
+                }
+                let centre = r * n + r;
+                for b in 0..bands {
+                    let c = win[b * nn + centre];
+                    for k in 0..nn {
+                        if missing[b * nn + k] {
+                            win[b * nn + k] = c;
+                        }
+                    }
+                }
+                f(&win, &mut out);
+                for (j, &v) in out.iter().enumerate() {
+                    let b = j / per_in.max(1);
+                    row[j * w + x] = match out_nodata {
+                        Some(ond) if missing[b * nn + centre] => ond,
+                        _ => O::from_f32(v),
+                    };
+                }
+            }
+            row
+        })
+        .collect();
+    (0..out_bands)
+        .map(|j| {
+            let mut data = Vec::with_capacity(w * h);
+            rows.iter()
+                .for_each(|row| data.extend_from_slice(&row[j * w..(j + 1) * w]));
+            Plane::new(w, h, data)
+        })
+        .collect()
+}
+
+/// Rows per parallel strip of [`par_strips`].
+pub(crate) const STRIP: usize = 32;
+
+/// Runs `f` on strips of [`STRIP`] output rows in parallel: `f(y0, rows)`.
+pub(crate) fn par_strips<O: Send + Copy + Default>(
+    w: usize,
+    h: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Plane<O> {
+    let mut data = vec![O::default(); w * h];
+    if w > 0 {
+        data.par_chunks_mut(w * STRIP)
+            .enumerate()
+            .for_each(|(i, rows)| f(i * STRIP, rows));
+    }
+    Plane {
+        width: w,
+        height: h,
+        data,
+    }
+}
+
+/// Runs `f` on every output row in parallel: `f(y, out_row)`.
+pub(crate) fn par_rows<O: Send + Copy + Default>(
+    w: usize,
+    h: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Plane<O> {
+    let mut data = vec![O::default(); w * h];
+    if w > 0 {
+        data.par_chunks_mut(w)
+            .enumerate()
+            .for_each(|(y, row)| f(y, row));
+    }
+    Plane {
+        width: w,
+        height: h,
+        data,
+    }
+}

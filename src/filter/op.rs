@@ -1,0 +1,400 @@
+//! Ops as the command line names them, and chains of ops run in one pass.
+//!
+//! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
+//! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
+//! `oil:RADIUS:LEVELS[:MIN:MAX]`. A [`Chain`] needs a halo of the sum of
+//! its ops' radii; run on a tile, each op's output window shrinks by its
+//! radius, and at the raster's edge the border mode re-pads every
+//! intermediate, so a tiled chain equals the ops run one by one.
+
+use super::bilateral::{Bilateral, Distance};
+use super::border::{BorderMode, Win, pad};
+use super::conv::Conv;
+use super::median::Median;
+use super::oil::Oil;
+use super::pixel::{Bands, Pixel, Plane, SampleType};
+use super::scharr::Scharr;
+use crate::bail;
+use crate::error::{Error, Result};
+use crate::with_bands;
+use std::path::Path;
+use std::str::FromStr;
+
+/// One image op.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Conv(Conv),
+    Median(Median),
+    Bilateral(Bilateral),
+    Scharr(Scharr),
+    Oil(Oil),
+}
+
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX]";
+
+impl FromStr for Op {
+    type Err = Error;
+    fn from_str(spec: &str) -> Result<Self> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let args: Vec<&str> = if rest.is_empty() {
+            vec![]
+        } else {
+            rest.split(':').collect()
+        };
+        let num = |i: usize| -> Result<f64> {
+            let s = args.get(i).ok_or_else(|| {
+                Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
+            })?;
+            s.parse::<f64>().map_err(|_| {
+                Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT)
+            })
+        };
+        let int = |i: usize| -> Result<usize> {
+            let v = num(i)?;
+            if v.fract() != 0.0 || v < 0.0 {
+                bail!(
+                    format!("op '{spec}': {v} is not a whole number"),
+                    hint = OPS_HINT
+                );
+            }
+            Ok(v as usize)
+        };
+        let max_args = |n: usize| -> Result<()> {
+            if args.len() > n {
+                bail!(
+                    format!("op '{spec}' has too many parameters"),
+                    hint = OPS_HINT
+                );
+            }
+            Ok(())
+        };
+        let op = match name {
+            "box" | "blur" => {
+                max_args(1)?;
+                Op::Conv(Conv::boxed(int(0)?)?)
+            }
+            "gaussian" => {
+                max_args(2)?;
+                let size = if args.len() > 1 { Some(int(1)?) } else { None };
+                Op::Conv(Conv::gaussian(num(0)?, size)?)
+            }
+            "sharpen" => {
+                max_args(1)?;
+                Op::Conv(Conv::sharpen(if args.is_empty() { 3 } else { int(0)? })?)
+            }
+            "kernel" => Op::Conv(Conv::from_file(Path::new(rest))?),
+            "median" => {
+                max_args(1)?;
+                Op::Median(Median::new(int(0)?)?)
+            }
+            "scharr" => {
+                max_args(1)?;
+                Op::Scharr(Scharr::new(if args.is_empty() { 3 } else { int(0)? })?)
+            }
+            "bilateral" => {
+                max_args(3)?;
+                let distance = match args.get(2).copied() {
+                    None | Some("gray") => Distance::Gray,
+                    Some("luma") => Distance::Luma,
+                    Some("color") => Distance::Color,
+                    Some(other) => bail!(
+                        format!("bilateral distance '{other}' is unknown"),
+                        hint = "use gray, luma or color"
+                    ),
+                };
+                Op::Bilateral(Bilateral::new(num(0)?, num(1)?, distance)?)
+            }
+            "oil" => {
+                if args.len() != 2 && args.len() != 4 {
+                    bail!(
+                        format!("op '{spec}' needs RADIUS:LEVELS[:MIN:MAX]"),
+                        hint = OPS_HINT
+                    );
+                }
+                let range = if args.len() == 4 {
+                    Some((num(2)?, num(3)?))
+                } else {
+                    None
+                };
+                Op::Oil(Oil::new(int(0)?, int(1)?, range)?)
+            }
+            _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
+        };
+        Ok(op)
+    }
+}
+
+impl Op {
+    pub fn radius(&self) -> usize {
+        match self {
+            Op::Conv(c) => c.radius(),
+            Op::Median(m) => m.radius(),
+            Op::Bilateral(b) => b.radius,
+            Op::Scharr(s) => s.radius(),
+            Op::Oil(o) => o.radius,
+        }
+    }
+
+    /// Bands out for `bands` in.
+    pub fn out_bands(&self, bands: usize) -> usize {
+        match self {
+            Op::Scharr(_) => 2 * bands,
+            _ => bands,
+        }
+    }
+
+    /// Sample type out for `t` in.
+    pub fn out_type(&self, t: SampleType) -> SampleType {
+        match self {
+            Op::Scharr(_) => SampleType::F32,
+            _ => t,
+        }
+    }
+
+    /// Refuses inputs the op cannot take.
+    pub fn check(&self, bands: usize, t: SampleType) -> Result<()> {
+        match self {
+            Op::Bilateral(b) => b.check(bands),
+            Op::Oil(o) => o.check(t),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs the op on the host over bands padded by its radius. `reference`
+    /// forces the plain per-pixel path; nodata always takes it.
+    pub fn apply_host(&self, input: &Bands, nd: Option<f64>, reference: bool) -> Bands {
+        with_bands!(input, p => self.apply_typed(p, nd.and_then(Pixel::from_f64_exact), reference))
+    }
+
+    fn apply_typed<T: Pixel>(&self, p: &[Plane<T>], nd: Option<T>, reference: bool) -> Bands {
+        let plain = reference || nd.is_some();
+        match self {
+            Op::Conv(c) if plain => T::wrap(c.reference(p, nd)),
+            Op::Conv(c) => T::wrap(c.fast(p)),
+            Op::Median(m) if plain => T::wrap(m.reference(p, nd)),
+            Op::Median(m) => T::wrap(m.fast(p)),
+            Op::Scharr(s) if plain => Bands::F32(s.reference(p, nd)),
+            Op::Scharr(s) => Bands::F32(s.fast(p)),
+            Op::Bilateral(b) => T::wrap(b.apply(p, nd)),
+            Op::Oil(o) => T::wrap(o.apply(p, nd)),
+        }
+    }
+}
+
+/// Runs one op over bands padded by its radius, given the input's nodata.
+pub type OpStep<'a> = dyn FnMut(&Op, &Bands, Option<f64>) -> Result<Bands> + 'a;
+
+/// Ops applied one after another in one pass over the raster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain {
+    pub ops: Vec<Op>,
+}
+
+impl Chain {
+    pub fn parse(specs: &[String]) -> Result<Self> {
+        if specs.is_empty() {
+            bail!("no op given", hint = OPS_HINT);
+        }
+        Ok(Chain {
+            ops: specs.iter().map(|s| s.parse()).collect::<Result<_>>()?,
+        })
+    }
+
+    /// The halo a tile needs: the sum of the ops' radii.
+    pub fn radius(&self) -> usize {
+        self.ops.iter().map(Op::radius).sum()
+    }
+
+    pub fn out_bands(&self, bands: usize) -> usize {
+        self.ops.iter().fold(bands, |b, op| op.out_bands(b))
+    }
+
+    pub fn out_type(&self, t: SampleType) -> SampleType {
+        self.ops.iter().fold(t, |t, op| op.out_type(t))
+    }
+
+    /// Nodata of the output: the input's, or NaN once a Float32 op made it.
+    pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
+        let nd = nd?;
+        Some(if self.out_type(t) != t { f64::NAN } else { nd })
+    }
+
+    /// Checks every op against what reaches it.
+    pub fn check(
+        &self,
+        bands: usize,
+        t: SampleType,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Result<()> {
+        if border == BorderMode::Nodata && nd.is_none() {
+            bail!(
+                "--border nodata needs a nodata value on the input",
+                hint = "set one with gdal_edit.py -a_nodata VALUE, or use --border replicate"
+            );
+        }
+        let (mut b, mut ty) = (bands, t);
+        for op in &self.ops {
+            op.check(b, ty)?;
+            b = op.out_bands(b);
+            ty = op.out_type(ty);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// Runs the chain on one tile with `step`: `input` holds window `have`
+    /// (inside a raster of `image` size), the result covers `out`.
+    pub fn run_tile(
+        &self,
+        input: Bands,
+        have: Win,
+        image: (usize, usize),
+        out: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+        step: &mut OpStep,
+    ) -> Result<Bands> {
+        let (mut bands, mut have, mut nd) = (input, have, nd);
+        let mut remaining = self.radius();
+        for op in &self.ops {
+            let r = op.radius();
+            remaining -= r;
+            let target = out.grow(remaining).clamp(image.0, image.1);
+            let padded = pad_bands(&bands, have, image, target.grow(r), border, nd);
+            let in_type = bands.sample_type();
+            bands = step(op, &padded, nd)?;
+            if bands.sample_type() != in_type {
+                nd = nd.map(|_| f64::NAN);
+            }
+            have = target;
+        }
+        Ok(bands)
+    }
+
+    /// Runs the chain on a tile on the host.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_tile_host(
+        &self,
+        input: Bands,
+        have: Win,
+        image: (usize, usize),
+        out: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+        reference: bool,
+    ) -> Bands {
+        self.run_tile(input, have, image, out, border, nd, &mut |op, b, nd| {
+            Ok(op.apply_host(b, nd, reference))
+        })
+        .expect("host ops do not fail")
+    }
+}
+
+/// Pads every band of `bands` to `want` (see [`pad`]).
+pub fn pad_bands(
+    bands: &Bands,
+    have: Win,
+    image: (usize, usize),
+    want: Win,
+    border: BorderMode,
+    nd: Option<f64>,
+) -> Bands {
+    fn typed<T: Pixel>(
+        p: &[Plane<T>],
+        have: Win,
+        image: (usize, usize),
+        want: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Bands {
+        let fill = match border {
+            BorderMode::Constant(v) => T::from_f32(v as f32),
+            BorderMode::Nodata => nd.and_then(T::from_f64_exact).unwrap_or_default(),
+            _ => T::default(),
+        };
+        T::wrap(
+            p.iter()
+                .map(|p| pad(p, have, image, want, border, fill))
+                .collect(),
+        )
+    }
+    with_bands!(bands, p => typed(p, have, image, want, border, nd))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random planes (xorshift), full range of `T` for integers.
+    pub fn noise_planes<T: Pixel>(w: usize, h: usize, bands: usize, seed: u64) -> Vec<Plane<T>> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..bands)
+            .map(|_| {
+                let data = (0..w * h)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        let u = (s >> 40) as f32 / (1u64 << 24) as f32;
+                        match T::TYPE.range() {
+                            Some((lo, hi)) => T::from_f32((lo + (hi - lo) * u as f64) as f32),
+                            None => T::from_f32(u * 1000.0 - 500.0),
+                        }
+                    })
+                    .collect();
+                Plane::new(w, h, data)
+            })
+            .collect()
+    }
+
+    /// Planes padded by `r` with reflect101.
+    pub fn padded<T: Pixel>(planes: Vec<Plane<T>>, r: usize) -> Vec<Plane<T>> {
+        planes
+            .iter()
+            .map(|p| {
+                let have = Win::new(0, 0, p.width, p.height);
+                pad(
+                    p,
+                    have,
+                    (p.width, p.height),
+                    have.grow(r),
+                    BorderMode::Reflect101,
+                    T::default(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parses_ops_and_radii() {
+        let chain =
+            Chain::parse(&["median:5".into(), "gaussian:1".into(), "scharr:3".into()]).unwrap();
+        assert_eq!(chain.radius(), 2 + 3 + 1);
+        assert_eq!(chain.out_bands(3), 6);
+        assert_eq!(chain.out_type(SampleType::U8), SampleType::F32);
+        assert_eq!(
+            chain.out_nodata(SampleType::U8, Some(0.0)).map(f64::is_nan),
+            Some(true)
+        );
+        for bad in [
+            "median",
+            "median:4",
+            "box:x",
+            "foo:3",
+            "bilateral:1",
+            "oil:3",
+            "sharpen:3:1",
+            "bilateral:1:2:hsv",
+        ] {
+            assert!(bad.parse::<Op>().is_err(), "{bad}");
+        }
+        assert!(Chain::parse(&[]).is_err());
+        let chain = Chain::parse(&["box:3".into()]).unwrap();
+        assert!(
+            chain
+                .check(1, SampleType::U8, BorderMode::Nodata, None)
+                .is_err()
+        );
+    }
+}
