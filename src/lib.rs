@@ -13,9 +13,12 @@ pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod method;
+pub mod metrics;
 pub mod progress;
 #[cfg(feature = "gdal")]
 pub mod raster;
+pub mod report;
+pub mod sweep;
 pub mod synth;
 
 pub use error::{Error, Result};

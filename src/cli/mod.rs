@@ -3,11 +3,14 @@
 //! library; they print results and turn errors into one line and an exit code.
 
 #[cfg(feature = "gdal")]
+pub mod compare;
+#[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]
 mod info;
 #[cfg(feature = "gdal")]
 mod smooth;
+mod sweep;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -34,6 +37,11 @@ enum Command {
     /// Generate a synthetic class raster (the thesis' simplex and random data sets) as GeoTIFF.
     #[cfg(feature = "gdal")]
     Gen(gen_cmd::GenArgs),
+    /// Compare a candidate class raster with a reference: agreement, kappa, confusion, per-class IoU and area change, mismatch raster, reports.
+    #[cfg(feature = "gdal")]
+    Compare(compare::CompareArgs),
+    /// Run a sweep config (run time and agreement against image size, kernel size, classes, rank) on synthetic inputs; writes CSV, JSON and an HTML report.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -56,5 +64,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
         Command::Gen(args) => gen_cmd::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
     }
 }

@@ -42,6 +42,9 @@ pub struct SmoothArgs {
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also run the exact baseline and write a report (HTML; .json/.md by extension): run times, speed-up, agreement, confusion, maps.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -100,6 +103,18 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let method = NaiveHost;
     let stats = engine::smooth(&mut input, &mut output, &job, &method, &progress)?;
     output.finish()?;
+    if let Some(report) = &args.report {
+        let run = super::compare::SmoothRun {
+            input: &args.input,
+            output: &args.output,
+            job: &job,
+            method: &method,
+            method_label: "naive@host",
+            stats: &stats,
+            quiet: args.quiet,
+        };
+        super::compare::smooth_report(&run, report)?;
+    }
     if !args.quiet {
         eprintln!(
             "wrote {} ({width}x{height}, {} classes, kernel {}x{0}, {} in {:.3} s, {} tiles)",

@@ -1,0 +1,64 @@
+//! `mapfilter sweep`: runs a sweep config (the thesis' experiments on
+//! synthetic inputs) and writes CSV, JSON and an HTML report. GDAL-free, so it
+//! is in every build, the `--no-default-features` one for GPU machines too.
+
+use crate::error::Result;
+use crate::sweep::{self, Config};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Sweep config (TOML), e.g. benches/sweeps/smoke.toml.
+    pub config: PathBuf,
+    /// Directory for results.csv, results.json and report.html (created if missing).
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Repeats per point instead of the config's.
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// Check the config and list the runs without running them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No line per finished run.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: SweepArgs) -> Result<()> {
+    let mut config = Config::load(&args.config)?;
+    if let Some(r) = args.repeats {
+        config.repeats = r.max(1);
+    }
+    if args.dry_run {
+        println!(
+            "{}: {} experiments, {} runs of {} repeat(s)",
+            config.title,
+            config.experiments.len(),
+            config.runs(),
+            config.repeats
+        );
+        return Ok(());
+    }
+    let result = sweep::run(&config, |r, i, n| {
+        if !args.quiet {
+            eprintln!(
+                "[{i}/{n}] {} {}={} {}: {:.4} s, agreement {}",
+                r.experiment,
+                r.variable.name(),
+                r.value,
+                r.method,
+                r.seconds,
+                r.agreement_percent
+                    .map_or("–".into(), |a| format!("{a:.4} %"))
+            );
+        }
+    })?;
+    let files = sweep::output::write_all(&result, &args.out)?;
+    if !args.quiet {
+        for f in files {
+            eprintln!("wrote {}", f.display());
+        }
+    }
+    Ok(())
+}
