@@ -191,7 +191,7 @@ fn check_size(size: usize) -> Result<()> {
     if size == 0 {
         bail!("kernel is empty", hint = "give an odd size ≥ 1");
     }
-    if size % 2 == 0 {
+    if size.is_multiple_of(2) {
         bail!(
             format!("kernel size {size} is even"),
             hint = "kernels need an odd size so that they have a centre pixel"

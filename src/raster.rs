@@ -17,8 +17,16 @@ use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use tiles::Rect;
 
+/// Silences GDAL's own printing to stderr: its messages reach the user
+/// through our one-line errors instead (GDAL still records the last error).
+pub fn quiet_gdal() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| gdal::config::set_error_handler(|_, _, _| {}));
+}
+
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.
 pub fn open(path: &Path) -> Result<Dataset> {
+    quiet_gdal();
     if !path.exists() {
         bail!(
             format!("{}: no such file", path.display()),
@@ -165,7 +173,6 @@ impl ClassRaster {
                 hint = "fix it with gdal_edit.py -a_nodata VALUE"
             );
         }
-        drop(band);
         Ok(ClassRaster {
             path: path.to_path_buf(),
             ds,
@@ -303,6 +310,7 @@ impl OutputRaster {
             name.to_string_lossy(),
             std::process::id()
         ));
+        quiet_gdal();
         let driver = DriverManager::get_driver_by_name("GTiff").map_err(gdal_error)?;
         let mut options = RasterCreationOptions::new();
         let block = |n: usize| if n >= 256 { "256" } else { "16" };
@@ -449,27 +457,49 @@ impl OutputRaster {
             Some(ds) => ds.close().map_err(gdal_error),
             None => Ok(()),
         };
-        let moved = closed.and_then(|_| {
-            std::fs::rename(&self.temp, &self.target).map_err(|e| {
-                Error::new(format!(
-                    "cannot move output into place at {}: {e}",
-                    self.target.display()
-                ))
-            })
-        });
-        if moved.is_err() {
+        if let Err(e) = closed {
             let _ = std::fs::remove_file(&self.temp);
+            let _ = std::fs::remove_file(aux_path(&self.temp));
+            return Err(e);
         }
-        moved
+        let moved = (|| -> std::io::Result<()> {
+            // Category names and other PAM metadata live in a .aux.xml sidecar:
+            // it moves with the raster, and a stale one of an older target goes.
+            let (temp_aux, target_aux) = (aux_path(&self.temp), aux_path(&self.target));
+            if temp_aux.exists() {
+                std::fs::rename(&temp_aux, &target_aux)?;
+            } else if target_aux.exists() {
+                std::fs::remove_file(&target_aux)?;
+            }
+            std::fs::rename(&self.temp, &self.target)
+        })();
+        if let Err(e) = moved {
+            let _ = std::fs::remove_file(&self.temp);
+            let _ = std::fs::remove_file(aux_path(&self.temp));
+            bail!(format!(
+                "cannot move output into place at {}: {e}",
+                self.target.display()
+            ));
+        }
+        Ok(())
     }
 }
 
 impl Drop for OutputRaster {
     fn drop(&mut self) {
-        if self.ds.take().is_some() {
+        if let Some(ds) = self.ds.take() {
+            drop(ds);
             let _ = std::fs::remove_file(&self.temp);
+            let _ = std::fs::remove_file(aux_path(&self.temp));
         }
     }
+}
+
+/// GDAL's PAM sidecar of `path`: `path.aux.xml`.
+fn aux_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".aux.xml");
+    PathBuf::from(s)
 }
 
 impl ClassSink for OutputRaster {
@@ -485,5 +515,11 @@ impl ClassSink for OutputRaster {
 
 /// Turns a GDAL error into a one-line [`Error`].
 pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
-    Error::new(e.to_string())
+    use gdal::errors::GdalError;
+    match e {
+        GdalError::CplError { msg, .. } | GdalError::NullPointer { msg, .. } if !msg.is_empty() => {
+            Error::new(msg)
+        }
+        other => Error::new(other.to_string()),
+    }
 }

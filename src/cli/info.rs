@@ -24,7 +24,6 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let crs = ds.spatial_ref().ok();
     let crs_name = crs.as_ref().and_then(|s| s.name());
     let epsg = crs.as_ref().and_then(|s| s.auth_code().ok());
-    drop(band);
     drop(ds);
     // Class tally only for integer class bands.
     let classes = match ClassRaster::open(&args.input) {

@@ -1,0 +1,204 @@
+//! Bad input: a one-line cause and hint, a non-zero exit, no output left
+//! behind (not the target, not a temp file) and the input untouched.
+
+mod common;
+
+use common::{TestRaster, fixture, mapfilter, write_raster};
+use gdal::raster::GdalDataType;
+use std::path::Path;
+
+/// Runs `smooth` expecting failure; checks the message and that `dir` holds
+/// only `keep` afterwards.
+fn fails(args: &[&str], expect: &str, dir: &Path, keep: &[&str]) {
+    let run = mapfilter(args);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{args:?} succeeded");
+    assert_eq!(run.status.code(), Some(1), "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(expect),
+        "{args:?}: '{stderr}' lacks '{expect}'"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let mut left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, keep, "{args:?} left files behind");
+}
+
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out.tif");
+    let out = out.to_str().unwrap();
+    let good = fixture("classes_72x64.tif");
+    let good = good.to_str().unwrap();
+
+    // Missing file.
+    fails(
+        &["smooth", "/nonexistent/in.tif", out, "-k", "box:3"],
+        "no such file",
+        d,
+        &[],
+    );
+
+    // A file that is not a raster.
+    let text = d.join("notes.txt");
+    std::fs::write(&text, "not a raster\n").unwrap();
+    fails(
+        &["smooth", text.to_str().unwrap(), out, "-k", "box:3"],
+        "not a raster",
+        d,
+        &["notes.txt"],
+    );
+    std::fs::remove_file(&text).unwrap();
+
+    // A Float32 band.
+    let float = d.join("float.tif");
+    write_raster(
+        &float,
+        &TestRaster {
+            width: 4,
+            height: 4,
+            data: &[1; 16],
+            data_type: GdalDataType::Float32,
+            nodata: None,
+            colors: false,
+        },
+    );
+    fails(
+        &["smooth", float.to_str().unwrap(), out, "-k", "box:3"],
+        "Float32",
+        d,
+        &["float.tif"],
+    );
+    std::fs::remove_file(&float).unwrap();
+
+    // More than 256 classes.
+    let many = d.join("many.tif");
+    let codes: Vec<u16> = (0..300).collect();
+    write_raster(
+        &many,
+        &TestRaster {
+            width: 30,
+            height: 10,
+            data: &codes,
+            data_type: GdalDataType::UInt16,
+            nodata: None,
+            colors: false,
+        },
+    );
+    fails(
+        &["smooth", many.to_str().unwrap(), out, "-k", "box:3"],
+        "300 distinct class codes",
+        d,
+        &["many.tif"],
+    );
+    std::fs::remove_file(&many).unwrap();
+
+    // Even, empty and malformed kernels; sigma ≤ 0.
+    fails(&["smooth", good, out, "-k", "box:4"], "even", d, &[]);
+    let empty = d.join("empty.txt");
+    std::fs::write(&empty, "\n# nothing\n").unwrap();
+    let spec = format!("file:{}", empty.display());
+    fails(
+        &["smooth", good, out, "-k", &spec],
+        "empty",
+        d,
+        &["empty.txt"],
+    );
+    std::fs::remove_file(&empty).unwrap();
+    fails(
+        &["smooth", good, out, "-k", "gaussian:0"],
+        "sigma must be > 0",
+        d,
+        &[],
+    );
+    fails(
+        &["smooth", good, out, "-k", "gaussian:-2"],
+        "sigma must be > 0",
+        d,
+        &[],
+    );
+    fails(
+        &["smooth", good, out, "-k", "wave:3"],
+        "unknown kernel",
+        d,
+        &[],
+    );
+    fails(
+        &["smooth", good, out, "-k", "box:3", "--class-weights", "3:0"],
+        "must be > 0",
+        d,
+        &[],
+    );
+
+    // Output equal to input (also through another spelling of the path).
+    let copy = d.join("in.tif");
+    std::fs::copy(good, &copy).unwrap();
+    let before = std::fs::read(&copy).unwrap();
+    let copy_s = copy.to_str().unwrap();
+    fails(
+        &["smooth", copy_s, copy_s, "-k", "box:3"],
+        "is the input itself",
+        d,
+        &["in.tif"],
+    );
+    let other_spelling = format!("{}/./in.tif", d.display());
+    fails(
+        &["smooth", copy_s, &other_spelling, "-k", "box:3"],
+        "is the input itself",
+        d,
+        &["in.tif"],
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), before, "input modified");
+    std::fs::remove_file(&copy).unwrap();
+
+    // Output directory that does not exist, or cannot be written (/proc refuses files even to root).
+    fails(
+        &["smooth", good, "/nonexistent/dir/out.tif", "-k", "box:3"],
+        "does not exist",
+        d,
+        &[],
+    );
+    fails(
+        &["smooth", good, "/proc/out.tif", "-k", "box:3"],
+        "cannot create output",
+        d,
+        &[],
+    );
+
+    // A valid border on a raster smaller than the window.
+    fails(
+        &["smooth", good, out, "-k", "box:101", "--border", "valid"],
+        "smaller than",
+        d,
+        &[],
+    );
+}
+
+#[test]
+fn existing_output_survives_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.tif");
+    std::fs::write(&out, b"previous result").unwrap();
+    let good = fixture("classes_72x64.tif");
+    let run = mapfilter(&[
+        "smooth",
+        good.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-k",
+        "box:101",
+        "--border",
+        "valid",
+    ]);
+    assert!(!run.status.success());
+    assert_eq!(std::fs::read(&out).unwrap(), b"previous result");
+}

@@ -1,0 +1,168 @@
+//! Helpers shared by the integration tests: writing small test rasters with
+//! GDAL, reading rasters back, running the CLI, and a brute-force reference.
+#![allow(dead_code)]
+
+use gdal::raster::{ColorEntry, ColorTable, GdalDataType, PaletteInterpretation, RgbaEntry};
+use gdal::{Dataset, DriverManager};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(FIXTURES).join(name)
+}
+
+/// A small GeoTIFF description for tests.
+pub struct TestRaster<'a> {
+    pub width: usize,
+    pub height: usize,
+    pub data: &'a [u16],
+    pub data_type: GdalDataType,
+    pub nodata: Option<f64>,
+    pub colors: bool,
+}
+
+/// Writes `r` as a GeoTIFF in UTM 33N with 30 m pixels.
+pub fn write_raster(path: &Path, r: &TestRaster) {
+    let driver = DriverManager::get_driver_by_name("GTiff").unwrap();
+    let mut ds = match r.data_type {
+        GdalDataType::UInt8 => driver
+            .create_with_band_type::<u8, _>(path, r.width, r.height, 1)
+            .unwrap(),
+        GdalDataType::UInt16 => driver
+            .create_with_band_type::<u16, _>(path, r.width, r.height, 1)
+            .unwrap(),
+        GdalDataType::Float32 => driver
+            .create_with_band_type::<f32, _>(path, r.width, r.height, 1)
+            .unwrap(),
+        other => panic!("unsupported {other:?}"),
+    };
+    ds.set_geo_transform(&[500_000.0, 30.0, 0.0, 6_200_000.0, 0.0, -30.0])
+        .unwrap();
+    let srs = gdal::spatial_ref::SpatialRef::from_epsg(32633).unwrap();
+    ds.set_spatial_ref(&srs).unwrap();
+    let mut band = ds.rasterband(1).unwrap();
+    let shape = (r.width, r.height);
+    match r.data_type {
+        GdalDataType::UInt8 => {
+            let mut b = gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as u8).collect());
+            band.write((0, 0), shape, &mut b).unwrap();
+        }
+        GdalDataType::UInt16 => {
+            let mut b = gdal::raster::Buffer::new(shape, r.data.to_vec());
+            band.write((0, 0), shape, &mut b).unwrap();
+        }
+        _ => {
+            let mut b =
+                gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as f32).collect());
+            band.write((0, 0), shape, &mut b).unwrap();
+        }
+    }
+    if r.nodata.is_some() {
+        band.set_no_data_value(r.nodata).unwrap();
+    }
+    if r.colors {
+        let mut ct = ColorTable::new(PaletteInterpretation::Rgba);
+        for i in 0..8u16 {
+            let e = RgbaEntry {
+                r: (i * 30) as i16,
+                g: 255 - (i * 20) as i16,
+                b: (i * 7) as i16,
+                a: 255,
+            };
+            ct.set_color_entry(i, &ColorEntry::Rgba(e));
+        }
+        band.set_color_table(&ct);
+    }
+}
+
+/// Reads band 1 as u16 with its size.
+pub fn read_raster(path: &Path) -> (usize, usize, Vec<u16>) {
+    let ds = Dataset::open(path).unwrap();
+    let (w, h) = ds.raster_size();
+    let band = ds.rasterband(1).unwrap();
+    let mut buf = vec![0u16; w * h];
+    band.read_into_slice((0, 0), (w, h), (w, h), &mut buf, None)
+        .unwrap();
+    (w, h, buf)
+}
+
+/// Runs the mapfilter binary.
+pub fn mapfilter(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args(args)
+        .output()
+        .expect("run mapfilter")
+}
+
+/// Plain, untiled reference of DESIGN.md §2 on raw codes with integer
+/// weights, written independently of the library: per pixel, per class code,
+/// sum the weights of window pixels of that code.
+#[allow(clippy::too_many_arguments)] // mirrors the spec's parameters one to one
+pub fn brute_force(
+    width: usize,
+    height: usize,
+    codes: &[u16],
+    nodata: Option<u16>,
+    kernel: &[u64],
+    n: usize,
+    class_weight: &dyn Fn(u16) -> u64,
+    fill_nodata: bool,
+    valid: bool,
+    out_nodata: u16,
+) -> (usize, usize, Vec<u16>) {
+    let r = (n / 2) as i64;
+    let (ow, oh, off) = if valid {
+        (width - 2 * r as usize, height - 2 * r as usize, r)
+    } else {
+        (width, height, 0)
+    };
+    let mut out = Vec::with_capacity(ow * oh);
+    for oy in 0..oh as i64 {
+        for ox in 0..ow as i64 {
+            let (cx, cy) = (ox + off, oy + off);
+            let centre = codes[cy as usize * width + cx as usize];
+            if Some(centre) == nodata && !fill_nodata {
+                out.push(out_nodata);
+                continue;
+            }
+            let mut scores = std::collections::BTreeMap::<u16, u64>::new();
+            for dy in -r..=r {
+                for dx in -r..=r {
+                    let (x, y) = (cx + dx, cy + dy);
+                    if x < 0 || y < 0 || x >= width as i64 || y >= height as i64 {
+                        continue;
+                    }
+                    let c = codes[y as usize * width + x as usize];
+                    if Some(c) == nodata {
+                        continue;
+                    }
+                    *scores.entry(c).or_default() +=
+                        kernel[((dy + r) * n as i64 + dx + r) as usize];
+                }
+            }
+            let best = scores
+                .iter()
+                .map(|(&c, &s)| s * class_weight(c))
+                .max()
+                .unwrap_or(0);
+            let value = if best == 0 {
+                out_nodata
+            } else if Some(centre) != nodata
+                && scores.get(&centre).map(|&s| s * class_weight(centre)) == Some(best)
+            {
+                centre
+            } else {
+                // BTreeMap iterates codes ascending: the first best is the smallest code.
+                *scores
+                    .iter()
+                    .find(|(c, s)| **s * class_weight(**c) == best)
+                    .unwrap()
+                    .0
+            };
+            out.push(value);
+        }
+    }
+    (ow, oh, out)
+}
