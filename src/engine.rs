@@ -4,15 +4,20 @@
 //! raster) while the calling thread smooths tile i and a writer thread writes
 //! tile i−1: the double buffering of the streaming paper, with two tiles in
 //! flight on each side, so memory is bounded by tile size × pipeline depth.
+//! The compute thread itself keeps up to [`METHOD_DEPTH`] + 1 tiles submitted
+//! to the method ([`ClassSmoother::submit`]): a device method enqueues each
+//! tile's upload, kernel and download on separate queues and returns, so its
+//! transfers overlap the previous tile's kernel; host methods finish at once.
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
 use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::method::{ClassSmoother, ClassTile, SmoothParams};
+use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
 use crate::progress::Progress;
 use crossbeam_channel::bounded;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect, Tile, TileGrid};
 
@@ -21,6 +26,10 @@ pub const DEFAULT_TILE: usize = 512;
 
 /// Tiles in flight between reader, compute and writer.
 const PIPELINE_DEPTH: usize = 2;
+
+/// Tiles submitted to a method beyond the one being waited for: with 2, a
+/// device uploads tile i+1 and downloads tile i−1 while tile i runs.
+const METHOD_DEPTH: usize = 2;
 
 /// Where class codes come from.
 pub trait ClassSource: Send {
@@ -110,6 +119,9 @@ impl SmoothJob {
     }
 }
 
+/// Tiles submitted to the method, oldest first.
+type InFlight<'m> = VecDeque<(Tile, TileCompaction, Box<dyn PendingTile + 'm>)>;
+
 /// Figures of one run.
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
@@ -165,6 +177,20 @@ pub fn smooth(
 
         let mut padded = Vec::new();
         let mut class_sum = 0usize;
+        // Tiles submitted to the method and not yet waited for (oldest first).
+        let mut in_flight: InFlight = VecDeque::new();
+        let finish_oldest = |in_flight: &mut InFlight, stats: &mut RunStats| -> Result<bool> {
+            let Some((tile, local, pending)) = in_flight.pop_front() else {
+                return Ok(true);
+            };
+            let mut out = vec![0u16; tile.output.area() as usize];
+            let t0 = Instant::now();
+            pending.wait(&mut out)?;
+            stats.compute += t0.elapsed();
+            to_codes(&mut out, &local, &job.classes, job.output_nodata)?;
+            // false: the writer failed; its error is reported below.
+            Ok(write_tx.send((tile, out)).is_ok())
+        };
         let compute = (|| -> Result<()> {
             for item in read_rx.iter() {
                 let (tile, mut raw) = item?;
@@ -188,17 +214,21 @@ pub fn smooth(
                     class_weights: &weights,
                     fill_nodata: job.fill_nodata,
                 };
-                let mut out = vec![0u16; tile.output.area() as usize];
                 let t0 = Instant::now();
-                method.smooth(&class_tile, &params, &mut out)?;
+                let pending = method.submit(&class_tile, &params)?;
                 stats.compute += t0.elapsed();
-                to_codes(&mut out, &local, &job.classes, job.output_nodata)?;
                 stats.tiles += 1;
                 stats.pixels += tile.output.area();
                 stats.max_tile_classes = stats.max_tile_classes.max(local.len());
                 class_sum += local.len();
-                if write_tx.send((tile, out)).is_err() {
-                    break; // the writer failed; its error is reported below
+                in_flight.push_back((tile, local, pending));
+                if in_flight.len() > METHOD_DEPTH && !finish_oldest(&mut in_flight, &mut stats)? {
+                    return Ok(());
+                }
+            }
+            while !in_flight.is_empty() {
+                if !finish_oldest(&mut in_flight, &mut stats)? {
+                    break;
                 }
             }
             Ok(())

@@ -9,6 +9,7 @@
 
 pub mod classes;
 pub mod cli;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod kernel;

@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod devices;
 #[cfg(feature = "gdal")]
 pub mod compare;
 #[cfg(feature = "gdal")]
@@ -42,6 +43,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run a sweep config (run time and agreement against image size, kernel size, classes, rank) on synthetic inputs; writes CSV, JSON and an HTML report.
     Sweep(sweep::SweepArgs),
+    /// List the OpenCL devices (index, type, memory, version) usable with --device.
+    Devices(devices::DevicesArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -67,5 +70,6 @@ fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "gdal")]
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Devices(args) => devices::run(args),
     }
 }

@@ -6,6 +6,8 @@
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
 pub mod naive;
+pub mod naive_cl;
+pub mod select;
 
 use crate::classes::NO_CLASS;
 use crate::error::Result;
@@ -65,6 +67,37 @@ pub trait ClassSmoother: Send + Sync {
 
     /// Whether the result is byte-identical to the exact baseline.
     fn is_exact(&self) -> bool;
+
+    /// Starts smoothing `tile` and returns a handle to wait on. Device methods
+    /// enqueue upload, kernel and download and return at once, so the engine
+    /// can submit the next tile (its upload overlaps this tile's kernel)
+    /// before waiting for this one. The default smooths at once.
+    fn submit(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Box<dyn PendingTile + '_>> {
+        let mut out = vec![0u16; tile.output_len()];
+        self.smooth(tile, params, &mut out)?;
+        Ok(Box::new(Finished(out)))
+    }
+
+    /// Device time spent since the last call (`None` for host methods).
+    fn take_device_times(&self) -> Option<crate::device::DeviceTimes> {
+        None
+    }
+}
+
+/// A tile handed to [`ClassSmoother::submit`] that may still be running.
+pub trait PendingTile: Send {
+    /// Waits for the tile and writes its `tile.output_len()` outputs into `out`.
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()>;
+}
+
+/// A tile whose output is already computed.
+pub struct Finished(pub Vec<u16>);
+
+impl PendingTile for Finished {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        out.copy_from_slice(&self.0);
+        Ok(())
+    }
 }
 
 /// The winning class from exact integer scores `raw[c]·weights[c]`

@@ -1,0 +1,256 @@
+// The exact naive class-histogram filter (the thesis' Phase 1) on OpenCL.
+// Plain Rust twin: src/method/naive.rs (NaiveHost); the winner rule is
+// src/method/mod.rs::pick_winner. Host side: src/method/naive_cl.rs.
+//
+// Input: one halo-padded tile of local class indices (CLS_T: uchar when the
+// tile has at most 255 classes, else ushort), `nc` classes, value `nc` =
+// nodata / outside. Output pixel (x, y) is centred on tile pixel
+// (x + halo, y + halo); its window starts at tile pixel (x, y).
+// Taps: the kernel's non-zero quantised weights as (dy << 8 | dx, weight),
+// sorted by dy; row_start[dy] is the first tap of row dy (ksize + 1 entries).
+// Scores are exact: u32 sums (the quantised weights sum to at most 2^31),
+// products with the class weight in 64 bits.
+//
+// Build options: CLS_T, NB (histogram bins >= nc + 1); for `local` and
+// `fast`: TX, TY (work-group shape); for `fast`: PY (outputs per work-item,
+// stacked with stride TY), TILE_LOCAL (class tile in local memory),
+// HIST_LOCAL (histograms in local memory, bin-major: bin c of item i at
+// c * TX * TY + i, so lanes never share a bank whatever their classes),
+// TAP_SCAN (pick the winner by scanning the window's taps instead of all
+// bins: cheaper when the kernel has fewer taps than there are classes).
+
+#ifndef CLS_T
+#define CLS_T uchar
+#endif
+#define NO_CLASS 0xFFFFu
+#define TAP_DY(p) ((p) >> 8)
+#define TAP_DX(p) ((p) & 255u)
+
+// pick_winner over all bins: highest score; ties -> the centre class if it is
+// among the best, else the smallest index; no positive score -> NO_CLASS.
+#define WINNER_BINS(H, w, nc, centre, result)                                \
+    {                                                                        \
+        ulong best_ = 0;                                                     \
+        uint bc_ = NO_CLASS;                                                 \
+        for (uint c_ = 0; c_ < (nc); ++c_) {                                 \
+            ulong s_ = (ulong)(H(c_)) * (w)[c_];                             \
+            if (s_ > best_) {                                                \
+                best_ = s_;                                                  \
+                bc_ = c_;                                                    \
+            }                                                                \
+        }                                                                    \
+        if (bc_ != NO_CLASS && (centre) < (nc) &&                            \
+            (ulong)(H(centre)) * (w)[centre] == best_)                       \
+            bc_ = (centre);                                                  \
+        result = bc_;                                                        \
+    }
+
+#define H_PRIV(c) h[c]
+
+// ---------------------------------------------------------------- buffer --
+// One work-item per output pixel, classes read from global memory, a
+// private histogram: the thesis' plain-buffer variant.
+__kernel void naive_buffer(__global const CLS_T *cls, uint tw,
+                           __global const uint2 *taps, uint n_taps,
+                           __constant uint *w, uint nc, uint ow, uint oh,
+                           uint halo, uint fill, __global ushort *out)
+{
+    uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= ow || y >= oh)
+        return;
+    size_t origin = (size_t)y * tw + x;
+    size_t o = (size_t)y * ow + x;
+    uint centre = cls[origin + (size_t)halo * tw + halo];
+    if (centre == nc && !fill) {
+        out[o] = NO_CLASS;
+        return;
+    }
+    uint h[NB];
+    for (uint c = 0; c <= nc; ++c)
+        h[c] = 0;
+    for (uint t = 0; t < n_taps; ++t) {
+        uint2 tp = taps[t];
+        h[cls[origin + (size_t)TAP_DY(tp.x) * tw + TAP_DX(tp.x)]] += tp.y;
+    }
+    uint r;
+    WINNER_BINS(H_PRIV, w, nc, centre, r);
+    out[o] = (ushort)r;
+}
+
+// ----------------------------------------------------------------- image --
+// Classes in an RGBA image2d, four consecutive pixels of a row per texel
+// (8-bit channels for uchar classes, 16-bit for ushort): the thesis' image variant.
+__constant sampler_t naive_sampler =
+    CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+
+inline uint naive_texel(read_only image2d_t img, uint x, uint y)
+{
+    uint4 t = read_imageui(img, naive_sampler, (int2)((int)(x >> 2), (int)y));
+    uint k = x & 3u;
+    return k == 0 ? t.x : k == 1 ? t.y : k == 2 ? t.z : t.w;
+}
+
+__kernel void naive_image(read_only image2d_t img, __global const uint2 *taps,
+                          uint n_taps, __constant uint *w, uint nc, uint ow,
+                          uint oh, uint halo, uint fill, __global ushort *out)
+{
+    uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= ow || y >= oh)
+        return;
+    size_t o = (size_t)y * ow + x;
+    uint centre = naive_texel(img, x + halo, y + halo);
+    if (centre == nc && !fill) {
+        out[o] = NO_CLASS;
+        return;
+    }
+    uint h[NB];
+    for (uint c = 0; c <= nc; ++c)
+        h[c] = 0;
+    for (uint t = 0; t < n_taps; ++t) {
+        uint2 tp = taps[t];
+        h[naive_texel(img, x + TAP_DX(tp.x), y + TAP_DY(tp.x))] += tp.y;
+    }
+    uint r;
+    WINNER_BINS(H_PRIV, w, nc, centre, r);
+    out[o] = (ushort)r;
+}
+
+// ----------------------------------------------------------------- local --
+// A TX x TY work-group stages the class rows its taps need in local memory,
+// `band` kernel rows at a time (so any kernel size fits), with a private
+// histogram: the thesis' local-memory variant.
+#if defined(TX) && defined(TY)
+__kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
+naive_local(__global const CLS_T *cls, uint tw, uint th,
+            __global const uint2 *taps, __global const uint *row_start,
+            __constant uint *w, uint nc, uint ow, uint oh, uint halo,
+            uint fill, __global ushort *out, uint ksize, uint band,
+            __local CLS_T *tile)
+{
+    uint lx = get_local_id(0), ly = get_local_id(1);
+    uint x = get_global_id(0), y = get_global_id(1);
+    uint x0 = get_group_id(0) * TX, y0 = get_group_id(1) * TY;
+    uint lw = TX + ksize - 1, lh = TY + band - 1;
+    bool live = x < ow && y < oh;
+    uint centre = live ? cls[(size_t)(y + halo) * tw + x + halo] : nc;
+    uint h[NB];
+    for (uint c = 0; c <= nc; ++c)
+        h[c] = 0;
+    for (uint d0 = 0; d0 < ksize; d0 += band) {
+        for (uint i = ly * TX + lx; i < lw * lh; i += TX * TY) {
+            uint gy = y0 + d0 + i / lw, gx = x0 + i % lw;
+            tile[i] = (gy < th && gx < tw) ? cls[(size_t)gy * tw + gx] : (CLS_T)nc;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint t_end = row_start[MF_MIN(d0 + band, ksize)];
+        for (uint t = row_start[d0]; t < t_end; ++t) {
+            uint2 tp = taps[t];
+            h[tile[(TAP_DY(tp.x) - d0 + ly) * lw + lx + TAP_DX(tp.x)]] += tp.y;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (!live)
+        return;
+    size_t o = (size_t)y * ow + x;
+    if (centre == nc && !fill) {
+        out[o] = NO_CLASS;
+        return;
+    }
+    uint r;
+    WINNER_BINS(H_PRIV, w, nc, centre, r);
+    out[o] = (ushort)r;
+}
+#endif
+
+// ------------------------------------------------------------------ fast --
+// The default: a TX x TY work-group computes a TX x (TY * PY) block, each
+// item PY outputs one after the other with one histogram; zero-weight taps
+// are gone from the tap list; classes are uchar wherever they fit (the tile
+// is already compacted to its own classes); the class block with its halo
+// in local memory (TILE_LOCAL) and bin-major local histograms (HIST_LOCAL)
+// where they fit; TAP_SCAN for kernels with fewer taps than classes.
+#if defined(TX) && defined(TY) && defined(PY)
+__kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
+naive_fast(__global const CLS_T *cls, uint tw, uint th,
+           __global const uint2 *taps, uint n_taps, __constant uint *w,
+           uint nc, uint ow, uint oh, uint halo, uint fill,
+           __global ushort *out, uint ksize
+#ifdef TILE_LOCAL
+           , __local CLS_T *tile
+#endif
+#ifdef HIST_LOCAL
+           , __local uint *hist
+#endif
+)
+{
+    uint lx = get_local_id(0), ly = get_local_id(1);
+    uint x0 = get_group_id(0) * TX, yb = get_group_id(1) * (TY * PY);
+    uint x = x0 + lx;
+#ifdef TILE_LOCAL
+    uint lw = TX + ksize - 1, lh = TY * PY + ksize - 1;
+    for (uint i = ly * TX + lx; i < lw * lh; i += TX * TY) {
+        uint gy = yb + i / lw, gx = x0 + i % lw;
+        tile[i] = (gy < th && gx < tw) ? cls[(size_t)gy * tw + gx] : (CLS_T)nc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#define CLS_AT(r, c) tile[(r) * lw + (c)]
+#else
+    __global const CLS_T *base = cls + (size_t)yb * tw + x0;
+#define CLS_AT(r, c) base[(size_t)(r) * tw + (c)]
+#endif
+#ifdef HIST_LOCAL
+    uint lid = ly * TX + lx;
+#define H(c) hist[(c) * (TX * TY) + lid]
+#else
+    uint hp[NB];
+#define H(c) hp[c]
+#endif
+    for (uint c = 0; c <= nc; ++c)
+        H(c) = 0;
+    if (x >= ow)
+        return; // no barrier follows
+    for (uint k = 0; k < PY; ++k) {
+        uint r0 = ly + k * TY;
+        uint y = yb + r0;
+        if (y >= oh)
+            return;
+        size_t o = (size_t)y * ow + x;
+        uint centre = CLS_AT(r0 + halo, lx + halo);
+        if (centre == nc && !fill) {
+            out[o] = NO_CLASS;
+            continue;
+        }
+        for (uint t = 0; t < n_taps; ++t) {
+            uint2 tp = taps[t];
+            H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;
+        }
+        uint r;
+#ifdef TAP_SCAN
+        // Every bin touched is visited, scored once and cleared on the way.
+        ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
+        ulong best = 0;
+        r = NO_CLASS;
+        for (uint t = 0; t < n_taps; ++t) {
+            uint2 tp = taps[t];
+            uint c = CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x));
+            if (c < nc) {
+                ulong s = (ulong)H(c) * w[c];
+                H(c) = 0;
+                if (s > best || (s == best && s > 0 && c < r)) {
+                    best = s;
+                    r = c;
+                }
+            }
+        }
+        H(nc) = 0;
+        if (r != NO_CLASS && cs == best)
+            r = centre;
+#else
+        WINNER_BINS(H, w, nc, centre, r);
+        for (uint c = 0; c <= nc; ++c)
+            H(c) = 0;
+#endif
+        out[o] = (ushort)r;
+    }
+}
+#endif

@@ -1,0 +1,474 @@
+//! OpenCL devices (over the `opencl3` crate, which loads libOpenCL at run
+//! time, so the binary starts on machines without OpenCL).
+//!
+//! This module owns everything about *where* kernels run; methods own *what*
+//! they compute. The API other modules use:
+//!
+//! - [`list_devices`] / [`DeviceInfo`]: enumeration in a stable order
+//!   (the `INDEX` of `--device`); [`device_table`] prints it.
+//! - [`DeviceChoice`]: `auto|host|cpu|gpu|INDEX` (default `MAPFILTER_DEVICE`),
+//!   [`DeviceChoice::resolve`] gives `Some(Device)` or `None` for the host path.
+//! - [`Device`]: a cheap clonable handle (one per device per process, see
+//!   [`Device::open`]) holding a context, three in-order queues (upload,
+//!   compute, download: see [`Queue`]) with profiling on, and a program cache
+//!   keyed by (source name, build options). [`Device::program`] builds an
+//!   embedded `kernels/*.cl` source with [`BuildOptions`] (`-D` defines);
+//!   a failed build is an [`Error`] carrying the compiler's log.
+//! - Buffers: [`Device::buffer`], [`Device::upload`], [`Device::download`]
+//!   (blocking helpers); [`Args`] sets kernel arguments in order and
+//!   [`Device::launch`] enqueues an ND-range returning its [`Event`];
+//!   [`event_ns`] reads an event's profiled duration; [`TimeCounters`]
+//!   sums [`DeviceTimes`] (upload, kernel, download) for reports.
+//! - [`test_device`]: the device tests run on (the OpenCL CPU device, i.e.
+//!   PoCL, when present), or `None` with a printed reason when the machine
+//!   has no OpenCL at all.
+
+mod choice;
+mod info;
+mod sources;
+
+pub use choice::{DEVICE_ENV, DeviceChoice};
+pub use info::{DeviceInfo, DeviceKind, device_table, human_bytes, list_devices, opencl_available};
+pub use opencl3::event::Event;
+pub use opencl3::kernel::Kernel;
+pub use opencl3::memory::{
+    Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, ClMem, Image,
+};
+pub use opencl3::program::Program;
+pub use sources::{BuildOptions, SOURCES, source};
+
+use crate::error::{Error, Result};
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::context::Context;
+use opencl3::error_codes::ClError;
+use opencl3::types::{CL_BLOCKING, cl_event};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Turns an OpenCL status into an [`Error`] saying what was being done.
+pub fn cl_error(what: &'static str) -> impl Fn(ClError) -> Error {
+    move |e| {
+        Error::new(format!("OpenCL failed while {what}: {e}"))
+            .hint("try --device host, or check the driver with `clinfo`")
+    }
+}
+
+/// The three in-order queues of a device. Uploads, kernels and downloads of
+/// different tiles overlap because they sit on different queues; events
+/// order the commands of one tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queue {
+    Upload = 0,
+    Compute = 1,
+    Download = 2,
+}
+
+/// An open OpenCL device: context, queues, program cache. Clones share all of it.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    info: DeviceInfo,
+    context: Context,
+    queues: [CommandQueue; 3],
+    programs: Mutex<HashMap<(String, String), Arc<Program>>>,
+    builds: AtomicUsize,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({}: {})", self.info().index, self.info().name)
+    }
+}
+
+/// Devices opened so far, by index: each is opened once per process so its
+/// program cache is shared by every method and test that uses it.
+static OPEN: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
+
+impl Device {
+    /// Opens device `index` of [`list_devices`] (or returns the handle
+    /// already open in this process).
+    pub fn open(index: usize) -> Result<Device> {
+        let mut open = OPEN
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = open.get(&index) {
+            return Ok(d.clone());
+        }
+        let info = list_devices()?.into_iter().nth(index).ok_or_else(|| {
+            Error::new(format!("there is no OpenCL device {index}"))
+                .hint("`mapfilter devices` lists the indices")
+        })?;
+        let context = Context::from_device(&info.raw).map_err(cl_error("creating a context"))?;
+        let queue = || -> Result<CommandQueue> {
+            // OpenCL ≥ 2.0 entry point first, the 1.2 one where it is missing.
+            CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
+                .or_else(|_| {
+                    #[allow(deprecated)]
+                    CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
+                })
+                .map_err(cl_error("creating a command queue"))
+        };
+        let queues = [queue()?, queue()?, queue()?];
+        let device = Device {
+            inner: Arc::new(Inner {
+                info,
+                context,
+                queues,
+                programs: Mutex::default(),
+                builds: AtomicUsize::new(0),
+            }),
+        };
+        open.insert(index, device.clone());
+        Ok(device)
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    pub fn queue(&self, q: Queue) -> &CommandQueue {
+        &self.inner.queues[q as usize]
+    }
+
+    /// Waits until every queue is empty.
+    pub fn finish(&self) -> Result<()> {
+        for q in &self.inner.queues {
+            q.finish().map_err(cl_error("waiting for the device"))?;
+        }
+        Ok(())
+    }
+
+    /// Programs compiled so far on this device (cache misses).
+    pub fn builds(&self) -> usize {
+        self.inner.builds.load(Ordering::Relaxed)
+    }
+
+    /// The embedded source `name` (`kernels/NAME.cl`) built with `opts`,
+    /// compiled once per (name, options) and cached.
+    pub fn program(&self, name: &str, opts: &BuildOptions) -> Result<Arc<Program>> {
+        let text = source(name).ok_or_else(|| {
+            Error::new(format!("no embedded kernel source '{name}'"))
+                .hint("add it to SOURCES in src/device/sources.rs")
+        })?;
+        self.program_from_source(name, &text, opts)
+    }
+
+    /// Like [`Device::program`] for source text given by the caller, cached
+    /// under `name` (the caller keeps names unique).
+    pub fn program_from_source(
+        &self,
+        name: &str,
+        text: &str,
+        opts: &BuildOptions,
+    ) -> Result<Arc<Program>> {
+        let key = (name.to_string(), opts.render());
+        let mut cache = self
+            .inner
+            .programs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.get(&key) {
+            return Ok(p.clone());
+        }
+        let mut program = Program::create_from_source(self.context(), text)
+            .map_err(cl_error("creating a program"))?;
+        self.inner.builds.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = program.build(self.context().devices(), &key.1) {
+            let log = program
+                .get_build_log(self.info().raw.id())
+                .unwrap_or_default();
+            return Err(Error::new(format!(
+                "building kernels/{name}.cl ({}) failed on {}: {e}; build log: {}",
+                key.1,
+                self.info().name,
+                log.trim()
+            ))
+            .hint("this is a bug in mapfilter's kernels; --device host avoids OpenCL"));
+        }
+        let program = Arc::new(program);
+        cache.insert(key, program.clone());
+        Ok(program)
+    }
+
+    /// Kernel `kernel` of program `name` built with `opts`. Kernels hold their
+    /// arguments, so each user takes its own (creating one is cheap).
+    pub fn kernel(&self, name: &str, opts: &BuildOptions, kernel: &str) -> Result<Kernel> {
+        let program = self.program(name, opts)?;
+        Kernel::create(&program, kernel).map_err(cl_error("creating a kernel"))
+    }
+
+    /// A device buffer of `len` elements (`flags`: `CL_MEM_READ_ONLY` etc.).
+    pub fn buffer<T>(&self, len: usize, flags: u64) -> Result<Buffer<T>> {
+        // SAFETY: no host pointer is passed; the size is len elements of T.
+        unsafe { Buffer::<T>::create(self.context(), flags, len.max(1), std::ptr::null_mut()) }
+            .map_err(cl_error("allocating device memory"))
+    }
+
+    /// A buffer holding a copy of `data` (uploaded before returning).
+    pub fn buffer_from<T>(&self, data: &[T], flags: u64) -> Result<Buffer<T>> {
+        let mut b = self.buffer(data.len(), flags)?;
+        self.upload(&mut b, data)?;
+        Ok(b)
+    }
+
+    /// Copies `data` into the start of `buf` and waits.
+    pub fn upload<T>(&self, buf: &mut Buffer<T>, data: &[T]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: blocking write; `data` outlives the call.
+        unsafe {
+            self.queue(Queue::Upload)
+                .enqueue_write_buffer(buf, CL_BLOCKING, 0, data, &[])
+        }
+        .map_err(cl_error("uploading to the device"))?;
+        Ok(())
+    }
+
+    /// Copies the start of `buf` into `out` and waits (after all compute).
+    pub fn download<T>(&self, buf: &Buffer<T>, out: &mut [T]) -> Result<()> {
+        self.queue(Queue::Compute)
+            .finish()
+            .map_err(cl_error("waiting for the device"))?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: blocking read into `out`, which outlives the call.
+        unsafe {
+            self.queue(Queue::Download)
+                .enqueue_read_buffer(buf, CL_BLOCKING, 0, out, &[])
+        }
+        .map_err(cl_error("downloading from the device"))?;
+        Ok(())
+    }
+
+    /// Enqueues `kernel` (arguments already set with [`Args`]) over `global`
+    /// work-items in work-groups of `local` (or the driver's choice), after
+    /// the events in `wait`. `global` is rounded up to a multiple of `local`.
+    pub fn launch(
+        &self,
+        q: Queue,
+        kernel: &Kernel,
+        global: &[usize],
+        local: Option<&[usize]>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let global: Vec<usize> = match local {
+            Some(l) => global
+                .iter()
+                .zip(l)
+                .map(|(g, l)| g.div_ceil(*l).max(1) * l)
+                .collect(),
+            None => global.to_vec(),
+        };
+        let wait: Vec<cl_event> = wait.iter().map(|e| e.get()).collect();
+        // SAFETY: the kernel's arguments were set through `Args`, whose
+        // buffers the caller keeps alive until the returned event completes.
+        unsafe {
+            self.queue(q).enqueue_nd_range_kernel(
+                kernel.get(),
+                global.len() as u32,
+                std::ptr::null(),
+                global.as_ptr(),
+                local.map_or(std::ptr::null(), |l| l.as_ptr()),
+                &wait,
+            )
+        }
+        .map_err(cl_error("launching a kernel"))
+    }
+}
+
+/// Sets a kernel's arguments in order; any failure is reported by [`Args::done`].
+pub struct Args<'k> {
+    kernel: &'k Kernel,
+    index: u32,
+    error: Option<Error>,
+}
+
+impl<'k> Args<'k> {
+    pub fn new(kernel: &'k Kernel) -> Self {
+        Args {
+            kernel,
+            index: 0,
+            error: None,
+        }
+    }
+
+    fn set<T>(mut self, value: &T) -> Self {
+        if self.error.is_none() {
+            // SAFETY: OpenCL checks the argument size against the kernel's
+            // signature; buffers are passed as their cl_mem handle.
+            if let Err(e) = unsafe { self.kernel.set_arg(self.index, value) } {
+                self.error = Some(cl_error("setting a kernel argument")(e));
+            }
+        }
+        self.index += 1;
+        self
+    }
+
+    /// A buffer or image argument.
+    pub fn mem(self, m: &impl ClMem) -> Self {
+        let handle = m.get();
+        self.set(&handle)
+    }
+
+    /// A scalar argument (`int`, `uint`, `ulong`, ...), by value.
+    pub fn scalar<T: Copy>(self, v: T) -> Self {
+        self.set(&v)
+    }
+
+    /// A `__local` argument of `bytes` bytes.
+    pub fn local(mut self, bytes: usize) -> Self {
+        if self.error.is_none() {
+            // SAFETY: a local argument only carries a size.
+            if let Err(e) = unsafe { self.kernel.set_arg_local_buffer(self.index, bytes) } {
+                self.error = Some(cl_error("setting a local-memory argument")(e));
+            }
+        }
+        self.index += 1;
+        self
+    }
+
+    /// Ok when every argument was accepted.
+    pub fn done(self) -> Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+/// Device time of a run, from profiled events, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceTimes {
+    pub upload_ns: u64,
+    pub kernel_ns: u64,
+    pub download_ns: u64,
+}
+
+impl DeviceTimes {
+    /// Upload plus download.
+    pub fn transfer_ns(&self) -> u64 {
+        self.upload_ns + self.download_ns
+    }
+}
+
+/// Accumulates [`DeviceTimes`] from any thread.
+#[derive(Debug, Default)]
+pub struct TimeCounters {
+    upload: AtomicU64,
+    kernel: AtomicU64,
+    download: AtomicU64,
+}
+
+impl TimeCounters {
+    pub fn add(&self, t: DeviceTimes) {
+        self.upload.fetch_add(t.upload_ns, Ordering::Relaxed);
+        self.kernel.fetch_add(t.kernel_ns, Ordering::Relaxed);
+        self.download.fetch_add(t.download_ns, Ordering::Relaxed);
+    }
+
+    /// The sums so far, resetting them to zero.
+    pub fn take(&self) -> DeviceTimes {
+        DeviceTimes {
+            upload_ns: self.upload.swap(0, Ordering::Relaxed),
+            kernel_ns: self.kernel.swap(0, Ordering::Relaxed),
+            download_ns: self.download.swap(0, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The profiled run time of a completed command in nanoseconds (0 if unknown).
+pub fn event_ns(e: &Event) -> u64 {
+    match (e.profiling_command_start(), e.profiling_command_end()) {
+        (Ok(s), Ok(t)) => t.saturating_sub(s),
+        _ => 0,
+    }
+}
+
+/// The device tests run on: the first OpenCL CPU device (PoCL) if present,
+/// else the first device. `None`, with the reason printed, only when the
+/// machine has no OpenCL at all; a device that exists but fails to open panics.
+pub fn test_device() -> Option<Device> {
+    let devices = match list_devices() {
+        Ok(d) if !d.is_empty() => d,
+        Ok(_) => {
+            eprintln!("skipping device test: OpenCL has no devices on this machine");
+            return None;
+        }
+        Err(e) => {
+            eprintln!("skipping device test: {e}");
+            return None;
+        }
+    };
+    let pick = devices
+        .iter()
+        .find(|d| d.kind == DeviceKind::Cpu)
+        .unwrap_or(&devices[0]);
+    Some(Device::open(pick.index).unwrap_or_else(|e| panic!("opening {}: {e}", pick.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_cache_hits_and_build_log_shows() {
+        let Some(dev) = test_device() else { return };
+        let opts = BuildOptions::new().define("MF_TEST_CACHE", 1);
+        let text = "__kernel void twice(__global int *a) { a[get_global_id(0)] *= 2; }";
+        let p1 = dev.program_from_source("cache-test", text, &opts).unwrap();
+        let builds = dev.builds();
+        let p2 = dev.program_from_source("cache-test", text, &opts).unwrap();
+        assert!(Arc::ptr_eq(&p1, &p2));
+        assert_eq!(dev.builds(), builds, "second request must hit the cache");
+        // Other options are another program.
+        let other = BuildOptions::new().define("MF_TEST_CACHE", 2);
+        dev.program_from_source("cache-test", text, &other).unwrap();
+        assert_eq!(dev.builds(), builds + 1);
+
+        // And it runs.
+        let kernel = Kernel::create(&p1, "twice").unwrap();
+        let mut buf = dev.buffer_from(&[1i32, 2, 3], CL_MEM_READ_WRITE).unwrap();
+        Args::new(&kernel).mem(&buf).done().unwrap();
+        dev.launch(Queue::Compute, &kernel, &[3], None, &[])
+            .unwrap();
+        let mut out = [0i32; 3];
+        dev.download(&buf, &mut out).unwrap();
+        assert_eq!(out, [2, 4, 6]);
+        dev.upload(&mut buf, &[5]).unwrap();
+
+        let bad = "__kernel void broken(__global int *a) { a[0] = undefined_name; }";
+        let e = dev
+            .program_from_source("broken-test", bad, &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("build log") && e.contains("undefined_name"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn embedded_program_builds_and_is_cached() {
+        let Some(dev) = test_device() else { return };
+        let opts = BuildOptions::new().define("MF_TEST_EMBEDDED", 1);
+        let a = dev.program("naive", &opts);
+        // The naive source needs its own defines; only the cache is checked here.
+        if let Ok(a) = a {
+            assert!(Arc::ptr_eq(&a, &dev.program("naive", &opts).unwrap()));
+        }
+        assert!(dev.program("no-such-source", &opts).is_err());
+        assert_eq!(
+            Device::open(dev.info().index).unwrap().builds(),
+            dev.builds()
+        );
+    }
+}

@@ -1,0 +1,625 @@
+//! The exact naive method on an OpenCL device (`kernels/naive.cl`):
+//! byte-identical to [`NaiveHost`](super::naive::NaiveHost) on every device.
+//!
+//! Four variants ([`Variant`]): the thesis' `buffer`, `image` (RGBA image2d)
+//! and `local` (local-memory tiles), and `fast`, the default (zero-weight taps
+//! dropped, uchar classes where the tile has at most 255, several outputs
+//! per work-item, class block and bin-major histograms in local memory
+//! where they fit, winner by tap scan when the kernel has fewer taps than
+//! the tile has classes). Each is specialised with `-D` options per
+//! class-count bucket and work-group shape, and cached by the device.
+//!
+//! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
+//! queue), kernel (compute queue, after the upload's event) and download
+//! (download queue, after the kernel's event) without blocking, on a slot of
+//! device buffers of its own. The engine submits tile i+1 before waiting for
+//! tile i, so the upload of i+1 and the download of i−1 run while the kernel
+//! of i does (double buffering); slots are reused once waited for, so device
+//! memory stays bounded by the number of tiles in flight.
+
+use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use crate::bail;
+use crate::device::{
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
+    DeviceTimes, Event, Image, Kernel, Queue, TimeCounters, cl_error, event_ns,
+};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel as WeightKernel;
+use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
+use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+/// How the naive method runs on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Variant {
+    /// One work-item per pixel, classes from a plain buffer, private histogram.
+    Buffer,
+    /// Classes from an RGBA image2d, four pixels per texel.
+    Image,
+    /// Class rows staged in local memory per work-group, band by band.
+    Local,
+    /// The fastest: see the module doc.
+    #[default]
+    Fast,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 4] = [
+        Variant::Buffer,
+        Variant::Image,
+        Variant::Local,
+        Variant::Fast,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Buffer => "buffer",
+            Variant::Image => "image",
+            Variant::Local => "local",
+            Variant::Fast => "fast",
+        }
+    }
+}
+
+impl FromStr for Variant {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| {
+                Error::new(format!("unknown naive variant '{s}'"))
+                    .hint("use buffer, image, local or fast (the default)")
+            })
+    }
+}
+
+/// The naive method on one OpenCL device.
+pub struct NaiveCl {
+    device: Device,
+    variant: Variant,
+    state: Mutex<State>,
+    times: TimeCounters,
+}
+
+#[derive(Default)]
+struct State {
+    taps: Option<Arc<TapSet>>,
+    /// Device buffers of tiles no longer in flight, ready for reuse.
+    free: Vec<Slot>,
+}
+
+/// A kernel's non-zero taps on the device.
+struct TapSet {
+    quantised: Vec<u32>,
+    ksize: usize,
+    n_taps: usize,
+    /// (dy << 8 | dx, weight) pairs, sorted by dy.
+    taps: Buffer<u32>,
+    /// First tap of each kernel row, `ksize + 1` entries.
+    row_start: Buffer<u32>,
+}
+
+/// Device buffers of one tile in flight.
+struct Slot {
+    input: Buffer<u8>,
+    input_bytes: usize,
+    output: Buffer<u16>,
+    output_len: usize,
+    weights: Buffer<u32>,
+}
+
+/// Launch shape and specialisation of one tile.
+struct Plan {
+    kernel: &'static str,
+    opts: BuildOptions,
+    global: [usize; 2],
+    local: Option<[usize; 2]>,
+    /// Bytes of the `__local` class tile (0: none).
+    tile_local: usize,
+    /// Bytes of the `__local` histograms (0: none).
+    hist_local: usize,
+    band: u32,
+}
+
+/// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
+/// so that few programs are built: powers of two up to 64, then multiples of 64.
+fn bins(n_classes: usize) -> usize {
+    let need = n_classes + 1;
+    if need <= 64 {
+        need.next_power_of_two().max(2)
+    } else {
+        need.div_ceil(64) * 64
+    }
+}
+
+impl NaiveCl {
+    pub fn new(device: Device, variant: Variant) -> Result<Self> {
+        if variant == Variant::Image && !device.info().image_support {
+            bail!(
+                format!("{} has no image support", device.info().name),
+                hint = "use --variant buffer, local or fast"
+            );
+        }
+        Ok(NaiveCl {
+            device,
+            variant,
+            state: Mutex::default(),
+            times: TimeCounters::default(),
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The device copy of `kernel`'s taps (uploaded once per kernel).
+    fn taps(&self, kernel: &WeightKernel) -> Result<Arc<TapSet>> {
+        let mut state = self.state();
+        if let Some(t) = &state.taps
+            && t.quantised == kernel.quantised()
+        {
+            return Ok(t.clone());
+        }
+        let n = kernel.size();
+        let mut taps = Vec::new();
+        let mut row_start = vec![0u32; n + 1];
+        for (dy, start) in row_start.iter_mut().take(n).enumerate() {
+            *start = (taps.len() / 2) as u32;
+            for dx in 0..n {
+                let q = kernel.quantised()[dy * n + dx];
+                if q > 0 {
+                    taps.extend([((dy << 8) | dx) as u32, q]);
+                }
+            }
+        }
+        row_start[n] = (taps.len() / 2) as u32;
+        let set = Arc::new(TapSet {
+            quantised: kernel.quantised().to_vec(),
+            ksize: n,
+            n_taps: taps.len() / 2,
+            taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
+            row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
+        });
+        state.taps = Some(set.clone());
+        Ok(set)
+    }
+
+    /// A slot with room for `input_bytes` of classes and `output_len` outputs.
+    fn slot(&self, input_bytes: usize, output_len: usize) -> Result<Slot> {
+        let reuse = self.state().free.pop();
+        match reuse {
+            Some(s) if s.input_bytes >= input_bytes && s.output_len >= output_len => Ok(s),
+            _ => Ok(Slot {
+                input: self.device.buffer(input_bytes, CL_MEM_READ_ONLY)?,
+                input_bytes,
+                output: self.device.buffer(output_len, CL_MEM_WRITE_ONLY)?,
+                output_len,
+                weights: self
+                    .device
+                    .buffer(crate::classes::MAX_CLASSES, CL_MEM_READ_ONLY)?,
+            }),
+        }
+    }
+
+    /// Local memory a work-group may use: what the device has, at most 48 KiB
+    /// (the common GPU limit), less a little for the compiler's own use.
+    fn local_budget(&self) -> usize {
+        (self.device.info().local_mem as usize).min(48 * 1024) - 512
+    }
+
+    fn plan(&self, tile: &ClassTile, taps: &TapSet) -> Plan {
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        let nc = tile.n_classes;
+        let elem = if nc > 255 { 2 } else { 1 };
+        let nb = bins(nc);
+        let base = BuildOptions::new()
+            .define("CLS_T", if elem == 1 { "uchar" } else { "ushort" })
+            .define("NB", nb);
+        let k = taps.ksize;
+        let budget = self.local_budget();
+        let gpu = self.device.info().kind == DeviceKind::Gpu;
+        match self.variant {
+            Variant::Buffer | Variant::Image => Plan {
+                kernel: if self.variant == Variant::Buffer {
+                    "naive_buffer"
+                } else {
+                    "naive_image"
+                },
+                opts: base,
+                global: [ow, oh],
+                local: None,
+                tile_local: 0,
+                hist_local: 0,
+                band: 0,
+            },
+            Variant::Local => {
+                let (tx, ty) = (16, 8);
+                let lw = tx + k - 1;
+                let band = (budget / (lw * elem) + 1).saturating_sub(ty).clamp(1, k);
+                Plan {
+                    kernel: "naive_local",
+                    opts: base.define("TX", tx).define("TY", ty),
+                    global: [ow, oh],
+                    local: Some([tx, ty]),
+                    tile_local: lw * (ty + band - 1) * elem,
+                    hist_local: 0,
+                    band: band as u32,
+                }
+            }
+            Variant::Fast => {
+                let tap_scan = taps.n_taps < nc;
+                let (tx, ty, py, tile_local, hist_local) = if gpu {
+                    gpu_fast_shape(k, elem, nb, budget)
+                } else {
+                    // CPU: work-items run as loops; caches do the staging.
+                    (16, 1, 4, false, false)
+                };
+                let rows = ty * py;
+                let tile_bytes = if tile_local {
+                    (tx + k - 1) * (rows + k - 1) * elem
+                } else {
+                    0
+                };
+                Plan {
+                    kernel: "naive_fast",
+                    opts: base
+                        .define("TX", tx)
+                        .define("TY", ty)
+                        .define("PY", py)
+                        .flag("TILE_LOCAL", tile_local)
+                        .flag("HIST_LOCAL", hist_local)
+                        .flag("TAP_SCAN", tap_scan),
+                    global: [ow, oh.div_ceil(rows) * ty],
+                    local: Some([tx, ty]),
+                    tile_local: tile_bytes,
+                    hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
+                    band: 0,
+                }
+            }
+        }
+    }
+}
+
+/// GPU shape of the fast variant: (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
+/// Prefers class block and histograms both in local memory with the largest
+/// work-group that fits; else private histograms with the block local if it fits.
+fn gpu_fast_shape(
+    k: usize,
+    elem: usize,
+    nb: usize,
+    budget: usize,
+) -> (usize, usize, usize, bool, bool) {
+    let tx = 32;
+    // Big kernels: work per pixel dwarfs the block's halo, so keep one output
+    // per item for parallelism; small ones amortise the halo over 32 rows.
+    let rows_for = |ty: usize| if k >= 31 { ty } else { ty.max(32) };
+    for wg in [256, 128, 64, 32] {
+        let ty = wg / tx;
+        let rows = rows_for(ty);
+        let tile = (tx + k - 1) * (rows + k - 1) * elem;
+        if tile + nb * wg * 4 <= budget {
+            return (tx, ty, rows / ty, true, true);
+        }
+    }
+    let ty = 4;
+    let rows = rows_for(ty);
+    let tile = (tx + k - 1) * (rows + k - 1) * elem;
+    (tx, ty, rows / ty, tile <= budget, false)
+}
+
+impl ClassSmoother for NaiveCl {
+    fn name(&self) -> String {
+        format!(
+            "naive/opencl-{} on {}",
+            self.variant.name(),
+            self.device.info().name
+        )
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+
+    fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+        self.submit(tile, params)?.wait(out)
+    }
+
+    fn submit(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Box<dyn PendingTile + '_>> {
+        if tile.output_len() == 0 {
+            return Ok(Box::new(Finished(Vec::new())));
+        }
+        if tile.halo != params.kernel.radius() {
+            bail!(format!(
+                "tile halo {} does not match the kernel radius {}",
+                tile.halo,
+                params.kernel.radius()
+            ));
+        }
+        let taps = self.taps(params.kernel)?;
+        let plan = self.plan(tile, &taps);
+        let kernel = self.device.kernel("naive", &plan.opts, plan.kernel)?;
+        let wide = tile.n_classes > 255;
+        let image = self.variant == Variant::Image;
+        // Image rows are whole RGBA texels: pad the width to a multiple of 4.
+        let row = if image {
+            tile.width.div_ceil(4) * 4
+        } else {
+            tile.width
+        };
+        let mut host_in = vec![0u8; row * tile.height * if wide { 2 } else { 1 }];
+        for (dst, src) in host_in
+            .chunks_exact_mut(row * if wide { 2 } else { 1 })
+            .zip(tile.classes.chunks_exact(tile.width))
+        {
+            if wide {
+                for (d, s) in dst.chunks_exact_mut(2).zip(src) {
+                    d.copy_from_slice(&s.to_ne_bytes());
+                }
+            } else {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = *s as u8;
+                }
+            }
+        }
+        let mut pending = ClPending {
+            method: self,
+            slot: Some(self.slot(host_in.len(), tile.output_len())?),
+            image: None,
+            host_in,
+            host_w: params.class_weights.to_vec(),
+            host_out: vec![0u16; tile.output_len()],
+            events: Vec::new(),
+            _kernel: None,
+            _taps: taps.clone(),
+        };
+        pending.enqueue(tile, params.fill_nodata, &taps, &plan, kernel, row)?;
+        Ok(Box::new(pending))
+    }
+
+    fn take_device_times(&self) -> Option<DeviceTimes> {
+        Some(self.times.take())
+    }
+}
+
+/// A tile in flight: owns its host staging and device slot until waited for.
+struct ClPending<'a> {
+    method: &'a NaiveCl,
+    slot: Option<Slot>,
+    image: Option<Image>,
+    host_in: Vec<u8>,
+    host_w: Vec<u32>,
+    host_out: Vec<u16>,
+    /// Upload(s), kernel, download, in order.
+    events: Vec<Event>,
+    _kernel: Option<Kernel>,
+    _taps: Arc<TapSet>,
+}
+
+impl ClPending<'_> {
+    fn enqueue(
+        &mut self,
+        tile: &ClassTile,
+        fill: bool,
+        taps: &TapSet,
+        plan: &Plan,
+        kernel: Kernel,
+        row: usize,
+    ) -> Result<()> {
+        let dev = &self.method.device;
+        let up = dev.queue(Queue::Upload);
+        let slot = self.slot.as_mut().expect("slot present until waited");
+        let e = cl_error("uploading a tile");
+        // SAFETY (all enqueues below): the host vectors live in `self` until
+        // `wait` or `drop` has waited for every event.
+        if self.host_w.is_empty() {
+            self.host_w.push(0);
+        }
+        self.events.push(
+            unsafe {
+                up.enqueue_write_buffer(&mut slot.weights, CL_NON_BLOCKING, 0, &self.host_w, &[])
+            }
+            .map_err(&e)?,
+        );
+        if self.method.variant == Variant::Image {
+            let wide = tile.n_classes > 255;
+            let format = cl_image_format {
+                image_channel_order: CL_RGBA,
+                image_channel_data_type: if wide {
+                    CL_UNSIGNED_INT16
+                } else {
+                    CL_UNSIGNED_INT8
+                },
+            };
+            let texels = row / 4;
+            let info = dev.info();
+            // SAFETY: a zeroed descriptor is valid; the fields that matter are set.
+            let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
+            desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+            desc.image_width = texels;
+            desc.image_height = tile.height;
+            let mut img = unsafe {
+                Image::create(
+                    dev.context(),
+                    CL_MEM_READ_ONLY,
+                    &format,
+                    &desc,
+                    std::ptr::null_mut(),
+                )
+            }
+            .map_err(|err| {
+                Error::new(format!(
+                    "cannot create a {texels}x{} image on {}: {err}",
+                    tile.height, info.name
+                ))
+                .hint("use a smaller --tile or --variant fast")
+            })?;
+            let origin = [0usize; 3];
+            let region = [texels, tile.height, 1];
+            self.events.push(
+                unsafe {
+                    up.enqueue_write_image(
+                        &mut img,
+                        CL_NON_BLOCKING,
+                        origin.as_ptr(),
+                        region.as_ptr(),
+                        self.host_in.len() / tile.height,
+                        0,
+                        self.host_in.as_mut_ptr().cast(),
+                        &[],
+                    )
+                }
+                .map_err(&e)?,
+            );
+            self.image = Some(img);
+        } else {
+            self.events.push(
+                unsafe {
+                    up.enqueue_write_buffer(&mut slot.input, CL_NON_BLOCKING, 0, &self.host_in, &[])
+                }
+                .map_err(&e)?,
+            );
+        }
+        up.flush().map_err(&e)?;
+
+        let (tw, th) = (tile.width as u32, tile.height as u32);
+        let (ow, oh) = (tile.output_width() as u32, tile.output_height() as u32);
+        let nc = tile.n_classes as u32;
+        let (halo, fill) = (tile.halo as u32, fill as u32);
+        let n_taps = taps.n_taps as u32;
+        let ksize = taps.ksize as u32;
+        let args = Args::new(&kernel);
+        let args = match plan.kernel {
+            "naive_buffer" => args
+                .mem(&slot.input)
+                .scalar(tw)
+                .mem(&taps.taps)
+                .scalar(n_taps)
+                .mem(&slot.weights)
+                .scalar(nc)
+                .scalar(ow)
+                .scalar(oh)
+                .scalar(halo)
+                .scalar(fill)
+                .mem(&slot.output),
+            "naive_image" => args
+                .mem(self.image.as_ref().expect("image set above"))
+                .mem(&taps.taps)
+                .scalar(n_taps)
+                .mem(&slot.weights)
+                .scalar(nc)
+                .scalar(ow)
+                .scalar(oh)
+                .scalar(halo)
+                .scalar(fill)
+                .mem(&slot.output),
+            "naive_local" => args
+                .mem(&slot.input)
+                .scalar(tw)
+                .scalar(th)
+                .mem(&taps.taps)
+                .mem(&taps.row_start)
+                .mem(&slot.weights)
+                .scalar(nc)
+                .scalar(ow)
+                .scalar(oh)
+                .scalar(halo)
+                .scalar(fill)
+                .mem(&slot.output)
+                .scalar(ksize)
+                .scalar(plan.band)
+                .local(plan.tile_local),
+            _ => {
+                let mut a = args
+                    .mem(&slot.input)
+                    .scalar(tw)
+                    .scalar(th)
+                    .mem(&taps.taps)
+                    .scalar(n_taps)
+                    .mem(&slot.weights)
+                    .scalar(nc)
+                    .scalar(ow)
+                    .scalar(oh)
+                    .scalar(halo)
+                    .scalar(fill)
+                    .mem(&slot.output)
+                    .scalar(ksize);
+                if plan.tile_local > 0 {
+                    a = a.local(plan.tile_local);
+                }
+                if plan.hist_local > 0 {
+                    a = a.local(plan.hist_local);
+                }
+                a
+            }
+        };
+        args.done()?;
+        let uploads: Vec<&Event> = self.events.iter().collect();
+        let local = plan.local.as_ref().map(|l| &l[..]);
+        let ev = dev.launch(Queue::Compute, &kernel, &plan.global, local, &uploads)?;
+        dev.queue(Queue::Compute)
+            .flush()
+            .map_err(cl_error("starting a kernel"))?;
+        self._kernel = Some(kernel);
+        let down = dev.queue(Queue::Download);
+        let read = unsafe {
+            down.enqueue_read_buffer(
+                &slot.output,
+                CL_NON_BLOCKING,
+                0,
+                &mut self.host_out,
+                &[ev.get()],
+            )
+        }
+        .map_err(cl_error("downloading a tile"))?;
+        self.events.push(ev);
+        self.events.push(read);
+        down.flush().map_err(cl_error("downloading a tile"))?;
+        Ok(())
+    }
+
+    fn wait_all(&self) -> Result<()> {
+        for e in &self.events {
+            e.wait().map_err(cl_error("running a tile"))?;
+        }
+        Ok(())
+    }
+}
+
+impl PendingTile for ClPending<'_> {
+    fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        self.wait_all()?;
+        let n = self.events.len();
+        let ns: Vec<u64> = self.events.iter().map(event_ns).collect();
+        self.method.times.add(DeviceTimes {
+            upload_ns: ns[..n - 2].iter().sum(),
+            kernel_ns: ns[n - 2],
+            download_ns: ns[n - 1],
+        });
+        out.copy_from_slice(&self.host_out);
+        if let Some(slot) = self.slot.take() {
+            self.method.state().free.push(slot);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ClPending<'_> {
+    fn drop(&mut self) {
+        // Not waited for (an error on the way): the device may still read or
+        // write our host vectors and slot; let it finish before they go.
+        if self.slot.is_some() {
+            let _ = self.wait_all();
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The naive method on OpenCL (PoCL here) against the host reference:
+//! byte-identical output for every variant, tile size, border, nodata layout
+//! and class count. Skips (printing why) only where there is no OpenCL at all.
+
+use mapfilter::classes::{ClassTable, ClassWeights};
+use mapfilter::device::{Device, test_device};
+use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::kernel::KernelSpec;
+use mapfilter::method::ClassSmoother;
+use mapfilter::method::naive::NaiveHost;
+use mapfilter::method::naive_cl::{NaiveCl, Variant};
+use mapfilter::synth::{Pattern, SynthRaster};
+use proptest::prelude::*;
+use tiles::Border;
+
+struct Case {
+    raster: MemRaster,
+    nodata: Option<u16>,
+    kernel: &'static str,
+    border: Border,
+    fill: bool,
+    weights: &'static str,
+}
+
+fn job(case: &Case, tile: usize) -> SmoothJob {
+    let classes = ClassTable::from_codes(&case.raster.data, case.nodata).unwrap();
+    let weights: ClassWeights = case.weights.parse().unwrap();
+    SmoothJob {
+        class_weights: weights.quantise(&classes),
+        output_nodata: classes.output_nodata(u16::MAX),
+        kernel: case.kernel.parse::<KernelSpec>().unwrap().build().unwrap(),
+        classes,
+        border: case.border,
+        fill_nodata: case.fill,
+        tile,
+    }
+}
+
+/// Checks every variant at every tile size against the host, untiled.
+fn check(dev: &Device, case: &Case, tiles: &[usize], variants: &[Variant]) {
+    let reference = smooth_in_memory(&case.raster, &job(case, 1 << 20), &NaiveHost).unwrap();
+    for &v in variants {
+        let method = NaiveCl::new(dev.clone(), v).unwrap();
+        for &t in tiles {
+            let got = smooth_in_memory(&case.raster, &job(case, t), &method).unwrap();
+            assert_eq!((got.width, got.height), (reference.width, reference.height));
+            if got != reference {
+                let i = got
+                    .data
+                    .iter()
+                    .zip(&reference.data)
+                    .position(|(a, b)| a != b)
+                    .unwrap();
+                panic!(
+                    "{} tile {t}: first mismatch at pixel {i} ({} vs host {}), kernel {}",
+                    method.name(),
+                    got.data[i],
+                    reference.data[i],
+                    case.kernel
+                );
+            }
+        }
+    }
+}
+
+fn synth(w: usize, h: usize, classes: u16, pattern: Pattern, seed: u64) -> MemRaster {
+    MemRaster::new(
+        w,
+        h,
+        SynthRaster::new(w, h, classes, pattern, seed)
+            .with_scale(9.0)
+            .to_vec(),
+    )
+}
+
+/// Puts nodata (code 999) in a block, a stripe and scattered pixels.
+fn with_nodata(mut r: MemRaster) -> MemRaster {
+    let w = r.width;
+    for (i, v) in r.data.iter_mut().enumerate() {
+        let (x, y) = (i % w, i / w);
+        if (x > 5 && x < 14 && y > 3 && y < 11) || y == 20 || i % 37 == 0 {
+            *v = 999;
+        }
+    }
+    r
+}
+
+#[test]
+fn every_variant_tile_and_border_matches_host() {
+    let Some(dev) = test_device() else { return };
+    let raster = with_nodata(synth(61, 47, 5, Pattern::Simplex, 3));
+    for border in [Border::Same, Border::Valid] {
+        for fill in [false, true] {
+            let case = Case {
+                raster: raster.clone(),
+                nodata: Some(999),
+                kernel: "gaussian:1.5",
+                border,
+                fill,
+                weights: "2:1.5",
+            };
+            check(&dev, &case, &[16, 23, 64], &Variant::ALL);
+        }
+    }
+    // A box on random classes: ties everywhere, so the tie rule is exercised.
+    let ties = Case {
+        raster: with_nodata(synth(45, 38, 4, Pattern::Random, 5)),
+        nodata: Some(999),
+        kernel: "box:3",
+        border: Border::Same,
+        fill: false,
+        weights: "",
+    };
+    check(&dev, &ties, &[16, 64], &Variant::ALL);
+    let ties5 = Case {
+        kernel: "box:5",
+        fill: true,
+        raster: synth(45, 38, 30, Pattern::Random, 6),
+        ..ties
+    };
+    check(&dev, &ties5, &[20], &Variant::ALL);
+}
+
+#[test]
+fn large_kernels_and_all_nodata_regions() {
+    let Some(dev) = test_device() else { return };
+    // Kernel 63 on a raster smaller than the kernel; a disc drops its corner taps.
+    let case = Case {
+        raster: with_nodata(synth(40, 33, 7, Pattern::Random, 1)),
+        nodata: Some(999),
+        kernel: "box:63",
+        border: Border::Same,
+        fill: false,
+        weights: "",
+    };
+    check(&dev, &case, &[17, 64], &Variant::ALL);
+    let disc = Case {
+        kernel: "disc:9",
+        fill: true,
+        ..case
+    };
+    check(&dev, &disc, &[32], &Variant::ALL);
+    // Nodata everywhere: every output is nodata.
+    let empty = Case {
+        raster: MemRaster::filled(20, 9, 999),
+        nodata: Some(999),
+        kernel: "box:3",
+        border: Border::Same,
+        fill: true,
+        weights: "",
+    };
+    check(&dev, &empty, &[8], &Variant::ALL);
+}
+
+#[test]
+fn many_classes_use_wide_tiles_and_tap_scan() {
+    let Some(dev) = test_device() else { return };
+    // 256 classes: ushort tiles; box:3 has fewer taps than classes (tap scan).
+    for kernel in ["box:3", "gaussian:2"] {
+        let case = Case {
+            raster: synth(70, 52, 256, Pattern::Random, 9),
+            nodata: None,
+            kernel,
+            border: Border::Same,
+            fill: false,
+            weights: "7:3,200:2",
+        };
+        check(&dev, &case, &[24, 128], &Variant::ALL);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10, .. ProptestConfig::default() })]
+
+    #[test]
+    fn random_rasters_match_host(
+        classes in 1u16..=256,
+        w in 1usize..40,
+        h in 1usize..40,
+        size in (0usize..6).prop_map(|k| 2 * k + 1),
+        tile in 8usize..40,
+        seed in 0u64..1000,
+        nodata in any::<bool>(),
+        fill in any::<bool>(),
+        random in any::<bool>(),
+    ) {
+        let Some(dev) = test_device() else { return Ok(()) };
+        let pattern = if random { Pattern::Random } else { Pattern::Simplex };
+        let mut raster = synth(w, h, classes, pattern, seed);
+        if nodata {
+            raster = with_nodata(raster);
+        }
+        let kernel: &'static str = Box::leak(format!("gaussian:{}", size as f64 / 3.0 + 0.1).into_boxed_str());
+        let case = Case {
+            raster,
+            nodata: nodata.then_some(999),
+            kernel,
+            border: Border::Same,
+            fill,
+            weights: "1:2",
+        };
+        let variant = Variant::ALL[(seed % 4) as usize];
+        check(&dev, &case, &[tile], &[variant, Variant::Fast]);
+    }
+}
