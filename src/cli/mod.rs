@@ -2,9 +2,9 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
-mod devices;
 #[cfg(feature = "gdal")]
 pub mod compare;
+mod devices;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]

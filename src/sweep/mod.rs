@@ -38,7 +38,7 @@ use crate::method::ClassSmoother;
 use crate::metrics;
 use crate::progress::Progress;
 use crate::synth::{Pattern, SynthRaster};
-use methods::{MethodOptions, MethodSpec};
+use methods::{MethodCache, MethodOptions, MethodSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -59,6 +59,9 @@ pub struct Config {
     /// Timed runs per method and point; the median is reported.
     #[serde(default = "default_repeats")]
     pub repeats: usize,
+    /// One untimed run per method and point before the timed ones (caches, JIT).
+    #[serde(default)]
+    pub warmup: bool,
     #[serde(default)]
     pub base: Settings,
     #[serde(rename = "experiment")]
@@ -441,6 +444,10 @@ impl Config {
 
     /// Checks that this build has every method the config names (before hours of runs).
     pub fn check_methods(&self) -> Result<()> {
+        self.check_methods_with(&mut MethodCache::default())
+    }
+
+    fn check_methods_with(&self, cache: &mut MethodCache) -> Result<()> {
         let names = self
             .experiments
             .iter()
@@ -448,7 +455,7 @@ impl Config {
             .map(|m| m.parse::<MethodSpec>())
             .chain(self.reference_spec().transpose());
         for spec in names {
-            methods::resolve(&spec?, &MethodOptions::default())?;
+            cache.get(&spec?, &MethodOptions::default())?;
         }
         Ok(())
     }
@@ -479,7 +486,8 @@ impl Config {
 
 /// Runs every experiment of `config`, reporting each finished run to `log`.
 pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Result<SweepResult> {
-    config.check_methods()?;
+    let mut cache = MethodCache::default();
+    config.check_methods_with(&mut cache)?;
     let reference = config.reference_spec()?;
     let total = config.runs();
     let mut records = Vec::new();
@@ -498,16 +506,19 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
             if let Some(r) = &reference
                 && !specs.contains(r)
             {
-                let method = methods::resolve(r, &options)?;
-                baseline = Some(run_once(&point, &job, method.as_ref())?.0);
+                let method = cache.get(r, &options)?;
+                baseline = Some(run_once(&point, &job, method)?.0);
             }
             let mut outputs = Vec::new();
             for spec in &specs {
-                let method = methods::resolve(spec, &options)?;
+                let method = cache.get(spec, &options)?;
+                if config.warmup {
+                    run_once(&point, &job, method)?;
+                }
                 let mut times = Vec::new();
                 let mut output = None;
                 for _ in 0..config.repeats {
-                    let (out, stats) = run_once(&point, &job, method.as_ref())?;
+                    let (out, stats) = run_once(&point, &job, method)?;
                     times.push((stats.wall, stats.compute));
                     output = Some(out);
                 }
@@ -515,23 +526,16 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
                 if Some(spec) == reference.as_ref() && baseline.is_none() {
                     baseline = Some(output.clone());
                 }
-                outputs.push((spec, method, times, output));
+                let about = (method.name(), method.is_exact());
+                outputs.push((spec, about, times, output));
             }
-            for (spec, method, times, output) in outputs {
+            for (spec, about, times, output) in outputs {
                 let (agreement, kappa) = match &baseline {
                     Some(b) => agree(b, &output)?,
                     None => (None, None),
                 };
                 let record = make_record(
-                    e,
-                    value,
-                    &point,
-                    &job,
-                    spec,
-                    method.as_ref(),
-                    &times,
-                    agreement,
-                    kappa,
+                    e, value, &point, &job, spec, about, &times, agreement, kappa,
                 );
                 log(&record, records.len() + 1, total);
                 records.push(record);
@@ -552,7 +556,7 @@ fn make_record(
     point: &Point,
     job: &SmoothJob,
     spec: &MethodSpec,
-    method: &dyn ClassSmoother,
+    (method_name, exact): (String, bool),
     times: &[(Duration, Duration)],
     agreement_percent: Option<f64>,
     kappa: Option<f64>,
@@ -575,8 +579,8 @@ fn make_record(
         variable: e.vary,
         value,
         method: spec.to_string(),
-        method_name: method.name(),
-        exact: method.is_exact(),
+        method_name,
+        exact,
         width: point.size,
         height: point.size,
         kernel: point.kernel.clone(),
@@ -665,9 +669,9 @@ mod tests {
                 .to_string()
                 .contains("not odd")
         );
-        let bad = CONFIG.replace("naive@host", "nope@gpu");
+        let bad = CONFIG.replace("naive@host", "nope@host");
         let e = Config::parse(&bad).unwrap().check_methods().unwrap_err();
-        assert!(e.to_string().contains("not available"), "{e}");
+        assert!(e.to_string().contains("unknown method 'nope'"), "{e}");
         assert!(run(&Config::parse(&bad).unwrap(), |_, _, _| ()).is_err());
         let bad = CONFIG.replace("classes = 3", "colours = 3");
         let e = Config::parse(&bad).unwrap_err().to_string();
