@@ -47,7 +47,8 @@ impl Scale {
         }
     }
 
-    fn label(self, v: f64) -> String {
+    /// The tick label of transformed value `v` on an axis spanning `span`.
+    fn label(self, v: f64, span: f64) -> String {
         let power = |base: f64| {
             if (v - v.round()).abs() > 1e-6 {
                 String::new()
@@ -56,7 +57,7 @@ impl Scale {
             }
         };
         match self {
-            Scale::Linear => format_number(v),
+            Scale::Linear => linear_label(v, span),
             Scale::Log2 => power(2.0),
             Scale::Log10 => power(10.0),
         }
@@ -68,6 +69,16 @@ impl Scale {
             _ => ((hi - lo).round() as usize + 1).clamp(2, 16),
         }
     }
+}
+
+/// A linear tick label with as many decimals as ticks `span / 8` apart need.
+fn linear_label(v: f64, span: f64) -> String {
+    let step = span / 8.0;
+    if !(step > 0.0) || v.abs() >= 1e5 {
+        return format_number(v);
+    }
+    let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
+    format!("{v:.digits$}")
 }
 
 /// A short rendering of an axis value.
@@ -100,6 +111,10 @@ pub struct LineChart {
     pub x_scale: Scale,
     pub y_scale: Scale,
     pub series: Vec<Series>,
+    /// Fixed y range (in values, before the scale); from the data when `None`.
+    pub y_range: Option<(f64, f64)>,
+    /// Legend in the lower left corner instead of the upper left (lines near the top).
+    pub legend_at_bottom: bool,
 }
 
 fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
@@ -129,7 +144,13 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
     let (x0, x1) = bounds(|p| p.0).unwrap_or((0.0, 1.0));
     let (y0, y1) = bounds(|p| p.1).unwrap_or((0.0, 1.0));
     let xr = chart.x_scale.range(x0, x1);
-    let yr = chart.y_scale.range(y0, y1);
+    let yr = match chart.y_range {
+        Some((a, b)) => match (chart.y_scale.forward(a), chart.y_scale.forward(b)) {
+            (Some(a), Some(b)) if b > a => (a, b),
+            _ => chart.y_scale.range(y0, y1),
+        },
+        None => chart.y_scale.range(y0, y1),
+    };
 
     let mut svg = String::new();
     {
@@ -150,8 +171,8 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
             .y_desc(&chart.y_label)
             .x_labels(xs.ticks(xr))
             .y_labels(ys.ticks(yr))
-            .x_label_formatter(&|v| xs.label(*v))
-            .y_label_formatter(&|v| ys.label(*v))
+            .x_label_formatter(&|v| xs.label(*v, xr.1 - xr.0))
+            .y_label_formatter(&|v| ys.label(*v, yr.1 - yr.0))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(draw_error)?;
@@ -170,7 +191,11 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
             ctx.configure_series_labels()
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.3))
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(if chart.legend_at_bottom {
+                    SeriesLabelPosition::LowerLeft
+                } else {
+                    SeriesLabelPosition::UpperLeft
+                })
                 .draw()
                 .map_err(draw_error)?;
         }
@@ -218,7 +243,7 @@ pub fn bar_chart(
             .x_labels(n.min(40) + 1)
             .x_label_formatter(&label_of)
             .y_desc(y_label)
-            .y_label_formatter(&|v| format_number(*v))
+            .y_label_formatter(&|v| linear_label(*v, y1 - y0))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(draw_error)?;
@@ -244,9 +269,12 @@ mod tests {
 
     #[test]
     fn log2_axis_labels_whole_powers() {
-        assert_eq!(Scale::Log2.label(8.0), "256");
-        assert_eq!(Scale::Log2.label(8.5), "");
-        assert_eq!(Scale::Log10.label(-2.0), "0.01");
+        assert_eq!(Scale::Log2.label(8.0, 4.0), "256");
+        assert_eq!(Scale::Log2.label(8.5, 4.0), "");
+        assert_eq!(Scale::Log10.label(-2.0, 3.0), "0.01");
+        // Linear labels get the decimals their spacing needs.
+        assert_eq!(Scale::Linear.label(0.0014, 0.0008), "0.0014");
+        assert_eq!(Scale::Linear.label(96.0, 8.0), "96");
         assert_eq!(Scale::Log2.range(8.0, 12.0), (8.0, 12.0));
         assert_eq!(Scale::Log2.range(1.58, 6.99), (1.0, 7.0));
         assert_eq!(format_number(1234.5), "1234.5");
@@ -271,6 +299,8 @@ mod tests {
                     points: vec![(256.0, 0.02), (512.0, 0.03), (1024.0, 0.0)],
                 },
             ],
+            y_range: None,
+            legend_at_bottom: false,
         };
         let svg = line_chart(&chart).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..60]);

@@ -5,7 +5,7 @@
 use super::page::{self, escape};
 use super::plot::{self, LineChart, Scale, Series};
 use crate::error::Result;
-use crate::sweep::{Record, SweepResult};
+use crate::sweep::{Record, SweepResult, Variable};
 use std::fmt::Write as _;
 
 /// One line per method, points in the order of the experiment's values.
@@ -23,6 +23,39 @@ fn series(records: &[&Record], y: impl Fn(&Record) -> Option<f64>) -> Vec<Series
         }
     }
     out
+}
+
+/// The settings an experiment keeps fixed, in words (the varied one left out).
+fn fixed_settings(r: &Record) -> String {
+    let mut parts = Vec::new();
+    if r.variable != Variable::Size {
+        parts.push(format!("image {}×{}", r.width, r.height));
+    }
+    if r.variable != Variable::KernelSize {
+        parts.push(format!(
+            "kernel {} ({}×{})",
+            r.kernel, r.kernel_side, r.kernel_side
+        ));
+    } else {
+        parts.push(format!(
+            "kernel family {}",
+            r.kernel.split(':').next().unwrap_or("")
+        ));
+    }
+    if r.variable != Variable::Classes {
+        parts.push(format!("{} classes", r.classes));
+    }
+    parts.push(format!("{} pattern", r.pattern));
+    if r.variable != Variable::Tile {
+        parts.push(format!("tile {}", r.tile));
+    }
+    if let (Some(rank), false) = (r.rank, r.variable == Variable::Rank) {
+        parts.push(format!("rank {rank}"));
+    }
+    if let (Some(terms), false) = (r.terms, r.variable == Variable::Terms) {
+        parts.push(format!("{terms} DCT terms"));
+    }
+    format!("Fixed: {}.", parts.join(", "))
 }
 
 pub fn to_html(result: &SweepResult) -> Result<String> {
@@ -57,16 +90,7 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
             escape(e.heading())
         );
         if let Some(first) = records.first() {
-            let _ = write!(
-                body,
-                "<p>Fixed: kernel {}, {} classes, {} pattern, image {}×{}, tile {}.</p>",
-                escape(&first.kernel),
-                first.classes,
-                escape(&first.pattern),
-                first.width,
-                first.height,
-                first.tile
-            );
+            let _ = write!(body, "<p>{}</p>", escape(&fixed_settings(first)));
         }
         let x_scale = if e.vary.log2_axis() {
             Scale::Log2
@@ -75,7 +99,7 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
         };
         body.push_str("<div class=\"plots\">");
         let time = LineChart {
-            title: format!("Run time — {}", e.heading()),
+            title: "Run time".into(),
             x_label: e.vary.label().into(),
             y_label: "seconds (median)".into(),
             x_scale,
@@ -85,17 +109,27 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
                 Scale::Linear
             },
             series: series(&records, |r| Some(r.seconds)),
+            y_range: None,
+            legend_at_bottom: false,
         };
         body.push_str(&page::inline_svg(&plot::line_chart(&time)?));
         let agreement = series(&records, |r| r.agreement_percent);
         if !agreement.is_empty() {
+            // Up to 100 %, and at least the last percent below it.
+            let lo = agreement
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .fold(99.0f64, f64::min);
+            let pad = (100.0 - lo) * 0.05;
             let chart = LineChart {
-                title: format!("Agreement with {} — {}", c.reference, e.heading()),
+                title: format!("Agreement with {}", c.reference),
                 x_label: e.vary.label().into(),
                 y_label: "agreement (%)".into(),
                 x_scale,
                 y_scale: Scale::Linear,
                 series: agreement,
+                y_range: Some((lo - pad, 100.0 + pad)),
+                legend_at_bottom: true,
             };
             body.push_str(&page::inline_svg(&plot::line_chart(&chart)?));
         }

@@ -225,7 +225,14 @@ impl Settings {
                 format!("kernel_size {kernel_size} is not odd"),
                 hint = "kernel sides are odd: 3, 5, 7, ..."
             ),
-            "gaussian" => format!("gaussian:{}", (kernel_size - 1) as f64 / 6.0),
+            // σ = (N−1)/6 to 4 decimals (the side is forced to N anyway).
+            "gaussian" => {
+                let sigma = format!("{:.4}", (kernel_size - 1) as f64 / 6.0);
+                format!(
+                    "gaussian:{}",
+                    sigma.trim_end_matches('0').trim_end_matches('.')
+                )
+            }
             "box" => format!("box:{kernel_size}"),
             "disc" => format!("disc:{}", kernel_size / 2),
             other => bail!(
