@@ -1,6 +1,7 @@
 //! `mapfilter compare` and `mapfilter smooth --report` end to end: figures
 //! in the JSON report, the georeferenced mismatch raster, refusal of rasters
 //! on different grids, and the smoothing report against the exact baseline.
+#![cfg(feature = "gdal")]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! map decoded, every plot laid out (scripts/check-report.sh). Ignored by
 //! default — it needs Debian's chromium (the script installs it) and takes
 //! seconds; run with `cargo test --test report_chromium -- --ignored`.
+#![cfg(feature = "gdal")]
 
 use std::path::Path;
 use std::process::Command;

@@ -74,7 +74,7 @@ impl Scale {
 /// A linear tick label with as many decimals as ticks `span / 8` apart need.
 fn linear_label(v: f64, span: f64) -> String {
     let step = span / 8.0;
-    if !(step > 0.0) || v.abs() >= 1e5 {
+    if step.is_nan() || step <= 0.0 || v.abs() >= 1e5 {
         return format_number(v);
     }
     let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
