@@ -193,6 +193,7 @@ pub fn smooth(
         };
         let compute = (|| -> Result<()> {
             for item in read_rx.iter() {
+                crate::interrupt::check()?;
                 let (tile, mut raw) = item?;
                 raw.iter_mut().for_each(|v| *v = lut[*v as usize]);
                 tile.pad(&raw, NO_CLASS, &mut padded);

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod device;
 pub mod engine;
 pub mod error;
+pub mod interrupt;
 pub mod kernel;
 pub mod method;
 pub mod metrics;

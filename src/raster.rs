@@ -200,6 +200,7 @@ impl ClassRaster {
         for y in (0..h).step_by(strip) {
             let rows = strip.min(h - y);
             buf.resize(w * rows, 0);
+            crate::interrupt::check()?;
             self.read(Rect::new(0, y, w, rows), &mut buf)?;
             hist.add(&buf);
             progress.inc(1);

@@ -5,6 +5,7 @@
 use crate::engine::ClassSource;
 use crate::error::Result;
 use noise::{NoiseFn, Simplex};
+use rayon::prelude::*;
 use tiles::Rect;
 
 /// Which data set to make.
@@ -74,11 +75,13 @@ impl SynthRaster {
     }
 
     fn fill(&self, w: Rect, buf: &mut [u16]) {
-        for (row, dst) in buf.chunks_exact_mut(w.width.max(1)).enumerate() {
-            for (col, v) in dst.iter_mut().enumerate() {
-                *v = self.code(w.x + col, w.y + row);
-            }
-        }
+        buf.par_chunks_exact_mut(w.width.max(1))
+            .enumerate()
+            .for_each(|(row, dst)| {
+                for (col, v) in dst.iter_mut().enumerate() {
+                    *v = self.code(w.x + col, w.y + row);
+                }
+            });
     }
 }
 

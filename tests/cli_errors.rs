@@ -202,3 +202,62 @@ fn existing_output_survives_a_failed_run() {
     assert!(!run.status.success());
     assert_eq!(std::fs::read(&out).unwrap(), b"previous result");
 }
+
+#[test]
+fn interrupted_run_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    let generated = mapfilter(&[
+        "gen",
+        input.to_str().unwrap(),
+        "--size",
+        "1500x1500",
+        "--classes",
+        "5",
+        "-q",
+    ]);
+    assert!(generated.status.success());
+    let out = dir.path().join("out.tif");
+    // A slow job (101×101 box over 2.25 Mpix) so that the interrupt lands mid-run.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args([
+            "smooth",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "-k",
+            "box:101",
+            "--tile",
+            "64",
+            "-q",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the temp output exists, then interrupt.
+    let temp_exists = || {
+        std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("mapfilter-tmp")
+        })
+    };
+    let start = std::time::Instant::now();
+    while !temp_exists() && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(temp_exists(), "temp output never appeared");
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let result = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["in.tif".to_string()]);
+}

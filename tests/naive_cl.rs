@@ -8,7 +8,7 @@ use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{NaiveCl, Variant};
+use mapfilter::method::naive_cl::{FastShape, NaiveCl, Variant};
 use mapfilter::synth::{Pattern, SynthRaster};
 use proptest::prelude::*;
 use tiles::Border;
@@ -38,11 +38,18 @@ fn job(case: &Case, tile: usize) -> SmoothJob {
 
 /// Checks every variant at every tile size against the host, untiled.
 fn check(dev: &Device, case: &Case, tiles: &[usize], variants: &[Variant]) {
+    let methods: Vec<NaiveCl> = variants
+        .iter()
+        .map(|&v| NaiveCl::new(dev.clone(), v).unwrap())
+        .collect();
+    check_methods(case, tiles, &methods);
+}
+
+fn check_methods(case: &Case, tiles: &[usize], methods: &[NaiveCl]) {
     let reference = smooth_in_memory(&case.raster, &job(case, 1 << 20), &NaiveHost).unwrap();
-    for &v in variants {
-        let method = NaiveCl::new(dev.clone(), v).unwrap();
+    for method in methods {
         for &t in tiles {
-            let got = smooth_in_memory(&case.raster, &job(case, t), &method).unwrap();
+            let got = smooth_in_memory(&case.raster, &job(case, t), method).unwrap();
             assert_eq!((got.width, got.height), (reference.width, reference.height));
             if got != reference {
                 let i = got
@@ -166,6 +173,42 @@ fn many_classes_use_wide_tiles_and_tap_scan() {
             weights: "7:3,200:2",
         };
         check(&dev, &case, &[24, 128], &Variant::ALL);
+    }
+}
+
+#[test]
+fn gpu_and_fixed_shapes_of_fast_match_host() {
+    let Some(dev) = test_device() else { return };
+    // The GPU heuristic (class block and bin-major histograms in local memory,
+    // private histograms when the bins do not fit, global reads when the
+    // block does not) and a few fixed shapes, all run here on PoCL.
+    let fast = |shape| {
+        NaiveCl::new(dev.clone(), Variant::Fast)
+            .unwrap()
+            .with_shape(shape)
+    };
+    let methods = [
+        fast(FastShape::Gpu),
+        fast(FastShape::Fixed(8, 2, 3, true, true)),
+        fast(FastShape::Fixed(4, 4, 2, true, false)),
+        fast(FastShape::Fixed(16, 1, 5, false, true)),
+    ];
+    for (classes, kernel) in [
+        (6, "box:5"),
+        (40, "gaussian:2"),
+        (256, "box:3"),
+        (3, "box:63"),
+        (200, "box:41"),
+    ] {
+        let case = Case {
+            raster: with_nodata(synth(50, 45, classes, Pattern::Random, classes as u64)),
+            nodata: Some(999),
+            kernel,
+            border: Border::Same,
+            fill: classes % 2 == 0,
+            weights: "",
+        };
+        check_methods(&case, &[24, 64], &methods);
     }
 }
 

@@ -93,6 +93,7 @@ pub fn run(args: GenArgs) -> Result<()> {
     progress.start(grid.len() as u64, "tiles");
     let mut buf = Vec::new();
     for tile in grid.tiles() {
+        crate::interrupt::check()?;
         buf.resize(tile.output.area() as usize, 0);
         synth.read(tile.output, &mut buf)?;
         out.write(tile.output, &buf)?;

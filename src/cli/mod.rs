@@ -2,6 +2,7 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+mod bench;
 #[cfg(feature = "gdal")]
 pub mod compare;
 mod devices;
@@ -45,11 +46,14 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
     Devices(devices::DevicesArgs),
+    /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    crate::interrupt::install();
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -71,5 +75,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Devices(args) => devices::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

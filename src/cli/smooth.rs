@@ -1,10 +1,11 @@
 //! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
 
 use crate::classes::ClassWeights;
+use crate::device::DeviceChoice;
 use crate::engine::{self, DEFAULT_TILE, SmoothJob};
 use crate::error::Result;
 use crate::kernel::KernelSpec;
-use crate::method::naive::NaiveHost;
+use crate::method::select::class_smoother;
 use crate::progress::Progress;
 use crate::raster::{self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec};
 use clap::{Args, ValueEnum};
@@ -39,6 +40,13 @@ pub struct SmoothArgs {
     /// GeoTIFF compression of the output.
     #[arg(long, value_enum, default_value_t = Compression::Deflate)]
     pub compress: Compression,
+    /// Where to run: auto, host, cpu, gpu or an index from `mapfilter devices`
+    /// (default: $MAPFILTER_DEVICE, else auto).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Device variant of the method (naive: fast, buffer, image, local).
+    #[arg(long)]
+    pub variant: Option<String>,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -69,6 +77,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .with_size(args.size)?
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
+    let device = DeviceChoice::from_arg(args.device.as_deref())?;
+    let method = class_smoother("naive", device, args.variant.as_deref())?;
     raster::check_output_path(&args.input, &args.output)?;
     let mut input = ClassRaster::open(&args.input)?;
     let progress = Progress::new(args.quiet, "smooth");
@@ -100,16 +110,15 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         compression: args.compress,
     };
     let mut output = OutputRaster::create(&args.output, &spec)?;
-    let method = NaiveHost;
-    let stats = engine::smooth(&mut input, &mut output, &job, &method, &progress)?;
+    let stats = engine::smooth(&mut input, &mut output, &job, method.as_ref(), &progress)?;
     output.finish()?;
     if let Some(report) = &args.report {
         let run = super::compare::SmoothRun {
             input: &args.input,
             output: &args.output,
             job: &job,
-            method: &method,
-            method_label: "naive@host",
+            method: method.as_ref(),
+            method_label: &format!("naive@{device}"),
             stats: &stats,
             quiet: args.quiet,
         };
@@ -121,7 +130,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             args.output.display(),
             job.classes.len(),
             job.kernel.size(),
-            crate::method::ClassSmoother::name(&method),
+            method.name(),
             stats.wall.as_secs_f64(),
             stats.tiles
         );

@@ -80,8 +80,21 @@ impl FromStr for Variant {
 pub struct NaiveCl {
     device: Device,
     variant: Variant,
+    shape: FastShape,
     state: Mutex<State>,
     times: TimeCounters,
+}
+
+/// How the fast variant picks its work-group shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastShape {
+    /// By device kind (the default).
+    #[default]
+    Auto,
+    /// The GPU choice on any device (tests run the GPU code paths on PoCL).
+    Gpu,
+    /// Fixed (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
+    Fixed(usize, usize, usize, bool, bool),
 }
 
 #[derive(Default)]
@@ -146,9 +159,16 @@ impl NaiveCl {
         Ok(NaiveCl {
             device,
             variant,
+            shape: FastShape::Auto,
             state: Mutex::default(),
             times: TimeCounters::default(),
         })
+    }
+
+    /// Overrides how the fast variant shapes its work-groups (studies, tests).
+    pub fn with_shape(mut self, shape: FastShape) -> Self {
+        self.shape = shape;
+        self
     }
 
     pub fn device(&self) -> &Device {
@@ -259,11 +279,16 @@ impl NaiveCl {
             }
             Variant::Fast => {
                 let tap_scan = taps.n_taps < nc;
-                let (tx, ty, py, tile_local, hist_local) = if gpu {
+                let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
+                    s
+                } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
+                    (t, y, p, tl, hl)
+                } else if gpu || self.shape == FastShape::Gpu {
                     gpu_fast_shape(k, elem, nb, budget)
                 } else {
-                    // CPU: work-items run as loops; caches do the staging.
-                    (16, 1, 4, false, false)
+                    // CPU: work-items run as loops and caches do the staging; many
+                    // outputs per item amortise clearing the histogram.
+                    (8, 1, 32, false, false)
                 };
                 let rows = ty * py;
                 let tile_bytes = if tile_local {
@@ -289,6 +314,20 @@ impl NaiveCl {
             }
         }
     }
+}
+
+/// Tuning knob for studies: `MAPFILTER_FAST_SHAPE=TX,TY,PY,TILE_LOCAL,HIST_LOCAL`
+/// (e.g. `32,4,8,1,1`) overrides the fast variant's chosen shape.
+pub const FAST_SHAPE_ENV: &str = "MAPFILTER_FAST_SHAPE";
+
+fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
+    let text = std::env::var(FAST_SHAPE_ENV).ok()?;
+    let v: Vec<usize> = text
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    (v.len() == 5 && v[..3].iter().all(|&n| n > 0))
+        .then(|| (v[0], v[1], v[2], v[3] != 0, v[4] != 0))
 }
 
 /// GPU shape of the fast variant: (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).

@@ -1,0 +1,188 @@
+//! `mapfilter bench`: times class smoothing on synthetic in-memory rasters
+//! (no GDAL, so it runs on the GPU machine's GDAL-free binary) and prints one
+//! JSON line per run. Comma lists in --size, --classes and --kernel sweep
+//! their product; `--check` compares every configuration with the host
+//! reference byte for byte and fails on the first mismatch.
+
+use crate::classes::ClassTable;
+use crate::device::DeviceChoice;
+use crate::engine::{self, MemRaster, SmoothJob};
+use crate::error::{Error, Result};
+use crate::kernel::KernelSpec;
+use crate::method::ClassSmoother;
+use crate::method::naive::NaiveHost;
+use crate::method::select::class_smoother;
+use crate::progress::Progress;
+use crate::synth::{Pattern, SynthRaster};
+use clap::Args;
+use serde_json::json;
+use tiles::Border;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Raster side(s) in pixels, comma-separated (square rasters).
+    #[arg(long, default_value = "1024")]
+    pub size: String,
+    /// Class count(s), comma-separated (1..=256).
+    #[arg(long, default_value = "16")]
+    pub classes: String,
+    /// Synthetic pattern: simplex blobs or uniformly random classes.
+    #[arg(long, value_enum, default_value_t = Pattern::Random)]
+    pub pattern: Pattern,
+    /// Kernel spec(s), `;`- or comma-separated: box:N, gaussian:SIGMA, disc:R.
+    #[arg(long, default_value = "box:15")]
+    pub kernel: String,
+    /// Method.
+    #[arg(long, default_value = "naive")]
+    pub method: String,
+    /// auto, host, cpu, gpu or a device index (default: $MAPFILTER_DEVICE or auto).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Device variant of the method (naive: fast, buffer, image, local).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Tile side in pixels.
+    #[arg(long, default_value_t = 1024)]
+    pub tile: usize,
+    /// Timed runs per configuration.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Untimed runs first (program builds, caches).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Compare with the host reference byte for byte; a mismatch is an error.
+    #[arg(long)]
+    pub check: bool,
+    /// Seed of the synthetic raster.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse().map_err(|_| {
+                Error::new(format!("--{what}: '{s}' is not a number"))
+                    .hint(format!("give --{what} as a comma-separated list"))
+            })
+        })
+        .collect()
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let sizes: Vec<usize> = list(&args.size, "size")?;
+    let class_counts: Vec<u16> = list(&args.classes, "classes")?;
+    if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
+        crate::bail!(format!("--classes {c} is outside 1..=256"));
+    }
+    let kernels: Vec<&str> = args
+        .kernel
+        .split([';', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let device = DeviceChoice::from_arg(args.device.as_deref())?;
+    let method = class_smoother(&args.method, device, args.variant.as_deref())?;
+    let variant = args.variant.clone().unwrap_or_else(|| "default".into());
+    for &size in &sizes {
+        for &classes in &class_counts {
+            let synth = SynthRaster::new(size, size, classes, args.pattern, args.seed);
+            let input = MemRaster::new(size, size, synth.to_vec());
+            let table = ClassTable::from_codes(&input.data, None)?;
+            for spec in &kernels {
+                let job = SmoothJob {
+                    class_weights: vec![1; table.len()],
+                    output_nodata: table.output_nodata(u16::MAX),
+                    kernel: spec.parse::<KernelSpec>()?.build()?,
+                    classes: table.clone(),
+                    border: Border::Same,
+                    fill_nodata: false,
+                    tile: args.tile,
+                };
+                let config = json!({
+                    "method": args.method, "variant": variant, "size": size,
+                    "classes": classes, "pattern": format!("{:?}", args.pattern).to_lowercase(),
+                    "kernel": spec, "ksize": job.kernel.size(), "tile": args.tile,
+                });
+                bench_one(&args, method.as_ref(), &input, &job, config)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bench_one(
+    args: &BenchArgs,
+    method: &dyn ClassSmoother,
+    input: &MemRaster,
+    job: &SmoothJob,
+    config: serde_json::Value,
+) -> Result<()> {
+    let run = |out: &mut MemRaster, m: &dyn ClassSmoother| {
+        engine::smooth(&mut input.clone(), out, job, m, &Progress::hidden())
+    };
+    let mut out = MemRaster::filled(input.width, input.height, 0);
+    for _ in 0..args.warmup {
+        run(&mut out, method)?;
+    }
+    let mut check = serde_json::Value::Null;
+    if args.check {
+        let mut reference = MemRaster::filled(input.width, input.height, 0);
+        run(&mut reference, &NaiveHost)?;
+        run(&mut out, method)?;
+        if let Some(i) = out
+            .data
+            .iter()
+            .zip(&reference.data)
+            .position(|(a, b)| a != b)
+        {
+            let bad = out
+                .data
+                .iter()
+                .zip(&reference.data)
+                .filter(|(a, b)| a != b)
+                .count();
+            crate::bail!(
+                format!(
+                    "MISMATCH: {} differs from the host reference in {bad} pixels, first at ({}, {}) ({} vs {}) for {config}",
+                    method.name(),
+                    i % input.width,
+                    i / input.width,
+                    out.data[i],
+                    reference.data[i]
+                ),
+                hint = "this is a bug; report the command line"
+            );
+        }
+        check = json!("identical");
+    }
+    method.take_device_times();
+    for rep in 0..args.repeat {
+        let stats = run(&mut out, method)?;
+        let times = method.take_device_times();
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let total = stats.wall.as_secs_f64() * 1e3;
+        let mut line = config.clone();
+        let fields = json!({
+            "device": method.name(),
+            "rep": rep,
+            "tiles": stats.tiles,
+            "compute_ms": stats.compute.as_secs_f64() * 1e3,
+            "kernel_ms": times.map(|t| ms(t.kernel_ns)),
+            "upload_ms": times.map(|t| ms(t.upload_ns)),
+            "download_ms": times.map(|t| ms(t.download_ns)),
+            "transfer_ms": times.map(|t| ms(t.transfer_ns())),
+            "total_ms": total,
+            "mpix_s": stats.pixels as f64 / total / 1e3,
+            "check": check,
+            "shape": std::env::var(crate::method::naive_cl::FAST_SHAPE_ENV).ok(),
+        });
+        if let (Some(l), Some(f)) = (line.as_object_mut(), fields.as_object()) {
+            l.extend(f.clone());
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
