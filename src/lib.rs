@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod interrupt;
 pub mod kernel;
+pub mod linalg;
 pub mod method;
 pub mod metrics;
 pub mod progress;

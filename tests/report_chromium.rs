@@ -72,5 +72,5 @@ fn smooth_report_and_sweep_report_render_in_chromium() {
     check(&dir.path().join("compare.html"), 3, 2);
     let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sweeps/smoke.toml");
     mapfilter(&["sweep", smoke, "--out", &p("sweep"), "-q"]);
-    check(&dir.path().join("sweep/report.html"), 0, 6);
+    check(&dir.path().join("sweep/report.html"), 0, 10);
 }

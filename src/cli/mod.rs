@@ -6,6 +6,7 @@ mod bench;
 #[cfg(feature = "gdal")]
 pub mod compare;
 mod devices;
+mod fast_args;
 #[cfg(feature = "gdal")]
 mod gen_cmd;
 #[cfg(feature = "gdal")]
@@ -32,7 +33,7 @@ pub struct Cli {
 enum Command {
     /// Smooth a classified raster with a weighted class-histogram (majority) filter.
     #[cfg(feature = "gdal")]
-    Smooth(smooth::SmoothArgs),
+    Smooth(Box<smooth::SmoothArgs>),
     /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
     #[cfg(feature = "gdal")]
     Info(info::InfoArgs),
@@ -66,7 +67,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "gdal")]
-        Command::Smooth(args) => smooth::run(args),
+        Command::Smooth(args) => smooth::run(*args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]

@@ -1,11 +1,12 @@
 //! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
 
+use super::fast_args::FastArgs;
 use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
 use crate::engine::{self, DEFAULT_TILE, SmoothJob};
 use crate::error::Result;
 use crate::kernel::KernelSpec;
-use crate::method::select::class_smoother;
+use crate::method::select::smoother_for;
 use crate::progress::Progress;
 use crate::raster::{self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec};
 use clap::{Args, ValueEnum};
@@ -47,6 +48,11 @@ pub struct SmoothArgs {
     /// Device variant of the method (naive: fast, buffer, image, local).
     #[arg(long)]
     pub variant: Option<String>,
+    #[command(flatten)]
+    pub fast: FastArgs,
+    /// Print the method chosen (and, for auto, the cost model's reasons) before running.
+    #[arg(long)]
+    pub explain: bool,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -78,7 +84,13 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
     let device = DeviceChoice::from_arg(args.device.as_deref())?;
-    let method = class_smoother("naive", device, args.variant.as_deref())?;
+    let method = smoother_for(
+        &args.fast.method,
+        device,
+        args.variant.as_deref(),
+        &kernel,
+        &args.fast.options(),
+    )?;
     raster::check_output_path(&args.input, &args.output)?;
     let mut input = ClassRaster::open(&args.input)?;
     let progress = Progress::new(args.quiet, "smooth");
@@ -93,6 +105,9 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         tile: args.tile,
     };
     let grid = job.grid(input.meta.width, input.meta.height)?;
+    if args.explain {
+        eprintln!("{}", explain(&args, &job, device, method.as_ref())?);
+    }
     let (width, height) = grid.output_size();
     let spec = OutputSpec {
         width,
@@ -118,7 +133,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             output: &args.output,
             job: &job,
             method: method.as_ref(),
-            method_label: &format!("naive@{device}"),
+            method_label: &format!("{}@{device}", args.fast.method),
             stats: &stats,
             quiet: args.quiet,
         };
@@ -134,6 +149,36 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             stats.wall.as_secs_f64(),
             stats.tiles
         );
+        if let Some(line) = method.summary() {
+            eprintln!("{}: {line}", method.name());
+        }
     }
     Ok(())
+}
+
+/// What `--explain` prints: the method, and auto's cost model for a tile
+/// holding every class of the raster.
+fn explain(
+    args: &SmoothArgs,
+    job: &SmoothJob,
+    device: DeviceChoice,
+    method: &dyn crate::method::ClassSmoother,
+) -> Result<String> {
+    let exact = if method.is_exact() {
+        "exact"
+    } else {
+        "approximate"
+    };
+    let mut text = format!("method: {} ({exact})", method.name());
+    if args.fast.method == "auto" {
+        let auto = crate::method::select::auto(
+            device,
+            args.variant.as_deref(),
+            &job.kernel,
+            &args.fast.options(),
+        )?;
+        text += "\n";
+        text += &auto.explain(job.classes.len());
+    }
+    Ok(text)
 }

@@ -8,7 +8,12 @@
 const COMMON: &str = include_str!("../../kernels/common.cl");
 
 /// Every embedded source by name (the file name without `.cl`).
-pub const SOURCES: &[(&str, &str)] = &[("naive", include_str!("../../kernels/naive.cl"))];
+pub const SOURCES: &[(&str, &str)] = &[
+    ("naive", include_str!("../../kernels/naive.cl")),
+    ("svd", include_str!("../../kernels/svd.cl")),
+    ("dct5", include_str!("../../kernels/dct5.cl")),
+    ("rank", include_str!("../../kernels/rank.cl")),
+];
 
 /// The text of embedded source `name`, with the common header, if it exists.
 pub fn source(name: &str) -> Option<String> {

@@ -5,9 +5,15 @@
 //! of GDAL, files, progress or tiling; the shared scoring rules (tie rule,
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
+pub mod auto;
+pub mod dct5;
+pub mod exact;
 pub mod naive;
 pub mod naive_cl;
 pub mod select;
+pub mod separable;
+pub mod separable_cl;
+pub mod svd;
 
 use crate::classes::NO_CLASS;
 use crate::error::Result;
@@ -67,6 +73,12 @@ pub trait ClassSmoother: Send + Sync {
 
     /// Whether the result is byte-identical to the exact baseline.
     fn is_exact(&self) -> bool;
+
+    /// A line on what the method did over the run so far (e.g. the share of
+    /// pixels the certified mode recomputed), for the run's summary.
+    fn summary(&self) -> Option<String> {
+        None
+    }
 
     /// Starts smoothing `tile` and returns a handle to wait on. Device methods
     /// enqueue upload, kernel and download and return at once, so the engine

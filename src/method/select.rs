@@ -4,14 +4,21 @@
 //! arm to [`class_smoother`] (and their variants to [`variants_of`]).
 
 use super::ClassSmoother;
+use super::auto::{Auto, Candidate, DeviceCosts, Shape};
+use super::dct5;
+use super::exact::Certified;
 use super::naive::NaiveHost;
 use super::naive_cl::{NaiveCl, Variant};
+use super::separable::{Filter, SeparableHost};
+use super::separable_cl::SeparableCl;
+use super::svd::{self, RankChoice};
 use crate::bail;
 use crate::device::DeviceChoice;
 use crate::error::Result;
+use crate::kernel::Kernel;
 
 /// Methods this build knows, for help texts and errors.
-pub const METHODS: &[&str] = &["naive"];
+pub const METHODS: &[&str] = &["naive", "svd", "dct5", "auto"];
 
 /// The variants `method` accepts on a device (the first is the default).
 pub fn variants_of(method: &str) -> &'static [&'static str] {
@@ -41,11 +48,147 @@ pub fn class_smoother(
                 Ok(Box::new(NaiveCl::new(dev, v)?))
             }
         },
+        "svd" | "dct5" | "auto" => bail!(
+            format!("method '{method}' is built for a kernel"),
+            hint = "call select::smoother_for"
+        ),
         other => bail!(
             format!("unknown method '{other}'"),
             hint = format!("methods: {}", METHODS.join(", "))
         ),
     }
+}
+
+/// Options of the fast methods: `--rank`, `--energy`, `--terms`, `--exact`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FastOptions {
+    pub rank: Option<usize>,
+    pub energy: Option<f64>,
+    pub terms: Option<usize>,
+    /// Certify fast results and recompute the rest exactly (byte-identical to naive).
+    pub exact: bool,
+}
+
+/// The smoother for `method` on `device`, built for `kernel`: naive (via
+/// [`class_smoother`]), svd, dct5, or auto (which also returns the model's
+/// explanation for a tile holding `explain_classes` classes).
+pub fn smoother_for(
+    method: &str,
+    device: DeviceChoice,
+    variant: Option<&str>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Box<dyn ClassSmoother>> {
+    Ok(match method {
+        "svd" | "dct5" => fast_smoother(method, device, kernel, fast)?.smoother,
+        "auto" => Box::new(auto(device, variant, kernel, fast)?),
+        _ => {
+            if fast.rank.is_some() || fast.energy.is_some() || fast.terms.is_some() {
+                bail!(
+                    "--rank, --energy and --terms apply to --method svd, dct5 or auto",
+                    hint = "drop them, or choose a fast method"
+                );
+            }
+            class_smoother(method, device, variant)?
+        }
+    })
+}
+
+/// svd or dct5 (certified when `fast.exact`), with its cost shape.
+fn fast_smoother(
+    method: &str,
+    device: DeviceChoice,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Candidate> {
+    let (name, plan, shape) = match method {
+        "svd" => {
+            if fast.terms.is_some() {
+                bail!(
+                    "--terms applies to dct5",
+                    hint = "svd truncates with --rank or --energy"
+                );
+            }
+            let plan = svd::plan(kernel, RankChoice::from_options(fast.rank, fast.energy)?);
+            let shape = Shape::Svd {
+                size: kernel.size(),
+                rank: plan.terms.len(),
+            };
+            (format!("svd/host (rank {})", plan.terms.len()), plan, shape)
+        }
+        _ => {
+            if fast.rank.is_some() || fast.energy.is_some() {
+                bail!(
+                    "--rank and --energy apply to svd",
+                    hint = "dct5 takes --terms K"
+                );
+            }
+            let plan = dct5::plan(kernel, fast.terms.unwrap_or(dct5::DEFAULT_TERMS))?;
+            let (terms, segment) = match &plan.terms[0].row {
+                Filter::Dct5(d) => (d.terms(), d.segment()),
+                Filter::Taps(_) => unreachable!("dct5 plans hold DCT-5 filters"),
+            };
+            let shape = Shape::Dct5 {
+                size: kernel.size(),
+                terms,
+                segment,
+            };
+            (format!("dct5/host (K={terms})"), plan, shape)
+        }
+    };
+    if let Some(dev) = device.resolve()? {
+        let cl = SeparableCl::new(dev, method, &plan, kernel, fast.exact)?;
+        return Ok(Candidate {
+            bounds: Some(cl.bounds()),
+            smoother: Box::new(cl),
+            shape,
+            certified: fast.exact,
+        });
+    }
+    let host = SeparableHost::new(name, plan, kernel);
+    let bounds = Some(host.bounds());
+    let smoother: Box<dyn ClassSmoother> = if fast.exact {
+        Box::new(Certified::new(host))
+    } else {
+        Box::new(host)
+    };
+    Ok(Candidate {
+        smoother,
+        shape,
+        bounds,
+        certified: fast.exact,
+    })
+}
+
+/// `--method auto`: naive, svd and (for Gaussian and box kernels) dct5, chosen per tile.
+pub fn auto(
+    device: DeviceChoice,
+    variant: Option<&str>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Auto> {
+    let kind = device.resolve()?.map(|d| d.info().kind);
+    let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
+    let mut candidates = vec![Candidate {
+        smoother: class_smoother("naive", device, variant)?,
+        shape: Shape::Naive { taps },
+        bounds: None,
+        certified: false,
+    }];
+    let svd_opts = FastOptions {
+        terms: None,
+        ..*fast
+    };
+    candidates.push(fast_smoother("svd", device, kernel, &svd_opts)?);
+    let dct_opts = FastOptions {
+        rank: None,
+        energy: None,
+        ..*fast
+    };
+    if let Ok(c) = fast_smoother("dct5", device, kernel, &dct_opts) {
+        candidates.push(c);
+    }
+    Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
 }
 
 #[cfg(test)]
@@ -63,5 +206,50 @@ mod tests {
             .to_string();
         assert!(e.contains("unknown naive variant 'warp'"), "{e}");
         assert_eq!(variants_of("naive")[0], "fast");
+    }
+
+    #[test]
+    fn fast_methods_and_auto() {
+        let gauss: Kernel = "gaussian:5"
+            .parse::<crate::kernel::KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let disc: Kernel = "disc:4"
+            .parse::<crate::kernel::KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let opts = FastOptions::default();
+        let m = smoother_for("dct5", DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        assert_eq!(m.name(), "dct5/host (K=3)");
+        assert!(!m.is_exact());
+        let exact = FastOptions {
+            exact: true,
+            ..opts
+        };
+        let m = smoother_for("svd", DeviceChoice::Host, None, &disc, &exact).unwrap();
+        assert!(m.is_exact() && m.name().starts_with("exact(svd/host"));
+        assert!(smoother_for("dct5", DeviceChoice::Host, None, &disc, &opts).is_err());
+        let bad = FastOptions {
+            rank: Some(2),
+            ..opts
+        };
+        assert!(smoother_for("dct5", DeviceChoice::Host, None, &gauss, &bad).is_err());
+        assert!(smoother_for("naive", DeviceChoice::Host, None, &gauss, &bad).is_err());
+        // A 31×31 Gaussian over 17 classes: dct5 beats 961 histogram updates;
+        // a 3×3 box over 17 classes: naive's 9 taps win.
+        let a = auto(DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        assert!(a.explain(17).contains("=> dct5"), "{}", a.explain(17));
+        let small: Kernel = "box:3"
+            .parse::<crate::kernel::KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let a = auto(DeviceChoice::Host, None, &small, &opts).unwrap();
+        assert!(a.explain(17).contains("=> naive"), "{}", a.explain(17));
+        // Certified candidates with a loose bound pay for their recomputation.
+        let a = auto(DeviceChoice::Host, None, &gauss, &exact).unwrap();
+        assert!(a.is_exact());
     }
 }

@@ -2,14 +2,18 @@
 //! `naive@host`, `svd@gpu`) to a [`ClassSmoother`].
 //!
 //! Names are `METHOD[:VARIANT][@DEVICE]`: `naive@host`, `naive@gpu`,
-//! `naive:local@cpu`, `naive@0`. Which methods, variants and devices exist is
+//! `naive:local@cpu`, `svd@gpu`, `dct5@host`, `auto@gpu`, `naive@0`; the
+//! variant `exact` of a fast method certifies it (`svd:exact@gpu`, the
+//! `--exact` of `smooth`). Which methods, variants and devices exist is
 //! decided by [`crate::method::select`], the one place that builds smoothers;
 //! this module only parses the names sweeps use and passes them on.
 
 use crate::bail;
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::method::{ClassSmoother, select};
+use crate::kernel::Kernel;
+use crate::method::ClassSmoother;
+use crate::method::select::{self, FastOptions};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -66,32 +70,59 @@ pub struct MethodOptions {
     pub terms: Option<usize>,
 }
 
-/// Builds the method `spec` names on its device (opening it), or says what exists.
-///
-/// `options` (rank, DCT terms) are not used by any method yet; they reach the
-/// methods that take them once [`select`] does.
-pub fn resolve(spec: &MethodSpec, _options: &MethodOptions) -> Result<Box<dyn ClassSmoother>> {
+/// Builds the method `spec` names on its device (opening it) for `kernel`,
+/// or says what exists. Rank and terms reach the fast methods only (naive
+/// ignores them, so one sweep can vary the rank for svd beside naive).
+pub fn resolve(
+    spec: &MethodSpec,
+    options: &MethodOptions,
+    kernel: &Kernel,
+) -> Result<Box<dyn ClassSmoother>> {
     let device: DeviceChoice = spec.device.parse()?;
-    select::class_smoother(&spec.method, device, spec.variant.as_deref())
+    let fast_method = spec.method != "naive";
+    let (variant, exact) = match spec.variant.as_deref() {
+        Some("exact") if fast_method => (None, true),
+        v => (v, false),
+    };
+    let fast = FastOptions {
+        rank: options
+            .rank
+            .filter(|_| spec.method == "svd" || spec.method == "auto"),
+        energy: None,
+        terms: options
+            .terms
+            .filter(|_| spec.method == "dct5" || spec.method == "auto"),
+        exact,
+    };
+    select::smoother_for(&spec.method, device, variant, kernel, &fast)
         .map_err(|e| e.context(format!("method {spec}")))
 }
 
-/// Methods built once per (name, options) and reused: opening a device and
-/// compiling its programs stays out of the timed runs and happens once.
+/// Methods built once per (name, options, kernel) and reused: opening a
+/// device and compiling its programs stays out of the timed runs.
 #[derive(Default)]
 pub struct MethodCache {
-    built: HashMap<(MethodSpec, MethodOptions), Box<dyn ClassSmoother>>,
+    built: HashMap<CacheKey, Box<dyn ClassSmoother>>,
 }
+
+/// A method as built: name, options and the kernel (side and exact weights).
+type CacheKey = (MethodSpec, MethodOptions, usize, Vec<u32>);
 
 impl MethodCache {
     pub fn get(
         &mut self,
         spec: &MethodSpec,
         options: &MethodOptions,
+        kernel: &Kernel,
     ) -> Result<&dyn ClassSmoother> {
-        let key = (spec.clone(), *options);
+        let key = (
+            spec.clone(),
+            *options,
+            kernel.size(),
+            kernel.quantised().to_vec(),
+        );
         if !self.built.contains_key(&key) {
-            let method = resolve(spec, options)?;
+            let method = resolve(spec, options, kernel)?;
             self.built.insert(key.clone(), method);
         }
         Ok(self.built[&key].as_ref())
@@ -106,15 +137,26 @@ mod tests {
     fn parses_and_resolves() {
         let s: MethodSpec = "Naive".parse().unwrap();
         assert_eq!(s.to_string(), "naive@host");
-        let m = resolve(&s, &MethodOptions::default()).unwrap();
+        let k = crate::kernel::KernelSpec::Box { size: 3 }.build().unwrap();
+        let m = resolve(&s, &MethodOptions::default(), &k).unwrap();
         assert!(m.is_exact());
+        let rank1 = MethodOptions {
+            rank: Some(1),
+            terms: None,
+        };
+        // Rank goes to svd, not to naive (which would refuse it).
+        assert!(resolve(&s, &rank1, &k).is_ok());
+        let svd = resolve(&"svd@host".parse().unwrap(), &rank1, &k).unwrap();
+        assert!(svd.name().contains("rank 1"), "{}", svd.name());
+        let exact = resolve(&"svd:exact@host".parse().unwrap(), &rank1, &k).unwrap();
+        assert!(exact.is_exact());
         let v: MethodSpec = "naive:Local@GPU".parse().unwrap();
         assert_eq!(
             (v.variant.as_deref(), v.device.as_str()),
             (Some("local"), "gpu")
         );
         assert_eq!(v.to_string(), "naive:local@gpu");
-        let e = resolve(&"warp@host".parse().unwrap(), &MethodOptions::default())
+        let e = resolve(&"warp@host".parse().unwrap(), &MethodOptions::default(), &k)
             .err()
             .unwrap();
         assert!(
@@ -124,8 +166,8 @@ mod tests {
         assert!("naive@moon".parse::<MethodSpec>().is_err());
         assert!("naive:@gpu".parse::<MethodSpec>().is_err());
         let mut cache = MethodCache::default();
-        let a = cache.get(&s, &MethodOptions::default()).unwrap() as *const _ as *const u8;
-        let b = cache.get(&s, &MethodOptions::default()).unwrap() as *const _ as *const u8;
+        let a = cache.get(&s, &MethodOptions::default(), &k).unwrap() as *const _ as *const u8;
+        let b = cache.get(&s, &MethodOptions::default(), &k).unwrap() as *const _ as *const u8;
         assert_eq!(a, b, "built once");
         assert!("@gpu".parse::<MethodSpec>().is_err());
     }

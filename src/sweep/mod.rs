@@ -455,14 +455,17 @@ impl Config {
     }
 
     fn check_methods_with(&self, cache: &mut MethodCache) -> Result<()> {
-        let names = self
-            .experiments
-            .iter()
-            .flat_map(|e| self.methods_of(e))
-            .map(|m| m.parse::<MethodSpec>())
-            .chain(self.reference_spec().transpose());
-        for spec in names {
-            cache.get(&spec?, &MethodOptions::default())?;
+        let reference = self.reference_spec()?;
+        for e in &self.experiments {
+            // Each method as it first runs in the experiment (kernel, rank, terms).
+            let point = self.settings(e, e.values[0])?.point()?;
+            let job = point.job()?;
+            for m in self.methods_of(e) {
+                cache.get(&m.parse()?, &point.options(), &job.kernel)?;
+            }
+            if let Some(r) = &reference {
+                cache.get(r, &point.options(), &job.kernel)?;
+            }
         }
         Ok(())
     }
@@ -513,12 +516,12 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
             if let Some(r) = &reference
                 && !specs.contains(r)
             {
-                let method = cache.get(r, &options)?;
+                let method = cache.get(r, &options, &job.kernel)?;
                 baseline = Some(run_once(&point, &job, method)?.0);
             }
             let mut outputs = Vec::new();
             for spec in &specs {
-                let method = cache.get(spec, &options)?;
+                let method = cache.get(spec, &options, &job.kernel)?;
                 if config.warmup {
                     run_once(&point, &job, method)?;
                 }

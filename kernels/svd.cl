@@ -1,0 +1,38 @@
+// svd: the separable passes of the svd method (src/method/svd.rs and
+// separable.rs are the plain Rust twins). Ranks are fused: pass 1 writes one
+// plane per rank in one launch, pass 2 sums every rank in registers, so no
+// rank ever returns to the host. Work-items are pixels; neighbours in x read
+// neighbouring addresses in both passes.
+// Defines: N (kernel side), RANK (kept ranks).
+
+// Pass 1: P[r][y][x] = sum_t U[r][t] * [cls[y+t][x] == cls_id], y < oh, x < w.
+__kernel void svd_cols(__global const ushort *cls, int w, int oh, ushort cls_id,
+                       __constant float *U, __global float *P) {
+    int x = get_global_id(0), y = get_global_id(1);
+    if (x >= w || y >= oh) return;
+    float acc[RANK];
+    for (int r = 0; r < RANK; r++) acc[r] = 0.0f;
+    for (int t = 0; t < N; t++) {
+        if (cls[(size_t)(y + t) * w + x] == cls_id) {
+            for (int r = 0; r < RANK; r++) acc[r] += U[r * N + t];
+        }
+    }
+    size_t plane = (size_t)w * oh;
+    for (int r = 0; r < RANK; r++) P[r * plane + (size_t)y * w + x] = acc[r];
+}
+
+// Pass 2: S[y][x] = cw * sum_r sum_t V[r][t] * P[r][y][x+t], x < ow
+// (S starts `soff` floats into the buffer: one plane per class).
+__kernel void svd_rows(__global const float *P, int w, int oh, int ow,
+                       __constant float *V, float cw, __global float *S,
+                       ulong soff) {
+    int x = get_global_id(0), y = get_global_id(1);
+    if (x >= ow || y >= oh) return;
+    size_t plane = (size_t)w * oh;
+    float acc = 0.0f;
+    for (int r = 0; r < RANK; r++) {
+        __global const float *line = P + r * plane + (size_t)y * w + x;
+        for (int t = 0; t < N; t++) acc += V[r * N + t] * line[t];
+    }
+    S[soff + (size_t)y * ow + x] = cw * acc;
+}

@@ -1,0 +1,38 @@
+//! The method options shared by `smooth` and `bench`: `--method`, and the
+//! fast methods' `--rank`, `--energy`, `--terms`, `--exact`.
+
+use crate::method::select::FastOptions;
+use clap::Args;
+
+/// The method and the fast methods' options (shared by `smooth` and `bench`).
+#[derive(Args, Debug, Clone)]
+pub struct FastArgs {
+    /// Method: naive (exact), svd (separable factors), dct5 (constant-time
+    /// Gaussian), auto (cost model per tile).
+    #[arg(long, default_value = "naive")]
+    pub method: String,
+    /// svd: keep this many ranks (default: the numerical rank).
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// svd: keep the fewest ranks holding this share of the energy Σs² (0..1].
+    #[arg(long)]
+    pub energy: Option<f64>,
+    /// dct5: cosine terms K beyond the constant one (default 3; K = R is exact).
+    #[arg(long)]
+    pub terms: Option<usize>,
+    /// Certified mode: fast scores with an error bound, uncertain pixels
+    /// recomputed exactly; byte-identical to naive.
+    #[arg(long)]
+    pub exact: bool,
+}
+
+impl FastArgs {
+    pub fn options(&self) -> FastOptions {
+        FastOptions {
+            rank: self.rank,
+            energy: self.energy,
+            terms: self.terms,
+            exact: self.exact,
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! What the fast methods share: a kernel approximated by a sum of separable
+//! terms `k̃ = Σ_r y_r ⊗ x_r` (a column filter times a row filter), applied
+//! per class as two 1-D passes, then ranked per pixel with the winner rule.
+//!
+//! The two fast methods differ only in how a 1-D pass is computed: [`svd`]
+//! applies taps directly (O(N) per pixel, several terms), [`dct5`] runs the
+//! constant-time DCT-5 recursion (O(K), one term). Both are linear, so each
+//! has an *effective* 1-D kernel, and `Σ|k̃ − q/Σq|` over the N×N window
+//! (q the quantised kernel of the exact methods) bounds the score error that
+//! approximation causes; each pass also bounds its own float rounding. The
+//! certified mode ([`exact`]) builds on those two bounds.
+//!
+//! Layout: pass 1 runs down the columns of the tile, vectorised across a
+//! whole row. Pass 2 runs along the rows in strips of [`LANES`] rows: a strip
+//! is transposed into an `x × LANES` buffer (in cache) and filtered down its
+//! columns, so both passes stream contiguous memory and pass 2 never needs a
+//! full transposed plane. The ranking is updated strip by strip, so the score
+//! of a class never exists as a plane either.
+//!
+//! [`svd`]: super::svd
+//! [`dct5`]: super::dct5
+//! [`exact`]: super::exact
+
+use super::dct5::Dct5;
+use super::{ClassTile, SmoothParams};
+use crate::classes::NO_CLASS;
+use crate::kernel::Kernel;
+use rayon::prelude::*;
+
+/// Unit roundoff of the host's working precision (f64).
+pub const HOST_UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+
+/// A row-major plane of scores.
+#[derive(Clone, Debug, Default)]
+pub struct Plane {
+    pub width: usize,
+    pub height: usize,
+    pub data: Vec<f64>,
+}
+
+impl Plane {
+    pub fn new(width: usize, height: usize) -> Self {
+        Plane {
+            width,
+            height,
+            data: vec![0.0; width * height],
+        }
+    }
+}
+
+impl Plane {
+    /// Row `r`.
+    #[inline]
+    pub fn row(&self, r: usize) -> &[f64] {
+        &self.data[r * self.width..(r + 1) * self.width]
+    }
+
+    /// Fills the plane with the indicator of `class` in `classes` (same
+    /// shape): 1 where a pixel holds the class, 0 elsewhere.
+    pub fn indicator(&mut self, classes: &[u16], class: u16) {
+        self.data
+            .par_chunks_mut(4096)
+            .zip(classes.par_chunks(4096))
+            .for_each(|(d, c)| {
+                d.iter_mut()
+                    .zip(c)
+                    .for_each(|(v, &k)| *v = f64::from(u8::from(k == class)))
+            });
+    }
+}
+
+/// A 1-D filter of odd length `2R+1` run down the columns of its input:
+/// `out[y] = Σ_t w_t · in[y + t]`, `t = 0..=2R` (correlation, centre at `t = R`).
+#[derive(Clone, Debug)]
+pub enum Filter {
+    /// Direct taps (svd's factors).
+    Taps(Vec<f64>),
+    /// The DCT-5 recursion (constant time in R).
+    Dct5(Dct5),
+}
+
+impl Filter {
+    pub fn len(&self) -> usize {
+        match self {
+            Filter::Taps(t) => t.len(),
+            Filter::Dct5(d) => 2 * d.radius() + 1,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The weights this filter applies in exact arithmetic.
+    pub fn effective(&self) -> Vec<f64> {
+        match self {
+            Filter::Taps(t) => t.clone(),
+            Filter::Dct5(d) => d.effective(),
+        }
+    }
+
+    /// L1 norm of the effective weights: bounds how input errors propagate.
+    pub fn l1(&self) -> f64 {
+        self.effective().iter().map(|w| w.abs()).sum()
+    }
+
+    /// Bound on the float rounding error of one output of this pass, for
+    /// inputs bounded by `m` in magnitude and unit roundoff `u` (input errors
+    /// excluded: they propagate through [`Filter::l1`]).
+    pub fn rounding_bound(&self, m: f64, u: f64) -> f64 {
+        match self {
+            Filter::Taps(t) => {
+                let l1: f64 = t.iter().map(|w| w.abs()).sum();
+                gamma(t.len(), u) * l1 * m
+            }
+            Filter::Dct5(d) => d.rounding_bound(m, u),
+        }
+    }
+
+    /// Output rows computed together: one row for taps, one explicitly
+    /// seeded segment for DCT-5.
+    fn block(&self) -> usize {
+        match self {
+            Filter::Taps(_) => 16,
+            Filter::Dct5(d) => d.segment(),
+        }
+    }
+
+    /// Runs the filter down the columns of `src` into `out` (`out.height`
+    /// output rows, `src` has `out.height + len − 1` rows of `out.width`),
+    /// blocks of rows in parallel.
+    pub fn apply(&self, src: &Plane, out: &mut Plane) {
+        debug_assert_eq!(src.width, out.width);
+        let w = out.width;
+        if w == 0 {
+            return;
+        }
+        out.data
+            .par_chunks_mut(self.block() * w)
+            .enumerate()
+            .for_each(|(b, o)| self.apply_rows(src, b * self.block(), o, w));
+    }
+
+    /// As [`Filter::apply`], on the calling thread.
+    pub fn apply_serial(&self, src: &Plane, out: &mut Plane) {
+        let w = out.width;
+        if w == 0 {
+            return;
+        }
+        for (b, o) in out.data.chunks_mut(self.block() * w).enumerate() {
+            self.apply_rows(src, b * self.block(), o, w);
+        }
+    }
+
+    /// Output rows `y0..y0 + o.len()/w` into `o`.
+    fn apply_rows(&self, src: &Plane, y0: usize, o: &mut [f64], w: usize) {
+        match self {
+            Filter::Taps(taps) => {
+                for (i, row) in o.chunks_mut(w).enumerate() {
+                    row.iter_mut().for_each(|v| *v = 0.0);
+                    for (t, &a) in taps.iter().enumerate() {
+                        if a != 0.0 {
+                            for (v, &s) in row.iter_mut().zip(src.row(y0 + i + t)) {
+                                *v += a * s;
+                            }
+                        }
+                    }
+                }
+            }
+            Filter::Dct5(d) => d.segment_pass(src, y0, o, w),
+        }
+    }
+}
+
+/// `γ_n = n·u / (1 − n·u)`, the classic bound of an n-term float sum.
+pub fn gamma(n: usize, u: f64) -> f64 {
+    let nu = n as f64 * u;
+    if nu >= 0.5 {
+        f64::INFINITY
+    } else {
+        nu / (1.0 - nu)
+    }
+}
+
+/// One separable term: `column` runs along y (kernel rows), `row` along x.
+#[derive(Clone, Debug)]
+pub struct Term {
+    pub column: Filter,
+    pub row: Filter,
+}
+
+/// Error bounds of a plan, in units of a normalised kernel (weights summing
+/// to 1) and a class weight of 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// Float rounding of the passes, the sum over terms and the class weighting.
+    pub rounding: f64,
+    /// `Σ|k̃ − q/Σq|`: approximation plus quantisation of the exact kernel.
+    pub approx: f64,
+}
+
+impl Bounds {
+    /// The tolerance under which two float scores count as equal (a tie) in
+    /// the approximate modes: rounding noise of a few operations, at most the
+    /// rounding bound. Kept far below the a-priori bound, which is loose, so
+    /// that real score differences are not mistaken for ties. Any value up
+    /// to [`Bounds::total`] keeps the certified mode correct.
+    pub fn tie_tolerance(&self, u: f64) -> f64 {
+        self.rounding.min(32.0 * u)
+    }
+
+    /// Bound on any score's total error.
+    pub fn total(&self) -> f64 {
+        self.rounding + self.approx
+    }
+}
+
+/// A kernel as a sum of separable terms, ready to run.
+#[derive(Clone, Debug)]
+pub struct SeparablePlan {
+    pub size: usize,
+    pub terms: Vec<Term>,
+}
+
+impl SeparablePlan {
+    /// The N×N kernel the plan applies in exact arithmetic (row-major).
+    pub fn effective_kernel(&self) -> Vec<f64> {
+        let n = self.size;
+        let mut k = vec![0.0; n * n];
+        for term in &self.terms {
+            let (c, r) = (term.column.effective(), term.row.effective());
+            for dy in 0..n {
+                for dx in 0..n {
+                    k[dy * n + dx] += c[dy] * r[dx];
+                }
+            }
+        }
+        k
+    }
+
+    /// Error bounds against the exact method's quantised `kernel`, for unit roundoff `u`.
+    pub fn bounds(&self, kernel: &Kernel, u: f64) -> Bounds {
+        let q = kernel.quantised();
+        let q_sum: f64 = q.iter().map(|&v| v as f64).sum();
+        let eff = self.effective_kernel();
+        let mut approx: f64 = eff
+            .iter()
+            .zip(q)
+            .map(|(k, &q)| (k - q as f64 / q_sum).abs())
+            .sum();
+        // The f64 evaluation of that sum itself is accurate to far better than this slack.
+        let a_max: f64 = self.terms.iter().map(|t| t.column.l1() * t.row.l1()).sum();
+        approx += 8.0 * (eff.len() as f64) * HOST_UNIT_ROUNDOFF * (a_max + 1.0);
+        let mut rounding = 0.0;
+        for t in &self.terms {
+            let e1 = t.column.rounding_bound(1.0, u);
+            let m2 = t.column.l1() + e1;
+            rounding += t.row.l1() * e1 + t.row.rounding_bound(m2, u);
+        }
+        // Sum over terms, class weight (rounded, then multiplied), margin subtraction.
+        rounding += gamma(self.terms.len(), u) * a_max;
+        rounding += 4.0 * u * (a_max + rounding);
+        Bounds {
+            rounding: rounding * 1.01,
+            approx,
+        }
+    }
+
+    /// Scores every class of the tile and ranks them per pixel.
+    /// `tau` is the float tolerance under which two scores count as equal.
+    pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64) -> Ranking {
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        let h = tile.halo;
+        let mut ranking = Ranking::new(ow, oh, tau, |x, y| {
+            tile.classes[(y + h) * tile.width + x + h]
+        });
+        if ow == 0 || oh == 0 {
+            return ranking;
+        }
+        let wmax = params
+            .class_weights
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        // The tile may carry a wider halo than the kernel needs.
+        let skip = h - self.size / 2;
+        let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
+        let span = ow + self.size - 1;
+        let mut planes: Vec<Plane> = self
+            .terms
+            .iter()
+            .map(|_| Plane::new(tile.width, oh))
+            .collect();
+        let mut indicator = Plane::new(tile.width, rows.len() / tile.width);
+        for c in 0..tile.n_classes {
+            indicator.indicator(rows, c as u16);
+            for (term, plane) in self.terms.iter().zip(&mut planes) {
+                term.column.apply(&indicator, plane);
+            }
+            let weight = params.class_weights[c] as f64 / wmax;
+            let planes = &planes;
+            ranking
+                .slots
+                .par_chunks_mut(ow * LANES)
+                .enumerate()
+                .for_each_init(
+                    || {
+                        (
+                            Plane::new(LANES, span),
+                            Plane::new(LANES, ow),
+                            vec![0.0; ow * LANES],
+                        )
+                    },
+                    |(strip, out, acc), (s, slots)| {
+                        let y0 = s * LANES;
+                        let lanes = LANES.min(oh - y0);
+                        acc.iter_mut().for_each(|a| *a = 0.0);
+                        for (term, plane) in self.terms.iter().zip(planes) {
+                            for j in 0..lanes {
+                                let row = &plane.row(y0 + j)[skip..skip + span];
+                                for (x, &v) in row.iter().enumerate() {
+                                    strip.data[x * LANES + j] = v;
+                                }
+                            }
+                            term.row.apply_serial(strip, out);
+                            acc.iter_mut().zip(&out.data).for_each(|(a, o)| *a += o);
+                        }
+                        for (slot, &score) in slots.iter_mut().zip(acc.iter()) {
+                            slot.update(c as u16, weight * score, tau);
+                        }
+                    },
+                );
+        }
+        ranking
+    }
+}
+
+/// Output rows ranked together in pass 2.
+pub const LANES: usize = 8;
+
+/// What the ranking keeps per pixel.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The largest and second largest score (0 stands for "no class").
+    top: f64,
+    second: f64,
+    /// The winner by the tie rule, with its score.
+    winner_score: f64,
+    centre_score: f64,
+    winner: u16,
+    centre: u16,
+}
+
+impl Slot {
+    /// Folds in class `c`'s weighted score `s`. Classes arrive in ascending
+    /// order, so keeping the earlier winner unless beaten by more than `tau`
+    /// is the smallest-index tie rule.
+    #[inline]
+    fn update(&mut self, c: u16, s: f64, tau: f64) {
+        // Branch-free: on scattered data every comparison is a coin toss.
+        self.second = self.second.max(self.top.min(s));
+        self.top = self.top.max(s);
+        let better = s > self.winner_score + tau;
+        self.winner_score = if better { s } else { self.winner_score };
+        self.winner = if better { c } else { self.winner };
+        self.centre_score = if self.centre == c {
+            s
+        } else {
+            self.centre_score
+        };
+    }
+}
+
+/// Per-pixel ranking of float scores, stored strip by strip
+/// (`LANES` rows per strip, pixel-major inside a strip).
+#[derive(Clone, Debug)]
+pub struct Ranking {
+    pub ow: usize,
+    pub oh: usize,
+    tau: f64,
+    slots: Vec<Slot>,
+}
+
+impl Ranking {
+    fn new(ow: usize, oh: usize, tau: f64, centre: impl Fn(usize, usize) -> u16) -> Self {
+        let strips = oh.div_ceil(LANES);
+        let mut slots = vec![
+            Slot {
+                top: 0.0,
+                second: 0.0,
+                winner_score: 0.0,
+                centre_score: f64::NEG_INFINITY,
+                winner: NO_CLASS,
+                centre: NO_CLASS,
+            };
+            strips * LANES * ow
+        ];
+        for y in 0..oh {
+            for x in 0..ow {
+                slots[Self::index(ow, x, y)].centre = centre(x, y);
+            }
+        }
+        Ranking { ow, oh, tau, slots }
+    }
+
+    #[inline]
+    fn index(ow: usize, x: usize, y: usize) -> usize {
+        (y / LANES) * ow * LANES + x * LANES + y % LANES
+    }
+
+    /// The class at output pixel `(x, y)` by the winner rule on float
+    /// scores: the best score (ties within `tau` go to the centre class, else
+    /// the smallest index); no score above `tau`, or a nodata centre unless
+    /// `fill_nodata`, gives [`NO_CLASS`].
+    pub fn decide(&self, x: usize, y: usize, nodata: u16, fill_nodata: bool) -> u16 {
+        let s = &self.slots[Self::index(self.ow, x, y)];
+        if s.centre == nodata && !fill_nodata {
+            return NO_CLASS;
+        }
+        if s.winner != NO_CLASS && s.centre != nodata && s.centre_score >= s.winner_score - self.tau
+        {
+            return s.centre;
+        }
+        s.winner
+    }
+
+    /// Whether the winner at `(x, y)` is provably the exact one given a bound
+    /// `eps` on every score's error: the margin over the runner-up (or over
+    /// "no class", score 0) exceeds `2·eps`.
+    pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
+        let s = &self.slots[Self::index(self.ow, x, y)];
+        (s.centre == nodata && !fill_nodata) || s.top - s.second > 2.0 * eps
+    }
+
+    /// Writes the decisions in row-major output order.
+    pub fn write(&self, out: &mut [u16], nodata: u16, fill_nodata: bool) {
+        if self.ow == 0 {
+            return;
+        }
+        out.par_chunks_mut(self.ow)
+            .enumerate()
+            .for_each(|(y, row)| {
+                for (x, v) in row.iter_mut().enumerate() {
+                    *v = self.decide(x, y, nodata, fill_nodata);
+                }
+            });
+    }
+}
+
+/// A fast method on the host: a plan, its bounds, and the float winner rule.
+#[derive(Clone, Debug)]
+pub struct SeparableHost {
+    name: String,
+    plan: SeparablePlan,
+    bounds: Bounds,
+}
+
+impl SeparableHost {
+    /// Wraps `plan` (built for `kernel`) under `name`.
+    pub fn new(name: impl Into<String>, plan: SeparablePlan, kernel: &Kernel) -> Self {
+        let bounds = plan.bounds(kernel, HOST_UNIT_ROUNDOFF);
+        SeparableHost {
+            name: name.into(),
+            plan,
+            bounds,
+        }
+    }
+
+    pub fn plan(&self) -> &SeparablePlan {
+        &self.plan
+    }
+
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
+    }
+
+    /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
+    pub fn rank(&self, tile: &ClassTile, params: &SmoothParams) -> Ranking {
+        self.plan
+            .rank(tile, params, self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF))
+    }
+}
+
+impl super::ClassSmoother for SeparableHost {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn is_exact(&self) -> bool {
+        false
+    }
+
+    fn smooth(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        out: &mut [u16],
+    ) -> crate::error::Result<()> {
+        self.rank(tile, params)
+            .write(out, tile.nodata(), params.fill_nodata);
+        Ok(())
+    }
+}

@@ -1,0 +1,382 @@
+//! The fast methods on an OpenCL device (`kernels/svd.cl`, `kernels/dct5.cl`,
+//! `kernels/rank.cl`), twins of [`SeparableHost`](super::separable::SeparableHost).
+//!
+//! Per tile: the class tile goes up once; per class, pass 1 (down columns)
+//! and pass 2 (along rows, times the class weight) write that class's score
+//! plane; svd fuses its ranks inside both passes, so no rank returns to the
+//! host. One ranking launch picks the winners and flags the pixels whose
+//! margin is not certified; winners and flags come down together. In f32 the
+//! plan's bounds are recomputed with the f32 unit roundoff (taps rounded to
+//! f32 first, so the effective kernel is what the device applies). With
+//! `--exact` the flagged pixels are recomputed on the host with the naive
+//! method's integer arithmetic, so the result is byte-identical to naive.
+
+use super::dct5::Dct5;
+use super::naive::{exact_pixel, taps};
+use super::separable::{Bounds, Filter, SeparablePlan};
+use super::{ClassSmoother, ClassTile, SmoothParams};
+use crate::bail;
+use crate::device::{
+    Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
+    DeviceTimes, Queue, TimeCounters, event_ns,
+};
+use crate::error::Result;
+use crate::kernel::Kernel;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Unit roundoff of the device's working precision (f32).
+pub const DEVICE_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
+
+/// Device segment of dct5: `max(32, 2·(2R+1))` outputs per work-item, so
+/// seeding costs the same share whatever σ and a 4096-pixel line still
+/// splits into enough work-items.
+pub fn device_segment(r: usize) -> usize {
+    (2 * (2 * r + 1)).max(32)
+}
+
+/// The plan as the device runs it: taps rounded to f32, dct5 segments of
+/// [`device_segment`].
+pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
+    let conv = |f: &Filter| match f {
+        Filter::Taps(t) => Filter::Taps(t.iter().map(|&v| v as f32 as f64).collect()),
+        Filter::Dct5(d) => Filter::Dct5(d.clone().with_segment(device_segment(d.radius()))),
+    };
+    SeparablePlan {
+        size: plan.size,
+        terms: plan
+            .terms
+            .iter()
+            .map(|t| super::separable::Term {
+                column: conv(&t.column),
+                row: conv(&t.row),
+            })
+            .collect(),
+    }
+}
+
+/// What the kernels need, flattened to f32.
+enum Shape {
+    Svd {
+        u: Vec<f32>,
+        v: Vec<f32>,
+        rank: usize,
+    },
+    Dct5 {
+        g: Vec<f32>,
+        cosv: Vec<f32>,
+        terms: usize,
+        segment: usize,
+    },
+}
+
+/// A fast method on one OpenCL device; certified when `exact`.
+pub struct SeparableCl {
+    device: Device,
+    name: String,
+    size: usize,
+    shape: Shape,
+    bounds: Bounds,
+    exact: bool,
+    times: TimeCounters,
+    pixels: AtomicU64,
+    recomputed: AtomicU64,
+}
+
+impl SeparableCl {
+    /// `plan` (host form) for `kernel` on `device`, named `name` (e.g. "dct5").
+    pub fn new(
+        device: Device,
+        name: &str,
+        plan: &SeparablePlan,
+        kernel: &Kernel,
+        exact: bool,
+    ) -> Result<Self> {
+        let plan = device_plan(plan);
+        let bounds = plan.bounds(kernel, DEVICE_UNIT_ROUNDOFF);
+        let shape = match &plan.terms[0].row {
+            Filter::Dct5(d) => dct5_shape(d, plan.terms.len())?,
+            Filter::Taps(_) => {
+                let flat = |pick: fn(&super::separable::Term) -> &Filter| -> Vec<f32> {
+                    plan.terms
+                        .iter()
+                        .flat_map(|t| match pick(t) {
+                            Filter::Taps(v) => v.iter().map(|&x| x as f32).collect::<Vec<_>>(),
+                            Filter::Dct5(_) => Vec::new(),
+                        })
+                        .collect()
+                };
+                Shape::Svd {
+                    u: flat(|t| &t.column),
+                    v: flat(|t| &t.row),
+                    rank: plan.terms.len(),
+                }
+            }
+        };
+        let detail = match &shape {
+            Shape::Svd { rank, .. } => format!("rank {rank}"),
+            Shape::Dct5 { terms, .. } => format!("K={}", terms - 1),
+        };
+        let base = format!("{name}/{} ({detail})", device.info().name);
+        let me = SeparableCl {
+            name: if exact {
+                format!("exact({base})")
+            } else {
+                base
+            },
+            size: plan.size,
+            shape,
+            bounds,
+            exact,
+            device,
+            times: TimeCounters::default(),
+            pixels: AtomicU64::new(0),
+            recomputed: AtomicU64::new(0),
+        };
+        // Build the programs now: a compiler error surfaces here, not mid-run.
+        me.device.program(me.source(), &me.options())?;
+        me.device.program("rank", &BuildOptions::new())?;
+        Ok(me)
+    }
+
+    pub fn bounds(&self) -> Bounds {
+        self.bounds
+    }
+
+    fn source(&self) -> &'static str {
+        match self.shape {
+            Shape::Svd { .. } => "svd",
+            Shape::Dct5 { .. } => "dct5",
+        }
+    }
+
+    fn options(&self) -> BuildOptions {
+        match &self.shape {
+            Shape::Svd { rank, .. } => BuildOptions::new()
+                .define("N", self.size)
+                .define("RANK", rank),
+            Shape::Dct5 { terms, segment, .. } => BuildOptions::new()
+                .define("R", self.size / 2)
+                .define("NT", terms)
+                .define("SEG", segment),
+        }
+    }
+}
+
+fn dct5_shape(d: &Dct5, terms: usize) -> Result<Shape> {
+    if terms != 1 {
+        bail!("a dct5 plan has exactly one separable term");
+    }
+    let n = 2 * d.radius() + 1;
+    Ok(Shape::Dct5 {
+        g: d.coeffs().iter().map(|&g| g as f32).collect(),
+        cosv: (0..n)
+            .map(|j| (2.0 * std::f64::consts::PI * j as f64 / n as f64).cos() as f32)
+            .collect(),
+        terms: d.terms() + 1,
+        segment: d.segment(),
+    })
+}
+
+impl ClassSmoother for SeparableCl {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn is_exact(&self) -> bool {
+        self.exact
+    }
+
+    fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        if ow == 0 || oh == 0 {
+            return Ok(());
+        }
+        if tile.halo != self.size / 2 {
+            bail!(format!(
+                "{}: the tile halo {} differs from the kernel radius {}",
+                self.name,
+                tile.halo,
+                self.size / 2
+            ));
+        }
+        let dev = &self.device;
+        let w = tile.width;
+        let classes = tile.n_classes;
+        let t0 = Instant::now();
+        let cls = dev.buffer_from(tile.classes, CL_MEM_READ_ONLY)?;
+        let upload_ns = t0.elapsed().as_nanos() as u64;
+        let terms = match self.shape {
+            Shape::Svd { rank, .. } => rank,
+            Shape::Dct5 { .. } => 1,
+        };
+        let p = dev.buffer::<f32>(terms * w * oh, CL_MEM_READ_WRITE)?;
+        let s = dev.buffer::<f32>(classes.max(1) * ow * oh, CL_MEM_READ_WRITE)?;
+        let winners = dev.buffer::<u16>(ow * oh, CL_MEM_WRITE_ONLY)?;
+        let flags = dev.buffer::<u8>(ow * oh, CL_MEM_WRITE_ONLY)?;
+        let opts = self.options();
+        let wmax = params
+            .class_weights
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let mut events = Vec::with_capacity(2 * classes + 1);
+        let (wi, ohi, owi) = (w as i32, oh as i32, ow as i32);
+        match &self.shape {
+            Shape::Svd { u, v, .. } => {
+                let ub = dev.buffer_from(u, CL_MEM_READ_ONLY)?;
+                let vb = dev.buffer_from(v, CL_MEM_READ_ONLY)?;
+                let cols = dev.kernel("svd", &opts, "svd_cols")?;
+                let rows = dev.kernel("svd", &opts, "svd_rows")?;
+                for c in 0..classes {
+                    let cw = (params.class_weights[c] as f64 / wmax) as f32;
+                    Args::new(&cols)
+                        .mem(&cls)
+                        .scalar(wi)
+                        .scalar(ohi)
+                        .scalar(c as u16)
+                        .mem(&ub)
+                        .mem(&p)
+                        .done()?;
+                    let e1 = dev.launch(Queue::Compute, &cols, &[w, oh], None, &[])?;
+                    let sc = (c * ow * oh) as u64;
+                    Args::new(&rows)
+                        .mem(&p)
+                        .scalar(wi)
+                        .scalar(ohi)
+                        .scalar(owi)
+                        .mem(&vb)
+                        .scalar(cw)
+                        .mem(&s)
+                        .scalar(sc)
+                        .done()?;
+                    let e2 = dev.launch(Queue::Compute, &rows, &[ow, oh], None, &[])?;
+                    events.extend([e1, e2]);
+                }
+            }
+            Shape::Dct5 {
+                g, cosv, segment, ..
+            } => {
+                let gb = dev.buffer_from(g, CL_MEM_READ_ONLY)?;
+                let cb = dev.buffer_from(cosv, CL_MEM_READ_ONLY)?;
+                let cols = dev.kernel("dct5", &opts, "dct5_cols")?;
+                let rows = dev.kernel("dct5", &opts, "dct5_rows")?;
+                for c in 0..classes {
+                    let cw = (params.class_weights[c] as f64 / wmax) as f32;
+                    Args::new(&cols)
+                        .mem(&cls)
+                        .scalar(wi)
+                        .scalar(ohi)
+                        .scalar(c as u16)
+                        .mem(&gb)
+                        .mem(&cb)
+                        .mem(&p)
+                        .done()?;
+                    let e1 = dev.launch(
+                        Queue::Compute,
+                        &cols,
+                        &[w, oh.div_ceil(*segment)],
+                        None,
+                        &[],
+                    )?;
+                    let sc = (c * ow * oh) as u64;
+                    Args::new(&rows)
+                        .mem(&p)
+                        .scalar(wi)
+                        .scalar(ohi)
+                        .scalar(owi)
+                        .mem(&gb)
+                        .mem(&cb)
+                        .scalar(cw)
+                        .mem(&s)
+                        .scalar(sc)
+                        .done()?;
+                    let e2 = dev.launch(
+                        Queue::Compute,
+                        &rows,
+                        &[oh, ow.div_ceil(*segment)],
+                        None,
+                        &[],
+                    )?;
+                    events.extend([e1, e2]);
+                }
+            }
+        }
+        let rank = dev.kernel("rank", &BuildOptions::new(), "rank_scores")?;
+        let eps = self.bounds.total();
+        Args::new(&rank)
+            .mem(&s)
+            .scalar(classes as i32)
+            .scalar(owi)
+            .scalar(ohi)
+            .mem(&cls)
+            .scalar(wi)
+            .scalar(tile.halo as i32)
+            .scalar(params.fill_nodata as i32)
+            .scalar(self.bounds.tie_tolerance(DEVICE_UNIT_ROUNDOFF) as f32)
+            .scalar((2.0 * eps) as f32)
+            .mem(&winners)
+            .mem(&flags)
+            .done()?;
+        events.push(dev.launch(Queue::Compute, &rank, &[ow, oh], None, &[])?);
+        let t1 = Instant::now();
+        dev.download(&winners, out)?;
+        let mut uncertain = vec![0u8; ow * oh];
+        if self.exact {
+            dev.download(&flags, &mut uncertain)?;
+        }
+        // The download waited for every kernel: their events are complete.
+        let kernel_ns: u64 = events.iter().map(event_ns).sum();
+        let download_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(kernel_ns);
+        self.times.add(DeviceTimes {
+            upload_ns,
+            kernel_ns,
+            download_ns,
+        });
+        if self.exact {
+            let taps = taps(tile, params);
+            let redone: u64 = out
+                .par_chunks_mut(ow)
+                .zip(uncertain.par_chunks(ow))
+                .enumerate()
+                .map(|(y, (row, flag))| {
+                    let mut acc = vec![0u32; classes + 1];
+                    let mut n = 0;
+                    for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
+                        if f != 0 {
+                            *v = exact_pixel(tile, params, &taps, x, y, &mut acc);
+                            n += 1;
+                        }
+                    }
+                    n
+                })
+                .sum();
+            self.recomputed.fetch_add(redone, Ordering::Relaxed);
+        }
+        self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn take_device_times(&self) -> Option<DeviceTimes> {
+        Some(self.times.take())
+    }
+
+    fn summary(&self) -> Option<String> {
+        if !self.exact {
+            return None;
+        }
+        let (r, p) = (
+            self.recomputed.load(Ordering::Relaxed),
+            self.pixels.load(Ordering::Relaxed),
+        );
+        Some(format!(
+            "certified {} of {p} pixels, recomputed {r} exactly ({:.3} %), ε = {:.3e}",
+            p - r,
+            100.0 * r as f64 / p.max(1) as f64,
+            self.bounds.total()
+        ))
+    }
+}
