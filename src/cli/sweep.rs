@@ -3,7 +3,7 @@
 //! is in every build, the `--no-default-features` one for GPU machines too.
 
 use crate::error::Result;
-use crate::sweep::{self, Config};
+use crate::sweep::{self, Config, Event};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -40,9 +40,12 @@ pub fn run(args: SweepArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let result = sweep::run(&config, |r, i, n| {
-        if !args.quiet {
-            eprintln!(
+    let result = sweep::run(&config, |event, i, n| {
+        if args.quiet {
+            return;
+        }
+        match event {
+            Event::Finished(r) => eprintln!(
                 "[{i}/{n}] {} {}={} {}: {:.4} s, agreement {}",
                 r.experiment,
                 r.variable.name(),
@@ -51,7 +54,15 @@ pub fn run(args: SweepArgs) -> Result<()> {
                 r.seconds,
                 r.agreement_percent
                     .map_or("–".into(), |a| format!("{a:.4} %"))
-            );
+            ),
+            Event::Failed(f) => eprintln!(
+                "[{i}/{n}] {} {}={} {}: FAILED: {}",
+                f.experiment,
+                f.variable.name(),
+                f.value,
+                f.method,
+                f.error
+            ),
         }
     })?;
     let files = sweep::output::write_all(&result, &args.out)?;
@@ -59,6 +70,16 @@ pub fn run(args: SweepArgs) -> Result<()> {
         for f in files {
             eprintln!("wrote {}", f.display());
         }
+    }
+    if !result.failures.is_empty() {
+        crate::bail!(
+            format!(
+                "{} of {} runs failed (listed in results.json and report.html)",
+                result.failures.len(),
+                config.runs()
+            ),
+            hint = "the other runs' results were written"
+        );
     }
     Ok(())
 }

@@ -77,6 +77,25 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
         m.host_threads,
         escape(&m.mapfilter_version)
     );
+    if !result.failures.is_empty() {
+        body.push_str("<h2>Failed runs</h2>");
+        let rows: Vec<Vec<String>> = result
+            .failures
+            .iter()
+            .map(|f| {
+                vec![
+                    escape(&f.experiment),
+                    format!("{}={}", f.variable.name(), f.value),
+                    escape(&f.method),
+                    escape(&f.error),
+                ]
+            })
+            .collect();
+        body.push_str(&page::table(
+            &["experiment", "point", "method", "error"],
+            &rows,
+        ));
+    }
     for e in &c.experiments {
         let records: Vec<&Record> = result
             .records

@@ -372,6 +372,7 @@ pub struct SweepResult {
     pub config: Config,
     pub machine: Machine,
     pub records: Vec<Record>,
+    pub failures: Vec<Failure>,
 }
 
 /// What the sweep ran on.
@@ -494,13 +495,35 @@ impl Config {
     }
 }
 
-/// Runs every experiment of `config`, reporting each finished run to `log`.
-pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Result<SweepResult> {
+/// What [`run`] reports as it goes.
+pub enum Event<'a> {
+    /// A method finished a point.
+    Finished(&'a Record),
+    /// A method failed at a point (the sweep goes on without it).
+    Failed(&'a Failure),
+}
+
+/// A run that failed: an overnight sweep keeps going and says which.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    pub experiment: String,
+    pub variable: Variable,
+    pub value: usize,
+    pub method: String,
+    pub error: String,
+}
+
+/// Runs every experiment of `config`, reporting each run to `log` with its
+/// number and the total. A method failing at one point (out of device memory,
+/// say) is recorded as a [`Failure`] and the sweep goes on; a config naming a
+/// method this build or machine lacks fails before anything runs.
+pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<SweepResult> {
     let mut cache = MethodCache::default();
     config.check_methods_with(&mut cache)?;
     let reference = config.reference_spec()?;
     let total = config.runs();
-    let mut records = Vec::new();
+    let (mut records, mut failures) = (Vec::new(), Vec::new());
+    let mut done = 0;
     for e in &config.experiments {
         for &value in &e.values {
             let point = config.settings(e, value)?.point()?;
@@ -511,33 +534,50 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
                 .iter()
                 .map(|m| m.parse::<MethodSpec>())
                 .collect::<Result<Vec<_>>>()?;
+            let mut fail = |spec: &MethodSpec, err: Error, done: usize| {
+                let f = Failure {
+                    experiment: e.name.clone(),
+                    variable: e.vary,
+                    value,
+                    method: spec.to_string(),
+                    error: err.to_string(),
+                };
+                log(Event::Failed(&f), done, total);
+                failures.push(f);
+            };
             // The reference output: reused from the methods when listed there.
             let mut baseline: Option<MemRaster> = None;
             if let Some(r) = &reference
                 && !specs.contains(r)
             {
-                let method = cache.get(r, &options, &job.kernel)?;
-                baseline = Some(run_once(&point, &job, method)?.0);
+                let made = cache
+                    .get(r, &options, &job.kernel)
+                    .and_then(|m| run_once(&point, &job, m));
+                match made {
+                    Ok((out, _)) => baseline = Some(out),
+                    Err(err) => fail(r, err, done),
+                }
             }
             let mut outputs = Vec::new();
             for spec in &specs {
-                let method = cache.get(spec, &options, &job.kernel)?;
-                if config.warmup {
-                    run_once(&point, &job, method)?;
+                let timed = cache.get(spec, &options, &job.kernel).and_then(|m| {
+                    Ok((
+                        (m.name(), m.is_exact()),
+                        time_method(config, &point, &job, m)?,
+                    ))
+                });
+                match timed {
+                    Ok((about, (times, output))) => {
+                        if Some(spec) == reference.as_ref() && baseline.is_none() {
+                            baseline = Some(output.clone());
+                        }
+                        outputs.push((spec, about, times, output));
+                    }
+                    Err(err) => {
+                        done += 1;
+                        fail(spec, err, done);
+                    }
                 }
-                let mut times = Vec::new();
-                let mut output = None;
-                for _ in 0..config.repeats {
-                    let (out, stats) = run_once(&point, &job, method)?;
-                    times.push((stats.wall, stats.compute));
-                    output = Some(out);
-                }
-                let output = output.expect("repeats ≥ 1");
-                if Some(spec) == reference.as_ref() && baseline.is_none() {
-                    baseline = Some(output.clone());
-                }
-                let about = (method.name(), method.is_exact());
-                outputs.push((spec, about, times, output));
             }
             for (spec, about, times, output) in outputs {
                 let (agreement, kappa) = match &baseline {
@@ -547,7 +587,8 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
                 let record = make_record(
                     e, value, &point, &job, spec, about, &times, agreement, kappa,
                 );
-                log(&record, records.len() + 1, total);
+                done += 1;
+                log(Event::Finished(&record), done, total);
                 records.push(record);
             }
         }
@@ -556,7 +597,29 @@ pub fn run(config: &Config, mut log: impl FnMut(&Record, usize, usize)) -> Resul
         config: config.clone(),
         machine: Machine::this(),
         records,
+        failures,
     })
+}
+
+/// The optional warm-up and the timed repeats of one method at one point:
+/// (wall, compute) per repeat and the last output.
+fn time_method(
+    config: &Config,
+    point: &Point,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+) -> Result<(Vec<(Duration, Duration)>, MemRaster)> {
+    if config.warmup {
+        run_once(point, job, method)?;
+    }
+    let mut times = Vec::new();
+    let mut output = None;
+    for _ in 0..config.repeats {
+        let (out, stats) = run_once(point, job, method)?;
+        times.push((stats.wall, stats.compute));
+        output = Some(out);
+    }
+    Ok((times, output.expect("repeats ≥ 1")))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -692,7 +755,8 @@ mod tests {
     fn exact_reference_agrees_fully() {
         let c = Config::parse(CONFIG).unwrap();
         let mut seen = 0;
-        let r = run(&c, |_, i, n| {
+        let r = run(&c, |ev, i, n| {
+            assert!(matches!(ev, Event::Finished(_)));
             seen = i;
             assert_eq!(n, 4);
         })
@@ -705,5 +769,32 @@ mod tests {
         }
         assert_eq!(r.records[1].width, 32);
         assert_eq!(r.records[3].kernel_side, 5);
+    }
+
+    /// A point that fails (a kernel larger than the image under border
+    /// `valid`) is recorded and the sweep goes on.
+    #[test]
+    fn failed_points_are_recorded_and_skipped() {
+        let text = CONFIG
+            .replace(
+                "classes = 3",
+                "classes = 3\nborder = \"valid\"\nkernel_size = 21",
+            )
+            .replace("kernel_size = 3\n", "");
+        let c = Config::parse(&text).unwrap();
+        let mut failed = 0;
+        let r = run(&c, |ev, _, _| {
+            if let Event::Failed(f) = ev {
+                assert!(f.error.contains("kernel"), "{}", f.error);
+                failed += 1;
+            }
+        })
+        .unwrap();
+        // size 16 < 21 fails, size 32 runs; the kernel_size experiment (24²) runs.
+        assert_eq!(failed, 1);
+        assert_eq!(r.failures.len(), 1);
+        assert_eq!((r.failures[0].value, r.records.len()), (16, 3));
+        let html = crate::report::sweep::to_html(&r).unwrap();
+        assert!(html.contains("Failed runs"));
     }
 }
