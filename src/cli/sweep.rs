@@ -40,7 +40,15 @@ pub fn run(args: SweepArgs) -> Result<()> {
         );
         return Ok(());
     }
+    let mut saved = Ok(());
     let result = sweep::run(&config, |event, i, n| {
+        if let Event::Checkpoint(so_far) = event {
+            // Each finished experiment is on disk at once: a sweep cut short keeps them.
+            if saved.is_ok() {
+                saved = sweep::output::write_all(so_far, &args.out).map(|_| ());
+            }
+            return;
+        }
         if args.quiet {
             return;
         }
@@ -63,8 +71,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
                 f.method,
                 f.error
             ),
+            Event::Checkpoint(_) => {}
         }
     })?;
+    saved?;
     let files = sweep::output::write_all(&result, &args.out)?;
     if !args.quiet {
         for f in files {

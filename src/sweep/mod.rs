@@ -501,6 +501,9 @@ pub enum Event<'a> {
     Finished(&'a Record),
     /// A method failed at a point (the sweep goes on without it).
     Failed(&'a Failure),
+    /// An experiment is complete: everything measured so far, to save in
+    /// case a later one is cut short (a time limit, a crash).
+    Checkpoint(&'a SweepResult),
 }
 
 /// A run that failed: an overnight sweep keeps going and says which.
@@ -592,6 +595,13 @@ pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<
                 records.push(record);
             }
         }
+        let so_far = SweepResult {
+            config: config.clone(),
+            machine: Machine::this(),
+            records: records.clone(),
+            failures: failures.clone(),
+        };
+        log(Event::Checkpoint(&so_far), done, total);
     }
     Ok(SweepResult {
         config: config.clone(),
@@ -755,13 +765,18 @@ mod tests {
     fn exact_reference_agrees_fully() {
         let c = Config::parse(CONFIG).unwrap();
         let mut seen = 0;
+        let mut checkpoints = Vec::new();
         let r = run(&c, |ev, i, n| {
-            assert!(matches!(ev, Event::Finished(_)));
-            seen = i;
+            match ev {
+                Event::Finished(_) => seen = i,
+                Event::Checkpoint(so_far) => checkpoints.push(so_far.records.len()),
+                Event::Failed(f) => panic!("{}", f.error),
+            }
             assert_eq!(n, 4);
         })
         .unwrap();
         assert_eq!(seen, 4);
+        assert_eq!(checkpoints, [2, 4]);
         assert_eq!(r.records.len(), 4);
         for rec in &r.records {
             assert_eq!(rec.agreement_percent, Some(100.0));
