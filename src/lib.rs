@@ -20,9 +20,12 @@ pub mod kernel;
 pub mod linalg;
 pub mod method;
 pub mod pipeline;
+pub mod metrics;
 pub mod progress;
 #[cfg(feature = "gdal")]
 pub mod raster;
+pub mod report;
+pub mod sweep;
 pub mod synth;
 
 pub use error::{Error, Result};

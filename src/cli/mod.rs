@@ -4,6 +4,8 @@
 
 mod bench;
 mod bench_filter;
+#[cfg(feature = "gdal")]
+pub mod compare;
 mod devices;
 mod fast_args;
 #[cfg(feature = "gdal")]
@@ -16,6 +18,7 @@ mod histogram;
 mod info;
 #[cfg(feature = "gdal")]
 mod smooth;
+mod sweep;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -50,6 +53,11 @@ enum Command {
     Histogram(histogram::HistogramArgs),
     /// Time image ops on a synthetic in-memory image (no GDAL needed): JSON lines.
     BenchFilter(bench_filter::BenchFilterArgs),
+    /// Compare a candidate class raster with a reference: agreement, kappa, confusion, per-class IoU and area change, mismatch raster, reports.
+    #[cfg(feature = "gdal")]
+    Compare(compare::CompareArgs),
+    /// Run a sweep config (run time and agreement against image size, kernel size, classes, rank) on synthetic inputs; writes CSV, JSON and an HTML report.
+    Sweep(sweep::SweepArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
     Devices(devices::DevicesArgs),
     /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
@@ -81,6 +89,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Filter(args) => filter::run(args),
         #[cfg(feature = "gdal")]
         Command::Histogram(args) => histogram::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchFilter(args) => bench_filter::run(args),

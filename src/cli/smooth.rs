@@ -56,6 +56,9 @@ pub struct SmoothArgs {
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also run the exact baseline and write a report (HTML; .json/.md by extension): run times, speed-up, agreement, confusion, maps.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -124,6 +127,18 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let mut output = OutputRaster::create(&args.output, &spec)?;
     let stats = engine::smooth(&mut input, &mut output, &job, method.as_ref(), &progress)?;
     output.finish()?;
+    if let Some(report) = &args.report {
+        let run = super::compare::SmoothRun {
+            input: &args.input,
+            output: &args.output,
+            job: &job,
+            method: method.as_ref(),
+            method_label: &format!("{}@{device}", args.fast.method),
+            stats: &stats,
+            quiet: args.quiet,
+        };
+        super::compare::smooth_report(&run, report)?;
+    }
     if !args.quiet {
         let k = job.kernel.size();
         eprintln!(

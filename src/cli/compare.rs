@@ -1,0 +1,429 @@
+//! `mapfilter compare`: accuracy of a candidate class raster against a
+//! reference (agreement, kappa, confusion, per-class figures, area change),
+//! with a georeferenced mismatch raster and JSON/Markdown/HTML reports; and
+//! [`smooth_report`], the report of `mapfilter smooth --report`, which runs
+//! the exact baseline beside the chosen method and compares the two.
+
+use crate::bail;
+use crate::engine::{self, RunStats, SmoothJob};
+use crate::error::{Error, Result};
+use crate::method::ClassSmoother;
+use crate::method::naive::NaiveHost;
+use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
+use crate::progress::Progress;
+use crate::raster::{
+    self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec, RasterMeta,
+};
+use crate::report::compare::{CompareReport, Input, Map, RunComparison};
+use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
+use crate::report::write_text;
+use clap::Args;
+use gdal::raster::GdalDataType;
+use gdal::spatial_ref::SpatialRef;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Reference class raster (the exact result, or ground truth).
+    pub reference: PathBuf,
+    /// Candidate class raster on the same grid.
+    pub candidate: PathBuf,
+    /// Write the figures as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a self-contained HTML report (maps, plots, tables).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write a Markdown report.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+    /// Write a georeferenced mismatch GeoTIFF (Byte: 0 equal, 1 differs, 2 nodata in one only, 255 nodata in both).
+    #[arg(long)]
+    pub mismatch: Option<PathBuf>,
+    /// Longest side of the quick-look maps in the HTML report, in pixels.
+    #[arg(long, default_value_t = DEFAULT_SIDE)]
+    pub map_side: usize,
+    /// No progress bar and no summary line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    for out in [&args.json, &args.html, &args.markdown, &args.mismatch]
+        .into_iter()
+        .flatten()
+    {
+        raster::check_output_path(&args.reference, out)?;
+        raster::check_output_path(&args.candidate, out)?;
+    }
+    let mut reference = ClassRaster::open(&args.reference)?;
+    let mut candidate = ClassRaster::open(&args.candidate)?;
+    check_same_grid(&reference, &candidate)?;
+    let progress = Progress::new(args.quiet, "compare");
+    let outcome = compare_rasters(
+        &mut reference,
+        &mut candidate,
+        args.mismatch.as_deref(),
+        args.map_side,
+        &progress,
+    )?;
+    let report = CompareReport {
+        title: format!(
+            "Accuracy of {} against {}",
+            file_name(&args.candidate),
+            file_name(&args.reference)
+        ),
+        inputs: vec![
+            input("reference", &args.reference),
+            input("candidate", &args.candidate),
+        ],
+        run: None,
+        summary: outcome.summary,
+        maps: outcome.maps,
+        palette: Some(outcome.palette),
+    };
+    write_reports(
+        &report,
+        args.json.as_deref(),
+        args.html.as_deref(),
+        args.markdown.as_deref(),
+    )?;
+    if !args.quiet {
+        println!("{}", report.headline());
+    }
+    Ok(())
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn input(role: &str, path: &Path) -> Input {
+    Input {
+        role: role.into(),
+        source: path.display().to_string(),
+    }
+}
+
+fn write_reports(
+    report: &CompareReport,
+    json: Option<&Path>,
+    html: Option<&Path>,
+    markdown: Option<&Path>,
+) -> Result<()> {
+    if let Some(p) = json {
+        write_text(p, &report.to_json()?)?;
+    }
+    if let Some(p) = html {
+        write_text(p, &report.to_html()?)?;
+    }
+    if let Some(p) = markdown {
+        write_text(p, &report.to_markdown())?;
+    }
+    Ok(())
+}
+
+/// Refuses rasters that are not on the same grid: size, geotransform, CRS.
+pub fn check_same_grid(a: &ClassRaster, b: &ClassRaster) -> Result<()> {
+    let (ma, mb) = (&a.meta, &b.meta);
+    let names = format!("{} and {}", a.path().display(), b.path().display());
+    if (ma.width, ma.height) != (mb.width, mb.height) {
+        bail!(
+            format!(
+                "{names} differ in size: {}x{} against {}x{}",
+                ma.width, ma.height, mb.width, mb.height
+            ),
+            hint = "compare rasters of the same grid; resample one onto the other with gdalwarp -te ... -ts ..."
+        );
+    }
+    let same_transform = match (ma.geo_transform, mb.geo_transform) {
+        (None, None) => true,
+        (Some(x), Some(y)) => {
+            let tol = 1e-6 * (x[1].abs() + x[5].abs()).max(f64::MIN_POSITIVE);
+            x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= tol)
+        }
+        _ => false,
+    };
+    if !same_transform {
+        bail!(
+            format!(
+                "{names} differ in georeferencing (geotransform {} against {})",
+                show_transform(ma.geo_transform),
+                show_transform(mb.geo_transform)
+            ),
+            hint = "align them first, e.g. gdalwarp with the other raster's -te and -tr"
+        );
+    }
+    if !same_crs(&ma.projection, &mb.projection) {
+        bail!(
+            format!("{names} differ in coordinate system"),
+            hint = "reproject one with gdalwarp -t_srs, or assign the right one with gdal_edit.py -a_srs"
+        );
+    }
+    Ok(())
+}
+
+fn show_transform(gt: Option<[f64; 6]>) -> String {
+    gt.map_or("none".into(), |g| {
+        format!(
+            "[{}, {}, {}, {}, {}, {}]",
+            g[0], g[1], g[2], g[3], g[4], g[5]
+        )
+    })
+}
+
+fn same_crs(a: &str, b: &str) -> bool {
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, true) => true,
+        (false, false) => match (SpatialRef::from_wkt(a), SpatialRef::from_wkt(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        },
+        _ => false,
+    }
+}
+
+/// The pixel area and its unit from a raster's georeferencing.
+fn pixel_area(meta: &RasterMeta) -> PixelArea {
+    let unit = SpatialRef::from_wkt(&meta.projection).ok().and_then(|s| {
+        if s.is_projected() || s.is_local() {
+            s.linear_units_name()
+        } else if s.is_geographic() {
+            Some("degree".into())
+        } else {
+            None
+        }
+    });
+    PixelArea::from_geotransform(meta.geo_transform, unit.as_deref())
+}
+
+/// Figures and pictures of one comparison.
+struct Outcome {
+    summary: Summary,
+    maps: Vec<Map>,
+    palette: Palette,
+}
+
+/// Streams both rasters strip by strip: confusion matrix, optional mismatch
+/// GeoTIFF, quick-look maps of both and of the mismatches.
+fn compare_rasters(
+    reference: &mut ClassRaster,
+    candidate: &mut ClassRaster,
+    mismatch_path: Option<&Path>,
+    map_side: usize,
+    progress: &Progress,
+) -> Result<Outcome> {
+    let (w, h) = (reference.meta.width, reference.meta.height);
+    let (rn, cn) = (reference.nodata_code(), candidate.nodata_code());
+    let mut mismatch_out = match mismatch_path {
+        Some(p) => Some(OutputRaster::create(p, &mismatch_spec(&reference.meta))?),
+        None => None,
+    };
+    let mut ql_ref = QuickLook::classes(w, h, map_side, rn.unwrap_or(u16::MAX));
+    let mut ql_cand = QuickLook::classes(w, h, map_side, cn.unwrap_or(u16::MAX));
+    let mut ql_mis = QuickLook::mismatch(w, h, map_side);
+    let rows = (metrics::STRIP_PIXELS / w.max(1)).clamp(1, h.max(1));
+    progress.start(h.div_ceil(rows) as u64, "strips");
+    let confusion = metrics::compare(reference, candidate, rn, cn, |strip| {
+        if let Some(out) = mismatch_out.as_mut() {
+            out.write_band(1, strip.window, strip.mismatch.to_vec())?;
+        }
+        ql_ref.add(strip.window, strip.reference);
+        ql_cand.add(strip.window, strip.candidate);
+        ql_mis.add(strip.window, strip.mismatch);
+        progress.inc(1);
+        Ok(())
+    })?;
+    progress.finish();
+    if let Some(out) = mismatch_out {
+        out.finish()?;
+    }
+    // Colours: the reference's table, else the candidate's.
+    let colors = if reference.meta.colors.is_empty() {
+        &candidate.meta.colors
+    } else {
+        &reference.meta.colors
+    };
+    let ref_palette = Palette::from_color_table(colors, rn);
+    let cand_palette = Palette::from_color_table(colors, cn);
+    let names = if reference.meta.category_names.is_empty() {
+        &candidate.meta.category_names
+    } else {
+        &reference.meta.category_names
+    };
+    let summary = Summary::new(&confusion, (w, h), pixel_area(&reference.meta), names);
+    let maps = vec![
+        Map {
+            caption: format!("reference: {}", file_name(reference.path())),
+            png: ql_ref.to_png(&ref_palette)?,
+        },
+        Map {
+            caption: format!("candidate: {}", file_name(candidate.path())),
+            png: ql_cand.to_png(&cand_palette)?,
+        },
+        Map {
+            caption: "mismatches (red: class differs, blue: nodata in one only)".into(),
+            png: ql_mis.to_png(&Palette::mismatch())?,
+        },
+    ];
+    Ok(Outcome {
+        summary,
+        maps,
+        palette: ref_palette,
+    })
+}
+
+/// The mismatch GeoTIFF: Byte, the inputs' grid, nodata 255, a colour table.
+fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
+    let palette = Palette::mismatch();
+    OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: GdalDataType::UInt8,
+        geo_transform: meta.geo_transform,
+        projection: meta.projection.clone(),
+        nodata: Some(MISMATCH_BOTH_NODATA as f64),
+        colors: (0..=255u16)
+            .map(|c| match c {
+                0..=2 => palette.color(c).map(i16::from),
+                _ => [0, 0, 0, 0],
+            })
+            .collect(),
+        // Category names would go to a .aux.xml side file for GeoTIFF; the
+        // values are documented in --help and the report instead.
+        category_names: Vec::new(),
+        compression: Compression::Deflate,
+    }
+}
+
+/// What `mapfilter smooth --report` knows about the run it reports on.
+pub struct SmoothRun<'a> {
+    pub input: &'a Path,
+    /// The method's output, already written.
+    pub output: &'a Path,
+    pub job: &'a SmoothJob,
+    pub method: &'a dyn ClassSmoother,
+    /// How the user named the method (e.g. `svd@gpu`).
+    pub method_label: &'a str,
+    pub stats: &'a RunStats,
+    pub quiet: bool,
+}
+
+/// Runs the exact baseline ([`NaiveHost`]) on the same input into a temp
+/// GeoTIFF beside the output, compares the method's output with it and writes
+/// the report to `report` (HTML, or JSON/Markdown by extension `.json`/`.md`).
+pub fn smooth_report(run: &SmoothRun, report: &Path) -> Result<()> {
+    raster::check_output_path(run.input, report)?;
+    raster::check_output_path(run.output, report)?;
+    let mut method_out = ClassRaster::open(run.output)?;
+    let dir = match run.output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix(".mapfilter-baseline")
+        .tempdir_in(&dir)
+        .map_err(|e| {
+            Error::new(format!(
+                "cannot make a temp directory in {}: {e}",
+                dir.display()
+            ))
+            .hint("the baseline run needs room beside the output")
+        })?;
+    let baseline_path = temp.path().join("baseline.tif");
+    let meta = &method_out.meta;
+    let spec = OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: match method_out.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: meta.geo_transform,
+        projection: meta.projection.clone(),
+        nodata: meta.nodata,
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
+        compression: Compression::Deflate,
+    };
+    let baseline = NaiveHost;
+    let progress = Progress::new(run.quiet, "baseline");
+    let mut source = ClassRaster::open(run.input)?;
+    let mut out = OutputRaster::create(&baseline_path, &spec)?;
+    let t0 = Instant::now();
+    engine::smooth(&mut source, &mut out, run.job, &baseline, &progress)?;
+    out.finish()?;
+    let baseline_seconds = t0.elapsed().as_secs_f64();
+
+    let mut reference = ClassRaster::open(&baseline_path)?;
+    let progress = Progress::new(run.quiet, "compare");
+    let outcome = compare_rasters(
+        &mut reference,
+        &mut method_out,
+        None,
+        DEFAULT_SIDE,
+        &progress,
+    )?;
+    let nodata = source.nodata_code();
+    let input_palette = Palette::from_color_table(&source.meta.colors, nodata);
+    let input_map = QuickLook::sample(&mut source, DEFAULT_SIDE, nodata.unwrap_or(u16::MAX))?;
+    let mut maps = vec![Map {
+        caption: format!("input: {}", file_name(run.input)),
+        png: input_map.to_png(&input_palette)?,
+    }];
+    maps.extend(outcome.maps.into_iter().enumerate().map(|(i, mut m)| {
+        m.caption = match i {
+            0 => format!("exact baseline ({})", baseline.name()),
+            1 => format!("{}: {}", run.method_label, file_name(run.output)),
+            _ => m.caption,
+        };
+        m
+    }));
+    let method_seconds = run.stats.wall.as_secs_f64();
+    let job = run.job;
+    let report_data = CompareReport {
+        title: format!(
+            "Smoothing report: {} on {}",
+            run.method_label,
+            file_name(run.input)
+        ),
+        inputs: vec![input("input", run.input), input("output", run.output)],
+        run: Some(RunComparison {
+            method: format!("{} ({})", run.method_label, run.method.name()),
+            method_seconds,
+            baseline: format!("naive@host ({})", baseline.name()),
+            baseline_seconds,
+            speedup: baseline_seconds / method_seconds.max(1e-9),
+            settings: vec![
+                ("kernel side".into(), job.kernel.size().to_string()),
+                ("classes".into(), job.classes.len().to_string()),
+                ("tile".into(), job.tile.to_string()),
+                ("border".into(), format!("{:?}", job.border).to_lowercase()),
+                ("fill nodata".into(), job.fill_nodata.to_string()),
+                ("tiles".into(), run.stats.tiles.to_string()),
+                ("method exact".into(), run.method.is_exact().to_string()),
+            ],
+        }),
+        summary: outcome.summary,
+        maps,
+        palette: Some(outcome.palette),
+    };
+    let ext = report
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => write_reports(&report_data, Some(report), None, None)?,
+        Some("md" | "markdown") => write_reports(&report_data, None, None, Some(report))?,
+        _ => write_reports(&report_data, None, Some(report), None)?,
+    }
+    if !run.quiet {
+        eprintln!("report {}: {}", report.display(), report_data.headline());
+    }
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! Plots for reports as inline SVG (plotters' SVG backend): line charts with
+//! log₂/log₁₀ axes like the thesis' figures, and bar charts per class.
+//!
+//! Log axes are drawn on the logarithm of the values with labels at whole
+//! powers (2, 4, 8, ...), so ticks land where the thesis puts them.
+
+use crate::error::{Error, Result};
+use plotters::prelude::*;
+
+/// Plot size in SVG pixels.
+const SIZE: (u32, u32) = (640, 400);
+
+/// How an axis maps values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    /// Base-2 logarithmic: ticks at 1, 2, 4, 8, ...
+    Log2,
+    /// Base-10 logarithmic: ticks at 0.01, 0.1, 1, 10, ...
+    Log10,
+}
+
+impl Scale {
+    fn forward(self, v: f64) -> Option<f64> {
+        match self {
+            Scale::Linear => v.is_finite().then_some(v),
+            Scale::Log2 => (v > 0.0 && v.is_finite()).then(|| v.log2()),
+            Scale::Log10 => (v > 0.0 && v.is_finite()).then(|| v.log10()),
+        }
+    }
+
+    /// Axis range around transformed values `lo..hi`.
+    fn range(self, lo: f64, hi: f64) -> (f64, f64) {
+        match self {
+            Scale::Linear => {
+                let pad = if hi > lo {
+                    0.05 * (hi - lo)
+                } else {
+                    lo.abs().max(1.0) * 0.05
+                };
+                (lo - pad, hi + pad)
+            }
+            _ => {
+                let (a, b) = (lo.floor(), hi.ceil());
+                if b > a { (a, b) } else { (a - 1.0, b + 1.0) }
+            }
+        }
+    }
+
+    /// The tick label of transformed value `v` on an axis spanning `span`.
+    fn label(self, v: f64, span: f64) -> String {
+        let power = |base: f64| {
+            if (v - v.round()).abs() > 1e-6 {
+                String::new()
+            } else {
+                format_number(base.powf(v.round()))
+            }
+        };
+        match self {
+            Scale::Linear => linear_label(v, span),
+            Scale::Log2 => power(2.0),
+            Scale::Log10 => power(10.0),
+        }
+    }
+
+    fn ticks(self, (lo, hi): (f64, f64)) -> usize {
+        match self {
+            Scale::Linear => 8,
+            _ => ((hi - lo).round() as usize + 1).clamp(2, 16),
+        }
+    }
+}
+
+/// A linear tick label with as many decimals as ticks `span / 8` apart need.
+fn linear_label(v: f64, span: f64) -> String {
+    let step = span / 8.0;
+    if step.is_nan() || step <= 0.0 || v.abs() >= 1e5 {
+        return format_number(v);
+    }
+    let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
+    format!("{v:.digits$}")
+}
+
+/// A short rendering of an axis value.
+pub fn format_number(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1e5 || v.abs() < 1e-3 {
+        format!("{v:.0e}")
+    } else if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// One line of a line chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart with one line per series.
+#[derive(Clone, Debug)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
+    pub series: Vec<Series>,
+    /// Fixed y range (in values, before the scale); from the data when `None`.
+    pub y_range: Option<(f64, f64)>,
+    /// Legend in the lower left corner instead of the upper left (lines near the top).
+    pub legend_at_bottom: bool,
+}
+
+fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
+    Error::new(format!("cannot draw a plot: {e:?}"))
+}
+
+/// Renders `chart` as an SVG document.
+pub fn line_chart(chart: &LineChart) -> Result<String> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = chart
+        .series
+        .iter()
+        .map(|s| {
+            let pts = s
+                .points
+                .iter()
+                .filter_map(|&(x, y)| Some((chart.x_scale.forward(x)?, chart.y_scale.forward(y)?)))
+                .collect();
+            (s.label.clone(), pts)
+        })
+        .collect();
+    let all = || series.iter().flat_map(|(_, p)| p.iter().copied());
+    let bounds = |f: fn((f64, f64)) -> f64| {
+        all().map(f).fold(None, |acc: Option<(f64, f64)>, v| {
+            Some(acc.map_or((v, v), |(a, b)| (a.min(v), b.max(v))))
+        })
+    };
+    let (x0, x1) = bounds(|p| p.0).unwrap_or((0.0, 1.0));
+    let (y0, y1) = bounds(|p| p.1).unwrap_or((0.0, 1.0));
+    let xr = chart.x_scale.range(x0, x1);
+    let yr = match chart.y_range {
+        Some((a, b)) => match (chart.y_scale.forward(a), chart.y_scale.forward(b)) {
+            (Some(a), Some(b)) if b > a => (a, b),
+            _ => chart.y_scale.range(y0, y1),
+        },
+        None => chart.y_scale.range(y0, y1),
+    };
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let mut ctx = ChartBuilder::on(&root)
+            .caption(&chart.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(64)
+            .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
+            .map_err(draw_error)?;
+        let (xs, ys) = (chart.x_scale, chart.y_scale);
+        ctx.configure_mesh()
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
+            .x_desc(&chart.x_label)
+            .y_desc(&chart.y_label)
+            .x_labels(xs.ticks(xr))
+            .y_labels(ys.ticks(yr))
+            .x_label_formatter(&|v| xs.label(*v, xr.1 - xr.0))
+            .y_label_formatter(&|v| ys.label(*v, yr.1 - yr.0))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_error)?;
+        for (i, (label, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(draw_error)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(draw_error)?;
+        }
+        if !series.is_empty() {
+            ctx.configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .position(if chart.legend_at_bottom {
+                    SeriesLabelPosition::LowerLeft
+                } else {
+                    SeriesLabelPosition::UpperLeft
+                })
+                .draw()
+                .map_err(draw_error)?;
+        }
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// Renders one bar per label (e.g. per class) as an SVG document; `colors`
+/// gives each bar's `(r, g, b)`.
+pub fn bar_chart(
+    title: &str,
+    y_label: &str,
+    labels: &[String],
+    values: &[f64],
+    colors: &[(u8, u8, u8)],
+) -> Result<String> {
+    let n = labels.len().max(1);
+    let lo = values.iter().copied().fold(0.0f64, f64::min);
+    let hi = values.iter().copied().fold(0.0f64, f64::max);
+    let (y0, y1) = Scale::Linear.range(lo, if hi > lo { hi } else { lo + 1.0 });
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let mut ctx = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, y0..y1)
+            .map_err(draw_error)?;
+        let label_of = |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        ctx.configure_mesh()
+            .disable_x_mesh()
+            .label_style(("sans-serif", 15))
+            .axis_desc_style(("sans-serif", 16))
+            .x_labels(n.min(40) + 1)
+            .x_label_formatter(&label_of)
+            .y_desc(y_label)
+            .y_label_formatter(&|v| linear_label(*v, y1 - y0))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_error)?;
+        ctx.draw_series(values.iter().enumerate().map(|(i, &v)| {
+            let (r, g, b) = colors.get(i).copied().unwrap_or((70, 130, 180));
+            let x = i as f64;
+            Rectangle::new([(x - 0.35, 0.0), (x + 0.35, v)], RGBColor(r, g, b).filled())
+        }))
+        .map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether an SVG `<text>` element holds exactly `t`.
+    fn has_text(svg: &str, t: &str) -> bool {
+        svg.contains(&format!(">\n{t}\n</text>"))
+    }
+
+    #[test]
+    fn log2_axis_labels_whole_powers() {
+        assert_eq!(Scale::Log2.label(8.0, 4.0), "256");
+        assert_eq!(Scale::Log2.label(8.5, 4.0), "");
+        assert_eq!(Scale::Log10.label(-2.0, 3.0), "0.01");
+        // Linear labels get the decimals their spacing needs.
+        assert_eq!(Scale::Linear.label(0.0014, 0.0008), "0.0014");
+        assert_eq!(Scale::Linear.label(96.0, 8.0), "96");
+        assert_eq!(Scale::Log2.range(8.0, 12.0), (8.0, 12.0));
+        assert_eq!(Scale::Log2.range(1.58, 6.99), (1.0, 7.0));
+        assert_eq!(format_number(1234.5), "1234.5");
+        assert_eq!(format_number(4096.0), "4096");
+    }
+
+    #[test]
+    fn line_chart_draws_every_series() {
+        let chart = LineChart {
+            title: "time vs size".into(),
+            x_label: "image side".into(),
+            y_label: "s".into(),
+            x_scale: Scale::Log2,
+            y_scale: Scale::Log10,
+            series: vec![
+                Series {
+                    label: "naive@host".into(),
+                    points: vec![(256.0, 0.01), (512.0, 0.04), (1024.0, 0.16)],
+                },
+                Series {
+                    label: "svd@host".into(),
+                    points: vec![(256.0, 0.02), (512.0, 0.03), (1024.0, 0.0)],
+                },
+            ],
+            y_range: None,
+            legend_at_bottom: false,
+        };
+        let svg = line_chart(&chart).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..60]);
+        assert!(svg.contains("naive@host") && svg.contains("svd@host"));
+        assert!(has_text(&svg, "1024"), "x axis labelled with powers of two");
+        assert!(svg.matches("<circle").count() >= 5);
+    }
+
+    #[test]
+    fn bar_chart_labels_classes() {
+        let labels: Vec<String> = ["3", "7", "11"].iter().map(|s| s.to_string()).collect();
+        let svg = bar_chart("IoU", "IoU", &labels, &[0.9, 0.5, -0.1], &[]).unwrap();
+        assert!(has_text(&svg, "11"));
+        assert!(svg.matches("<rect").count() >= 4);
+    }
+}

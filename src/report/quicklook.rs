@@ -1,0 +1,301 @@
+//! Quick-look maps: small PNG pictures of class rasters and mismatch
+//! rasters for reports, built while the raster streams past (strips in any
+//! size, top to bottom) so no whole raster is ever held.
+//!
+//! Class maps are sampled at the nearest pixel; mismatch maps keep, per
+//! picture cell, the worst mismatch of the pixels it covers, so a single
+//! differing pixel in a large raster still shows. Colours come from the
+//! raster's colour table where it has one.
+
+use crate::engine::ClassSource;
+use crate::error::{Error, Result};
+use crate::metrics::{MISMATCH_BOTH_NODATA, MISMATCH_DIFFERS, MISMATCH_EQUAL, MISMATCH_NODATA};
+use tiles::Rect;
+
+/// Default longest side of a quick-look picture in pixels.
+pub const DEFAULT_SIDE: usize = 512;
+
+/// How a picture cell summarises the source pixels it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The pixel nearest to the cell centre.
+    Nearest,
+    /// The worst mismatch code among the covered pixels.
+    WorstMismatch,
+}
+
+/// A downsampled picture of a raster, filled strip by strip.
+#[derive(Clone, Debug)]
+pub struct QuickLook {
+    pub width: usize,
+    pub height: usize,
+    src_width: usize,
+    src_height: usize,
+    mode: Mode,
+    /// Picture cell → source column (nearest) or source column → cell (worst).
+    col_map: Vec<usize>,
+    cells: Vec<u16>,
+}
+
+impl QuickLook {
+    /// A picture of a `src_width × src_height` class raster, nearest-sampled
+    /// to at most `max_side` pixels on its longer side; `fill` marks cells not
+    /// yet seen (use the nodata code).
+    pub fn classes(src_width: usize, src_height: usize, max_side: usize, fill: u16) -> Self {
+        Self::new(src_width, src_height, max_side, Mode::Nearest, fill)
+    }
+
+    /// A picture of a mismatch raster (values of [`crate::metrics`]).
+    pub fn mismatch(src_width: usize, src_height: usize, max_side: usize) -> Self {
+        Self::new(
+            src_width,
+            src_height,
+            max_side,
+            Mode::WorstMismatch,
+            MISMATCH_BOTH_NODATA as u16,
+        )
+    }
+
+    fn new(src_width: usize, src_height: usize, max_side: usize, mode: Mode, fill: u16) -> Self {
+        let long = src_width.max(src_height).max(1);
+        let scale = (long as f64 / max_side.max(1) as f64).max(1.0);
+        let width = ((src_width as f64 / scale).round() as usize).clamp(1, src_width.max(1));
+        let height = ((src_height as f64 / scale).round() as usize).clamp(1, src_height.max(1));
+        let col_map = match mode {
+            Mode::Nearest => (0..width).map(|x| nearest(x, width, src_width)).collect(),
+            Mode::WorstMismatch => (0..src_width).map(|x| x * width / src_width).collect(),
+        };
+        QuickLook {
+            width,
+            height,
+            src_width,
+            src_height,
+            mode,
+            col_map,
+            cells: vec![fill; width * height],
+        }
+    }
+
+    /// Adds a full-width strip of source rows (`window.x == 0`).
+    pub fn add<T: Copy + Into<u16>>(&mut self, window: Rect, data: &[T]) {
+        debug_assert_eq!(window.width, self.src_width);
+        let w = self.src_width;
+        match self.mode {
+            Mode::Nearest => {
+                for cy in 0..self.height {
+                    let sy = nearest(cy, self.height, self.src_height);
+                    if sy < window.y || sy >= window.y + window.height {
+                        continue;
+                    }
+                    let row = &data[(sy - window.y) * w..][..w];
+                    let cells = &mut self.cells[cy * self.width..][..self.width];
+                    for (cell, &sx) in cells.iter_mut().zip(&self.col_map) {
+                        *cell = row[sx].into();
+                    }
+                }
+            }
+            Mode::WorstMismatch => {
+                for (r, row) in data.chunks_exact(w.max(1)).enumerate() {
+                    let cy = (window.y + r) * self.height / self.src_height;
+                    let cells = &mut self.cells[cy * self.width..][..self.width];
+                    for (&v, &cx) in row.iter().zip(&self.col_map) {
+                        let v: u16 = v.into();
+                        if severity(v) > severity(cells[cx]) {
+                            cells[cx] = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A class picture of `source` that reads only the rows it samples (one
+    /// full-width row at a time).
+    pub fn sample(source: &mut dyn ClassSource, max_side: usize, fill: u16) -> Result<Self> {
+        let (w, h) = source.size();
+        let mut q = Self::classes(w, h, max_side, fill);
+        let mut row = vec![0u16; w];
+        for cy in 0..q.height {
+            let window = Rect::new(0, nearest(cy, q.height, h), w, 1);
+            source.read(window, &mut row)?;
+            q.add(window, &row);
+        }
+        Ok(q)
+    }
+
+    /// The cell values, row-major.
+    pub fn cells(&self) -> &[u16] {
+        &self.cells
+    }
+
+    /// Encodes the picture as an RGBA PNG with `palette`.
+    pub fn to_png(&self, palette: &Palette) -> Result<Vec<u8>> {
+        let rgba: Vec<u8> = self.cells.iter().flat_map(|&c| palette.color(c)).collect();
+        encode_png(self.width, self.height, &rgba)
+    }
+}
+
+/// Source index of picture cell `i` of `n` over `src` pixels (cell centre).
+fn nearest(i: usize, n: usize, src: usize) -> usize {
+    (((2 * i + 1) * src) / (2 * n)).min(src.saturating_sub(1))
+}
+
+/// Which mismatch shows when several fall in one cell: differs > nodata
+/// mismatch > equal > common nodata.
+fn severity(v: u16) -> u8 {
+    match v as u8 {
+        MISMATCH_DIFFERS => 3,
+        MISMATCH_NODATA => 2,
+        MISMATCH_EQUAL => 1,
+        _ => 0,
+    }
+}
+
+/// Encodes 8-bit RGBA pixels as a PNG file in memory.
+pub fn encode_png(width: usize, height: usize, rgba: &[u8]) -> Result<Vec<u8>> {
+    let png_error = |e: png::EncodingError| Error::new(format!("cannot encode a PNG: {e}"));
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width as u32, height as u32);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::High);
+    let mut writer = encoder.write_header().map_err(png_error)?;
+    writer.write_image_data(rgba).map_err(png_error)?;
+    writer.finish().map_err(png_error)?;
+    Ok(out)
+}
+
+/// Colours by class code.
+#[derive(Clone, Debug)]
+pub struct Palette {
+    /// RGBA by code for codes below its length; others get generated colours.
+    table: Vec<[u8; 4]>,
+    nodata: Option<u16>,
+}
+
+impl Palette {
+    /// The raster's colour table (RGBA entries by code) where it has one,
+    /// generated distinct colours elsewhere; `nodata` is transparent.
+    pub fn from_color_table(colors: &[[i16; 4]], nodata: Option<u16>) -> Self {
+        Palette {
+            table: colors
+                .iter()
+                .map(|c| c.map(|v| v.clamp(0, 255) as u8))
+                .collect(),
+            nodata,
+        }
+    }
+
+    /// The colours of mismatch maps: equal light grey, differs red, nodata
+    /// mismatch blue, common nodata transparent.
+    pub fn mismatch() -> Self {
+        let mut table = vec![[0, 0, 0, 0]; 256];
+        table[MISMATCH_EQUAL as usize] = [225, 225, 225, 255];
+        table[MISMATCH_DIFFERS as usize] = [214, 39, 40, 255];
+        table[MISMATCH_NODATA as usize] = [31, 119, 180, 255];
+        Palette {
+            table,
+            nodata: Some(MISMATCH_BOTH_NODATA as u16),
+        }
+    }
+
+    /// The colour of `code`.
+    pub fn color(&self, code: u16) -> [u8; 4] {
+        if Some(code) == self.nodata {
+            return [0, 0, 0, 0];
+        }
+        match self.table.get(code as usize) {
+            Some(c) if c[3] > 0 || c[..3] != [0, 0, 0] => *c,
+            _ => generated(code),
+        }
+    }
+
+    /// `#rrggbb` of `code` for legends.
+    pub fn hex(&self, code: u16) -> String {
+        let [r, g, b, _] = self.color(code);
+        format!("#{r:02x}{g:02x}{b:02x}")
+    }
+}
+
+/// A distinct, opaque colour per code: hues a golden angle apart.
+fn generated(code: u16) -> [u8; 4] {
+    let h = (code as f64 * 137.507_764) % 360.0;
+    let (s, v) = (0.55 + 0.3 * ((code / 7) % 2) as f64, 0.85);
+    let c = v * s;
+    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
+    let (r, g, b) = match (h / 60.0) as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = v - c;
+    let to = |f: f64| ((f + m) * 255.0).round() as u8;
+    [to(r), to(g), to(b), 255]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_sampling_over_strips() {
+        // 8×4 raster, value = x + 10·y, shrunk to 4×2: cell centres hit
+        // source columns 1,3,5,7 and rows 1,3.
+        let data: Vec<u16> = (0..4)
+            .flat_map(|y| (0..8).map(move |x| x + 10 * y))
+            .collect();
+        let mut q = QuickLook::classes(8, 4, 4, 999);
+        q.add(Rect::new(0, 0, 8, 2), &data[..16]);
+        q.add(Rect::new(0, 2, 8, 2), &data[16..]);
+        assert_eq!((q.width, q.height), (4, 2));
+        assert_eq!(q.cells(), &[11, 13, 15, 17, 31, 33, 35, 37]);
+    }
+
+    #[test]
+    fn sampling_a_source_matches_strips() {
+        let data: Vec<u16> = (0..60 * 30).map(|i| (i % 13) as u16).collect();
+        let mut src = crate::engine::MemRaster::new(60, 30, data.clone());
+        let sampled = QuickLook::sample(&mut src, 20, 0).unwrap();
+        let mut streamed = QuickLook::classes(60, 30, 20, 0);
+        streamed.add(Rect::new(0, 0, 60, 30), &data);
+        assert_eq!((sampled.width, sampled.height), (20, 10));
+        assert_eq!(sampled.cells(), streamed.cells());
+    }
+
+    #[test]
+    fn small_rasters_keep_their_size() {
+        let q = QuickLook::classes(72, 64, 512, 0);
+        assert_eq!((q.width, q.height), (72, 64));
+    }
+
+    #[test]
+    fn worst_mismatch_survives_downsampling() {
+        let mut m = vec![MISMATCH_EQUAL; 16 * 16];
+        m[5 * 16 + 9] = MISMATCH_DIFFERS;
+        m[15 * 16 + 15] = MISMATCH_NODATA;
+        let mut q = QuickLook::mismatch(16, 16, 4);
+        q.add(Rect::new(0, 0, 16, 16), &m);
+        assert_eq!((q.width, q.height), (4, 4));
+        let mut expected = [MISMATCH_EQUAL as u16; 16];
+        expected[4 + 2] = MISMATCH_DIFFERS as u16;
+        expected[15] = MISMATCH_NODATA as u16;
+        assert_eq!(q.cells(), &expected[..]);
+    }
+
+    #[test]
+    fn png_has_signature_and_palette_colours() {
+        let p = Palette::from_color_table(&[[0, 0, 0, 0], [10, 20, 30, 255]], Some(0));
+        assert_eq!(p.color(0), [0, 0, 0, 0]);
+        assert_eq!(p.color(1), [10, 20, 30, 255]);
+        assert_eq!(p.color(7)[3], 255); // generated, opaque
+        assert_ne!(p.color(7), p.color(8));
+        assert_eq!(p.hex(1), "#0a141e");
+        let mut q = QuickLook::classes(2, 2, 10, 0);
+        q.add(Rect::new(0, 0, 2, 2), &[0u16, 1, 7, 1]);
+        let png = q.to_png(&p).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    }
+}

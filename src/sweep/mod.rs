@@ -1,0 +1,815 @@
+//! Parameter sweeps: the thesis' experiments (run time and agreement against
+//! image size, kernel size, class count and kernel rank) for every method and
+//! device a TOML config lists, on synthetic inputs made on the fly.
+//!
+//! GDAL-free on purpose: inputs come from [`SynthRaster`] (tile by tile, never
+//! a file), outputs go to memory through [`engine::smooth`], and agreement is
+//! measured with [`crate::metrics`] against the config's exact reference
+//! method, so the same binary runs on machines without libgdal (the GPU
+//! machine). [`output`] writes CSV and JSON; [`crate::report::sweep`] the HTML.
+//!
+//! A config (see `benches/sweeps/*.toml`):
+//!
+//! ```toml
+//! title = "Run time against image size"
+//! methods = ["naive@host", "svd@gpu"]
+//! reference = "naive@host"   # exact baseline for agreement; "none" skips it
+//! repeats = 3                # timed runs per point (median reported)
+//! [base]                     # settings shared by every experiment
+//! kernel = "gaussian"        # family (gaussian, box, disc) sized by kernel_size, or a full spec
+//! kernel_size = 7
+//! classes = 8
+//! [[experiment]]
+//! name = "image_size"
+//! vary = "size"              # size, kernel_size, classes, rank, terms or tile
+//! values = [256, 512, 1024]
+//! set = { classes = 16 }     # optional overrides for this experiment
+//! ```
+
+pub mod methods;
+pub mod output;
+
+use crate::bail;
+use crate::classes::{ClassTable, ClassWeights};
+use crate::engine::{self, MemRaster, SmoothJob};
+use crate::error::{Error, Result};
+use crate::kernel::KernelSpec;
+use crate::method::ClassSmoother;
+use crate::metrics;
+use crate::progress::Progress;
+use crate::synth::{Pattern, SynthRaster};
+use methods::{MethodCache, MethodOptions, MethodSpec};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+use tiles::Border;
+
+/// A sweep config as written in TOML.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// `METHOD@DEVICE` names run at every point.
+    pub methods: Vec<String>,
+    /// Exact method the others are compared with; `"none"` skips agreement.
+    #[serde(default = "default_reference")]
+    pub reference: String,
+    /// Timed runs per method and point; the median is reported.
+    #[serde(default = "default_repeats")]
+    pub repeats: usize,
+    /// One untimed run per method and point before the timed ones (caches, JIT).
+    #[serde(default)]
+    pub warmup: bool,
+    #[serde(default)]
+    pub base: Settings,
+    #[serde(rename = "experiment")]
+    pub experiments: Vec<Experiment>,
+}
+
+fn default_reference() -> String {
+    "naive@host".into()
+}
+
+fn default_repeats() -> usize {
+    1
+}
+
+/// One experiment: one setting varied over `values`, the rest fixed.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Short name (file-name safe), e.g. `fig4_1_image_size`.
+    pub name: String,
+    /// Heading in the report; the name when empty.
+    #[serde(default)]
+    pub title: String,
+    pub vary: Variable,
+    pub values: Vec<usize>,
+    /// Settings for this experiment on top of the config's `base`.
+    #[serde(default)]
+    pub set: Settings,
+    /// Methods for this experiment instead of the config's.
+    #[serde(default)]
+    pub methods: Option<Vec<String>>,
+    /// Plot run time on a log₁₀ axis.
+    #[serde(default)]
+    pub log_time: bool,
+}
+
+impl Experiment {
+    pub fn heading(&self) -> &str {
+        if self.title.is_empty() {
+            &self.name
+        } else {
+            &self.title
+        }
+    }
+}
+
+/// The setting an experiment varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variable {
+    /// Side of the square image in pixels.
+    Size,
+    /// Kernel side N.
+    KernelSize,
+    /// Number of classes.
+    Classes,
+    /// Kernel rank kept by `svd`.
+    Rank,
+    /// DCT terms of `dct5`.
+    Terms,
+    /// Tile side.
+    Tile,
+}
+
+impl Variable {
+    /// The name used in configs and CSV files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variable::Size => "size",
+            Variable::KernelSize => "kernel_size",
+            Variable::Classes => "classes",
+            Variable::Rank => "rank",
+            Variable::Terms => "terms",
+            Variable::Tile => "tile",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Variable::Size => "image side (pixels)",
+            Variable::KernelSize => "kernel side N",
+            Variable::Classes => "classes",
+            Variable::Rank => "kernel rank",
+            Variable::Terms => "DCT terms K",
+            Variable::Tile => "tile side (pixels)",
+        }
+    }
+
+    /// Whether plots use a log₂ x axis (as the thesis' figures do for sizes and counts).
+    pub fn log2_axis(self) -> bool {
+        !matches!(self, Variable::Rank | Variable::Terms)
+    }
+}
+
+/// Settings of one run; unset fields fall back to `base`, then to defaults.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Side of the square image.
+    pub size: Option<usize>,
+    /// `gaussian`, `box`, `disc` (sized by `kernel_size`) or a full spec such as `disc:5`.
+    pub kernel: Option<String>,
+    pub kernel_size: Option<usize>,
+    pub classes: Option<u16>,
+    /// `simplex` or `random`.
+    pub pattern: Option<String>,
+    /// Feature size of the simplex pattern in pixels.
+    pub scale: Option<f64>,
+    pub seed: Option<u64>,
+    pub rank: Option<usize>,
+    pub terms: Option<usize>,
+    pub tile: Option<usize>,
+    /// `same` or `valid`.
+    pub border: Option<String>,
+}
+
+impl Settings {
+    /// `self` with `over`'s set fields on top.
+    fn overlay(&self, over: &Settings) -> Settings {
+        macro_rules! pick {
+            ($($f:ident),*) => { Settings { $($f: over.$f.clone().or_else(|| self.$f.clone())),* } };
+        }
+        pick!(
+            size,
+            kernel,
+            kernel_size,
+            classes,
+            pattern,
+            scale,
+            seed,
+            rank,
+            terms,
+            tile,
+            border
+        )
+    }
+
+    fn with(mut self, var: Variable, value: usize) -> Result<Settings> {
+        match var {
+            Variable::Size => self.size = Some(value),
+            Variable::KernelSize => self.kernel_size = Some(value),
+            Variable::Classes => {
+                self.classes = Some(u16::try_from(value).map_err(|_| {
+                    Error::new(format!("{value} classes is too many")).hint("at most 256")
+                })?)
+            }
+            Variable::Rank => self.rank = Some(value),
+            Variable::Terms => self.terms = Some(value),
+            Variable::Tile => self.tile = Some(value),
+        }
+        Ok(self)
+    }
+
+    /// The concrete run settings.
+    pub fn point(&self) -> Result<Point> {
+        let kernel_size = self.kernel_size.unwrap_or(7);
+        let family = self.kernel.clone().unwrap_or_else(|| "gaussian".into());
+        let kernel = match family.as_str() {
+            _ if family.contains(':') => family.clone(),
+            _ if kernel_size.is_multiple_of(2) => bail!(
+                format!("kernel_size {kernel_size} is not odd"),
+                hint = "kernel sides are odd: 3, 5, 7, ..."
+            ),
+            // σ = (N−1)/6 to 4 decimals (the side is forced to N anyway).
+            "gaussian" => {
+                let sigma = format!("{:.4}", (kernel_size - 1) as f64 / 6.0);
+                format!(
+                    "gaussian:{}",
+                    sigma.trim_end_matches('0').trim_end_matches('.')
+                )
+            }
+            "box" => format!("box:{kernel_size}"),
+            "disc" => format!("disc:{}", kernel_size / 2),
+            other => bail!(
+                format!("kernel '{other}' is neither a family nor a spec"),
+                hint = "use gaussian, box, disc, or a spec such as disc:5"
+            ),
+        };
+        let pattern = match self.pattern.as_deref().unwrap_or("simplex") {
+            "simplex" => Pattern::Simplex,
+            "random" => Pattern::Random,
+            other => bail!(
+                format!("pattern '{other}' is unknown"),
+                hint = "simplex or random"
+            ),
+        };
+        let border = match self.border.as_deref().unwrap_or("same") {
+            "same" => Border::Same,
+            "valid" => Border::Valid,
+            other => bail!(
+                format!("border '{other}' is unknown"),
+                hint = "same or valid"
+            ),
+        };
+        let classes = self.classes.unwrap_or(8);
+        if classes == 0 || classes as usize > crate::classes::MAX_CLASSES {
+            bail!(
+                format!("{classes} classes is out of range"),
+                hint = "between 1 and 256"
+            );
+        }
+        let size = self.size.unwrap_or(1024);
+        if size == 0 {
+            bail!("image size 0", hint = "use a positive size");
+        }
+        Ok(Point {
+            size,
+            // A family kernel gets exactly the requested side (gaussian: σ = (N−1)/6).
+            kernel_size: (!family.contains(':')).then_some(kernel_size),
+            kernel,
+            classes,
+            pattern,
+            scale: self.scale.unwrap_or(64.0),
+            seed: self.seed.unwrap_or(1),
+            rank: self.rank,
+            terms: self.terms,
+            tile: self.tile.unwrap_or(engine::DEFAULT_TILE),
+            border,
+        })
+    }
+}
+
+/// Fully resolved settings of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub size: usize,
+    pub kernel: String,
+    /// Side forced on a Gaussian family kernel.
+    pub kernel_size: Option<usize>,
+    pub classes: u16,
+    pub pattern: Pattern,
+    pub scale: f64,
+    pub seed: u64,
+    pub rank: Option<usize>,
+    pub terms: Option<usize>,
+    pub tile: usize,
+    pub border: Border,
+}
+
+impl Point {
+    pub fn input(&self) -> SynthRaster {
+        SynthRaster::new(self.size, self.size, self.classes, self.pattern, self.seed)
+            .with_scale(self.scale)
+    }
+
+    pub fn job(&self) -> Result<SmoothJob> {
+        let mut spec: KernelSpec = self.kernel.parse()?;
+        if matches!(spec, KernelSpec::Gaussian { .. }) {
+            spec = spec.with_size(self.kernel_size)?;
+        }
+        let kernel = spec.build()?;
+        let codes: Vec<u16> = (0..self.classes).collect();
+        let classes = ClassTable::from_codes(&codes, None)?;
+        Ok(SmoothJob {
+            class_weights: ClassWeights::default().quantise(&classes),
+            output_nodata: classes.output_nodata(u16::MAX),
+            kernel,
+            classes,
+            border: self.border,
+            fill_nodata: false,
+            tile: self.tile,
+        })
+    }
+
+    fn options(&self) -> MethodOptions {
+        MethodOptions {
+            rank: self.rank,
+            terms: self.terms,
+        }
+    }
+}
+
+/// One measured run: a method at one point of one experiment.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub experiment: String,
+    pub variable: Variable,
+    pub value: usize,
+    /// `METHOD@DEVICE` as configured.
+    pub method: String,
+    /// The method's own description ([`ClassSmoother::name`]).
+    pub method_name: String,
+    pub exact: bool,
+    pub width: usize,
+    pub height: usize,
+    pub kernel: String,
+    pub kernel_side: usize,
+    pub classes: u16,
+    pub pattern: String,
+    pub rank: Option<usize>,
+    pub terms: Option<usize>,
+    pub tile: usize,
+    pub repeats: usize,
+    /// Median wall time of a whole run (engine, all tiles).
+    pub seconds: f64,
+    pub seconds_min: f64,
+    /// Median time spent inside the method.
+    pub compute_seconds: f64,
+    pub mpixels_per_second: f64,
+    /// Agreement with the reference method in percent (`None` without a reference).
+    pub agreement_percent: Option<f64>,
+    pub kappa: Option<f64>,
+}
+
+/// Everything a sweep produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepResult {
+    pub config: Config,
+    pub machine: Machine,
+    pub records: Vec<Record>,
+    pub failures: Vec<Failure>,
+}
+
+/// What the sweep ran on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub os: String,
+    pub arch: String,
+    pub host_threads: usize,
+    pub mapfilter_version: String,
+}
+
+impl Machine {
+    pub fn this() -> Self {
+        Machine {
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            host_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mapfilter_version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::new(format!("{}: {e}", path.display())).hint("give a sweep config (TOML)")
+        })?;
+        Self::parse(&text).map_err(|e| e.context(path.display()))
+    }
+
+    /// Parses and checks config text (every point and method name, nothing run).
+    pub fn parse(text: &str) -> Result<Self> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            Error::new(format!("bad sweep config: {}", e.message()))
+                .hint("see benches/sweeps/smoke.toml for the format")
+        })?;
+        if config.repeats == 0 {
+            bail!("repeats must be at least 1");
+        }
+        if config.experiments.is_empty() {
+            bail!(
+                "the config has no [[experiment]]",
+                hint = "add at least one"
+            );
+        }
+        config.reference_spec()?;
+        for e in &config.experiments {
+            if e.values.is_empty() {
+                bail!(format!("experiment '{}' has no values", e.name));
+            }
+            if e.name.is_empty()
+                || !e
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                bail!(
+                    format!("experiment name '{}' is not file-name safe", e.name),
+                    hint = "use letters, digits, '_' and '-'"
+                );
+            }
+            for m in config.methods_of(e) {
+                m.parse::<MethodSpec>()?;
+            }
+            if let Some(set) = &e.methods
+                && set.is_empty()
+            {
+                bail!(format!("experiment '{}' lists no methods", e.name));
+            }
+            for &v in &e.values {
+                config.settings(e, v)?.point()?.job()?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// Checks that this build has every method the config names (before hours of runs).
+    pub fn check_methods(&self) -> Result<()> {
+        self.check_methods_with(&mut MethodCache::default())
+    }
+
+    fn check_methods_with(&self, cache: &mut MethodCache) -> Result<()> {
+        let reference = self.reference_spec()?;
+        for e in &self.experiments {
+            // Each method as it first runs in the experiment (kernel, rank, terms).
+            let point = self.settings(e, e.values[0])?.point()?;
+            let job = point.job()?;
+            for m in self.methods_of(e) {
+                cache.get(&m.parse()?, &point.options(), &job.kernel)?;
+            }
+            if let Some(r) = &reference {
+                cache.get(r, &point.options(), &job.kernel)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reference_spec(&self) -> Result<Option<MethodSpec>> {
+        match self.reference.trim() {
+            "none" | "" => Ok(None),
+            r => Ok(Some(r.parse()?)),
+        }
+    }
+
+    fn methods_of<'a>(&'a self, e: &'a Experiment) -> &'a [String] {
+        e.methods.as_deref().unwrap_or(&self.methods)
+    }
+
+    fn settings(&self, e: &Experiment, value: usize) -> Result<Settings> {
+        self.base.overlay(&e.set).with(e.vary, value)
+    }
+
+    /// Number of (point, method) runs.
+    pub fn runs(&self) -> usize {
+        self.experiments
+            .iter()
+            .map(|e| e.values.len() * self.methods_of(e).len())
+            .sum()
+    }
+}
+
+/// What [`run`] reports as it goes.
+pub enum Event<'a> {
+    /// A method finished a point.
+    Finished(&'a Record),
+    /// A method failed at a point (the sweep goes on without it).
+    Failed(&'a Failure),
+    /// An experiment is complete: everything measured so far, to save in
+    /// case a later one is cut short (a time limit, a crash).
+    Checkpoint(&'a SweepResult),
+}
+
+/// A run that failed: an overnight sweep keeps going and says which.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    pub experiment: String,
+    pub variable: Variable,
+    pub value: usize,
+    pub method: String,
+    pub error: String,
+}
+
+/// Runs every experiment of `config`, reporting each run to `log` with its
+/// number and the total. A method failing at one point (out of device memory,
+/// say) is recorded as a [`Failure`] and the sweep goes on; a config naming a
+/// method this build or machine lacks fails before anything runs.
+pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<SweepResult> {
+    let mut cache = MethodCache::default();
+    config.check_methods_with(&mut cache)?;
+    let reference = config.reference_spec()?;
+    let total = config.runs();
+    let (mut records, mut failures) = (Vec::new(), Vec::new());
+    let mut done = 0;
+    for e in &config.experiments {
+        for &value in &e.values {
+            let point = config.settings(e, value)?.point()?;
+            let job = point.job()?;
+            let options = point.options();
+            let specs = config
+                .methods_of(e)
+                .iter()
+                .map(|m| m.parse::<MethodSpec>())
+                .collect::<Result<Vec<_>>>()?;
+            let mut fail = |spec: &MethodSpec, err: Error, done: usize| {
+                let f = Failure {
+                    experiment: e.name.clone(),
+                    variable: e.vary,
+                    value,
+                    method: spec.to_string(),
+                    error: err.to_string(),
+                };
+                log(Event::Failed(&f), done, total);
+                failures.push(f);
+            };
+            // The reference output: reused from the methods when listed there.
+            let mut baseline: Option<MemRaster> = None;
+            if let Some(r) = &reference
+                && !specs.contains(r)
+            {
+                let made = cache
+                    .get(r, &options, &job.kernel)
+                    .and_then(|m| run_once(&point, &job, m));
+                match made {
+                    Ok((out, _)) => baseline = Some(out),
+                    Err(err) => fail(r, err, done),
+                }
+            }
+            let mut outputs = Vec::new();
+            for spec in &specs {
+                let timed = cache.get(spec, &options, &job.kernel).and_then(|m| {
+                    Ok((
+                        (m.name(), m.is_exact()),
+                        time_method(config, &point, &job, m)?,
+                    ))
+                });
+                match timed {
+                    Ok((about, (times, output))) => {
+                        if Some(spec) == reference.as_ref() && baseline.is_none() {
+                            baseline = Some(output.clone());
+                        }
+                        outputs.push((spec, about, times, output));
+                    }
+                    Err(err) => {
+                        done += 1;
+                        fail(spec, err, done);
+                    }
+                }
+            }
+            for (spec, about, times, output) in outputs {
+                let (agreement, kappa) = match &baseline {
+                    Some(b) => agree(b, &output)?,
+                    None => (None, None),
+                };
+                let record = make_record(
+                    e, value, &point, &job, spec, about, &times, agreement, kappa,
+                );
+                done += 1;
+                log(Event::Finished(&record), done, total);
+                records.push(record);
+            }
+        }
+        let so_far = SweepResult {
+            config: config.clone(),
+            machine: Machine::this(),
+            records: records.clone(),
+            failures: failures.clone(),
+        };
+        log(Event::Checkpoint(&so_far), done, total);
+    }
+    Ok(SweepResult {
+        config: config.clone(),
+        machine: Machine::this(),
+        records,
+        failures,
+    })
+}
+
+/// The optional warm-up and the timed repeats of one method at one point:
+/// (wall, compute) per repeat and the last output.
+fn time_method(
+    config: &Config,
+    point: &Point,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+) -> Result<(Vec<(Duration, Duration)>, MemRaster)> {
+    if config.warmup {
+        run_once(point, job, method)?;
+    }
+    let mut times = Vec::new();
+    let mut output = None;
+    for _ in 0..config.repeats {
+        let (out, stats) = run_once(point, job, method)?;
+        times.push((stats.wall, stats.compute));
+        output = Some(out);
+    }
+    Ok((times, output.expect("repeats ≥ 1")))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn make_record(
+    e: &Experiment,
+    value: usize,
+    point: &Point,
+    job: &SmoothJob,
+    spec: &MethodSpec,
+    (method_name, exact): (String, bool),
+    times: &[(Duration, Duration)],
+    agreement_percent: Option<f64>,
+    kappa: Option<f64>,
+) -> Record {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let seconds = median(times.iter().map(|t| t.0.as_secs_f64()).collect());
+    let seconds_min = times
+        .iter()
+        .map(|t| t.0.as_secs_f64())
+        .fold(f64::INFINITY, f64::min);
+    let (ow, oh) = job
+        .grid(point.size, point.size)
+        .map(|g| g.output_size())
+        .unwrap_or((point.size, point.size));
+    Record {
+        experiment: e.name.clone(),
+        variable: e.vary,
+        value,
+        method: spec.to_string(),
+        method_name,
+        exact,
+        width: point.size,
+        height: point.size,
+        kernel: point.kernel.clone(),
+        kernel_side: job.kernel.size(),
+        classes: point.classes,
+        pattern: format!("{:?}", point.pattern).to_lowercase(),
+        rank: point.rank,
+        terms: point.terms,
+        tile: point.tile,
+        repeats: times.len(),
+        seconds,
+        seconds_min,
+        compute_seconds: median(times.iter().map(|t| t.1.as_secs_f64()).collect()),
+        mpixels_per_second: (ow * oh) as f64 / 1e6 / seconds.max(1e-12),
+        agreement_percent,
+        kappa,
+    }
+}
+
+/// One run of `method` on the point's synthetic input, into memory.
+fn run_once(
+    point: &Point,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+) -> Result<(MemRaster, engine::RunStats)> {
+    let mut input = point.input();
+    let (ow, oh) = job.grid(point.size, point.size)?.output_size();
+    let mut out = MemRaster::filled(ow, oh, 0);
+    let stats = engine::smooth(&mut input, &mut out, job, method, &Progress::hidden())?;
+    Ok((out, stats))
+}
+
+/// Agreement (percent) and kappa of `candidate` against `reference`.
+fn agree(reference: &MemRaster, candidate: &MemRaster) -> Result<(Option<f64>, Option<f64>)> {
+    let m = metrics::compare(
+        &mut reference.clone(),
+        &mut candidate.clone(),
+        None,
+        None,
+        |_| Ok(()),
+    )?;
+    Ok((m.agreement().map(|a| 100.0 * a), m.kappa()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"
+        title = "t"
+        methods = ["naive@host"]
+        [base]
+        kernel = "box"
+        kernel_size = 3
+        classes = 3
+        [[experiment]]
+        name = "size"
+        vary = "size"
+        values = [16, 32]
+        [[experiment]]
+        name = "kernel"
+        vary = "kernel_size"
+        values = [3, 5]
+        set = { kernel = "gaussian", size = 24, pattern = "random" }
+    "#;
+
+    #[test]
+    fn settings_overlay_and_points() {
+        let c = Config::parse(CONFIG).unwrap();
+        assert_eq!(c.runs(), 4);
+        let p = c.settings(&c.experiments[1], 5).unwrap().point().unwrap();
+        assert_eq!(p.size, 24);
+        assert_eq!(p.classes, 3);
+        assert_eq!(p.pattern, Pattern::Random);
+        assert_eq!(p.job().unwrap().kernel.size(), 5);
+        let p = c.settings(&c.experiments[0], 32).unwrap().point().unwrap();
+        assert_eq!((p.size, p.kernel.as_str()), (32, "box:3"));
+    }
+
+    #[test]
+    fn bad_configs_are_one_line_errors() {
+        let bad = CONFIG.replace("values = [3, 5]", "values = [4]");
+        assert!(
+            Config::parse(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("not odd")
+        );
+        let bad = CONFIG.replace("naive@host", "nope@host");
+        let e = Config::parse(&bad).unwrap().check_methods().unwrap_err();
+        assert!(e.to_string().contains("unknown method 'nope'"), "{e}");
+        assert!(run(&Config::parse(&bad).unwrap(), |_, _, _| ()).is_err());
+        let bad = CONFIG.replace("classes = 3", "colours = 3");
+        let e = Config::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad sweep config") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn exact_reference_agrees_fully() {
+        let c = Config::parse(CONFIG).unwrap();
+        let mut seen = 0;
+        let mut checkpoints = Vec::new();
+        let r = run(&c, |ev, i, n| {
+            match ev {
+                Event::Finished(_) => seen = i,
+                Event::Checkpoint(so_far) => checkpoints.push(so_far.records.len()),
+                Event::Failed(f) => panic!("{}", f.error),
+            }
+            assert_eq!(n, 4);
+        })
+        .unwrap();
+        assert_eq!(seen, 4);
+        assert_eq!(checkpoints, [2, 4]);
+        assert_eq!(r.records.len(), 4);
+        for rec in &r.records {
+            assert_eq!(rec.agreement_percent, Some(100.0));
+            assert!(rec.exact && rec.seconds > 0.0);
+        }
+        assert_eq!(r.records[1].width, 32);
+        assert_eq!(r.records[3].kernel_side, 5);
+    }
+
+    /// A point that fails (a kernel larger than the image under border
+    /// `valid`) is recorded and the sweep goes on.
+    #[test]
+    fn failed_points_are_recorded_and_skipped() {
+        let text = CONFIG
+            .replace(
+                "classes = 3",
+                "classes = 3\nborder = \"valid\"\nkernel_size = 21",
+            )
+            .replace("kernel_size = 3\n", "");
+        let c = Config::parse(&text).unwrap();
+        let mut failed = 0;
+        let r = run(&c, |ev, _, _| {
+            if let Event::Failed(f) = ev {
+                assert!(f.error.contains("kernel"), "{}", f.error);
+                failed += 1;
+            }
+        })
+        .unwrap();
+        // size 16 < 21 fails, size 32 runs; the kernel_size experiment (24²) runs.
+        assert_eq!(failed, 1);
+        assert_eq!(r.failures.len(), 1);
+        assert_eq!((r.failures[0].value, r.records.len()), (16, 3));
+        let html = crate::report::sweep::to_html(&r).unwrap();
+        assert!(html.contains("Failed runs"));
+    }
+}
