@@ -12,15 +12,15 @@ pub mod cli;
 pub mod device;
 pub mod engine;
 pub mod error;
-pub mod interrupt;
 pub mod filter;
 #[cfg(feature = "gdal")]
 pub mod image_raster;
+pub mod interrupt;
 pub mod kernel;
 pub mod linalg;
 pub mod method;
-pub mod pipeline;
 pub mod metrics;
+pub mod pipeline;
 pub mod progress;
 #[cfg(feature = "gdal")]
 pub mod raster;

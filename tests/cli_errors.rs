@@ -1,5 +1,6 @@
 //! Bad input: a one-line cause and hint, a non-zero exit, no output left
 //! behind (not the target, not a temp file) and the input untouched.
+#![cfg(feature = "gdal")]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The shared fixtures (expected outputs from an independent float64
 //! implementation of DESIGN.md §2, see ../shared/fixtures/README.md) must be
 //! reproduced byte for byte by every exact method, on every device and tile size.
+#![cfg(feature = "gdal")]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! GDAL round trip: outputs keep size, geotransform, CRS, nodata, colour
 //! table and category names; UInt16 classes stay UInt16; `gen` and `info` work.
+#![cfg(feature = "gdal")]
 
 mod common;
 

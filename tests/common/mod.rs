@@ -1,99 +1,107 @@
 //! Helpers shared by the integration tests: writing small test rasters with
 //! GDAL, reading rasters back, running the CLI, and a brute-force reference.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use gdal::raster::{ColorEntry, ColorTable, GdalDataType, PaletteInterpretation, RgbaEntry};
-use gdal::{Dataset, DriverManager};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[cfg(feature = "gdal")]
+pub use gdal_io::*;
 
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+/// Writing and reading test rasters through GDAL, running the CLI.
+#[cfg(feature = "gdal")]
+mod gdal_io {
+    use gdal::raster::{ColorEntry, ColorTable, GdalDataType, PaletteInterpretation, RgbaEntry};
+    use gdal::{Dataset, DriverManager};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
 
-pub fn fixture(name: &str) -> PathBuf {
-    Path::new(FIXTURES).join(name)
-}
+    pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
 
-/// A small GeoTIFF description for tests.
-pub struct TestRaster<'a> {
-    pub width: usize,
-    pub height: usize,
-    pub data: &'a [u16],
-    pub data_type: GdalDataType,
-    pub nodata: Option<f64>,
-    pub colors: bool,
-}
+    pub fn fixture(name: &str) -> PathBuf {
+        Path::new(FIXTURES).join(name)
+    }
 
-/// Writes `r` as a GeoTIFF in UTM 33N with 30 m pixels.
-pub fn write_raster(path: &Path, r: &TestRaster) {
-    let driver = DriverManager::get_driver_by_name("GTiff").unwrap();
-    let mut ds = match r.data_type {
-        GdalDataType::UInt8 => driver
-            .create_with_band_type::<u8, _>(path, r.width, r.height, 1)
-            .unwrap(),
-        GdalDataType::UInt16 => driver
-            .create_with_band_type::<u16, _>(path, r.width, r.height, 1)
-            .unwrap(),
-        GdalDataType::Float32 => driver
-            .create_with_band_type::<f32, _>(path, r.width, r.height, 1)
-            .unwrap(),
-        other => panic!("unsupported {other:?}"),
-    };
-    ds.set_geo_transform(&[500_000.0, 30.0, 0.0, 6_200_000.0, 0.0, -30.0])
-        .unwrap();
-    let srs = gdal::spatial_ref::SpatialRef::from_epsg(32633).unwrap();
-    ds.set_spatial_ref(&srs).unwrap();
-    let mut band = ds.rasterband(1).unwrap();
-    let shape = (r.width, r.height);
-    match r.data_type {
-        GdalDataType::UInt8 => {
-            let mut b = gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as u8).collect());
-            band.write((0, 0), shape, &mut b).unwrap();
+    /// A small GeoTIFF description for tests.
+    pub struct TestRaster<'a> {
+        pub width: usize,
+        pub height: usize,
+        pub data: &'a [u16],
+        pub data_type: GdalDataType,
+        pub nodata: Option<f64>,
+        pub colors: bool,
+    }
+
+    /// Writes `r` as a GeoTIFF in UTM 33N with 30 m pixels.
+    pub fn write_raster(path: &Path, r: &TestRaster) {
+        let driver = DriverManager::get_driver_by_name("GTiff").unwrap();
+        let mut ds = match r.data_type {
+            GdalDataType::UInt8 => driver
+                .create_with_band_type::<u8, _>(path, r.width, r.height, 1)
+                .unwrap(),
+            GdalDataType::UInt16 => driver
+                .create_with_band_type::<u16, _>(path, r.width, r.height, 1)
+                .unwrap(),
+            GdalDataType::Float32 => driver
+                .create_with_band_type::<f32, _>(path, r.width, r.height, 1)
+                .unwrap(),
+            other => panic!("unsupported {other:?}"),
+        };
+        ds.set_geo_transform(&[500_000.0, 30.0, 0.0, 6_200_000.0, 0.0, -30.0])
+            .unwrap();
+        let srs = gdal::spatial_ref::SpatialRef::from_epsg(32633).unwrap();
+        ds.set_spatial_ref(&srs).unwrap();
+        let mut band = ds.rasterband(1).unwrap();
+        let shape = (r.width, r.height);
+        match r.data_type {
+            GdalDataType::UInt8 => {
+                let mut b =
+                    gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as u8).collect());
+                band.write((0, 0), shape, &mut b).unwrap();
+            }
+            GdalDataType::UInt16 => {
+                let mut b = gdal::raster::Buffer::new(shape, r.data.to_vec());
+                band.write((0, 0), shape, &mut b).unwrap();
+            }
+            _ => {
+                let mut b =
+                    gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as f32).collect());
+                band.write((0, 0), shape, &mut b).unwrap();
+            }
         }
-        GdalDataType::UInt16 => {
-            let mut b = gdal::raster::Buffer::new(shape, r.data.to_vec());
-            band.write((0, 0), shape, &mut b).unwrap();
+        if r.nodata.is_some() {
+            band.set_no_data_value(r.nodata).unwrap();
         }
-        _ => {
-            let mut b =
-                gdal::raster::Buffer::new(shape, r.data.iter().map(|&v| v as f32).collect());
-            band.write((0, 0), shape, &mut b).unwrap();
+        if r.colors {
+            let mut ct = ColorTable::new(PaletteInterpretation::Rgba);
+            for i in 0..8u16 {
+                let e = RgbaEntry {
+                    r: (i * 30) as i16,
+                    g: 255 - (i * 20) as i16,
+                    b: (i * 7) as i16,
+                    a: 255,
+                };
+                ct.set_color_entry(i, &ColorEntry::Rgba(e));
+            }
+            band.set_color_table(&ct);
         }
     }
-    if r.nodata.is_some() {
-        band.set_no_data_value(r.nodata).unwrap();
-    }
-    if r.colors {
-        let mut ct = ColorTable::new(PaletteInterpretation::Rgba);
-        for i in 0..8u16 {
-            let e = RgbaEntry {
-                r: (i * 30) as i16,
-                g: 255 - (i * 20) as i16,
-                b: (i * 7) as i16,
-                a: 255,
-            };
-            ct.set_color_entry(i, &ColorEntry::Rgba(e));
-        }
-        band.set_color_table(&ct);
-    }
-}
 
-/// Reads band 1 as u16 with its size.
-pub fn read_raster(path: &Path) -> (usize, usize, Vec<u16>) {
-    let ds = Dataset::open(path).unwrap();
-    let (w, h) = ds.raster_size();
-    let band = ds.rasterband(1).unwrap();
-    let mut buf = vec![0u16; w * h];
-    band.read_into_slice((0, 0), (w, h), (w, h), &mut buf, None)
-        .unwrap();
-    (w, h, buf)
-}
+    /// Reads band 1 as u16 with its size.
+    pub fn read_raster(path: &Path) -> (usize, usize, Vec<u16>) {
+        let ds = Dataset::open(path).unwrap();
+        let (w, h) = ds.raster_size();
+        let band = ds.rasterband(1).unwrap();
+        let mut buf = vec![0u16; w * h];
+        band.read_into_slice((0, 0), (w, h), (w, h), &mut buf, None)
+            .unwrap();
+        (w, h, buf)
+    }
 
-/// Runs the mapfilter binary.
-pub fn mapfilter(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapfilter"))
-        .args(args)
-        .output()
-        .expect("run mapfilter")
+    /// Runs the mapfilter binary.
+    pub fn mapfilter(args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args(args)
+            .output()
+            .expect("run mapfilter")
+    }
 }
 
 /// Plain, untiled reference of DESIGN.md §2 on raw codes with integer
