@@ -9,10 +9,12 @@
 //! class absent from the band costs nothing, and a present one is filtered
 //! only over its box plus the kernel's reach: outside it the indicator is
 //! zero, so the exact score is zero, and a zero score never changes a
-//! ranking slot (see `Slot::update`). Pass 1 runs the recursion down the
-//! box's columns straight from the class codes (no indicator plane); pass 2
-//! runs along the rows, [`LANES`] rows at a time, from an `x × LANES`
-//! transposed strip, and folds each score into the ranking at once.
+//! ranking slot (see `SlotsMut::update`). Both passes run [`LANES`] lines
+//! in step with the recursion state in registers: pass 1 down [`LANES`]
+//! columns of the box straight from the class codes (no indicator plane),
+//! writing a column-major block; pass 2 along [`LANES`] rows of that block
+//! (contiguous there, so no transpose), folding each score into the ranking
+//! at once. Plans of more than [`MAX_TERMS`] terms take the generic path.
 //!
 //! The arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
 //! recursion, same order of sums) on segments no longer than
@@ -53,201 +55,127 @@ impl Tables {
     }
 }
 
-/// The input lines of one recursion, each `width()` values wide.
-trait Lines {
-    fn width(&self) -> usize;
-    /// `acc[x] += c · line(t)[x]`.
-    fn axpy(&self, t: usize, c: f64, acc: &mut [f64]);
-    /// With `lead = y + 2R + 1`: `b0 = line(lead) − line(y)` and
-    /// `b = b0 + (line(y − 1) − line(lead − 1))`.
-    fn diffs(&self, y: usize, r: usize, b0: &mut [f64], b: &mut [f64]);
+/// Terms (K + 1) the lane kernel keeps in registers; plans with more take
+/// the generic path.
+pub(crate) const MAX_TERMS: usize = 8;
+
+/// [`LANES`] values, one per lane.
+type V = [f64; LANES];
+
+/// The input of one recursion: [`LANES`] independent lines read in step.
+trait Lanes {
+    /// Element `t` of every lane.
+    fn load(&self, t: usize) -> V;
 }
 
-/// Rows of class codes read as the indicator of one class.
-struct ClassLines<'a> {
+/// [`LANES`] neighbouring columns of class codes, read as the indicator of one
+/// class; columns at or beyond `width` read as 0.
+struct ClassColumns<'a> {
     codes: &'a [u16],
     stride: usize,
-    /// Index of line 0's first value.
+    /// Index of element 0 of lane 0.
     base: usize,
     width: usize,
     class: u16,
 }
 
-impl ClassLines<'_> {
+impl Lanes for ClassColumns<'_> {
     #[inline(always)]
-    fn line(&self, t: usize) -> &[u16] {
-        &self.codes[self.base + t * self.stride..][..self.width]
-    }
-}
-
-#[inline(always)]
-fn ind(v: u16, c: u16) -> f64 {
-    f64::from(u8::from(v == c))
-}
-
-impl Lines for ClassLines<'_> {
-    #[inline(always)]
-    fn width(&self) -> usize {
-        self.width
-    }
-
-    #[inline(always)]
-    fn axpy(&self, t: usize, c: f64, acc: &mut [f64]) {
-        let cls = self.class;
-        for (a, &v) in acc.iter_mut().zip(self.line(t)) {
-            *a += c * ind(v, cls);
-        }
-    }
-
-    #[inline(always)]
-    fn diffs(&self, y: usize, r: usize, b0: &mut [f64], b: &mut [f64]) {
-        let cls = self.class;
-        let (lead, lead_in) = (self.line(y + 2 * r + 1), self.line(y + 2 * r));
-        let (trail, trail_out) = (self.line(y), self.line(y - 1));
-        for (((((z, o), &l), &li), &t), &to) in b0
-            .iter_mut()
-            .zip(b.iter_mut())
-            .zip(lead)
-            .zip(lead_in)
-            .zip(trail)
-            .zip(trail_out)
-        {
-            let d = ind(l, cls) - ind(t, cls);
-            *z = d;
-            *o = d + (ind(to, cls) - ind(li, cls));
+    fn load(&self, t: usize) -> V {
+        let at = self.base + t * self.stride;
+        if self.width >= LANES {
+            let c: &[u16; LANES] = self.codes[at..at + LANES].try_into().unwrap();
+            std::array::from_fn(|j| f64::from(u8::from(c[j] == self.class)))
+        } else {
+            std::array::from_fn(|j| {
+                f64::from(u8::from(j < self.width && self.codes[at + j] == self.class))
+            })
         }
     }
 }
 
-/// A transposed strip: line `t` is `data[t·LANES..(t+1)·LANES]`.
-struct StripLines<'a> {
+/// A column-major block whose lane `j` at element `t` is `data[t·stride + j]`.
+struct Strip<'a> {
     data: &'a [f64],
+    stride: usize,
 }
 
-impl StripLines<'_> {
+impl Lanes for Strip<'_> {
     #[inline(always)]
-    fn line(&self, t: usize) -> &[f64; LANES] {
-        self.data[t * LANES..(t + 1) * LANES].try_into().unwrap()
+    fn load(&self, t: usize) -> V {
+        self.data[t * self.stride..t * self.stride + LANES]
+            .try_into()
+            .unwrap()
     }
 }
 
-impl Lines for StripLines<'_> {
-    #[inline(always)]
-    fn width(&self) -> usize {
-        LANES
-    }
-
-    #[inline(always)]
-    fn axpy(&self, t: usize, c: f64, acc: &mut [f64]) {
-        for (a, &v) in acc.iter_mut().zip(self.line(t)) {
-            *a += c * v;
-        }
-    }
-
-    #[inline(always)]
-    fn diffs(&self, y: usize, r: usize, b0: &mut [f64], b: &mut [f64]) {
-        let (lead, lead_in) = (self.line(y + 2 * r + 1), self.line(y + 2 * r));
-        let (trail, trail_out) = (self.line(y), self.line(y - 1));
-        for j in 0..LANES {
-            let d = lead[j] - trail[j];
-            b0[j] = d;
-            b[j] = d + (trail_out[j] - lead_in[j]);
-        }
-    }
-}
-
-/// Recursion state, reused across segments.
-#[derive(Default)]
-struct State {
-    cur: Vec<f64>,
-    prev: Vec<f64>,
-    b0: Vec<f64>,
-    b: Vec<f64>,
-    out: Vec<f64>,
-}
-
-/// One explicitly seeded segment: output `i` (`i < rows`) is the filter
-/// applied to lines `i..=i + 2R`; `emit(i, out)` receives each output line.
+/// One explicitly seeded segment on [`LANES`] lines at once, its state in
+/// registers: output `i` (`i < rows`) is the filter applied to elements
+/// `i..=i + 2R`; `emit(i, out)` receives each output.
 #[inline(always)]
-fn segment<L: Lines>(
-    tab: &Tables,
-    src: &L,
-    rows: usize,
-    st: &mut State,
-    mut emit: impl FnMut(usize, &[f64]),
-) {
-    let (r, w, terms) = (tab.r, src.width(), tab.g.len());
-    if rows == 0 || w == 0 {
+fn segment<L: Lanes>(tab: &Tables, src: &L, rows: usize, mut emit: impl FnMut(usize, &V)) {
+    let (r, terms) = (tab.r, tab.g.len());
+    debug_assert!(terms <= MAX_TERMS);
+    if rows == 0 {
         return;
     }
-    for v in [&mut st.cur, &mut st.prev] {
-        v.clear();
-        v.resize(terms * w, 0.0);
-    }
-    for v in [&mut st.b0, &mut st.b, &mut st.out] {
-        v.clear();
-        v.resize(w, 0.0);
-    }
-    seed(tab, src, 0, &mut st.cur);
-    emit_line(tab, &st.cur, &mut st.out);
-    emit(0, &st.out);
+    let mut cur = [[0.0; LANES]; MAX_TERMS];
+    let mut prev = [[0.0; LANES]; MAX_TERMS];
+    seed(tab, src, 0, &mut cur);
+    emit(0, &output(tab, &cur));
     if rows == 1 {
         return;
     }
-    std::mem::swap(&mut st.cur, &mut st.prev);
-    seed(tab, src, 1, &mut st.cur);
-    emit_line(tab, &st.cur, &mut st.out);
-    emit(1, &st.out);
+    prev[..terms].copy_from_slice(&cur[..terms]);
+    seed(tab, src, 1, &mut cur);
+    emit(1, &output(tab, &cur));
     for y in 1..rows - 1 {
-        src.diffs(y, r, &mut st.b0, &mut st.b);
-        // k = 0: first order, a box sliding by one.
-        st.cur[..w]
-            .iter_mut()
-            .zip(&st.b0)
-            .for_each(|(f, b)| *f += b);
+        let (lead, lead_in) = (src.load(y + 2 * r + 1), src.load(y + 2 * r));
+        let (trail, trail_out) = (src.load(y), src.load(y - 1));
+        let mut b = [0.0; LANES];
+        for j in 0..LANES {
+            let d = lead[j] - trail[j];
+            // k = 0: first order, a box sliding by one.
+            cur[0][j] += d;
+            b[j] = d + (trail_out[j] - lead_in[j]);
+        }
         for k in 1..terms {
             let (ak, dk) = (tab.a[k], tab.d[k]);
-            let range = k * w..(k + 1) * w;
-            for ((p, &c), &b) in st.prev[range.clone()]
-                .iter_mut()
-                .zip(&st.cur[range])
-                .zip(&st.b)
-            {
-                *p = ak * c - *p + dk * b;
+            for j in 0..LANES {
+                let next = ak * cur[k][j] - prev[k][j] + dk * b[j];
+                prev[k][j] = cur[k][j];
+                cur[k][j] = next;
             }
         }
-        // prev now holds F(y + 1) for k ≥ 1; cur still F(y).
-        if terms > 1 {
-            let (cur, prev) = (&mut st.cur[w..], &mut st.prev[w..]);
-            cur.swap_with_slice(prev);
-        }
-        emit_line(tab, &st.cur, &mut st.out);
-        emit(y + 1, &st.out);
+        emit(y + 1, &output(tab, &cur));
     }
 }
 
-/// `F_k` at output `y` by direct sums (`terms × w`).
+/// `F_k` at output `y` by direct sums.
 #[inline(always)]
-fn seed<L: Lines>(tab: &Tables, src: &L, y: usize, f: &mut [f64]) {
-    let (w, terms) = (src.width(), tab.g.len());
-    f.iter_mut().for_each(|v| *v = 0.0);
+fn seed<L: Lanes>(tab: &Tables, src: &L, y: usize, f: &mut [V; MAX_TERMS]) {
+    let terms = tab.g.len();
+    *f = [[0.0; LANES]; MAX_TERMS];
     for (t, coeffs) in tab.seed.chunks_exact(terms).enumerate() {
+        let v = src.load(y + t);
         for (k, &c) in coeffs.iter().enumerate() {
-            src.axpy(y + t, c, &mut f[k * w..(k + 1) * w]);
+            for j in 0..LANES {
+                f[k][j] += c * v[j];
+            }
         }
     }
 }
 
-/// One output line: `Σ_k G_k·F_k`.
+/// One output: `Σ_k G_k·F_k`, summed in ascending k.
 #[inline(always)]
-fn emit_line(tab: &Tables, f: &[f64], o: &mut [f64]) {
-    let w = o.len();
-    o.iter_mut().for_each(|v| *v = 0.0);
+fn output(tab: &Tables, f: &[V; MAX_TERMS]) -> V {
+    let mut o = [0.0; LANES];
     for (k, g) in tab.g.iter().enumerate() {
-        o.iter_mut()
-            .zip(&f[k * w..(k + 1) * w])
-            .for_each(|(v, x)| *v += g * x);
+        for j in 0..LANES {
+            o[j] += g * f[k][j];
+        }
     }
+    o
 }
 
 /// Where one class lies in a band's input: rows and columns, inclusive.
@@ -262,8 +190,6 @@ struct Extent {
 struct Scratch {
     extents: Vec<Option<Extent>>,
     pass1: Vec<f64>,
-    strip: Vec<f64>,
-    state: State,
 }
 
 /// What every band shares.
@@ -357,56 +283,57 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
         if ya >= yb || xa >= xb {
             continue;
         }
-        // Pass 1 over the box's columns into pass1 (rows ya..yb, span
-        // columns xa..xb + 2R, zero outside the box).
+        // Pass 1 down the box's columns into `pass1`, column-major: span
+        // columns xa..xb + 2R, rows of the strips that hold ya..yb; zero
+        // outside the box, so those rows' scores come out exactly 0.
         let pw = xb - xa + 2 * r;
-        let off = e.cols.0 - xa;
+        let (sa, sb) = (ya / LANES, yb.div_ceil(LANES));
+        let ph = (sb - sa) * LANES;
         let wc = e.cols.1 + 1 - e.cols.0;
         scratch.pass1.clear();
-        scratch.pass1.resize((yb - ya) * pw, 0.0);
-        let lines = ClassLines {
-            codes: tile.classes,
-            stride: tw,
-            base: base + ya * tw + e.cols.0,
-            width: wc,
-            class: c as u16,
-        };
+        scratch.pass1.resize(pw * ph, 0.0);
         let pass1 = &mut scratch.pass1;
-        segment(
-            &job.tab,
-            &lines,
-            yb - ya,
-            &mut scratch.state,
-            #[inline(always)]
-            |i, o| pass1[i * pw + off..][..wc].copy_from_slice(o),
-        );
-        // Pass 2 strip by strip, scores folded into the ranking.
+        for c0 in (0..wc).step_by(LANES) {
+            let lanes = ClassColumns {
+                codes: tile.classes,
+                stride: tw,
+                base: base + ya * tw + e.cols.0 + c0,
+                width: wc - c0,
+                class: c as u16,
+            };
+            let col = e.cols.0 + c0 - xa;
+            let n = LANES.min(wc - c0);
+            let at = ya - sa * LANES;
+            segment(
+                &job.tab,
+                &lanes,
+                yb - ya,
+                #[inline(always)]
+                |i, o| {
+                    for (j, &v) in o[..n].iter().enumerate() {
+                        pass1[(col + j) * ph + at + i] = v;
+                    }
+                },
+            );
+        }
+        // Pass 2 along the rows, a strip at a time, scores folded into the ranking.
         let weight = job.weights[c];
-        for s in ya / LANES..yb.div_ceil(LANES) {
-            // Rows outside ya..yb stay zero: their scores come out exactly 0.
-            scratch.strip.clear();
-            scratch.strip.resize(pw * LANES, 0.0);
-            for j in (0..LANES).filter(|j| (ya..yb).contains(&(s * LANES + j))) {
-                let row = &scratch.pass1[(s * LANES + j - ya) * pw..][..pw];
-                for (x, &v) in row.iter().enumerate() {
-                    scratch.strip[x * LANES + j] = v;
-                }
-            }
+        for s in sa..sb {
             for a in (0..xb - xa).step_by(job.segment) {
                 let rows = job.segment.min(xb - xa - a);
-                let lines = StripLines {
-                    data: &scratch.strip[a * LANES..],
+                let lanes = Strip {
+                    data: &scratch.pass1[a * ph + (s - sa) * LANES..],
+                    stride: ph,
                 };
                 segment(
                     &job.tab,
-                    &lines,
+                    &lanes,
                     rows,
-                    &mut scratch.state,
                     #[inline(always)]
                     |i, o| {
                         let x = xa + a + i;
-                        let s8: [f64; LANES] = std::array::from_fn(|j| weight * o[j]);
-                        slots.update((s * ow + x) * LANES, c as u16, &s8, job.tau);
+                        let scores: V = std::array::from_fn(|j| weight * o[j]);
+                        slots.update((s * ow + x) * LANES, c as u16, &scores, job.tau);
                     },
                 );
             }

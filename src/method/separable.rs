@@ -293,6 +293,7 @@ impl SeparablePlan {
             },
         ] = self.terms.as_slice()
             && d == e
+            && d.coeffs().len() <= super::dct5_band::MAX_TERMS
         {
             super::dct5_band::rank_tile(d, tile, params, skip, tau, &mut ranking);
             return ranking;
