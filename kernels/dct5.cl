@@ -6,9 +6,9 @@
 //   out(x)   = sum_k G_k F_k(x)
 // Defines: R (radius), NT (terms K+1), SEG (outputs per segment).
 // A segment's position along its line is `p`; y0..y1 are its outputs.
-// dct5_cols runs down the columns of the class tile (indicator of one class),
-// dct5_rows along the rows of the pass-1 plane; both read their line with a
-// stride, so one macro writes both.
+// dct5_cols_t runs down the columns of the class tile (the indicator of
+// each class), dct5_rows_t along the rows of the pass-1 planes, which are
+// stored transposed so that both passes read and write coalesced.
 
 #define N (2 * R + 1)
 
@@ -48,44 +48,93 @@ inline int cos_index(int k, int t) {
         EMIT(p + 1, cur);                                                        \
     }
 
-// Pass 1: P[y][x] (y < oh, x < w) from the indicator of class `cls_id` in
-// the tile rows y..y+2R (the tile is w wide and oh + 2R high).
-__kernel void dct5_cols(__global const ushort *cls, int w, int oh, ushort cls_id,
-                        __constant float *G, __constant float *cosv,
-                        __global float *P) {
-    int x = get_global_id(0);
+// Class codes: CODE is uchar when every local class index (and the nodata
+// value) fits in a byte, else ushort.
+#ifndef CODE
+#define CODE ushort
+#endif
+
+// Pass 1 for every class at once (global: [w rounded to 32, segments,
+// classes], work-groups of 32 along x): PT[c][x][y] (y < oh, x < w, rows
+// ohp apart) from the indicator of class c in the tile rows y..y+2R (the
+// tile is w wide and oh + 2R high). The output is written transposed, so
+// that pass 2 reads it coalesced: a work-group keeps 32 outputs of each of
+// its 32 columns in local memory, then writes them as 32 runs along y.
+// SEG is a multiple of 32.
+__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+void dct5_cols_t(__global const CODE *cls, int w, int oh, int ohp,
+                 __constant float *G, __constant float *cosv,
+                 __global float *PT) {
+    __local float buf[32][33];
+    int x = get_global_id(0), lx = get_local_id(0), x0 = x - lx;
     int y0 = get_global_id(1) * SEG;
-    if (x >= w || y0 >= oh) return;
+    CODE cls_id = (CODE)get_global_id(2);
     int y1 = MF_MIN(y0 + SEG, oh);
-#define LOAD(row) (cls[(size_t)(row) * w + x] == cls_id ? 1.0f : 0.0f)
-#define EMIT(row, F)                                                             \
-    {                                                                            \
-        float o = 0.0f;                                                          \
-        for (int k = 0; k < NT; k++) o += G[k] * F[k];                           \
-        P[(size_t)(row) * w + x] = o;                                            \
+    bool live = x < w;
+    __global float *out = PT + (size_t)get_global_id(2) * w * ohp;
+#define LOAD(row) (live && cls[(size_t)(row) * w + x] == cls_id ? 1.0f : 0.0f)
+    float cur[NT], prev[NT];
+    for (int k = 0; k < NT; k++) { cur[k] = 0.0f; prev[k] = 0.0f; }
+    for (int base = y0; base < y0 + SEG; base += 32) {
+        for (int i = 0; i < 32; i++) {
+            int p = base + i;
+            float o = 0.0f;
+            if (p < y1) {
+                if (p <= y0 + 1) {
+                    for (int k = 0; k < NT; k++) { prev[k] = cur[k]; cur[k] = 0.0f; }
+                    for (int t = 0; t < N; t++) {
+                        float f = LOAD(p + t);
+                        for (int k = 0; k < NT; k++) cur[k] += cosv[cos_index(k, t)] * f;
+                    }
+                } else {
+                    float lead = LOAD(p + 2 * R), trail = LOAD(p - 1);
+                    float b0 = lead - trail;
+                    float b = b0 + LOAD(p - 2) - LOAD(p + 2 * R - 1);
+                    cur[0] += b0;
+                    for (int k = 1; k < NT; k++) {
+                        float next = 2.0f * cosv[k % N] * cur[k] - prev[k]
+                                     + cosv[(k * R) % N] * b;
+                        prev[k] = cur[k];
+                        cur[k] = next;
+                    }
+                }
+                for (int k = 0; k < NT; k++) o += G[k] * cur[k];
+            }
+            buf[lx][i] = o;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int p = base + lx;
+        if (p < y1) {
+            for (int i = 0; i < 32 && x0 + i < w; i++)
+                out[(size_t)(x0 + i) * ohp + p] = buf[i][lx];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    DCT5_LINE(LOAD)
 #undef LOAD
-#undef EMIT
 }
 
-// Pass 2: S[y][x] (x < ow) along row y of P (w = ow + 2R wide), times the
-// class weight `cw` (the largest class weight is 1); S starts `soff` floats
-// into the buffer (one plane per class).
-__kernel void dct5_rows(__global const float *P, int w, int oh, int ow,
-                        __constant float *G, __constant float *cosv, float cw,
-                        __global float *S, ulong soff) {
+// Pass 2 for every class at once (global: [oh, segments, classes]):
+// ST[c][x][y] (x < ow, rows ohp apart) along row y of PT[c] (whose row y is
+// its column y: w = ow + 2R elements ohp apart), times the class weight
+// cw[c] (the largest class weight is 1). Work-items run along y, so both
+// the reads and the writes are coalesced.
+__kernel void dct5_rows_t(__global const float *PT, int w, int oh, int ohp, int ow,
+                          __constant float *G, __constant float *cosv,
+                          __constant float *cw, __global float *ST) {
     int row = get_global_id(0);
     int y0 = get_global_id(1) * SEG;
+    int c = get_global_id(2);
     if (row >= oh || y0 >= ow) return;
     int y1 = MF_MIN(y0 + SEG, ow);
-    __global const float *line = P + (size_t)row * w;
-#define LOAD(col) line[col]
+    __global const float *line = PT + (size_t)c * w * ohp + row;
+    __global float *dst = ST + (size_t)c * ow * ohp + row;
+    float weight = cw[c];
+#define LOAD(col) line[(size_t)(col) * ohp]
 #define EMIT(col, F)                                                             \
     {                                                                            \
         float o = 0.0f;                                                          \
         for (int k = 0; k < NT; k++) o += G[k] * F[k];                           \
-        S[soff + (size_t)row * ow + (col)] = cw * o;                                      \
+        dst[(size_t)(col) * ohp] = weight * o;                                   \
     }
     DCT5_LINE(LOAD)
 #undef LOAD

@@ -226,14 +226,14 @@ impl Dct5 {
 }
 
 /// `cos(2πj/n)` for `j = 0..n`.
-fn cos_table(n: usize) -> Vec<f64> {
+pub(crate) fn cos_table(n: usize) -> Vec<f64> {
     (0..n)
         .map(|j| (2.0 * PI * j as f64 / n as f64).cos())
         .collect()
 }
 
 /// Index into [`cos_table`] of `cos(φ·k·u)` with `u = t − r`.
-fn cos_index(k: usize, t: usize, r: usize) -> usize {
+pub(crate) fn cos_index(k: usize, t: usize, r: usize) -> usize {
     let n = (2 * r + 1) as i64;
     ((k as i64 * (t as i64 - r as i64)).rem_euclid(n)) as usize
 }

@@ -7,6 +7,7 @@
 
 pub mod auto;
 pub mod dct5;
+mod dct5_band;
 pub mod exact;
 pub mod naive;
 pub mod naive_cl;

@@ -286,6 +286,18 @@ impl SeparablePlan {
             .max(1) as f64;
         // The tile may carry a wider halo than the kernel needs.
         let skip = h - self.size / 2;
+        if let [
+            Term {
+                column: Filter::Dct5(d),
+                row: Filter::Dct5(e),
+            },
+        ] = self.terms.as_slice()
+            && d == e
+            && d.coeffs().len() <= super::dct5_band::MAX_TERMS
+        {
+            super::dct5_band::rank_tile(d, tile, params, skip, tau, &mut ranking);
+            return ranking;
+        }
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
         let span = ow + self.size - 1;
         let mut planes: Vec<Plane> = self
@@ -301,37 +313,32 @@ impl SeparablePlan {
             }
             let weight = params.class_weights[c] as f64 / wmax;
             let planes = &planes;
-            ranking
-                .slots
-                .par_chunks_mut(ow * LANES)
-                .enumerate()
-                .for_each_init(
-                    || {
-                        (
-                            Plane::new(LANES, span),
-                            Plane::new(LANES, ow),
-                            vec![0.0; ow * LANES],
-                        )
-                    },
-                    |(strip, out, acc), (s, slots)| {
-                        let y0 = s * LANES;
-                        let lanes = LANES.min(oh - y0);
-                        acc.iter_mut().for_each(|a| *a = 0.0);
-                        for (term, plane) in self.terms.iter().zip(planes) {
-                            for j in 0..lanes {
-                                let row = &plane.row(y0 + j)[skip..skip + span];
-                                for (x, &v) in row.iter().enumerate() {
-                                    strip.data[x * LANES + j] = v;
-                                }
+            ranking.runs_mut(LANES).enumerate().for_each_init(
+                || {
+                    (
+                        Plane::new(LANES, span),
+                        Plane::new(LANES, ow),
+                        vec![0.0; ow * LANES],
+                    )
+                },
+                |(strip, out, acc), (s, mut slots)| {
+                    let y0 = s * LANES;
+                    let lanes = LANES.min(oh - y0);
+                    acc.iter_mut().for_each(|a| *a = 0.0);
+                    for (term, plane) in self.terms.iter().zip(planes) {
+                        for j in 0..lanes {
+                            let row = &plane.row(y0 + j)[skip..skip + span];
+                            for (x, &v) in row.iter().enumerate() {
+                                strip.data[x * LANES + j] = v;
                             }
-                            term.row.apply_serial(strip, out);
-                            acc.iter_mut().zip(&out.data).for_each(|(a, o)| *a += o);
                         }
-                        for (slot, &score) in slots.iter_mut().zip(acc.iter()) {
-                            slot.update(c as u16, weight * score, tau);
-                        }
-                    },
-                );
+                        term.row.apply_serial(strip, out);
+                        acc.iter_mut().zip(&out.data).for_each(|(a, o)| *a += o);
+                    }
+                    acc.iter_mut().for_each(|a| *a *= weight);
+                    slots.update(0, c as u16, acc, tau);
+                },
+            );
         }
         ranking
     }
@@ -340,36 +347,56 @@ impl SeparablePlan {
 /// Output rows ranked together in pass 2.
 pub const LANES: usize = 8;
 
-/// What the ranking keeps per pixel.
-#[derive(Clone, Copy, Debug)]
-struct Slot {
+/// What the ranking keeps per pixel, one array per field (so updates of
+/// [`LANES`] neighbouring pixels vectorise).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Slots {
     /// The largest and second largest score (0 stands for "no class").
-    top: f64,
-    second: f64,
+    top: Vec<f64>,
+    second: Vec<f64>,
     /// The winner by the tie rule, with its score.
-    winner_score: f64,
-    centre_score: f64,
-    winner: u16,
-    centre: u16,
+    winner_score: Vec<f64>,
+    centre_score: Vec<f64>,
+    winner: Vec<u16>,
+    centre: Vec<u16>,
 }
 
-impl Slot {
-    /// Folds in class `c`'s weighted score `s`. Classes arrive in ascending
-    /// order, so keeping the earlier winner unless beaten by more than `tau`
-    /// is the smallest-index tie rule.
-    #[inline]
-    fn update(&mut self, c: u16, s: f64, tau: f64) {
+/// A mutable run of [`Slots`] (one strip or band).
+pub(crate) struct SlotsMut<'a> {
+    top: &'a mut [f64],
+    second: &'a mut [f64],
+    winner_score: &'a mut [f64],
+    centre_score: &'a mut [f64],
+    winner: &'a mut [u16],
+    centre: &'a [u16],
+}
+
+impl SlotsMut<'_> {
+    /// Folds class `c`'s weighted scores `s` into the slots from `at` on.
+    /// Classes arrive in ascending order, so keeping the earlier winner
+    /// unless beaten by more than `tau` is the smallest-index tie rule.
+    /// A score of exactly 0 changes nothing that is ever read: `top` and
+    /// `second` start at 0, a winner needs a score above `tau`, and a centre
+    /// score of 0 never reaches a winner's score minus `tau`.
+    #[inline(always)]
+    pub(crate) fn update(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
+        let n = s.len();
+        let top = &mut self.top[at..at + n];
+        let second = &mut self.second[at..at + n];
+        let ws = &mut self.winner_score[at..at + n];
+        let cs = &mut self.centre_score[at..at + n];
+        let win = &mut self.winner[at..at + n];
+        let centre = &self.centre[at..at + n];
         // Branch-free: on scattered data every comparison is a coin toss.
-        self.second = self.second.max(self.top.min(s));
-        self.top = self.top.max(s);
-        let better = s > self.winner_score + tau;
-        self.winner_score = if better { s } else { self.winner_score };
-        self.winner = if better { c } else { self.winner };
-        self.centre_score = if self.centre == c {
-            s
-        } else {
-            self.centre_score
-        };
+        for i in 0..n {
+            let v = s[i];
+            second[i] = second[i].max(top[i].min(v));
+            top[i] = top[i].max(v);
+            let better = v > ws[i] + tau;
+            ws[i] = if better { v } else { ws[i] };
+            win[i] = if better { c } else { win[i] };
+            cs[i] = if centre[i] == c { v } else { cs[i] };
+        }
     }
 }
 
@@ -380,29 +407,59 @@ pub struct Ranking {
     pub ow: usize,
     pub oh: usize,
     tau: f64,
-    slots: Vec<Slot>,
+    slots: Slots,
 }
 
 impl Ranking {
-    fn new(ow: usize, oh: usize, tau: f64, centre: impl Fn(usize, usize) -> u16) -> Self {
-        let strips = oh.div_ceil(LANES);
-        let mut slots = vec![
-            Slot {
-                top: 0.0,
-                second: 0.0,
-                winner_score: 0.0,
-                centre_score: f64::NEG_INFINITY,
-                winner: NO_CLASS,
-                centre: NO_CLASS,
-            };
-            strips * LANES * ow
-        ];
-        for y in 0..oh {
-            for x in 0..ow {
-                slots[Self::index(ow, x, y)].centre = centre(x, y);
-            }
-        }
+    fn new(ow: usize, oh: usize, tau: f64, centre: impl Fn(usize, usize) -> u16 + Sync) -> Self {
+        let len = oh.div_ceil(LANES) * LANES * ow;
+        let mut slots = Slots {
+            top: vec![0.0; len],
+            second: vec![0.0; len],
+            winner_score: vec![0.0; len],
+            centre_score: vec![f64::NEG_INFINITY; len],
+            winner: vec![NO_CLASS; len],
+            centre: vec![NO_CLASS; len],
+        };
+        slots
+            .centre
+            .par_chunks_mut(LANES * ow.max(1))
+            .enumerate()
+            .for_each(|(s, strip)| {
+                for j in 0..LANES.min(oh.saturating_sub(s * LANES)) {
+                    for x in 0..ow {
+                        strip[x * LANES + j] = centre(x, s * LANES + j);
+                    }
+                }
+            });
         Ranking { ow, oh, tau, slots }
+    }
+
+    /// The slots in runs of `rows` output rows (a multiple of [`LANES`]), in parallel.
+    pub(crate) fn runs_mut(
+        &mut self,
+        rows: usize,
+    ) -> impl IndexedParallelIterator<Item = SlotsMut<'_>> {
+        debug_assert_eq!(rows % LANES, 0);
+        let n = (rows * self.ow).max(1);
+        let s = &mut self.slots;
+        s.top
+            .par_chunks_mut(n)
+            .zip(s.second.par_chunks_mut(n))
+            .zip(s.winner_score.par_chunks_mut(n))
+            .zip(s.centre_score.par_chunks_mut(n))
+            .zip(s.winner.par_chunks_mut(n))
+            .zip(s.centre.par_chunks(n))
+            .map(
+                |(((((top, second), winner_score), centre_score), winner), centre)| SlotsMut {
+                    top,
+                    second,
+                    winner_score,
+                    centre_score,
+                    winner,
+                    centre,
+                },
+            )
     }
 
     #[inline]
@@ -415,23 +472,26 @@ impl Ranking {
     /// the smallest index); no score above `tau`, or a nodata centre unless
     /// `fill_nodata`, gives [`NO_CLASS`].
     pub fn decide(&self, x: usize, y: usize, nodata: u16, fill_nodata: bool) -> u16 {
-        let s = &self.slots[Self::index(self.ow, x, y)];
-        if s.centre == nodata && !fill_nodata {
+        let (s, i) = (&self.slots, Self::index(self.ow, x, y));
+        let (centre, winner) = (s.centre[i], s.winner[i]);
+        if centre == nodata && !fill_nodata {
             return NO_CLASS;
         }
-        if s.winner != NO_CLASS && s.centre != nodata && s.centre_score >= s.winner_score - self.tau
+        if winner != NO_CLASS
+            && centre != nodata
+            && s.centre_score[i] >= s.winner_score[i] - self.tau
         {
-            return s.centre;
+            return centre;
         }
-        s.winner
+        winner
     }
 
     /// Whether the winner at `(x, y)` is provably the exact one given a bound
     /// `eps` on every score's error: the margin over the runner-up (or over
     /// "no class", score 0) exceeds `2·eps`.
     pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
-        let s = &self.slots[Self::index(self.ow, x, y)];
-        (s.centre == nodata && !fill_nodata) || s.top - s.second > 2.0 * eps
+        let (s, i) = (&self.slots, Self::index(self.ow, x, y));
+        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > 2.0 * eps
     }
 
     /// Writes the decisions in row-major output order.

@@ -16,24 +16,27 @@ use super::naive::{exact_pixel, taps};
 use super::separable::{Bounds, Filter, SeparablePlan};
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::bail;
+use crate::classes::NO_CLASS;
 use crate::device::{
-    Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
     DeviceTimes, Queue, TimeCounters, event_ns,
 };
 use crate::error::Result;
 use crate::kernel::Kernel;
 use rayon::prelude::*;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Unit roundoff of the device's working precision (f32).
 pub const DEVICE_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
 
-/// Device segment of dct5: `max(32, 2·(2R+1))` outputs per work-item, so
-/// seeding costs the same share whatever σ and a 4096-pixel line still
-/// splits into enough work-items.
+/// Device segment of dct5: `2·(2R+1)` outputs per work-item rounded up to
+/// a multiple of 32 (pass 1 writes its outputs in runs of 32), so seeding
+/// costs the same share whatever σ and a 4096-pixel line still splits into
+/// enough work-items.
 pub fn device_segment(r: usize) -> usize {
-    (2 * (2 * r + 1)).max(32)
+    (2 * (2 * r + 1)).next_multiple_of(32)
 }
 
 /// The plan as the device runs it: taps rounded to f32, dct5 segments of
@@ -82,6 +85,50 @@ pub struct SeparableCl {
     times: TimeCounters,
     pixels: AtomicU64,
     recomputed: AtomicU64,
+    /// dct5's device and staging buffers, kept from tile to tile.
+    dct5: Mutex<Dct5Buffers>,
+}
+
+/// A device buffer that grows on demand and is otherwise reused.
+struct Grow<T> {
+    buf: Option<Buffer<T>>,
+    len: usize,
+}
+
+impl<T> Default for Grow<T> {
+    fn default() -> Self {
+        Grow { buf: None, len: 0 }
+    }
+}
+
+impl<T> Grow<T> {
+    /// A buffer of at least `len` elements.
+    fn get(&mut self, dev: &Device, len: usize, flags: u64) -> Result<&mut Buffer<T>> {
+        if self.buf.is_none() || self.len < len {
+            self.buf = None;
+            self.buf = Some(dev.buffer(len, flags)?);
+            self.len = len;
+        }
+        Ok(self.buf.as_mut().expect("allocated just above"))
+    }
+}
+
+/// Everything dct5 keeps between tiles. Class codes travel as bytes when
+/// every local index and the nodata value fit in one (fewer than 255
+/// classes), halving both transfers.
+#[derive(Default)]
+struct Dct5Buffers {
+    codes8: Grow<u8>,
+    codes16: Grow<u16>,
+    planes1: Grow<f32>,
+    planes2: Grow<f32>,
+    winners8: Grow<u8>,
+    winners16: Grow<u16>,
+    flags: Grow<u8>,
+    weights: Grow<f32>,
+    consts: Option<(Buffer<f32>, Buffer<f32>)>,
+    host8: Vec<u8>,
+    flags_host: Vec<u8>,
 }
 
 impl SeparableCl {
@@ -133,6 +180,7 @@ impl SeparableCl {
             times: TimeCounters::default(),
             pixels: AtomicU64::new(0),
             recomputed: AtomicU64::new(0),
+            dct5: Mutex::default(),
         };
         // Build the programs now: a compiler error surfaces here, not mid-run.
         me.device.program(me.source(), &me.options())?;
@@ -179,6 +227,210 @@ fn dct5_shape(d: &Dct5, terms: usize) -> Result<Shape> {
     })
 }
 
+impl SeparableCl {
+    /// Recomputes exactly the pixels flagged in `uncertain` (certified mode).
+    fn recompute(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        out: &mut [u16],
+        uncertain: &[u8],
+    ) {
+        let ow = tile.output_width();
+        let taps = taps(tile, params);
+        let redone: u64 = out
+            .par_chunks_mut(ow)
+            .zip(uncertain.par_chunks(ow))
+            .enumerate()
+            .map(|(y, (row, flag))| {
+                let mut acc = vec![0u32; tile.n_classes + 1];
+                let mut n = 0;
+                for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
+                    if f != 0 {
+                        *v = exact_pixel(tile, params, &taps, x, y, &mut acc);
+                        n += 1;
+                    }
+                }
+                n
+            })
+            .sum();
+        self.recomputed.fetch_add(redone, Ordering::Relaxed);
+    }
+
+    /// dct5 on one tile: the codes go up once, pass 1 and pass 2 run for
+    /// every class in one launch each (planes stored transposed, so every
+    /// access is coalesced), the ranking in a third; winners (and, in the
+    /// certified mode, the flags) come down. Buffers are reused across tiles.
+    fn smooth_dct5(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+        let Shape::Dct5 {
+            g, cosv, segment, ..
+        } = &self.shape
+        else {
+            unreachable!("smooth_dct5 runs dct5 shapes only")
+        };
+        let segment = *segment;
+        let dev = &self.device;
+        let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
+        let classes = tile.n_classes;
+        let ohp = oh.next_multiple_of(32);
+        let narrow = classes < 255;
+        let opts = self
+            .options()
+            .define("CODE", if narrow { "uchar" } else { "ushort" });
+        let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
+        let wmax = params
+            .class_weights
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let cw: Vec<f32> = (0..classes.max(1))
+            .map(|c| {
+                params
+                    .class_weights
+                    .get(c)
+                    .map_or(0.0, |&v| (v as f64 / wmax) as f32)
+            })
+            .collect();
+        let mut guard = self.dct5.lock().unwrap_or_else(|e| e.into_inner());
+        let bufs = &mut *guard;
+        if bufs.consts.is_none() {
+            bufs.consts = Some((
+                dev.buffer_from(g, CL_MEM_READ_ONLY)?,
+                dev.buffer_from(cosv, CL_MEM_READ_ONLY)?,
+            ));
+        }
+        if narrow {
+            bufs.host8.clear();
+            bufs.host8
+                .par_extend(tile.classes.par_iter().map(|&c| c as u8));
+        }
+        let t0 = Instant::now();
+        if narrow {
+            let b = bufs.codes8.get(dev, w * tile.height, CL_MEM_READ_ONLY)?;
+            dev.upload(b, &bufs.host8)?;
+        } else {
+            let b = bufs.codes16.get(dev, w * tile.height, CL_MEM_READ_ONLY)?;
+            dev.upload(b, tile.classes)?;
+        }
+        let weights = bufs.weights.get(dev, cw.len(), CL_MEM_READ_ONLY)?;
+        dev.upload(weights, &cw)?;
+        let upload_ns = t0.elapsed().as_nanos() as u64;
+        let planes = classes.max(1);
+        bufs.planes1.get(dev, planes * w * ohp, CL_MEM_READ_WRITE)?;
+        bufs.planes2
+            .get(dev, planes * ow * ohp, CL_MEM_READ_WRITE)?;
+        bufs.flags.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
+        if narrow {
+            bufs.winners8.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
+        } else {
+            bufs.winners16.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
+        }
+        let (gb, cb) = bufs.consts.as_ref().expect("set above");
+        let (p1, p2) = (bufs.planes1.buf.as_ref(), bufs.planes2.buf.as_ref());
+        let (p1, p2) = (p1.expect("allocated"), p2.expect("allocated"));
+        let weights = bufs.weights.buf.as_ref().expect("allocated");
+        let flags = bufs.flags.buf.as_ref().expect("allocated");
+        let (wi, ohi, owi, ohpi) = (w as i32, oh as i32, ow as i32, ohp as i32);
+        let cols = dev.kernel("dct5", &opts, "dct5_cols_t")?;
+        let rows = dev.kernel("dct5", &opts, "dct5_rows_t")?;
+        let rank = dev.kernel("rank", &rank_opts, "rank_scores_t")?;
+        fn codes_arg<'k>(a: Args<'k>, bufs: &Dct5Buffers, narrow: bool) -> Args<'k> {
+            if narrow {
+                a.mem(bufs.codes8.buf.as_ref().expect("allocated"))
+            } else {
+                a.mem(bufs.codes16.buf.as_ref().expect("allocated"))
+            }
+        }
+        codes_arg(Args::new(&cols), bufs, narrow)
+            .scalar(wi)
+            .scalar(ohi)
+            .scalar(ohpi)
+            .mem(gb)
+            .mem(cb)
+            .mem(p1)
+            .done()?;
+        let e1 = dev.launch(
+            Queue::Compute,
+            &cols,
+            &[w, oh.div_ceil(segment), planes],
+            Some(&[32, 1, 1]),
+            &[],
+        )?;
+        Args::new(&rows)
+            .mem(p1)
+            .scalar(wi)
+            .scalar(ohi)
+            .scalar(ohpi)
+            .scalar(owi)
+            .mem(gb)
+            .mem(cb)
+            .mem(weights)
+            .mem(p2)
+            .done()?;
+        let e2 = dev.launch(
+            Queue::Compute,
+            &rows,
+            &[oh, ow.div_ceil(segment), planes],
+            None,
+            &[],
+        )?;
+        let eps = self.bounds.total();
+        let a = Args::new(&rank)
+            .mem(p2)
+            .scalar(classes as i32)
+            .scalar(owi)
+            .scalar(ohi)
+            .scalar(ohpi);
+        let a = codes_arg(a, bufs, narrow)
+            .scalar(wi)
+            .scalar(tile.halo as i32)
+            .scalar(params.fill_nodata as i32)
+            .scalar(self.bounds.tie_tolerance(DEVICE_UNIT_ROUNDOFF) as f32)
+            .scalar((2.0 * eps) as f32);
+        let a = if narrow {
+            a.mem(bufs.winners8.buf.as_ref().expect("allocated"))
+        } else {
+            a.mem(bufs.winners16.buf.as_ref().expect("allocated"))
+        };
+        a.mem(flags).done()?;
+        let e3 = dev.launch(Queue::Compute, &rank, &[oh, ow], None, &[])?;
+        let t1 = Instant::now();
+        if narrow {
+            bufs.host8.resize(ow * oh, 0);
+            dev.download(
+                bufs.winners8.buf.as_ref().expect("allocated"),
+                &mut bufs.host8[..ow * oh],
+            )?;
+        } else {
+            dev.download(bufs.winners16.buf.as_ref().expect("allocated"), out)?;
+        }
+        bufs.flags_host.resize(ow * oh, 0);
+        if self.exact {
+            dev.download(flags, &mut bufs.flags_host)?;
+        }
+        // The download waited for every kernel: their events are complete.
+        let kernel_ns: u64 = [&e1, &e2, &e3].iter().map(|e| event_ns(e)).sum();
+        let download_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(kernel_ns);
+        self.times.add(DeviceTimes {
+            upload_ns,
+            kernel_ns,
+            download_ns,
+        });
+        if narrow {
+            out.par_iter_mut()
+                .zip(bufs.host8[..ow * oh].par_iter())
+                .for_each(|(o, &v)| *o = if v == u8::MAX { NO_CLASS } else { v as u16 });
+        }
+        if self.exact {
+            self.recompute(tile, params, out, &bufs.flags_host);
+        }
+        self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
 impl ClassSmoother for SeparableCl {
     fn name(&self) -> String {
         self.name.clone()
@@ -200,6 +452,9 @@ impl ClassSmoother for SeparableCl {
                 tile.halo,
                 self.size / 2
             ));
+        }
+        if let Shape::Dct5 { .. } = self.shape {
+            return self.smooth_dct5(tile, params, out);
         }
         let dev = &self.device;
         let w = tile.width;
@@ -257,53 +512,7 @@ impl ClassSmoother for SeparableCl {
                     events.extend([e1, e2]);
                 }
             }
-            Shape::Dct5 {
-                g, cosv, segment, ..
-            } => {
-                let gb = dev.buffer_from(g, CL_MEM_READ_ONLY)?;
-                let cb = dev.buffer_from(cosv, CL_MEM_READ_ONLY)?;
-                let cols = dev.kernel("dct5", &opts, "dct5_cols")?;
-                let rows = dev.kernel("dct5", &opts, "dct5_rows")?;
-                for c in 0..classes {
-                    let cw = (params.class_weights[c] as f64 / wmax) as f32;
-                    Args::new(&cols)
-                        .mem(&cls)
-                        .scalar(wi)
-                        .scalar(ohi)
-                        .scalar(c as u16)
-                        .mem(&gb)
-                        .mem(&cb)
-                        .mem(&p)
-                        .done()?;
-                    let e1 = dev.launch(
-                        Queue::Compute,
-                        &cols,
-                        &[w, oh.div_ceil(*segment)],
-                        None,
-                        &[],
-                    )?;
-                    let sc = (c * ow * oh) as u64;
-                    Args::new(&rows)
-                        .mem(&p)
-                        .scalar(wi)
-                        .scalar(ohi)
-                        .scalar(owi)
-                        .mem(&gb)
-                        .mem(&cb)
-                        .scalar(cw)
-                        .mem(&s)
-                        .scalar(sc)
-                        .done()?;
-                    let e2 = dev.launch(
-                        Queue::Compute,
-                        &rows,
-                        &[oh, ow.div_ceil(*segment)],
-                        None,
-                        &[],
-                    )?;
-                    events.extend([e1, e2]);
-                }
-            }
+            Shape::Dct5 { .. } => unreachable!("dct5 tiles take smooth_dct5"),
         }
         let rank = dev.kernel("rank", &BuildOptions::new(), "rank_scores")?;
         let eps = self.bounds.total();
@@ -337,24 +546,7 @@ impl ClassSmoother for SeparableCl {
             download_ns,
         });
         if self.exact {
-            let taps = taps(tile, params);
-            let redone: u64 = out
-                .par_chunks_mut(ow)
-                .zip(uncertain.par_chunks(ow))
-                .enumerate()
-                .map(|(y, (row, flag))| {
-                    let mut acc = vec![0u32; classes + 1];
-                    let mut n = 0;
-                    for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
-                        if f != 0 {
-                            *v = exact_pixel(tile, params, &taps, x, y, &mut acc);
-                            n += 1;
-                        }
-                    }
-                    n
-                })
-                .sum();
-            self.recomputed.fetch_add(redone, Ordering::Relaxed);
+            self.recompute(tile, params, out, &uncertain);
         }
         self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
         Ok(())
