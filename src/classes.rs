@@ -9,6 +9,7 @@
 
 use crate::bail;
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 
 /// Most distinct class codes a raster may hold.
 pub const MAX_CLASSES: usize = 256;
@@ -210,12 +211,27 @@ impl TileCompaction {
     /// Rewrites `indices` (global indices or [`NO_CLASS`]) in place to local
     /// indices `0..c`, with `c` standing for no class, and returns the mapping.
     pub fn compact(indices: &mut [u16]) -> Self {
-        let mut present = [false; MAX_CLASSES];
-        for &g in indices.iter() {
-            if g != NO_CLASS {
-                present[g as usize] = true;
-            }
-        }
+        // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
+        let present = indices
+            .par_chunks(1 << 16)
+            .fold(
+                || [false; MAX_CLASSES],
+                |mut seen, chunk| {
+                    for &g in chunk {
+                        if g != NO_CLASS {
+                            seen[g as usize] = true;
+                        }
+                    }
+                    seen
+                },
+            )
+            .reduce(
+                || [false; MAX_CLASSES],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                    a
+                },
+            );
         let globals: Vec<u16> = (0..MAX_CLASSES as u16)
             .filter(|&g| present[g as usize])
             .collect();
@@ -224,13 +240,13 @@ impl TileCompaction {
             local[g as usize] = l as u16;
         }
         let none = globals.len() as u16;
-        for v in indices.iter_mut() {
+        indices.par_iter_mut().for_each(|v| {
             *v = if *v == NO_CLASS {
                 none
             } else {
                 local[*v as usize]
-            };
-        }
+            }
+        });
         TileCompaction { globals }
     }
 

@@ -17,6 +17,7 @@ use crate::kernel::Kernel;
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
 use crate::progress::Progress;
 use crossbeam_channel::bounded;
+use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect, Tile, TileGrid};
@@ -195,7 +196,7 @@ pub fn smooth(
             for item in read_rx.iter() {
                 crate::interrupt::check()?;
                 let (tile, mut raw) = item?;
-                raw.iter_mut().for_each(|v| *v = lut[*v as usize]);
+                raw.par_iter_mut().for_each(|v| *v = lut[*v as usize]);
                 tile.pad(&raw, NO_CLASS, &mut padded);
                 let local = TileCompaction::compact(&mut padded);
                 let weights: Vec<u32> = local
@@ -264,15 +265,20 @@ fn to_codes(
         .iter()
         .map(|&g| classes.codes()[g as usize])
         .collect();
-    for v in out.iter_mut() {
+    // Where no code is free for nodata, NO_CLASS stays and is reported below.
+    let fill = nodata.unwrap_or(NO_CLASS);
+    out.par_iter_mut().for_each(|v| {
         *v = if *v == NO_CLASS {
-            nodata.ok_or_else(|| {
-                Error::new("a pixel has no class but every code is taken, so none can mark nodata")
-                    .hint("set a nodata value on the input (gdal_edit.py -a_nodata)")
-            })?
+            fill
         } else {
             codes[*v as usize]
-        };
+        }
+    });
+    if nodata.is_none() && out.par_iter().any(|&v| v == NO_CLASS) {
+        return Err(Error::new(
+            "a pixel has no class but every code is taken, so none can mark nodata",
+        )
+        .hint("set a nodata value on the input (gdal_edit.py -a_nodata)"));
     }
     Ok(())
 }

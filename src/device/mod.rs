@@ -25,7 +25,10 @@
 
 mod choice;
 mod info;
+mod pinned;
 mod sources;
+
+pub use pinned::PinnedHost;
 
 pub use choice::{DEVICE_ENV, DeviceChoice};
 pub use info::{DeviceInfo, DeviceKind, device_table, human_bytes, list_devices, opencl_available};

@@ -19,7 +19,7 @@ use crate::bail;
 use crate::classes::NO_CLASS;
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
-    DeviceTimes, Queue, TimeCounters, event_ns,
+    DeviceTimes, PinnedHost, Queue, TimeCounters, event_ns,
 };
 use crate::error::Result;
 use crate::kernel::Kernel;
@@ -127,7 +127,8 @@ struct Dct5Buffers {
     flags: Grow<u8>,
     weights: Grow<f32>,
     consts: Option<(Buffer<f32>, Buffer<f32>)>,
-    host8: Vec<u8>,
+    /// Page-locked staging of the byte-narrowed codes (up) and winners (down).
+    pinned8: Option<PinnedHost<u8>>,
     flags_host: Vec<u8>,
 }
 
@@ -301,15 +302,19 @@ impl SeparableCl {
                 dev.buffer_from(cosv, CL_MEM_READ_ONLY)?,
             ));
         }
+        let n_codes = w * tile.height;
         if narrow {
-            bufs.host8.clear();
-            bufs.host8
-                .par_extend(tile.classes.par_iter().map(|&c| c as u8));
+            let staging = PinnedHost::ensure(&mut bufs.pinned8, dev, n_codes.max(ow * oh))?;
+            staging.as_mut_slice()[..n_codes]
+                .par_iter_mut()
+                .zip(tile.classes.par_iter())
+                .for_each(|(s, &c)| *s = c as u8);
         }
         let t0 = Instant::now();
         if narrow {
-            let b = bufs.codes8.get(dev, w * tile.height, CL_MEM_READ_ONLY)?;
-            dev.upload(b, &bufs.host8)?;
+            let b = bufs.codes8.get(dev, n_codes, CL_MEM_READ_ONLY)?;
+            let staging = bufs.pinned8.as_ref().expect("staged above");
+            dev.upload(b, &staging.as_slice()[..n_codes])?;
         } else {
             let b = bufs.codes16.get(dev, w * tile.height, CL_MEM_READ_ONLY)?;
             dev.upload(b, tile.classes)?;
@@ -398,10 +403,10 @@ impl SeparableCl {
         let e3 = dev.launch(Queue::Compute, &rank, &[oh, ow], None, &[])?;
         let t1 = Instant::now();
         if narrow {
-            bufs.host8.resize(ow * oh, 0);
+            let staging = bufs.pinned8.as_mut().expect("staged above");
             dev.download(
                 bufs.winners8.buf.as_ref().expect("allocated"),
-                &mut bufs.host8[..ow * oh],
+                &mut staging.as_mut_slice()[..ow * oh],
             )?;
         } else {
             dev.download(bufs.winners16.buf.as_ref().expect("allocated"), out)?;
@@ -420,7 +425,7 @@ impl SeparableCl {
         });
         if narrow {
             out.par_iter_mut()
-                .zip(bufs.host8[..ow * oh].par_iter())
+                .zip(bufs.pinned8.as_ref().expect("staged above").as_slice()[..ow * oh].par_iter())
                 .for_each(|(o, &v)| *o = if v == u8::MAX { NO_CLASS } else { v as u16 });
         }
         if self.exact {
