@@ -47,6 +47,28 @@
 
 #define H_PRIV(c) h[c]
 
+// The body of the plain variants (`buffer`, `image`) for output (x, y):
+// AT(dx, dy) is the class at offset (dx, dy) from the window's corner.
+#define PLAIN_PIXEL(AT)                                                      \
+    {                                                                        \
+        size_t o_ = (size_t)y * ow + x;                                      \
+        uint centre_ = AT(halo, halo);                                       \
+        if (centre_ == nc && !fill) {                                        \
+            out[o_] = NO_CLASS;                                              \
+            return;                                                          \
+        }                                                                    \
+        uint h[NB];                                                          \
+        for (uint c_ = 0; c_ <= nc; ++c_)                                    \
+            h[c_] = 0;                                                       \
+        for (uint t_ = 0; t_ < n_taps; ++t_) {                               \
+            uint2 tp_ = taps[t_];                                            \
+            h[AT(TAP_DX(tp_.x), TAP_DY(tp_.x))] += tp_.y;                    \
+        }                                                                    \
+        uint r_;                                                             \
+        WINNER_BINS(H_PRIV, w, nc, centre_, r_);                             \
+        out[o_] = (ushort)r_;                                                \
+    }
+
 // ---------------------------------------------------------------- buffer --
 // One work-item per output pixel, classes read from global memory, a
 // private histogram: the thesis' plain-buffer variant.
@@ -59,22 +81,8 @@ __kernel void naive_buffer(__global const CLS_T *cls, uint tw,
     if (x >= ow || y >= oh)
         return;
     size_t origin = (size_t)y * tw + x;
-    size_t o = (size_t)y * ow + x;
-    uint centre = cls[origin + (size_t)halo * tw + halo];
-    if (centre == nc && !fill) {
-        out[o] = NO_CLASS;
-        return;
-    }
-    uint h[NB];
-    for (uint c = 0; c <= nc; ++c)
-        h[c] = 0;
-    for (uint t = 0; t < n_taps; ++t) {
-        uint2 tp = taps[t];
-        h[cls[origin + (size_t)TAP_DY(tp.x) * tw + TAP_DX(tp.x)]] += tp.y;
-    }
-    uint r;
-    WINNER_BINS(H_PRIV, w, nc, centre, r);
-    out[o] = (ushort)r;
+#define BUF_AT(dx, dy) cls[origin + (size_t)(dy) * tw + (dx)]
+    PLAIN_PIXEL(BUF_AT);
 }
 
 // ----------------------------------------------------------------- image --
@@ -97,22 +105,8 @@ __kernel void naive_image(read_only image2d_t img, __global const uint2 *taps,
     uint x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh)
         return;
-    size_t o = (size_t)y * ow + x;
-    uint centre = naive_texel(img, x + halo, y + halo);
-    if (centre == nc && !fill) {
-        out[o] = NO_CLASS;
-        return;
-    }
-    uint h[NB];
-    for (uint c = 0; c <= nc; ++c)
-        h[c] = 0;
-    for (uint t = 0; t < n_taps; ++t) {
-        uint2 tp = taps[t];
-        h[naive_texel(img, x + TAP_DX(tp.x), y + TAP_DY(tp.x))] += tp.y;
-    }
-    uint r;
-    WINNER_BINS(H_PRIV, w, nc, centre, r);
-    out[o] = (ushort)r;
+#define IMG_AT(dx, dy) naive_texel(img, x + (dx), y + (dy))
+    PLAIN_PIXEL(IMG_AT);
 }
 
 // ----------------------------------------------------------------- local --

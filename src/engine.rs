@@ -1,13 +1,13 @@
 //! The tile engine: streams a class raster through a method tile by tile.
 //!
-//! A reader thread reads tile i+1 (source window only, never the whole
-//! raster) while the calling thread smooths tile i and a writer thread writes
-//! tile i−1: the double buffering of the streaming paper, with two tiles in
-//! flight on each side, so memory is bounded by tile size × pipeline depth.
-//! The compute thread itself keeps up to [`METHOD_DEPTH`] + 1 tiles submitted
-//! to the method ([`ClassSmoother::submit`]): a device method enqueues each
-//! tile's upload, kernel and download on separate queues and returns, so its
-//! transfers overlap the previous tile's kernel; host methods finish at once.
+//! Runs on [`crate::pipeline`]: a reader thread reads tile i+1 (source
+//! window only, never the whole raster) while the calling thread smooths
+//! tile i and a writer thread writes tile i−1, so memory is bounded by tile
+//! size × pipeline depth. The compute thread itself keeps up to
+//! [`METHOD_DEPTH`] + 1 tiles submitted to the method
+//! ([`ClassSmoother::submit`]): a device method enqueues each tile's upload,
+//! kernel and download on separate queues and returns, so its transfers
+//! overlap the previous tile's kernel; host methods finish at once.
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
@@ -15,18 +15,14 @@ use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
+use crate::pipeline;
 use crate::progress::Progress;
-use crossbeam_channel::bounded;
 use rayon::prelude::*;
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use tiles::{Border, Rect, Tile, TileGrid};
+use tiles::{Border, Rect, TileGrid};
 
 /// Default tile side: large enough to amortise the halo, small enough to pipeline.
 pub const DEFAULT_TILE: usize = 512;
-
-/// Tiles in flight between reader, compute and writer.
-const PIPELINE_DEPTH: usize = 2;
 
 /// Tiles submitted to a method beyond the one being waited for: with 2, a
 /// device uploads tile i+1 and downloads tile i−1 while tile i runs.
@@ -120,8 +116,13 @@ impl SmoothJob {
     }
 }
 
-/// Tiles submitted to the method, oldest first.
-type InFlight<'m> = VecDeque<(Tile, TileCompaction, Box<dyn PendingTile + 'm>)>;
+/// A tile submitted to the method and not yet waited for.
+struct InFlight<'m> {
+    local: TileCompaction,
+    pending: Box<dyn PendingTile + 'm>,
+    /// Time spent in [`ClassSmoother::submit`].
+    submit_time: Duration,
+}
 
 /// Figures of one run.
 #[derive(Clone, Debug, Default)]
@@ -152,102 +153,66 @@ pub fn smooth(
     let lut = job.classes.index_lut();
     progress.start(grid.len() as u64, "tiles");
 
-    let (read_tx, read_rx) = bounded::<Result<(Tile, Vec<u16>)>>(PIPELINE_DEPTH);
-    let (write_tx, write_rx) = bounded::<(Tile, Vec<u16>)>(PIPELINE_DEPTH);
     let mut stats = RunStats::default();
-
-    std::thread::scope(|scope| -> Result<()> {
-        let grid_ref = &grid;
-        let reader = scope.spawn(move || {
-            for tile in grid_ref.tiles() {
-                let mut raw = vec![0u16; tile.source.area() as usize];
-                let item = source.read(tile.source, &mut raw).map(|_| (tile, raw));
-                let failed = item.is_err();
-                if read_tx.send(item).is_err() || failed {
-                    return;
-                }
-            }
-        });
-        let writer = scope.spawn(move || -> Result<()> {
-            for (tile, codes) in write_rx {
-                sink.write(tile.output, &codes)?;
-                progress.inc(1);
-            }
-            Ok(())
-        });
-
-        let mut padded = Vec::new();
-        let mut class_sum = 0usize;
-        // Tiles submitted to the method and not yet waited for (oldest first).
-        let mut in_flight: InFlight = VecDeque::new();
-        let finish_oldest = |in_flight: &mut InFlight, stats: &mut RunStats| -> Result<bool> {
-            let Some((tile, local, pending)) = in_flight.pop_front() else {
-                return Ok(true);
+    let mut class_sum = 0usize;
+    let mut padded = Vec::new();
+    pipeline::run_deferred(
+        grid.tiles(),
+        |tile| {
+            let mut raw = vec![0u16; tile.source.area() as usize];
+            source.read(tile.source, &mut raw)?;
+            Ok(raw)
+        },
+        |tile, mut raw| -> Result<InFlight> {
+            crate::interrupt::check()?;
+            raw.par_iter_mut().for_each(|v| *v = lut[*v as usize]);
+            tile.pad(&raw, NO_CLASS, &mut padded);
+            let local = TileCompaction::compact(&mut padded);
+            let weights: Vec<u32> = local
+                .globals
+                .iter()
+                .map(|&g| job.class_weights[g as usize])
+                .collect();
+            let class_tile = ClassTile {
+                width: tile.padded_width,
+                height: tile.padded_height,
+                halo: grid.halo(),
+                n_classes: local.len(),
+                classes: &padded,
             };
+            let params = SmoothParams {
+                kernel: &job.kernel,
+                class_weights: &weights,
+                fill_nodata: job.fill_nodata,
+            };
+            let t0 = Instant::now();
+            let pending = method.submit(&class_tile, &params)?;
+            Ok(InFlight {
+                local,
+                pending,
+                submit_time: t0.elapsed(),
+            })
+        },
+        |tile, flight| {
             let mut out = vec![0u16; tile.output.area() as usize];
             let t0 = Instant::now();
-            pending.wait(&mut out)?;
-            stats.compute += t0.elapsed();
-            to_codes(&mut out, &local, &job.classes, job.output_nodata)?;
-            // false: the writer failed; its error is reported below.
-            Ok(write_tx.send((tile, out)).is_ok())
-        };
-        let compute = (|| -> Result<()> {
-            for item in read_rx.iter() {
-                crate::interrupt::check()?;
-                let (tile, mut raw) = item?;
-                raw.par_iter_mut().for_each(|v| *v = lut[*v as usize]);
-                tile.pad(&raw, NO_CLASS, &mut padded);
-                let local = TileCompaction::compact(&mut padded);
-                let weights: Vec<u32> = local
-                    .globals
-                    .iter()
-                    .map(|&g| job.class_weights[g as usize])
-                    .collect();
-                let class_tile = ClassTile {
-                    width: tile.padded_width,
-                    height: tile.padded_height,
-                    halo: grid.halo(),
-                    n_classes: local.len(),
-                    classes: &padded,
-                };
-                let params = SmoothParams {
-                    kernel: &job.kernel,
-                    class_weights: &weights,
-                    fill_nodata: job.fill_nodata,
-                };
-                let t0 = Instant::now();
-                let pending = method.submit(&class_tile, &params)?;
-                stats.compute += t0.elapsed();
-                stats.tiles += 1;
-                stats.pixels += tile.output.area();
-                stats.max_tile_classes = stats.max_tile_classes.max(local.len());
-                class_sum += local.len();
-                in_flight.push_back((tile, local, pending));
-                if in_flight.len() > METHOD_DEPTH && !finish_oldest(&mut in_flight, &mut stats)? {
-                    return Ok(());
-                }
-            }
-            while !in_flight.is_empty() {
-                if !finish_oldest(&mut in_flight, &mut stats)? {
-                    break;
-                }
-            }
+            flight.pending.wait(&mut out)?;
+            stats.compute += flight.submit_time + t0.elapsed();
+            stats.tiles += 1;
+            stats.pixels += tile.output.area();
+            stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
+            class_sum += flight.local.len();
+            to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
+            Ok(out)
+        },
+        METHOD_DEPTH,
+        |tile, codes| {
+            sink.write(tile.output, &codes)?;
+            progress.inc(1);
             Ok(())
-        })();
-        drop(write_tx);
-        drop(read_rx);
-        let wrote = writer
-            .join()
-            .map_err(|_| Error::new("writer thread panicked"))?;
-        reader
-            .join()
-            .map_err(|_| Error::new("reader thread panicked"))?;
-        compute?;
-        wrote?;
-        stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
-        Ok(())
-    })?;
+        },
+    )?;
+    stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)

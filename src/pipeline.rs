@@ -1,15 +1,21 @@
-//! A three-stage tile pipeline (the image-filter engine runs on it; the class
-//! engine keeps its own variant with device tiles in flight): a reader thread loads tile i+1 while the calling
-//! thread computes tile i and a writer thread stores tile i−1 — the double
-//! buffering of the streaming paper. At most [`PIPELINE_DEPTH`] tiles wait on
-//! each side, so memory is bounded by tile size × pipeline depth.
+//! A three-stage tile pipeline, shared by the class engine and the image
+//! engine: a reader thread loads tile i+1 while the calling thread computes
+//! tile i and a writer thread stores tile i−1 — the double buffering of the
+//! streaming paper. At most [`PIPELINE_DEPTH`] tiles wait on each side, so
+//! memory is bounded by tile size × pipeline depth.
 //!
-//! The pipeline knows nothing of pixels: the three stages are closures. The
+//! The compute stage may itself keep tiles in flight ([`run_deferred`]): it
+//! submits a tile (e.g. enqueues it on a device) and finishes it up to
+//! `depth` tiles later, so a device uploads tile i+1 and downloads tile i−1
+//! while tile i runs.
+//!
+//! The pipeline knows nothing of pixels: the stages are closures. The
 //! first error of any stage stops the run and is returned; later tiles are
 //! neither read nor written.
 
 use crate::error::{Error, Result};
 use crossbeam_channel::bounded;
+use std::collections::VecDeque;
 use tiles::Tile;
 
 /// Tiles in flight between reader, compute and writer.
@@ -22,15 +28,38 @@ pub const PIPELINE_DEPTH: usize = 2;
 /// on the calling thread; `write` in order on the writer thread.
 pub fn run<I, O, R, C, W>(
     tiles: impl Iterator<Item = Tile> + Send,
-    mut read: R,
-    mut compute: C,
-    mut write: W,
+    read: R,
+    compute: C,
+    write: W,
 ) -> Result<()>
 where
     I: Send,
     O: Send,
     R: FnMut(Tile) -> Result<I> + Send,
     C: FnMut(Tile, I) -> Result<O>,
+    W: FnMut(Tile, O) -> Result<()> + Send,
+{
+    run_deferred(tiles, read, compute, |_, out| Ok(out), 0, write)
+}
+
+/// [`run`] with the compute stage split in two on the calling thread:
+/// `submit` starts a tile and `finish` completes it, up to `depth` tiles
+/// later (in order; the rest once the input is exhausted), so that up to
+/// `depth + 1` tiles are submitted and not yet finished.
+pub fn run_deferred<I, P, O, R, S, F, W>(
+    tiles: impl Iterator<Item = Tile> + Send,
+    mut read: R,
+    mut submit: S,
+    mut finish: F,
+    depth: usize,
+    mut write: W,
+) -> Result<()>
+where
+    I: Send,
+    O: Send,
+    R: FnMut(Tile) -> Result<I> + Send,
+    S: FnMut(Tile, I) -> Result<P>,
+    F: FnMut(Tile, P) -> Result<O>,
     W: FnMut(Tile, O) -> Result<()> + Send,
 {
     let (read_tx, read_rx) = bounded::<Result<(Tile, I)>>(PIPELINE_DEPTH);
@@ -52,11 +81,26 @@ where
             Ok(())
         });
         let computed = (|| -> Result<()> {
+            let mut in_flight = VecDeque::new();
+            // Finishes the oldest tile in flight; false: the writer failed
+            // (its error is reported below).
+            let mut finish_oldest = |in_flight: &mut VecDeque<(Tile, P)>| -> Result<bool> {
+                let Some((tile, pending)) = in_flight.pop_front() else {
+                    return Ok(true);
+                };
+                let out = finish(tile, pending)?;
+                Ok(write_tx.send((tile, out)).is_ok())
+            };
             for item in read_rx.iter() {
                 let (tile, input) = item?;
-                let out = compute(tile, input)?;
-                if write_tx.send((tile, out)).is_err() {
-                    break; // the writer failed; its error is reported below
+                in_flight.push_back((tile, submit(tile, input)?));
+                if in_flight.len() > depth && !finish_oldest(&mut in_flight)? {
+                    return Ok(());
+                }
+            }
+            while !in_flight.is_empty() {
+                if !finish_oldest(&mut in_flight)? {
+                    break;
                 }
             }
             Ok(())
@@ -96,6 +140,42 @@ mod tests {
         .unwrap();
         let want: Vec<usize> = (0..grid.len()).map(|i| i * 2 + 1).collect();
         assert_eq!(seen, want);
+    }
+
+    #[test]
+    fn deferred_keeps_depth_plus_one_in_flight_and_order() {
+        let grid = TileGrid::new(10, 10, 0, Border::Same, 2).unwrap();
+        for depth in [0, 1, 2, 5, 40] {
+            let (mut submitted, mut finished) = (0usize, 0usize);
+            let in_flight = std::cell::Cell::new(0usize);
+            let mut most = 0;
+            let mut seen = Vec::new();
+            run_deferred(
+                grid.tiles(),
+                |t| Ok(t.index),
+                |_, i| {
+                    submitted += 1;
+                    in_flight.set(in_flight.get() + 1);
+                    most = most.max(in_flight.get());
+                    Ok(i * 3)
+                },
+                |_, p| {
+                    finished += 1;
+                    in_flight.set(in_flight.get() - 1);
+                    Ok(p + 1)
+                },
+                depth,
+                |t, v| {
+                    assert_eq!(v, t.index * 3 + 1);
+                    seen.push(t.index);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!((submitted, finished), (grid.len(), grid.len()));
+            assert_eq!(most, (depth + 1).min(grid.len()));
+            assert_eq!(seen, (0..grid.len()).collect::<Vec<_>>());
+        }
     }
 
     #[test]

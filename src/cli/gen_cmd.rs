@@ -107,21 +107,8 @@ pub fn run(args: GenArgs) -> Result<()> {
 fn palette(n: usize) -> Vec<[i16; 4]> {
     (0..n)
         .map(|i| {
-            let h = (i as f64 * 137.508).rem_euclid(360.0) / 60.0;
-            let (s, v) = (0.65, if i % 2 == 0 { 0.9 } else { 0.7 });
-            let c = v * s;
-            let x = c * (1.0 - (h % 2.0 - 1.0).abs());
-            let (r, g, b) = match h as u32 {
-                0 => (c, x, 0.0),
-                1 => (x, c, 0.0),
-                2 => (0.0, c, x),
-                3 => (0.0, x, c),
-                4 => (x, 0.0, c),
-                _ => (c, 0.0, x),
-            };
-            let m = v - c;
-            let to = |f: f64| ((f + m) * 255.0).round() as i16;
-            [to(r), to(g), to(b), 255]
+            let v = if i % 2 == 0 { 0.9 } else { 0.7 };
+            crate::report::colour::hsv_rgba(i as f64 * 137.508, 0.65, v).map(i16::from)
         })
         .collect()
 }

@@ -6,7 +6,7 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes). Each is specialised with `-D` options per
+//! the tile has classes, on CPUs half as many). Each is specialised with `-D` options per
 //! class-count bucket and work-group shape, and cached by the device.
 //!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
@@ -278,7 +278,17 @@ impl NaiveCl {
                 }
             }
             Variant::Fast => {
-                let tap_scan = taps.n_taps < nc;
+                // Scanning the taps replaces scanning (and clearing) all bins.
+                // On GPUs it pays once the taps are fewer than the classes; on
+                // CPUs (PoCL) only below half the classes: measured 2026-11-21,
+                // 16 classes with 9 taps ran 1.3x faster over the bins, 256
+                // classes with 81 taps 1.1x faster by taps (BENCHMARKS.md).
+                let by_taps = if gpu || self.shape == FastShape::Gpu {
+                    taps.n_taps < nc
+                } else {
+                    2 * taps.n_taps < nc
+                };
+                let tap_scan = tap_scan_override().unwrap_or(by_taps);
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -328,6 +338,18 @@ fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
         .collect();
     (v.len() == 5 && v[..3].iter().all(|&n| n > 0))
         .then(|| (v[0], v[1], v[2], v[3] != 0, v[4] != 0))
+}
+
+/// Tuning knob for studies: `MAPFILTER_TAP_SCAN=0|1` forces the fast
+/// variant's winner search (1: by the window's taps, 0: over all bins).
+pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
+
+fn tap_scan_override() -> Option<bool> {
+    match std::env::var(TAP_SCAN_ENV).ok()?.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
 }
 
 /// GPU shape of the fast variant: (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
@@ -537,71 +559,44 @@ impl ClPending<'_> {
         let (halo, fill) = (tile.halo as u32, fill as u32);
         let n_taps = taps.n_taps as u32;
         let ksize = taps.ksize as u32;
-        let args = Args::new(&kernel);
-        let args = match plan.kernel {
-            "naive_buffer" => args
-                .mem(&slot.input)
-                .scalar(tw)
-                .mem(&taps.taps)
-                .scalar(n_taps)
-                .mem(&slot.weights)
-                .scalar(nc)
-                .scalar(ow)
-                .scalar(oh)
-                .scalar(halo)
-                .scalar(fill)
-                .mem(&slot.output),
-            "naive_image" => args
-                .mem(self.image.as_ref().expect("image set above"))
-                .mem(&taps.taps)
-                .scalar(n_taps)
-                .mem(&slot.weights)
-                .scalar(nc)
-                .scalar(ow)
-                .scalar(oh)
-                .scalar(halo)
-                .scalar(fill)
-                .mem(&slot.output),
-            "naive_local" => args
-                .mem(&slot.input)
-                .scalar(tw)
-                .scalar(th)
-                .mem(&taps.taps)
-                .mem(&taps.row_start)
-                .mem(&slot.weights)
-                .scalar(nc)
-                .scalar(ow)
-                .scalar(oh)
-                .scalar(halo)
-                .scalar(fill)
-                .mem(&slot.output)
-                .scalar(ksize)
-                .scalar(plan.band)
-                .local(plan.tile_local),
-            _ => {
-                let mut a = args
-                    .mem(&slot.input)
-                    .scalar(tw)
-                    .scalar(th)
-                    .mem(&taps.taps)
-                    .scalar(n_taps)
-                    .mem(&slot.weights)
-                    .scalar(nc)
-                    .scalar(ow)
-                    .scalar(oh)
-                    .scalar(halo)
-                    .scalar(fill)
-                    .mem(&slot.output)
-                    .scalar(ksize);
-                if plan.tile_local > 0 {
-                    a = a.local(plan.tile_local);
-                }
-                if plan.hist_local > 0 {
-                    a = a.local(plan.hist_local);
-                }
-                a
-            }
+        // Every variant's signature: the classes (buffer and row width, or
+        // image), the tile height (`local`, `fast`), the taps (with a count, or
+        // row starts for `local`), then one shared tail, then per-variant extras.
+        let staged = matches!(plan.kernel, "naive_local" | "naive_fast");
+        let mut args = Args::new(&kernel);
+        args = match &self.image {
+            Some(img) => args.mem(img),
+            None => args.mem(&slot.input).scalar(tw),
         };
+        if staged {
+            args = args.scalar(th);
+        }
+        args = args.mem(&taps.taps);
+        args = if plan.kernel == "naive_local" {
+            args.mem(&taps.row_start)
+        } else {
+            args.scalar(n_taps)
+        };
+        args = args
+            .mem(&slot.weights)
+            .scalar(nc)
+            .scalar(ow)
+            .scalar(oh)
+            .scalar(halo)
+            .scalar(fill)
+            .mem(&slot.output);
+        if staged {
+            args = args.scalar(ksize);
+        }
+        if plan.kernel == "naive_local" {
+            args = args.scalar(plan.band);
+        }
+        if plan.tile_local > 0 {
+            args = args.local(plan.tile_local);
+        }
+        if plan.hist_local > 0 {
+            args = args.local(plan.hist_local);
+        }
         args.done()?;
         let uploads: Vec<&Event> = self.events.iter().collect();
         let local = plan.local.as_ref().map(|l| &l[..]);

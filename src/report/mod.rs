@@ -3,6 +3,7 @@
 //! HTML report of a sweep. Everything here is GDAL-free; the CLI gathers the
 //! figures ([`crate::metrics`]) and pictures ([`quicklook`]) and calls in.
 
+pub mod colour;
 pub mod compare;
 pub mod page;
 pub mod plot;

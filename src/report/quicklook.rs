@@ -219,21 +219,8 @@ impl Palette {
 
 /// A distinct, opaque colour per code: hues a golden angle apart.
 fn generated(code: u16) -> [u8; 4] {
-    let h = (code as f64 * 137.507_764) % 360.0;
-    let (s, v) = (0.55 + 0.3 * ((code / 7) % 2) as f64, 0.85);
-    let c = v * s;
-    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
-    let (r, g, b) = match (h / 60.0) as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let m = v - c;
-    let to = |f: f64| ((f + m) * 255.0).round() as u8;
-    [to(r), to(g), to(b), 255]
+    let s = 0.55 + 0.3 * ((code / 7) % 2) as f64;
+    super::colour::hsv_rgba(code as f64 * super::colour::GOLDEN_ANGLE, s, 0.85)
 }
 
 #[cfg(test)]
