@@ -8,7 +8,7 @@
 //! and file kernels with fractional weights accumulate rounding.
 
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, par_strips, per_pixel};
+use super::{par_rows, par_strips, per_band};
 use crate::bail;
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -125,24 +125,13 @@ impl Conv {
 
     /// The plain per-pixel reference: `scale · Σ w·v` in window order.
     pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
-        let nn = self.size * self.size;
-        per_pixel(
-            input,
-            self.radius(),
-            input.len(),
-            nd,
-            nd,
-            false,
-            |win, out| {
-                for (b, o) in out.iter_mut().enumerate() {
-                    let s: f32 = win[b * nn..(b + 1) * nn]
-                        .iter()
-                        .zip(&self.weights)
-                        .fold(0.0, |acc, (v, w)| acc + v * w);
-                    *o = s * self.scale;
-                }
-            },
-        )
+        per_band(input, self.radius(), nd, |win| {
+            let s = win
+                .iter()
+                .zip(&self.weights)
+                .fold(0.0, |acc, (v, w)| acc + v * w);
+            s * self.scale
+        })
     }
 
     /// The fast host path (no nodata): two 1-D passes for separable

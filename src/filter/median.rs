@@ -10,7 +10,7 @@
 //! vector instructions); the OpenCL kernel gets the same list as macros.
 
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_pixel};
+use super::{par_rows, per_band};
 use crate::bail;
 use crate::error::Result;
 use std::cmp::Ordering;
@@ -124,23 +124,11 @@ impl Median {
 
     /// The plain reference: sort the window, take the middle.
     pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
-        let nn = self.size * self.size;
-        per_pixel(
-            input,
-            self.radius(),
-            input.len(),
-            nd,
-            nd,
-            false,
-            |win, out| {
-                let mut buf = vec![0f32; nn];
-                for (b, o) in out.iter_mut().enumerate() {
-                    buf.copy_from_slice(&win[b * nn..(b + 1) * nn]);
-                    buf.sort_by(f32::total_cmp);
-                    *o = buf[nn / 2];
-                }
-            },
-        )
+        per_band(input, self.radius(), nd, |win| {
+            let mut buf = win.to_vec();
+            buf.sort_by(f32::total_cmp);
+            buf[buf.len() / 2]
+        })
     }
 
     /// The fast host path (no nodata): the network on 64 lanes for 3×3 and
