@@ -176,8 +176,10 @@ impl Op {
             Op::Median(m) => T::wrap(m.fast(p)),
             Op::Scharr(s) if plain => Bands::F32(s.reference(p, nd)),
             Op::Scharr(s) => Bands::F32(s.fast(p)),
-            Op::Bilateral(b) => T::wrap(b.apply(p, nd)),
-            Op::Oil(o) => T::wrap(o.apply(p, nd)),
+            Op::Bilateral(b) if plain => T::wrap(b.reference(p, nd)),
+            Op::Bilateral(b) => T::wrap(b.fast(p)),
+            Op::Oil(o) if plain => T::wrap(o.reference(p, nd)),
+            Op::Oil(o) => T::wrap(o.fast(p)),
         }
     }
 }

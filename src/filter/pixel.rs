@@ -60,6 +60,8 @@ impl SampleType {
 pub trait Pixel: Copy + Default + PartialOrd + Send + Sync + Debug + 'static {
     const TYPE: SampleType;
     fn to_f32(self) -> f32;
+    /// The value as `i32` (integer types; Float32 truncates).
+    fn to_i32(self) -> i32;
     /// Rounds half to even and saturates (NaN gives 0), as OpenCV's `saturate_cast`.
     fn from_f32(v: f32) -> Self;
     /// `v` as this type, if it is exactly representable.
@@ -90,6 +92,10 @@ macro_rules! int_pixel {
                 self as f32
             }
             #[inline(always)]
+            fn to_i32(self) -> i32 {
+                self as i32
+            }
+            #[inline(always)]
             fn from_f32(v: f32) -> Self {
                 // Clamp, then round half to even by the 1.5·2²³ trick (exact for
                 // |v| < 2²²): branch-free, so loops of it vectorise, unlike
@@ -118,6 +124,10 @@ impl Pixel for f32 {
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
+    }
+    #[inline(always)]
+    fn to_i32(self) -> i32 {
+        self as i32
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
