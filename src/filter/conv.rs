@@ -188,11 +188,7 @@ impl Conv {
         }
         par_strips(w, h, |y0, out: &mut [T]| {
             let rows = out.len() / w;
-            // The strip's input rows (plus halo) as i32, converted once.
-            let src: Vec<i32> = p.data[y0 * pw..(y0 + rows + 2 * r) * pw]
-                .iter()
-                .map(|v| v.to_i32())
-                .collect();
+            let src = &p.data[y0 * pw..(y0 + rows + 2 * r) * pw];
             let mut acc = vec![0i32; w];
             let finish = |o: &mut [T], acc: &[i32]| {
                 for (o, &a) in o.iter_mut().zip(acc) {
@@ -203,13 +199,13 @@ impl Conv {
                 let mut tmp = vec![0i32; (rows + 2 * r) * w];
                 for (t, s) in tmp.chunks_exact_mut(w).zip(src.chunks_exact(pw)) {
                     for (k, &wk) in row.iter().enumerate() {
-                        add_scaled(t, wk, &s[k..k + w]);
+                        add_scaled(t, wk, &s[k..k + w], T::to_i32);
                     }
                 }
                 for (y, o) in out.chunks_exact_mut(w).enumerate() {
                     acc.fill(0);
                     for (k, &wk) in col.iter().enumerate() {
-                        add_scaled(&mut acc, wk, &tmp[(y + k) * w..(y + k + 1) * w]);
+                        add_scaled(&mut acc, wk, &tmp[(y + k) * w..(y + k + 1) * w], |v| v);
                     }
                     finish(o, &acc);
                 }
@@ -222,9 +218,9 @@ impl Conv {
                     sum.fill(0);
                     for &k in taps {
                         let at = (y + k / n) * pw + k % n;
-                        add_scaled(&mut sum, 1, &src[at..at + w]);
+                        add_scaled(&mut sum, 1, &src[at..at + w], T::to_i32);
                     }
-                    add_scaled(&mut acc, *wk, &sum);
+                    add_scaled(&mut acc, *wk, &sum, |v| v);
                 }
                 finish(o, &acc);
             }
@@ -325,11 +321,11 @@ impl Conv {
 
 /// `acc += w · src`, lane by lane (adds alone for ±1, which vectorise best).
 #[inline(always)]
-fn add_scaled(acc: &mut [i32], w: i32, src: &[i32]) {
+fn add_scaled<S: Copy>(acc: &mut [i32], w: i32, src: &[S], v: impl Fn(S) -> i32) {
     match w {
-        1 => acc.iter_mut().zip(src).for_each(|(a, &v)| *a += v),
-        -1 => acc.iter_mut().zip(src).for_each(|(a, &v)| *a -= v),
-        _ => acc.iter_mut().zip(src).for_each(|(a, &v)| *a += w * v),
+        1 => acc.iter_mut().zip(src).for_each(|(a, &s)| *a += v(s)),
+        -1 => acc.iter_mut().zip(src).for_each(|(a, &s)| *a -= v(s)),
+        _ => acc.iter_mut().zip(src).for_each(|(a, &s)| *a += w * v(s)),
     }
 }
 
