@@ -10,7 +10,7 @@
 //! constant memory), the similarity per integer δ where δ is an integer.
 
 use super::pixel::{Pixel, Plane, SampleType};
-use super::{par_rows, per_pixel};
+use super::{par_band_rows, par_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
 
@@ -226,8 +226,7 @@ impl Bilateral {
                 })
                 .collect();
         }
-        // Colour: all bands of a row side by side (band-major), split after.
-        let all = par_rows(w * bands, h, |y, out: &mut [T]| {
+        par_band_rows(w, h, bands, |y, out: &mut [T]| {
             let c: Vec<Vec<i32>> = input
                 .iter()
                 .map(|p| ints(&p.row(y + r)[r..r + w]))
@@ -256,16 +255,7 @@ impl Bilateral {
                     *o = T::from_f32(s / ws);
                 }
             }
-        });
-        (0..bands)
-            .map(|b| {
-                let mut data = Vec::with_capacity(w * h);
-                all.data
-                    .chunks_exact((w * bands).max(1))
-                    .for_each(|row| data.extend_from_slice(&row[b * w..(b + 1) * w]));
-                Plane::new(w, h, data)
-            })
-            .collect()
+        })
     }
 }
 

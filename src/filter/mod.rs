@@ -150,6 +150,26 @@ pub(crate) fn par_rows<O: Send + Copy + Default>(
     par_row_chunks(w, h, 1, f)
 }
 
+/// `bands` planes of `w`×`h` made row by row in parallel: `f(y, rows)` gets
+/// output row `y` of every band side by side (band-major, `bands·w` values).
+pub(crate) fn par_band_rows<O: Send + Sync + Copy + Default>(
+    w: usize,
+    h: usize,
+    bands: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Vec<Plane<O>> {
+    let all = par_rows(w * bands, h, f);
+    (0..bands)
+        .map(|b| {
+            let mut data = Vec::with_capacity(w * h);
+            all.data
+                .chunks_exact((w * bands).max(1))
+                .for_each(|row| data.extend_from_slice(&row[b * w..(b + 1) * w]));
+            Plane::new(w, h, data)
+        })
+        .collect()
+}
+
 /// A `w`×`h` plane made by `f(y0, rows)` on chunks of `rows` rows in parallel.
 fn par_row_chunks<O: Send + Copy + Default>(
     w: usize,

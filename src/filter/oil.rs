@@ -10,7 +10,7 @@
 
 use super::LUMA_PERCENT;
 use super::pixel::{Pixel, Plane, SampleType};
-use super::{par_rows, per_pixel};
+use super::{par_band_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
 use rayon::prelude::*;
@@ -146,8 +146,7 @@ impl Oil {
                 ((i100 - 100 * lo as i64) * levels as i64 / (100 * span)) as u8
             })
             .collect();
-        // Rows of all bands side by side (band-major), split into planes after.
-        let all = par_rows(w * bands, h, |y, row: &mut [T]| {
+        par_band_rows(w, h, bands, |y, row: &mut [T]| {
             let mut count = vec![0u32; levels];
             let mut sums = vec![0i64; levels * bands];
             let column = |count: &mut [u32], sums: &mut [i64], x: usize, sign: i64| {
@@ -175,16 +174,7 @@ impl Oil {
                 }
                 column(&mut count, &mut sums, x, -1);
             }
-        });
-        (0..bands)
-            .map(|b| {
-                let mut data = Vec::with_capacity(w * h);
-                all.data
-                    .chunks_exact((w * bands).max(1))
-                    .for_each(|row| data.extend_from_slice(&row[b * w..(b + 1) * w]));
-                Plane::new(w, h, data)
-            })
-            .collect()
+        })
     }
 }
 
