@@ -17,11 +17,8 @@ inline float similarity(__global const float *sim, float delta, float inv2) {
 
 __kernel void bilateral(__global const T *src, __global TO *dst, __constant float4 *taps,
                         __global const float *sim, float inv2, float nd_out, GEO_ARGS) {
-    __local float tile[NB * TW * TH];
     int band0 = NB == 1 ? (int)get_global_id(2) : 0;
-    load_tile(src, tile, band0, have_x, have_y, have_w, have_h, img_w, img_h, out_x, out_y, fill);
-    OUT_XY
-    if (!inside) return;
+    TILE_START(band0)
     int ci = ly * TW + lx;
     size_t plane = (size_t)out_w * out_h, p = (size_t)y * out_w + x;
 #if DIST == 0

@@ -7,11 +7,8 @@
 #define CMAX(a, b) v[b] = fmax(v[a], v[b]);
 
 __kernel void median(__global const T *src, __global TO *dst, float nd_out, GEO_ARGS) {
-    __local float tile[TW * TH];
     int band = get_global_id(2);
-    load_tile(src, tile, band, have_x, have_y, have_w, have_h, img_w, img_h, out_x, out_y, fill);
-    OUT_XY
-    if (!inside) return;
+    TILE_START(band)
     float c = tile[ly * TW + lx];
     float v[N * N];
     for (int ky = 0; ky < N; ky++)

@@ -32,10 +32,7 @@ inline long round_div(long sum, long count) {
 }
 
 __kernel void oil(__global const T *src, __global TO *dst, float flo, float fhi, float nd_out, GEO_ARGS) {
-    __local float tile[NB * TW * TH];
-    load_tile(src, tile, 0, have_x, have_y, have_w, have_h, img_w, img_h, out_x, out_y, fill);
-    OUT_XY
-    if (!inside) return;
+    TILE_START(0)
     int ci = ly * TW + lx;
     size_t plane = (size_t)out_w * out_h, p = (size_t)y * out_w + x;
     bool cmiss = false;

@@ -2,11 +2,8 @@
 // the classic 3×3). Band b writes output bands 2b (∂x) and 2b+1 (∂y), float.
 
 __kernel void scharr(__global const T *src, __global float *dst, float nd_out, GEO_ARGS) {
-    __local float tile[TW * TH];
     int band = get_global_id(2);
-    load_tile(src, tile, band, have_x, have_y, have_w, have_h, img_w, img_h, out_x, out_y, fill);
-    OUT_XY
-    if (!inside) return;
+    TILE_START(band)
     float c = tile[ly * TW + lx];
     const float w[3] = {3.0f, 10.0f, 3.0f};
     float dx = 0.0f, dy = 0.0f;

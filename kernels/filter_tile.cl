@@ -66,8 +66,14 @@ inline void load_tile(__global const T *src, __local float *tile, int band0,
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-// Where this work-item writes, and whether it is inside the output.
-#define OUT_XY                                                   \
-    int x = get_global_id(0), y = get_global_id(1);              \
-    int lx = get_local_id(0) + R, ly = get_local_id(1) + R;      \
-    bool inside = x < out_w && y < out_h;
+// The start of every tile kernel (in a kernel taking `src` and GEO_ARGS):
+// loads bands [BAND0, BAND0 + NB) of the group's tile into `tile`, sets the
+// output pixel (x, y) and its place in the tile (lx, ly), and ends the
+// work-items past the output.
+#define TILE_START(BAND0)                                                   \
+    __local float tile[NB * TW * TH];                                       \
+    load_tile(src, tile, BAND0, have_x, have_y, have_w, have_h, img_w, img_h, \
+              out_x, out_y, fill);                                          \
+    int x = get_global_id(0), y = get_global_id(1);                         \
+    int lx = get_local_id(0) + R, ly = get_local_id(1) + R;                 \
+    if (x >= out_w || y >= out_h) return;

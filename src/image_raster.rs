@@ -111,12 +111,7 @@ impl ImageSource for ImageRaster {
         self.meta.nodata
     }
     fn read(&mut self, w: Rect) -> Result<Bands> {
-        Ok(match self.sample_type {
-            SampleType::U8 => Bands::U8(self.read_typed(w)?),
-            SampleType::U16 => Bands::U16(self.read_typed(w)?),
-            SampleType::I16 => Bands::I16(self.read_typed(w)?),
-            SampleType::F32 => Bands::F32(self.read_typed(w)?),
-        })
+        Ok(crate::with_type!(self.sample_type, T => T::wrap(self.read_typed::<T>(w)?)))
     }
 }
 

@@ -7,29 +7,8 @@ use mapfilter::device::test_device;
 use mapfilter::filter::device::{DeviceRunner, histogram};
 use mapfilter::filter::engine::{FilterJob, HostRunner, MemImage, filter_in_memory};
 use mapfilter::filter::histogram::{BandHistogram, Binning};
-use mapfilter::filter::{Bands, BorderMode, Chain, Pixel, Plane};
-
-/// xorshift noise over the type's range; Float32 in -500..500.
-fn noise<T: Pixel>(w: usize, h: usize, bands: usize, seed: u64) -> Vec<Plane<T>> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..bands)
-        .map(|_| {
-            let data = (0..w * h)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    let u = (s >> 40) as f32 / (1u64 << 24) as f32;
-                    match T::TYPE.range() {
-                        Some((lo, hi)) => T::from_f32((lo + (hi - lo) * u as f64) as f32),
-                        None => T::from_f32(u * 1000.0 - 500.0),
-                    }
-                })
-                .collect();
-            Plane::new(w, h, data)
-        })
-        .collect()
-}
+use mapfilter::filter::pixel::noise_planes as noise;
+use mapfilter::filter::{Bands, BorderMode, Chain, Pixel};
 
 fn run(
     img: &MemImage,
@@ -164,12 +143,12 @@ fn histograms_match() {
         .unwrap()
         .unwrap();
     let mut want = BandHistogram::new(1, &b);
-    want.add(p, &b, Some(17));
+    want.add_reference(p, &b, Some(17));
     assert_eq!(histogram(&dev, p, 1, &b, Some(17)).unwrap(), want);
     let p = &noise::<f32>(123, 77, 1, 6)[0];
     let b = Binning::over(50, -400.0, 300.0);
     let mut want = BandHistogram::new(2, &b);
-    want.add(p, &b, None);
+    want.add_reference(p, &b, None);
     assert!(want.outside > 0);
     assert_eq!(histogram(&dev, p, 2, &b, None).unwrap(), want);
 }

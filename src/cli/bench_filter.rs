@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::filter::device::{DeviceRunner, histogram};
 use crate::filter::engine::{ChainRunner, HostRunner, MemImage};
 use crate::filter::histogram::{BandHistogram, Binning};
+use crate::filter::op::TileAt;
 use crate::filter::{Bands, BorderMode, Chain, Pixel, Plane, SampleType, Win};
 use crate::with_bands;
 use clap::Args;
@@ -96,10 +97,17 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
         }),
     };
     let whole = Win::new(0, 0, w, h);
+    let at = TileAt {
+        have: whole,
+        image: (w, h),
+        out: whole,
+        border,
+        nd: None,
+    };
     for i in 0..=args.repeat {
         let input = image.bands.clone();
         let t0 = Instant::now();
-        let out = runner.run(&chain, input, whole, (w, h), whole, border, None)?;
+        let out = runner.run(&chain, input, &at)?;
         let total = t0.elapsed().as_secs_f64() * 1e3;
         std::hint::black_box(out);
         let times = runner.device_times();
@@ -173,11 +181,5 @@ pub fn synthetic(t: SampleType, w: usize, h: usize, bands: usize) -> MemImage {
                 .collect(),
         )
     }
-    let b = match t {
-        SampleType::U8 => typed::<u8>(w, h, bands),
-        SampleType::U16 => typed::<u16>(w, h, bands),
-        SampleType::I16 => typed::<i16>(w, h, bands),
-        SampleType::F32 => typed::<f32>(w, h, bands),
-    };
-    MemImage::new(b, None)
+    MemImage::new(crate::with_type!(t, T => typed::<T>(w, h, bands)), None)
 }

@@ -9,8 +9,8 @@
 //! from `f64` once: the closeness per tap (the table the device keeps in
 //! constant memory), the similarity per integer δ where δ is an integer.
 
-use super::per_pixel;
 use super::pixel::{Pixel, Plane, SampleType};
+use super::{par_band_rows, par_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
 
@@ -107,8 +107,8 @@ impl Bilateral {
         Ok(())
     }
 
-    /// The host implementation (also the reference).
-    pub fn apply<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
+    /// The plain per-pixel reference.
+    pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
         let n = 2 * self.radius + 1;
         let nn = n * n;
         let bands = input.len();
@@ -181,6 +181,84 @@ impl Bilateral {
     }
 }
 
+impl Bilateral {
+    /// The fast host path (no nodata) for integer samples by gray or colour
+    /// distance: row by row, tap after tap over the whole row, the
+    /// similarity from the table, the sums in the reference's order (so the
+    /// result is the same to the bit). Float32 and luma take the reference.
+    pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
+        let bands = input.len();
+        let Some(table) = self.similarity_table(T::TYPE, bands) else {
+            return self.reference(input, None);
+        };
+        let r = self.radius;
+        let taps = self.taps();
+        let (w, h) = (input[0].width - 2 * r, input[0].height - 2 * r);
+        fn at<'a, T: Pixel>(p: &'a Plane<T>, y: usize, r: usize, w: usize, t: &Tap) -> &'a [T] {
+            let (ty, tx) = ((y + r) as i32 + t.dy, (r as i32 + t.dx) as usize);
+            &p.row(ty as usize)[tx..tx + w]
+        }
+        let ints = |s: &[T]| -> Vec<i32> { s.iter().map(|v| v.to_i32()).collect() };
+        if self.distance == Distance::Gray {
+            return input
+                .iter()
+                .map(|p| {
+                    par_rows(w, h, |y, out: &mut [T]| {
+                        let c = ints(&p.row(y + r)[r..r + w]);
+                        let (mut sum, mut wsum, mut wt) =
+                            (vec![0f32; w], vec![0f32; w], vec![0f32; w]);
+                        for t in &taps {
+                            let v = at(p, y, r, w, t);
+                            for ((wt, &v), &c) in wt.iter_mut().zip(v).zip(&c) {
+                                *wt = t.closeness * table[(v.to_i32() - c).unsigned_abs() as usize];
+                            }
+                            for (((s, ws), &wt), &v) in
+                                sum.iter_mut().zip(&mut wsum).zip(&wt).zip(v)
+                            {
+                                *s += v.to_f32() * wt;
+                                *ws += wt;
+                            }
+                        }
+                        for ((o, s), ws) in out.iter_mut().zip(&sum).zip(&wsum) {
+                            *o = T::from_f32(s / ws);
+                        }
+                    })
+                })
+                .collect();
+        }
+        par_band_rows(w, h, bands, |y, out: &mut [T]| {
+            let c: Vec<Vec<i32>> = input
+                .iter()
+                .map(|p| ints(&p.row(y + r)[r..r + w]))
+                .collect();
+            let mut sum = vec![0f32; w * bands];
+            let (mut wsum, mut wt, mut delta) = (vec![0f32; w], vec![0f32; w], vec![0u32; w]);
+            for t in &taps {
+                delta.fill(0);
+                for (p, c) in input.iter().zip(&c) {
+                    for ((d, &v), &c) in delta.iter_mut().zip(at(p, y, r, w, t)).zip(c) {
+                        *d += (v.to_i32() - c).unsigned_abs();
+                    }
+                }
+                for (wt, &d) in wt.iter_mut().zip(&delta) {
+                    *wt = t.closeness * table[d as usize];
+                }
+                for (p, s) in input.iter().zip(sum.chunks_exact_mut(w)) {
+                    for ((s, &wt), &v) in s.iter_mut().zip(&wt).zip(at(p, y, r, w, t)) {
+                        *s += v.to_f32() * wt;
+                    }
+                }
+                wsum.iter_mut().zip(&wt).for_each(|(ws, &wt)| *ws += wt);
+            }
+            for (o, s) in out.chunks_exact_mut(w).zip(sum.chunks_exact(w)) {
+                for ((o, s), ws) in o.iter_mut().zip(s).zip(&wsum) {
+                    *o = T::from_f32(s / ws);
+                }
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,8 +281,21 @@ mod tests {
             5,
             (0..40).map(|i| if i % 8 < 4 { 0u8 } else { 200 }).collect(),
         );
-        let out = b.apply(&[p], None);
+        let out = b.reference(std::slice::from_ref(&p), None);
+        assert_eq!(b.fast(&[p]), out);
         assert_eq!(out[0].data, vec![0, 0, 200, 200]);
+    }
+
+    #[test]
+    fn fast_path_matches_reference() {
+        use crate::filter::op::tests::{noise_planes, padded};
+        for d in [Distance::Gray, Distance::Color] {
+            let b = Bilateral::new(1.5, 40.0, d).unwrap();
+            let input = padded(noise_planes::<u8>(29, 13, 3, 2), b.radius);
+            assert_eq!(b.fast(&input), b.reference(&input, None));
+            let input = padded(noise_planes::<u16>(17, 11, 2, 3), b.radius);
+            assert_eq!(b.fast(&input), b.reference(&input, None));
+        }
     }
 
     #[test]

@@ -68,6 +68,16 @@ impl BorderMode {
         }
     }
 
+    /// The value of pixels that map outside the raster (constant or nodata
+    /// borders; `nd` is the input's nodata value), as `T`.
+    pub fn fill<T: Pixel>(self, nd: Option<f64>) -> T {
+        match self {
+            BorderMode::Constant(v) => T::from_f32(v as f32),
+            BorderMode::Nodata => nd.and_then(T::from_f64_exact).unwrap_or_default(),
+            _ => T::default(),
+        }
+    }
+
     /// OpenCL code of the mode, for the kernels' `-D BORDER=` option.
     pub fn cl_code(self) -> u32 {
         match self {
@@ -131,14 +141,13 @@ pub fn pad<T: Pixel>(
     fill: T,
 ) -> Plane<T> {
     let (iw, ih) = (image.0 as i64, image.1 as i64);
-    let mut out = Plane::new(
-        want.width,
-        want.height,
-        vec![fill; want.width * want.height],
-    );
     // Columns: the span inside the raster is copied, the margins mapped pixel by pixel.
     let in_lo = want.x.clamp(0, iw);
     let in_hi = (want.x + want.width as i64).clamp(in_lo, iw);
+    let (a, b) = (
+        ((in_lo - want.x) as usize).min(want.width),
+        ((in_hi - want.x) as usize).min(want.width),
+    );
     let cols: Vec<Option<usize>> = (0..want.width as i64)
         .map(|dx| {
             mode.map(want.x + dx, iw).map(|c| {
@@ -151,25 +160,23 @@ pub fn pad<T: Pixel>(
             })
         })
         .collect();
-    for (dy, row) in out.data.chunks_exact_mut(want.width.max(1)).enumerate() {
-        let Some(sy) = mode.map(want.y + dy as i64, ih) else {
+    // Every row is written once (no fill-then-copy).
+    let mut data = Vec::with_capacity(want.width * want.height);
+    for dy in 0..want.height as i64 {
+        let Some(sy) = mode.map(want.y + dy, ih) else {
+            data.resize(data.len() + want.width, fill);
             continue;
         };
         let src_row = src.row((sy - have.y) as usize);
-        if in_hi > in_lo {
-            let (a, b) = ((in_lo - want.x) as usize, (in_hi - want.x) as usize);
+        let margin = |dx: usize| cols[dx].map_or(fill, |c| src_row[c]);
+        data.extend((0..a).map(margin));
+        if b > a {
             let s = (in_lo - have.x) as usize;
-            row[a..b].copy_from_slice(&src_row[s..s + (b - a)]);
+            data.extend_from_slice(&src_row[s..s + (b - a)]);
         }
-        let (a, b) = ((in_lo - want.x) as usize, (in_hi - want.x) as usize);
-        let margins = (0..a.min(want.width)).chain(b.max(a)..want.width);
-        for dx in margins {
-            if let Some(c) = cols[dx] {
-                row[dx] = src_row[c];
-            }
-        }
+        data.extend((b..want.width).map(margin));
     }
-    out
+    Plane::new(want.width, want.height, data)
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@
 //! and file kernels with fractional weights accumulate rounding.
 
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, par_strips, per_pixel};
+use super::{par_rows, par_strips, per_band};
 use crate::bail;
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::path::Path;
 
 /// A convolution kernel.
@@ -125,33 +126,148 @@ impl Conv {
 
     /// The plain per-pixel reference: `scale · Σ w·v` in window order.
     pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
-        let nn = self.size * self.size;
-        per_pixel(
-            input,
-            self.radius(),
-            input.len(),
-            nd,
-            nd,
-            false,
-            |win, out| {
-                for (b, o) in out.iter_mut().enumerate() {
-                    let s: f32 = win[b * nn..(b + 1) * nn]
-                        .iter()
-                        .zip(&self.weights)
-                        .fold(0.0, |acc, (v, w)| acc + v * w);
-                    *o = s * self.scale;
-                }
-            },
-        )
+        per_band(input, self.radius(), nd, |win| {
+            let s = win
+                .iter()
+                .zip(&self.weights)
+                .fold(0.0, |acc, (v, w)| acc + v * w);
+            s * self.scale
+        })
     }
 
-    /// The fast host path (no nodata): two 1-D passes for separable
-    /// kernels, row accumulation of the non-zero taps otherwise.
+    /// The fast host path (no nodata): exact integer sums where the weights
+    /// and samples are integers ([`Self::fast_int`]), 16-bit fixed point for
+    /// separable kernels on Byte ([`Self::fast_fixed`]), two 1-D `f32`
+    /// passes for other separable kernels, row accumulation otherwise.
     pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
-        input.iter().map(|p| self.fast_plane(p)).collect()
+        input
+            .par_iter()
+            .map(|p| {
+                if let Some(w) = self.int_weights::<T>() {
+                    self.fast_int(p, &w)
+                } else if let Some(out) = self.fast_fixed(p) {
+                    out
+                } else {
+                    self.fast_f32(p)
+                }
+            })
+            .collect()
     }
 
-    fn fast_plane<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
+    /// The weights as integers when all are whole and every sum of samples
+    /// of `T` stays below 2²⁴, so it is exact in `f32` (as the reference's).
+    fn int_weights<T: Pixel>(&self) -> Option<Vec<i32>> {
+        let (lo, hi) = T::TYPE.range()?;
+        if self.weights.iter().any(|w| w.fract() != 0.0) {
+            return None;
+        }
+        let bound = self.weights.iter().map(|w| w.abs() as f64).sum::<f64>() * lo.abs().max(hi);
+        (bound < (1 << 24) as f64).then(|| self.weights.iter().map(|&w| w as i32).collect())
+    }
+
+    /// Integer weights: the exact sum in `i32` (in any order it equals the
+    /// reference's exact `f32` sum), then `scale` and rounding as there.
+    /// Separable kernels sum rows then columns; others add up the taps of
+    /// each weight, then multiply once per distinct weight.
+    fn fast_int<T: Pixel>(&self, p: &Plane<T>, weights: &[i32]) -> Plane<T> {
+        let (n, r) = (self.size, self.radius());
+        let (w, h) = (p.width - 2 * r, p.height - 2 * r);
+        let pw = p.width;
+        let ints = |v: &[f32]| -> Vec<i32> { v.iter().map(|&x| x as i32).collect() };
+        let sep = self
+            .separable
+            .as_ref()
+            .filter(|(row, col)| row.iter().chain(col).all(|v| v.fract() == 0.0))
+            .map(|(row, col)| (ints(row), ints(col)));
+        let mut groups: Vec<(i32, Vec<usize>)> = Vec::new();
+        for (k, &wk) in weights.iter().enumerate().filter(|(_, w)| **w != 0) {
+            match groups.iter_mut().find(|(g, _)| *g == wk) {
+                Some((_, taps)) => taps.push(k),
+                None => groups.push((wk, vec![k])),
+            }
+        }
+        par_strips(w, h, |y0, out: &mut [T]| {
+            let rows = out.len() / w;
+            let src = &p.data[y0 * pw..(y0 + rows + 2 * r) * pw];
+            let mut acc = vec![0i32; w];
+            let finish = |o: &mut [T], acc: &[i32]| {
+                for (o, &a) in o.iter_mut().zip(acc) {
+                    *o = T::from_f32(a as f32 * self.scale);
+                }
+            };
+            if let Some((row, col)) = &sep {
+                let mut tmp = vec![0i32; (rows + 2 * r) * w];
+                for (t, s) in tmp.chunks_exact_mut(w).zip(src.chunks_exact(pw)) {
+                    for (k, &wk) in row.iter().enumerate() {
+                        add_scaled(t, wk, &s[k..k + w], T::to_i32);
+                    }
+                }
+                for (y, o) in out.chunks_exact_mut(w).enumerate() {
+                    acc.fill(0);
+                    for (k, &wk) in col.iter().enumerate() {
+                        add_scaled(&mut acc, wk, &tmp[(y + k) * w..(y + k + 1) * w], |v| v);
+                    }
+                    finish(o, &acc);
+                }
+                return;
+            }
+            let mut sum = vec![0i32; w];
+            for (y, o) in out.chunks_exact_mut(w).enumerate() {
+                acc.fill(0);
+                for (wk, taps) in &groups {
+                    sum.fill(0);
+                    for &k in taps {
+                        let at = (y + k / n) * pw + k % n;
+                        add_scaled(&mut sum, 1, &src[at..at + w], T::to_i32);
+                    }
+                    add_scaled(&mut acc, *wk, &sum, |v| v);
+                }
+                finish(o, &acc);
+            }
+        })
+    }
+
+    /// Separable kernels on Byte in 16-bit fixed point, as OpenCV's
+    /// `GaussianBlur` does: each 1-D kernel rounded to eighths of a unit
+    /// summing to 256, rows into exact `u16` sums, columns into `u32`,
+    /// then rounded half up. `None` for other kernels and types.
+    fn fast_fixed<T: Pixel>(&self, p: &Plane<T>) -> Option<Plane<T>> {
+        let bytes = (p as &dyn std::any::Any).downcast_ref::<Plane<u8>>()?;
+        let (row, col) = self.separable.as_ref()?;
+        let (row, col) = (fixed_256(row, self.scale)?, fixed_256(col, 1.0)?);
+        let r = self.radius();
+        let (w, h) = (p.width - 2 * r, p.height - 2 * r);
+        let out = par_strips(w, h, |y0, out: &mut [u8]| {
+            let rows = out.len() / w;
+            let mut tmp = vec![0u16; (rows + 2 * r) * w];
+            for (i, t) in tmp.chunks_exact_mut(w).enumerate() {
+                let s = bytes.row(y0 + i);
+                for (k, &wk) in row.iter().enumerate() {
+                    for (a, &v) in t.iter_mut().zip(&s[k..k + w]) {
+                        *a += wk * v as u16;
+                    }
+                }
+            }
+            let mut acc = vec![0u32; w];
+            for (y, o) in out.chunks_exact_mut(w).enumerate() {
+                acc.fill(1 << 15);
+                for (k, &wk) in col.iter().enumerate() {
+                    for (a, &v) in acc.iter_mut().zip(&tmp[(y + k) * w..(y + k + 1) * w]) {
+                        *a += wk as u32 * v as u32;
+                    }
+                }
+                for (o, &a) in o.iter_mut().zip(&acc) {
+                    *o = (a >> 16) as u8;
+                }
+            }
+        });
+        (Box::new(out) as Box<dyn std::any::Any>)
+            .downcast::<Plane<T>>()
+            .ok()
+            .map(|b| *b)
+    }
+
+    fn fast_f32<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
         let (n, r) = (self.size, self.radius());
         let (w, h) = (p.width - 2 * r, p.height - 2 * r);
         match &self.separable {
@@ -201,6 +317,33 @@ impl Conv {
             }),
         }
     }
+}
+
+/// `acc += w · src`, lane by lane (adds alone for ±1, which vectorise best).
+#[inline(always)]
+fn add_scaled<S: Copy>(acc: &mut [i32], w: i32, src: &[S], v: impl Fn(S) -> i32) {
+    match w {
+        1 => acc.iter_mut().zip(src).for_each(|(a, &s)| *a += v(s)),
+        -1 => acc.iter_mut().zip(src).for_each(|(a, &s)| *a -= v(s)),
+        _ => acc.iter_mut().zip(src).for_each(|(a, &s)| *a += w * v(s)),
+    }
+}
+
+/// A 1-D kernel (times `scale`) in units of 1/256 summing to exactly 256:
+/// rounded, the rounding surplus taken from the largest weight. `None`
+/// where a weight is negative.
+fn fixed_256(k: &[f32], scale: f32) -> Option<Vec<u16>> {
+    if k.iter().any(|&v| v < 0.0) || (k.iter().sum::<f32>() * scale - 1.0).abs() > 1e-3 {
+        return None;
+    }
+    let mut q: Vec<i32> = k
+        .iter()
+        .map(|&v| (v * scale * 256.0).round() as i32)
+        .collect();
+    let surplus = q.iter().sum::<i32>() - 256;
+    let big = (0..q.len()).max_by_key(|&i| q[i])?;
+    q[big] -= surplus;
+    q.iter().map(|&v| u16::try_from(v).ok()).collect()
 }
 
 fn check_size(n: usize, what: &str) -> Result<()> {
@@ -254,13 +397,27 @@ mod tests {
         let g = Conv::gaussian(1.2, None).unwrap();
         let input = padded(noise_planes::<u16>(31, 17, 1, 3), g.radius());
         let (a, b) = (g.fast(&input), g.reference(&input, None));
-        let worst = a[0]
-            .data
-            .iter()
-            .zip(&b[0].data)
-            .map(|(x, y)| x.abs_diff(*y))
-            .max();
-        assert!(worst <= Some(1), "worst {worst:?}");
+        let worst = worst_diff(&a[0].data, &b[0].data);
+        assert!(worst <= Some(1.0), "worst {worst:?}");
+    }
+
+    /// The largest difference between two planes' samples.
+    fn worst_diff<T: Pixel>(a: &[T], b: &[T]) -> Option<f32> {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x.to_f32() - y.to_f32()).abs())
+            .reduce(f32::max)
+    }
+
+    #[test]
+    fn byte_gaussian_in_fixed_point_stays_within_one() {
+        for sigma in [0.8, 1.0, 2.0] {
+            let g = Conv::gaussian(sigma, None).unwrap();
+            let input = padded(noise_planes::<u8>(40, 30, 1, 4), g.radius());
+            let (a, b) = (g.fast(&input), g.reference(&input, None));
+            let worst = worst_diff(&a[0].data, &b[0].data);
+            assert!(worst <= Some(1.0), "sigma {sigma}: worst {worst:?}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::border::{BorderMode, Win};
 use super::engine::ChainRunner;
 use super::histogram::{BandHistogram, Binning};
 use super::median;
-use super::op::{Chain, Op};
+use super::op::{Chain, Op, TileAt};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::bail;
 use crate::device::{
@@ -252,12 +252,7 @@ fn cl_float(v: f64) -> String {
 
 /// `v` as the host pads a constant border of type `t` (rounded, saturated).
 fn round_to(t: SampleType, v: f32) -> f32 {
-    match t {
-        SampleType::U8 => u8::from_f32(v) as f32,
-        SampleType::U16 => u16::from_f32(v) as f32,
-        SampleType::I16 => i16::from_f32(v) as f32,
-        SampleType::F32 => v,
-    }
+    crate::with_type!(t, T => T::from_f32(v).to_f32())
 }
 
 /// The bytes of planes, band after band.
@@ -301,12 +296,7 @@ fn from_bytes(t: SampleType, bytes: &[u8], n: usize, w: usize, h: usize) -> Band
                 .collect(),
         )
     }
-    match t {
-        SampleType::U8 => typed::<u8>(bytes, n, w, h),
-        SampleType::U16 => typed::<u16>(bytes, n, w, h),
-        SampleType::I16 => typed::<i16>(bytes, n, w, h),
-        SampleType::F32 => typed::<f32>(bytes, n, w, h),
-    }
+    crate::with_type!(t, T => typed::<T>(bytes, n, w, h))
 }
 
 impl ChainRunner for DeviceRunner {
@@ -318,34 +308,23 @@ impl ChainRunner for DeviceRunner {
         Some(self.times.take())
     }
 
-    fn run(
-        &self,
-        chain: &Chain,
-        input: Bands,
-        have: Win,
-        image: (usize, usize),
-        out: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-    ) -> Result<Bands> {
+    fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
         self.check(chain)?;
         let dev = &self.device;
         let t0 = Instant::now();
         let mut buf = dev.buffer_from(&to_bytes(&input), CL_MEM_READ_WRITE)?;
         let upload = t0.elapsed();
-        let (mut t, mut bands, mut have, mut nd) = (input.sample_type(), input.count(), have, nd);
-        let mut remaining = chain.radius();
+        let (mut t, mut bands, mut have, mut nd) =
+            (input.sample_type(), input.count(), at.have, at.nd);
         let mut keep = Vec::new();
         let mut events = Vec::new();
-        for op in &chain.ops {
-            remaining -= op.radius();
-            let target = out.grow(remaining).clamp(image.0, image.1);
+        for (op, target) in chain.steps(at) {
             let geo = Geo {
                 have,
-                image,
+                image: at.image,
                 out: target,
             };
-            let (next, event) = self.launch(op, &buf, t, bands, geo, border, nd, &mut keep)?;
+            let (next, event) = self.launch(op, &buf, t, bands, geo, at.border, nd, &mut keep)?;
             events.push(event);
             buf = next;
             if op.out_type(t) != t {
@@ -355,6 +334,7 @@ impl ChainRunner for DeviceRunner {
             bands = op.out_bands(bands);
             have = target;
         }
+        let out = at.out;
         let mut bytes = vec![0u8; bands * out.width * out.height * t.size()];
         let t1 = Instant::now();
         dev.download(&buf, &mut bytes)?;

@@ -5,7 +5,7 @@
 //! a [`ChainRunner`] decides where the chain runs (host or device).
 
 use super::border::{BorderMode, Win};
-use super::op::Chain;
+use super::op::{Chain, TileAt};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::error::Result;
 use crate::pipeline;
@@ -33,24 +33,14 @@ pub trait ImageSink: Send {
     fn write(&mut self, window: Rect, bands: &Bands) -> Result<()>;
 }
 
-/// Runs a chain on one tile (see [`Chain::run_tile`] for the arguments).
+/// Runs a chain on one tile.
 pub trait ChainRunner: Sync {
     fn name(&self) -> String;
     /// Device times since the last call (reset on read); `None` on the host.
     fn device_times(&self) -> Option<crate::device::DeviceTimes> {
         None
     }
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &self,
-        chain: &Chain,
-        input: Bands,
-        have: Win,
-        image: (usize, usize),
-        out: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-    ) -> Result<Bands>;
+    fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands>;
 }
 
 /// The host runner: plain Rust, rayon over rows.
@@ -70,17 +60,8 @@ impl ChainRunner for HostRunner {
         .into()
     }
 
-    fn run(
-        &self,
-        chain: &Chain,
-        input: Bands,
-        have: Win,
-        image: (usize, usize),
-        out: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-    ) -> Result<Bands> {
-        Ok(chain.run_tile_host(input, have, image, out, border, nd, self.reference))
+    fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
+        Ok(chain.run_tile_host(input, at, self.reference))
     }
 }
 
@@ -122,16 +103,14 @@ pub fn filter(
         |tile| source.read(tile.source),
         |tile, input| {
             let t0 = Instant::now();
-            let have = win(tile.source);
-            let out = runner.run(
-                &job.chain,
-                input,
-                have,
-                (w, h),
-                win(tile.output),
-                job.border,
+            let at = TileAt {
+                have: win(tile.source),
+                image: (w, h),
+                out: win(tile.output),
+                border: job.border,
                 nd,
-            )?;
+            };
+            let out = runner.run(&job.chain, input, &at)?;
             stats.compute += t0.elapsed();
             stats.tiles += 1;
             stats.pixels += tile.output.area();
@@ -169,13 +148,10 @@ impl MemImage {
         fn z<T: Pixel>(w: usize, h: usize, n: usize) -> Bands {
             T::wrap((0..n).map(|_| Plane::zeros(w, h)).collect())
         }
-        let b = match t {
-            SampleType::U8 => z::<u8>(width, height, bands),
-            SampleType::U16 => z::<u16>(width, height, bands),
-            SampleType::I16 => z::<i16>(width, height, bands),
-            SampleType::F32 => z::<f32>(width, height, bands),
-        };
-        MemImage::new(b, None)
+        MemImage::new(
+            crate::with_type!(t, T => z::<T>(width, height, bands)),
+            None,
+        )
     }
 }
 

@@ -100,8 +100,29 @@ impl BandHistogram {
         }
     }
 
-    /// Adds the pixels of `plane` (host reference, rayon over rows).
+    /// Adds the pixels of `plane`: Byte planes by [`byte_counts`] (then
+    /// each of the 256 values binned once), others by [`Self::add_reference`].
     pub fn add<T: Pixel>(&mut self, plane: &Plane<T>, b: &Binning, nd: Option<T>) {
+        let Some(bytes) = (&plane.data as &dyn std::any::Any).downcast_ref::<Vec<u8>>() else {
+            return self.add_reference(plane, b, nd);
+        };
+        let (lo, scale, hi) = (b.lo as f32, b.scale(), b.hi as f32);
+        for (v, &c) in byte_counts(bytes).iter().enumerate() {
+            let f = v as f32;
+            if nd.is_some_and(|nd| nd.to_f32() == f) {
+                self.nodata += c;
+                continue;
+            }
+            match b.bin(f, lo, scale) {
+                Some(i) if f <= hi => self.counts[i] += c,
+                _ => self.outside += c,
+            }
+        }
+    }
+
+    /// Adds the pixels of `plane`, each binned on its own (the plain
+    /// reference; rayon over rows).
+    pub fn add_reference<T: Pixel>(&mut self, plane: &Plane<T>, b: &Binning, nd: Option<T>) {
         let (lo, scale) = (b.lo as f32, b.scale());
         let hi = b.hi as f32;
         let w = plane.width.max(1);
@@ -141,6 +162,37 @@ impl BandHistogram {
         self.nodata += other.nodata;
         self.outside += other.outside;
     }
+}
+
+/// How often each byte value occurs. Four partial counts per thread, so
+/// that runs of equal bytes do not wait on the previous increment's store.
+pub fn byte_counts(data: &[u8]) -> [u64; 256] {
+    data.par_chunks(1 << 16)
+        .map(|chunk| {
+            let mut part = [[0u32; 256]; 4];
+            let mut quads = chunk.chunks_exact(4);
+            for q in &mut quads {
+                part[0][q[0] as usize] += 1;
+                part[1][q[1] as usize] += 1;
+                part[2][q[2] as usize] += 1;
+                part[3][q[3] as usize] += 1;
+            }
+            for &v in quads.remainder() {
+                part[0][v as usize] += 1;
+            }
+            let mut sum = [0u64; 256];
+            for p in &part {
+                sum.iter_mut().zip(p).for_each(|(s, &c)| *s += c as u64);
+            }
+            sum
+        })
+        .reduce(
+            || [0u64; 256],
+            |mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
 }
 
 /// Smallest and largest valid value of a plane (`None` when all are nodata).
@@ -183,6 +235,22 @@ mod tests {
         assert_eq!(h.counts[0], 1);
         assert_eq!(h.counts.iter().sum::<u64>(), 3);
         assert_eq!(h.nodata, 1);
+    }
+
+    #[test]
+    fn byte_path_matches_reference() {
+        let p = &crate::filter::pixel::noise_planes::<u8>(301, 67, 1, 9)[0];
+        for (bins, range) in [(None, None), (Some(7), Some((10.0, 200.0)))] {
+            let b = Binning::for_type(SampleType::U8, bins, range)
+                .unwrap()
+                .unwrap();
+            for nd in [None, Some(13u8)] {
+                let (mut fast, mut plain) = (BandHistogram::new(1, &b), BandHistogram::new(1, &b));
+                fast.add(p, &b, nd);
+                plain.add_reference(p, &b, nd);
+                assert_eq!(fast, plain);
+            }
+        }
     }
 
     #[test]

@@ -6,13 +6,15 @@
 //! +∞ and never move), then pruned backwards to what the middle wire needs.
 //! A comparator of which only one output matters becomes a single min or
 //! max. The 0-1 principle test below checks every network on all 2ⁿ inputs.
-//! The host runs a network on 64 pixels at once (one min/max per lane:
-//! vector instructions); the OpenCL kernel gets the same list as macros.
+//! The host runs the 5×5 network written out as straight-line code on 16
+//! pixels at once (vector min/max, wires in registers; a test holds it
+//! equal to the derived one); the OpenCL kernel gets the list as macros.
 
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_pixel};
+use super::{par_rows, per_band};
 use crate::bail;
 use crate::error::Result;
+use rayon::prelude::*;
 use std::cmp::Ordering;
 
 /// What a comparator keeps.
@@ -96,11 +98,11 @@ pub fn network_cl(n: usize) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Median {
     pub size: usize,
-    network: Vec<Comparator>,
 }
 
-/// Pixels processed together by the host network.
-const LANES: usize = 64;
+/// Pixels processed together by the host's 5×5 network (one 16-byte
+/// vector of Byte samples per wire).
+const LANES: usize = 16;
 
 impl Median {
     pub fn new(size: usize) -> Result<Self> {
@@ -110,12 +112,7 @@ impl Median {
                 hint = "write median:3 or median:5"
             );
         }
-        let network = if size <= 5 {
-            median_network(size * size)
-        } else {
-            Vec::new()
-        };
-        Ok(Median { size, network })
+        Ok(Median { size })
     }
 
     pub fn radius(&self) -> usize {
@@ -124,36 +121,27 @@ impl Median {
 
     /// The plain reference: sort the window, take the middle.
     pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
-        let nn = self.size * self.size;
-        per_pixel(
-            input,
-            self.radius(),
-            input.len(),
-            nd,
-            nd,
-            false,
-            |win, out| {
-                let mut buf = vec![0f32; nn];
-                for (b, o) in out.iter_mut().enumerate() {
-                    buf.copy_from_slice(&win[b * nn..(b + 1) * nn]);
-                    buf.sort_by(f32::total_cmp);
-                    *o = buf[nn / 2];
-                }
-            },
-        )
+        per_band(input, self.radius(), nd, |win| {
+            let mut buf = win.to_vec();
+            buf.sort_by(f32::total_cmp);
+            buf[buf.len() / 2]
+        })
     }
 
-    /// The fast host path (no nodata): the network on 64 lanes for 3×3 and
-    /// 5×5, `select_nth_unstable` for larger windows.
+    /// The fast host path (no nodata): sorted columns for 3×3, the
+    /// straight-line 5×5 network on [`LANES`] pixels at once, and
+    /// `select_nth_unstable` for larger windows (and rows narrower than LANES).
     pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
-        input.iter().map(|p| self.fast_plane(p)).collect()
+        input.par_iter().map(|p| self.fast_plane(p)).collect()
     }
 
     fn fast_plane<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
         let (n, r) = (self.size, self.radius());
         let (w, h) = (p.width - 2 * r, p.height - 2 * r);
-        if self.network.is_empty() {
-            return par_rows(w, h, |y, out: &mut [T]| {
+        match n {
+            3 => par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out)),
+            5 if w >= LANES => par_rows(w, h, |y, out: &mut [T]| median5_row(p, y, out)),
+            _ => par_rows(w, h, |y, out: &mut [T]| {
                 let mut buf = Vec::with_capacity(n * n);
                 for (x, o) in out.iter_mut().enumerate() {
                     buf.clear();
@@ -164,26 +152,8 @@ impl Median {
                     });
                     *o = *m;
                 }
-            });
+            }),
         }
-        if n == 3 {
-            return par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out));
-        }
-        let mid = n * n / 2;
-        par_rows(w, h, |y, out: &mut [T]| {
-            let mut v = vec![[T::default(); LANES]; n * n];
-            for x0 in (0..w).step_by(LANES) {
-                let len = LANES.min(w - x0);
-                for ky in 0..n {
-                    let src = p.row(y + ky);
-                    for kx in 0..n {
-                        v[ky * n + kx][..len].copy_from_slice(&src[x0 + kx..x0 + kx + len]);
-                    }
-                }
-                run_network(&self.network, &mut v);
-                out[x0..x0 + len].copy_from_slice(&v[mid][..len]);
-            }
-        })
     }
 }
 
@@ -221,35 +191,71 @@ fn med3<T: Pixel>(a: T, b: T, c: T) -> T {
     a.lo(b).hi(a.hi(b).lo(c))
 }
 
-/// Applies `net` lane-wise to `v` (one array of lanes per wire).
-#[inline(never)]
-fn run_network<T: Pixel>(net: &[Comparator], v: &mut [[T; LANES]]) {
-    for c in net {
-        let (x, y) = (v[c.a], v[c.b]);
-        match c.keep {
-            Keep::Both => {
-                let (lo, hi) = (&mut [T::default(); LANES], &mut [T::default(); LANES]);
-                for i in 0..LANES {
-                    lo[i] = x[i].lo(y[i]);
-                    hi[i] = x[i].hi(y[i]);
-                }
-                v[c.a] = *lo;
-                v[c.b] = *hi;
-            }
-            Keep::Min => {
-                let a = &mut v[c.a];
-                for i in 0..LANES {
-                    a[i] = x[i].lo(y[i]);
-                }
-            }
-            Keep::Max => {
-                let b = &mut v[c.b];
-                for i in 0..LANES {
-                    b[i] = x[i].hi(y[i]);
-                }
-            }
+/// One output row of the 5×5 median (`out.len() ≥ LANES`): the network of
+/// [`median_network`]`(25)` written out as straight-line code (the test
+/// `written_network_is_the_derived_one` holds the two equal) on [`LANES`]
+/// pixels at once, so every wire is a vector register and every comparator
+/// a vector min and max. The last block overlaps the one before it.
+fn median5_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
+    let w = out.len();
+    let rows: [&[T]; 5] = std::array::from_fn(|k| &p.row(y + k)[..w + 4]);
+    let mut x0 = 0;
+    loop {
+        let x = x0.min(w - LANES);
+        let mut v: [[T; LANES]; 25] = std::array::from_fn(|k| {
+            let s = &rows[k / 5][x + k % 5..x + k % 5 + LANES];
+            std::array::from_fn(|i| s[i])
+        });
+        median25(&mut v);
+        out[x..x + LANES].copy_from_slice(&v[12]);
+        if x + LANES == w {
+            break;
         }
+        x0 += LANES;
     }
+}
+
+/// The comparators of the 25-wire median network, in order: `E` keeps both
+/// (min to the first wire, max to the second), `L` the min only, `H` the max only.
+macro_rules! median25_network {
+    ($m:ident) => {
+        $m! {
+        E(0,1) E(2,3) E(4,5) E(6,7) E(8,9) E(10,11) E(12,13) E(14,15) E(16,17) E(18,19)
+        E(20,21) E(22,23) E(0,2) E(1,3) E(4,6) E(5,7) E(8,10) E(9,11) E(12,14) E(13,15)
+        E(16,18) E(17,19) E(20,22) E(21,23) E(1,2) E(5,6) E(9,10) E(13,14) E(17,18) E(21,22)
+        E(0,4) E(1,5) E(2,6) E(3,7) E(8,12) E(9,13) E(10,14) E(11,15) E(16,20) E(17,21)
+        E(18,22) E(19,23) E(2,4) E(3,5) E(10,12) E(11,13) E(18,20) E(19,21) E(1,2) E(3,4)
+        E(5,6) E(9,10) E(11,12) E(13,14) E(17,18) E(19,20) E(21,22) E(0,8) E(1,9) E(2,10)
+        E(3,11) E(4,12) E(5,13) E(6,14) L(7,15) E(16,24) E(4,8) E(5,9) E(6,10) E(7,11) E(20,24)
+        E(2,4) E(3,5) E(6,8) E(7,9) E(10,12) E(11,13) E(18,20) E(19,21) E(22,24) E(1,2) E(3,4)
+        E(5,6) E(7,8) E(9,10) E(11,12) L(13,14) E(17,18) E(19,20) E(21,22) E(23,24) H(0,16)
+        H(1,17) H(2,18) H(3,19) H(4,20) H(5,21) L(6,22) L(7,23) L(8,24) H(8,16) H(9,17)
+        L(10,18) L(11,19) L(12,20) L(13,21) H(6,10) H(7,11) L(12,16) L(13,17) H(10,12) L(11,13)
+        H(11,12)
+        }
+    };
+}
+
+/// Runs the 25-wire network on `v`, lane by lane.
+#[inline(always)]
+fn median25<T: Pixel>(v: &mut [[T; LANES]; 25]) {
+    macro_rules! apply {
+        ($($k:ident($a:literal, $b:literal))*) => { $( apply!(@ $k v $a $b); )* };
+        (@ E $v:ident $a:literal $b:literal) => {{
+            let (x, y) = ($v[$a], $v[$b]);
+            $v[$a] = std::array::from_fn(|i| x[i].lo(y[i]));
+            $v[$b] = std::array::from_fn(|i| x[i].hi(y[i]));
+        }};
+        (@ L $v:ident $a:literal $b:literal) => {{
+            let (x, y) = ($v[$a], $v[$b]);
+            $v[$a] = std::array::from_fn(|i| x[i].lo(y[i]));
+        }};
+        (@ H $v:ident $a:literal $b:literal) => {{
+            let (x, y) = ($v[$a], $v[$b]);
+            $v[$b] = std::array::from_fn(|i| x[i].hi(y[i]));
+        }};
+    }
+    median25_network!(apply);
 }
 
 #[cfg(test)]
@@ -308,6 +314,26 @@ mod tests {
     }
 
     #[test]
+    fn written_network_is_the_derived_one() {
+        let mut written = Vec::new();
+        macro_rules! collect {
+            ($($k:ident($a:literal, $b:literal))*) => {
+                $(written.push(Comparator {
+                    a: $a,
+                    b: $b,
+                    keep: match stringify!($k) {
+                        "E" => Keep::Both,
+                        "L" => Keep::Min,
+                        _ => Keep::Max,
+                    },
+                });)*
+            };
+        }
+        median25_network!(collect);
+        assert_eq!(written, median_network(25));
+    }
+
+    #[test]
     fn network_sizes() {
         // Min/max operations per pixel (a full comparator counts two).
         let ops = |n| {
@@ -325,6 +351,8 @@ mod tests {
         for size in [3, 5, 7] {
             let m = Median::new(size).unwrap();
             let input = padded(noise_planes::<u8>(70, 9, 2, 5), m.radius());
+            assert_eq!(m.fast(&input), m.reference(&input, None));
+            let input = padded(noise_planes::<u16>(17, 4, 1, 5), m.radius());
             assert_eq!(m.fast(&input), m.reference(&input, None));
             let input = padded(noise_planes::<f32>(13, 21, 1, 6), m.radius());
             assert_eq!(m.fast(&input), m.reference(&input, None));

@@ -113,6 +113,22 @@ pub(crate) fn per_pixel<T: Pixel, O: Pixel>(
         .collect()
 }
 
+/// [`per_pixel`] for ops that map each band's window (`(2r+1)²` values,
+/// row-major) to one value of the same band: `f(window)`.
+pub(crate) fn per_band<T: Pixel>(
+    input: &[Plane<T>],
+    r: usize,
+    nd: Option<T>,
+    f: impl Fn(&[f32]) -> f32 + Sync,
+) -> Vec<Plane<T>> {
+    let nn = (2 * r + 1) * (2 * r + 1);
+    per_pixel(input, r, input.len(), nd, nd, false, |win, out| {
+        for (o, w) in out.iter_mut().zip(win.chunks_exact(nn)) {
+            *o = f(w);
+        }
+    })
+}
+
 /// Rows per parallel strip of [`par_strips`].
 pub(crate) const STRIP: usize = 32;
 
@@ -122,17 +138,7 @@ pub(crate) fn par_strips<O: Send + Copy + Default>(
     h: usize,
     f: impl Fn(usize, &mut [O]) + Sync,
 ) -> Plane<O> {
-    let mut data = vec![O::default(); w * h];
-    if w > 0 {
-        data.par_chunks_mut(w * STRIP)
-            .enumerate()
-            .for_each(|(i, rows)| f(i * STRIP, rows));
-    }
-    Plane {
-        width: w,
-        height: h,
-        data,
-    }
+    par_row_chunks(w, h, STRIP, f)
 }
 
 /// Runs `f` on every output row in parallel: `f(y, out_row)`.
@@ -141,11 +147,41 @@ pub(crate) fn par_rows<O: Send + Copy + Default>(
     h: usize,
     f: impl Fn(usize, &mut [O]) + Sync,
 ) -> Plane<O> {
+    par_row_chunks(w, h, 1, f)
+}
+
+/// `bands` planes of `w`×`h` made row by row in parallel: `f(y, rows)` gets
+/// output row `y` of every band side by side (band-major, `bands·w` values).
+pub(crate) fn par_band_rows<O: Send + Sync + Copy + Default>(
+    w: usize,
+    h: usize,
+    bands: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Vec<Plane<O>> {
+    let all = par_rows(w * bands, h, f);
+    (0..bands)
+        .map(|b| {
+            let mut data = Vec::with_capacity(w * h);
+            all.data
+                .chunks_exact((w * bands).max(1))
+                .for_each(|row| data.extend_from_slice(&row[b * w..(b + 1) * w]));
+            Plane::new(w, h, data)
+        })
+        .collect()
+}
+
+/// A `w`×`h` plane made by `f(y0, rows)` on chunks of `rows` rows in parallel.
+fn par_row_chunks<O: Send + Copy + Default>(
+    w: usize,
+    h: usize,
+    rows: usize,
+    f: impl Fn(usize, &mut [O]) + Sync,
+) -> Plane<O> {
     let mut data = vec![O::default(); w * h];
     if w > 0 {
-        data.par_chunks_mut(w)
+        data.par_chunks_mut(w * rows)
             .enumerate()
-            .for_each(|(y, row)| f(y, row));
+            .for_each(|(i, chunk)| f(i * rows, chunk));
     }
     Plane {
         width: w,

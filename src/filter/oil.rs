@@ -9,10 +9,11 @@
 //! device agree bit for bit. Float32 needs an explicit range.
 
 use super::LUMA_PERCENT;
-use super::per_pixel;
 use super::pixel::{Pixel, Plane, SampleType};
+use super::{par_band_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
+use rayon::prelude::*;
 
 /// Oil-paint parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,8 +63,8 @@ impl Oil {
         Ok(())
     }
 
-    /// The host implementation (also the reference).
-    pub fn apply<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
+    /// The plain per-pixel reference.
+    pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
         let n = 2 * self.radius + 1;
         let nn = n * n;
         let bands = input.len();
@@ -119,6 +120,64 @@ impl Oil {
     }
 }
 
+impl Oil {
+    /// The fast host path (no nodata): integer types keep a histogram of
+    /// bins (counts and per-band sums) that slides along each row, one
+    /// column in and one out per pixel; Float32 takes the reference.
+    pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
+        let Some((lo, hi)) = T::TYPE.range() else {
+            return self.reference(input, None);
+        };
+        let (n, r, levels, bands) = (2 * self.radius + 1, self.radius, self.levels, input.len());
+        let (pw, ph) = (input[0].width, input[0].height);
+        let (w, h) = (pw - 2 * r, ph - 2 * r);
+        // Every input pixel's bin, once.
+        let span = (hi - lo) as i64 + 1;
+        let bins: Vec<u8> = (0..pw * ph)
+            .into_par_iter()
+            .map(|i| {
+                let i100: i64 = if bands >= 3 {
+                    (0..3)
+                        .map(|b| LUMA_PERCENT[b] * input[b].data[i].to_i32() as i64)
+                        .sum()
+                } else {
+                    100 * input[0].data[i].to_i32() as i64
+                };
+                ((i100 - 100 * lo as i64) * levels as i64 / (100 * span)) as u8
+            })
+            .collect();
+        par_band_rows(w, h, bands, |y, row: &mut [T]| {
+            let mut count = vec![0u32; levels];
+            let mut sums = vec![0i64; levels * bands];
+            let column = |count: &mut [u32], sums: &mut [i64], x: usize, sign: i64| {
+                for ky in y..y + n {
+                    let i = ky * pw + x;
+                    let bin = bins[i] as usize;
+                    count[bin] = (count[bin] as i64 + sign) as u32;
+                    for (b, plane) in input.iter().enumerate() {
+                        sums[bin * bands + b] += sign * plane.data[i].to_i32() as i64;
+                    }
+                }
+            };
+            (0..n - 1).for_each(|x| column(&mut count, &mut sums, x, 1));
+            for x in 0..w {
+                column(&mut count, &mut sums, x + n - 1, 1);
+                let mut best = 0;
+                for (b, &c) in count.iter().enumerate() {
+                    if c > count[best] {
+                        best = b;
+                    }
+                }
+                let cnt = count[best] as i64;
+                for b in 0..bands {
+                    row[b * w + x] = T::from_f32(round_div(sums[best * bands + b], cnt) as f32);
+                }
+                column(&mut count, &mut sums, x, -1);
+            }
+        })
+    }
+}
+
 /// `sum / count` rounded half to even, exactly.
 pub fn round_div(sum: i64, count: i64) -> i64 {
     let (q, r) = (sum.div_euclid(count), sum.rem_euclid(count));
@@ -143,12 +202,24 @@ mod tests {
     }
 
     #[test]
+    fn fast_path_matches_reference() {
+        use crate::filter::op::tests::{noise_planes, padded};
+        for (bands, levels) in [(3, 20), (1, 7), (2, 256)] {
+            let oil = Oil::new(2, levels, None).unwrap();
+            let input = padded(noise_planes::<u8>(33, 17, bands, 8), 2);
+            assert_eq!(oil.fast(&input), oil.reference(&input, None));
+            let input = padded(noise_planes::<i16>(21, 12, bands, 9), 2);
+            assert_eq!(oil.fast(&input), oil.reference(&input, None));
+        }
+    }
+
+    #[test]
     fn picks_the_fullest_bin() {
         // 3x3 window, 2 levels (0..127, 128..255): five dark (10,20,..), four bright.
         let vals = vec![10u8, 200, 20, 210, 30, 220, 40, 230, 50];
         let p = Plane::new(3, 3, vals);
         let oil = Oil::new(1, 2, None).unwrap();
-        assert_eq!(oil.apply(&[p], None)[0].data, vec![30]);
+        assert_eq!(oil.reference(&[p], None)[0].data, vec![30]);
         assert!(oil.check(SampleType::F32).is_err());
     }
 }

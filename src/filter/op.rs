@@ -17,6 +17,7 @@ use super::scharr::Scharr;
 use crate::bail;
 use crate::error::{Error, Result};
 use crate::with_bands;
+use rayon::prelude::*;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -175,8 +176,10 @@ impl Op {
             Op::Median(m) => T::wrap(m.fast(p)),
             Op::Scharr(s) if plain => Bands::F32(s.reference(p, nd)),
             Op::Scharr(s) => Bands::F32(s.fast(p)),
-            Op::Bilateral(b) => T::wrap(b.apply(p, nd)),
-            Op::Oil(o) => T::wrap(o.apply(p, nd)),
+            Op::Bilateral(b) if plain => T::wrap(b.reference(p, nd)),
+            Op::Bilateral(b) => T::wrap(b.fast(p)),
+            Op::Oil(o) if plain => T::wrap(o.reference(p, nd)),
+            Op::Oil(o) => T::wrap(o.fast(p)),
         }
     }
 }
@@ -242,26 +245,31 @@ impl Chain {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    /// Runs the chain on one tile with `step`: `input` holds window `have`
-    /// (inside a raster of `image` size), the result covers `out`.
-    pub fn run_tile(
-        &self,
-        input: Bands,
-        have: Win,
-        image: (usize, usize),
-        out: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-        step: &mut OpStep,
-    ) -> Result<Bands> {
-        let (mut bands, mut have, mut nd) = (input, have, nd);
+    /// Each op with the window its output covers on the tile `at` (the
+    /// tile's output grown by the radii of the ops after it, cut to the raster).
+    pub fn steps(&self, at: &TileAt) -> Vec<(&Op, Win)> {
         let mut remaining = self.radius();
-        for op in &self.ops {
-            let r = op.radius();
-            remaining -= r;
-            let target = out.grow(remaining).clamp(image.0, image.1);
-            let padded = pad_bands(&bands, have, image, target.grow(r), border, nd);
+        self.ops
+            .iter()
+            .map(|op| {
+                remaining -= op.radius();
+                (op, at.out.grow(remaining).clamp(at.image.0, at.image.1))
+            })
+            .collect()
+    }
+
+    /// Runs the chain on one tile with `step`: `input` holds window `at.have`.
+    pub fn run_tile(&self, input: Bands, at: &TileAt, step: &mut OpStep) -> Result<Bands> {
+        let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
+        for (op, target) in self.steps(at) {
+            let padded = pad_bands(
+                &bands,
+                have,
+                at.image,
+                target.grow(op.radius()),
+                at.border,
+                nd,
+            );
             let in_type = bands.sample_type();
             bands = step(op, &padded, nd)?;
             if bands.sample_type() != in_type {
@@ -273,25 +281,28 @@ impl Chain {
     }
 
     /// Runs the chain on a tile on the host.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run_tile_host(
-        &self,
-        input: Bands,
-        have: Win,
-        image: (usize, usize),
-        out: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-        reference: bool,
-    ) -> Bands {
-        self.run_tile(input, have, image, out, border, nd, &mut |op, b, nd| {
+    pub fn run_tile_host(&self, input: Bands, at: &TileAt, reference: bool) -> Bands {
+        self.run_tile(input, at, &mut |op, b, nd| {
             Ok(op.apply_host(b, nd, reference))
         })
         .expect("host ops do not fail")
     }
 }
 
-/// Pads every band of `bands` to `want` (see [`pad`]).
+/// Where a tile lies and what surrounds it: the input holds window `have`
+/// of a raster of `image` size; the result covers `out`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileAt {
+    pub have: Win,
+    pub image: (usize, usize),
+    pub out: Win,
+    pub border: BorderMode,
+    /// The input's nodata value.
+    pub nd: Option<f64>,
+}
+
+/// Pads every band of `bands` to `want` (see [`pad`]), bands in parallel;
+/// `nd` is the bands' nodata value.
 pub fn pad_bands(
     bands: &Bands,
     have: Win,
@@ -300,53 +311,17 @@ pub fn pad_bands(
     border: BorderMode,
     nd: Option<f64>,
 ) -> Bands {
-    fn typed<T: Pixel>(
-        p: &[Plane<T>],
-        have: Win,
-        image: (usize, usize),
-        want: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-    ) -> Bands {
-        let fill = match border {
-            BorderMode::Constant(v) => T::from_f32(v as f32),
-            BorderMode::Nodata => nd.and_then(T::from_f64_exact).unwrap_or_default(),
-            _ => T::default(),
-        };
-        T::wrap(
-            p.iter()
-                .map(|p| pad(p, have, image, want, border, fill))
-                .collect(),
-        )
-    }
-    with_bands!(bands, p => typed(p, have, image, want, border, nd))
+    with_bands!(bands, p => Pixel::wrap(
+        p.par_iter()
+            .map(|q| pad(q, have, image, want, border, border.fill(nd)))
+            .collect(),
+    ))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    /// Deterministic pseudo-random planes (xorshift), full range of `T` for integers.
-    pub fn noise_planes<T: Pixel>(w: usize, h: usize, bands: usize, seed: u64) -> Vec<Plane<T>> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..bands)
-            .map(|_| {
-                let data = (0..w * h)
-                    .map(|_| {
-                        s ^= s << 13;
-                        s ^= s >> 7;
-                        s ^= s << 17;
-                        let u = (s >> 40) as f32 / (1u64 << 24) as f32;
-                        match T::TYPE.range() {
-                            Some((lo, hi)) => T::from_f32((lo + (hi - lo) * u as f64) as f32),
-                            None => T::from_f32(u * 1000.0 - 500.0),
-                        }
-                    })
-                    .collect();
-                Plane::new(w, h, data)
-            })
-            .collect()
-    }
+    pub use crate::filter::pixel::noise_planes;
 
     /// Planes padded by `r` with reflect101.
     pub fn padded<T: Pixel>(planes: Vec<Plane<T>>, r: usize) -> Vec<Plane<T>> {

@@ -60,6 +60,8 @@ impl SampleType {
 pub trait Pixel: Copy + Default + PartialOrd + Send + Sync + Debug + 'static {
     const TYPE: SampleType;
     fn to_f32(self) -> f32;
+    /// The value as `i32` (integer types; Float32 truncates).
+    fn to_i32(self) -> i32;
     /// Rounds half to even and saturates (NaN gives 0), as OpenCV's `saturate_cast`.
     fn from_f32(v: f32) -> Self;
     /// `v` as this type, if it is exactly representable.
@@ -90,6 +92,10 @@ macro_rules! int_pixel {
                 self as f32
             }
             #[inline(always)]
+            fn to_i32(self) -> i32 {
+                self as i32
+            }
+            #[inline(always)]
             fn from_f32(v: f32) -> Self {
                 // Clamp, then round half to even by the 1.5·2²³ trick (exact for
                 // |v| < 2²²): branch-free, so loops of it vectorise, unlike
@@ -118,6 +124,10 @@ impl Pixel for f32 {
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
+    }
+    #[inline(always)]
+    fn to_i32(self) -> i32 {
+        self as i32
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
@@ -190,6 +200,31 @@ macro_rules! with_bands {
     };
 }
 
+/// Runs `$e` with the type `$T` bound to the Rust type of sample type `$t`.
+#[macro_export]
+macro_rules! with_type {
+    ($t:expr, $T:ident => $e:expr) => {
+        match $t {
+            $crate::filter::SampleType::U8 => {
+                type $T = u8;
+                $e
+            }
+            $crate::filter::SampleType::U16 => {
+                type $T = u16;
+                $e
+            }
+            $crate::filter::SampleType::I16 => {
+                type $T = i16;
+                $e
+            }
+            $crate::filter::SampleType::F32 => {
+                type $T = f32;
+                $e
+            }
+        }
+    };
+}
+
 impl Bands {
     pub fn sample_type(&self) -> SampleType {
         match self {
@@ -208,6 +243,29 @@ impl Bands {
     pub fn size(&self) -> (usize, usize) {
         with_bands!(self, p => p.first().map_or((0, 0), |b| (b.width, b.height)))
     }
+}
+
+/// Deterministic pseudo-random planes (xorshift) for tests and benches: the
+/// full range of `T` for integers, -500..500 for Float32.
+pub fn noise_planes<T: Pixel>(w: usize, h: usize, bands: usize, seed: u64) -> Vec<Plane<T>> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..bands)
+        .map(|_| {
+            let data = (0..w * h)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    let u = (s >> 40) as f32 / (1u64 << 24) as f32;
+                    match T::TYPE.range() {
+                        Some((lo, hi)) => T::from_f32((lo + (hi - lo) * u as f64) as f32),
+                        None => T::from_f32(u * 1000.0 - 500.0),
+                    }
+                })
+                .collect();
+            Plane::new(w, h, data)
+        })
+        .collect()
 }
 
 #[cfg(test)]
