@@ -3,7 +3,7 @@
 //! [`SeparablePlan::rank`](super::separable::SeparablePlan::rank) for dct5
 //! plans).
 //!
-//! The output is cut into bands of at least 120 rows (a multiple
+//! The output is cut into bands of at most one segment of rows (a multiple
 //! of [`LANES`]); bands run in parallel, each with its own scratch. In a
 //! band, one scan of its input rows finds every class's bounding box; a
 //! class absent from the band costs nothing, and a present one is filtered
@@ -25,53 +25,18 @@ use super::dct5::{Dct5, cos_index, cos_table};
 use super::separable::{LANES, Ranking, SlotsMut};
 use super::{ClassTile, SmoothParams};
 use rayon::prelude::*;
-use std::ops::{Add, AddAssign, Mul, Sub};
-
-/// The lanes' float type: f64, or f32 (twice the lanes per AVX2 vector)
-/// where the plan's bound was computed for f32 (see
-/// [`SeparableHost`](super::separable::SeparableHost)).
-trait Real:
-    Copy + Default + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + AddAssign
-{
-    /// `v` rounded to nearest.
-    fn of(v: f64) -> Self;
-    fn wide(self) -> f64;
-}
-
-impl Real for f64 {
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn wide(self) -> f64 {
-        self
-    }
-}
-
-impl Real for f32 {
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn wide(self) -> f64 {
-        f64::from(self)
-    }
-}
 
 /// The constants of one filter: `G_k`, the seeds' `cos(φk(t − R))` (at
 /// `t·terms + k`), `2cos(φk)`, `cos(φkR)`.
-/// Computed in f64, then rounded to `T`.
-struct Tables<T> {
+struct Tables {
     r: usize,
-    g: Vec<T>,
-    seed: Vec<T>,
-    a: Vec<T>,
-    d: Vec<T>,
+    g: Vec<f64>,
+    seed: Vec<f64>,
+    a: Vec<f64>,
+    d: Vec<f64>,
 }
 
-impl<T: Real> Tables<T> {
+impl Tables {
     fn new(f: &Dct5) -> Self {
         let r = f.radius();
         let n = 2 * r + 1;
@@ -79,12 +44,12 @@ impl<T: Real> Tables<T> {
         let terms = f.coeffs().len();
         Tables {
             r,
-            g: f.coeffs().iter().map(|&g| T::of(g)).collect(),
-            a: (0..terms).map(|k| T::of(2.0 * cos[k % n])).collect(),
-            d: (0..terms).map(|k| T::of(cos[(k * r) % n])).collect(),
+            g: f.coeffs().to_vec(),
+            a: (0..terms).map(|k| 2.0 * cos[k % n]).collect(),
+            d: (0..terms).map(|k| cos[(k * r) % n]).collect(),
             seed: (0..n)
                 .flat_map(|t| (0..terms).map(move |k| (t, k)))
-                .map(|(t, k)| T::of(cos[cos_index(k, t, r)]))
+                .map(|(t, k)| cos[cos_index(k, t, r)])
                 .collect(),
         }
     }
@@ -95,12 +60,12 @@ impl<T: Real> Tables<T> {
 pub(crate) const MAX_TERMS: usize = 8;
 
 /// [`LANES`] values, one per lane.
-type V<T> = [T; LANES];
+type V = [f64; LANES];
 
 /// The input of one recursion: [`LANES`] independent lines read in step.
-trait Lanes<T> {
+trait Lanes {
     /// Element `t` of every lane.
-    fn load(&self, t: usize) -> V<T>;
+    fn load(&self, t: usize) -> V;
 }
 
 /// [`LANES`] neighbouring columns of class codes, read as the indicator of one
@@ -114,32 +79,30 @@ struct ClassColumns<'a> {
     class: u16,
 }
 
-impl<T: Real> Lanes<T> for ClassColumns<'_> {
+impl Lanes for ClassColumns<'_> {
     #[inline(always)]
-    fn load(&self, t: usize) -> V<T> {
+    fn load(&self, t: usize) -> V {
         let at = self.base + t * self.stride;
         if self.width >= LANES {
             let c: &[u16; LANES] = self.codes[at..at + LANES].try_into().unwrap();
-            std::array::from_fn(|j| T::of(f64::from(u8::from(c[j] == self.class))))
+            std::array::from_fn(|j| f64::from(u8::from(c[j] == self.class)))
         } else {
             std::array::from_fn(|j| {
-                T::of(f64::from(u8::from(
-                    j < self.width && self.codes[at + j] == self.class,
-                )))
+                f64::from(u8::from(j < self.width && self.codes[at + j] == self.class))
             })
         }
     }
 }
 
 /// A column-major block whose lane `j` at element `t` is `data[t·stride + j]`.
-struct Strip<'a, T> {
-    data: &'a [T],
+struct Strip<'a> {
+    data: &'a [f64],
     stride: usize,
 }
 
-impl<T: Real> Lanes<T> for Strip<'_, T> {
+impl Lanes for Strip<'_> {
     #[inline(always)]
-    fn load(&self, t: usize) -> V<T> {
+    fn load(&self, t: usize) -> V {
         self.data[t * self.stride..t * self.stride + LANES]
             .try_into()
             .unwrap()
@@ -150,76 +113,50 @@ impl<T: Real> Lanes<T> for Strip<'_, T> {
 /// registers: output `i` (`i < rows`) is the filter applied to elements
 /// `i..=i + 2R`; `emit(i, out)` receives each output.
 #[inline(always)]
-fn segment<T: Real, L: Lanes<T>>(
-    tab: &Tables<T>,
-    src: &L,
-    rows: usize,
-    emit: impl FnMut(usize, &V<T>),
-) {
-    // The term count as a constant, so that the loops over terms unroll and
-    // the recursion state stays in registers.
-    match tab.g.len() {
-        1 => segment_k::<T, L, 1>(tab, src, rows, emit),
-        2 => segment_k::<T, L, 2>(tab, src, rows, emit),
-        3 => segment_k::<T, L, 3>(tab, src, rows, emit),
-        4 => segment_k::<T, L, 4>(tab, src, rows, emit),
-        5 => segment_k::<T, L, 5>(tab, src, rows, emit),
-        6 => segment_k::<T, L, 6>(tab, src, rows, emit),
-        7 => segment_k::<T, L, 7>(tab, src, rows, emit),
-        _ => segment_k::<T, L, MAX_TERMS>(tab, src, rows, emit),
-    }
-}
-
-/// [`segment`] for `K` terms (`K = tab.g.len()`).
-#[inline(always)]
-fn segment_k<T: Real, L: Lanes<T>, const K: usize>(
-    tab: &Tables<T>,
-    src: &L,
-    rows: usize,
-    mut emit: impl FnMut(usize, &V<T>),
-) {
-    debug_assert_eq!(tab.g.len(), K);
-    let r = tab.r;
+fn segment<L: Lanes>(tab: &Tables, src: &L, rows: usize, mut emit: impl FnMut(usize, &V)) {
+    let (r, terms) = (tab.r, tab.g.len());
+    debug_assert!(terms <= MAX_TERMS);
     if rows == 0 {
         return;
     }
-    let g: [T; K] = std::array::from_fn(|k| tab.g[k]);
-    let a: [T; K] = std::array::from_fn(|k| tab.a[k]);
-    let d: [T; K] = std::array::from_fn(|k| tab.d[k]);
-    let mut cur = seed::<T, L, K>(tab, src, 0);
-    emit(0, &output(&g, &cur));
+    let mut cur = [[0.0; LANES]; MAX_TERMS];
+    let mut prev = [[0.0; LANES]; MAX_TERMS];
+    seed(tab, src, 0, &mut cur);
+    emit(0, &output(tab, &cur));
     if rows == 1 {
         return;
     }
-    let mut prev = cur;
-    cur = seed::<T, L, K>(tab, src, 1);
-    emit(1, &output(&g, &cur));
+    prev[..terms].copy_from_slice(&cur[..terms]);
+    seed(tab, src, 1, &mut cur);
+    emit(1, &output(tab, &cur));
     for y in 1..rows - 1 {
         let (lead, lead_in) = (src.load(y + 2 * r + 1), src.load(y + 2 * r));
         let (trail, trail_out) = (src.load(y), src.load(y - 1));
-        let mut b = [T::default(); LANES];
+        let mut b = [0.0; LANES];
         for j in 0..LANES {
-            let dj = lead[j] - trail[j];
+            let d = lead[j] - trail[j];
             // k = 0: first order, a box sliding by one.
-            cur[0][j] += dj;
-            b[j] = dj + (trail_out[j] - lead_in[j]);
+            cur[0][j] += d;
+            b[j] = d + (trail_out[j] - lead_in[j]);
         }
-        for k in 1..K {
+        for k in 1..terms {
+            let (ak, dk) = (tab.a[k], tab.d[k]);
             for j in 0..LANES {
-                let next = a[k] * cur[k][j] - prev[k][j] + d[k] * b[j];
+                let next = ak * cur[k][j] - prev[k][j] + dk * b[j];
                 prev[k][j] = cur[k][j];
                 cur[k][j] = next;
             }
         }
-        emit(y + 1, &output(&g, &cur));
+        emit(y + 1, &output(tab, &cur));
     }
 }
 
 /// `F_k` at output `y` by direct sums.
 #[inline(always)]
-fn seed<T: Real, L: Lanes<T>, const K: usize>(tab: &Tables<T>, src: &L, y: usize) -> [V<T>; K] {
-    let mut f = [[T::default(); LANES]; K];
-    for (t, coeffs) in tab.seed.chunks_exact(K).enumerate() {
+fn seed<L: Lanes>(tab: &Tables, src: &L, y: usize, f: &mut [V; MAX_TERMS]) {
+    let terms = tab.g.len();
+    *f = [[0.0; LANES]; MAX_TERMS];
+    for (t, coeffs) in tab.seed.chunks_exact(terms).enumerate() {
         let v = src.load(y + t);
         for (k, &c) in coeffs.iter().enumerate() {
             for j in 0..LANES {
@@ -227,16 +164,15 @@ fn seed<T: Real, L: Lanes<T>, const K: usize>(tab: &Tables<T>, src: &L, y: usize
             }
         }
     }
-    f
 }
 
 /// One output: `Σ_k G_k·F_k`, summed in ascending k.
 #[inline(always)]
-fn output<T: Real, const K: usize>(g: &[T; K], f: &[V<T>; K]) -> V<T> {
-    let mut o = [T::default(); LANES];
-    for k in 0..K {
+fn output(tab: &Tables, f: &[V; MAX_TERMS]) -> V {
+    let mut o = [0.0; LANES];
+    for (k, g) in tab.g.iter().enumerate() {
         for j in 0..LANES {
-            o[j] += g[k] * f[k][j];
+            o[j] += g * f[k][j];
         }
     }
     o
@@ -250,23 +186,15 @@ struct Extent {
 }
 
 /// Per-thread scratch of a band.
-struct Scratch<T> {
+#[derive(Default)]
+struct Scratch {
     extents: Vec<Option<Extent>>,
-    pass1: Vec<T>,
-}
-
-impl<T> Default for Scratch<T> {
-    fn default() -> Self {
-        Scratch {
-            extents: Vec::new(),
-            pass1: Vec::new(),
-        }
-    }
+    pass1: Vec<f64>,
 }
 
 /// What every band shares.
-struct Job<'a, T> {
-    tab: Tables<T>,
+struct Job<'a> {
+    tab: Tables,
     tile: &'a ClassTile<'a>,
     weights: Vec<f64>,
     /// Tile rows and columns skipped before the kernel's reach (extra halo).
@@ -279,26 +207,9 @@ struct Job<'a, T> {
 }
 
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
-/// columns and along the rows) and folds the scores into `ranking`, in f32
-/// lanes if `single` (the plan's bound must then be the f32 one), else f64.
+/// columns and along the rows) and folds the scores into `ranking`.
 /// `skip`: tile rows/columns outside the kernel's reach on every side.
 pub(crate) fn rank_tile(
-    f: &Dct5,
-    tile: &ClassTile,
-    params: &SmoothParams,
-    skip: usize,
-    tau: f64,
-    single: bool,
-    ranking: &mut Ranking,
-) {
-    if single {
-        rank_in::<f32>(f, tile, params, skip, tau, ranking)
-    } else {
-        rank_in::<f64>(f, tile, params, skip, tau, ranking)
-    }
-}
-
-fn rank_in<T: Real + Send + Sync>(
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
@@ -315,7 +226,7 @@ fn rank_in<T: Real + Send + Sync>(
         .unwrap_or(1)
         .max(1) as f64;
     let job = Job {
-        tab: Tables::<T>::new(f),
+        tab: Tables::new(f),
         tile,
         weights: params.class_weights[..tile.n_classes]
             .iter()
@@ -324,9 +235,7 @@ fn rank_in<T: Real + Send + Sync>(
         skip,
         ow,
         oh,
-        // Bands of at least 120 rows (pass 1 reads 2R more), segments
-        // within them no longer than the bound's.
-        band: (f.segment().max(120) / LANES).max(1) * LANES,
+        band: (f.segment() / LANES).max(1) * LANES,
         segment: f.segment(),
         tau,
     };
@@ -338,7 +247,7 @@ fn rank_in<T: Real + Send + Sync>(
         });
 }
 
-fn run_band<T: Real>(job: &Job<T>, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch<T>) {
+fn run_band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
@@ -350,18 +259,13 @@ fn run_band<T: Real>(job: &Job<T>, y0: usize, slots: &mut SlotsMut, scratch: &mu
 /// [`band`] compiled for AVX2 (the same arithmetic, wider vectors).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2<T: Real>(
-    job: &Job<T>,
-    y0: usize,
-    slots: &mut SlotsMut,
-    scratch: &mut Scratch<T>,
-) {
+unsafe fn band_avx2(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
     band(job, y0, slots, scratch)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking slots.
 #[inline(always)]
-fn band<T: Real>(job: &Job<T>, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch<T>) {
+fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
     let tile = job.tile;
     let (r, ow, skip) = (job.tab.r, job.ow, job.skip);
     let bh = job.band.min(job.oh - y0);
@@ -387,52 +291,30 @@ fn band<T: Real>(job: &Job<T>, y0: usize, slots: &mut SlotsMut, scratch: &mut Sc
         let ph = (sb - sa) * LANES;
         let wc = e.cols.1 + 1 - e.cols.0;
         scratch.pass1.clear();
-        scratch.pass1.resize(pw * ph, T::default());
+        scratch.pass1.resize(pw * ph, 0.0);
         let pass1 = &mut scratch.pass1;
-        let at = ya - sa * LANES;
         for c0 in (0..wc).step_by(LANES) {
+            let lanes = ClassColumns {
+                codes: tile.classes,
+                stride: tw,
+                base: base + ya * tw + e.cols.0 + c0,
+                width: wc - c0,
+                class: c as u16,
+            };
             let col = e.cols.0 + c0 - xa;
             let n = LANES.min(wc - c0);
-            // Segments of at most `job.segment` outputs (the bound's length).
-            for y1 in (ya..yb).step_by(job.segment) {
-                let rows = job.segment.min(yb - y1);
-                let lanes = ClassColumns {
-                    codes: tile.classes,
-                    stride: tw,
-                    base: base + y1 * tw + e.cols.0 + c0,
-                    width: wc - c0,
-                    class: c as u16,
-                };
-                let at = at + y1 - ya;
-                // Outputs gathered [`LANES`] at a time and stored as runs
-                // down each column, not one scattered value per column.
-                let mut buf = [[T::default(); LANES]; LANES];
-                segment(
-                    &job.tab,
-                    &lanes,
-                    rows,
-                    #[inline(always)]
-                    |i, o| {
-                        buf[i % LANES] = *o;
-                        if i % LANES == LANES - 1 {
-                            let i0 = at + i + 1 - LANES;
-                            for j in 0..n {
-                                let run: &mut [T; LANES] = (&mut pass1[(col + j) * ph + i0..]
-                                    [..LANES])
-                                    .try_into()
-                                    .unwrap();
-                                *run = std::array::from_fn(|q| buf[q][j]);
-                            }
-                        }
-                    },
-                );
-                let done = rows / LANES * LANES;
-                for q in done..rows {
-                    for j in 0..n {
-                        pass1[(col + j) * ph + at + q] = buf[q % LANES][j];
+            let at = ya - sa * LANES;
+            segment(
+                &job.tab,
+                &lanes,
+                yb - ya,
+                #[inline(always)]
+                |i, o| {
+                    for (j, &v) in o[..n].iter().enumerate() {
+                        pass1[(col + j) * ph + at + i] = v;
                     }
-                }
-            }
+                },
+            );
         }
         // Pass 2 along the rows, a strip at a time, scores folded into the ranking.
         let weight = job.weights[c];
@@ -450,7 +332,7 @@ fn band<T: Real>(job: &Job<T>, y0: usize, slots: &mut SlotsMut, scratch: &mut Sc
                     #[inline(always)]
                     |i, o| {
                         let x = xa + a + i;
-                        let scores: [f64; LANES] = std::array::from_fn(|j| weight * o[j].wide());
+                        let scores: V = std::array::from_fn(|j| weight * o[j]);
                         slots.update((s * ow + x) * LANES, c as u16, &scores, job.tau);
                     },
                 );

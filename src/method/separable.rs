@@ -30,9 +30,6 @@ use rayon::prelude::*;
 /// Unit roundoff of the host's working precision (f64).
 pub const HOST_UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
 
-/// Unit roundoff of the host dct5 band scorer's f32 lanes.
-pub const HOST_F32_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
-
 /// A row-major plane of scores.
 #[derive(Clone, Debug, Default)]
 pub struct Plane {
@@ -269,35 +266,9 @@ impl SeparablePlan {
         }
     }
 
-    /// The filter of a plan the band scorer takes (one dct5 term, the same
-    /// filter both ways, at most [`MAX_TERMS`](super::dct5_band::MAX_TERMS) terms).
-    pub(crate) fn band_filter(&self) -> Option<&Dct5> {
-        match self.terms.as_slice() {
-            [
-                Term {
-                    column: Filter::Dct5(d),
-                    row: Filter::Dct5(e),
-                },
-            ] if d == e && d.coeffs().len() <= super::dct5_band::MAX_TERMS => Some(d),
-            _ => None,
-        }
-    }
-
-    /// Scores every class of the tile and ranks them per pixel, in f64.
+    /// Scores every class of the tile and ranks them per pixel.
     /// `tau` is the float tolerance under which two scores count as equal.
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64) -> Ranking {
-        self.rank_in(tile, params, tau, false)
-    }
-
-    /// [`SeparablePlan::rank`], the band scorer in f32 lanes if `single`
-    /// (then the bounds must be those for [`HOST_F32_UNIT_ROUNDOFF`]).
-    pub(crate) fn rank_in(
-        &self,
-        tile: &ClassTile,
-        params: &SmoothParams,
-        tau: f64,
-        single: bool,
-    ) -> Ranking {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let h = tile.halo;
         let mut ranking = Ranking::new(ow, oh, tau, |x, y| {
@@ -315,8 +286,16 @@ impl SeparablePlan {
             .max(1) as f64;
         // The tile may carry a wider halo than the kernel needs.
         let skip = h - self.size / 2;
-        if let Some(d) = self.band_filter() {
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, single, &mut ranking);
+        if let [
+            Term {
+                column: Filter::Dct5(d),
+                row: Filter::Dct5(e),
+            },
+        ] = self.terms.as_slice()
+            && d == e
+            && d.coeffs().len() <= super::dct5_band::MAX_TERMS
+        {
+            super::dct5_band::rank_tile(d, tile, params, skip, tau, &mut ranking);
             return ranking;
         }
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
@@ -536,49 +515,16 @@ pub struct SeparableHost {
     name: String,
     plan: SeparablePlan,
     bounds: Bounds,
-    /// Unit roundoff of the scoring: f64, or f32 lanes in the band scorer.
-    u: f64,
 }
 
 impl SeparableHost {
     /// Wraps `plan` (built for `kernel`) under `name`.
-    ///
-    /// A dct5 plan for the band scorer runs in f32 lanes (twice as many per
-    /// vector) on segments of at most `max(64, 2N)` outputs, with the bound
-    /// recomputed for f32, when that rounding bound is at most twice the
-    /// approximation bound (so ε at most triples; small and medium σ);
-    /// otherwise it stays in f64 on its own segments.
     pub fn new(name: impl Into<String>, plan: SeparablePlan, kernel: &Kernel) -> Self {
         let bounds = plan.bounds(kernel, HOST_UNIT_ROUNDOFF);
-        let single = plan.band_filter().map(|d| {
-            let n = 2 * d.radius() + 1;
-            let seg = (2 * n).max(64).div_ceil(LANES) * LANES;
-            let d = d.clone().with_segment(seg.min(d.segment()));
-            let term = Term {
-                column: Filter::Dct5(d.clone()),
-                row: Filter::Dct5(d),
-            };
-            SeparablePlan {
-                size: plan.size,
-                terms: vec![term],
-            }
-        });
-        if let Some(p) = single {
-            let b = p.bounds(kernel, HOST_F32_UNIT_ROUNDOFF);
-            if b.rounding <= 2.0 * b.approx {
-                return SeparableHost {
-                    name: name.into(),
-                    plan: p,
-                    bounds: b,
-                    u: HOST_F32_UNIT_ROUNDOFF,
-                };
-            }
-        }
         SeparableHost {
             name: name.into(),
             plan,
             bounds,
-            u: HOST_UNIT_ROUNDOFF,
         }
     }
 
@@ -592,9 +538,8 @@ impl SeparableHost {
 
     /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams) -> Ranking {
-        let single = self.u != HOST_UNIT_ROUNDOFF;
         self.plan
-            .rank_in(tile, params, self.bounds.tie_tolerance(self.u), single)
+            .rank(tile, params, self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF))
     }
 }
 
