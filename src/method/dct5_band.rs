@@ -218,13 +218,7 @@ pub(crate) fn rank_tile(
     ranking: &mut Ranking,
 ) {
     let (ow, oh) = (tile.output_width(), tile.output_height());
-    let wmax = params
-        .class_weights
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+    let wmax = params.max_class_weight();
     let job = Job {
         tab: Tables::new(f),
         tile,

@@ -63,6 +63,14 @@ pub struct SmoothParams<'a> {
     pub fill_nodata: bool,
 }
 
+impl SmoothParams<'_> {
+    /// The largest class weight (at least 1), by which float methods
+    /// normalise the weights.
+    pub fn max_class_weight(&self) -> f64 {
+        self.class_weights.iter().copied().max().unwrap_or(1).max(1) as f64
+    }
+}
+
 /// A class-smoothing method on one device.
 pub trait ClassSmoother: Send + Sync {
     /// Short name for reports and `--explain`.

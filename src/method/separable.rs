@@ -277,13 +277,7 @@ impl SeparablePlan {
         if ow == 0 || oh == 0 {
             return ranking;
         }
-        let wmax = params
-            .class_weights
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
+        let wmax = params.max_class_weight();
         // The tile may carry a wider halo than the kernel needs.
         let skip = h - self.size / 2;
         if let [

@@ -279,13 +279,7 @@ impl SeparableCl {
             .options()
             .define("CODE", if narrow { "uchar" } else { "ushort" });
         let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
-        let wmax = params
-            .class_weights
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
+        let wmax = params.max_class_weight();
         let cw: Vec<f32> = (0..classes.max(1))
             .map(|c| {
                 params
@@ -476,13 +470,7 @@ impl ClassSmoother for SeparableCl {
         let winners = dev.buffer::<u16>(ow * oh, CL_MEM_WRITE_ONLY)?;
         let flags = dev.buffer::<u8>(ow * oh, CL_MEM_WRITE_ONLY)?;
         let opts = self.options();
-        let wmax = params
-            .class_weights
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
+        let wmax = params.max_class_weight();
         let mut events = Vec::with_capacity(2 * classes + 1);
         let (wi, ohi, owi) = (w as i32, oh as i32, ow as i32);
         match &self.shape {
