@@ -17,7 +17,11 @@
 // HIST_LOCAL (histograms in local memory, bin-major: bin c of item i at
 // c * TX * TY + i, so lanes never share a bank whatever their classes),
 // TAP_SCAN (pick the winner by scanning the window's taps instead of all
-// bins: cheaper when the kernel has fewer taps than there are classes).
+// bins: cheaper when the kernel has fewer taps than there are classes),
+// UNIFORM (skip the histogram where the whole N x N window holds one class:
+// each item checks every tile row it needs once, N pixels with an early
+// exit, and counts consecutive rows of the same class; cheap on noise,
+// where a row check stops at its first or second pixel).
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -203,6 +207,11 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(c) = 0;
     if (x >= ow)
         return; // no barrier follows
+#ifdef UNIFORM
+    uint u_next = ly;   // next block row to check
+    uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
+    uint u_cls = 0;     // hold u_cls
+#endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
         uint y = yb + r0;
@@ -214,6 +223,28 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             out[o] = NO_CLASS;
             continue;
         }
+#ifdef UNIFORM
+        for (; u_next < r0 + ksize; ++u_next) {
+            uint c0 = CLS_AT(u_next, lx);
+            uint d = 1;
+            while (d < ksize && CLS_AT(u_next, lx + d) == c0)
+                ++d;
+            if (d < ksize) {
+                u_streak = 0;
+            } else if (u_streak > 0 && c0 == u_cls) {
+                ++u_streak;
+            } else {
+                u_streak = 1;
+                u_cls = c0;
+            }
+        }
+        if (u_streak >= ksize) {
+            // Only the centre's class scores (the kernel's weights are
+            // positive somewhere): it wins if its class weight is positive.
+            out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
+            continue;
+        }
+#endif
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
             H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;

@@ -289,6 +289,11 @@ impl NaiveCl {
                     2 * taps.n_taps < nc
                 };
                 let tap_scan = tap_scan_override().unwrap_or(by_taps);
+                // The uniform-window check: on CPUs and fixed shapes (tests);
+                // not yet measured on GPUs, so off there.
+                let uniform = uniform_override().unwrap_or(
+                    !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu),
+                );
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -314,7 +319,8 @@ impl NaiveCl {
                         .define("PY", py)
                         .flag("TILE_LOCAL", tile_local)
                         .flag("HIST_LOCAL", hist_local)
-                        .flag("TAP_SCAN", tap_scan),
+                        .flag("TAP_SCAN", tap_scan)
+                        .flag("UNIFORM", uniform),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
@@ -346,6 +352,18 @@ pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 
 fn tap_scan_override() -> Option<bool> {
     match std::env::var(TAP_SCAN_ENV).ok()?.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+/// Tuning knob for studies: `MAPFILTER_UNIFORM=0|1` forces the fast
+/// variant's uniform-window check off or on.
+pub const UNIFORM_ENV: &str = "MAPFILTER_UNIFORM";
+
+fn uniform_override() -> Option<bool> {
+    match std::env::var(UNIFORM_ENV).ok()?.trim() {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
