@@ -18,10 +18,11 @@
 // c * TX * TY + i, so lanes never share a bank whatever their classes),
 // TAP_SCAN (pick the winner by scanning the window's taps instead of all
 // bins: cheaper when the kernel has fewer taps than there are classes),
-// UNIFORM (skip the histogram where the whole N x N window holds one class:
+// UNIFORM with KS = N (skip the histogram where the whole N x N window holds one class:
 // each item checks every tile row it needs once, N pixels with an early
 // exit, and counts consecutive rows of the same class; cheap on noise,
-// where a row check stops at its first or second pixel).
+// where a row check stops at its first or second pixel; in the other
+// windows a row of one class adds its weight sum, `row_sum`, at once).
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -173,6 +174,9 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
            uint nc, uint ow, uint oh, uint halo, uint fill,
            __global ushort *out, uint ksize
+#ifdef UNIFORM
+           , __global const uint *row_start, __global const uint *row_sum
+#endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
 #endif
@@ -211,6 +215,9 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
     uint u_next = ly;   // next block row to check
     uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
     uint u_cls = 0;     // hold u_cls
+    // u_row[r % KS]: the class of block row r's N pixels from lx if they
+    // are all one class, else NO_CLASS; holds the current window's rows.
+    uint u_row[KS];
 #endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
@@ -229,6 +236,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             uint d = 1;
             while (d < ksize && CLS_AT(u_next, lx + d) == c0)
                 ++d;
+            u_row[u_next % KS] = d < ksize ? NO_CLASS : c0;
             if (d < ksize) {
                 u_streak = 0;
             } else if (u_streak > 0 && c0 == u_cls) {
@@ -245,10 +253,29 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             continue;
         }
 #endif
+#ifdef UNIFORM
+        // A window row of one class adds its row's weight sum at once.
+        uint slot = r0 % KS;
+        for (uint dy = 0; dy < ksize; ++dy) {
+            uint rr = r0 + dy;
+            uint c0 = u_row[slot];
+            slot = slot + 1 == KS ? 0 : slot + 1;
+            if (c0 != NO_CLASS) {
+                H(c0) += row_sum[dy];
+                continue;
+            }
+            uint t_end = row_start[dy + 1];
+            for (uint t = row_start[dy]; t < t_end; ++t) {
+                uint2 tp = taps[t];
+                H(CLS_AT(rr, lx + TAP_DX(tp.x))) += tp.y;
+            }
+        }
+#else
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
             H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;
         }
+#endif
         uint r;
 #ifdef TAP_SCAN
         // Every bin touched is visited, scored once and cleared on the way.

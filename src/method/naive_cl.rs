@@ -113,6 +113,8 @@ struct TapSet {
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
+    /// Per kernel row, the sum of its quantised weights (`fast` with UNIFORM).
+    row_sum: Buffer<u32>,
 }
 
 /// Device buffers of one tile in flight.
@@ -135,6 +137,8 @@ struct Plan {
     /// Bytes of the `__local` histograms (0: none).
     hist_local: usize,
     band: u32,
+    /// The fast variant's uniform-row and uniform-window shortcuts.
+    uniform: bool,
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -204,12 +208,19 @@ impl NaiveCl {
             }
         }
         row_start[n] = (taps.len() / 2) as u32;
+        // Quantised weights sum to at most 2^31, so every row sum fits.
+        let row_sum: Vec<u32> = kernel
+            .quantised()
+            .chunks_exact(n)
+            .map(|row| row.iter().sum())
+            .collect();
         let set = Arc::new(TapSet {
             quantised: kernel.quantised().to_vec(),
             ksize: n,
             n_taps: taps.len() / 2,
             taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
             row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
+            row_sum: self.device.buffer_from(&row_sum, CL_MEM_READ_ONLY)?,
         });
         state.taps = Some(set.clone());
         Ok(set)
@@ -262,6 +273,7 @@ impl NaiveCl {
                 tile_local: 0,
                 hist_local: 0,
                 band: 0,
+                uniform: false,
             },
             Variant::Local => {
                 let (tx, ty) = (16, 8);
@@ -275,6 +287,7 @@ impl NaiveCl {
                     tile_local: lw * (ty + band - 1) * elem,
                     hist_local: 0,
                     band: band as u32,
+                    uniform: false,
                 }
             }
             Variant::Fast => {
@@ -320,12 +333,14 @@ impl NaiveCl {
                         .flag("TILE_LOCAL", tile_local)
                         .flag("HIST_LOCAL", hist_local)
                         .flag("TAP_SCAN", tap_scan)
-                        .flag("UNIFORM", uniform),
+                        .flag("UNIFORM", uniform)
+                        .define("KS", if uniform { k } else { 1 }),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
                     hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
                     band: 0,
+                    uniform,
                 }
             }
         }
@@ -605,6 +620,9 @@ impl ClPending<'_> {
             .mem(&slot.output);
         if staged {
             args = args.scalar(ksize);
+        }
+        if plan.uniform {
+            args = args.mem(&taps.row_start).mem(&taps.row_sum);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
