@@ -22,7 +22,9 @@
 // each item checks every tile row it needs once, N pixels with an early
 // exit, and counts consecutive rows of the same class; cheap on noise,
 // where a row check stops at its first or second pixel; in the other
-// windows a row of one class adds its weight sum, `row_sum`, at once).
+// windows a row of one class adds its weight sum at once and a row of at
+// most N/4 runs each run's span, from `row_prefix`, N + 1 prefix sums of
+// weights per kernel row).
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -30,6 +32,7 @@
 #define NO_CLASS 0xFFFFu
 #define TAP_DY(p) ((p) >> 8)
 #define TAP_DX(p) ((p) & 255u)
+#define U_RUNS 0x10000u
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
@@ -175,7 +178,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            uint nc, uint ow, uint oh, uint halo, uint fill,
            __global ushort *out, uint ksize
 #ifdef UNIFORM
-           , __global const uint *row_start, __global const uint *row_sum
+           , __global const uint *row_start, __global const uint *row_prefix
 #endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
@@ -216,8 +219,10 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
     uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
     uint u_cls = 0;     // hold u_cls
     // u_row[r % KS]: the class of block row r's N pixels from lx if they
-    // are all one class, else NO_CLASS; holds the current window's rows.
+    // are all one class, U_RUNS if they hold at most N/4 runs of equal
+    // pixels, else NO_CLASS; holds the current window's rows.
     uint u_row[KS];
+    uint u_few = max(ksize / 4, 1u);
 #endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
@@ -232,12 +237,11 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         }
 #ifdef UNIFORM
         for (; u_next < r0 + ksize; ++u_next) {
-            uint c0 = CLS_AT(u_next, lx);
-            uint d = 1;
-            while (d < ksize && CLS_AT(u_next, lx + d) == c0)
-                ++d;
-            u_row[u_next % KS] = d < ksize ? NO_CLASS : c0;
-            if (d < ksize) {
+            uint c0 = CLS_AT(u_next, lx), runs = 1;
+            for (uint d = 1; d < ksize; ++d)
+                runs += CLS_AT(u_next, lx + d) != CLS_AT(u_next, lx + d - 1);
+            u_row[u_next % KS] = runs == 1 ? c0 : runs <= u_few ? U_RUNS : NO_CLASS;
+            if (runs > 1) {
                 u_streak = 0;
             } else if (u_streak > 0 && c0 == u_cls) {
                 ++u_streak;
@@ -254,14 +258,28 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         }
 #endif
 #ifdef UNIFORM
-        // A window row of one class adds its row's weight sum at once.
+        // A window row of one class adds its row's weight sum at once, a row
+        // of a few runs each run's span of weights (prefix sums): integer
+        // sums are exact and order-free, so the scores are the same.
         uint slot = r0 % KS;
         for (uint dy = 0; dy < ksize; ++dy) {
             uint rr = r0 + dy;
             uint c0 = u_row[slot];
             slot = slot + 1 == KS ? 0 : slot + 1;
-            if (c0 != NO_CLASS) {
-                H(c0) += row_sum[dy];
+            __global const uint *pre = row_prefix + dy * (KS + 1);
+            if (c0 < NO_CLASS) {
+                H(c0) += pre[KS];
+                continue;
+            }
+            if (c0 == U_RUNS) {
+                // Each run adds its span of the row's weights.
+                for (uint dx = 0; dx < ksize;) {
+                    uint c = CLS_AT(rr, lx + dx), e = dx + 1;
+                    while (e < ksize && CLS_AT(rr, lx + e) == c)
+                        ++e;
+                    H(c) += pre[e] - pre[dx];
+                    dx = e;
+                }
                 continue;
             }
             uint t_end = row_start[dy + 1];

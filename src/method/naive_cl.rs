@@ -113,8 +113,9 @@ struct TapSet {
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
-    /// Per kernel row, the sum of its quantised weights (`fast` with UNIFORM).
-    row_sum: Buffer<u32>,
+    /// Per kernel row, the ksize + 1 prefix sums of its quantised weights
+    /// (`fast` with UNIFORM).
+    row_prefix: Buffer<u32>,
 }
 
 /// Device buffers of one tile in flight.
@@ -208,11 +209,16 @@ impl NaiveCl {
             }
         }
         row_start[n] = (taps.len() / 2) as u32;
-        // Quantised weights sum to at most 2^31, so every row sum fits.
-        let row_sum: Vec<u32> = kernel
+        // Quantised weights sum to at most 2^31, so every partial sum fits.
+        let row_prefix: Vec<u32> = kernel
             .quantised()
             .chunks_exact(n)
-            .map(|row| row.iter().sum())
+            .flat_map(|row| {
+                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
+                    *sum += q;
+                    Some(*sum)
+                }))
+            })
             .collect();
         let set = Arc::new(TapSet {
             quantised: kernel.quantised().to_vec(),
@@ -220,7 +226,7 @@ impl NaiveCl {
             n_taps: taps.len() / 2,
             taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
             row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
-            row_sum: self.device.buffer_from(&row_sum, CL_MEM_READ_ONLY)?,
+            row_prefix: self.device.buffer_from(&row_prefix, CL_MEM_READ_ONLY)?,
         });
         state.taps = Some(set.clone());
         Ok(set)
@@ -622,7 +628,7 @@ impl ClPending<'_> {
             args = args.scalar(ksize);
         }
         if plan.uniform {
-            args = args.mem(&taps.row_start).mem(&taps.row_sum);
+            args = args.mem(&taps.row_start).mem(&taps.row_prefix);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
