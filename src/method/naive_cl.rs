@@ -6,7 +6,9 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes, on CPUs half as many). Each is specialised with `-D` options per
+//! the tile has classes, on CPUs half as many; on CPUs also the host's
+//! shortcuts: uniform windows skip the histogram, window rows of one class or
+//! a few runs add weight sums). Each is specialised with `-D` options per
 //! class-count bucket and work-group shape, and cached by the device.
 //!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
