@@ -17,7 +17,14 @@
 // HIST_LOCAL (histograms in local memory, bin-major: bin c of item i at
 // c * TX * TY + i, so lanes never share a bank whatever their classes),
 // TAP_SCAN (pick the winner by scanning the window's taps instead of all
-// bins: cheaper when the kernel has fewer taps than there are classes).
+// bins: cheaper when the kernel has fewer taps than there are classes),
+// UNIFORM with KS = N (skip the histogram where the whole N x N window holds one class:
+// each item checks every tile row it needs once, N pixels with an early
+// exit, and counts consecutive rows of the same class; cheap on noise,
+// where a row check stops at its first or second pixel; in the other
+// windows a row of one class adds its weight sum at once and a row of at
+// most N/4 runs each run's span, from `row_prefix`, N + 1 prefix sums of
+// weights per kernel row).
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -25,6 +32,7 @@
 #define NO_CLASS 0xFFFFu
 #define TAP_DY(p) ((p) >> 8)
 #define TAP_DX(p) ((p) & 255u)
+#define U_RUNS 0x10000u
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
@@ -169,6 +177,9 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
            uint nc, uint ow, uint oh, uint halo, uint fill,
            __global ushort *out, uint ksize
+#ifdef UNIFORM
+           , __global const uint *row_start, __global const uint *row_prefix
+#endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
 #endif
@@ -203,6 +214,16 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(c) = 0;
     if (x >= ow)
         return; // no barrier follows
+#ifdef UNIFORM
+    uint u_next = ly;   // next block row to check
+    uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
+    uint u_cls = 0;     // hold u_cls
+    // u_row[r % KS]: the class of block row r's N pixels from lx if they
+    // are all one class, U_RUNS if they hold at most N/4 runs of equal
+    // pixels, else NO_CLASS; holds the current window's rows.
+    uint u_row[KS];
+    uint u_few = max(ksize / 4, 1u);
+#endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
         uint y = yb + r0;
@@ -214,10 +235,65 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             out[o] = NO_CLASS;
             continue;
         }
+#ifdef UNIFORM
+        for (; u_next < r0 + ksize; ++u_next) {
+            uint c0 = CLS_AT(u_next, lx), runs = 1;
+            for (uint d = 1; d < ksize; ++d)
+                runs += CLS_AT(u_next, lx + d) != CLS_AT(u_next, lx + d - 1);
+            u_row[u_next % KS] = runs == 1 ? c0 : runs <= u_few ? U_RUNS : NO_CLASS;
+            if (runs > 1) {
+                u_streak = 0;
+            } else if (u_streak > 0 && c0 == u_cls) {
+                ++u_streak;
+            } else {
+                u_streak = 1;
+                u_cls = c0;
+            }
+        }
+        if (u_streak >= ksize) {
+            // Only the centre's class scores (the kernel's weights are
+            // positive somewhere): it wins if its class weight is positive.
+            out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
+            continue;
+        }
+#endif
+#ifdef UNIFORM
+        // A window row of one class adds its row's weight sum at once, a row
+        // of a few runs each run's span of weights (prefix sums): integer
+        // sums are exact and order-free, so the scores are the same.
+        uint slot = r0 % KS;
+        for (uint dy = 0; dy < ksize; ++dy) {
+            uint rr = r0 + dy;
+            uint c0 = u_row[slot];
+            slot = slot + 1 == KS ? 0 : slot + 1;
+            __global const uint *pre = row_prefix + dy * (KS + 1);
+            if (c0 < NO_CLASS) {
+                H(c0) += pre[KS];
+                continue;
+            }
+            if (c0 == U_RUNS) {
+                // Each run adds its span of the row's weights.
+                for (uint dx = 0; dx < ksize;) {
+                    uint c = CLS_AT(rr, lx + dx), e = dx + 1;
+                    while (e < ksize && CLS_AT(rr, lx + e) == c)
+                        ++e;
+                    H(c) += pre[e] - pre[dx];
+                    dx = e;
+                }
+                continue;
+            }
+            uint t_end = row_start[dy + 1];
+            for (uint t = row_start[dy]; t < t_end; ++t) {
+                uint2 tp = taps[t];
+                H(CLS_AT(rr, lx + TAP_DX(tp.x))) += tp.y;
+            }
+        }
+#else
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
             H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;
         }
+#endif
         uint r;
 #ifdef TAP_SCAN
         // Every bin touched is visited, scored once and cleared on the way.

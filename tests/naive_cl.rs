@@ -246,3 +246,32 @@ proptest! {
         check(&dev, &case, &[tile], &[variant, Variant::Fast]);
     }
 }
+
+#[test]
+fn uniform_windows_and_few_run_rows_match_host() {
+    let Some(dev) = test_device() else { return };
+    // Large blobs: uniform windows, one-class rows and rows of a few runs
+    // (the fast variant's shortcuts on CPUs) all occur, next to mixed ones.
+    for (classes, kernel, scale, nodata) in [
+        (2, "box:9", 40.0, false),
+        (4, "disc:4", 25.0, true),
+        (3, "gaussian:2", 30.0, false),
+    ] {
+        let raster = MemRaster::new(
+            70,
+            66,
+            SynthRaster::new(70, 66, classes, Pattern::Simplex, 7)
+                .with_scale(scale)
+                .to_vec(),
+        );
+        let case = Case {
+            raster: if nodata { with_nodata(raster) } else { raster },
+            nodata: nodata.then_some(999),
+            kernel,
+            border: Border::Same,
+            fill: nodata,
+            weights: "1:2",
+        };
+        check(&dev, &case, &[32, 64], &[Variant::Fast]);
+    }
+}

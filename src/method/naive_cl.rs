@@ -6,7 +6,9 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes, on CPUs half as many). Each is specialised with `-D` options per
+//! the tile has classes, on CPUs half as many; on CPUs also the host's
+//! shortcuts: uniform windows skip the histogram, window rows of one class or
+//! a few runs add weight sums). Each is specialised with `-D` options per
 //! class-count bucket and work-group shape, and cached by the device.
 //!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
@@ -113,6 +115,9 @@ struct TapSet {
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
+    /// Per kernel row, the ksize + 1 prefix sums of its quantised weights
+    /// (`fast` with UNIFORM).
+    row_prefix: Buffer<u32>,
 }
 
 /// Device buffers of one tile in flight.
@@ -135,6 +140,8 @@ struct Plan {
     /// Bytes of the `__local` histograms (0: none).
     hist_local: usize,
     band: u32,
+    /// The fast variant's uniform-row and uniform-window shortcuts.
+    uniform: bool,
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -204,12 +211,24 @@ impl NaiveCl {
             }
         }
         row_start[n] = (taps.len() / 2) as u32;
+        // Quantised weights sum to at most 2^31, so every partial sum fits.
+        let row_prefix: Vec<u32> = kernel
+            .quantised()
+            .chunks_exact(n)
+            .flat_map(|row| {
+                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
+                    *sum += q;
+                    Some(*sum)
+                }))
+            })
+            .collect();
         let set = Arc::new(TapSet {
             quantised: kernel.quantised().to_vec(),
             ksize: n,
             n_taps: taps.len() / 2,
             taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
             row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
+            row_prefix: self.device.buffer_from(&row_prefix, CL_MEM_READ_ONLY)?,
         });
         state.taps = Some(set.clone());
         Ok(set)
@@ -262,6 +281,7 @@ impl NaiveCl {
                 tile_local: 0,
                 hist_local: 0,
                 band: 0,
+                uniform: false,
             },
             Variant::Local => {
                 let (tx, ty) = (16, 8);
@@ -275,6 +295,7 @@ impl NaiveCl {
                     tile_local: lw * (ty + band - 1) * elem,
                     hist_local: 0,
                     band: band as u32,
+                    uniform: false,
                 }
             }
             Variant::Fast => {
@@ -289,6 +310,20 @@ impl NaiveCl {
                     2 * taps.n_taps < nc
                 };
                 let tap_scan = tap_scan_override().unwrap_or(by_taps);
+                // The uniform-window check: on CPUs and fixed shapes (tests);
+                // not yet measured on GPUs, so off there.
+                // On noise (few equal neighbours) the row checks only cost:
+                // 256² random, 256 classes, box:15 ran 27–35 ms without, 36–42
+                // ms with them (2026-11-21); so only where at least half the
+                // horizontal neighbours are equal.
+                let cpu_shape =
+                    !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
+                let uniform = uniform_override().unwrap_or_else(|| {
+                    cpu_shape && {
+                        let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
+                        2 * equal >= tile.classes.len()
+                    }
+                });
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -314,12 +349,15 @@ impl NaiveCl {
                         .define("PY", py)
                         .flag("TILE_LOCAL", tile_local)
                         .flag("HIST_LOCAL", hist_local)
-                        .flag("TAP_SCAN", tap_scan),
+                        .flag("TAP_SCAN", tap_scan)
+                        .flag("UNIFORM", uniform)
+                        .define("KS", if uniform { k } else { 1 }),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
                     hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
                     band: 0,
+                    uniform,
                 }
             }
         }
@@ -346,6 +384,18 @@ pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 
 fn tap_scan_override() -> Option<bool> {
     match std::env::var(TAP_SCAN_ENV).ok()?.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+/// Tuning knob for studies: `MAPFILTER_UNIFORM=0|1` forces the fast
+/// variant's uniform-window check off or on.
+pub const UNIFORM_ENV: &str = "MAPFILTER_UNIFORM";
+
+fn uniform_override() -> Option<bool> {
+    match std::env::var(UNIFORM_ENV).ok()?.trim() {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
@@ -587,6 +637,9 @@ impl ClPending<'_> {
             .mem(&slot.output);
         if staged {
             args = args.scalar(ksize);
+        }
+        if plan.uniform {
+            args = args.mem(&taps.row_start).mem(&taps.row_prefix);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
