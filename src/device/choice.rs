@@ -12,7 +12,9 @@ pub const DEVICE_ENV: &str = "MAPFILTER_DEVICE";
 /// Where a method should run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
-    /// The first GPU, else the first OpenCL CPU device, else the host (with a warning).
+    /// The first GPU, else the host. The host path beats PoCL on map-like
+    /// data (BENCHMARKS.md), so `auto` does not pick an OpenCL CPU device;
+    /// `cpu` still does. Without any OpenCL device a warning says so.
     #[default]
     Auto,
     /// The plain Rust path (rayon), no OpenCL.
@@ -84,7 +86,7 @@ impl DeviceChoice {
         };
         let first = |kind: DeviceKind| devices.iter().find(|d| d.kind == kind);
         let pick: Option<&DeviceInfo> = match self {
-            DeviceChoice::Auto => first(DeviceKind::Gpu).or_else(|| first(DeviceKind::Cpu)),
+            DeviceChoice::Auto => first(DeviceKind::Gpu),
             DeviceChoice::Cpu => first(DeviceKind::Cpu),
             DeviceChoice::Gpu => first(DeviceKind::Gpu),
             DeviceChoice::Index(i) => devices.get(i),
@@ -100,7 +102,9 @@ impl DeviceChoice {
             },
             (Some(info), _) => Device::open(info.index).map(Some),
             (None, DeviceChoice::Auto) => {
-                eprintln!("mapfilter: warning: no OpenCL GPU or CPU device; running on the host");
+                if devices.is_empty() {
+                    eprintln!("mapfilter: warning: no OpenCL device; running on the host");
+                }
                 Ok(None)
             }
             (None, DeviceChoice::Index(i)) => bail!(
