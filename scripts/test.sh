@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite (unit, integration,
-# device-vs-reference on PoCL, fixtures).
+# device-vs-reference on PoCL, fixtures), then prints one closing line with
+# the totals over every test binary: "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Device tests must not skip here: PoCL is installed above.
 export MAPFILTER_REQUIRE_OPENCL=1
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ {
+       for (i = 1; i <= NF; i++) {
+         if ($(i+1) ~ /^passed/) p += $i
+         if ($(i+1) ~ /^failed/) f += $i
+       }
+     }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"
