@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system packages mapfilter builds and runs with (Debian 12):
 # GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
-# device everywhere), the OpenCL loader, clinfo and the GDAL command-line tools.
+# device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
+# and Debian's OpenCV for Python (the image filters are checked against it).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Device tests must not skip here: PoCL is installed above.
 export MAPFILTER_REQUIRE_OPENCL=1
+# Nor the OpenCV comparison: python3-opencv is installed above.
+export MAPFILTER_REQUIRE_OPENCV=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
