@@ -18,13 +18,19 @@
 // c * TX * TY + i, so lanes never share a bank whatever their classes),
 // TAP_SCAN (pick the winner by scanning the window's taps instead of all
 // bins: cheaper when the kernel has fewer taps than there are classes),
-// UNIFORM with KS = N (skip the histogram where the whole N x N window holds one class:
-// each item checks every tile row it needs once, N pixels with an early
-// exit, and counts consecutive rows of the same class; cheap on noise,
-// where a row check stops at its first or second pixel; in the other
-// windows a row of one class adds its weight sum at once and a row of at
-// most N/4 runs each run's span, from `row_prefix`, N + 1 prefix sums of
-// weights per kernel row).
+// FLAT (CPU devices, no TILE_LOCAL): the taps' first words are offsets
+// dy * tw + dx from the window's corner in this tile (uploaded per tile
+// width), so a tap costs one load of its class and one add.
+// RUNS with KS = N (CPU devices): the tile's helper planes `aux` (per
+// pixel the index of its run in its row, per row the runs' starts and
+// classes, per pixel how many rows from it down are alike in the N pixels
+// from it: src/method/naive_cl_runs.rs, whose `score` is this path's Rust
+// twin) and the kernel's summed-area table `sat` ((KS + 1)^2 entries) cut
+// each window into blocks of alike rows, whose runs are rectangles of one
+// class worth two table look-ups each; uniform windows skip the histogram;
+// rows of many runs visit their taps (`row_start`). SEEN > 0 (with RUNS):
+// the classes a window touched are listed (up to SEEN of them), so the
+// winner search and the clearing visit those bins only.
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -32,7 +38,6 @@
 #define NO_CLASS 0xFFFFu
 #define TAP_DY(p) ((p) >> 8)
 #define TAP_DX(p) ((p) & 255u)
-#define U_RUNS 0x10000u
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
@@ -177,8 +182,9 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
            uint nc, uint ow, uint oh, uint halo, uint fill,
            __global ushort *out, uint ksize
-#ifdef UNIFORM
-           , __global const uint *row_start, __global const uint *row_prefix
+#ifdef RUNS
+           , __global const uint *row_start, __global const uint *sat,
+           __global const uchar *aux
 #endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
@@ -214,15 +220,17 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(c) = 0;
     if (x >= ow)
         return; // no barrier follows
-#ifdef UNIFORM
-    uint u_next = ly;   // next block row to check
-    uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
-    uint u_cls = 0;     // hold u_cls
-    // u_row[r % KS]: the class of block row r's N pixels from lx if they
-    // are all one class, U_RUNS if they hold at most N/4 runs of equal
-    // pixels, else NO_CLASS; holds the current window's rows.
-    uint u_row[KS];
-    uint u_few = max(ksize / 4, 1u);
+#ifdef RUNS
+    size_t plane = (size_t)tw * th;
+    __global const ushort *run_idx = (__global const ushort *)aux;
+    __global const ushort *run_start = run_idx + plane;
+    __global const CLS_T *run_cls = (__global const CLS_T *)(aux + 4 * plane);
+    __global const uchar *run_down = aux + (4 + sizeof(CLS_T)) * plane;
+#endif
+#ifdef FLAT
+#define TAP_CLS(tp) win[(tp).x]
+#else
+#define TAP_CLS(tp) CLS_AT(r0 + TAP_DY((tp).x), lx + TAP_DX((tp).x))
 #endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
@@ -235,66 +243,93 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             out[o] = NO_CLASS;
             continue;
         }
-#ifdef UNIFORM
-        for (; u_next < r0 + ksize; ++u_next) {
-            uint c0 = CLS_AT(u_next, lx), runs = 1;
-            for (uint d = 1; d < ksize; ++d)
-                runs += CLS_AT(u_next, lx + d) != CLS_AT(u_next, lx + d - 1);
-            u_row[u_next % KS] = runs == 1 ? c0 : runs <= u_few ? U_RUNS : NO_CLASS;
-            if (runs > 1) {
-                u_streak = 0;
-            } else if (u_streak > 0 && c0 == u_cls) {
-                ++u_streak;
-            } else {
-                u_streak = 1;
-                u_cls = c0;
-            }
-        }
-        if (u_streak >= ksize) {
-            // Only the centre's class scores (the kernel's weights are
-            // positive somewhere): it wins if its class weight is positive.
+        size_t a0 = (size_t)(yb + r0) * tw + x; // the window's corner
+#ifdef FLAT
+        __global const CLS_T *win = cls + a0;
+#endif
+#ifdef RUNS
+        if (run_down[a0] >= ksize && run_idx[a0] == run_idx[a0 + ksize - 1]) {
+            // Uniform window: only the centre's class scores (the kernel's
+            // weights are positive somewhere); it wins if its weight is.
             out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
             continue;
         }
+#if SEEN
+        CLS_T seen[SEEN];
+        uint n_seen = 0;
+#define SEE(c)                                                               \
+    if (H(c) == 0) {                                                         \
+        if (n_seen < SEEN)                                                   \
+            seen[n_seen] = (CLS_T)(c);                                       \
+        ++n_seen;                                                            \
+    }
+#else
+#define SEE(c)
 #endif
-#ifdef UNIFORM
-        // A window row of one class adds its row's weight sum at once, a row
-        // of a few runs each run's span of weights (prefix sums): integer
-        // sums are exact and order-free, so the scores are the same.
-        uint slot = r0 % KS;
-        for (uint dy = 0; dy < ksize; ++dy) {
-            uint rr = r0 + dy;
-            uint c0 = u_row[slot];
-            slot = slot + 1 == KS ? 0 : slot + 1;
-            __global const uint *pre = row_prefix + dy * (KS + 1);
-            if (c0 < NO_CLASS) {
-                H(c0) += pre[KS];
-                continue;
-            }
-            if (c0 == U_RUNS) {
-                // Each run adds its span of the row's weights.
-                for (uint dx = 0; dx < ksize;) {
-                    uint c = CLS_AT(rr, lx + dx), e = dx + 1;
-                    while (e < ksize && CLS_AT(rr, lx + e) == c)
-                        ++e;
-                    H(c) += pre[e] - pre[dx];
-                    dx = e;
+        for (uint dy = 0; dy < ksize;) {
+            size_t a = a0 + (size_t)dy * tw;
+            uint b = min((uint)run_down[a], ksize - dy);
+            uint i0 = run_idx[a], i1 = run_idx[a + ksize - 1];
+            if (b == 1 && i1 - i0 >= KS / 2) {
+                // Many runs: the row's taps.
+                uint t_end = row_start[dy + 1];
+                for (uint t = row_start[dy]; t < t_end; ++t) {
+                    uint2 tp = taps[t];
+                    uint c = TAP_CLS(tp);
+                    SEE(c);
+                    H(c) += tp.y;
                 }
-                continue;
+            } else {
+                // Rows dy..dy+b-1 are alike: run i covers columns [s, e)
+                // of them, a rectangle worth V(e) - V(s) with V(j) the
+                // block's weights left of column j. Sums are exact in u32.
+                __global const uint *top = sat + dy * (KS + 1);
+                __global const uint *bot = top + b * (KS + 1);
+                __global const ushort *starts = run_start + (a - x);
+                __global const CLS_T *classes = run_cls + (a - x);
+                uint prev = 0;
+                for (uint i = i0; i < i1; ++i) {
+                    uint e = starts[i + 1] - x;
+                    uint v = bot[e] - top[e];
+                    uint c = classes[i];
+                    SEE(c);
+                    H(c) += v - prev;
+                    prev = v;
+                }
+                uint c = classes[i1];
+                SEE(c);
+                H(c) += bot[KS] - top[KS] - prev;
             }
-            uint t_end = row_start[dy + 1];
-            for (uint t = row_start[dy]; t < t_end; ++t) {
-                uint2 tp = taps[t];
-                H(CLS_AT(rr, lx + TAP_DX(tp.x))) += tp.y;
-            }
+            dy += b;
         }
 #else
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
-            H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;
+            H(TAP_CLS(tp)) += tp.y;
         }
 #endif
         uint r;
+#if SEEN
+        if (n_seen <= SEEN) {
+            // Only the listed bins can be non-zero.
+            ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
+            ulong best = 0;
+            r = NO_CLASS;
+            for (uint i = 0; i < n_seen; ++i) {
+                uint c = seen[i];
+                ulong s = c < nc ? (ulong)H(c) * w[c] : 0;
+                H(c) = 0;
+                if (s > best || (s == best && s > 0 && c < r)) {
+                    best = s;
+                    r = c;
+                }
+            }
+            if (r != NO_CLASS && cs == best)
+                r = centre;
+            out[o] = (ushort)r;
+            continue;
+        }
+#endif
 #ifdef TAP_SCAN
         // Every bin touched is visited, scored once and cleared on the way.
         ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
@@ -302,7 +337,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         r = NO_CLASS;
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
-            uint c = CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x));
+            uint c = TAP_CLS(tp);
             if (c < nc) {
                 ulong s = (ulong)H(c) * w[c];
                 H(c) = 0;

@@ -11,6 +11,7 @@ mod dct5_band;
 pub mod exact;
 pub mod naive;
 pub mod naive_cl;
+pub mod naive_cl_runs;
 pub mod select;
 pub mod separable;
 pub mod separable_cl;

@@ -6,10 +6,12 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes, on CPUs half as many; on CPUs also the host's
-//! shortcuts: uniform windows skip the histogram, window rows of one class or
-//! a few runs add weight sums). Each is specialised with `-D` options per
-//! class-count bucket and work-group shape, and cached by the device.
+//! the tile has classes, on CPUs half as many; on CPUs on map-like tiles
+//! the run path of [`naive_cl_runs`](super::naive_cl_runs): per-tile helper
+//! planes built on the host while staging cut each window into blocks of
+//! alike rows whose runs cost four look-ups each, uniform windows skip the
+//! histogram). Each is specialised with `-D` options per class-count bucket
+//! and work-group shape, and cached by the device.
 //!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
 //! queue), kernel (compute queue, after the upload's event) and download
@@ -19,6 +21,7 @@
 //! of i does (double buffering); slots are reused once waited for, so device
 //! memory stays bounded by the number of tiles in flight.
 
+use super::naive_cl_runs::{TileRuns, kernel_sat};
 use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::device::{
@@ -115,9 +118,11 @@ struct TapSet {
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
-    /// Per kernel row, the ksize + 1 prefix sums of its quantised weights
-    /// (`fast` with UNIFORM).
-    row_prefix: Buffer<u32>,
+    /// The kernel's summed-area table, (ksize + 1)² entries (`fast` with RUNS).
+    sat: Buffer<u32>,
+    /// Per tile width: (dy · width + dx, weight) pairs in the order of `taps`
+    /// (`fast` with FLAT). A run meets a few widths (edge tiles).
+    flat: Mutex<Vec<(usize, Arc<Buffer<u32>>)>>,
 }
 
 /// Device buffers of one tile in flight.
@@ -127,6 +132,8 @@ struct Slot {
     output: Buffer<u16>,
     output_len: usize,
     weights: Buffer<u32>,
+    /// The run path's helper planes (grown on demand).
+    aux: Option<(Buffer<u8>, usize)>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -140,8 +147,10 @@ struct Plan {
     /// Bytes of the `__local` histograms (0: none).
     hist_local: usize,
     band: u32,
-    /// The fast variant's uniform-row and uniform-window shortcuts.
-    uniform: bool,
+    /// The fast variant's run path (helper planes and summed-area table).
+    runs: bool,
+    /// The fast variant's taps as offsets in the tile (FLAT).
+    flat: bool,
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -211,27 +220,37 @@ impl NaiveCl {
             }
         }
         row_start[n] = (taps.len() / 2) as u32;
-        // Quantised weights sum to at most 2^31, so every partial sum fits.
-        let row_prefix: Vec<u32> = kernel
-            .quantised()
-            .chunks_exact(n)
-            .flat_map(|row| {
-                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
-                    *sum += q;
-                    Some(*sum)
-                }))
-            })
-            .collect();
+        let sat = kernel_sat(kernel.quantised(), n);
         let set = Arc::new(TapSet {
             quantised: kernel.quantised().to_vec(),
             ksize: n,
             n_taps: taps.len() / 2,
             taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
             row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
-            row_prefix: self.device.buffer_from(&row_prefix, CL_MEM_READ_ONLY)?,
+            sat: self.device.buffer_from(&sat, CL_MEM_READ_ONLY)?,
+            flat: Mutex::default(),
         });
         state.taps = Some(set.clone());
         Ok(set)
+    }
+
+    /// The taps as (dy · width + dx, weight) for tiles `width` wide (FLAT).
+    fn flat_taps(&self, taps: &TapSet, width: usize) -> Result<Arc<Buffer<u32>>> {
+        let mut cache = taps.flat.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, b)) = cache.iter().find(|(w, _)| *w == width) {
+            return Ok(b.clone());
+        }
+        let n = taps.ksize;
+        let pairs: Vec<u32> = taps
+            .quantised
+            .iter()
+            .enumerate()
+            .filter(|&(_, &q)| q > 0)
+            .flat_map(|(i, &q)| [((i / n) * width + i % n) as u32, q])
+            .collect();
+        let buffer = Arc::new(self.device.buffer_from(&pairs, CL_MEM_READ_ONLY)?);
+        cache.push((width, buffer.clone()));
+        Ok(buffer)
     }
 
     /// A slot with room for `input_bytes` of classes and `output_len` outputs.
@@ -247,6 +266,7 @@ impl NaiveCl {
                 weights: self
                     .device
                     .buffer(crate::classes::MAX_CLASSES, CL_MEM_READ_ONLY)?,
+                aux: None,
             }),
         }
     }
@@ -281,7 +301,8 @@ impl NaiveCl {
                 tile_local: 0,
                 hist_local: 0,
                 band: 0,
-                uniform: false,
+                runs: false,
+                flat: false,
             },
             Variant::Local => {
                 let (tx, ty) = (16, 8);
@@ -295,7 +316,8 @@ impl NaiveCl {
                     tile_local: lw * (ty + band - 1) * elem,
                     hist_local: 0,
                     band: band as u32,
-                    uniform: false,
+                    runs: false,
+                    flat: false,
                 }
             }
             Variant::Fast => {
@@ -309,21 +331,25 @@ impl NaiveCl {
                 } else {
                     2 * taps.n_taps < nc
                 };
-                let tap_scan = tap_scan_override().unwrap_or(by_taps);
-                // The uniform-window check: on CPUs and fixed shapes (tests);
-                // not yet measured on GPUs, so off there.
-                // On noise (few equal neighbours) the row checks only cost:
-                // 256² random, 256 classes, box:15 ran 27–35 ms without, 36–42
-                // ms with them (2026-11-21); so only where at least half the
+                // The run path: on CPUs and fixed shapes (tests); not
+                // measured on GPUs, so off there. On noise (few equal
+                // neighbours) it only costs, so only where at least half the
                 // horizontal neighbours are equal.
                 let cpu_shape =
                     !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
-                let uniform = uniform_override().unwrap_or_else(|| {
-                    cpu_shape && {
-                        let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
-                        2 * equal >= tile.classes.len()
-                    }
-                });
+                let runs = tile.width <= TileRuns::MAX_WIDTH
+                    && env_flag(RUNS_ENV).unwrap_or_else(|| {
+                        cpu_shape && {
+                            let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
+                            2 * equal >= tile.classes.len()
+                        }
+                    });
+                // The run path picks its winner from the classes it saw.
+                let tap_scan = !runs && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
+                // Listing the classes a window saw pays over scanning all bins
+                // only for many bins: with 16 classes (32 bins) the list cost
+                // 1.3x (simplex 1024², box:15 and box:31, 2026-11-21).
+                let seen = runs && env_flag(SEEN_ENV).unwrap_or(nb > 64);
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -336,6 +362,9 @@ impl NaiveCl {
                     (8, 1, 32, false, false)
                 };
                 let rows = ty * py;
+                // Offsets in the tile instead of (dy, dx): on CPUs, where the
+                // address arithmetic of each tap is not hidden.
+                let flat = cpu_shape && !tile_local;
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {
@@ -350,14 +379,17 @@ impl NaiveCl {
                         .flag("TILE_LOCAL", tile_local)
                         .flag("HIST_LOCAL", hist_local)
                         .flag("TAP_SCAN", tap_scan)
-                        .flag("UNIFORM", uniform)
-                        .define("KS", if uniform { k } else { 1 }),
+                        .flag("FLAT", flat)
+                        .flag("RUNS", runs)
+                        .define("KS", if runs { k } else { 1 })
+                        .define("SEEN", if seen { 32 } else { 0 }),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
                     hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
                     band: 0,
-                    uniform,
+                    runs,
+                    flat,
                 }
             }
         }
@@ -382,20 +414,17 @@ fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
 /// variant's winner search (1: by the window's taps, 0: over all bins).
 pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 
-fn tap_scan_override() -> Option<bool> {
-    match std::env::var(TAP_SCAN_ENV).ok()?.trim() {
-        "0" => Some(false),
-        "1" => Some(true),
-        _ => None,
-    }
-}
+/// Tuning knob for studies: `MAPFILTER_RUNS=0|1` forces the fast variant's
+/// run path (CPU devices) off or on.
+pub const RUNS_ENV: &str = "MAPFILTER_RUNS";
 
-/// Tuning knob for studies: `MAPFILTER_UNIFORM=0|1` forces the fast
-/// variant's uniform-window check off or on.
-pub const UNIFORM_ENV: &str = "MAPFILTER_UNIFORM";
+/// Tuning knob for studies: `MAPFILTER_SEEN=0|1` forces the run path's list
+/// of the classes a window saw (1) or the scan over all bins (0).
+pub const SEEN_ENV: &str = "MAPFILTER_SEEN";
 
-fn uniform_override() -> Option<bool> {
-    match std::env::var(UNIFORM_ENV).ok()?.trim() {
+/// A `0|1` tuning knob from the environment; anything else is no override.
+fn env_flag(name: &str) -> Option<bool> {
+    match std::env::var(name).ok()?.trim() {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
@@ -483,14 +512,27 @@ impl ClassSmoother for NaiveCl {
                 }
             }
         }
+        // The run path's helper planes, built here while the device runs
+        // the previous tile.
+        let host_aux = if plan.runs {
+            TileRuns::new(tile, taps.ksize).device_bytes(wide)
+        } else {
+            Vec::new()
+        };
         let mut pending = ClPending {
             method: self,
             slot: Some(self.slot(host_in.len(), tile.output_len())?),
             image: None,
             host_in,
+            host_aux,
             host_w: params.class_weights.to_vec(),
             host_out: vec![0u16; tile.output_len()],
             events: Vec::new(),
+            flat: if plan.flat {
+                Some(self.flat_taps(&taps, tile.width)?)
+            } else {
+                None
+            },
             _kernel: None,
             _taps: taps.clone(),
         };
@@ -509,10 +551,14 @@ struct ClPending<'a> {
     slot: Option<Slot>,
     image: Option<Image>,
     host_in: Vec<u8>,
+    /// The run path's helper planes (empty when off).
+    host_aux: Vec<u8>,
     host_w: Vec<u32>,
     host_out: Vec<u16>,
     /// Upload(s), kernel, download, in order.
     events: Vec<Event>,
+    /// The taps as offsets for this tile's width (FLAT).
+    flat: Option<Arc<Buffer<u32>>>,
     _kernel: Option<Kernel>,
     _taps: Arc<TapSet>,
 }
@@ -601,6 +647,17 @@ impl ClPending<'_> {
                 .map_err(&e)?,
             );
         }
+        if !self.host_aux.is_empty() {
+            let need = self.host_aux.len();
+            if slot.aux.as_ref().is_none_or(|(_, bytes)| *bytes < need) {
+                slot.aux = Some((dev.buffer(need, CL_MEM_READ_ONLY)?, need));
+            }
+            let (aux, _) = slot.aux.as_mut().expect("just set");
+            self.events.push(
+                unsafe { up.enqueue_write_buffer(aux, CL_NON_BLOCKING, 0, &self.host_aux, &[]) }
+                    .map_err(&e)?,
+            );
+        }
         up.flush().map_err(&e)?;
 
         let (tw, th) = (tile.width as u32, tile.height as u32);
@@ -621,7 +678,10 @@ impl ClPending<'_> {
         if staged {
             args = args.scalar(th);
         }
-        args = args.mem(&taps.taps);
+        args = match &self.flat {
+            Some(flat) => args.mem(&**flat),
+            None => args.mem(&taps.taps),
+        };
         args = if plan.kernel == "naive_local" {
             args.mem(&taps.row_start)
         } else {
@@ -638,8 +698,9 @@ impl ClPending<'_> {
         if staged {
             args = args.scalar(ksize);
         }
-        if plan.uniform {
-            args = args.mem(&taps.row_start).mem(&taps.row_prefix);
+        if plan.runs {
+            let (aux, _) = slot.aux.as_ref().expect("uploaded above");
+            args = args.mem(&taps.row_start).mem(&taps.sat).mem(aux);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
