@@ -21,16 +21,18 @@
 // FLAT (CPU devices, no TILE_LOCAL): the taps' first words are offsets
 // dy * tw + dx from the window's corner in this tile (uploaded per tile
 // width), so a tap costs one load of its class and one add.
-// RUNS with KS = N (CPU devices): the tile's helper planes `aux` (per
+// RUNS with KS = N (CPU devices): the tile's helper planes (per
 // pixel the index of its run in its row, per row the runs' starts and
 // classes, per pixel how many rows from it down are alike in the N pixels
 // from it: src/method/naive_cl_runs.rs, whose `score` is this path's Rust
 // twin) and the kernel's summed-area table `sat` ((KS + 1)^2 entries) cut
 // each window into blocks of alike rows, whose runs are rectangles of one
 // class worth two table look-ups each; uniform windows skip the histogram;
-// rows of many runs visit their taps (`row_start`). SEEN > 0 (with RUNS):
-// the classes a window touched are listed (up to SEEN of them), so the
-// winner search and the clearing visit those bins only.
+// rows of many runs visit their taps (`row_start`). MASK_WORDS > 0 (with
+// RUNS): a bit per bin marks the bins a window touched (MASK_WORDS ulongs),
+// so the winner search and the clearing visit those bins only, in order.
+// SCAN2 (CPU devices): the winner over all bins in two loops that vectorise
+// (best score, then its first bin), and all NB bins cleared at once.
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -175,7 +177,8 @@ naive_local(__global const CLS_T *cls, uint tw, uint th,
 // are gone from the tap list; classes are uchar wherever they fit (the tile
 // is already compacted to its own classes); the class block with its halo
 // in local memory (TILE_LOCAL) and bin-major local histograms (HIST_LOCAL)
-// where they fit; TAP_SCAN for kernels with fewer taps than classes.
+// where they fit; TAP_SCAN for kernels with fewer taps than classes; on
+// CPUs FLAT taps and, on map-like tiles, RUNS (see the top of the file).
 #if defined(TX) && defined(TY) && defined(PY)
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
 naive_fast(__global const CLS_T *cls, uint tw, uint th,
@@ -184,7 +187,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global ushort *out, uint ksize
 #ifdef RUNS
            , __global const uint *row_start, __global const uint *sat,
-           __global const uchar *aux
+           __global const ushort *run_lists, __global const uchar *run_down
 #endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
@@ -222,10 +225,9 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         return; // no barrier follows
 #ifdef RUNS
     size_t plane = (size_t)tw * th;
-    __global const ushort *run_idx = (__global const ushort *)aux;
-    __global const ushort *run_start = run_idx + plane;
-    __global const CLS_T *run_cls = (__global const CLS_T *)(aux + 4 * plane);
-    __global const uchar *run_down = aux + (4 + sizeof(CLS_T)) * plane;
+    __global const ushort *run_idx = run_lists;
+    __global const ushort *run_start = run_lists + plane;
+    __global const ushort *run_cls = run_lists + 2 * plane;
 #endif
 #ifdef FLAT
 #define TAP_CLS(tp) win[(tp).x]
@@ -254,15 +256,14 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
             continue;
         }
-#if SEEN
-        CLS_T seen[SEEN];
-        uint n_seen = 0;
-#define SEE(c)                                                               \
-    if (H(c) == 0) {                                                         \
-        if (n_seen < SEEN)                                                   \
-            seen[n_seen] = (CLS_T)(c);                                       \
-        ++n_seen;                                                            \
-    }
+#if MASK_WORDS == 1
+        ulong seen = 0;
+#define SEE(c) seen |= 1ul << (c)
+#elif MASK_WORDS > 1
+        ulong seen[MASK_WORDS];
+        for (uint i = 0; i < MASK_WORDS; ++i)
+            seen[i] = 0;
+#define SEE(c) seen[(c) >> 6] |= 1ul << ((c) & 63u)
 #else
 #define SEE(c)
 #endif
@@ -286,7 +287,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
                 __global const uint *top = sat + dy * (KS + 1);
                 __global const uint *bot = top + b * (KS + 1);
                 __global const ushort *starts = run_start + (a - x);
-                __global const CLS_T *classes = run_cls + (a - x);
+                __global const ushort *classes = run_cls + (a - x);
                 uint prev = 0;
                 for (uint i = i0; i < i1; ++i) {
                     uint e = starts[i + 1] - x;
@@ -309,19 +310,28 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         }
 #endif
         uint r;
-#if SEEN
-        if (n_seen <= SEEN) {
-            // Only the listed bins can be non-zero.
+#if defined(RUNS) && MASK_WORDS > 0
+        {
+            // The touched bins in increasing order: the first best is the
+            // smallest index.
             ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
             ulong best = 0;
             r = NO_CLASS;
-            for (uint i = 0; i < n_seen; ++i) {
-                uint c = seen[i];
-                ulong s = c < nc ? (ulong)H(c) * w[c] : 0;
-                H(c) = 0;
-                if (s > best || (s == best && s > 0 && c < r)) {
-                    best = s;
-                    r = c;
+            for (uint i = 0; i < MASK_WORDS; ++i) {
+#if MASK_WORDS == 1
+                ulong m = seen;
+#else
+                ulong m = seen[i];
+#endif
+                while (m != 0) {
+                    uint c = i * 64 + (uint)(63 - clz(m & (0 - m)));
+                    m &= m - 1;
+                    ulong s = c < nc ? (ulong)H(c) * w[c] : 0;
+                    H(c) = 0;
+                    if (s > best) {
+                        best = s;
+                        r = c;
+                    }
                 }
             }
             if (r != NO_CLASS && cs == best)
@@ -350,6 +360,26 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(nc) = 0;
         if (r != NO_CLASS && cs == best)
             r = centre;
+#elif defined(SCAN2)
+        {
+            // Two plain loops the compiler vectorises: the best score, then
+            // its first bin (unless the centre has it); all NB bins cleared.
+            ulong best = 0;
+            for (uint c = 0; c < nc; ++c)
+                best = max(best, (ulong)H(c) * w[c]);
+            r = NO_CLASS;
+            if (best > 0) {
+                if (centre < nc && (ulong)H(centre) * w[centre] == best) {
+                    r = centre;
+                } else {
+                    r = 0;
+                    while ((ulong)H(r) * w[r] != best)
+                        ++r;
+                }
+            }
+            for (uint c = 0; c < NB; ++c)
+                H(c) = 0;
+        }
 #else
         WINNER_BINS(H, w, nc, centre, r);
         for (uint c = 0; c <= nc; ++c)

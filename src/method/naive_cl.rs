@@ -86,6 +86,7 @@ pub struct NaiveCl {
     device: Device,
     variant: Variant,
     shape: FastShape,
+    paths: CpuPaths,
     state: Mutex<State>,
     times: TimeCounters,
 }
@@ -102,11 +103,23 @@ pub enum FastShape {
     Fixed(usize, usize, usize, bool, bool),
 }
 
+/// Forces the fast variant's CPU paths on or off (tests, studies); `None`
+/// leaves the choice to `MAPFILTER_RUNS` / `MAPFILTER_MASK`, else the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuPaths {
+    /// The run path (helper planes, blocks of alike rows).
+    pub runs: Option<bool>,
+    /// With the run path: the mask of touched bins.
+    pub mask: Option<bool>,
+}
+
 #[derive(Default)]
 struct State {
     taps: Option<Arc<TapSet>>,
     /// Device buffers of tiles no longer in flight, ready for reuse.
     free: Vec<Slot>,
+    /// Host helper planes of the run path, ready for reuse.
+    free_runs: Vec<TileRuns>,
 }
 
 /// A kernel's non-zero taps on the device.
@@ -132,8 +145,9 @@ struct Slot {
     output: Buffer<u16>,
     output_len: usize,
     weights: Buffer<u32>,
-    /// The run path's helper planes (grown on demand).
-    aux: Option<(Buffer<u8>, usize)>,
+    /// The run path's helper planes (run lists, alike-row streaks) and the
+    /// pixels they have room for (grown on demand).
+    aux: Option<(Buffer<u16>, Buffer<u8>, usize)>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -176,6 +190,7 @@ impl NaiveCl {
             device,
             variant,
             shape: FastShape::Auto,
+            paths: CpuPaths::default(),
             state: Mutex::default(),
             times: TimeCounters::default(),
         })
@@ -184,6 +199,12 @@ impl NaiveCl {
     /// Overrides how the fast variant shapes its work-groups (studies, tests).
     pub fn with_shape(mut self, shape: FastShape) -> Self {
         self.shape = shape;
+        self
+    }
+
+    /// Forces the fast variant's CPU paths (tests, studies).
+    pub fn with_cpu_paths(mut self, paths: CpuPaths) -> Self {
+        self.paths = paths;
         self
     }
 
@@ -338,18 +359,25 @@ impl NaiveCl {
                 let cpu_shape =
                     !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
                 let runs = tile.width <= TileRuns::MAX_WIDTH
-                    && env_flag(RUNS_ENV).unwrap_or_else(|| {
-                        cpu_shape && {
-                            let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
-                            2 * equal >= tile.classes.len()
-                        }
-                    });
+                    && self
+                        .paths
+                        .runs
+                        .or_else(|| env_flag(RUNS_ENV))
+                        .unwrap_or_else(|| {
+                            cpu_shape && {
+                                let equal =
+                                    tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
+                                2 * equal >= tile.classes.len()
+                            }
+                        });
                 // The run path picks its winner from the classes it saw.
                 let tap_scan = !runs && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
-                // Listing the classes a window saw pays over scanning all bins
-                // only for many bins: with 16 classes (32 bins) the list cost
-                // 1.3x (simplex 1024², box:15 and box:31, 2026-11-21).
-                let seen = runs && env_flag(SEEN_ENV).unwrap_or(nb > 64);
+                // A bit per touched bin, so that the winner search and the
+                // clearing skip the untouched ones: pays beyond a few bins.
+                let mask = runs
+                    && (self.paths.mask)
+                        .or_else(|| env_flag(MASK_ENV))
+                        .unwrap_or(nb > 8);
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -361,6 +389,10 @@ impl NaiveCl {
                     // outputs per item amortise clearing the histogram.
                     (8, 1, 32, false, false)
                 };
+                // The two-loop winner search pays for many bins only: random
+                // 1024², box:15, 256 classes 785 -> 600 ms, 4..40 classes
+                // 0.9-1.2x slower (kernel time, 2026-11-21).
+                let scan2 = cpu_shape && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
                 let rows = ty * py;
                 // Offsets in the tile instead of (dy, dx): on CPUs, where the
                 // address arithmetic of each tap is not hidden.
@@ -380,9 +412,10 @@ impl NaiveCl {
                         .flag("HIST_LOCAL", hist_local)
                         .flag("TAP_SCAN", tap_scan)
                         .flag("FLAT", flat)
+                        .flag("SCAN2", scan2)
                         .flag("RUNS", runs)
                         .define("KS", if runs { k } else { 1 })
-                        .define("SEEN", if seen { 32 } else { 0 }),
+                        .define("MASK_WORDS", if mask { nb.div_ceil(64) } else { 0 }),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
@@ -418,9 +451,13 @@ pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 /// run path (CPU devices) off or on.
 pub const RUNS_ENV: &str = "MAPFILTER_RUNS";
 
-/// Tuning knob for studies: `MAPFILTER_SEEN=0|1` forces the run path's list
-/// of the classes a window saw (1) or the scan over all bins (0).
-pub const SEEN_ENV: &str = "MAPFILTER_SEEN";
+/// Tuning knob for studies: `MAPFILTER_MASK=0|1` forces the run path's
+/// mask of touched bins (1) or the scan over all bins (0).
+pub const MASK_ENV: &str = "MAPFILTER_MASK";
+
+/// Tuning knob for studies: `MAPFILTER_SCAN2=0|1` forces the CPU winner
+/// search over all bins in two vectorisable loops (1) or in one (0).
+pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
 
 /// A `0|1` tuning knob from the environment; anything else is no override.
 fn env_flag(name: &str) -> Option<bool> {
@@ -514,11 +551,11 @@ impl ClassSmoother for NaiveCl {
         }
         // The run path's helper planes, built here while the device runs
         // the previous tile.
-        let host_aux = if plan.runs {
-            TileRuns::new(tile, taps.ksize).device_bytes(wide)
-        } else {
-            Vec::new()
-        };
+        let host_aux = plan.runs.then(|| {
+            let mut runs = self.state().free_runs.pop().unwrap_or_default();
+            runs.rebuild(tile, taps.ksize);
+            runs
+        });
         let mut pending = ClPending {
             method: self,
             slot: Some(self.slot(host_in.len(), tile.output_len())?),
@@ -551,8 +588,8 @@ struct ClPending<'a> {
     slot: Option<Slot>,
     image: Option<Image>,
     host_in: Vec<u8>,
-    /// The run path's helper planes (empty when off).
-    host_aux: Vec<u8>,
+    /// The run path's helper planes.
+    host_aux: Option<TileRuns>,
     host_w: Vec<u32>,
     host_out: Vec<u16>,
     /// Upload(s), kernel, download, in order.
@@ -647,16 +684,26 @@ impl ClPending<'_> {
                 .map_err(&e)?,
             );
         }
-        if !self.host_aux.is_empty() {
-            let need = self.host_aux.len();
-            if slot.aux.as_ref().is_none_or(|(_, bytes)| *bytes < need) {
-                slot.aux = Some((dev.buffer(need, CL_MEM_READ_ONLY)?, need));
+        if let Some(runs) = &self.host_aux {
+            let need = runs.down.len();
+            if slot
+                .aux
+                .as_ref()
+                .is_none_or(|(_, _, pixels)| *pixels < need)
+            {
+                slot.aux = Some((
+                    dev.buffer(3 * need, CL_MEM_READ_ONLY)?,
+                    dev.buffer(need, CL_MEM_READ_ONLY)?,
+                    need,
+                ));
             }
-            let (aux, _) = slot.aux.as_mut().expect("just set");
-            self.events.push(
-                unsafe { up.enqueue_write_buffer(aux, CL_NON_BLOCKING, 0, &self.host_aux, &[]) }
-                    .map_err(&e)?,
-            );
+            let (lists, down, _) = slot.aux.as_mut().expect("just set");
+            for ev in [
+                unsafe { up.enqueue_write_buffer(lists, CL_NON_BLOCKING, 0, &runs.lists, &[]) },
+                unsafe { up.enqueue_write_buffer(down, CL_NON_BLOCKING, 0, &runs.down, &[]) },
+            ] {
+                self.events.push(ev.map_err(&e)?);
+            }
         }
         up.flush().map_err(&e)?;
 
@@ -699,8 +746,12 @@ impl ClPending<'_> {
             args = args.scalar(ksize);
         }
         if plan.runs {
-            let (aux, _) = slot.aux.as_ref().expect("uploaded above");
-            args = args.mem(&taps.row_start).mem(&taps.sat).mem(aux);
+            let (lists, down, _) = slot.aux.as_ref().expect("uploaded above");
+            args = args
+                .mem(&taps.row_start)
+                .mem(&taps.sat)
+                .mem(lists)
+                .mem(down);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
@@ -755,8 +806,12 @@ impl PendingTile for ClPending<'_> {
             download_ns: ns[n - 1],
         });
         out.copy_from_slice(&self.host_out);
+        let mut state = self.method.state();
         if let Some(slot) = self.slot.take() {
-            self.method.state().free.push(slot);
+            state.free.push(slot);
+        }
+        if let Some(runs) = self.host_aux.take() {
+            state.free_runs.push(runs);
         }
         Ok(())
     }

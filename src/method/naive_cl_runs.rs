@@ -20,15 +20,12 @@ use super::{ClassTile, SmoothParams, pick_winner};
 use crate::classes::NO_CLASS;
 use rayon::prelude::*;
 
-/// Helper data of one tile; every vector is indexed like the tile (`r · width + x`).
+/// Helper data of one tile; every plane is indexed like the tile (`r · width + x`).
+#[derive(Default)]
 pub struct TileRuns {
     width: usize,
-    /// Index of the pixel's run in its row.
-    pub idx: Vec<u16>,
-    /// Per row, from its first pixel's slot on: the start column of each run.
-    pub start: Vec<u16>,
-    /// Per row, from its first pixel's slot on: the class of each run.
-    pub class: Vec<u16>,
+    /// Three planes, as the kernel reads them: [`Self::idx`], [`Self::start`], [`Self::class`].
+    pub lists: Vec<u16>,
     /// For window starts `x < output width`: how many tile rows from r down
     /// hold, in their N pixels from x, exactly row r's pixels (at least 1),
     /// capped at 255.
@@ -41,41 +38,53 @@ impl TileRuns {
 
     /// Helper data of `tile` (at most [`Self::MAX_WIDTH`] wide) for kernel size `n`.
     pub fn new(tile: &ClassTile, n: usize) -> Self {
+        let mut runs = TileRuns::default();
+        runs.rebuild(tile, n);
+        runs
+    }
+
+    /// [`Self::new`] in place, reusing the allocations (fresh pages cost
+    /// more than filling them: a few ms per megapixel).
+    pub fn rebuild(&mut self, tile: &ClassTile, n: usize) {
         let (w, h) = (tile.width, tile.height);
         assert!(w <= Self::MAX_WIDTH, "tile too wide for u16 run indices");
         let ow = tile.output_width();
         let cells = tile.classes;
-        let mut idx = vec![0u16; w * h];
-        let mut start = vec![0u16; w * h];
-        let mut class = vec![0u16; w * h];
+        self.width = w;
+        // Every entry the kernel reads is written below; others may be stale.
+        self.lists.resize(3 * w * h, 0);
+        self.down.resize(w * h, 0);
+        let (idx, rest) = self.lists.split_at_mut(w * h);
+        let (start, class) = rest.split_at_mut(w * h);
         idx.par_chunks_mut(w)
             .zip(start.par_chunks_mut(w))
             .zip(class.par_chunks_mut(w))
+            .zip(self.down.par_chunks_mut(w))
             .enumerate()
-            .for_each(|(r, ((idx, start), class))| {
+            .for_each(|(r, (((idx, start), class), marks))| {
                 let line = &cells[r * w..][..w];
                 let mut i = 0;
                 start[0] = 0;
                 class[0] = line[0];
-                for x in 0..w {
-                    if x > 0 && line[x] != line[x - 1] {
+                idx[0] = 0;
+                for x in 1..w {
+                    if line[x] != line[x - 1] {
                         i += 1;
                         start[i] = x as u16;
                         class[i] = line[x];
                     }
                     idx[x] = i as u16;
                 }
-            });
-        let mut down = vec![0u8; w * h];
-        if ow > 0 {
-            // First down(r, x) = 1 where row r differs from row r - 1
-            // somewhere in its N pixels from x (or r = 0), else 0 ...
-            down.par_chunks_mut(w).enumerate().for_each(|(r, marks)| {
+                // Mark 1 where row r differs from row r - 1 somewhere in its
+                // N pixels from x (or r = 0), else 0.
+                if ow == 0 {
+                    return;
+                }
                 if r == 0 {
                     marks[..ow].fill(1);
                     return;
                 }
-                let (above, line) = (&cells[(r - 1) * w..][..w], &cells[r * w..][..w]);
+                let above = &cells[(r - 1) * w..][..w];
                 let differs = |i: usize| (above[i] != line[i]) as u32;
                 let mut inside: u32 = (0..n).map(differs).sum();
                 for x in 0..ow {
@@ -85,49 +94,40 @@ impl TileRuns {
                     }
                 }
             });
-            // ... then, bottom up, the length of each streak of alike rows.
-            let mut streak = vec![0u32; ow];
-            for r in (0..h).rev() {
-                for (d, s) in down[r * w..][..ow].iter_mut().zip(&mut streak) {
-                    // `s` is down(r + 1, x) if row r + 1 is alike row r, else 0.
-                    let v = *s + 1;
-                    let alike_above = *d == 0;
-                    *d = v.min(255) as u8;
-                    *s = if alike_above { v } else { 0 };
-                }
+        // Bottom up, the marks become the lengths of the streaks of alike rows.
+        let mut streak = vec![0u32; ow];
+        for r in (0..h).rev() {
+            for (d, s) in self.down[r * w..][..ow].iter_mut().zip(&mut streak) {
+                // `s` is down(r + 1, x) if row r + 1 is alike row r, else 0.
+                let v = *s + 1;
+                let alike_above = *d == 0;
+                *d = v.min(255) as u8;
+                *s = if alike_above { v } else { 0 };
             }
-        }
-        TileRuns {
-            width: w,
-            idx,
-            start,
-            class,
-            down,
         }
     }
 
-    /// The device layout (native byte order): `idx` and `start` as u16, the
-    /// classes as u8 (`wide` false) or u16, then `down`.
-    pub fn device_bytes(&self, wide: bool) -> Vec<u8> {
-        let p = self.idx.len();
-        let mut bytes = Vec::with_capacity(p * if wide { 7 } else { 6 });
-        for plane in [&self.idx, &self.start] {
-            bytes.extend(plane.iter().flat_map(|v| v.to_ne_bytes()));
-        }
-        if wide {
-            bytes.extend(self.class.iter().flat_map(|v| v.to_ne_bytes()));
-        } else {
-            bytes.extend(self.class.iter().map(|&v| v as u8));
-        }
-        bytes.extend_from_slice(&self.down);
-        bytes
+    /// Index of each pixel's run in its row.
+    pub fn idx(&self) -> &[u16] {
+        &self.lists[..self.down.len()]
+    }
+
+    /// Per row, from its first pixel's slot on: the start column of each run.
+    pub fn start(&self) -> &[u16] {
+        &self.lists[self.down.len()..2 * self.down.len()]
+    }
+
+    /// Per row, from its first pixel's slot on: the class of each run.
+    pub fn class(&self) -> &[u16] {
+        &self.lists[2 * self.down.len()..]
     }
 
     /// The runs met by the N pixels of tile row r from column x: the indices
     /// of the first and the last in the row's list.
     fn runs_from(&self, r: usize, x: usize, n: usize) -> (usize, usize) {
         let a = r * self.width + x;
-        (self.idx[a] as usize, self.idx[a + n - 1] as usize)
+        let idx = self.idx();
+        (idx[a] as usize, idx[a + n - 1] as usize)
     }
 }
 
@@ -193,18 +193,15 @@ pub fn score(
             // Run i covers columns [s, e) of the block's rows: V(e) − V(s).
             let v = |j: usize| sat[(dy + b) * (n + 1) + j] - sat[dy * (n + 1) + j];
             let list = (y + dy) * w;
+            let (start, class) = (&runs.start()[list..], &runs.class()[list..]);
             for i in i0..=i1 {
-                let s = if i == i0 {
-                    0
-                } else {
-                    runs.start[list + i] as usize - x
-                };
+                let s = if i == i0 { 0 } else { start[i] as usize - x };
                 let e = if i == i1 {
                     n
                 } else {
-                    runs.start[list + i + 1] as usize - x
+                    start[i + 1] as usize - x
                 };
-                acc[runs.class[list + i] as usize] += v(e) - v(s);
+                acc[class[i] as usize] += v(e) - v(s);
             }
         }
         dy += b;
@@ -213,6 +210,7 @@ pub fn score(
     acc.iter_mut().for_each(|a| *a = 0);
     r
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,10 +267,10 @@ mod tests {
                     // Run index: the run starts left of and at x; the list
                     // holds each run's start and class.
                     let i = (1..=x).filter(|&i| at(i, r) != at(i - 1, r)).count();
-                    assert_eq!(runs.idx[r * w + x] as usize, i, "idx {x},{r}");
+                    assert_eq!(runs.idx()[r * w + x] as usize, i, "idx {x},{r}");
                     if x == 0 || at(x, r) != at(x - 1, r) {
-                        assert_eq!(runs.start[r * w + i] as usize, x, "start {x},{r}");
-                        assert_eq!(runs.class[r * w + i], at(x, r), "class {x},{r}");
+                        assert_eq!(runs.start()[r * w + i] as usize, x, "start {x},{r}");
+                        assert_eq!(runs.class()[r * w + i], at(x, r), "class {x},{r}");
                     }
                     if x >= tile.output_width() {
                         continue;
@@ -301,7 +299,7 @@ mod tests {
         assert_eq!(runs.down[0], 255);
         assert_eq!(runs.down[100 * 5 + 2], 200);
         assert_eq!(runs.down[299 * 5], 1);
-        assert_eq!(runs.idx[299 * 5 + 4], 0);
+        assert_eq!(runs.idx()[299 * 5 + 4], 0);
     }
 
     #[test]
