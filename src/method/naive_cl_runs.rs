@@ -87,8 +87,8 @@ impl TileRuns {
                 let above = &cells[(r - 1) * w..][..w];
                 let differs = |i: usize| (above[i] != line[i]) as u32;
                 let mut inside: u32 = (0..n).map(differs).sum();
-                for x in 0..ow {
-                    marks[x] = (inside > 0) as u8;
+                for (x, mark) in marks[..ow].iter_mut().enumerate() {
+                    *mark = (inside > 0) as u8;
                     if x + 1 < ow {
                         inside = inside + differs(x + n) - differs(x);
                     }
