@@ -31,6 +31,9 @@
 // rows of many runs visit their taps (`row_start`). MASK_WORDS > 0 (with
 // RUNS): a bit per bin marks the bins a window touched (MASK_WORDS ulongs),
 // so the winner search and the clearing visit those bins only, in order.
+// SLIDE (CPU devices, kernels whose rows are all alike, e.g. boxes; TY = 1,
+// FLAT): each item's histogram slides down its column, losing the window's
+// top row and gaining a bottom row per output, 2 rows of taps instead of N.
 // SCAN2 (CPU devices): the winner over all bins in two loops that vectorise
 // (best score, then its first bin), and all NB bins cleared at once.
 
@@ -180,6 +183,9 @@ naive_local(__global const CLS_T *cls, uint tw, uint th,
 // where they fit; TAP_SCAN for kernels with fewer taps than classes; on
 // CPUs FLAT taps and, on map-like tiles, RUNS (see the top of the file).
 #if defined(TX) && defined(TY) && defined(PY)
+#if defined(SLIDE) && (TY != 1 || !defined(FLAT) || defined(RUNS) || defined(TAP_SCAN))
+#error "SLIDE needs TY = 1 and FLAT, without RUNS and TAP_SCAN"
+#endif
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
 naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
@@ -240,15 +246,35 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         if (y >= oh)
             return;
         size_t o = (size_t)y * ow + x;
+        size_t a0 = (size_t)(yb + r0) * tw + x; // the window's corner
+#ifdef FLAT
+        __global const CLS_T *win = cls + a0;
+#endif
+#ifdef SLIDE
+        // All kernel rows are alike (TY = 1): one row down, the window loses
+        // its top row and gains a bottom row; the histogram carries over,
+        // so it is updated before any output is skipped.
+        if (k == 0) {
+            for (uint t = 0; t < n_taps; ++t) {
+                uint2 tp = taps[t];
+                H(TAP_CLS(tp)) += tp.y;
+            }
+        } else {
+            __global const CLS_T *gone = win - tw;
+            __global const CLS_T *come = win + (size_t)(ksize - 1) * tw;
+            uint row_taps = n_taps / ksize;
+            for (uint t = 0; t < row_taps; ++t) {
+                uint2 tp = taps[t];
+                H(gone[tp.x]) -= tp.y;
+                H(come[tp.x]) += tp.y;
+            }
+        }
+#endif
         uint centre = CLS_AT(r0 + halo, lx + halo);
         if (centre == nc && !fill) {
             out[o] = NO_CLASS;
             continue;
         }
-        size_t a0 = (size_t)(yb + r0) * tw + x; // the window's corner
-#ifdef FLAT
-        __global const CLS_T *win = cls + a0;
-#endif
 #ifdef RUNS
         if (run_down[a0] >= ksize && run_idx[a0] == run_idx[a0 + ksize - 1]) {
             // Uniform window: only the centre's class scores (the kernel's
@@ -303,7 +329,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             }
             dy += b;
         }
-#else
+#elif !defined(SLIDE)
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
             H(TAP_CLS(tp)) += tp.y;
@@ -363,7 +389,8 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
 #elif defined(SCAN2)
         {
             // Two plain loops the compiler vectorises: the best score, then
-            // its first bin (unless the centre has it); all NB bins cleared.
+            // its first bin (unless the centre has it); then all NB bins
+            // cleared (but for SLIDE, which carries them over).
             ulong best = 0;
             for (uint c = 0; c < nc; ++c)
                 best = max(best, (ulong)H(c) * w[c]);
@@ -377,13 +404,17 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
                         ++r;
                 }
             }
+#ifndef SLIDE
             for (uint c = 0; c < NB; ++c)
                 H(c) = 0;
+#endif
         }
 #else
         WINNER_BINS(H, w, nc, centre, r);
+#ifndef SLIDE
         for (uint c = 0; c <= nc; ++c)
             H(c) = 0;
+#endif
 #endif
         out[o] = (ushort)r;
     }

@@ -111,6 +111,9 @@ pub struct CpuPaths {
     pub runs: Option<bool>,
     /// With the run path: the mask of touched bins.
     pub mask: Option<bool>,
+    /// Without the run path, for kernels whose rows are all alike: the
+    /// histogram slides down each item's column.
+    pub slide: Option<bool>,
 }
 
 #[derive(Default)]
@@ -370,8 +373,6 @@ impl NaiveCl {
                                 2 * equal >= tile.classes.len()
                             }
                         });
-                // The run path picks its winner from the classes it saw.
-                let tap_scan = !runs && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
                 // A bit per touched bin, so that the winner search and the
                 // clearing skip the untouched ones: pays beyond a few bins.
                 let mask = runs
@@ -397,6 +398,21 @@ impl NaiveCl {
                 // Offsets in the tile instead of (dy, dx): on CPUs, where the
                 // address arithmetic of each tap is not hidden.
                 let flat = cpu_shape && !tile_local;
+                // Kernels whose rows are all alike (boxes) slide each item's
+                // histogram down its column (one row of items per group, FLAT).
+                let slide = !runs
+                    && flat
+                    && ty == 1
+                    && {
+                        let q = taps.quantised.as_slice();
+                        q.chunks_exact(k).all(|row| row == &q[..k])
+                    }
+                    && (self.paths.slide)
+                        .or_else(|| env_flag(SLIDE_ENV))
+                        .unwrap_or(true);
+                // The run path picks its winner from the classes it saw; a
+                // sliding histogram must not be cleared by a tap scan.
+                let tap_scan = !runs && !slide && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {
@@ -413,6 +429,7 @@ impl NaiveCl {
                         .flag("TAP_SCAN", tap_scan)
                         .flag("FLAT", flat)
                         .flag("SCAN2", scan2)
+                        .flag("SLIDE", slide)
                         .flag("RUNS", runs)
                         .define("KS", if runs { k } else { 1 })
                         .define("MASK_WORDS", if mask { nb.div_ceil(64) } else { 0 }),
@@ -450,6 +467,10 @@ pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 /// Tuning knob for studies: `MAPFILTER_RUNS=0|1` forces the fast variant's
 /// run path (CPU devices) off or on.
 pub const RUNS_ENV: &str = "MAPFILTER_RUNS";
+
+/// Tuning knob for studies: `MAPFILTER_SLIDE=0|1` forces the fast
+/// variant's sliding histogram (CPU devices, alike kernel rows) off or on.
+pub const SLIDE_ENV: &str = "MAPFILTER_SLIDE";
 
 /// Tuning knob for studies: `MAPFILTER_MASK=0|1` forces the run path's
 /// mask of touched bins (1) or the scan over all bins (0).
