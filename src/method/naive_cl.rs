@@ -355,19 +355,33 @@ impl NaiveCl {
                 } else {
                     2 * taps.n_taps < nc
                 };
-                // The run path: on CPUs and fixed shapes (tests); not
-                // measured on GPUs, so off there. On noise (few equal
-                // neighbours) it only costs, so only where at least half the
-                // horizontal neighbours are equal.
+                // The CPU paths (FLAT, SCAN2, SLIDE, RUNS): on CPUs and fixed
+                // shapes (tests); not measured on GPUs, so off there.
                 let cpu_shape =
                     !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
+                // Kernels whose rows are all alike (boxes) can slide each
+                // item's histogram down its column (2 rows of taps per output):
+                // on noise always the better path, on maps from N = 7 on
+                // (MODIS 2048², box:7/15/31: 0.25/0.36/0.60 s sliding, 0.33/
+                // 0.47/1.03 s by runs, 2026-11-21).
+                let slide_ok = cpu_shape
+                    && {
+                        let q = taps.quantised.as_slice();
+                        q.chunks_exact(k).all(|row| row == &q[..k])
+                    }
+                    && (self.paths.slide)
+                        .or_else(|| env_flag(SLIDE_ENV))
+                        .unwrap_or(true);
+                // The run path, on map-like tiles: on noise (few equal
+                // neighbours) it only costs, so only where at least half the
+                // horizontal neighbours are equal.
                 let runs = tile.width <= TileRuns::MAX_WIDTH
                     && self
                         .paths
                         .runs
                         .or_else(|| env_flag(RUNS_ENV))
                         .unwrap_or_else(|| {
-                            cpu_shape && {
+                            cpu_shape && !(slide_ok && k >= 7) && {
                                 let equal =
                                     tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
                                 2 * equal >= tile.classes.len()
@@ -398,18 +412,8 @@ impl NaiveCl {
                 // Offsets in the tile instead of (dy, dx): on CPUs, where the
                 // address arithmetic of each tap is not hidden.
                 let flat = cpu_shape && !tile_local;
-                // Kernels whose rows are all alike (boxes) slide each item's
-                // histogram down its column (one row of items per group, FLAT).
-                let slide = !runs
-                    && flat
-                    && ty == 1
-                    && {
-                        let q = taps.quantised.as_slice();
-                        q.chunks_exact(k).all(|row| row == &q[..k])
-                    }
-                    && (self.paths.slide)
-                        .or_else(|| env_flag(SLIDE_ENV))
-                        .unwrap_or(true);
+                // Sliding needs one row of items per group and FLAT.
+                let slide = !runs && slide_ok && flat && ty == 1;
                 // The run path picks its winner from the classes it saw; a
                 // sliding histogram must not be cleared by a tap scan.
                 let tap_scan = !runs && !slide && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
