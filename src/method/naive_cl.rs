@@ -6,13 +6,18 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes, on CPUs half as many; on CPUs on map-like tiles
-//! the run path of [`naive_cl_runs`](super::naive_cl_runs): per-tile helper
-//! planes built on the host while staging cut each window into blocks of
-//! alike rows whose runs cost four look-ups each, uniform windows skip the
-//! histogram). Each is specialised with `-D` options per class-count bucket
-//! and work-group shape, and cached by the device.
-//!
+//! the tile has classes, on CPUs half as many). On CPU devices `fast` has
+//! paths of its own (`kernels/naive.cl` describes each): taps as offsets in
+//! the tile; on map-like tiles the run path of
+//! [`naive_cl_runs`](super::naive_cl_runs) (helper planes built on the host
+//! while staging cut each window into blocks of alike rows whose runs cost
+//! two look-ups each; uniform windows skip the histogram); for kernels whose
+//! rows are all alike (boxes) a histogram that slides down each item's
+//! column; for many bins a vectorisable winner search. Each is specialised
+//! with `-D` options per class-count bucket and work-group shape, and cached
+//! by the device; [`naive_cl_tuning`](super::naive_cl_tuning) holds the
+//! shapes and the knobs that force the choices.
+
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
 //! queue), kernel (compute queue, after the upload's event) and download
 //! (download queue, after the kernel's event) without blocking, on a slot of
@@ -22,6 +27,11 @@
 //! memory stays bounded by the number of tiles in flight.
 
 use super::naive_cl_runs::{TileRuns, kernel_sat};
+pub use super::naive_cl_tuning::{CpuPaths, FAST_SHAPE_ENV, FastShape};
+use super::naive_cl_tuning::{
+    MASK_ENV, RUNS_ENV, SCAN2_ENV, SLIDE_ENV, TAP_SCAN_ENV, env_flag, gpu_fast_shape,
+    shape_override,
+};
 use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::device::{
@@ -89,31 +99,6 @@ pub struct NaiveCl {
     paths: CpuPaths,
     state: Mutex<State>,
     times: TimeCounters,
-}
-
-/// How the fast variant picks its work-group shape.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FastShape {
-    /// By device kind (the default).
-    #[default]
-    Auto,
-    /// The GPU choice on any device (tests run the GPU code paths on PoCL).
-    Gpu,
-    /// Fixed (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
-    Fixed(usize, usize, usize, bool, bool),
-}
-
-/// Forces the fast variant's CPU paths on or off (tests, studies); `None`
-/// leaves the choice to `MAPFILTER_RUNS` / `MAPFILTER_MASK`, else the default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuPaths {
-    /// The run path (helper planes, blocks of alike rows).
-    pub runs: Option<bool>,
-    /// With the run path: the mask of touched bins.
-    pub mask: Option<bool>,
-    /// Without the run path, for kernels whose rows are all alike: the
-    /// histogram slides down each item's column.
-    pub slide: Option<bool>,
 }
 
 #[derive(Default)]
@@ -456,76 +441,6 @@ impl NaiveCl {
             }
         }
     }
-}
-
-/// Tuning knob for studies: `MAPFILTER_FAST_SHAPE=TX,TY,PY,TILE_LOCAL,HIST_LOCAL`
-/// (e.g. `32,4,8,1,1`) overrides the fast variant's chosen shape.
-pub const FAST_SHAPE_ENV: &str = "MAPFILTER_FAST_SHAPE";
-
-fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
-    let text = std::env::var(FAST_SHAPE_ENV).ok()?;
-    let v: Vec<usize> = text
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    (v.len() == 5 && v[..3].iter().all(|&n| n > 0))
-        .then(|| (v[0], v[1], v[2], v[3] != 0, v[4] != 0))
-}
-
-/// Tuning knob for studies: `MAPFILTER_TAP_SCAN=0|1` forces the fast
-/// variant's winner search (1: by the window's taps, 0: over all bins).
-pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
-
-/// Tuning knob for studies: `MAPFILTER_RUNS=0|1` forces the fast variant's
-/// run path (CPU devices) off or on.
-pub const RUNS_ENV: &str = "MAPFILTER_RUNS";
-
-/// Tuning knob for studies: `MAPFILTER_SLIDE=0|1` forces the fast
-/// variant's sliding histogram (CPU devices, alike kernel rows) off or on.
-pub const SLIDE_ENV: &str = "MAPFILTER_SLIDE";
-
-/// Tuning knob for studies: `MAPFILTER_MASK=0|1` forces the run path's
-/// mask of touched bins (1) or the scan over all bins (0).
-pub const MASK_ENV: &str = "MAPFILTER_MASK";
-
-/// Tuning knob for studies: `MAPFILTER_SCAN2=0|1` forces the CPU winner
-/// search over all bins in two vectorisable loops (1) or in one (0).
-pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
-
-/// A `0|1` tuning knob from the environment; anything else is no override.
-fn env_flag(name: &str) -> Option<bool> {
-    match std::env::var(name).ok()?.trim() {
-        "0" => Some(false),
-        "1" => Some(true),
-        _ => None,
-    }
-}
-
-/// GPU shape of the fast variant: (TX, TY, PY, TILE_LOCAL, HIST_LOCAL).
-/// Prefers class block and histograms both in local memory with the largest
-/// work-group that fits; else private histograms with the block local if it fits.
-fn gpu_fast_shape(
-    k: usize,
-    elem: usize,
-    nb: usize,
-    budget: usize,
-) -> (usize, usize, usize, bool, bool) {
-    let tx = 32;
-    // Big kernels: work per pixel dwarfs the block's halo, so keep one output
-    // per item for parallelism; small ones amortise the halo over 32 rows.
-    let rows_for = |ty: usize| if k >= 31 { ty } else { ty.max(32) };
-    for wg in [256, 128, 64, 32] {
-        let ty = wg / tx;
-        let rows = rows_for(ty);
-        let tile = (tx + k - 1) * (rows + k - 1) * elem;
-        if tile + nb * wg * 4 <= budget {
-            return (tx, ty, rows / ty, true, true);
-        }
-    }
-    let ty = 4;
-    let rows = rows_for(ty);
-    let tile = (tx + k - 1) * (rows + k - 1) * elem;
-    (tx, ty, rows / ty, tile <= budget, false)
 }
 
 impl ClassSmoother for NaiveCl {
