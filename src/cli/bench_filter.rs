@@ -89,7 +89,7 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     let runner: Box<dyn ChainRunner> = match device {
         Some(dev) => {
             let r = DeviceRunner::new(dev);
-            r.check(&chain)?;
+            r.check(&chain, args.bands)?;
             Box::new(r)
         }
         None => Box::new(HostRunner {
