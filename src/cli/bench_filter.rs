@@ -1,6 +1,15 @@
 //! `mapfilter bench-filter`: times image ops on a synthetic in-memory image
 //! (no GDAL, so it runs on the GPU machine), one JSON line per run with
 //! total, kernel and transfer milliseconds.
+//!
+//! `total_ms` is one whole runner call on the image as one tile, host
+//! planes in → host planes out: on a device that is the copies into pinned
+//! staging, upload, kernels, download and the copies out (the way
+//! `scripts/bench_filters.py --umat` times OpenCV from a host array to the
+//! `.get()` of its result), in steady state: after `--warmup` untimed runs
+//! that build the kernels and allocate the staging memory kept between calls.
+//! `kernel_ms`, `upload_ms`, `download_ms` are the profiled device times of
+//! those commands (they overlap in time, strip by strip).
 
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
@@ -30,9 +39,16 @@ pub struct BenchFilterArgs {
     /// host (fast host paths), host-reference, or an OpenCL device: auto, cpu, gpu, INDEX.
     #[arg(long, default_value = "host")]
     pub device: String,
-    /// Timed runs (after one untimed warm-up run that also builds kernels).
+    /// Timed runs.
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
+    /// Untimed runs first (they build the kernels and allocate the staging memory).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Allocate every result anew instead of writing it into the input's
+    /// planes (the runner owns its input; by default it reuses that memory).
+    #[arg(long)]
+    pub fresh_output: bool,
     /// Border mode.
     #[arg(long, default_value = "reflect101")]
     pub border: String,
@@ -75,11 +91,11 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     };
     if args.ops.len() == 1 && args.ops[0] == "histogram" {
         let b = Binning::for_type(t, None, Some((0.0, 256.0)))?.expect("range given");
-        for i in 0..=args.repeat {
+        for i in 0..args.warmup + args.repeat {
             let t0 = Instant::now();
             with_bands!(&image.bands, p => hist_all(p, &b, device.as_ref()))?;
-            if i > 0 {
-                print(i, t0.elapsed().as_secs_f64() * 1e3, None);
+            if i >= args.warmup {
+                print(i + 1 - args.warmup, t0.elapsed().as_secs_f64() * 1e3, None);
             }
         }
         return Ok(());
@@ -88,7 +104,8 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     chain.check(args.bands, t, border, None)?;
     let runner: Box<dyn ChainRunner> = match device {
         Some(dev) => {
-            let r = DeviceRunner::new(dev);
+            let mut r = DeviceRunner::new(dev);
+            r.recycle = !args.fresh_output;
             r.check(&chain, args.bands)?;
             Box::new(r)
         }
@@ -104,17 +121,17 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
         border,
         nd: None,
     };
-    for i in 0..=args.repeat {
+    for i in 0..args.warmup + args.repeat {
         let input = image.bands.clone();
         let t0 = Instant::now();
         let out = runner.run(&chain, input, &at)?;
         let total = t0.elapsed().as_secs_f64() * 1e3;
         std::hint::black_box(out);
         let times = runner.device_times();
-        if i > 0 {
+        if i >= args.warmup {
             let ms = |ns: u64| ns as f64 / 1e6;
             print(
-                i,
+                i + 1 - args.warmup,
                 total,
                 times.map(|t| (ms(t.kernel_ns), ms(t.upload_ns), ms(t.download_ns))),
             );

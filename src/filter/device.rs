@@ -61,6 +61,9 @@ pub struct DeviceRunner {
     pub times: TimeCounters,
     /// Input bytes per strip (see [`STRIP_BYTES`]); tests make it small.
     pub strip_bytes: usize,
+    /// Write results into the input's planes where the type matches (default);
+    /// `false` allocates every result anew (to measure what that costs).
+    pub recycle: bool,
     state: Mutex<State>,
 }
 
@@ -83,6 +86,7 @@ impl DeviceRunner {
             device,
             times: TimeCounters::default(),
             strip_bytes: STRIP_BYTES,
+            recycle: true,
             state: Mutex::default(),
         }
     }
@@ -346,14 +350,16 @@ fn band_bytes_mut(bands: &mut Bands) -> Vec<&mut [u8]> {
 }
 
 /// `n` planes of `w`×`h` samples of type `t` for a result, made from the
-/// input's planes where the type matches (their memory is already mapped
+/// `input` planes where given and the type matches (their memory is already mapped
 /// in, so writing it costs no page faults), else newly allocated (not
 /// written: the download fills every sample).
-fn result_planes(input: Bands, t: SampleType, n: usize, w: usize, h: usize) -> Bands {
-    fn typed<T: Pixel>(input: Bands, n: usize, w: usize, h: usize) -> Bands {
-        let recycled: Vec<Plane<T>> = with_bands!(input, p => {
-            let any: Box<dyn Any> = Box::new(p);
-            any.downcast::<Vec<Plane<T>>>().map(|b| *b).unwrap_or_default()
+fn result_planes(input: Option<Bands>, t: SampleType, n: usize, w: usize, h: usize) -> Bands {
+    fn typed<T: Pixel>(input: Option<Bands>, n: usize, w: usize, h: usize) -> Bands {
+        let recycled: Vec<Plane<T>> = input.map_or(Vec::new(), |input| {
+            with_bands!(input, p => {
+                let any: Box<dyn Any> = Box::new(p);
+                any.downcast::<Vec<Plane<T>>>().map(|b| *b).unwrap_or_default()
+            })
         });
         let mut recycled = recycled.into_iter();
         T::wrap(
@@ -390,7 +396,11 @@ impl ChainRunner for DeviceRunner {
         let out = at.out;
         if out.width == 0 || out.height == 0 || bands_in == 0 {
             return Ok(result_planes(
-                input, t_out, bands_out, out.width, out.height,
+                Some(input),
+                t_out,
+                bands_out,
+                out.width,
+                out.height,
             ));
         }
         let dev = &self.device;
@@ -398,90 +408,140 @@ impl ChainRunner for DeviceRunner {
         let State { staging, kernels } = &mut *state;
         let steps = chain.steps(at);
 
-        // Upload in strips of the first op's output rows.
+        // Strips of the first op's output rows: per strip, stage its input
+        // rows in, launch the op on it, and (one-op chains) stage it out.
         let (op0, target0) = steps[0];
         let have = at.have;
         let row_in = have.width * t_in.size();
         let per = staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL);
         let lead = (target0.y - have.y) as usize;
         let plan = staging::strips(target0.height, per, lead, have.height, op0.radius());
-        let (waits, up_events) =
-            staging.upload(dev, &band_bytes(&input), row_in, have.height, &plan)?;
-
-        // Ops ping-pong between buffers 0 and 1; the first runs strip by strip.
+        let row_out = out.width * t_out.size();
+        let single = steps.len() == 1;
+        let srcs = band_bytes(&input);
+        let (mut up, mut kernel, mut down) = (Vec::new(), Vec::new(), Vec::new());
+        let mut reads: Vec<(Range<usize>, Vec<Event>)> = Vec::new();
         let (mut t, mut bands, mut have, mut nd) = (t_in, bands_in, have, at.nd);
-        let mut events: Vec<Event> = Vec::new();
-        let mut last_strips: Vec<Event> = Vec::new();
-        let mut from = 0;
-        for (i, &(op, target)) in steps.iter().enumerate() {
+        let mode = (at.border, nd);
+        let geo = Geo {
+            have,
+            image: at.image,
+            out: target0,
+        };
+        let len0 = op0.out_bands(bands) * target0.width * target0.height * op0.out_type(t).size();
+        staging.buffer(dev, 1, len0)?;
+        let built = self.kernel(kernels, op0, t, bands, at.border, nd)?;
+        let mut staged = 0;
+        for s in &plan {
+            if s.need > staged {
+                up.extend(staging.stage_in(dev, &srcs, row_in, have.height, staged..s.need)?);
+                staged = s.need;
+            }
+            let pair = (staging.get(0), staging.get(1));
+            let wait: Vec<&Event> = up.last().into_iter().collect();
+            let e = self.launch(built, op0, pair, t, bands, geo, mode, s.rows.clone(), &wait)?;
+            flush(dev, Queue::Compute)?;
+            if single {
+                let r = staging.stage_out(
+                    dev,
+                    1,
+                    bands_out,
+                    row_out,
+                    out.height,
+                    s.rows.clone(),
+                    &e,
+                )?;
+                reads.push((s.rows.clone(), r));
+            }
+            kernel.push(e);
+        }
+        drop(srcs);
+
+        // The other ops, each over its whole window, ping-ponging between
+        // buffers 0 and 1 (in order on the compute queue).
+        let mut from = 1;
+        (t, bands, have) = (op0.out_type(t), op0.out_bands(bands), target0);
+        if t != t_in {
+            nd = nd.map(|_| f64::NAN);
+        }
+        for &(op, target) in &steps[1..] {
             let geo = Geo {
                 have,
                 image: at.image,
                 out: target,
             };
             let to = op.out_type(t);
-            let out_len = op.out_bands(bands) * target.width * target.height * to.size();
-            staging.buffer(dev, 1 - from, out_len)?;
+            let len = op.out_bands(bands) * target.width * target.height * to.size();
+            staging.buffer(dev, 1 - from, len)?;
             let built = self.kernel(kernels, op, t, bands, at.border, nd)?;
             let pair = (staging.get(from), staging.get(1 - from));
             let mode = (at.border, nd);
-            if i == 0 {
-                for (s, w) in plan.iter().zip(&waits) {
-                    let wait: Vec<&Event> = w.map(|w| &up_events[w]).into_iter().collect();
-                    let e =
-                        self.launch(built, op, pair, t, bands, geo, mode, s.rows.clone(), &wait)?;
-                    last_strips.push(e);
-                }
-            } else {
-                let e = self.launch(built, op, pair, t, bands, geo, mode, 0..target.height, &[])?;
-                events.append(&mut last_strips);
-                last_strips.push(e);
-            }
-            dev.queue(Queue::Compute)
-                .flush()
-                .map_err(crate::device::cl_error("launching a kernel"))?;
+            kernel.push(self.launch(
+                built,
+                op,
+                pair,
+                t,
+                bands,
+                geo,
+                mode,
+                0..target.height,
+                &[],
+            )?);
+            flush(dev, Queue::Compute)?;
             from = 1 - from;
             if to != t {
                 nd = nd.map(|_| f64::NAN);
             }
-            t = to;
-            bands = op.out_bands(bands);
-            have = target;
+            (t, bands, have) = (to, op.out_bands(bands), target);
+        }
+        if !single {
+            let per = staging::rows_per_strip(row_out * bands_out, self.strip_bytes, 1);
+            let last = kernel.last().expect("one per op");
+            for y in (0..out.height).step_by(per) {
+                let rows = y..(y + per).min(out.height);
+                let r = staging.stage_out(
+                    dev,
+                    from,
+                    bands_out,
+                    row_out,
+                    out.height,
+                    rows.clone(),
+                    last,
+                )?;
+                reads.push((rows, r));
+            }
         }
 
-        // Download strip by strip into the result planes.
-        let mut result = result_planes(input, t_out, bands_out, out.width, out.height);
-        let row_out = out.width * t_out.size();
-        let down: Vec<(Range<usize>, &Event)> = if steps.len() == 1 {
-            plan.iter()
-                .map(|s| s.rows.clone())
-                .zip(&last_strips)
-                .collect()
-        } else {
-            let per = staging::rows_per_strip(row_out * bands_out, self.strip_bytes, 1);
-            (0..out.height)
-                .step_by(per)
-                .map(|y| (y..(y + per).min(out.height), &last_strips[0]))
-                .collect()
-        };
-        let down_events = staging.download(
-            dev,
-            from,
-            &mut band_bytes_mut(&mut result),
-            row_out,
-            out.height,
-            &down,
-        )?;
-        events.append(&mut last_strips);
+        // Copy each strip out as its reads land.
+        let recycled = self.recycle.then_some(input);
+        let mut result = result_planes(recycled, t_out, bands_out, out.width, out.height);
+        let mut dst = band_bytes_mut(&mut result);
+        for (rows, events) in reads {
+            events
+                .last()
+                .expect("one per band")
+                .wait()
+                .map_err(crate::device::cl_error("downloading from the device"))?;
+            staging.copy_out(&mut dst, row_out, out.height, rows);
+            down.extend(events);
+        }
         let sum = |e: &[Event]| e.iter().map(event_ns).sum::<u64>();
         self.times.add(DeviceTimes {
-            upload_ns: sum(&up_events),
-            kernel_ns: sum(&events),
-            download_ns: sum(&down_events),
+            upload_ns: sum(&up),
+            kernel_ns: sum(&kernel),
+            download_ns: sum(&down),
         });
         Ok(result)
     }
 }
+
+/// Submits what is queued on `q` (drivers may hold commands back until then).
+fn flush(dev: &Device, q: Queue) -> Result<()> {
+    dev.queue(q)
+        .flush()
+        .map_err(crate::device::cl_error("submitting commands"))
+}
+
 /// Histogram of one plane on the device (see `kernels/filter_histogram.cl`).
 pub fn histogram<T: Pixel>(
     dev: &Device,

@@ -2,13 +2,14 @@
 //! lives across calls, and the strip schedule that overlaps the host's
 //! copies, the transfers and the kernels.
 //!
-//! A tile's planes are copied (rayon, in 128 KiB pieces) into mapped pinned
-//! memory strip by strip, each strip's writes enqueued as soon as it is
-//! copied, so the DMA of strip s runs while the host copies strip s+1; the
-//! first op's kernel on output strip s waits only for the input rows it
-//! needs. Results come back the same way: every strip's read is enqueued
-//! behind the kernel that produced it, and the host copies a strip out of
-//! pinned memory as soon as its read lands. Device buffers and pinned memory
+//! The runner walks a tile strip by strip: it copies a strip's input rows
+//! (rayon, in 128 KiB pieces) into mapped pinned memory and enqueues their
+//! writes ([`Staging::stage_in`]), launches the first op on the strip's
+//! output rows behind those writes, and, for one-op chains, enqueues the
+//! strip's reads behind that kernel ([`Staging::stage_out`]); every queue is
+//! flushed at once, so the DMA up of strip s, its kernel and its DMA down
+//! run while the host copies strip s+1. It then copies each strip out of
+//! pinned memory as its reads land ([`Staging::copy_out`]). Device buffers and pinned memory
 //! are allocated once and grown, never per call, and never zero-filled
 //! (every byte read back was written by a kernel).
 
@@ -77,125 +78,109 @@ impl Staging {
         &self.bufs[i].as_ref().expect("sized before use").0
     }
 
-    /// Copies bands `src` (each `rows` rows of `row` bytes) into device
-    /// buffer 0, band after band, in the chunks of rows given by the strips'
-    /// `need`. Returns, per strip, the index in the returned events of the
-    /// last write it waits for (`None`: none yet), and every write's event.
-    pub fn upload(
+    /// Copies rows `range` of bands `src` (each `rows` rows of `row` bytes)
+    /// into pinned memory, in parallel, and enqueues their writes into device
+    /// buffer 0 (bands one after another), submitted at once. Returns the
+    /// writes' events (the last one ends after the others: one in-order queue).
+    pub fn stage_in(
         &mut self,
         dev: &Device,
         src: &[&[u8]],
         row: usize,
         rows: usize,
-        strips: &[Strip],
-    ) -> Result<(Vec<Option<usize>>, Vec<Event>)> {
+        range: Range<usize>,
+    ) -> Result<Vec<Event>> {
         let plane = row * rows;
         let total = plane * src.len();
         self.buffer(dev, 0, total)?;
         let pinned = PinnedHost::ensure(&mut self.up, dev, total)?;
         let buf = &mut self.bufs[0].as_mut().expect("sized above").0;
-        let staged = pinned.as_mut_slice();
+        let staged = &mut pinned.as_mut_slice()[..total];
+        let bytes = range.start * row..range.end * row;
+        let pairs = src
+            .iter()
+            .zip(staged.chunks_mut(plane.max(1)))
+            .map(|(band, to)| (&band[bytes.clone()], &mut to[bytes.clone()]))
+            .collect();
+        par_copy(pairs);
         let queue = dev.queue(Queue::Upload);
-        let mut events = Vec::new();
-        let mut waits = Vec::with_capacity(strips.len());
-        let mut done = 0;
-        for s in strips {
-            if s.need > done {
-                let bytes = done * row..s.need * row;
-                let mut pairs = Vec::with_capacity(src.len());
-                let mut rest = &mut staged[..total];
-                for band in src {
-                    let (this, next) = rest.split_at_mut(plane);
-                    rest = next;
-                    pairs.push((&band[bytes.clone()], &mut this[bytes.clone()]));
-                }
-                par_copy(pairs);
-                for b in 0..src.len() {
-                    let at = b * plane + bytes.start;
-                    // SAFETY: non-blocking write from pinned memory that is not
-                    // touched again until the run's final waits.
-                    let e = unsafe {
-                        queue.enqueue_write_buffer(
-                            buf,
-                            CL_NON_BLOCKING,
-                            at,
-                            &staged[at..at + bytes.len()],
-                            &[],
-                        )
-                    }
-                    .map_err(cl_error("uploading to the device"))?;
-                    events.push(e);
-                }
-                done = s.need;
+        let mut events = Vec::with_capacity(src.len());
+        for b in 0..src.len() {
+            let at = b * plane + bytes.start;
+            // SAFETY: non-blocking write from pinned memory that is not
+            // written again before the run's final waits.
+            let e = unsafe {
+                queue.enqueue_write_buffer(
+                    buf,
+                    CL_NON_BLOCKING,
+                    at,
+                    &staged[at..at + bytes.len()],
+                    &[],
+                )
             }
-            waits.push(events.len().checked_sub(1));
+            .map_err(cl_error("uploading to the device"))?;
+            events.push(e);
         }
         queue.flush().map_err(cl_error("uploading to the device"))?;
-        Ok((waits, events))
+        Ok(events)
     }
 
-    /// Reads bands (each `rows` rows of `row` bytes) of device buffer `from`
-    /// into `dst`, strip by strip: the read of strip i waits for `ready[i]`
-    /// and its rows are copied out as soon as it lands. Returns the reads' events.
-    pub fn download(
+    /// Enqueues, after `ready`, the reads of rows `range` of `bands` bands
+    /// (each `rows` rows of `row` bytes) of device buffer `from` into pinned
+    /// memory, submitted at once. Returns their events (the last ends last).
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_out(
         &mut self,
         dev: &Device,
         from: usize,
-        dst: &mut [&mut [u8]],
+        bands: usize,
         row: usize,
         rows: usize,
-        strips: &[(Range<usize>, &Event)],
+        range: Range<usize>,
+        ready: &Event,
     ) -> Result<Vec<Event>> {
         let plane = row * rows;
-        let total = plane * dst.len();
-        let pinned = PinnedHost::ensure(&mut self.down, dev, total)?;
+        let pinned = PinnedHost::ensure(&mut self.down, dev, plane * bands)?;
         let buf = &self.bufs[from].as_ref().expect("written by a kernel").0;
         let staged = pinned.as_mut_slice();
         let queue = dev.queue(Queue::Download);
-        let mut events = Vec::new();
-        for (range, ready) in strips {
-            let wait: [cl_event; 1] = [ready.get()];
-            for b in 0..dst.len() {
-                let at = b * plane + range.start * row;
-                let len = range.len() * row;
-                // SAFETY: non-blocking read into pinned memory that is only
-                // read after this read's event (or a later one) completes.
-                let e = unsafe {
-                    queue.enqueue_read_buffer(
-                        buf,
-                        CL_NON_BLOCKING,
-                        at,
-                        &mut staged[at..at + len],
-                        &wait,
-                    )
-                }
-                .map_err(cl_error("downloading from the device"))?;
-                events.push(e);
+        let wait: [cl_event; 1] = [ready.get()];
+        let mut events = Vec::with_capacity(bands);
+        for b in 0..bands {
+            let at = b * plane + range.start * row;
+            let len = range.len() * row;
+            // SAFETY: non-blocking read into pinned memory that is only read
+            // (by `copy_out`) after this read's event completes.
+            let e = unsafe {
+                queue.enqueue_read_buffer(
+                    buf,
+                    CL_NON_BLOCKING,
+                    at,
+                    &mut staged[at..at + len],
+                    &wait,
+                )
             }
+            .map_err(cl_error("downloading from the device"))?;
+            events.push(e);
         }
         queue
             .flush()
             .map_err(cl_error("downloading from the device"))?;
-        for (i, (range, _)) in strips.iter().enumerate() {
-            // The queue is in order: the strip's last read ends after its others.
-            events[(i + 1) * dst.len() - 1]
-                .wait()
-                .map_err(cl_error("downloading from the device"))?;
-            let bytes = range.start * row..range.end * row;
-            let pairs = dst
-                .iter_mut()
-                .enumerate()
-                .map(|(b, d)| {
-                    let at = b * plane;
-                    (
-                        &staged[at + bytes.start..at + bytes.end],
-                        &mut d[bytes.clone()],
-                    )
-                })
-                .collect();
-            par_copy(pairs);
-        }
         Ok(events)
+    }
+
+    /// Copies rows `range` of every band read by [`Staging::stage_out`]
+    /// (its reads complete) into `dst`, in parallel.
+    pub fn copy_out(&self, dst: &mut [&mut [u8]], row: usize, rows: usize, range: Range<usize>) {
+        let plane = row * rows;
+        let staged = self.down.as_ref().expect("staged out").as_slice();
+        let bytes = range.start * row..range.end * row;
+        let pairs = dst
+            .iter_mut()
+            .zip(staged.chunks(plane.max(1)))
+            .map(|(d, from)| (&from[bytes.clone()], &mut d[bytes.clone()]))
+            .collect();
+        par_copy(pairs);
     }
 }
 
