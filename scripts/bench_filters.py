@@ -70,7 +70,7 @@ def ours(binary, ops, size, bands, device, repeat):
     for op in ops:
         cmd += ["--op", op]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    runs = [json.loads(line) for line in out.splitlines() if '"total_ms"' in line]
     total = statistics.median(r["total_ms"] for r in runs)
     kernels = [r["kernel_ms"] for r in runs if r["kernel_ms"] is not None]
     return total, (statistics.median(kernels) if kernels else None)

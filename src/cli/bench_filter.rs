@@ -49,6 +49,10 @@ pub struct BenchFilterArgs {
     /// planes (the runner owns its input; by default it reuses that memory).
     #[arg(long)]
     pub fresh_output: bool,
+    /// After the timed runs, compare the last result with the host reference
+    /// (plain per-pixel ops) bit for bit; prints one more JSON line with "check".
+    #[arg(long)]
+    pub check: bool,
     /// Border mode.
     #[arg(long, default_value = "reflect101")]
     pub border: String,
@@ -121,12 +125,13 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
         border,
         nd: None,
     };
+    let mut last = None;
     for i in 0..args.warmup + args.repeat {
         let input = image.bands.clone();
         let t0 = Instant::now();
         let out = runner.run(&chain, input, &at)?;
         let total = t0.elapsed().as_secs_f64() * 1e3;
-        std::hint::black_box(out);
+        last = Some(std::hint::black_box(out));
         let times = runner.device_times();
         if i >= args.warmup {
             let ms = |ns: u64| ns as f64 / 1e6;
@@ -137,7 +142,38 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             );
         }
     }
+    if args.check {
+        let got = match last {
+            Some(out) => out,
+            None => runner.run(&chain, image.bands.clone(), &at)?,
+        };
+        let want = chain.run_tile_host(image.bands.clone(), &at, true);
+        let (differ, all) = differing(&got, &want);
+        let verdict = if differ == 0 {
+            "identical".to_string()
+        } else {
+            format!("{differ} of {all} samples differ")
+        };
+        println!(
+            "{{\"op\":{op_label:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{device_name:?},\"check\":{verdict:?}}}",
+            args.bands, args.sample_type
+        );
+    }
     Ok(())
+}
+
+/// Samples whose bits differ between two results, and the sample count.
+fn differing(a: &Bands, b: &Bands) -> (usize, usize) {
+    fn bits<T: Pixel>(p: &[Plane<T>]) -> Vec<u32> {
+        p.iter()
+            .flat_map(|p| p.data.iter().map(|v| v.to_f32().to_bits()))
+            .collect()
+    }
+    let (x, y) = (with_bands!(a, p => bits(p)), with_bands!(b, p => bits(p)));
+    if a.sample_type() != b.sample_type() || x.len() != y.len() {
+        return (x.len().max(y.len()), x.len().max(y.len()));
+    }
+    (x.iter().zip(&y).filter(|(p, q)| p != q).count(), x.len())
 }
 
 fn hist_all<T: Pixel>(
