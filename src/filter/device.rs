@@ -419,7 +419,7 @@ impl ChainRunner for DeviceRunner {
         let row_out = out.width * t_out.size();
         let single = steps.len() == 1;
         let srcs = band_bytes(&input);
-        let (mut up, mut kernel, mut down) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut up, mut computed, mut down) = (Vec::new(), Vec::new(), Vec::new());
         let mut reads: Vec<(Range<usize>, Vec<Event>)> = Vec::new();
         let (mut t, mut bands, mut have, mut nd) = (t_in, bands_in, have, at.nd);
         let mode = (at.border, nd);
@@ -453,7 +453,7 @@ impl ChainRunner for DeviceRunner {
                 )?;
                 reads.push((s.rows.clone(), r));
             }
-            kernel.push(e);
+            computed.push(e);
         }
         drop(srcs);
 
@@ -476,7 +476,7 @@ impl ChainRunner for DeviceRunner {
             let built = self.kernel(kernels, op, t, bands, at.border, nd)?;
             let pair = (staging.get(from), staging.get(1 - from));
             let mode = (at.border, nd);
-            kernel.push(self.launch(
+            computed.push(self.launch(
                 built,
                 op,
                 pair,
@@ -496,7 +496,7 @@ impl ChainRunner for DeviceRunner {
         }
         if !single {
             let per = staging::rows_per_strip(row_out * bands_out, self.strip_bytes, 1);
-            let last = kernel.last().expect("one per op");
+            let last = computed.last().expect("one per op");
             for y in (0..out.height).step_by(per) {
                 let rows = y..(y + per).min(out.height);
                 let r = staging.stage_out(
@@ -528,7 +528,7 @@ impl ChainRunner for DeviceRunner {
         let sum = |e: &[Event]| e.iter().map(event_ns).sum::<u64>();
         self.times.add(DeviceTimes {
             upload_ns: sum(&up),
-            kernel_ns: sum(&kernel),
+            kernel_ns: sum(&computed),
             download_ns: sum(&down),
         });
         Ok(result)
