@@ -247,12 +247,20 @@ mod tests {
             let bound = pass_bound(&d, n + seg - 1, 1.0, U32);
             let mut worst = 0.0f64;
             for y0 in (0..len).step_by(seg) {
-                rot.segment(|i| f[i], y0, (y0 + seg).min(len), |y, v| {
-                    let direct: f64 = (0..n).map(|t| eff[t] * f[y + t] as f64).sum();
-                    worst = worst.max((v as f64 - direct).abs());
-                });
+                rot.segment(
+                    |i| f[i],
+                    y0,
+                    (y0 + seg).min(len),
+                    |y, v| {
+                        let direct: f64 = (0..n).map(|t| eff[t] * f[y + t] as f64).sum();
+                        worst = worst.max((v as f64 - direct).abs());
+                    },
+                );
             }
-            assert!(worst <= bound, "σ={sigma}: error {worst} over bound {bound}");
+            assert!(
+                worst <= bound,
+                "σ={sigma}: error {worst} over bound {bound}"
+            );
             assert!(worst > 0.0, "σ={sigma}: f32 should round somewhere");
             let old = d.clone().with_segment(seg).rounding_bound(1.0, U32);
             assert!(bound < old, "σ={sigma}: {bound} vs second order {old}");
