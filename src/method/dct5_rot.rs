@@ -123,8 +123,8 @@ impl Rot {
                 self.step(&mut z, b);
             }
             let mut o = self.g[0] * z[0].0;
-            for k in 1..self.terms() {
-                o += self.g[k] * z[k].0;
+            for (g, zk) in self.g.iter().zip(&z).skip(1) {
+                o += g * zk.0;
             }
             emit(y, o);
         }
@@ -133,12 +133,10 @@ impl Rot {
     /// One step: add `b` (leading minus trailing sample), slide the window.
     fn step(&self, z: &mut [(f32, f32)], b: f32) {
         z[0].0 += b;
-        for k in 1..z.len() {
-            let (pr, pi) = self.rho[k];
-            let (dr, di) = self.d[k];
-            let ar = z[k].0 + b * dr;
-            let ai = z[k].1 + b * di;
-            z[k] = (pr * ar - pi * ai, pr * ai + pi * ar);
+        for ((zk, &(pr, pi)), &(dr, di)) in z.iter_mut().zip(&self.rho).zip(&self.d).skip(1) {
+            let ar = zk.0 + b * dr;
+            let ai = zk.1 + b * di;
+            *zk = (pr * ar - pi * ai, pr * ai + pi * ar);
         }
     }
 }
@@ -287,7 +285,7 @@ mod tests {
     fn segments_amortise_the_warm_up_and_shrink_for_parallelism() {
         for r in [1, 3, 15, 63, 126] {
             let m = max_segment(r);
-            assert!(m % 32 == 0 && m >= 4 * (2 * r + 1) && m >= MIN_SEGMENT);
+            assert!(m.is_multiple_of(32) && m >= 4 * (2 * r + 1) && m >= MIN_SEGMENT);
             // Plenty of lines: the longest segment.
             assert_eq!(segment(r, 4096, 4096 * 17), m);
         }

@@ -396,7 +396,7 @@ impl SeparableCl {
             dev.download(flags, &mut bufs.flags_host)?;
         }
         // The download waited for every kernel: their events are complete.
-        let each = [&e1, &e2, &e3].map(|e| event_ns(e));
+        let each = [&e1, &e2, &e3].map(event_ns);
         let kernel_ns: u64 = each.iter().sum();
         if std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some() {
             let ms = each.map(|n| n as f64 / 1e6);
