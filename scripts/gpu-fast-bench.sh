@@ -26,7 +26,7 @@ run() { # NAME ARGS... : one bench, its JSON lines appended to OUT/NAME.jsonl
   local st=${PIPESTATUS[0]}
   [ "$st" = 0 ] || { echo "  CHECK FAILED (exit $st)"; failed=1; }
 }
-t=4096
+t=${MF_BENCH_SIZE:-4096} # MF_BENCH_SIZE: a smaller side for a dry run
 run target --size $t --classes 17 --pattern simplex --kernel gaussian:21 --method dct5 --tile $t --repeat 5 --warmup 2
 run target --size $t --classes 17 --pattern random --kernel gaussian:21 --method dct5 --tile $t --repeat 5 --warmup 1
 if [ "$mode" != quick ]; then
