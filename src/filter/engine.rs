@@ -5,8 +5,9 @@
 //! a [`ChainRunner`] decides where the chain runs (host or device).
 
 use super::border::{BorderMode, Win};
-use super::op::{Chain, TileAt};
+use super::op::{Chain, Op, TileAt, pad_bands};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
+use super::strip::Source;
 use crate::error::Result;
 use crate::pipeline;
 use crate::progress::Progress;
@@ -61,8 +62,63 @@ impl ChainRunner for HostRunner {
     }
 
     fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
-        Ok(chain.run_tile_host(input, at, self.reference))
+        if self.reference {
+            return Ok(chain.run_tile_host(input, at, true));
+        }
+        Ok(run_fast(chain, input, at))
     }
+}
+
+/// The chain on the host's fast paths. Ops with a row kernel (convolution,
+/// median, Scharr) read the previous op's output, or the tile, through
+/// per-strip buffers with the border applied on the fly
+/// ([`super::strip::run`]); the others, and every op where the input has a
+/// nodata value, get a padded copy ([`pad_bands`]) as the reference does.
+fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
+    let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
+    for (op, target) in chain.steps(at) {
+        let in_type = bands.sample_type();
+        let direct = with_bands!(&bands, p => by_rows(op, p, have, at, target, nd));
+        bands = direct.unwrap_or_else(|| {
+            let want = target.grow(op.radius());
+            let padded = pad_bands(&bands, have, at.image, want, at.border, nd);
+            op.apply_host(&padded, nd, false)
+        });
+        if bands.sample_type() != in_type {
+            nd = nd.map(|_| f64::NAN);
+        }
+        have = target;
+    }
+    bands
+}
+
+/// `op` through its row kernel on `planes` (window `have`) into `target`,
+/// where it has one and there is no nodata.
+fn by_rows<T: Pixel>(
+    op: &Op,
+    planes: &[Plane<T>],
+    have: Win,
+    at: &TileAt,
+    target: Win,
+    nd: Option<f64>,
+) -> Option<Bands> {
+    if nd.is_some() {
+        return None;
+    }
+    let src = Source::Border {
+        planes,
+        have,
+        image: at.image,
+        target,
+        mode: at.border,
+        fill: at.border.fill(nd),
+    };
+    Some(match op {
+        Op::Conv(c) => T::wrap(c.fast_on(src)),
+        Op::Median(m) => T::wrap(m.fast_on(src)),
+        Op::Scharr(s) => Bands::F32(s.fast_on(src)),
+        _ => return None,
+    })
 }
 
 /// What to compute.

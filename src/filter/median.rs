@@ -10,11 +10,11 @@
 //! pixels at once (vector min/max, wires in registers; a test holds it
 //! equal to the derived one); the OpenCL kernel gets the list as macros.
 
+use super::per_band;
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_band};
+use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::Result;
-use rayon::prelude::*;
 use std::cmp::Ordering;
 
 /// What a comparator keeps.
@@ -128,61 +128,98 @@ impl Median {
         })
     }
 
-    /// The fast host path (no nodata): sorted columns for 3×3, the
-    /// straight-line 5×5 network on [`LANES`] pixels at once, and
-    /// `select_nth_unstable` for larger windows (and rows narrower than LANES).
+    /// The fast host path (no nodata) on bands padded by the radius.
     pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
-        input.par_iter().map(|p| self.fast_plane(p)).collect()
+        self.fast_on(Source::Padded(input))
     }
 
-    fn fast_plane<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
-        let (n, r) = (self.size, self.radius());
-        let (w, h) = (p.width - 2 * r, p.height - 2 * r);
-        match n {
-            3 => par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out)),
-            5 if w >= LANES => par_rows(w, h, |y, out: &mut [T]| median5_row(p, y, out)),
-            _ => par_rows(w, h, |y, out: &mut [T]| {
-                let mut buf = Vec::with_capacity(n * n);
-                for (x, o) in out.iter_mut().enumerate() {
-                    buf.clear();
-                    (0..n).for_each(|ky| buf.extend_from_slice(&p.row(y + ky)[x..x + n]));
-                    let mid = buf.len() / 2;
-                    let (_, m, _) = buf.select_nth_unstable_by(mid, |a, b| {
-                        a.partial_cmp(b).unwrap_or(Ordering::Equal)
-                    });
-                    *o = *m;
-                }
-            }),
+    /// The fast host path (no nodata), through [`strip::run`]: sorted
+    /// columns for 3×3 ([`Median3`]), the straight-line 5×5 network on
+    /// [`LANES`] pixels at once, and `select_nth_unstable` for larger
+    /// windows (and rows narrower than LANES).
+    pub fn fast_on<T: Pixel>(&self, src: Source<'_, T>) -> Vec<Plane<T>> {
+        match self.size {
+            3 => strip::run(&Median3, src),
+            n => strip::run(&MedianN(n), src),
         }
     }
 }
 
-/// One output row of the 3×3 median by sorted columns (Paeth): sort every
-/// input column of three (shared by three output pixels), then the median
-/// is `med3(max of the lows, med3 of the middles, min of the highs)`. Every
-/// step is a min or max over whole slices, which the compiler vectorises.
-fn median3_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
-    let w = out.len();
-    let (a, b, c) = (
-        &p.row(y)[..w + 2],
-        &p.row(y + 1)[..w + 2],
-        &p.row(y + 2)[..w + 2],
-    );
-    let mut lo = vec![T::default(); w + 2];
-    let mut mi = vec![T::default(); w + 2];
-    let mut hi = vec![T::default(); w + 2];
-    for x in 0..w + 2 {
-        let (l, h) = (a[x].lo(b[x]), a[x].hi(b[x]));
-        let (m, h2) = (h.lo(c[x]), h.hi(c[x]));
-        lo[x] = l.lo(m);
-        mi[x] = l.hi(m);
-        hi[x] = h2;
+/// Output columns the 3×3 median works on at a time (its temporaries stay in registers and L1).
+const BLOCK: usize = 64;
+
+/// The 3×3 median by sorted columns (Paeth), two output rows at a time.
+pub struct Median3;
+
+impl<T: Pixel> RowKernel<T> for Median3 {
+    type Out = T;
+    type Scratch = Vec<T>;
+
+    fn radius(&self) -> usize {
+        1
     }
-    for x in 0..w {
-        let l = lo[x].hi(lo[x + 1]).hi(lo[x + 2]);
-        let h = hi[x].lo(hi[x + 1]).lo(hi[x + 2]);
-        let m = med3(mi[x], mi[x + 1], mi[x + 2]);
-        out[x] = med3(l, m, h);
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], spare: &mut Vec<T>) {
+        let mut rows = out[0].chunks_exact_mut(w).enumerate();
+        while let Some((y, o1)) = rows.next() {
+            let r = |i: usize| src.row(y + i);
+            match rows.next() {
+                Some((_, o2)) => median3_pair([r(0), r(1), r(2), r(3)], [o1, o2]),
+                None => {
+                    spare.resize(w, T::default());
+                    median3_pair([r(0), r(1), r(2), r(2)], [o1, &mut spare[..]]);
+                }
+            }
+        }
+    }
+}
+
+/// Two output rows of the 3×3 median from four input rows `v` (each at
+/// least `w + 2` long, `w` = the output rows' length). Every input column
+/// is sorted once per output row, the sort of its middle pair shared by the
+/// two rows; then the median is `med3(max of the lows, med3 of the middles,
+/// min of the highs)` of three neighbouring columns. Every step is a min or
+/// max over whole blocks, which the compiler vectorises.
+#[inline(always)]
+fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
+    let w = out[0].len();
+    let zero = [T::default(); BLOCK + 2];
+    let (mut lo, mut mi, mut hi) = ([zero; 2], [zero; 2], [zero; 2]);
+    let mut x0 = 0;
+    while x0 < w {
+        let n = BLOCK.min(w - x0);
+        let col = |r: usize| &v[r][x0..x0 + n + 2];
+        for (i, ((&a, &b), (&c, &d))) in col(0)
+            .iter()
+            .zip(col(1))
+            .zip(col(2).iter().zip(col(3)))
+            .enumerate()
+        {
+            // The middle pair sorted, then each outer sample merged into it.
+            let (p0, p1) = (b.lo(c), b.hi(c));
+            for (j, e) in [a, d].into_iter().enumerate() {
+                lo[j][i] = e.lo(p0);
+                hi[j][i] = e.hi(p1);
+                mi[j][i] = p0.hi(e.lo(p1));
+            }
+        }
+        for j in 0..2 {
+            let o = &mut out[j][x0..x0 + n];
+            fn three<T>(a: &[T], n: usize) -> (&[T], &[T], &[T]) {
+                (&a[..n], &a[1..n + 1], &a[2..n + 2])
+            }
+            let (l0, l1, l2) = three(&lo[j], n);
+            let (m0, m1, m2) = three(&mi[j], n);
+            let (h0, h1, h2) = three(&hi[j], n);
+            for x in 0..n {
+                let l = l0[x].hi(l1[x]).hi(l2[x]);
+                let h = h0[x].lo(h1[x]).lo(h2[x]);
+                let m = med3(m0[x], m1[x], m2[x]);
+                o[x] = med3(l, m, h);
+            }
+        }
+        x0 += n;
     }
 }
 
@@ -191,14 +228,48 @@ fn med3<T: Pixel>(a: T, b: T, c: T) -> T {
     a.lo(b).hi(a.hi(b).lo(c))
 }
 
+/// Medians of side 5 and more: the 5×5 network on [`LANES`] pixels at once
+/// where rows are that wide, else `select_nth_unstable`.
+pub struct MedianN(usize);
+
+impl<T: Pixel> RowKernel<T> for MedianN {
+    type Out = T;
+    type Scratch = Vec<T>;
+
+    fn radius(&self) -> usize {
+        self.0 / 2
+    }
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], buf: &mut Vec<T>) {
+        let n = self.0;
+        for (y, o) in out[0].chunks_exact_mut(w).enumerate() {
+            if n == 5 && w >= LANES {
+                median5_row(std::array::from_fn(|k| src.row(y + k)), o);
+                continue;
+            }
+            for (x, o) in o.iter_mut().enumerate() {
+                buf.clear();
+                (0..n).for_each(|ky| buf.extend_from_slice(&src.row(y + ky)[x..x + n]));
+                let mid = buf.len() / 2;
+                let (_, m, _) = buf.select_nth_unstable_by(mid, |a, b| {
+                    a.partial_cmp(b).unwrap_or(Ordering::Equal)
+                });
+                *o = *m;
+            }
+        }
+    }
+}
+
 /// One output row of the 5×5 median (`out.len() ≥ LANES`): the network of
 /// [`median_network`]`(25)` written out as straight-line code (the test
 /// `written_network_is_the_derived_one` holds the two equal) on [`LANES`]
 /// pixels at once, so every wire is a vector register and every comparator
 /// a vector min and max. The last block overlaps the one before it.
-fn median5_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
+#[inline(always)]
+fn median5_row<T: Pixel>(rows: [&[T]; 5], out: &mut [T]) {
     let w = out.len();
-    let rows: [&[T]; 5] = std::array::from_fn(|k| &p.row(y + k)[..w + 4]);
+    let rows: [&[T]; 5] = rows.map(|r| &r[..w + 4]);
     let mut x0 = 0;
     loop {
         let x = x0.min(w - LANES);
@@ -298,12 +369,15 @@ mod tests {
 
     #[test]
     fn sorted_columns_select_the_median_of_all_01_inputs() {
-        for bits in 0u32..512 {
-            let v: Vec<u8> = (0..9).map(|i| ((bits >> i) & 1) as u8).collect();
-            let p = Plane::new(3, 3, v);
-            let mut out = [0u8; 1];
-            median3_row(&p, 0, &mut out);
-            assert_eq!(out[0], (bits.count_ones() > 4) as u8, "{bits:09b}");
+        // Two output rows from four input rows of three columns: all 2¹² inputs.
+        for bits in 0u32..1 << 12 {
+            let v: Vec<u8> = (0..12).map(|i| ((bits >> i) & 1) as u8).collect();
+            let rows: [&[u8]; 4] = std::array::from_fn(|r| &v[3 * r..3 * r + 3]);
+            let (mut a, mut b) = ([0u8; 1], [0u8; 1]);
+            median3_pair(rows, [&mut a, &mut b]);
+            let ones = |r: u32| (bits >> (3 * r)) & 0o777;
+            assert_eq!(a[0], (ones(0).count_ones() > 4) as u8, "{bits:012b}");
+            assert_eq!(b[0], (ones(1).count_ones() > 4) as u8, "{bits:012b}");
         }
     }
 

@@ -64,6 +64,8 @@ pub trait Pixel: Copy + Default + PartialOrd + Send + Sync + Debug + 'static {
     fn to_i32(self) -> i32;
     /// Rounds half to even and saturates (NaN gives 0), as OpenCV's `saturate_cast`.
     fn from_f32(v: f32) -> Self;
+    /// `v` as `Self` by a plain cast (for values known to be in range).
+    fn from_i32(v: i32) -> Self;
     /// `v` as this type, if it is exactly representable.
     fn from_f64_exact(v: f64) -> Option<Self>;
     /// Equality that also holds between two NaNs (nodata may be NaN).
@@ -105,6 +107,10 @@ macro_rules! int_pixel {
                 let c = v.clamp(<$t>::MIN as f32, <$t>::MAX as f32);
                 ((c + MAGIC) - MAGIC) as $t
             }
+            #[inline(always)]
+            fn from_i32(v: i32) -> Self {
+                v as $t
+            }
             fn from_f64_exact(v: f64) -> Option<Self> {
                 (v.fract() == 0.0 && v >= <$t>::MIN as f64 && v <= <$t>::MAX as f64)
                     .then_some(v as $t)
@@ -133,6 +139,10 @@ impl Pixel for f32 {
     fn from_f32(v: f32) -> Self {
         v
     }
+    #[inline(always)]
+    fn from_i32(v: i32) -> Self {
+        v as f32
+    }
     fn from_f64_exact(v: f64) -> Option<Self> {
         (v.is_nan() || v as f32 as f64 == v).then_some(v as f32)
     }
@@ -142,6 +152,48 @@ impl Pixel for f32 {
     }
     fn wrap(planes: Vec<Plane<Self>>) -> Bands {
         Bands::F32(planes)
+    }
+}
+
+/// An accumulator of the exact integer fast paths: `i16` where every
+/// partial sum is known to fit (twice the vector lanes), else `i32`.
+pub trait Acc:
+    Copy
+    + Default
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+{
+    /// The largest magnitude every partial sum must stay below.
+    const LIMIT: f64;
+    /// `v` (known to fit) as `Self`.
+    fn of(v: i32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Acc for i16 {
+    const LIMIT: f64 = 32767.0;
+    #[inline(always)]
+    fn of(v: i32) -> Self {
+        v as i16
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+impl Acc for i32 {
+    const LIMIT: f64 = (1 << 24) as f64;
+    #[inline(always)]
+    fn of(v: i32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
     }
 }
 
