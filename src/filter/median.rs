@@ -176,51 +176,64 @@ impl<T: Pixel> RowKernel<T> for Median3 {
 }
 
 /// Two output rows of the 3×3 median from four input rows `v` (each at
-/// least `w + 2` long, `w` = the output rows' length). Every input column
-/// is sorted once per output row, the sort of its middle pair shared by the
-/// two rows; then the median is `med3(max of the lows, med3 of the middles,
-/// min of the highs)` of three neighbouring columns. Every step is a min or
-/// max over whole blocks, which the compiler vectorises.
+/// least `w + 2` long, `w` = the output rows' length), in blocks of
+/// [`BLOCK`] columns (the last block overlapping the one before it; rows
+/// narrower than a block go through zero-extended copies).
 #[inline(always)]
 fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
     let w = out[0].len();
+    if w < BLOCK {
+        let mut t = [[T::default(); BLOCK + 2]; 4];
+        for (t, v) in t.iter_mut().zip(v) {
+            t[..w + 2].copy_from_slice(&v[..w + 2]);
+        }
+        let res = median3_block(t.each_ref());
+        for (o, r) in out.into_iter().zip(&res) {
+            o.copy_from_slice(&r[..w]);
+        }
+        return;
+    }
+    let mut x0 = 0;
+    loop {
+        let x = x0.min(w - BLOCK);
+        let res = median3_block(v.map(|r| r[x..x + BLOCK + 2].try_into().expect("block")));
+        out[0][x..x + BLOCK].copy_from_slice(&res[0]);
+        out[1][x..x + BLOCK].copy_from_slice(&res[1]);
+        if x + BLOCK == w {
+            break;
+        }
+        x0 += BLOCK;
+    }
+}
+
+/// One block of [`median3_pair`]. Every input column is sorted once per
+/// output row, the sort of its middle pair shared by the two rows; then the
+/// median is `med3(max of the lows, med3 of the middles, min of the highs)`
+/// of three neighbouring columns. Every step is a min or max over whole
+/// fixed-size arrays, which the compiler vectorises.
+#[inline(always)]
+fn median3_block<T: Pixel>(v: [&[T; BLOCK + 2]; 4]) -> [[T; BLOCK]; 2] {
     let zero = [T::default(); BLOCK + 2];
     let (mut lo, mut mi, mut hi) = ([zero; 2], [zero; 2], [zero; 2]);
-    let mut x0 = 0;
-    while x0 < w {
-        let n = BLOCK.min(w - x0);
-        let col = |r: usize| &v[r][x0..x0 + n + 2];
-        for (i, ((&a, &b), (&c, &d))) in col(0)
-            .iter()
-            .zip(col(1))
-            .zip(col(2).iter().zip(col(3)))
-            .enumerate()
-        {
-            // The middle pair sorted, then each outer sample merged into it.
-            let (p0, p1) = (b.lo(c), b.hi(c));
-            for (j, e) in [a, d].into_iter().enumerate() {
-                lo[j][i] = e.lo(p0);
-                hi[j][i] = e.hi(p1);
-                mi[j][i] = p0.hi(e.lo(p1));
-            }
+    for i in 0..BLOCK + 2 {
+        // The middle pair sorted, then each outer sample merged into it.
+        let (p0, p1) = (v[1][i].lo(v[2][i]), v[1][i].hi(v[2][i]));
+        for (j, e) in [v[0][i], v[3][i]].into_iter().enumerate() {
+            lo[j][i] = e.lo(p0);
+            hi[j][i] = e.hi(p1);
+            mi[j][i] = p0.hi(e.lo(p1));
         }
-        for j in 0..2 {
-            let o = &mut out[j][x0..x0 + n];
-            fn three<T>(a: &[T], n: usize) -> (&[T], &[T], &[T]) {
-                (&a[..n], &a[1..n + 1], &a[2..n + 2])
-            }
-            let (l0, l1, l2) = three(&lo[j], n);
-            let (m0, m1, m2) = three(&mi[j], n);
-            let (h0, h1, h2) = three(&hi[j], n);
-            for x in 0..n {
-                let l = l0[x].hi(l1[x]).hi(l2[x]);
-                let h = h0[x].lo(h1[x]).lo(h2[x]);
-                let m = med3(m0[x], m1[x], m2[x]);
-                o[x] = med3(l, m, h);
-            }
-        }
-        x0 += n;
     }
+    let mut out = [[T::default(); BLOCK]; 2];
+    for j in 0..2 {
+        for x in 0..BLOCK {
+            let l = lo[j][x].hi(lo[j][x + 1]).hi(lo[j][x + 2]);
+            let h = hi[j][x].lo(hi[j][x + 1]).lo(hi[j][x + 2]);
+            let m = med3(mi[j][x], mi[j][x + 1], mi[j][x + 2]);
+            out[j][x] = med3(l, m, h);
+        }
+    }
+    out
 }
 
 #[inline(always)]
