@@ -182,12 +182,13 @@ impl<T: Pixel> RowKernel<T> for Median3 {
 #[inline(always)]
 fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
     let w = out[0].len();
+    let mut cols = Cols::new();
     if w < BLOCK {
         let mut t = [[T::default(); BLOCK + 2]; 4];
         for (t, v) in t.iter_mut().zip(v) {
             t[..w + 2].copy_from_slice(&v[..w + 2]);
         }
-        let res = median3_block(t.each_ref());
+        let res = cols.medians(t.each_ref());
         for (o, r) in out.into_iter().zip(&res) {
             o.copy_from_slice(&r[..w]);
         }
@@ -196,7 +197,7 @@ fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
     let mut x0 = 0;
     loop {
         let x = x0.min(w - BLOCK);
-        let res = median3_block(v.map(|r| r[x..x + BLOCK + 2].try_into().expect("block")));
+        let res = cols.medians(v.map(|r| r[x..x + BLOCK + 2].try_into().expect("block")));
         out[0][x..x + BLOCK].copy_from_slice(&res[0]);
         out[1][x..x + BLOCK].copy_from_slice(&res[1]);
         if x + BLOCK == w {
@@ -206,34 +207,68 @@ fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
     }
 }
 
-/// One block of [`median3_pair`]. Every input column is sorted once per
-/// output row, the sort of its middle pair shared by the two rows; then the
-/// median is `med3(max of the lows, med3 of the middles, min of the highs)`
-/// of three neighbouring columns. Every step is a min or max over whole
-/// fixed-size arrays, which the compiler vectorises.
-#[inline(always)]
-fn median3_block<T: Pixel>(v: [&[T; BLOCK + 2]; 4]) -> [[T; BLOCK]; 2] {
-    let zero = [T::default(); BLOCK + 2];
-    let (mut lo, mut mi, mut hi) = ([zero; 2], [zero; 2], [zero; 2]);
-    for i in 0..BLOCK + 2 {
-        // The middle pair sorted, then each outer sample merged into it.
-        let (p0, p1) = (v[1][i].lo(v[2][i]), v[1][i].hi(v[2][i]));
-        for (j, e) in [v[0][i], v[3][i]].into_iter().enumerate() {
-            lo[j][i] = e.lo(p0);
-            hi[j][i] = e.hi(p1);
-            mi[j][i] = p0.hi(e.lo(p1));
+/// Columns written at once at the end of a block of [`Cols`] (a multiple of every vector width).
+const TAIL: usize = 32;
+
+/// The sorted columns of one block of [`median3_pair`]: the low, middle
+/// and high sample of every column for each of the two output rows.
+struct Cols<T> {
+    lo: [[T; BLOCK + 2]; 2],
+    mi: [[T; BLOCK + 2]; 2],
+    hi: [[T; BLOCK + 2]; 2],
+}
+
+impl<T: Pixel> Cols<T> {
+    #[inline(always)]
+    fn new() -> Self {
+        let zero = [[T::default(); BLOCK + 2]; 2];
+        Cols {
+            lo: zero,
+            mi: zero,
+            hi: zero,
         }
     }
-    let mut out = [[T::default(); BLOCK]; 2];
-    for j in 0..2 {
-        for x in 0..BLOCK {
-            let l = lo[j][x].hi(lo[j][x + 1]).hi(lo[j][x + 2]);
-            let h = hi[j][x].lo(hi[j][x + 1]).lo(hi[j][x + 2]);
-            let m = med3(mi[j][x], mi[j][x + 1], mi[j][x + 2]);
-            out[j][x] = med3(l, m, h);
+
+    /// Sorts columns `at..at + N`: the middle pair sorted once, then each
+    /// outer sample merged into it.
+    #[inline(always)]
+    fn sort<const N: usize>(&mut self, v: &[&[T; BLOCK + 2]; 4], at: usize) {
+        for i in at..at + N {
+            let (p0, p1) = (v[1][i].lo(v[2][i]), v[1][i].hi(v[2][i]));
+            for (j, e) in [v[0][i], v[3][i]].into_iter().enumerate() {
+                self.lo[j][i] = e.lo(p0);
+                self.hi[j][i] = e.hi(p1);
+                self.mi[j][i] = p0.hi(e.lo(p1));
+            }
         }
     }
-    out
+
+    /// One block: the median is `med3(max of the lows, med3 of the
+    /// middles, min of the highs)` of three neighbouring columns. Every
+    /// step is a min or max over whole fixed-size arrays, which the
+    /// compiler vectorises; the last columns are sorted again by a
+    /// [`TAIL`]-wide pass, so no narrow store is read back by a vector load
+    /// (a store-forwarding stall).
+    #[inline(always)]
+    fn medians(&mut self, v: [&[T; BLOCK + 2]; 4]) -> [[T; BLOCK]; 2] {
+        self.sort::<BLOCK>(&v, 0);
+        self.sort::<TAIL>(&v, BLOCK + 2 - TAIL);
+        let mut out = [[T::default(); BLOCK]; 2];
+        for (j, out) in out.iter_mut().enumerate() {
+            fn three<T>(a: &[T; BLOCK + 2]) -> [&[T; BLOCK]; 3] {
+                std::array::from_fn(|k| a[k..k + BLOCK].try_into().expect("block"))
+            }
+            let ([l0, l1, l2], [m0, m1, m2], [h0, h1, h2]) =
+                (three(&self.lo[j]), three(&self.mi[j]), three(&self.hi[j]));
+            for x in 0..BLOCK {
+                let l = l0[x].hi(l1[x]).hi(l2[x]);
+                let h = h0[x].lo(h1[x]).lo(h2[x]);
+                let m = med3(m0[x], m1[x], m2[x]);
+                out[x] = med3(l, m, h);
+            }
+        }
+        out
+    }
 }
 
 #[inline(always)]
