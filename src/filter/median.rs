@@ -232,6 +232,7 @@ impl<T: Pixel> Cols<T> {
     /// Sorts columns `at..at + N`: the middle pair sorted once, then each
     /// outer sample merged into it.
     #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // one column of four inputs and six outputs
     fn sort<const N: usize>(&mut self, v: &[&[T; BLOCK + 2]; 4], at: usize) {
         for i in at..at + N {
             let (p0, p1) = (v[1][i].lo(v[2][i]), v[1][i].hi(v[2][i]));
