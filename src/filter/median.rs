@@ -100,9 +100,12 @@ pub struct Median {
     pub size: usize,
 }
 
-/// Pixels processed together by the host's 5×5 network (one 16-byte
-/// vector of Byte samples per wire).
+/// Pixels processed together by the host's 5×5 network: 32 for Byte (one
+/// AVX2 vector per wire), 16 for wider samples.
 const LANES: usize = 16;
+
+/// [`LANES`] for Byte samples.
+const BYTE_LANES: usize = 32;
 
 impl Median {
     pub fn new(size: usize) -> Result<Self> {
@@ -293,8 +296,13 @@ impl<T: Pixel> RowKernel<T> for MedianN {
     fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], buf: &mut Vec<T>) {
         let n = self.0;
         for (y, o) in out[0].chunks_exact_mut(w).enumerate() {
+            let rows = || std::array::from_fn(|k| src.row(y + k));
+            if n == 5 && size_of::<T>() == 1 && w >= BYTE_LANES {
+                median5_row::<T, BYTE_LANES>(rows(), o);
+                continue;
+            }
             if n == 5 && w >= LANES {
-                median5_row(std::array::from_fn(|k| src.row(y + k)), o);
+                median5_row::<T, LANES>(rows(), o);
                 continue;
             }
             for (x, o) in o.iter_mut().enumerate() {
@@ -316,22 +324,27 @@ impl<T: Pixel> RowKernel<T> for MedianN {
 /// pixels at once, so every wire is a vector register and every comparator
 /// a vector min and max. The last block overlaps the one before it.
 #[inline(always)]
-fn median5_row<T: Pixel>(rows: [&[T]; 5], out: &mut [T]) {
+fn median5_row<T: Pixel, const L: usize>(rows: [&[T]; 5], out: &mut [T]) {
     let w = out.len();
     let rows: [&[T]; 5] = rows.map(|r| &r[..w + 4]);
     let mut x0 = 0;
     loop {
-        let x = x0.min(w - LANES);
-        let mut v: [[T; LANES]; 25] = std::array::from_fn(|k| {
-            let s = &rows[k / 5][x + k % 5..x + k % 5 + LANES];
-            std::array::from_fn(|i| s[i])
-        });
+        let x = x0.min(w - L);
+        // Written out (`array::from_fn` over the wires is not inlined, and
+        // its narrow stores stall the network's vector loads).
+        macro_rules! wires {
+            ($($k:literal)*) => {
+                [$(<[T; L]>::try_from(&rows[$k / 5][x + $k % 5..x + $k % 5 + L]).expect("lanes")),*]
+            };
+        }
+        let mut v: [[T; L]; 25] =
+            wires!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
         median25(&mut v);
-        out[x..x + LANES].copy_from_slice(&v[12]);
-        if x + LANES == w {
+        out[x..x + L].copy_from_slice(&v[12]);
+        if x + L == w {
             break;
         }
-        x0 += LANES;
+        x0 += L;
     }
 }
 
@@ -358,7 +371,7 @@ macro_rules! median25_network {
 
 /// Runs the 25-wire network on `v`, lane by lane.
 #[inline(always)]
-fn median25<T: Pixel>(v: &mut [[T; LANES]; 25]) {
+fn median25<T: Pixel, const L: usize>(v: &mut [[T; L]; 25]) {
     macro_rules! apply {
         ($($k:ident($a:literal, $b:literal))*) => { $( apply!(@ $k v $a $b); )* };
         (@ E $v:ident $a:literal $b:literal) => {{
