@@ -1,6 +1,6 @@
 //! `mapfilter bench-filter`: times image ops on a synthetic in-memory image
 //! (no GDAL, so it runs on the GPU machine), one JSON line per run with
-//! total, kernel and transfer milliseconds.
+//! total (wall), CPU (all threads), kernel and transfer milliseconds.
 //!
 //! `total_ms` is one whole runner call on the image as one tile, host
 //! planes in → host planes out: on a device that is the copies into pinned
@@ -83,23 +83,23 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             None => (None, "host".into()),
         },
     };
-    let print = |i: usize, total: f64, k: Option<(f64, f64, f64)>| {
+    let print = |i: usize, total: f64, cpu: f64, k: Option<(f64, f64, f64)>| {
         let (kernel, up, down) = match k {
             Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
             None => ("null".into(), "null".into(), "null".into()),
         };
         println!(
-            "{{\"op\":{:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{:?},\"run\":{i},\"total_ms\":{total:.3},\"kernel_ms\":{kernel},\"upload_ms\":{up},\"download_ms\":{down}}}",
+            "{{\"op\":{:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{:?},\"run\":{i},\"total_ms\":{total:.3},\"cpu_ms\":{cpu:.3},\"kernel_ms\":{kernel},\"upload_ms\":{up},\"download_ms\":{down}}}",
             op_label, args.bands, args.sample_type, device_name
         );
     };
     if args.ops.len() == 1 && args.ops[0] == "histogram" {
         let b = Binning::for_type(t, None, Some((0.0, 256.0)))?.expect("range given");
         for i in 0..args.warmup + args.repeat {
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), cpu_ms());
             with_bands!(&image.bands, p => hist_all(p, &b, device.as_ref()))?;
             if i >= args.warmup {
-                print(i + 1 - args.warmup, t0.elapsed().as_secs_f64() * 1e3, None);
+                print(i + 1 - args.warmup, t0.elapsed().as_secs_f64() * 1e3, cpu_ms() - c0, None);
             }
         }
         return Ok(());
@@ -128,9 +128,10 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     let mut last = None;
     for i in 0..args.warmup + args.repeat {
         let input = image.bands.clone();
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu_ms());
         let out = runner.run(&chain, input, &at)?;
         let total = t0.elapsed().as_secs_f64() * 1e3;
+        let cpu = cpu_ms() - c0;
         last = Some(std::hint::black_box(out));
         let times = runner.device_times();
         if i >= args.warmup {
@@ -138,6 +139,7 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             print(
                 i + 1 - args.warmup,
                 total,
+                cpu,
                 times.map(|t| (ms(t.kernel_ns), ms(t.upload_ns), ms(t.download_ns))),
             );
         }
@@ -174,6 +176,16 @@ fn differing(a: &Bands, b: &Bands) -> (usize, usize) {
         return (x.len().max(y.len()), x.len().max(y.len()));
     }
     (x.iter().zip(&y).filter(|(p, q)| p != q).count(), x.len())
+}
+
+/// CPU time of the process so far (all threads, user and system), in ms: on
+/// a shared machine a steadier figure than the wall time.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(u.ru_utime) + ms(u.ru_stime)
 }
 
 fn hist_all<T: Pixel>(
