@@ -1,13 +1,17 @@
 //! Criterion bench of the exact host method (issue 2): 1024² synthetic simplex
 //! raster with 16 classes, gaussian σ=2.5 (N=15), through the tile engine in
 //! memory (`engine::smooth_in_memory`), so tiling and compaction are included
-//! but no GDAL I/O. Run with `cargo bench --bench host_naive`.
+//! but no GDAL I/O; beside it the same job on the OpenCL CPU device (PoCL,
+//! the fast variant; issue 3), when there is one. Run with
+//! `cargo bench --bench host_naive`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mapfilter::classes::{ClassTable, ClassWeights};
+use mapfilter::device::{Device, DeviceKind, list_devices};
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::naive::NaiveHost;
+use mapfilter::method::naive_cl::{NaiveCl, Variant};
 use mapfilter::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use std::time::Duration;
@@ -48,6 +52,19 @@ fn host_naive(c: &mut Criterion) {
     group.bench_function("simplex_1024_c16_gaussian2.5", |b| {
         b.iter(|| smooth_in_memory(black_box(&input), &job, &NaiveHost).expect("smooth"))
     });
+    let cpu = list_devices()
+        .ok()
+        .and_then(|d| d.into_iter().find(|d| d.kind == DeviceKind::Cpu));
+    match cpu {
+        Some(info) => {
+            let device = Device::open(info.index).expect("open the OpenCL CPU device");
+            let pocl = NaiveCl::new(device, Variant::Fast).expect("naive on the CPU device");
+            group.bench_function("simplex_1024_c16_gaussian2.5_opencl_cpu", |b| {
+                b.iter(|| smooth_in_memory(black_box(&input), &job, &pocl).expect("smooth"))
+            });
+        }
+        None => eprintln!("no OpenCL CPU device: the PoCL bench is skipped"),
+    }
     group.finish();
 }
 

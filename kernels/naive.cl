@@ -18,13 +18,24 @@
 // c * TX * TY + i, so lanes never share a bank whatever their classes),
 // TAP_SCAN (pick the winner by scanning the window's taps instead of all
 // bins: cheaper when the kernel has fewer taps than there are classes),
-// UNIFORM with KS = N (skip the histogram where the whole N x N window holds one class:
-// each item checks every tile row it needs once, N pixels with an early
-// exit, and counts consecutive rows of the same class; cheap on noise,
-// where a row check stops at its first or second pixel; in the other
-// windows a row of one class adds its weight sum at once and a row of at
-// most N/4 runs each run's span, from `row_prefix`, N + 1 prefix sums of
-// weights per kernel row).
+// FLAT (CPU devices, no TILE_LOCAL): the taps' first words are offsets
+// dy * tw + dx from the window's corner in this tile (uploaded per tile
+// width), so a tap costs one load of its class and one add.
+// RUNS with KS = N (CPU devices): the tile's helper planes (per
+// pixel the index of its run in its row, per row the runs' starts and
+// classes, per pixel how many rows from it down are alike in the N pixels
+// from it: src/method/naive_cl_runs.rs, whose `score` is this path's Rust
+// twin) and the kernel's summed-area table `sat` ((KS + 1)^2 entries) cut
+// each window into blocks of alike rows, whose runs are rectangles of one
+// class worth two table look-ups each; uniform windows skip the histogram;
+// rows of many runs visit their taps (`row_start`). MASK_WORDS > 0 (with
+// RUNS): a bit per bin marks the bins a window touched (MASK_WORDS ulongs),
+// so the winner search and the clearing visit those bins only, in order.
+// SLIDE (CPU devices, kernels whose rows are all alike, e.g. boxes; TY = 1,
+// FLAT): each item's histogram slides down its column, losing the window's
+// top row and gaining a bottom row per output, 2 rows of taps instead of N.
+// SCAN2 (CPU devices): the winner over all bins in two loops that vectorise
+// (best score, then its first bin), and all NB bins cleared at once.
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -32,7 +43,6 @@
 #define NO_CLASS 0xFFFFu
 #define TAP_DY(p) ((p) >> 8)
 #define TAP_DX(p) ((p) & 255u)
-#define U_RUNS 0x10000u
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
@@ -170,15 +180,20 @@ naive_local(__global const CLS_T *cls, uint tw, uint th,
 // are gone from the tap list; classes are uchar wherever they fit (the tile
 // is already compacted to its own classes); the class block with its halo
 // in local memory (TILE_LOCAL) and bin-major local histograms (HIST_LOCAL)
-// where they fit; TAP_SCAN for kernels with fewer taps than classes.
+// where they fit; TAP_SCAN for kernels with fewer taps than classes; on
+// CPUs FLAT taps and, on map-like tiles, RUNS (see the top of the file).
 #if defined(TX) && defined(TY) && defined(PY)
+#if defined(SLIDE) && (TY != 1 || !defined(FLAT) || defined(RUNS) || defined(TAP_SCAN))
+#error "SLIDE needs TY = 1 and FLAT, without RUNS and TAP_SCAN"
+#endif
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
 naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
            uint nc, uint ow, uint oh, uint halo, uint fill,
            __global ushort *out, uint ksize
-#ifdef UNIFORM
-           , __global const uint *row_start, __global const uint *row_prefix
+#ifdef RUNS
+           , __global const uint *row_start, __global const uint *sat,
+           __global const ushort *run_lists, __global const uchar *run_down
 #endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile
@@ -214,15 +229,16 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(c) = 0;
     if (x >= ow)
         return; // no barrier follows
-#ifdef UNIFORM
-    uint u_next = ly;   // next block row to check
-    uint u_streak = 0;  // rows up to u_next - 1 whose N pixels from lx all
-    uint u_cls = 0;     // hold u_cls
-    // u_row[r % KS]: the class of block row r's N pixels from lx if they
-    // are all one class, U_RUNS if they hold at most N/4 runs of equal
-    // pixels, else NO_CLASS; holds the current window's rows.
-    uint u_row[KS];
-    uint u_few = max(ksize / 4, 1u);
+#ifdef RUNS
+    size_t plane = (size_t)tw * th;
+    __global const ushort *run_idx = run_lists;
+    __global const ushort *run_start = run_lists + plane;
+    __global const ushort *run_cls = run_lists + 2 * plane;
+#endif
+#ifdef FLAT
+#define TAP_CLS(tp) win[(tp).x]
+#else
+#define TAP_CLS(tp) CLS_AT(r0 + TAP_DY((tp).x), lx + TAP_DX((tp).x))
 #endif
     for (uint k = 0; k < PY; ++k) {
         uint r0 = ly + k * TY;
@@ -230,71 +246,126 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         if (y >= oh)
             return;
         size_t o = (size_t)y * ow + x;
+        size_t a0 = (size_t)(yb + r0) * tw + x; // the window's corner
+#ifdef FLAT
+        __global const CLS_T *win = cls + a0;
+#endif
+#ifdef SLIDE
+        // All kernel rows are alike (TY = 1): one row down, the window loses
+        // its top row and gains a bottom row; the histogram carries over,
+        // so it is updated before any output is skipped.
+        if (k == 0) {
+            for (uint t = 0; t < n_taps; ++t) {
+                uint2 tp = taps[t];
+                H(TAP_CLS(tp)) += tp.y;
+            }
+        } else {
+            __global const CLS_T *gone = win - tw;
+            __global const CLS_T *come = win + (size_t)(ksize - 1) * tw;
+            uint row_taps = n_taps / ksize;
+            for (uint t = 0; t < row_taps; ++t) {
+                uint2 tp = taps[t];
+                H(gone[tp.x]) -= tp.y;
+                H(come[tp.x]) += tp.y;
+            }
+        }
+#endif
         uint centre = CLS_AT(r0 + halo, lx + halo);
         if (centre == nc && !fill) {
             out[o] = NO_CLASS;
             continue;
         }
-#ifdef UNIFORM
-        for (; u_next < r0 + ksize; ++u_next) {
-            uint c0 = CLS_AT(u_next, lx), runs = 1;
-            for (uint d = 1; d < ksize; ++d)
-                runs += CLS_AT(u_next, lx + d) != CLS_AT(u_next, lx + d - 1);
-            u_row[u_next % KS] = runs == 1 ? c0 : runs <= u_few ? U_RUNS : NO_CLASS;
-            if (runs > 1) {
-                u_streak = 0;
-            } else if (u_streak > 0 && c0 == u_cls) {
-                ++u_streak;
-            } else {
-                u_streak = 1;
-                u_cls = c0;
-            }
-        }
-        if (u_streak >= ksize) {
-            // Only the centre's class scores (the kernel's weights are
-            // positive somewhere): it wins if its class weight is positive.
+#ifdef RUNS
+        if (run_down[a0] >= ksize && run_idx[a0] == run_idx[a0 + ksize - 1]) {
+            // Uniform window: only the centre's class scores (the kernel's
+            // weights are positive somewhere); it wins if its weight is.
             out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
             continue;
         }
-#endif
-#ifdef UNIFORM
-        // A window row of one class adds its row's weight sum at once, a row
-        // of a few runs each run's span of weights (prefix sums): integer
-        // sums are exact and order-free, so the scores are the same.
-        uint slot = r0 % KS;
-        for (uint dy = 0; dy < ksize; ++dy) {
-            uint rr = r0 + dy;
-            uint c0 = u_row[slot];
-            slot = slot + 1 == KS ? 0 : slot + 1;
-            __global const uint *pre = row_prefix + dy * (KS + 1);
-            if (c0 < NO_CLASS) {
-                H(c0) += pre[KS];
-                continue;
-            }
-            if (c0 == U_RUNS) {
-                // Each run adds its span of the row's weights.
-                for (uint dx = 0; dx < ksize;) {
-                    uint c = CLS_AT(rr, lx + dx), e = dx + 1;
-                    while (e < ksize && CLS_AT(rr, lx + e) == c)
-                        ++e;
-                    H(c) += pre[e] - pre[dx];
-                    dx = e;
-                }
-                continue;
-            }
-            uint t_end = row_start[dy + 1];
-            for (uint t = row_start[dy]; t < t_end; ++t) {
-                uint2 tp = taps[t];
-                H(CLS_AT(rr, lx + TAP_DX(tp.x))) += tp.y;
-            }
-        }
+#if MASK_WORDS == 1
+        ulong seen = 0;
+#define SEE(c) seen |= 1ul << (c)
+#elif MASK_WORDS > 1
+        ulong seen[MASK_WORDS];
+        for (uint i = 0; i < MASK_WORDS; ++i)
+            seen[i] = 0;
+#define SEE(c) seen[(c) >> 6] |= 1ul << ((c) & 63u)
 #else
+#define SEE(c)
+#endif
+        for (uint dy = 0; dy < ksize;) {
+            size_t a = a0 + (size_t)dy * tw;
+            uint b = min((uint)run_down[a], ksize - dy);
+            uint i0 = run_idx[a], i1 = run_idx[a + ksize - 1];
+            if (b == 1 && i1 - i0 >= KS / 2) {
+                // Many runs: the row's taps.
+                uint t_end = row_start[dy + 1];
+                for (uint t = row_start[dy]; t < t_end; ++t) {
+                    uint2 tp = taps[t];
+                    uint c = TAP_CLS(tp);
+                    SEE(c);
+                    H(c) += tp.y;
+                }
+            } else {
+                // Rows dy..dy+b-1 are alike: run i covers columns [s, e)
+                // of them, a rectangle worth V(e) - V(s) with V(j) the
+                // block's weights left of column j. Sums are exact in u32.
+                __global const uint *top = sat + dy * (KS + 1);
+                __global const uint *bot = top + b * (KS + 1);
+                __global const ushort *starts = run_start + (a - x);
+                __global const ushort *classes = run_cls + (a - x);
+                uint prev = 0;
+                for (uint i = i0; i < i1; ++i) {
+                    uint e = starts[i + 1] - x;
+                    uint v = bot[e] - top[e];
+                    uint c = classes[i];
+                    SEE(c);
+                    H(c) += v - prev;
+                    prev = v;
+                }
+                uint c = classes[i1];
+                SEE(c);
+                H(c) += bot[KS] - top[KS] - prev;
+            }
+            dy += b;
+        }
+#elif !defined(SLIDE)
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
-            H(CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x))) += tp.y;
+            H(TAP_CLS(tp)) += tp.y;
         }
 #endif
         uint r;
+#if defined(RUNS) && MASK_WORDS > 0
+        {
+            // The touched bins in increasing order: the first best is the
+            // smallest index.
+            ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
+            ulong best = 0;
+            r = NO_CLASS;
+            for (uint i = 0; i < MASK_WORDS; ++i) {
+#if MASK_WORDS == 1
+                ulong m = seen;
+#else
+                ulong m = seen[i];
+#endif
+                while (m != 0) {
+                    uint c = i * 64 + (uint)(63 - clz(m & (0 - m)));
+                    m &= m - 1;
+                    ulong s = c < nc ? (ulong)H(c) * w[c] : 0;
+                    H(c) = 0;
+                    if (s > best) {
+                        best = s;
+                        r = c;
+                    }
+                }
+            }
+            if (r != NO_CLASS && cs == best)
+                r = centre;
+            out[o] = (ushort)r;
+            continue;
+        }
+#endif
 #ifdef TAP_SCAN
         // Every bin touched is visited, scored once and cleared on the way.
         ulong cs = centre < nc ? (ulong)H(centre) * w[centre] : 0;
@@ -302,7 +373,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         r = NO_CLASS;
         for (uint t = 0; t < n_taps; ++t) {
             uint2 tp = taps[t];
-            uint c = CLS_AT(r0 + TAP_DY(tp.x), lx + TAP_DX(tp.x));
+            uint c = TAP_CLS(tp);
             if (c < nc) {
                 ulong s = (ulong)H(c) * w[c];
                 H(c) = 0;
@@ -315,10 +386,35 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
         H(nc) = 0;
         if (r != NO_CLASS && cs == best)
             r = centre;
+#elif defined(SCAN2)
+        {
+            // Two plain loops the compiler vectorises: the best score, then
+            // its first bin (unless the centre has it); then all NB bins
+            // cleared (but for SLIDE, which carries them over).
+            ulong best = 0;
+            for (uint c = 0; c < nc; ++c)
+                best = max(best, (ulong)H(c) * w[c]);
+            r = NO_CLASS;
+            if (best > 0) {
+                if (centre < nc && (ulong)H(centre) * w[centre] == best) {
+                    r = centre;
+                } else {
+                    r = 0;
+                    while ((ulong)H(r) * w[r] != best)
+                        ++r;
+                }
+            }
+#ifndef SLIDE
+            for (uint c = 0; c < NB; ++c)
+                H(c) = 0;
+#endif
+        }
 #else
         WINNER_BINS(H, w, nc, centre, r);
+#ifndef SLIDE
         for (uint c = 0; c <= nc; ++c)
             H(c) = 0;
+#endif
 #endif
         out[o] = (ushort)r;
     }

@@ -8,7 +8,7 @@ use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{FastShape, NaiveCl, Variant};
+use mapfilter::method::naive_cl::{CpuPaths, FastShape, NaiveCl, Variant};
 use mapfilter::synth::{Pattern, SynthRaster};
 use proptest::prelude::*;
 use tiles::Border;
@@ -273,5 +273,165 @@ fn uniform_windows_and_few_run_rows_match_host() {
             weights: "1:2",
         };
         check(&dev, &case, &[32, 64], &[Variant::Fast]);
+    }
+}
+
+/// The fast variant with its run path forced on, the mask of touched bins
+/// on or off, in the CPU shape and in a shape with the class block and the
+/// histograms in local memory.
+fn run_paths(dev: &Device) -> Vec<NaiveCl> {
+    let mut methods = Vec::new();
+    for mask in [false, true] {
+        for shape in [FastShape::Auto, FastShape::Fixed(4, 2, 3, true, true)] {
+            let paths = CpuPaths {
+                runs: Some(true),
+                mask: Some(mask),
+                ..CpuPaths::default()
+            };
+            methods.push(
+                NaiveCl::new(dev.clone(), Variant::Fast)
+                    .unwrap()
+                    .with_shape(shape)
+                    .with_cpu_paths(paths),
+            );
+        }
+    }
+    methods
+}
+
+#[test]
+fn run_path_matches_host_on_maps_noise_and_nodata() {
+    let Some(dev) = test_device() else { return };
+    let methods = run_paths(&dev);
+    // Blobs (uniform windows, blocks of alike rows), noise (rows of many
+    // runs take their taps), nodata blocks and stripes; 1 word of mask bits
+    // (5 classes), 2 (70) and 5 (256 classes + nodata, ushort classes).
+    for (classes, pattern, scale, kernel, nodata, border) in [
+        (5, Pattern::Simplex, 30.0, "gaussian:2", true, Border::Same),
+        (5, Pattern::Random, 9.0, "box:5", false, Border::Valid),
+        (70, Pattern::Simplex, 12.0, "disc:6", true, Border::Same),
+        (256, Pattern::Simplex, 20.0, "box:9", true, Border::Same),
+        (256, Pattern::Random, 9.0, "gaussian:1", false, Border::Same),
+        (2, Pattern::Simplex, 60.0, "box:31", false, Border::Valid),
+    ] {
+        let raster = MemRaster::new(
+            83,
+            71,
+            SynthRaster::new(83, 71, classes, pattern, classes as u64)
+                .with_scale(scale)
+                .to_vec(),
+        );
+        for fill in [false, true] {
+            let case = Case {
+                raster: if nodata {
+                    with_nodata(raster.clone())
+                } else {
+                    raster.clone()
+                },
+                nodata: nodata.then_some(999),
+                kernel,
+                border,
+                fill,
+                weights: "1:2,3:3",
+            };
+            check_methods(&case, &[if fill { 29 } else { 64 }], &methods);
+        }
+    }
+}
+
+#[test]
+fn run_path_stays_off_on_tiles_wider_than_its_indices() {
+    let Some(dev) = test_device() else { return };
+    // A tile 66 002 pixels wide: u16 run indices cannot describe it, so the
+    // forced run path must step aside (and the result stay exact).
+    let w = 66_000;
+    let data = (0..w * 3).map(|i| ((i / 700) % 3) as u16).collect();
+    let case = Case {
+        raster: MemRaster::new(w, 3, data),
+        nodata: None,
+        kernel: "box:3",
+        border: Border::Same,
+        fill: false,
+        weights: "",
+    };
+    check_methods(&case, &[1 << 17], &run_paths(&dev)[..1]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, .. ProptestConfig::default() })]
+
+    #[test]
+    fn run_path_matches_host_on_random_layouts(
+        classes in 1u16..=256,
+        w in 1usize..50,
+        h in 1usize..50,
+        size in (0usize..8).prop_map(|k| 2 * k + 1),
+        tile in 8usize..48,
+        seed in 0u64..1000,
+        scale in 1.0f64..40.0,
+        nodata in any::<bool>(),
+        fill in any::<bool>(),
+        mask in any::<bool>(),
+    ) {
+        let Some(dev) = test_device() else { return Ok(()) };
+        let raster = MemRaster::new(
+            w,
+            h,
+            SynthRaster::new(w, h, classes, Pattern::Simplex, seed)
+                .with_scale(scale)
+                .to_vec(),
+        );
+        let kernel: &'static str = Box::leak(format!("disc:{}", size / 2).into_boxed_str());
+        let case = Case {
+            raster: if nodata { with_nodata(raster) } else { raster },
+            nodata: nodata.then_some(999),
+            kernel,
+            border: Border::Same,
+            fill,
+            weights: "0:3",
+        };
+        let method = NaiveCl::new(dev.clone(), Variant::Fast)
+            .unwrap()
+            .with_cpu_paths(CpuPaths { runs: Some(true), mask: Some(mask), ..CpuPaths::default() });
+        check_methods(&case, &[tile], &[method]);
+    }
+}
+
+#[test]
+fn sliding_histograms_match_host_on_noise_and_nodata() {
+    let Some(dev) = test_device() else { return };
+    // Boxes have alike rows: on noise (run path off) each item's histogram
+    // slides down its column, across nodata centres (skipped outputs) and
+    // item boundaries (tile heights not a multiple of 32 rows per item).
+    let slide = |shape| {
+        NaiveCl::new(dev.clone(), Variant::Fast)
+            .unwrap()
+            .with_shape(shape)
+            .with_cpu_paths(CpuPaths {
+                runs: Some(false),
+                slide: Some(true),
+                ..CpuPaths::default()
+            })
+    };
+    let methods = [
+        slide(FastShape::Auto),
+        slide(FastShape::Fixed(4, 1, 7, false, true)),
+    ];
+    for (classes, kernel, border, fill) in [
+        (4, "box:5", Border::Same, false),
+        (4, "box:5", Border::Valid, true),
+        (256, "box:9", Border::Same, true),
+        (30, "box:1", Border::Same, false),
+        (2, "box:21", Border::Same, true),
+    ] {
+        let case = Case {
+            raster: with_nodata(synth(57, 75, classes, Pattern::Random, classes as u64)),
+            nodata: Some(999),
+            kernel,
+            border,
+            fill,
+            weights: "1:2",
+        };
+        check_methods(&case, &[33, 80], &methods);
     }
 }

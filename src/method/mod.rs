@@ -12,6 +12,7 @@ pub mod dct5_rot;
 pub mod exact;
 pub mod naive;
 pub mod naive_cl;
+pub mod naive_cl_runs;
 pub mod select;
 pub mod separable;
 pub mod separable_cl;

@@ -6,10 +6,12 @@
 //! dropped, uchar classes where the tile has at most 255, several outputs
 //! per work-item, class block and bin-major histograms in local memory
 //! where they fit, winner by tap scan when the kernel has fewer taps than
-//! the tile has classes, on CPUs half as many; on CPUs also the host's
-//! shortcuts: uniform windows skip the histogram, window rows of one class or
-//! a few runs add weight sums). Each is specialised with `-D` options per
-//! class-count bucket and work-group shape, and cached by the device.
+//! the tile has classes, on CPUs half as many; on CPUs on map-like tiles
+//! the run path of [`naive_cl_runs`](super::naive_cl_runs): per-tile helper
+//! planes built on the host while staging cut each window into blocks of
+//! alike rows whose runs cost four look-ups each, uniform windows skip the
+//! histogram). Each is specialised with `-D` options per class-count bucket
+//! and work-group shape, and cached by the device.
 //!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
 //! queue), kernel (compute queue, after the upload's event) and download
@@ -19,6 +21,7 @@
 //! of i does (double buffering); slots are reused once waited for, so device
 //! memory stays bounded by the number of tiles in flight.
 
+use super::naive_cl_runs::{TileRuns, kernel_sat};
 use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::device::{
@@ -83,6 +86,7 @@ pub struct NaiveCl {
     device: Device,
     variant: Variant,
     shape: FastShape,
+    paths: CpuPaths,
     state: Mutex<State>,
     times: TimeCounters,
 }
@@ -99,11 +103,26 @@ pub enum FastShape {
     Fixed(usize, usize, usize, bool, bool),
 }
 
+/// Forces the fast variant's CPU paths on or off (tests, studies); `None`
+/// leaves the choice to `MAPFILTER_RUNS` / `MAPFILTER_MASK`, else the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuPaths {
+    /// The run path (helper planes, blocks of alike rows).
+    pub runs: Option<bool>,
+    /// With the run path: the mask of touched bins.
+    pub mask: Option<bool>,
+    /// Without the run path, for kernels whose rows are all alike: the
+    /// histogram slides down each item's column.
+    pub slide: Option<bool>,
+}
+
 #[derive(Default)]
 struct State {
     taps: Option<Arc<TapSet>>,
     /// Device buffers of tiles no longer in flight, ready for reuse.
     free: Vec<Slot>,
+    /// Host helper planes of the run path, ready for reuse.
+    free_runs: Vec<TileRuns>,
 }
 
 /// A kernel's non-zero taps on the device.
@@ -115,9 +134,11 @@ struct TapSet {
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
-    /// Per kernel row, the ksize + 1 prefix sums of its quantised weights
-    /// (`fast` with UNIFORM).
-    row_prefix: Buffer<u32>,
+    /// The kernel's summed-area table, (ksize + 1)² entries (`fast` with RUNS).
+    sat: Buffer<u32>,
+    /// Per tile width: (dy · width + dx, weight) pairs in the order of `taps`
+    /// (`fast` with FLAT). A run meets a few widths (edge tiles).
+    flat: Mutex<Vec<(usize, Arc<Buffer<u32>>)>>,
 }
 
 /// Device buffers of one tile in flight.
@@ -127,6 +148,9 @@ struct Slot {
     output: Buffer<u16>,
     output_len: usize,
     weights: Buffer<u32>,
+    /// The run path's helper planes (run lists, alike-row streaks) and the
+    /// pixels they have room for (grown on demand).
+    aux: Option<(Buffer<u16>, Buffer<u8>, usize)>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -140,8 +164,10 @@ struct Plan {
     /// Bytes of the `__local` histograms (0: none).
     hist_local: usize,
     band: u32,
-    /// The fast variant's uniform-row and uniform-window shortcuts.
-    uniform: bool,
+    /// The fast variant's run path (helper planes and summed-area table).
+    runs: bool,
+    /// The fast variant's taps as offsets in the tile (FLAT).
+    flat: bool,
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -167,6 +193,7 @@ impl NaiveCl {
             device,
             variant,
             shape: FastShape::Auto,
+            paths: CpuPaths::default(),
             state: Mutex::default(),
             times: TimeCounters::default(),
         })
@@ -175,6 +202,12 @@ impl NaiveCl {
     /// Overrides how the fast variant shapes its work-groups (studies, tests).
     pub fn with_shape(mut self, shape: FastShape) -> Self {
         self.shape = shape;
+        self
+    }
+
+    /// Forces the fast variant's CPU paths (tests, studies).
+    pub fn with_cpu_paths(mut self, paths: CpuPaths) -> Self {
+        self.paths = paths;
         self
     }
 
@@ -211,27 +244,37 @@ impl NaiveCl {
             }
         }
         row_start[n] = (taps.len() / 2) as u32;
-        // Quantised weights sum to at most 2^31, so every partial sum fits.
-        let row_prefix: Vec<u32> = kernel
-            .quantised()
-            .chunks_exact(n)
-            .flat_map(|row| {
-                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
-                    *sum += q;
-                    Some(*sum)
-                }))
-            })
-            .collect();
+        let sat = kernel_sat(kernel.quantised(), n);
         let set = Arc::new(TapSet {
             quantised: kernel.quantised().to_vec(),
             ksize: n,
             n_taps: taps.len() / 2,
             taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
             row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
-            row_prefix: self.device.buffer_from(&row_prefix, CL_MEM_READ_ONLY)?,
+            sat: self.device.buffer_from(&sat, CL_MEM_READ_ONLY)?,
+            flat: Mutex::default(),
         });
         state.taps = Some(set.clone());
         Ok(set)
+    }
+
+    /// The taps as (dy · width + dx, weight) for tiles `width` wide (FLAT).
+    fn flat_taps(&self, taps: &TapSet, width: usize) -> Result<Arc<Buffer<u32>>> {
+        let mut cache = taps.flat.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, b)) = cache.iter().find(|(w, _)| *w == width) {
+            return Ok(b.clone());
+        }
+        let n = taps.ksize;
+        let pairs: Vec<u32> = taps
+            .quantised
+            .iter()
+            .enumerate()
+            .filter(|&(_, &q)| q > 0)
+            .flat_map(|(i, &q)| [((i / n) * width + i % n) as u32, q])
+            .collect();
+        let buffer = Arc::new(self.device.buffer_from(&pairs, CL_MEM_READ_ONLY)?);
+        cache.push((width, buffer.clone()));
+        Ok(buffer)
     }
 
     /// A slot with room for `input_bytes` of classes and `output_len` outputs.
@@ -247,6 +290,7 @@ impl NaiveCl {
                 weights: self
                     .device
                     .buffer(crate::classes::MAX_CLASSES, CL_MEM_READ_ONLY)?,
+                aux: None,
             }),
         }
     }
@@ -281,7 +325,8 @@ impl NaiveCl {
                 tile_local: 0,
                 hist_local: 0,
                 band: 0,
-                uniform: false,
+                runs: false,
+                flat: false,
             },
             Variant::Local => {
                 let (tx, ty) = (16, 8);
@@ -295,7 +340,8 @@ impl NaiveCl {
                     tile_local: lw * (ty + band - 1) * elem,
                     hist_local: 0,
                     band: band as u32,
-                    uniform: false,
+                    runs: false,
+                    flat: false,
                 }
             }
             Variant::Fast => {
@@ -309,21 +355,44 @@ impl NaiveCl {
                 } else {
                     2 * taps.n_taps < nc
                 };
-                let tap_scan = tap_scan_override().unwrap_or(by_taps);
-                // The uniform-window check: on CPUs and fixed shapes (tests);
-                // not yet measured on GPUs, so off there.
-                // On noise (few equal neighbours) the row checks only cost:
-                // 256² random, 256 classes, box:15 ran 27–35 ms without, 36–42
-                // ms with them (2026-11-21); so only where at least half the
-                // horizontal neighbours are equal.
+                // The CPU paths (FLAT, SCAN2, SLIDE, RUNS): on CPUs and fixed
+                // shapes (tests); not measured on GPUs, so off there.
                 let cpu_shape =
                     !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
-                let uniform = uniform_override().unwrap_or_else(|| {
-                    cpu_shape && {
-                        let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
-                        2 * equal >= tile.classes.len()
+                // Kernels whose rows are all alike (boxes) can slide each
+                // item's histogram down its column (2 rows of taps per output):
+                // on noise always the better path, on maps from N = 7 on
+                // (MODIS 2048², box:7/15/31: 0.25/0.36/0.60 s sliding, 0.33/
+                // 0.47/1.03 s by runs, 2026-11-21).
+                let slide_ok = cpu_shape
+                    && {
+                        let q = taps.quantised.as_slice();
+                        q.chunks_exact(k).all(|row| row == &q[..k])
                     }
-                });
+                    && (self.paths.slide)
+                        .or_else(|| env_flag(SLIDE_ENV))
+                        .unwrap_or(true);
+                // The run path, on map-like tiles: on noise (few equal
+                // neighbours) it only costs, so only where at least half the
+                // horizontal neighbours are equal.
+                let runs = tile.width <= TileRuns::MAX_WIDTH
+                    && self
+                        .paths
+                        .runs
+                        .or_else(|| env_flag(RUNS_ENV))
+                        .unwrap_or_else(|| {
+                            cpu_shape && !(slide_ok && k >= 7) && {
+                                let equal =
+                                    tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
+                                2 * equal >= tile.classes.len()
+                            }
+                        });
+                // A bit per touched bin, so that the winner search and the
+                // clearing skip the untouched ones: pays beyond a few bins.
+                let mask = runs
+                    && (self.paths.mask)
+                        .or_else(|| env_flag(MASK_ENV))
+                        .unwrap_or(nb > 8);
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -335,7 +404,19 @@ impl NaiveCl {
                     // outputs per item amortise clearing the histogram.
                     (8, 1, 32, false, false)
                 };
+                // The two-loop winner search pays for many bins only: random
+                // 1024², box:15, 256 classes 785 -> 600 ms, 4..40 classes
+                // 0.9-1.2x slower (kernel time, 2026-11-21).
+                let scan2 = cpu_shape && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
                 let rows = ty * py;
+                // Offsets in the tile instead of (dy, dx): on CPUs, where the
+                // address arithmetic of each tap is not hidden.
+                let flat = cpu_shape && !tile_local;
+                // Sliding needs one row of items per group and FLAT.
+                let slide = !runs && slide_ok && flat && ty == 1;
+                // The run path picks its winner from the classes it saw; a
+                // sliding histogram must not be cleared by a tap scan.
+                let tap_scan = !runs && !slide && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {
@@ -350,14 +431,19 @@ impl NaiveCl {
                         .flag("TILE_LOCAL", tile_local)
                         .flag("HIST_LOCAL", hist_local)
                         .flag("TAP_SCAN", tap_scan)
-                        .flag("UNIFORM", uniform)
-                        .define("KS", if uniform { k } else { 1 }),
+                        .flag("FLAT", flat)
+                        .flag("SCAN2", scan2)
+                        .flag("SLIDE", slide)
+                        .flag("RUNS", runs)
+                        .define("KS", if runs { k } else { 1 })
+                        .define("MASK_WORDS", if mask { nb.div_ceil(64) } else { 0 }),
                     global: [ow, oh.div_ceil(rows) * ty],
                     local: Some([tx, ty]),
                     tile_local: tile_bytes,
                     hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
                     band: 0,
-                    uniform,
+                    runs,
+                    flat,
                 }
             }
         }
@@ -382,20 +468,25 @@ fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
 /// variant's winner search (1: by the window's taps, 0: over all bins).
 pub const TAP_SCAN_ENV: &str = "MAPFILTER_TAP_SCAN";
 
-fn tap_scan_override() -> Option<bool> {
-    match std::env::var(TAP_SCAN_ENV).ok()?.trim() {
-        "0" => Some(false),
-        "1" => Some(true),
-        _ => None,
-    }
-}
+/// Tuning knob for studies: `MAPFILTER_RUNS=0|1` forces the fast variant's
+/// run path (CPU devices) off or on.
+pub const RUNS_ENV: &str = "MAPFILTER_RUNS";
 
-/// Tuning knob for studies: `MAPFILTER_UNIFORM=0|1` forces the fast
-/// variant's uniform-window check off or on.
-pub const UNIFORM_ENV: &str = "MAPFILTER_UNIFORM";
+/// Tuning knob for studies: `MAPFILTER_SLIDE=0|1` forces the fast
+/// variant's sliding histogram (CPU devices, alike kernel rows) off or on.
+pub const SLIDE_ENV: &str = "MAPFILTER_SLIDE";
 
-fn uniform_override() -> Option<bool> {
-    match std::env::var(UNIFORM_ENV).ok()?.trim() {
+/// Tuning knob for studies: `MAPFILTER_MASK=0|1` forces the run path's
+/// mask of touched bins (1) or the scan over all bins (0).
+pub const MASK_ENV: &str = "MAPFILTER_MASK";
+
+/// Tuning knob for studies: `MAPFILTER_SCAN2=0|1` forces the CPU winner
+/// search over all bins in two vectorisable loops (1) or in one (0).
+pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
+
+/// A `0|1` tuning knob from the environment; anything else is no override.
+fn env_flag(name: &str) -> Option<bool> {
+    match std::env::var(name).ok()?.trim() {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,
@@ -483,14 +574,27 @@ impl ClassSmoother for NaiveCl {
                 }
             }
         }
+        // The run path's helper planes, built here while the device runs
+        // the previous tile.
+        let host_aux = plan.runs.then(|| {
+            let mut runs = self.state().free_runs.pop().unwrap_or_default();
+            runs.rebuild(tile, taps.ksize);
+            runs
+        });
         let mut pending = ClPending {
             method: self,
             slot: Some(self.slot(host_in.len(), tile.output_len())?),
             image: None,
             host_in,
+            host_aux,
             host_w: params.class_weights.to_vec(),
             host_out: vec![0u16; tile.output_len()],
             events: Vec::new(),
+            flat: if plan.flat {
+                Some(self.flat_taps(&taps, tile.width)?)
+            } else {
+                None
+            },
             _kernel: None,
             _taps: taps.clone(),
         };
@@ -509,10 +613,14 @@ struct ClPending<'a> {
     slot: Option<Slot>,
     image: Option<Image>,
     host_in: Vec<u8>,
+    /// The run path's helper planes.
+    host_aux: Option<TileRuns>,
     host_w: Vec<u32>,
     host_out: Vec<u16>,
     /// Upload(s), kernel, download, in order.
     events: Vec<Event>,
+    /// The taps as offsets for this tile's width (FLAT).
+    flat: Option<Arc<Buffer<u32>>>,
     _kernel: Option<Kernel>,
     _taps: Arc<TapSet>,
 }
@@ -601,6 +709,27 @@ impl ClPending<'_> {
                 .map_err(&e)?,
             );
         }
+        if let Some(runs) = &self.host_aux {
+            let need = runs.down.len();
+            if slot
+                .aux
+                .as_ref()
+                .is_none_or(|(_, _, pixels)| *pixels < need)
+            {
+                slot.aux = Some((
+                    dev.buffer(3 * need, CL_MEM_READ_ONLY)?,
+                    dev.buffer(need, CL_MEM_READ_ONLY)?,
+                    need,
+                ));
+            }
+            let (lists, down, _) = slot.aux.as_mut().expect("just set");
+            for ev in [
+                unsafe { up.enqueue_write_buffer(lists, CL_NON_BLOCKING, 0, &runs.lists, &[]) },
+                unsafe { up.enqueue_write_buffer(down, CL_NON_BLOCKING, 0, &runs.down, &[]) },
+            ] {
+                self.events.push(ev.map_err(&e)?);
+            }
+        }
         up.flush().map_err(&e)?;
 
         let (tw, th) = (tile.width as u32, tile.height as u32);
@@ -621,7 +750,10 @@ impl ClPending<'_> {
         if staged {
             args = args.scalar(th);
         }
-        args = args.mem(&taps.taps);
+        args = match &self.flat {
+            Some(flat) => args.mem(&**flat),
+            None => args.mem(&taps.taps),
+        };
         args = if plan.kernel == "naive_local" {
             args.mem(&taps.row_start)
         } else {
@@ -638,8 +770,13 @@ impl ClPending<'_> {
         if staged {
             args = args.scalar(ksize);
         }
-        if plan.uniform {
-            args = args.mem(&taps.row_start).mem(&taps.row_prefix);
+        if plan.runs {
+            let (lists, down, _) = slot.aux.as_ref().expect("uploaded above");
+            args = args
+                .mem(&taps.row_start)
+                .mem(&taps.sat)
+                .mem(lists)
+                .mem(down);
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
@@ -694,8 +831,12 @@ impl PendingTile for ClPending<'_> {
             download_ns: ns[n - 1],
         });
         out.copy_from_slice(&self.host_out);
+        let mut state = self.method.state();
         if let Some(slot) = self.slot.take() {
-            self.method.state().free.push(slot);
+            state.free.push(slot);
+        }
+        if let Some(runs) = self.host_aux.take() {
+            state.free_runs.push(runs);
         }
         Ok(())
     }
