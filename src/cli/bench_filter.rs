@@ -99,7 +99,12 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             let (t0, c0) = (Instant::now(), cpu_ms());
             with_bands!(&image.bands, p => hist_all(p, &b, device.as_ref()))?;
             if i >= args.warmup {
-                print(i + 1 - args.warmup, t0.elapsed().as_secs_f64() * 1e3, cpu_ms() - c0, None);
+                print(
+                    i + 1 - args.warmup,
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    cpu_ms() - c0,
+                    None,
+                );
             }
         }
         return Ok(());
