@@ -35,7 +35,8 @@
 // FLAT): each item's histogram slides down its column, losing the window's
 // top row and gaining a bottom row per output, 2 rows of taps instead of N.
 // SCAN2 (CPU devices): the winner over all bins in two loops that vectorise
-// (best score, then its first bin), and all NB bins cleared at once.
+// (best score, then its first bin; with PACKED one loop over score and bin
+// packed in a ulong), and all NB bins cleared at once.
 
 #ifndef CLS_T
 #define CLS_T uchar
@@ -391,6 +392,20 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             // Two plain loops the compiler vectorises: the best score, then
             // its first bin (unless the centre has it); then all NB bins
             // cleared (but for SLIDE, which carries them over).
+#ifdef PACKED
+            // Scores below 2^55 (checked on the host): score << 9 | 511 - c
+            // orders by score, then by the smaller bin, so one max loop
+            // finds both.
+            ulong top = 0;
+            for (uint c = 0; c < nc; ++c)
+                top = max(top, ((ulong)H(c) * w[c]) << 9 | (511u - c));
+            ulong best = top >> 9;
+            r = NO_CLASS;
+            if (best > 0)
+                r = (centre < nc && (ulong)H(centre) * w[centre] == best)
+                        ? centre
+                        : 511u - (uint)(top & 511u);
+#else
             ulong best = 0;
             for (uint c = 0; c < nc; ++c)
                 best = max(best, (ulong)H(c) * w[c]);
@@ -404,6 +419,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
                         ++r;
                 }
             }
+#endif
 #ifndef SLIDE
             for (uint c = 0; c < NB; ++c)
                 H(c) = 0;

@@ -301,7 +301,7 @@ impl NaiveCl {
         (self.device.info().local_mem as usize).min(48 * 1024) - 512
     }
 
-    fn plan(&self, tile: &ClassTile, taps: &TapSet) -> Plan {
+    fn plan(&self, tile: &ClassTile, taps: &TapSet, weights: &[u32]) -> Plan {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let nc = tile.n_classes;
         let elem = if nc > 255 { 2 } else { 1 };
@@ -408,6 +408,13 @@ impl NaiveCl {
                 // 1024², box:15, 256 classes 785 -> 600 ms, 4..40 classes
                 // 0.9-1.2x slower (kernel time, 2026-11-21).
                 let scan2 = cpu_shape && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
+                // Score and bin packed in one ulong (score << 9): every score
+                // (kernel sum times class weight) must stay below 2^55.
+                let packed = scan2 && {
+                    let sum: u64 = taps.quantised.iter().map(|&q| q as u64).sum();
+                    let w_max = weights.iter().copied().max().unwrap_or(0) as u64;
+                    sum.saturating_mul(w_max) < 1 << 55
+                };
                 let rows = ty * py;
                 // Offsets in the tile instead of (dy, dx): on CPUs, where the
                 // address arithmetic of each tap is not hidden.
@@ -433,6 +440,7 @@ impl NaiveCl {
                         .flag("TAP_SCAN", tap_scan)
                         .flag("FLAT", flat)
                         .flag("SCAN2", scan2)
+                        .flag("PACKED", packed)
                         .flag("SLIDE", slide)
                         .flag("RUNS", runs)
                         .define("KS", if runs { k } else { 1 })
@@ -549,7 +557,7 @@ impl ClassSmoother for NaiveCl {
             ));
         }
         let taps = self.taps(params.kernel)?;
-        let plan = self.plan(tile, &taps);
+        let plan = self.plan(tile, &taps, params.class_weights);
         let kernel = self.device.kernel("naive", &plan.opts, plan.kernel)?;
         let wide = tile.n_classes > 255;
         let image = self.variant == Variant::Image;
