@@ -9,7 +9,9 @@
 //
 // Geometry (image coordinates): the input buffer holds window `have` of every
 // band (band-major); the output covers window `out`. A tile pixel outside the
-// raster is mapped like OpenCV's borderInterpolate, or takes `fill`.
+// raster is mapped like OpenCV's borderInterpolate, or takes `fill`. A launch
+// may cover only output rows from `row0` on (a strip; its global size gives
+// the strip's height): the host starts strips as their input rows arrive.
 
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -17,7 +19,7 @@
 #define TH (LY + 2 * R)
 
 #define GEO_ARGS int have_x, int have_y, int have_w, int have_h, int img_w, int img_h, \
-                 int out_x, int out_y, int out_w, int out_h, float fill
+                 int out_x, int out_y, int out_w, int out_h, float fill, int row0
 
 inline int map_coord(int c, int len) {
 #if BORDER == 0
@@ -40,9 +42,9 @@ inline int map_coord(int c, int len) {
 // Loads bands [band0, band0 + NB) of this group's tile into `tile` (NB planes of TW*TH floats).
 inline void load_tile(__global const T *src, __local float *tile, int band0,
                       int have_x, int have_y, int have_w, int have_h, int img_w, int img_h,
-                      int out_x, int out_y, float fill) {
+                      int out_x, int out_y, float fill, int row0) {
     int gx0 = out_x + (int)get_group_id(0) * LX - R;
-    int gy0 = out_y + (int)get_group_id(1) * LY - R;
+    int gy0 = out_y + row0 + (int)get_group_id(1) * LY - R;
     size_t plane = (size_t)have_w * have_h;
     for (int i = get_local_id(1) * LX + get_local_id(0); i < TW * TH; i += LX * LY) {
         int tx = i % TW, ty = i / TW;
@@ -68,12 +70,12 @@ inline void load_tile(__global const T *src, __local float *tile, int band0,
 
 // The start of every tile kernel (in a kernel taking `src` and GEO_ARGS):
 // loads bands [BAND0, BAND0 + NB) of the group's tile into `tile`, sets the
-// output pixel (x, y) and its place in the tile (lx, ly), and ends the
+// output pixel (x, y) (y counts from the output's first row) and its place in the tile (lx, ly), and ends the
 // work-items past the output.
 #define TILE_START(BAND0)                                                   \
     __local float tile[NB * TW * TH];                                       \
     load_tile(src, tile, BAND0, have_x, have_y, have_w, have_h, img_w, img_h, \
-              out_x, out_y, fill);                                          \
-    int x = get_global_id(0), y = get_global_id(1);                         \
+              out_x, out_y, fill, row0);                                    \
+    int x = get_global_id(0), y = row0 + (int)get_global_id(1);             \
     int lx = get_local_id(0) + R, ly = get_local_id(1) + R;                 \
     if (x >= out_w || y >= out_h) return;

@@ -8,6 +8,7 @@
 # (naive N=127, 256 random classes, 1024², goal < 0.5 s kernel + transfers),
 # then the sweep (image 256..4096, kernel 3..127, classes 2..256). Every step
 # has a time limit so the whole script ends within about 8 minutes.
+# QUICK=1 stops after steps 1-2 (identity and the target case; about 2 minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-carry/mapfilter}
@@ -56,6 +57,11 @@ for v in buffer image local; do
     --pattern random --kernel "box:127" --tile 1024 --repeat 2
 done
 
+if [ "${QUICK:-0}" = 1 ]; then
+  log "QUICK=1: stopping after the identity check and the target case"
+  grep -h '"total_ms"' "$OUT/target.jsonl" | head -20
+  exit $status
+fi
 log "2b. target case with other fast-variant shapes (MAPFILTER_FAST_SHAPE=TX,TY,PY,TILE_LOCAL,HIST_LOCAL)"
 for shape in 32,4,1,1,0 16,16,1,1,0 32,8,1,0,0 128,1,1,0,0 32,2,1,1,1; do
   export MAPFILTER_FAST_SHAPE=$shape

@@ -81,3 +81,70 @@ fn device_matches_host_and_exact_matches_naive() {
         }
     }
 }
+
+/// The dct5 kernels' float scores against the f64 filter they approximate
+/// (the effective DCT-5 taps, both ways, times the class weight): every
+/// score within the rounding part of the device bound that `--exact`
+/// certifies with. Tiles of several segments per line, nodata included.
+#[test]
+fn dct5_scores_within_the_device_bound() {
+    use mapfilter::method::separable::Filter;
+    use mapfilter::method::{ClassTile, SmoothParams};
+    let Some(dev) = test_device() else { return };
+    for (sigma, classes, ow, oh) in [(1.0, 4, 150, 170), (5.0, 3, 130, 260), (21.0, 2, 70, 90)] {
+        let kernel = KernelSpec::Gaussian { sigma, size: None }.build().unwrap();
+        let plan = dct5::plan(&kernel, 3).unwrap();
+        let Filter::Dct5(d) = &plan.terms[0].row else {
+            unreachable!()
+        };
+        let g = d.effective();
+        let r = d.radius();
+        let (w, h) = (ow + 2 * r, oh + 2 * r);
+        let synth = SynthRaster::new(w, h, classes as u16 + 1, Pattern::Random, 3);
+        let codes: Vec<u16> = (0..w * h).map(|i| synth.code(i % w, i / w)).collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo: r,
+            n_classes: classes,
+            classes: &codes,
+        };
+        let weights: Vec<u32> = (0..classes as u32).map(|c| 10 + 7 * c).collect();
+        let params = SmoothParams {
+            kernel: &kernel,
+            class_weights: &weights,
+            fill_nodata: false,
+        };
+        let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
+        let got = cl.dct5_scores(&tile, &params).unwrap();
+        let bound = cl.bounds().rounding;
+        let wmax = *weights.iter().max().unwrap() as f64;
+        let mut worst = 0.0f64;
+        for c in 0..classes {
+            // Columns first, then rows, in f64.
+            let mut cols = vec![0.0f64; w * oh];
+            for y in 0..oh {
+                for x in 0..w {
+                    cols[y * w + x] = (0..g.len())
+                        .filter(|&t| codes[(y + t) * w + x] == c as u16)
+                        .map(|t| g[t])
+                        .sum();
+                }
+            }
+            for y in 0..oh {
+                for x in 0..ow {
+                    let s: f64 = (0..g.len()).map(|t| g[t] * cols[y * w + x + t]).sum();
+                    let want = s * weights[c] as f64 / wmax;
+                    let dev = got[(c * oh + y) * ow + x] as f64;
+                    worst = worst.max((dev - want).abs());
+                }
+            }
+        }
+        assert!(
+            worst <= bound,
+            "σ={sigma}: worst score error {worst:e} over the bound {bound:e}"
+        );
+        assert!(worst > 0.0, "σ={sigma}: the device scores look unset");
+        eprintln!("σ={sigma}: worst score error {worst:.2e}, bound {bound:.2e}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Image ops on the OpenCL device (PoCL in CI) against the plain host
-//! references: every op, every sample type, every border mode, nodata, and
-//! chains across several tiles. Exact, except bilateral where the
+//! references: every op, every sample type, every border mode, nodata,
+//! chains across several tiles, the generic median (sizes above 5), and
+//! tiles staged in several strips. Exact, except bilateral where the
 //! similarity needs `exp` (Float32 and luma), which may differ in the last bits.
 
 use mapfilter::device::test_device;
@@ -8,7 +9,7 @@ use mapfilter::filter::device::{DeviceRunner, histogram};
 use mapfilter::filter::engine::{FilterJob, HostRunner, MemImage, filter_in_memory};
 use mapfilter::filter::histogram::{BandHistogram, Binning};
 use mapfilter::filter::pixel::noise_planes as noise;
-use mapfilter::filter::{Bands, BorderMode, Chain, Pixel};
+use mapfilter::filter::{Bands, BorderMode, Chain, Pixel, Plane};
 
 fn run(
     img: &MemImage,
@@ -133,6 +134,104 @@ fn borders_nodata_and_chains_match() {
             "{border:?}"
         ); // NaN nodata compares by its printout
     }
+}
+
+/// Debug printouts tell -0 from +0 and compare NaN equal to NaN.
+fn same(got: &MemImage, want: &MemImage) -> bool {
+    format!("{:?}", got.bands) == format!("{:?}", want.bands)
+}
+
+/// Noise with nodata (`nd`) at every 7th sample and, for Float32, the
+/// values whose order matters to a sort: ±0, ±∞ and (unless NaN is the
+/// nodata) NaN.
+fn median_image<T: Pixel>(seed: u64, nd: Option<T>, wrap: fn(Vec<Plane<T>>) -> Bands) -> MemImage {
+    let mut planes = noise::<T>(33, 27, 2, seed);
+    let special = [-0.0f32, 0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    for p in &mut planes {
+        let n = p.data.len();
+        for i in 0..n {
+            if let Some(nd) = nd.filter(|_| i % 7 == 3) {
+                p.data[i] = nd;
+            } else if T::TYPE == mapfilter::filter::SampleType::F32 && i % 5 == 1 {
+                let s = special[(i / 5) % special.len()];
+                if !(s.is_nan() && nd.is_some()) {
+                    p.data[i] = T::from_f32(s);
+                }
+            } else if i % 11 == 0 {
+                p.data[i] = p.data[(i * 7) % n]; // repeats: ties in the window
+            }
+        }
+    }
+    MemImage::new(wrap(planes), nd.map(|v| v.to_f32() as f64))
+}
+
+#[test]
+fn generic_median_matches_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let borders = [
+        BorderMode::Replicate,
+        BorderMode::Reflect101,
+        BorderMode::Constant(-3.4),
+        BorderMode::Nodata,
+    ];
+    // Every type meets every border mode, and sizes 7, 9 and 15 each.
+    for (ti, ty) in ["u8", "u16", "i16", "f32"].iter().enumerate() {
+        for (bi, &border) in borders.iter().enumerate() {
+            let size = [7, 9, 15][(ti + bi) % 3];
+            let with_nd = border == BorderMode::Nodata;
+            let img = match *ty {
+                "u8" => median_image::<u8>(1, with_nd.then_some(0), Bands::U8),
+                "u16" => median_image::<u16>(2, with_nd.then_some(65535), Bands::U16),
+                "i16" => median_image::<i16>(3, with_nd.then_some(-9999), Bands::I16),
+                _ => median_image::<f32>(4, with_nd.then_some(f32::NAN), Bands::F32),
+            };
+            let op = format!("median:{size}");
+            let want = run(&img, &[&op], border, 1 << 20, None);
+            let got = run(&img, &[&op], border, 16, Some(&dev));
+            assert!(same(&got, &want), "{op} on {ty}, {border:?}");
+        }
+    }
+}
+
+#[test]
+fn tiles_staged_in_strips_match() {
+    let Some(dev) = test_device() else { return };
+    // One byte per strip: strips of one work-group row (16 output rows).
+    let mut dev = DeviceRunner::new(dev);
+    dev.strip_bytes = 1;
+    let img = MemImage::new(Bands::U8(noise(45, 71, 3, 8)), None);
+    let cases: [&[&str]; 3] = [
+        &["median:5"],
+        &["scharr:3"],
+        &["box:3", "median:7", "scharr:3"],
+    ];
+    for ops in cases {
+        let want = run(&img, ops, BorderMode::Reflect101, 1 << 20, None);
+        for tile in [1 << 20, 40] {
+            let got = run(&img, ops, BorderMode::Reflect101, tile, Some(&dev));
+            assert!(same(&got, &want), "{ops:?}, tile {tile}");
+        }
+    }
+    let mut planes = noise::<i16>(38, 50, 2, 9);
+    planes[0]
+        .data
+        .iter_mut()
+        .step_by(9)
+        .for_each(|v| *v = -9999);
+    let img = MemImage::new(Bands::I16(planes), Some(-9999.0));
+    dev.recycle = false; // results in new planes, not the input's
+    for border in [BorderMode::Replicate, BorderMode::Nodata] {
+        let want = run(&img, &["gaussian:1"], border, 1 << 20, None);
+        let got = run(&img, &["gaussian:1"], border, 24, Some(&dev));
+        assert!(same(&got, &want), "{border:?}");
+    }
+    // Device times are counted for every part.
+    let t = mapfilter::filter::engine::ChainRunner::device_times(&dev).unwrap();
+    assert!(
+        t.kernel_ns > 0 && t.upload_ns > 0 && t.download_ns > 0,
+        "{t:?}"
+    );
 }
 
 #[test]

@@ -1,6 +1,15 @@
 //! `mapfilter bench-filter`: times image ops on a synthetic in-memory image
 //! (no GDAL, so it runs on the GPU machine), one JSON line per run with
-//! total, kernel and transfer milliseconds.
+//! total (wall), CPU (all threads), kernel and transfer milliseconds.
+//!
+//! `total_ms` is one whole runner call on the image as one tile, host
+//! planes in → host planes out: on a device that is the copies into pinned
+//! staging, upload, kernels, download and the copies out (the way
+//! `scripts/bench_filters.py --umat` times OpenCV from a host array to the
+//! `.get()` of its result), in steady state: after `--warmup` untimed runs
+//! that build the kernels and allocate the staging memory kept between calls.
+//! `kernel_ms`, `upload_ms`, `download_ms` are the profiled device times of
+//! those commands (they overlap in time, strip by strip).
 
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
@@ -30,9 +39,20 @@ pub struct BenchFilterArgs {
     /// host (fast host paths), host-reference, or an OpenCL device: auto, cpu, gpu, INDEX.
     #[arg(long, default_value = "host")]
     pub device: String,
-    /// Timed runs (after one untimed warm-up run that also builds kernels).
+    /// Timed runs.
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
+    /// Untimed runs first (they build the kernels and allocate the staging memory).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Allocate every result anew instead of writing it into the input's
+    /// planes (the runner owns its input; by default it reuses that memory).
+    #[arg(long)]
+    pub fresh_output: bool,
+    /// After the timed runs, compare the last result with the host reference
+    /// (plain per-pixel ops) bit for bit; prints one more JSON line with "check".
+    #[arg(long)]
+    pub check: bool,
     /// Border mode.
     #[arg(long, default_value = "reflect101")]
     pub border: String,
@@ -63,23 +83,28 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             None => (None, "host".into()),
         },
     };
-    let print = |i: usize, total: f64, k: Option<(f64, f64, f64)>| {
+    let print = |i: usize, total: f64, cpu: f64, k: Option<(f64, f64, f64)>| {
         let (kernel, up, down) = match k {
             Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
             None => ("null".into(), "null".into(), "null".into()),
         };
         println!(
-            "{{\"op\":{:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{:?},\"run\":{i},\"total_ms\":{total:.3},\"kernel_ms\":{kernel},\"upload_ms\":{up},\"download_ms\":{down}}}",
+            "{{\"op\":{:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{:?},\"run\":{i},\"total_ms\":{total:.3},\"cpu_ms\":{cpu:.3},\"kernel_ms\":{kernel},\"upload_ms\":{up},\"download_ms\":{down}}}",
             op_label, args.bands, args.sample_type, device_name
         );
     };
     if args.ops.len() == 1 && args.ops[0] == "histogram" {
         let b = Binning::for_type(t, None, Some((0.0, 256.0)))?.expect("range given");
-        for i in 0..=args.repeat {
-            let t0 = Instant::now();
+        for i in 0..args.warmup + args.repeat {
+            let (t0, c0) = (Instant::now(), cpu_ms());
             with_bands!(&image.bands, p => hist_all(p, &b, device.as_ref()))?;
-            if i > 0 {
-                print(i, t0.elapsed().as_secs_f64() * 1e3, None);
+            if i >= args.warmup {
+                print(
+                    i + 1 - args.warmup,
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    cpu_ms() - c0,
+                    None,
+                );
             }
         }
         return Ok(());
@@ -88,8 +113,9 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     chain.check(args.bands, t, border, None)?;
     let runner: Box<dyn ChainRunner> = match device {
         Some(dev) => {
-            let r = DeviceRunner::new(dev);
-            r.check(&chain)?;
+            let mut r = DeviceRunner::new(dev);
+            r.recycle = !args.fresh_output;
+            r.check(&chain, args.bands)?;
             Box::new(r)
         }
         None => Box::new(HostRunner {
@@ -104,23 +130,67 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
         border,
         nd: None,
     };
-    for i in 0..=args.repeat {
+    let mut last = None;
+    for i in 0..args.warmup + args.repeat {
         let input = image.bands.clone();
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu_ms());
         let out = runner.run(&chain, input, &at)?;
         let total = t0.elapsed().as_secs_f64() * 1e3;
-        std::hint::black_box(out);
+        let cpu = cpu_ms() - c0;
+        last = Some(std::hint::black_box(out));
         let times = runner.device_times();
-        if i > 0 {
+        if i >= args.warmup {
             let ms = |ns: u64| ns as f64 / 1e6;
             print(
-                i,
+                i + 1 - args.warmup,
                 total,
+                cpu,
                 times.map(|t| (ms(t.kernel_ns), ms(t.upload_ns), ms(t.download_ns))),
             );
         }
     }
+    if args.check {
+        let got = match last {
+            Some(out) => out,
+            None => runner.run(&chain, image.bands.clone(), &at)?,
+        };
+        let want = chain.run_tile_host(image.bands.clone(), &at, true);
+        let (differ, all) = differing(&got, &want);
+        let verdict = if differ == 0 {
+            "identical".to_string()
+        } else {
+            format!("{differ} of {all} samples differ")
+        };
+        println!(
+            "{{\"op\":{op_label:?},\"width\":{w},\"height\":{h},\"bands\":{},\"type\":{:?},\"device\":{device_name:?},\"check\":{verdict:?}}}",
+            args.bands, args.sample_type
+        );
+    }
     Ok(())
+}
+
+/// Samples whose bits differ between two results, and the sample count.
+fn differing(a: &Bands, b: &Bands) -> (usize, usize) {
+    fn bits<T: Pixel>(p: &[Plane<T>]) -> Vec<u32> {
+        p.iter()
+            .flat_map(|p| p.data.iter().map(|v| v.to_f32().to_bits()))
+            .collect()
+    }
+    let (x, y) = (with_bands!(a, p => bits(p)), with_bands!(b, p => bits(p)));
+    if a.sample_type() != b.sample_type() || x.len() != y.len() {
+        return (x.len().max(y.len()), x.len().max(y.len()));
+    }
+    (x.iter().zip(&y).filter(|(p, q)| p != q).count(), x.len())
+}
+
+/// CPU time of the process so far (all threads, user and system), in ms: on
+/// a shared machine a steadier figure than the wall time.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(u.ru_utime) + ms(u.ru_stime)
 }
 
 fn hist_all<T: Pixel>(

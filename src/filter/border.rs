@@ -140,17 +140,46 @@ pub fn pad<T: Pixel>(
     mode: BorderMode,
     fill: T,
 ) -> Plane<T> {
-    let (iw, ih) = (image.0 as i64, image.1 as i64);
-    // Columns: the span inside the raster is copied, the margins mapped pixel by pixel.
-    let in_lo = want.x.clamp(0, iw);
-    let in_hi = (want.x + want.width as i64).clamp(in_lo, iw);
-    let (a, b) = (
-        ((in_lo - want.x) as usize).min(want.width),
-        ((in_hi - want.x) as usize).min(want.width),
-    );
-    let cols: Vec<Option<usize>> = (0..want.width as i64)
-        .map(|dx| {
-            mode.map(want.x + dx, iw).map(|c| {
+    let rows = RowPad::new(have, image, want, mode, fill);
+    let mut data = vec![fill; want.width * want.height];
+    for (dy, row) in data.chunks_exact_mut(want.width.max(1)).enumerate() {
+        rows.row_into(src, dy, row);
+    }
+    Plane::new(want.width, want.height, data)
+}
+
+/// Row by row [`pad`]: the column mapping worked out once, then any row of
+/// `want` written into a caller's buffer (the per-strip buffers of
+/// [`super::strip`] take their rows this way instead of a padded copy of
+/// the whole tile).
+#[derive(Clone, Debug)]
+pub struct RowPad<T> {
+    have: Win,
+    image_h: i64,
+    want: Win,
+    mode: BorderMode,
+    fill: T,
+    /// Output columns `a..b` are the copied span; source column of `a`.
+    a: usize,
+    b: usize,
+    span_src: usize,
+    /// Source column of every margin column (`0..a`, then `b..width`), or
+    /// `None` for the fill value.
+    margin: Vec<Option<usize>>,
+}
+
+impl<T: Pixel> RowPad<T> {
+    /// See [`pad`] for the arguments.
+    pub fn new(have: Win, image: (usize, usize), want: Win, mode: BorderMode, fill: T) -> Self {
+        let (iw, ih) = (image.0 as i64, image.1 as i64);
+        let in_lo = want.x.clamp(0, iw);
+        let in_hi = (want.x + want.width as i64).clamp(in_lo, iw);
+        let (a, b) = (
+            ((in_lo - want.x) as usize).min(want.width),
+            ((in_hi - want.x) as usize).min(want.width),
+        );
+        let col = |dx: usize| {
+            mode.map(want.x + dx as i64, iw).map(|c| {
                 let local = c - have.x;
                 debug_assert!(
                     (0..have.width as i64).contains(&local),
@@ -158,25 +187,41 @@ pub fn pad<T: Pixel>(
                 );
                 local as usize
             })
-        })
-        .collect();
-    // Every row is written once (no fill-then-copy).
-    let mut data = Vec::with_capacity(want.width * want.height);
-    for dy in 0..want.height as i64 {
-        let Some(sy) = mode.map(want.y + dy, ih) else {
-            data.resize(data.len() + want.width, fill);
-            continue;
         };
-        let src_row = src.row((sy - have.y) as usize);
-        let margin = |dx: usize| cols[dx].map_or(fill, |c| src_row[c]);
-        data.extend((0..a).map(margin));
-        if b > a {
-            let s = (in_lo - have.x) as usize;
-            data.extend_from_slice(&src_row[s..s + (b - a)]);
+        RowPad {
+            have,
+            image_h: ih,
+            want,
+            mode,
+            fill,
+            a,
+            b,
+            span_src: (in_lo - have.x).max(0) as usize,
+            margin: (0..a).chain(b..want.width).map(col).collect(),
         }
-        data.extend((b..want.width).map(margin));
     }
-    Plane::new(want.width, want.height, data)
+
+    /// Writes row `dy` of `want` (`want.width` values) into `dst`.
+    #[inline]
+    pub fn row_into(&self, src: &Plane<T>, dy: usize, dst: &mut [T]) {
+        let dst = &mut dst[..self.want.width];
+        let Some(sy) = self.mode.map(self.want.y + dy as i64, self.image_h) else {
+            dst.fill(self.fill);
+            return;
+        };
+        let src_row = src.row((sy - self.have.y) as usize);
+        let (a, b) = (self.a, self.b);
+        let (left, right) = self.margin.split_at(a);
+        for (d, m) in dst[..a].iter_mut().zip(left) {
+            *d = m.map_or(self.fill, |c| src_row[c]);
+        }
+        if b > a {
+            dst[a..b].copy_from_slice(&src_row[self.span_src..self.span_src + (b - a)]);
+        }
+        for (d, m) in dst[b..].iter_mut().zip(right) {
+            *d = m.map_or(self.fill, |c| src_row[c]);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,18 @@
 //!
 //! Kernels are specialised with `-D` options (sample types, radius, border,
 //! nodata, bands, op parameters), built once per option set through the
-//! device layer's program cache. Each kernel mirrors its host reference
-//! operation for operation (no contraction, correctly rounded division), so
-//! results match the reference bit for bit, except where a similarity needs
-//! `exp` (bilateral on Float32 or by luma), which may differ in the last bits.
+//! device layer's program cache, and kept per op with their constant buffers
+//! (weights, taps) for the runner's life. Each kernel mirrors its host
+//! reference operation for operation (no contraction, correctly rounded
+//! division), so results match the reference bit for bit, except where a
+//! similarity needs `exp` (bilateral on Float32 or by luma), which may
+//! differ in the last bits.
+//!
+//! Transfers go through [`staging`]: pinned memory and device buffers kept
+//! across calls, copies in parallel, and upload, first kernel and download
+//! overlapped strip by strip within a tile.
+
+mod staging;
 
 use super::bilateral::Distance;
 use super::border::{BorderMode, Win};
@@ -24,10 +32,17 @@ use crate::device::{
 };
 use crate::error::Result;
 use crate::with_bands;
-use std::time::Instant;
+use staging::Staging;
+use std::any::Any;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Mutex;
 
 /// Work-group side.
 const LOCAL: usize = 16;
+
+/// Input bytes per strip of the upload/compute/download overlap.
+pub const STRIP_BYTES: usize = 2 << 20;
 
 /// The runner `--device` names (`auto`, `cpu`, `gpu`, `INDEX`; `host` gives the host runner).
 pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
@@ -37,11 +52,32 @@ pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
     }
 }
 
-/// Runs chains on one OpenCL device.
+/// Runs chains on one OpenCL device, one tile at a time (calls from several
+/// threads take turns: the staging memory is shared).
 pub struct DeviceRunner {
     pub device: Device,
-    /// Upload, kernel and download times of every tile so far.
+    /// Upload, kernel and download times of every tile so far (profiled
+    /// device time of the commands; with the overlap they may run at once).
     pub times: TimeCounters,
+    /// Input bytes per strip (see [`STRIP_BYTES`]); tests make it small.
+    pub strip_bytes: usize,
+    /// Write results into the input's planes where the type matches (default);
+    /// `false` allocates every result anew (to measure what that costs).
+    pub recycle: bool,
+    state: Mutex<State>,
+}
+
+/// What a runner keeps between calls.
+#[derive(Default)]
+struct State {
+    staging: Staging,
+    kernels: HashMap<String, Built>,
+}
+
+/// A built kernel and the constant buffers its arguments point to.
+struct Built {
+    kernel: Kernel,
+    consts: Vec<Buffer<f32>>,
 }
 
 impl DeviceRunner {
@@ -49,36 +85,61 @@ impl DeviceRunner {
         DeviceRunner {
             device,
             times: TimeCounters::default(),
+            strip_bytes: STRIP_BYTES,
+            recycle: true,
+            state: Mutex::default(),
         }
     }
 
-    /// Refuses ops that have no kernel.
-    pub fn check(&self, chain: &Chain) -> Result<()> {
+    /// Refuses chains whose tiles do not fit the device's local memory.
+    pub fn check(&self, chain: &Chain, bands: usize) -> Result<()> {
+        let mut b = bands;
         for op in &chain.ops {
-            if let Op::Median(m) = op
-                && m.size > 5
-            {
+            let need = local_bytes(op, b);
+            if need as u64 > self.device.info().local_mem {
                 bail!(
-                    format!("median:{} has no OpenCL kernel (sizes 3 and 5 do)", m.size),
-                    hint = "use --device host for larger medians"
+                    format!(
+                        "radius {} needs {need} bytes of local memory, the device has {}",
+                        op.radius(),
+                        self.device.info().local_mem
+                    ),
+                    hint = "use --device host for this op"
                 );
             }
+            b = op.out_bands(b);
         }
         Ok(())
     }
 
-    fn kernel(
+    /// The kernel of `op` on this input, built (and its constants uploaded) once.
+    fn kernel<'a>(
+        &self,
+        cache: &'a mut HashMap<String, Built>,
+        op: &Op,
+        t: SampleType,
+        bands: usize,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Result<&'a Built> {
+        let key = format!("{op:?} {t:?} {bands} {border:?} {nd:?}");
+        if !cache.contains_key(&key) {
+            let built = self.build(op, t, bands, border, nd)?;
+            cache.insert(key.clone(), built);
+        }
+        Ok(&cache[&key])
+    }
+
+    fn build(
         &self,
         op: &Op,
         t: SampleType,
         bands: usize,
         border: BorderMode,
         nd: Option<f64>,
-    ) -> Result<Kernel> {
+    ) -> Result<Built> {
+        let dev = &self.device;
         let to = op.out_type(t);
-        let joint = matches!(op, Op::Oil(_))
-            || matches!(op, Op::Bilateral(b) if b.distance != Distance::Gray);
-        let nb = if joint { bands } else { 1 };
+        let nb = joint_bands(op, bands);
         let mut opts = BuildOptions::new()
             .define("T", t.cl_type())
             .define("TO", to.cl_type())
@@ -93,34 +154,46 @@ impl DeviceRunner {
         if let Some(v) = nd {
             opts = opts.define("ND", cl_float(v));
         }
-        let local_bytes = nb * (LOCAL + 2 * op.radius()).pow(2) * 4;
-        if local_bytes as u64 > self.device.info().local_mem {
-            bail!(
-                format!(
-                    "radius {} needs {local_bytes} bytes of local memory, the device has {}",
-                    op.radius(),
-                    self.device.info().local_mem
-                ),
-                hint = "use --device host for this op"
-            );
-        }
+        let mut consts = Vec::new();
         let (file, name, prelude) = match op {
             Op::Conv(c) => {
                 opts = opts.define("N", c.size);
+                consts.push(dev.buffer_from(&c.weights, CL_MEM_READ_ONLY)?);
                 ("filter_conv", "conv", String::new())
             }
-            Op::Median(m) => {
+            Op::Median(m) if m.size <= 5 => {
                 opts = opts.define("N", m.size);
                 let net = format!("#define NETWORK {}\n", median::network_cl(m.size * m.size));
                 ("filter_median", "median", net)
             }
+            Op::Median(m) => {
+                let (bits, min) = match t {
+                    SampleType::U8 => (8, 0),
+                    SampleType::U16 => (16, 0),
+                    SampleType::I16 => (16, i16::MIN as i32),
+                    SampleType::F32 => (32, 0),
+                };
+                opts = opts
+                    .define("N", m.size)
+                    .define("KEY_INT", (t != SampleType::F32) as u8)
+                    .define("KEY_BITS", bits)
+                    .define("KEY_MIN", min);
+                ("filter_median", "median", String::new())
+            }
             Op::Scharr(_) => ("filter_scharr", "scharr", String::new()),
             Op::Bilateral(b) => {
-                let table = b.similarity_table(t, bands).is_some();
+                let sim = b.similarity_table(t, bands);
                 opts = opts
                     .define("DIST", b.distance as u8)
                     .define("NTAPS", b.taps().len())
-                    .define("SIM_TABLE", table as u8);
+                    .define("SIM_TABLE", sim.is_some() as u8);
+                let taps: Vec<f32> = b
+                    .taps()
+                    .iter()
+                    .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
+                    .collect();
+                consts.push(dev.buffer_from(&taps, CL_MEM_READ_ONLY)?);
+                consts.push(dev.buffer_from(&sim.unwrap_or(vec![0.0]), CL_MEM_READ_ONLY)?);
                 ("filter_bilateral", "bilateral", String::new())
             }
             Op::Oil(o) => {
@@ -143,32 +216,31 @@ impl DeviceRunner {
             raw_source(file).expect("embedded")
         );
         let cache_name = match op {
-            Op::Median(m) => format!("{file}_{}", m.size),
+            Op::Median(m) if m.size <= 5 => format!("{file}_{}", m.size),
             _ => file.to_string(),
         };
-        let program = self.device.program_from_source(&cache_name, &text, &opts)?;
-        Kernel::create(&program, name).map_err(crate::device::cl_error("creating a kernel"))
+        let program = dev.program_from_source(&cache_name, &text, &opts)?;
+        let kernel =
+            Kernel::create(&program, name).map_err(crate::device::cl_error("creating a kernel"))?;
+        Ok(Built { kernel, consts })
     }
 
-    /// Launches one op from `src` (window `have`) into a new buffer (window `out`).
+    /// Launches one op from device buffer `src` (window `geo.have`) into
+    /// buffer `dst` (window `geo.out`), on output rows `rows`, after `wait`.
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
+        built: &Built,
         op: &Op,
-        src: &Buffer<u8>,
+        (src, dst): (&Buffer<u8>, &Buffer<u8>),
         t: SampleType,
         bands: usize,
         geo: Geo,
-        border: BorderMode,
-        nd: Option<f64>,
-        keep: &mut Vec<Buffer<f32>>,
-    ) -> Result<(Buffer<u8>, Event)> {
-        let dev = &self.device;
+        (border, nd): (BorderMode, Option<f64>),
+        rows: Range<usize>,
+        wait: &[&Event],
+    ) -> Result<Event> {
         let to = op.out_type(t);
-        let out_bands = op.out_bands(bands);
-        let out_len = out_bands * geo.out.width * geo.out.height * to.size();
-        let dst = dev.buffer::<u8>(out_len, CL_MEM_READ_WRITE)?;
-        let kernel = self.kernel(op, t, bands, border, nd)?;
         let fill = match border {
             BorderMode::Constant(v) => round_to(t, v as f32),
             BorderMode::Nodata => nd.unwrap_or(0.0) as f32,
@@ -178,33 +250,21 @@ impl DeviceRunner {
             (Some(v), true) => v as f32,
             _ => f32::NAN,
         };
-        let mut args = Args::new(&kernel).mem(src).mem(&dst);
-        let joint;
+        let kernel = &built.kernel;
+        let mut args = Args::new(kernel).mem(src).mem(dst);
         match op {
-            Op::Conv(c) => {
-                keep.push(dev.buffer_from(&c.weights, CL_MEM_READ_ONLY)?);
-                args = args.mem(keep.last().expect("pushed")).scalar(c.scale);
-                joint = false;
-            }
-            Op::Median(_) | Op::Scharr(_) => joint = false,
+            Op::Conv(c) => args = args.mem(&built.consts[0]).scalar(c.scale),
+            Op::Median(_) | Op::Scharr(_) => {}
             Op::Bilateral(b) => {
-                let taps: Vec<f32> = b
-                    .taps()
-                    .iter()
-                    .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
-                    .collect();
-                keep.push(dev.buffer_from(&taps, CL_MEM_READ_ONLY)?);
-                let sim = b.similarity_table(t, bands).unwrap_or(vec![0.0]);
-                keep.push(dev.buffer_from(&sim, CL_MEM_READ_ONLY)?);
-                let n = keep.len();
                 let inv2 = (0.5 / (b.sigma_r * b.sigma_r)) as f32;
-                args = args.mem(&keep[n - 2]).mem(&keep[n - 1]).scalar(inv2);
-                joint = b.distance != Distance::Gray;
+                args = args
+                    .mem(&built.consts[0])
+                    .mem(&built.consts[1])
+                    .scalar(inv2);
             }
             Op::Oil(o) => {
                 let (lo, hi) = o.range.unwrap_or((0.0, 1.0));
                 args = args.scalar(lo as f32).scalar(hi as f32);
-                joint = true;
             }
         }
         let g = geo;
@@ -220,17 +280,29 @@ impl DeviceRunner {
             .scalar(g.out.width as i32)
             .scalar(g.out.height as i32)
             .scalar(fill)
+            .scalar(rows.start as i32)
             .done()?;
-        let z = if joint { 1 } else { bands };
-        let event = dev.launch(
+        let z = if joint_bands(op, bands) > 1 { 1 } else { bands };
+        self.device.launch(
             Queue::Compute,
-            &kernel,
-            &[g.out.width, g.out.height, z],
+            kernel,
+            &[g.out.width, rows.len(), z],
             Some(&[LOCAL, LOCAL, 1]),
-            &[],
-        )?;
-        Ok((dst, event))
+            wait,
+        )
     }
+}
+
+/// Bands one work-item reads together: all for ops that mix bands, else 1.
+fn joint_bands(op: &Op, bands: usize) -> usize {
+    let joint =
+        matches!(op, Op::Oil(_)) || matches!(op, Op::Bilateral(b) if b.distance != Distance::Gray);
+    if joint { bands } else { 1 }
+}
+
+/// Local memory of a work-group's tile for `op` on `bands` bands.
+fn local_bytes(op: &Op, bands: usize) -> usize {
+    joint_bands(op, bands) * (LOCAL + 2 * op.radius()).pow(2) * 4
 }
 
 /// Where an op reads and writes.
@@ -255,48 +327,57 @@ fn round_to(t: SampleType, v: f32) -> f32 {
     crate::with_type!(t, T => T::from_f32(v).to_f32())
 }
 
-/// The bytes of planes, band after band.
-fn to_bytes(bands: &Bands) -> Vec<u8> {
-    fn typed<T: Pixel>(p: &[Plane<T>]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for plane in p {
-            // SAFETY: sample types are plain numbers; any byte view of them is valid.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(
-                    plane.data.as_ptr() as *const u8,
-                    std::mem::size_of_val(plane.data.as_slice()),
-                )
-            };
-            out.extend_from_slice(bytes);
-        }
-        out
-    }
-    with_bands!(bands, p => typed(p))
+/// The bytes of a slice of samples.
+fn bytes_of<T: Pixel>(s: &[T]) -> &[u8] {
+    // SAFETY: sample types are plain numbers; any byte view of them is valid.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u8, std::mem::size_of_val(s)) }
 }
 
-/// Planes of type `t` from bytes, band after band.
-fn from_bytes(t: SampleType, bytes: &[u8], n: usize, w: usize, h: usize) -> Bands {
-    fn typed<T: Pixel>(bytes: &[u8], n: usize, w: usize, h: usize) -> Bands {
-        let size = std::mem::size_of::<T>();
+/// The bytes of a slice of samples, writable.
+fn bytes_of_mut<T: Pixel>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above, and every byte pattern is a valid sample.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut u8, std::mem::size_of_val(s)) }
+}
+
+/// The bytes of every band.
+fn band_bytes(bands: &Bands) -> Vec<&[u8]> {
+    with_bands!(bands, p => p.iter().map(|p| bytes_of(&p.data)).collect())
+}
+
+/// The bytes of every band, writable.
+fn band_bytes_mut(bands: &mut Bands) -> Vec<&mut [u8]> {
+    with_bands!(bands, p => p.iter_mut().map(|p| bytes_of_mut(&mut p.data)).collect())
+}
+
+/// `n` planes of `w`×`h` samples of type `t` for a result, made from the
+/// `input` planes where given and the type matches (their memory is already mapped
+/// in, so writing it costs no page faults), else newly allocated (not
+/// written: the download fills every sample).
+fn result_planes(input: Option<Bands>, t: SampleType, n: usize, w: usize, h: usize) -> Bands {
+    fn typed<T: Pixel>(input: Option<Bands>, n: usize, w: usize, h: usize) -> Bands {
+        let recycled: Vec<Plane<T>> = input.map_or(Vec::new(), |input| {
+            with_bands!(input, p => {
+                let any: Box<dyn Any> = Box::new(p);
+                any.downcast::<Vec<Plane<T>>>().map(|b| *b).unwrap_or_default()
+            })
+        });
+        let mut recycled = recycled.into_iter();
         T::wrap(
             (0..n)
-                .map(|b| {
-                    let mut data = vec![T::default(); w * h];
-                    let src = &bytes[b * w * h * size..(b + 1) * w * h * size];
-                    // SAFETY: `data` has exactly src.len() bytes; every bit pattern is a valid sample.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            src.as_ptr(),
-                            data.as_mut_ptr() as *mut u8,
-                            src.len(),
-                        )
+                .map(|_| {
+                    let data = match recycled.next() {
+                        Some(mut p) if p.data.len() >= w * h => {
+                            p.data.truncate(w * h);
+                            p.data
+                        }
+                        _ => vec![T::default(); w * h],
                     };
                     Plane::new(w, h, data)
                 })
                 .collect(),
         )
     }
-    crate::with_type!(t, T => typed::<T>(bytes, n, w, h))
+    crate::with_type!(t, T => typed::<T>(input, n, w, h))
 }
 
 impl ChainRunner for DeviceRunner {
@@ -309,45 +390,156 @@ impl ChainRunner for DeviceRunner {
     }
 
     fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
-        self.check(chain)?;
+        let (t_in, bands_in) = (input.sample_type(), input.count());
+        self.check(chain, bands_in)?;
+        let (t_out, bands_out) = (chain.out_type(t_in), chain.out_bands(bands_in));
+        let out = at.out;
+        if out.width == 0 || out.height == 0 || bands_in == 0 {
+            return Ok(result_planes(
+                Some(input),
+                t_out,
+                bands_out,
+                out.width,
+                out.height,
+            ));
+        }
         let dev = &self.device;
-        let t0 = Instant::now();
-        let mut buf = dev.buffer_from(&to_bytes(&input), CL_MEM_READ_WRITE)?;
-        let upload = t0.elapsed();
-        let (mut t, mut bands, mut have, mut nd) =
-            (input.sample_type(), input.count(), at.have, at.nd);
-        let mut keep = Vec::new();
-        let mut events = Vec::new();
-        for (op, target) in chain.steps(at) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let State { staging, kernels } = &mut *state;
+        let steps = chain.steps(at);
+
+        // Strips of the first op's output rows: per strip, stage its input
+        // rows in, launch the op on it, and (one-op chains) stage it out.
+        let (op0, target0) = steps[0];
+        let have = at.have;
+        let row_in = have.width * t_in.size();
+        let per = staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL);
+        let lead = (target0.y - have.y) as usize;
+        let plan = staging::strips(target0.height, per, lead, have.height, op0.radius());
+        let row_out = out.width * t_out.size();
+        let single = steps.len() == 1;
+        let srcs = band_bytes(&input);
+        let (mut up, mut computed, mut down) = (Vec::new(), Vec::new(), Vec::new());
+        let mut reads: Vec<(Range<usize>, Vec<Event>)> = Vec::new();
+        let (mut t, mut bands, mut have, mut nd) = (t_in, bands_in, have, at.nd);
+        let mode = (at.border, nd);
+        let geo = Geo {
+            have,
+            image: at.image,
+            out: target0,
+        };
+        let len0 = op0.out_bands(bands) * target0.width * target0.height * op0.out_type(t).size();
+        staging.buffer(dev, 1, len0)?;
+        let built = self.kernel(kernels, op0, t, bands, at.border, nd)?;
+        let mut staged = 0;
+        for s in &plan {
+            if s.need > staged {
+                up.extend(staging.stage_in(dev, &srcs, row_in, have.height, staged..s.need)?);
+                staged = s.need;
+            }
+            let pair = (staging.get(0), staging.get(1));
+            let wait: Vec<&Event> = up.last().into_iter().collect();
+            let e = self.launch(built, op0, pair, t, bands, geo, mode, s.rows.clone(), &wait)?;
+            flush(dev, Queue::Compute)?;
+            if single {
+                let r = staging.stage_out(
+                    dev,
+                    1,
+                    bands_out,
+                    row_out,
+                    out.height,
+                    s.rows.clone(),
+                    &e,
+                )?;
+                reads.push((s.rows.clone(), r));
+            }
+            computed.push(e);
+        }
+        drop(srcs);
+
+        // The other ops, each over its whole window, ping-ponging between
+        // buffers 0 and 1 (in order on the compute queue).
+        let mut from = 1;
+        (t, bands, have) = (op0.out_type(t), op0.out_bands(bands), target0);
+        if t != t_in {
+            nd = nd.map(|_| f64::NAN);
+        }
+        for &(op, target) in &steps[1..] {
             let geo = Geo {
                 have,
                 image: at.image,
                 out: target,
             };
-            let (next, event) = self.launch(op, &buf, t, bands, geo, at.border, nd, &mut keep)?;
-            events.push(event);
-            buf = next;
-            if op.out_type(t) != t {
+            let to = op.out_type(t);
+            let len = op.out_bands(bands) * target.width * target.height * to.size();
+            staging.buffer(dev, 1 - from, len)?;
+            let built = self.kernel(kernels, op, t, bands, at.border, nd)?;
+            let pair = (staging.get(from), staging.get(1 - from));
+            let mode = (at.border, nd);
+            computed.push(self.launch(
+                built,
+                op,
+                pair,
+                t,
+                bands,
+                geo,
+                mode,
+                0..target.height,
+                &[],
+            )?);
+            flush(dev, Queue::Compute)?;
+            from = 1 - from;
+            if to != t {
                 nd = nd.map(|_| f64::NAN);
             }
-            t = op.out_type(t);
-            bands = op.out_bands(bands);
-            have = target;
+            (t, bands, have) = (to, op.out_bands(bands), target);
         }
-        let out = at.out;
-        let mut bytes = vec![0u8; bands * out.width * out.height * t.size()];
-        let t1 = Instant::now();
-        dev.download(&buf, &mut bytes)?;
-        let kernel_ns: u64 = events.iter().map(event_ns).sum();
-        let download = t1.elapsed().as_nanos() as u64;
+        if !single {
+            let per = staging::rows_per_strip(row_out * bands_out, self.strip_bytes, 1);
+            let last = computed.last().expect("one per op");
+            for y in (0..out.height).step_by(per) {
+                let rows = y..(y + per).min(out.height);
+                let r = staging.stage_out(
+                    dev,
+                    from,
+                    bands_out,
+                    row_out,
+                    out.height,
+                    rows.clone(),
+                    last,
+                )?;
+                reads.push((rows, r));
+            }
+        }
+
+        // Copy each strip out as its reads land.
+        let recycled = self.recycle.then_some(input);
+        let mut result = result_planes(recycled, t_out, bands_out, out.width, out.height);
+        let mut dst = band_bytes_mut(&mut result);
+        for (rows, events) in reads {
+            events
+                .last()
+                .expect("one per band")
+                .wait()
+                .map_err(crate::device::cl_error("downloading from the device"))?;
+            staging.copy_out(&mut dst, row_out, out.height, rows);
+            down.extend(events);
+        }
+        let sum = |e: &[Event]| e.iter().map(event_ns).sum::<u64>();
         self.times.add(DeviceTimes {
-            upload_ns: upload.as_nanos() as u64,
-            kernel_ns,
-            download_ns: download.saturating_sub(kernel_ns),
+            upload_ns: sum(&up),
+            kernel_ns: sum(&computed),
+            download_ns: sum(&down),
         });
-        drop(keep);
-        Ok(from_bytes(t, &bytes, bands, out.width, out.height))
+        Ok(result)
     }
+}
+
+/// Submits what is queued on `q` (drivers may hold commands back until then).
+fn flush(dev: &Device, q: Queue) -> Result<()> {
+    dev.queue(q)
+        .flush()
+        .map_err(crate::device::cl_error("submitting commands"))
 }
 
 /// Histogram of one plane on the device (see `kernels/filter_histogram.cl`).
@@ -373,8 +565,7 @@ pub fn histogram<T: Pixel>(
     }
     let kernel = dev.kernel("filter_histogram", &opts, "histogram")?;
     let n = plane.data.len();
-    let bytes = to_bytes(&T::wrap(vec![plane.clone()]));
-    let src = dev.buffer_from(&bytes, CL_MEM_READ_ONLY)?;
+    let src = dev.buffer_from(bytes_of(&plane.data), CL_MEM_READ_ONLY)?;
     let counts = dev.buffer_from(&vec![0u32; b.bins + 2], CL_MEM_READ_WRITE)?;
     Args::new(&kernel)
         .mem(&src)

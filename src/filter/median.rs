@@ -10,11 +10,11 @@
 //! pixels at once (vector min/max, wires in registers; a test holds it
 //! equal to the derived one); the OpenCL kernel gets the list as macros.
 
+use super::per_band;
 use super::pixel::{Pixel, Plane};
-use super::{par_rows, per_band};
+use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::Result;
-use rayon::prelude::*;
 use std::cmp::Ordering;
 
 /// What a comparator keeps.
@@ -100,9 +100,12 @@ pub struct Median {
     pub size: usize,
 }
 
-/// Pixels processed together by the host's 5×5 network (one 16-byte
-/// vector of Byte samples per wire).
+/// Pixels processed together by the host's 5×5 network: 32 for Byte (one
+/// AVX2 vector per wire), 16 for wider samples.
 const LANES: usize = 16;
+
+/// [`LANES`] for Byte samples.
+const BYTE_LANES: usize = 32;
 
 impl Median {
     pub fn new(size: usize) -> Result<Self> {
@@ -128,61 +131,147 @@ impl Median {
         })
     }
 
-    /// The fast host path (no nodata): sorted columns for 3×3, the
-    /// straight-line 5×5 network on [`LANES`] pixels at once, and
-    /// `select_nth_unstable` for larger windows (and rows narrower than LANES).
+    /// The fast host path (no nodata) on bands padded by the radius.
     pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<T>> {
-        input.par_iter().map(|p| self.fast_plane(p)).collect()
+        self.fast_on(Source::Padded(input))
     }
 
-    fn fast_plane<T: Pixel>(&self, p: &Plane<T>) -> Plane<T> {
-        let (n, r) = (self.size, self.radius());
-        let (w, h) = (p.width - 2 * r, p.height - 2 * r);
-        match n {
-            3 => par_rows(w, h, |y, out: &mut [T]| median3_row(p, y, out)),
-            5 if w >= LANES => par_rows(w, h, |y, out: &mut [T]| median5_row(p, y, out)),
-            _ => par_rows(w, h, |y, out: &mut [T]| {
-                let mut buf = Vec::with_capacity(n * n);
-                for (x, o) in out.iter_mut().enumerate() {
-                    buf.clear();
-                    (0..n).for_each(|ky| buf.extend_from_slice(&p.row(y + ky)[x..x + n]));
-                    let mid = buf.len() / 2;
-                    let (_, m, _) = buf.select_nth_unstable_by(mid, |a, b| {
-                        a.partial_cmp(b).unwrap_or(Ordering::Equal)
-                    });
-                    *o = *m;
-                }
-            }),
+    /// The fast host path (no nodata), through [`strip::run`]: sorted
+    /// columns for 3×3 ([`Median3`]), the straight-line 5×5 network on
+    /// [`LANES`] pixels at once, and `select_nth_unstable` for larger
+    /// windows (and rows narrower than LANES).
+    pub fn fast_on<T: Pixel>(&self, src: Source<'_, T>) -> Vec<Plane<T>> {
+        match self.size {
+            3 => strip::run(&Median3, src),
+            n => strip::run(&MedianN(n), src),
         }
     }
 }
 
-/// One output row of the 3×3 median by sorted columns (Paeth): sort every
-/// input column of three (shared by three output pixels), then the median
-/// is `med3(max of the lows, med3 of the middles, min of the highs)`. Every
-/// step is a min or max over whole slices, which the compiler vectorises.
-fn median3_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
-    let w = out.len();
-    let (a, b, c) = (
-        &p.row(y)[..w + 2],
-        &p.row(y + 1)[..w + 2],
-        &p.row(y + 2)[..w + 2],
-    );
-    let mut lo = vec![T::default(); w + 2];
-    let mut mi = vec![T::default(); w + 2];
-    let mut hi = vec![T::default(); w + 2];
-    for x in 0..w + 2 {
-        let (l, h) = (a[x].lo(b[x]), a[x].hi(b[x]));
-        let (m, h2) = (h.lo(c[x]), h.hi(c[x]));
-        lo[x] = l.lo(m);
-        mi[x] = l.hi(m);
-        hi[x] = h2;
+/// Output columns the 3×3 median works on at a time (its temporaries stay in registers and L1).
+const BLOCK: usize = 256;
+
+/// The 3×3 median by sorted columns (Paeth), two output rows at a time.
+pub struct Median3;
+
+impl<T: Pixel> RowKernel<T> for Median3 {
+    type Out = T;
+    type Scratch = Vec<T>;
+
+    fn radius(&self) -> usize {
+        1
     }
-    for x in 0..w {
-        let l = lo[x].hi(lo[x + 1]).hi(lo[x + 2]);
-        let h = hi[x].lo(hi[x + 1]).lo(hi[x + 2]);
-        let m = med3(mi[x], mi[x + 1], mi[x + 2]);
-        out[x] = med3(l, m, h);
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], spare: &mut Vec<T>) {
+        let mut rows = out[0].chunks_exact_mut(w).enumerate();
+        while let Some((y, o1)) = rows.next() {
+            let r = |i: usize| src.row(y + i);
+            match rows.next() {
+                Some((_, o2)) => median3_pair([r(0), r(1), r(2), r(3)], [o1, o2]),
+                None => {
+                    spare.resize(w, T::default());
+                    median3_pair([r(0), r(1), r(2), r(2)], [o1, &mut spare[..]]);
+                }
+            }
+        }
+    }
+}
+
+/// Two output rows of the 3×3 median from four input rows `v` (each at
+/// least `w + 2` long, `w` = the output rows' length), in blocks of
+/// [`BLOCK`] columns (the last block overlapping the one before it; rows
+/// narrower than a block go through zero-extended copies).
+#[inline(always)]
+fn median3_pair<T: Pixel>(v: [&[T]; 4], out: [&mut [T]; 2]) {
+    let w = out[0].len();
+    let mut cols = Cols::new();
+    if w < BLOCK {
+        let mut t = [[T::default(); BLOCK + 2]; 4];
+        for (t, v) in t.iter_mut().zip(v) {
+            t[..w + 2].copy_from_slice(&v[..w + 2]);
+        }
+        let res = cols.medians(t.each_ref());
+        for (o, r) in out.into_iter().zip(&res) {
+            o.copy_from_slice(&r[..w]);
+        }
+        return;
+    }
+    let mut x0 = 0;
+    loop {
+        let x = x0.min(w - BLOCK);
+        let res = cols.medians(v.map(|r| r[x..x + BLOCK + 2].try_into().expect("block")));
+        out[0][x..x + BLOCK].copy_from_slice(&res[0]);
+        out[1][x..x + BLOCK].copy_from_slice(&res[1]);
+        if x + BLOCK == w {
+            break;
+        }
+        x0 += BLOCK;
+    }
+}
+
+/// Columns written at once at the end of a block of [`Cols`] (a multiple of every vector width).
+const TAIL: usize = 32;
+
+/// The sorted columns of one block of [`median3_pair`]: the low, middle
+/// and high sample of every column for each of the two output rows.
+struct Cols<T> {
+    lo: [[T; BLOCK + 2]; 2],
+    mi: [[T; BLOCK + 2]; 2],
+    hi: [[T; BLOCK + 2]; 2],
+}
+
+impl<T: Pixel> Cols<T> {
+    #[inline(always)]
+    fn new() -> Self {
+        let zero = [[T::default(); BLOCK + 2]; 2];
+        Cols {
+            lo: zero,
+            mi: zero,
+            hi: zero,
+        }
+    }
+
+    /// Sorts columns `at..at + N`: the middle pair sorted once, then each
+    /// outer sample merged into it.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // one column of four inputs and six outputs
+    fn sort<const N: usize>(&mut self, v: &[&[T; BLOCK + 2]; 4], at: usize) {
+        for i in at..at + N {
+            let (p0, p1) = (v[1][i].lo(v[2][i]), v[1][i].hi(v[2][i]));
+            for (j, e) in [v[0][i], v[3][i]].into_iter().enumerate() {
+                self.lo[j][i] = e.lo(p0);
+                self.hi[j][i] = e.hi(p1);
+                self.mi[j][i] = p0.hi(e.lo(p1));
+            }
+        }
+    }
+
+    /// One block: the median is `med3(max of the lows, med3 of the
+    /// middles, min of the highs)` of three neighbouring columns. Every
+    /// step is a min or max over whole fixed-size arrays, which the
+    /// compiler vectorises; the last columns are sorted again by a
+    /// [`TAIL`]-wide pass, so no narrow store is read back by a vector load
+    /// (a store-forwarding stall).
+    #[inline(always)]
+    fn medians(&mut self, v: [&[T; BLOCK + 2]; 4]) -> [[T; BLOCK]; 2] {
+        self.sort::<BLOCK>(&v, 0);
+        self.sort::<TAIL>(&v, BLOCK + 2 - TAIL);
+        let mut out = [[T::default(); BLOCK]; 2];
+        for (j, out) in out.iter_mut().enumerate() {
+            fn three<T>(a: &[T; BLOCK + 2]) -> [&[T; BLOCK]; 3] {
+                std::array::from_fn(|k| a[k..k + BLOCK].try_into().expect("block"))
+            }
+            let ([l0, l1, l2], [m0, m1, m2], [h0, h1, h2]) =
+                (three(&self.lo[j]), three(&self.mi[j]), three(&self.hi[j]));
+            for x in 0..BLOCK {
+                let l = l0[x].hi(l1[x]).hi(l2[x]);
+                let h = h0[x].lo(h1[x]).lo(h2[x]);
+                let m = med3(m0[x], m1[x], m2[x]);
+                out[x] = med3(l, m, h);
+            }
+        }
+        out
     }
 }
 
@@ -191,27 +280,71 @@ fn med3<T: Pixel>(a: T, b: T, c: T) -> T {
     a.lo(b).hi(a.hi(b).lo(c))
 }
 
+/// Medians of side 5 and more: the 5×5 network on [`LANES`] pixels at once
+/// where rows are that wide, else `select_nth_unstable`.
+pub struct MedianN(usize);
+
+impl<T: Pixel> RowKernel<T> for MedianN {
+    type Out = T;
+    type Scratch = Vec<T>;
+
+    fn radius(&self) -> usize {
+        self.0 / 2
+    }
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], buf: &mut Vec<T>) {
+        let n = self.0;
+        for (y, o) in out[0].chunks_exact_mut(w).enumerate() {
+            let rows = || std::array::from_fn(|k| src.row(y + k));
+            if n == 5 && size_of::<T>() == 1 && w >= BYTE_LANES {
+                median5_row::<T, BYTE_LANES>(rows(), o);
+                continue;
+            }
+            if n == 5 && w >= LANES {
+                median5_row::<T, LANES>(rows(), o);
+                continue;
+            }
+            for (x, o) in o.iter_mut().enumerate() {
+                buf.clear();
+                (0..n).for_each(|ky| buf.extend_from_slice(&src.row(y + ky)[x..x + n]));
+                let mid = buf.len() / 2;
+                let (_, m, _) = buf.select_nth_unstable_by(mid, |a, b| {
+                    a.partial_cmp(b).unwrap_or(Ordering::Equal)
+                });
+                *o = *m;
+            }
+        }
+    }
+}
+
 /// One output row of the 5×5 median (`out.len() ≥ LANES`): the network of
 /// [`median_network`]`(25)` written out as straight-line code (the test
 /// `written_network_is_the_derived_one` holds the two equal) on [`LANES`]
 /// pixels at once, so every wire is a vector register and every comparator
 /// a vector min and max. The last block overlaps the one before it.
-fn median5_row<T: Pixel>(p: &Plane<T>, y: usize, out: &mut [T]) {
+#[inline(always)]
+fn median5_row<T: Pixel, const L: usize>(rows: [&[T]; 5], out: &mut [T]) {
     let w = out.len();
-    let rows: [&[T]; 5] = std::array::from_fn(|k| &p.row(y + k)[..w + 4]);
+    let rows: [&[T]; 5] = rows.map(|r| &r[..w + 4]);
     let mut x0 = 0;
     loop {
-        let x = x0.min(w - LANES);
-        let mut v: [[T; LANES]; 25] = std::array::from_fn(|k| {
-            let s = &rows[k / 5][x + k % 5..x + k % 5 + LANES];
-            std::array::from_fn(|i| s[i])
-        });
+        let x = x0.min(w - L);
+        // Written out (`array::from_fn` over the wires is not inlined, and
+        // its narrow stores stall the network's vector loads).
+        macro_rules! wires {
+            ($($k:literal)*) => {
+                [$(<[T; L]>::try_from(&rows[$k / 5][x + $k % 5..x + $k % 5 + L]).expect("lanes")),*]
+            };
+        }
+        let mut v: [[T; L]; 25] =
+            wires!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
         median25(&mut v);
-        out[x..x + LANES].copy_from_slice(&v[12]);
-        if x + LANES == w {
+        out[x..x + L].copy_from_slice(&v[12]);
+        if x + L == w {
             break;
         }
-        x0 += LANES;
+        x0 += L;
     }
 }
 
@@ -238,7 +371,7 @@ macro_rules! median25_network {
 
 /// Runs the 25-wire network on `v`, lane by lane.
 #[inline(always)]
-fn median25<T: Pixel>(v: &mut [[T; LANES]; 25]) {
+fn median25<T: Pixel, const L: usize>(v: &mut [[T; L]; 25]) {
     macro_rules! apply {
         ($($k:ident($a:literal, $b:literal))*) => { $( apply!(@ $k v $a $b); )* };
         (@ E $v:ident $a:literal $b:literal) => {{
@@ -298,12 +431,15 @@ mod tests {
 
     #[test]
     fn sorted_columns_select_the_median_of_all_01_inputs() {
-        for bits in 0u32..512 {
-            let v: Vec<u8> = (0..9).map(|i| ((bits >> i) & 1) as u8).collect();
-            let p = Plane::new(3, 3, v);
-            let mut out = [0u8; 1];
-            median3_row(&p, 0, &mut out);
-            assert_eq!(out[0], (bits.count_ones() > 4) as u8, "{bits:09b}");
+        // Two output rows from four input rows of three columns: all 2¹² inputs.
+        for bits in 0u32..1 << 12 {
+            let v: Vec<u8> = (0..12).map(|i| ((bits >> i) & 1) as u8).collect();
+            let rows: [&[u8]; 4] = std::array::from_fn(|r| &v[3 * r..3 * r + 3]);
+            let (mut a, mut b) = ([0u8; 1], [0u8; 1]);
+            median3_pair(rows, [&mut a, &mut b]);
+            let ones = |r: u32| (bits >> (3 * r)) & 0o777;
+            assert_eq!(a[0], (ones(0).count_ones() > 4) as u8, "{bits:012b}");
+            assert_eq!(b[0], (ones(1).count_ones() > 4) as u8, "{bits:012b}");
         }
     }
 
@@ -350,8 +486,10 @@ mod tests {
     fn fast_path_matches_reference() {
         for size in [3, 5, 7] {
             let m = Median::new(size).unwrap();
-            let input = padded(noise_planes::<u8>(70, 9, 2, 5), m.radius());
-            assert_eq!(m.fast(&input), m.reference(&input, None));
+            for w in [70, 300] {
+                let input = padded(noise_planes::<u8>(w, 9, 2, 5), m.radius());
+                assert_eq!(m.fast(&input), m.reference(&input, None));
+            }
             let input = padded(noise_planes::<u16>(17, 4, 1, 5), m.radius());
             assert_eq!(m.fast(&input), m.reference(&input, None));
             let input = padded(noise_planes::<f32>(13, 21, 1, 6), m.radius());

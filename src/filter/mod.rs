@@ -26,6 +26,7 @@ pub mod oil;
 pub mod op;
 pub mod pixel;
 pub mod scharr;
+pub mod strip;
 
 pub use border::{BorderMode, Win};
 pub use op::{Chain, Op};
@@ -127,18 +128,6 @@ pub(crate) fn per_band<T: Pixel>(
             *o = f(w);
         }
     })
-}
-
-/// Rows per parallel strip of [`par_strips`].
-pub(crate) const STRIP: usize = 32;
-
-/// Runs `f` on strips of [`STRIP`] output rows in parallel: `f(y0, rows)`.
-pub(crate) fn par_strips<O: Send + Copy + Default>(
-    w: usize,
-    h: usize,
-    f: impl Fn(usize, &mut [O]) + Sync,
-) -> Plane<O> {
-    par_row_chunks(w, h, STRIP, f)
 }
 
 /// Runs `f` on every output row in parallel: `f(y, out_row)`.

@@ -6,10 +6,10 @@
 //! Float32 output bands, ∂x then ∂y. Integer inputs give exact integers.
 
 use super::per_pixel;
-use super::pixel::{Pixel, Plane};
+use super::pixel::{Acc, Pixel, Plane};
+use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::Result;
-use rayon::prelude::*;
 
 /// Scharr derivatives of side `size` (3, 5, 7 or 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,44 +56,109 @@ impl Scharr {
         })
     }
 
-    /// The fast host path (no nodata): whole rows at a time.
+    /// The fast host path (no nodata) on bands padded by the radius.
     pub fn fast<T: Pixel>(&self, input: &[Plane<T>]) -> Vec<Plane<f32>> {
+        self.fast_on(Source::Padded(input))
+    }
+
+    /// The fast host path (no nodata), through [`strip::run`]: both
+    /// derivatives from one read of each row triple, in exact integers
+    /// (`i16` lanes for Byte) where the samples are integers, else in the
+    /// reference's `f32` order.
+    pub fn fast_on<T: Pixel>(&self, src: Source<'_, T>) -> Vec<Plane<f32>> {
         let d = self.radius();
-        let mut out = Vec::with_capacity(2 * input.len());
-        for p in input {
-            let (w, h) = (p.width - 2 * d, p.height - 2 * d);
-            // Both derivatives from one read of each row triple.
-            let mut dx = Plane::zeros(w, h);
-            let mut dy = Plane::zeros(w, h);
-            if w > 0 {
-                dx.data
-                    .par_chunks_mut(w)
-                    .zip(dy.data.par_chunks_mut(w))
-                    .enumerate()
-                    .for_each(|(y, (ox, oy))| scharr_row(p, y, d, ox, oy));
+        match T::TYPE.range() {
+            Some((lo, hi)) if 16.0 * (hi - lo) < <i16 as Acc>::LIMIT => {
+                strip::run(&IntRows::<i16>::new(d), src)
             }
-            out.push(dx);
-            out.push(dy);
+            Some(_) => strip::run(&IntRows::<i32>::new(d), src),
+            None => strip::run(&F32Rows(d), src),
         }
-        out
     }
 }
 
-/// One output row of ∂x and ∂y in one pass: the same sums, in the same
-/// order, as the reference.
-fn scharr_row<T: Pixel>(p: &Plane<T>, y: usize, d: usize, ox: &mut [f32], oy: &mut [f32]) {
-    let w = ox.len();
-    let [k0, k1, k2] = CROSS;
-    let rows = [p.row(y), p.row(y + d), p.row(y + 2 * d)];
-    let [l0, l1, l2] = rows.map(|r| &r[..w]);
-    let [m0, _, m2] = rows.map(|r| &r[d..d + w]);
-    let [r0, r1, r2] = rows.map(|r| &r[2 * d..2 * d + w]);
-    let f = |s: &[T], x: usize| s[x].to_f32();
-    for x in 0..w {
-        ox[x] = ((0.0 + k0 * (f(r0, x) - f(l0, x))) + k1 * (f(r1, x) - f(l1, x)))
-            + k2 * (f(r2, x) - f(l2, x));
-        oy[x] = ((0.0 + k0 * (f(l2, x) - f(l0, x))) + k1 * (f(m2, x) - f(m0, x)))
-            + k2 * (f(r2, x) - f(r0, x));
+/// ∂x and ∂y of integer samples in exact integer sums of accumulator `A`
+/// (every sum is a whole number below 2²⁴, so it equals the reference's `f32`).
+pub struct IntRows<A>(usize, std::marker::PhantomData<A>);
+
+impl<A> IntRows<A> {
+    fn new(d: usize) -> Self {
+        IntRows(d, std::marker::PhantomData)
+    }
+}
+
+impl<T: Pixel, A: Acc> RowKernel<T> for IntRows<A> {
+    type Out = f32;
+    type Scratch = ();
+    const OUTS: usize = 2;
+
+    fn radius(&self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [f32]], _: &mut ()) {
+        let d = self.0;
+        let [k0, k1, k2] = CROSS.map(|k| A::of(k as i32));
+        let (ox, oy) = out.split_at_mut(1);
+        for (y, (ox, oy)) in ox[0]
+            .chunks_exact_mut(w)
+            .zip(oy[0].chunks_exact_mut(w))
+            .enumerate()
+        {
+            let rows = [src.row(y), src.row(y + d), src.row(y + 2 * d)];
+            let [l0, l1, l2] = rows.map(|r| &r[..w]);
+            let [m0, _, m2] = rows.map(|r| &r[d..d + w]);
+            let [r0, r1, r2] = rows.map(|r| &r[2 * d..2 * d + w]);
+            let f = |s: &[T], x: usize| A::of(s[x].to_i32());
+            for x in 0..w {
+                let dx = k0 * (f(r0, x) - f(l0, x))
+                    + k1 * (f(r1, x) - f(l1, x))
+                    + k2 * (f(r2, x) - f(l2, x));
+                let dy = k0 * (f(l2, x) - f(l0, x))
+                    + k1 * (f(m2, x) - f(m0, x))
+                    + k2 * (f(r2, x) - f(r0, x));
+                ox[x] = dx.to_f32();
+                oy[x] = dy.to_f32();
+            }
+        }
+    }
+}
+
+/// ∂x and ∂y of Float32 samples: the same sums, in the same order, as the reference.
+pub struct F32Rows(usize);
+
+impl<T: Pixel> RowKernel<T> for F32Rows {
+    type Out = f32;
+    type Scratch = ();
+    const OUTS: usize = 2;
+
+    fn radius(&self) -> usize {
+        self.0
+    }
+
+    #[inline(always)]
+    fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [f32]], _: &mut ()) {
+        let d = self.0;
+        let [k0, k1, k2] = CROSS;
+        let (ox, oy) = out.split_at_mut(1);
+        for (y, (ox, oy)) in ox[0]
+            .chunks_exact_mut(w)
+            .zip(oy[0].chunks_exact_mut(w))
+            .enumerate()
+        {
+            let rows = [src.row(y), src.row(y + d), src.row(y + 2 * d)];
+            let [l0, l1, l2] = rows.map(|r| &r[..w]);
+            let [m0, _, m2] = rows.map(|r| &r[d..d + w]);
+            let [r0, r1, r2] = rows.map(|r| &r[2 * d..2 * d + w]);
+            let f = |s: &[T], x: usize| s[x].to_f32();
+            for x in 0..w {
+                ox[x] = ((0.0 + k0 * (f(r0, x) - f(l0, x))) + k1 * (f(r1, x) - f(l1, x)))
+                    + k2 * (f(r2, x) - f(l2, x));
+                oy[x] = ((0.0 + k0 * (f(l2, x) - f(l0, x))) + k1 * (f(m2, x) - f(m0, x)))
+                    + k2 * (f(r2, x) - f(r0, x));
+            }
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 //! class absent from the band costs nothing, and a present one is filtered
 //! only over its box plus the kernel's reach: outside it the indicator is
 //! zero, so the exact score is zero, and a zero score never changes a
-//! ranking slot (see `SlotsMut::update`). Both passes run [`LANES`] lines
+//! ranking slot (see `SlotsMut::update`). Inside the box, per-column class
+//! masks skip the columns without the class in pass 1 (they stay exactly 0)
+//! and, in pass 2, the outputs whose window holds none of its columns. Both passes run [`LANES`] lines
 //! in step with the recursion state in registers: pass 1 down [`LANES`]
 //! columns of the box straight from the class codes (no indicator plane),
 //! writing a column-major block; pass 2 along [`LANES`] rows of that block
@@ -189,7 +191,44 @@ struct Extent {
 #[derive(Default)]
 struct Scratch {
     extents: Vec<Option<Extent>>,
+    /// Per input column of the band: bit `c` set where class `c` occurs in
+    /// that column (all bits set when there are more than [`MASK_CLASSES`]).
+    columns: Vec<u64>,
+    /// Active output intervals of one class, `(first, end)` pass-1 columns.
+    intervals: Vec<(usize, usize)>,
+
     pass1: Vec<f64>,
+}
+
+/// Classes the per-column presence masks can tell apart.
+const MASK_CLASSES: usize = 64;
+
+/// Whether class `c` occurs in a column with presence mask `mask`.
+#[inline(always)]
+fn holds(mask: u64, c: usize) -> bool {
+    c >= MASK_CLASSES || mask >> c & 1 == 1
+}
+
+/// The maximal runs of outputs `0..outputs` whose window (pass-1 columns
+/// `o..=o + 2R`) meets an active column; every other output scores
+/// exactly 0 and is skipped.
+fn active_outputs(
+    active: impl Iterator<Item = usize>,
+    r: usize,
+    outputs: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
+    out.clear();
+    for q in active {
+        let (a, b) = (q.saturating_sub(2 * r), (q + 1).min(outputs));
+        if a >= b {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
 }
 
 /// What every band shares.
@@ -266,7 +305,14 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
     let span = ow + 2 * r;
     let tw = tile.width;
     let base = (skip + y0) * tw + skip;
-    find_extents(tile, base, bh + 2 * r, span, &mut scratch.extents);
+    find_extents(
+        tile,
+        base,
+        bh + 2 * r,
+        span,
+        &mut scratch.extents,
+        &mut scratch.columns,
+    );
     for c in 0..tile.n_classes {
         let Some(e) = scratch.extents[c] else {
             continue;
@@ -288,6 +334,14 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
         scratch.pass1.resize(pw * ph, 0.0);
         let pass1 = &mut scratch.pass1;
         for c0 in (0..wc).step_by(LANES) {
+            let first = e.cols.0 + c0;
+            let n = LANES.min(wc - c0);
+            if !scratch.columns[first..first + n]
+                .iter()
+                .any(|&m| holds(m, c))
+            {
+                continue; // no pixel of the class: the columns stay exactly 0
+            }
             let lanes = ClassColumns {
                 codes: tile.classes,
                 stride: tw,
@@ -295,8 +349,7 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
                 width: wc - c0,
                 class: c as u16,
             };
-            let col = e.cols.0 + c0 - xa;
-            let n = LANES.min(wc - c0);
+            let col = first - xa;
             let at = ya - sa * LANES;
             segment(
                 &job.tab,
@@ -310,11 +363,25 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
                 },
             );
         }
-        // Pass 2 along the rows, a strip at a time, scores folded into the ranking.
+        // Pass 2 along the rows, a strip at a time, over the outputs whose
+        // window meets a column of the class; scores folded into the ranking.
+        let columns = &scratch.columns;
+        active_outputs(
+            (e.cols.0..=e.cols.1)
+                .filter(|&x| holds(columns[x], c))
+                .map(|x| x - xa),
+            r,
+            xb - xa,
+            &mut scratch.intervals,
+        );
         let weight = job.weights[c];
+        let chunks = scratch.intervals.iter().flat_map(|&(a, b)| {
+            (a..b)
+                .step_by(job.segment)
+                .map(move |at| (at, job.segment.min(b - at)))
+        });
         for s in sa..sb {
-            for a in (0..xb - xa).step_by(job.segment) {
-                let rows = job.segment.min(xb - xa - a);
+            for (a, rows) in chunks.clone() {
                 let lanes = Strip {
                     data: &scratch.pass1[a * ph + (s - sa) * LANES..],
                     stride: ph,
@@ -336,7 +403,8 @@ fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
 }
 
 /// The bounding box of every class in `rows` lines of `span` codes starting
-/// at `base` (lines `tile.width` apart); `None` for an absent class.
+/// at `base` (lines `tile.width` apart), `None` for an absent class; and
+/// per column, the mask of the classes in it (see [`Scratch::columns`]).
 #[inline(always)]
 fn find_extents(
     tile: &ClassTile,
@@ -344,10 +412,13 @@ fn find_extents(
     rows: usize,
     span: usize,
     out: &mut Vec<Option<Extent>>,
+    columns: &mut Vec<u64>,
 ) {
     let n = tile.n_classes;
     out.clear();
     out.resize(n, None);
+    columns.clear();
+    columns.resize(span, if n > MASK_CLASSES { u64::MAX } else { 0 });
     // Column bounds per class and row, folded into the boxes row by row.
     let mut lo = vec![usize::MAX; n + 1];
     let mut hi = vec![0usize; n + 1];
@@ -357,6 +428,8 @@ fn find_extents(
             let v = (v as usize).min(n);
             lo[v] = lo[v].min(x);
             hi[v] = x;
+            // Codes ≥ 64 (only with masks off, or nodata) set no bit.
+            columns[x] |= 1u64.checked_shl(v as u32).unwrap_or(0);
         }
         for c in 0..n {
             if lo[c] != usize::MAX {
@@ -370,5 +443,40 @@ fn find_extents(
                 hi[c] = 0;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn active_outputs_cover_every_window_that_meets_an_active_column() {
+        // r = 1: output o reads columns o..=o+2; 8 outputs, 10 columns.
+        let mut got = Vec::new();
+        active_outputs([0, 5, 6].into_iter(), 1, 8, &mut got);
+        assert_eq!(got, vec![(0, 1), (3, 7)]);
+        active_outputs([9].into_iter(), 1, 8, &mut got);
+        assert_eq!(got, vec![(7, 8)]);
+        active_outputs(std::iter::empty(), 1, 8, &mut got);
+        assert!(got.is_empty());
+        // Brute force against the definition on a scattered set.
+        let cols = [2usize, 3, 11, 30, 31, 47];
+        let (r, outputs) = (3, 45);
+        active_outputs(cols.iter().copied(), r, outputs, &mut got);
+        for o in 0..outputs {
+            let meets = cols.iter().any(|&q| (o..=o + 2 * r).contains(&q));
+            let inside = got.iter().any(|&(a, b)| (a..b).contains(&o));
+            assert_eq!(meets, inside, "output {o}");
+        }
+    }
+
+    #[test]
+    fn presence_masks_stop_at_64_classes() {
+        assert!(holds(0b100, 2) && !holds(0b100, 1));
+        assert!(
+            holds(0, MASK_CLASSES),
+            "classes past the mask are always present"
+        );
     }
 }

@@ -8,6 +8,7 @@
 pub mod auto;
 pub mod dct5;
 mod dct5_band;
+pub mod dct5_rot;
 pub mod exact;
 pub mod naive;
 pub mod naive_cl;

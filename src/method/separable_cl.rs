@@ -11,7 +11,7 @@
 //! `--exact` the flagged pixels are recomputed on the host with the naive
 //! method's integer arithmetic, so the result is byte-identical to naive.
 
-use super::dct5::Dct5;
+use super::dct5_rot::{self, Rot};
 use super::naive::{exact_pixel, taps};
 use super::separable::{Bounds, Filter, SeparablePlan};
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -31,20 +31,13 @@ use std::time::Instant;
 /// Unit roundoff of the device's working precision (f32).
 pub const DEVICE_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
 
-/// Device segment of dct5: `2·(2R+1)` outputs per work-item rounded up to
-/// a multiple of 32 (pass 1 writes its outputs in runs of 32), so seeding
-/// costs the same share whatever σ and a 4096-pixel line still splits into
-/// enough work-items.
-pub fn device_segment(r: usize) -> usize {
-    (2 * (2 * r + 1)).next_multiple_of(32)
-}
-
-/// The plan as the device runs it: taps rounded to f32, dct5 segments of
-/// [`device_segment`].
+/// The plan as the device runs it: taps rounded to f32 (dct5 filters keep
+/// their f64 coefficients; [`dct5_rot::device_bounds`] accounts for the f32
+/// constants and the device's own recursion).
 pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
     let conv = |f: &Filter| match f {
         Filter::Taps(t) => Filter::Taps(t.iter().map(|&v| v as f32 as f64).collect()),
-        Filter::Dct5(d) => Filter::Dct5(d.clone().with_segment(device_segment(d.radius()))),
+        Filter::Dct5(d) => Filter::Dct5(d.clone()),
     };
     SeparablePlan {
         size: plan.size,
@@ -66,12 +59,7 @@ enum Shape {
         v: Vec<f32>,
         rank: usize,
     },
-    Dct5 {
-        g: Vec<f32>,
-        cosv: Vec<f32>,
-        terms: usize,
-        segment: usize,
-    },
+    Dct5(Rot),
 }
 
 /// A fast method on one OpenCL device; certified when `exact`.
@@ -126,7 +114,7 @@ struct Dct5Buffers {
     winners16: Grow<u16>,
     flags: Grow<u8>,
     weights: Grow<f32>,
-    consts: Option<(Buffer<f32>, Buffer<f32>)>,
+    consts: Option<Buffer<f32>>,
     /// Page-locked staging of the byte-narrowed codes (up) and winners (down).
     pinned8: Option<PinnedHost<u8>>,
     flags_host: Vec<u8>,
@@ -142,9 +130,15 @@ impl SeparableCl {
         exact: bool,
     ) -> Result<Self> {
         let plan = device_plan(plan);
-        let bounds = plan.bounds(kernel, DEVICE_UNIT_ROUNDOFF);
+        let mut bounds = plan.bounds(kernel, DEVICE_UNIT_ROUNDOFF);
         let shape = match &plan.terms[0].row {
-            Filter::Dct5(d) => dct5_shape(d, plan.terms.len())?,
+            Filter::Dct5(d) => {
+                if plan.terms.len() != 1 {
+                    bail!("a dct5 plan has exactly one separable term");
+                }
+                bounds = dct5_rot::device_bounds(&plan, d, kernel, DEVICE_UNIT_ROUNDOFF);
+                Shape::Dct5(Rot::new(d))
+            }
             Filter::Taps(_) => {
                 let flat = |pick: fn(&super::separable::Term) -> &Filter| -> Vec<f32> {
                     plan.terms
@@ -164,7 +158,7 @@ impl SeparableCl {
         };
         let detail = match &shape {
             Shape::Svd { rank, .. } => format!("rank {rank}"),
-            Shape::Dct5 { terms, .. } => format!("K={}", terms - 1),
+            Shape::Dct5(rot) => format!("K={}", rot.terms() - 1),
         };
         let base = format!("{name}/{} ({detail})", device.info().name);
         let me = SeparableCl {
@@ -196,7 +190,7 @@ impl SeparableCl {
     fn source(&self) -> &'static str {
         match self.shape {
             Shape::Svd { .. } => "svd",
-            Shape::Dct5 { .. } => "dct5",
+            Shape::Dct5(_) => "dct5",
         }
     }
 
@@ -205,27 +199,11 @@ impl SeparableCl {
             Shape::Svd { rank, .. } => BuildOptions::new()
                 .define("N", self.size)
                 .define("RANK", rank),
-            Shape::Dct5 { terms, segment, .. } => BuildOptions::new()
+            Shape::Dct5(rot) => BuildOptions::new()
                 .define("R", self.size / 2)
-                .define("NT", terms)
-                .define("SEG", segment),
+                .define("NT", rot.terms()),
         }
     }
-}
-
-fn dct5_shape(d: &Dct5, terms: usize) -> Result<Shape> {
-    if terms != 1 {
-        bail!("a dct5 plan has exactly one separable term");
-    }
-    let n = 2 * d.radius() + 1;
-    Ok(Shape::Dct5 {
-        g: d.coeffs().iter().map(|&g| g as f32).collect(),
-        cosv: (0..n)
-            .map(|j| (2.0 * std::f64::consts::PI * j as f64 / n as f64).cos() as f32)
-            .collect(),
-        terms: d.terms() + 1,
-        segment: d.segment(),
-    })
 }
 
 impl SeparableCl {
@@ -262,14 +240,18 @@ impl SeparableCl {
     /// every class in one launch each (planes stored transposed, so every
     /// access is coalesced), the ranking in a third; winners (and, in the
     /// certified mode, the flags) come down. Buffers are reused across tiles.
-    fn smooth_dct5(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
-        let Shape::Dct5 {
-            g, cosv, segment, ..
-        } = &self.shape
-        else {
+    /// With `scores`, the weighted score planes also come down, as
+    /// `ST[c][x][y]` with columns `ohp` (the output height rounded up to 32) apart.
+    fn smooth_dct5(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        out: &mut [u16],
+        scores: Option<&mut Vec<f32>>,
+    ) -> Result<()> {
+        let Shape::Dct5(rot) = &self.shape else {
             unreachable!("smooth_dct5 runs dct5 shapes only")
         };
-        let segment = *segment;
         let dev = &self.device;
         let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
         let classes = tile.n_classes;
@@ -291,10 +273,7 @@ impl SeparableCl {
         let mut guard = self.dct5.lock().unwrap_or_else(|e| e.into_inner());
         let bufs = &mut *guard;
         if bufs.consts.is_none() {
-            bufs.consts = Some((
-                dev.buffer_from(g, CL_MEM_READ_ONLY)?,
-                dev.buffer_from(cosv, CL_MEM_READ_ONLY)?,
-            ));
+            bufs.consts = Some(dev.buffer_from(&rot.constants(), CL_MEM_READ_ONLY)?);
         }
         let n_codes = w * tile.height;
         if narrow {
@@ -326,7 +305,10 @@ impl SeparableCl {
         } else {
             bufs.winners16.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
         }
-        let (gb, cb) = bufs.consts.as_ref().expect("set above");
+        let co = bufs.consts.as_ref().expect("set above");
+        let r = rot.radius();
+        let seg1 = dct5_rot::segment(r, oh, w * planes);
+        let seg2 = dct5_rot::segment(r, ow, oh * planes);
         let (p1, p2) = (bufs.planes1.buf.as_ref(), bufs.planes2.buf.as_ref());
         let (p1, p2) = (p1.expect("allocated"), p2.expect("allocated"));
         let weights = bufs.weights.buf.as_ref().expect("allocated");
@@ -346,14 +328,14 @@ impl SeparableCl {
             .scalar(wi)
             .scalar(ohi)
             .scalar(ohpi)
-            .mem(gb)
-            .mem(cb)
+            .scalar(seg1 as i32)
+            .mem(co)
             .mem(p1)
             .done()?;
         let e1 = dev.launch(
             Queue::Compute,
             &cols,
-            &[w, oh.div_ceil(segment), planes],
+            &[w, oh.div_ceil(seg1), planes],
             Some(&[32, 1, 1]),
             &[],
         )?;
@@ -363,16 +345,16 @@ impl SeparableCl {
             .scalar(ohi)
             .scalar(ohpi)
             .scalar(owi)
-            .mem(gb)
-            .mem(cb)
+            .scalar(seg2 as i32)
+            .mem(co)
             .mem(weights)
             .mem(p2)
             .done()?;
         let e2 = dev.launch(
             Queue::Compute,
             &rows,
-            &[oh, ow.div_ceil(segment), planes],
-            None,
+            &[oh, ow.div_ceil(seg2), planes],
+            Some(&[64, 1, 1]),
             &[],
         )?;
         let eps = self.bounds.total();
@@ -395,6 +377,10 @@ impl SeparableCl {
         };
         a.mem(flags).done()?;
         let e3 = dev.launch(Queue::Compute, &rank, &[oh, ow], None, &[])?;
+        if let Some(v) = scores {
+            v.resize(planes * ow * ohp, 0.0);
+            dev.download(p2, v)?;
+        }
         let t1 = Instant::now();
         if narrow {
             let staging = bufs.pinned8.as_mut().expect("staged above");
@@ -410,7 +396,15 @@ impl SeparableCl {
             dev.download(flags, &mut bufs.flags_host)?;
         }
         // The download waited for every kernel: their events are complete.
-        let kernel_ns: u64 = [&e1, &e2, &e3].iter().map(|e| event_ns(e)).sum();
+        let each = [&e1, &e2, &e3].map(event_ns);
+        let kernel_ns: u64 = each.iter().sum();
+        if std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some() {
+            let ms = each.map(|n| n as f64 / 1e6);
+            eprintln!(
+                "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}",
+                ms[0], ms[1], ms[2]
+            );
+        }
         let download_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(kernel_ns);
         self.times.add(DeviceTimes {
             upload_ns,
@@ -427,6 +421,32 @@ impl SeparableCl {
         }
         self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl SeparableCl {
+    /// dct5's weighted float scores of every class of `tile`, as
+    /// `S[c][y][x]` over the output (for tests of the kernels against the
+    /// f64 filter and the error bound).
+    pub fn dct5_scores(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Vec<f32>> {
+        if !matches!(self.shape, Shape::Dct5(_)) {
+            bail!("dct5_scores needs a dct5 plan");
+        }
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        let ohp = oh.next_multiple_of(32);
+        let mut out = vec![0u16; ow * oh];
+        let mut st = Vec::new();
+        self.smooth_dct5(tile, params, &mut out, Some(&mut st))?;
+        let planes = st.len() / (ow * ohp).max(1);
+        let mut s = vec![0.0f32; planes * ow * oh];
+        for c in 0..planes {
+            for x in 0..ow {
+                for y in 0..oh {
+                    s[(c * oh + y) * ow + x] = st[(c * ow + x) * ohp + y];
+                }
+            }
+        }
+        Ok(s)
     }
 }
 
@@ -452,8 +472,8 @@ impl ClassSmoother for SeparableCl {
                 self.size / 2
             ));
         }
-        if let Shape::Dct5 { .. } = self.shape {
-            return self.smooth_dct5(tile, params, out);
+        if let Shape::Dct5(_) = self.shape {
+            return self.smooth_dct5(tile, params, out, None);
         }
         let dev = &self.device;
         let w = tile.width;
@@ -463,7 +483,7 @@ impl ClassSmoother for SeparableCl {
         let upload_ns = t0.elapsed().as_nanos() as u64;
         let terms = match self.shape {
             Shape::Svd { rank, .. } => rank,
-            Shape::Dct5 { .. } => 1,
+            Shape::Dct5(_) => 1,
         };
         let p = dev.buffer::<f32>(terms * w * oh, CL_MEM_READ_WRITE)?;
         let s = dev.buffer::<f32>(classes.max(1) * ow * oh, CL_MEM_READ_WRITE)?;
@@ -505,7 +525,7 @@ impl ClassSmoother for SeparableCl {
                     events.extend([e1, e2]);
                 }
             }
-            Shape::Dct5 { .. } => unreachable!("dct5 tiles take smooth_dct5"),
+            Shape::Dct5(_) => unreachable!("dct5 tiles take smooth_dct5"),
         }
         let rank = dev.kernel("rank", &BuildOptions::new(), "rank_scores")?;
         let eps = self.bounds.total();
