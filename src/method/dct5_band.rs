@@ -33,7 +33,7 @@
 //! terms take the generic path.
 
 use super::dct5::{Dct5, cos_index, cos_table};
-use super::separable::{LANES, Ranking, SlotsMut};
+use super::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
 use super::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
@@ -269,6 +269,8 @@ struct Scratch {
     suffix: Vec<u64>,
     /// Runs of outputs of one class and strip, `(first, end)`.
     runs: Vec<(usize, usize)>,
+    /// A band's ranking slots, when the tile's winners go straight to the output.
+    slots: Slots,
     /// Per class: its pass-1 plane and where it lies.
     planes: Vec<Vec<f64>>,
     at: Vec<PlaneAt>,
@@ -344,19 +346,34 @@ struct Job<'a> {
     single_class: bool,
 }
 
+/// Where [`rank_tile`] puts its results.
+pub(crate) enum Target<'a> {
+    /// Every pixel's ranking, margins included (for certification).
+    Ranking(&'a mut Ranking),
+    /// Only the winners, straight into the tile's output (row-major),
+    /// decided strip by strip while the strip's slots are in cache.
+    Decisions {
+        out: &'a mut [u16],
+        fill_nodata: bool,
+    },
+}
+
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
-/// columns and along the rows) and folds the scores into `ranking`.
-/// `skip`: tile rows/columns outside the kernel's reach on every side.
+/// columns and along the rows) into `target` (a [`Target::Ranking`] is
+/// already reset). `skip`: tile rows/columns outside the kernel's reach on
+/// every side.
 pub(crate) fn rank_tile(
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
     skip: usize,
     tau: f64,
-    margins: bool,
-    ranking: &mut Ranking,
+    target: Target,
 ) {
     let (ow, oh) = (tile.output_width(), tile.output_height());
+    if ow == 0 || oh == 0 {
+        return;
+    }
     let wmax = params.max_class_weight();
     let q = params.kernel.quantised();
     let job = Job {
@@ -380,26 +397,59 @@ pub(crate) fn rank_tile(
                 .iter()
                 .all(|&w| w > 0),
     };
-    ranking
-        .runs_mut(job.band)
-        .enumerate()
-        .for_each(|(b, mut slots)| {
-            SCRATCH.with_borrow_mut(|scratch| {
-                if margins {
-                    run_band::<true>(&job, b * job.band, &mut slots, scratch)
-                } else {
-                    run_band::<false>(&job, b * job.band, &mut slots, scratch)
-                }
-            })
-        });
+    match target {
+        Target::Ranking(ranking) => {
+            ranking
+                .runs_mut(job.band)
+                .enumerate()
+                .for_each(|(b, mut slots)| {
+                    SCRATCH.with_borrow_mut(|scratch| {
+                        run_band::<true>(&job, b * job.band, &mut slots, scratch, None)
+                    })
+                })
+        }
+        Target::Decisions { out, fill_nodata } => {
+            out.par_chunks_mut(job.band * ow)
+                .enumerate()
+                .for_each(|(b, out)| {
+                    SCRATCH.with_borrow_mut(|scratch| {
+                        let y0 = b * job.band;
+                        let bh = job.band.min(oh - y0);
+                        let mut slots = std::mem::take(&mut scratch.slots);
+                        slots.reset(bh.div_ceil(LANES) * LANES * ow, false);
+                        let h = tile.halo;
+                        for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
+                            fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
+                                tile.classes[(y0 + y + h) * tile.width + x + h]
+                            });
+                        }
+                        let decide = Decide { out, fill_nodata };
+                        run_band::<false>(&job, y0, &mut slots.all_mut(), scratch, Some(decide));
+                        scratch.slots = slots;
+                    })
+                });
+        }
+    }
 }
 
-fn run_band<const M: bool>(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
+/// A band's output rows, to be decided strip by strip.
+struct Decide<'a> {
+    out: &'a mut [u16],
+    fill_nodata: bool,
+}
+
+fn run_band<const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    decide: Option<Decide>,
+) {
     // One copy per number of terms, so the recursion state stays in registers.
     macro_rules! by_terms {
         ($($t:literal)*) => {
             match job.tab.g.len() {
-                $($t => run_band_with::<$t, M>(job, y0, slots, scratch),)*
+                $($t => run_band_with::<$t, M>(job, y0, slots, scratch, decide),)*
                 _ => unreachable!("dct5 plans of more than MAX_TERMS terms take the generic path"),
             }
         };
@@ -412,13 +462,14 @@ fn run_band_with<const T: usize, const M: bool>(
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
+    decide: Option<Decide>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { band_avx2::<T, M>(job, y0, slots, scratch) };
+        return unsafe { band_avx2::<T, M>(job, y0, slots, scratch, decide) };
     }
-    band::<T, M>(job, y0, slots, scratch)
+    band::<T, M>(job, y0, slots, scratch, decide)
 }
 
 /// [`band`] compiled for AVX2 (the same arithmetic, wider vectors).
@@ -429,8 +480,9 @@ unsafe fn band_avx2<const T: usize, const M: bool>(
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
+    decide: Option<Decide>,
 ) {
-    band::<T, M>(job, y0, slots, scratch)
+    band::<T, M>(job, y0, slots, scratch, decide)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
@@ -442,6 +494,7 @@ fn band<const T: usize, const M: bool>(
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
+    mut decide: Option<Decide>,
 ) {
     let tile = job.tile;
     let (r, ow, skip) = (job.tab.r, job.ow, job.skip);
@@ -532,9 +585,16 @@ fn band<const T: usize, const M: bool>(
         if shortcut {
             for (x, &m) in outputs.iter().enumerate() {
                 if single(m) {
-                    slots.single((s * ow + x) * LANES, m.trailing_zeros() as u16);
+                    slots.single::<M>((s * ow + x) * LANES, m.trailing_zeros() as u16);
                 }
             }
+        }
+        if let Some(d) = decide.as_mut() {
+            let rows = LANES.min(bh - s * LANES);
+            let (nodata, at) = (tile.nodata(), s * ow * LANES);
+            write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
+                slots.decide(at + i, job.tau, nodata, d.fill_nodata)
+            });
         }
     }
 }

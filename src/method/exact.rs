@@ -75,7 +75,7 @@ impl ClassSmoother for Certified {
         }
         let taps = taps(tile, params);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
-        let recomputed: u64 = self.fast.with_ranking(tile, params, true, |ranking| {
+        let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
             out.par_chunks_mut(ow)
                 .enumerate()
                 .map(|(y, row)| {

@@ -14,6 +14,7 @@ pub mod naive;
 pub mod naive_cl;
 pub mod naive_cl_runs;
 pub mod naive_cl_tuning;
+pub mod ranking;
 pub mod select;
 pub mod separable;
 pub mod separable_cl;

@@ -22,8 +22,9 @@
 //! [`exact`]: super::exact
 
 use super::dct5::Dct5;
+use super::dct5_band::Target;
+use super::ranking::{LANES, Ranking};
 use super::{ClassTile, SmoothParams};
-use crate::classes::NO_CLASS;
 use crate::kernel::Kernel;
 use rayon::prelude::*;
 
@@ -267,15 +268,66 @@ impl SeparablePlan {
     }
 
     /// Scores every class of the tile and ranks them per pixel into
-    /// `ranking` (cleared first). `tau` is the float tolerance under which
-    /// two scores count as equal. `margins`: whether [`Ranking::certified`]
-    /// will be asked (else the two best scores may be left untracked).
-    pub fn rank(
+    /// `ranking` (cleared first), margins included. `tau` is the float
+    /// tolerance under which two scores count as equal.
+    pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64, ranking: &mut Ranking) {
+        if let Some(d) = self.band_filter() {
+            let (ow, oh) = (tile.output_width(), tile.output_height());
+            let h = tile.halo;
+            ranking.reset(ow, oh, tau, |x, y| {
+                tile.classes[(y + h) * tile.width + x + h]
+            });
+            let skip = h - self.size / 2;
+            super::dct5_band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
+            return;
+        }
+        self.rank_generic(tile, params, tau, ranking);
+    }
+
+    /// The winner of every output pixel of the tile into `out` (row-major),
+    /// [`NO_CLASS`](crate::classes::NO_CLASS) where none; `ranking` is scratch.
+    pub fn decide_into(
         &self,
         tile: &ClassTile,
         params: &SmoothParams,
         tau: f64,
-        margins: bool,
+        ranking: &mut Ranking,
+        out: &mut [u16],
+    ) {
+        if let Some(d) = self.band_filter() {
+            let skip = tile.halo - self.size / 2;
+            let target = Target::Decisions {
+                out,
+                fill_nodata: params.fill_nodata,
+            };
+            super::dct5_band::rank_tile(d, tile, params, skip, tau, target);
+            return;
+        }
+        self.rank_generic(tile, params, tau, ranking);
+        ranking.write(out, tile.nodata(), params.fill_nodata);
+    }
+
+    /// The DCT-5 filter of a plan the band scorer runs (one term, the same
+    /// filter both ways, at most [`MAX_TERMS`](super::dct5_band::MAX_TERMS)
+    /// terms).
+    fn band_filter(&self) -> Option<&Dct5> {
+        match self.terms.as_slice() {
+            [
+                Term {
+                    column: Filter::Dct5(d),
+                    row: Filter::Dct5(e),
+                },
+            ] if d == e && d.coeffs().len() <= super::dct5_band::MAX_TERMS => Some(d),
+            _ => None,
+        }
+    }
+
+    /// [`SeparablePlan::rank`] by whole planes, for any plan.
+    fn rank_generic(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        tau: f64,
         ranking: &mut Ranking,
     ) {
         let (ow, oh) = (tile.output_width(), tile.output_height());
@@ -289,18 +341,6 @@ impl SeparablePlan {
         let wmax = params.max_class_weight();
         // The tile may carry a wider halo than the kernel needs.
         let skip = h - self.size / 2;
-        if let [
-            Term {
-                column: Filter::Dct5(d),
-                row: Filter::Dct5(e),
-            },
-        ] = self.terms.as_slice()
-            && d == e
-            && d.coeffs().len() <= super::dct5_band::MAX_TERMS
-        {
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, margins, ranking);
-            return;
-        }
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
         let span = ow + self.size - 1;
         let mut planes: Vec<Plane> = self
@@ -343,213 +383,6 @@ impl SeparablePlan {
                 },
             );
         }
-    }
-}
-
-/// Output rows ranked together in pass 2.
-pub const LANES: usize = 8;
-
-/// What the ranking keeps per pixel, one array per field (so updates of
-/// [`LANES`] neighbouring pixels vectorise).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Slots {
-    /// The largest and second largest score (0 stands for "no class").
-    top: Vec<f64>,
-    second: Vec<f64>,
-    /// The winner by the tie rule, with its score.
-    winner_score: Vec<f64>,
-    centre_score: Vec<f64>,
-    winner: Vec<u16>,
-    centre: Vec<u16>,
-}
-
-/// A mutable run of [`Slots`] (one strip or band).
-pub(crate) struct SlotsMut<'a> {
-    top: &'a mut [f64],
-    second: &'a mut [f64],
-    winner_score: &'a mut [f64],
-    centre_score: &'a mut [f64],
-    winner: &'a mut [u16],
-    centre: &'a [u16],
-}
-
-impl SlotsMut<'_> {
-    /// Folds class `c`'s weighted scores `s` into the slots from `at` on.
-    /// Classes arrive in ascending order, so keeping the earlier winner
-    /// unless beaten by more than `tau` is the smallest-index tie rule.
-    /// A score of exactly 0 changes nothing that is ever read: `top` and
-    /// `second` start at 0, a winner needs a score above `tau`, and a centre
-    /// score of 0 never reaches a winner's score minus `tau`.
-    #[inline(always)]
-    pub(crate) fn update(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
-        let n = s.len();
-        let top = &mut self.top[at..at + n];
-        let second = &mut self.second[at..at + n];
-        for i in 0..n {
-            second[i] = second[i].max(top[i].min(s[i]));
-            top[i] = top[i].max(s[i]);
-        }
-        self.update_winner(at, c, s, tau);
-    }
-
-    /// [`SlotsMut::update`] without the two best scores, which only the
-    /// certified mode reads ([`Ranking::certified`]).
-    #[inline(always)]
-    pub(crate) fn update_winner(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
-        let n = s.len();
-        let ws = &mut self.winner_score[at..at + n];
-        let cs = &mut self.centre_score[at..at + n];
-        let win = &mut self.winner[at..at + n];
-        let centre = &self.centre[at..at + n];
-        // Branch-free: on scattered data every comparison is a coin toss.
-        for i in 0..n {
-            let v = s[i];
-            let better = v > ws[i] + tau;
-            ws[i] = if better { v } else { ws[i] };
-            win[i] = if better { c } else { win[i] };
-            cs[i] = if centre[i] == c { v } else { cs[i] };
-        }
-    }
-}
-
-impl SlotsMut<'_> {
-    /// Decides the [`LANES`] pixels from `at` on for class `c` without
-    /// scores: the caller knows that no other class occurs in their windows
-    /// and that `c`'s exact score is positive wherever their centre is not
-    /// nodata, so `c` wins with the widest possible margin (score 1 over 0).
-    #[inline(always)]
-    pub(crate) fn single(&mut self, at: usize, c: u16) {
-        for i in at..at + LANES {
-            self.top[i] = 1.0;
-            self.second[i] = 0.0;
-            self.winner_score[i] = 1.0;
-            self.winner[i] = c;
-            if self.centre[i] == c {
-                self.centre_score[i] = 1.0;
-            }
-        }
-    }
-}
-
-/// Per-pixel ranking of float scores, stored strip by strip
-/// (`LANES` rows per strip, pixel-major inside a strip).
-#[derive(Clone, Debug, Default)]
-pub struct Ranking {
-    pub ow: usize,
-    pub oh: usize,
-    tau: f64,
-    slots: Slots,
-}
-
-impl Ranking {
-    /// Sizes the ranking for an `ow × oh` output and clears it, keeping its
-    /// memory (a ranking is reused tile after tile, so its pages are not
-    /// faulted in afresh each time); `centre(x, y)` gives each pixel's own class.
-    fn reset(
-        &mut self,
-        ow: usize,
-        oh: usize,
-        tau: f64,
-        centre: impl Fn(usize, usize) -> u16 + Sync,
-    ) {
-        let len = oh.div_ceil(LANES) * LANES * ow;
-        (self.ow, self.oh, self.tau) = (ow, oh, tau);
-        let s = &mut self.slots;
-        let fill = |v: &mut Vec<f64>, x: f64| {
-            v.clear();
-            v.resize(len, x);
-        };
-        fill(&mut s.top, 0.0);
-        fill(&mut s.second, 0.0);
-        fill(&mut s.winner_score, 0.0);
-        fill(&mut s.centre_score, f64::NEG_INFINITY);
-        s.winner.clear();
-        s.winner.resize(len, NO_CLASS);
-        s.centre.clear();
-        s.centre.resize(len, NO_CLASS);
-        s.centre
-            .par_chunks_mut(LANES * ow.max(1))
-            .enumerate()
-            .for_each(|(s, strip)| {
-                for j in 0..LANES.min(oh.saturating_sub(s * LANES)) {
-                    for x in 0..ow {
-                        strip[x * LANES + j] = centre(x, s * LANES + j);
-                    }
-                }
-            });
-    }
-
-    /// The slots in runs of `rows` output rows (a multiple of [`LANES`]), in parallel.
-    pub(crate) fn runs_mut(
-        &mut self,
-        rows: usize,
-    ) -> impl IndexedParallelIterator<Item = SlotsMut<'_>> {
-        debug_assert_eq!(rows % LANES, 0);
-        let n = (rows * self.ow).max(1);
-        let s = &mut self.slots;
-        s.top
-            .par_chunks_mut(n)
-            .zip(s.second.par_chunks_mut(n))
-            .zip(s.winner_score.par_chunks_mut(n))
-            .zip(s.centre_score.par_chunks_mut(n))
-            .zip(s.winner.par_chunks_mut(n))
-            .zip(s.centre.par_chunks(n))
-            .map(
-                |(((((top, second), winner_score), centre_score), winner), centre)| SlotsMut {
-                    top,
-                    second,
-                    winner_score,
-                    centre_score,
-                    winner,
-                    centre,
-                },
-            )
-    }
-
-    #[inline]
-    fn index(ow: usize, x: usize, y: usize) -> usize {
-        (y / LANES) * ow * LANES + x * LANES + y % LANES
-    }
-
-    /// The class at output pixel `(x, y)` by the winner rule on float
-    /// scores: the best score (ties within `tau` go to the centre class, else
-    /// the smallest index); no score above `tau`, or a nodata centre unless
-    /// `fill_nodata`, gives [`NO_CLASS`].
-    pub fn decide(&self, x: usize, y: usize, nodata: u16, fill_nodata: bool) -> u16 {
-        let (s, i) = (&self.slots, Self::index(self.ow, x, y));
-        let (centre, winner) = (s.centre[i], s.winner[i]);
-        if centre == nodata && !fill_nodata {
-            return NO_CLASS;
-        }
-        if winner != NO_CLASS
-            && centre != nodata
-            && s.centre_score[i] >= s.winner_score[i] - self.tau
-        {
-            return centre;
-        }
-        winner
-    }
-
-    /// Whether the winner at `(x, y)` is provably the exact one given a bound
-    /// `eps` on every score's error: the margin over the runner-up (or over
-    /// "no class", score 0) exceeds `2·eps`.
-    pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
-        let (s, i) = (&self.slots, Self::index(self.ow, x, y));
-        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > 2.0 * eps
-    }
-
-    /// Writes the decisions in row-major output order.
-    pub fn write(&self, out: &mut [u16], nodata: u16, fill_nodata: bool) {
-        if self.ow == 0 {
-            return;
-        }
-        out.par_chunks_mut(self.ow)
-            .enumerate()
-            .for_each(|(y, row)| {
-                for (x, v) in row.iter_mut().enumerate() {
-                    *v = self.decide(x, y, nodata, fill_nodata);
-                }
-            });
     }
 }
 
@@ -611,19 +444,20 @@ impl SeparableHost {
         self.bounds
     }
 
+    fn tau(&self) -> f64 {
+        self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF)
+    }
+
     /// Scores and ranks one tile (see [`SeparablePlan::rank`]) and hands
-    /// the ranking to `use_it`; `margins`: whether it will ask
-    /// [`Ranking::certified`].
+    /// the ranking to `use_it`.
     pub fn with_ranking<R>(
         &self,
         tile: &ClassTile,
         params: &SmoothParams,
-        margins: bool,
         use_it: impl FnOnce(&Ranking) -> R,
     ) -> R {
         let mut ranking = self.rankings.take();
-        let tau = self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF);
-        self.plan.rank(tile, params, tau, margins, &mut ranking);
+        self.plan.rank(tile, params, self.tau(), &mut ranking);
         let result = use_it(&ranking);
         self.rankings.give(ranking);
         result
@@ -645,9 +479,10 @@ impl super::ClassSmoother for SeparableHost {
         params: &SmoothParams,
         out: &mut [u16],
     ) -> crate::error::Result<()> {
-        self.with_ranking(tile, params, false, |ranking| {
-            ranking.write(out, tile.nodata(), params.fill_nodata)
-        });
+        let mut ranking = self.rankings.take();
+        self.plan
+            .decide_into(tile, params, self.tau(), &mut ranking, out);
+        self.rankings.give(ranking);
         Ok(())
     }
 }

@@ -1,0 +1,309 @@
+//! The per-pixel ranking of the float (fast) methods: class scores arrive
+//! one class at a time, and each pixel keeps its winner under the tie rule
+//! of DESIGN.md §2 (centre class first, else the smallest index), the
+//! centre class's own score and, for the certified mode, the two best
+//! scores (their margin is what certification tests).
+//!
+//! Slots are stored strip by strip ([`LANES`] output rows per strip,
+//! pixel-major inside a strip), one array per field, so that folding the
+//! scores of [`LANES`] vertically neighbouring pixels vectorises.
+
+use crate::classes::NO_CLASS;
+use rayon::prelude::*;
+
+/// Output rows ranked together.
+pub const LANES: usize = 8;
+
+/// What the ranking keeps per pixel, one array per field.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Slots {
+    /// The largest and second largest score (0 stands for "no class");
+    /// empty where margins are not tracked.
+    top: Vec<f64>,
+    second: Vec<f64>,
+    /// The winner by the tie rule, with its score.
+    winner_score: Vec<f64>,
+    centre_score: Vec<f64>,
+    winner: Vec<u16>,
+    centre: Vec<u16>,
+}
+
+impl Slots {
+    /// Sizes the slots to `len` pixels and clears them, keeping their
+    /// memory; `margins`: whether the two best scores are tracked. The
+    /// centre classes are left to the caller ([`Slots::centres_mut`]).
+    pub(crate) fn reset(&mut self, len: usize, margins: bool) {
+        let fill = |v: &mut Vec<f64>, len: usize, x: f64| {
+            v.clear();
+            v.resize(len, x);
+        };
+        let tracked = if margins { len } else { 0 };
+        fill(&mut self.top, tracked, 0.0);
+        fill(&mut self.second, tracked, 0.0);
+        fill(&mut self.winner_score, len, 0.0);
+        fill(&mut self.centre_score, len, f64::NEG_INFINITY);
+        self.winner.clear();
+        self.winner.resize(len, NO_CLASS);
+        self.centre.clear();
+        self.centre.resize(len, NO_CLASS);
+    }
+
+    pub(crate) fn centres_mut(&mut self) -> &mut [u16] {
+        &mut self.centre
+    }
+
+    /// All slots, mutably.
+    pub(crate) fn all_mut(&mut self) -> SlotsMut<'_> {
+        SlotsMut {
+            top: &mut self.top,
+            second: &mut self.second,
+            winner_score: &mut self.winner_score,
+            centre_score: &mut self.centre_score,
+            winner: &mut self.winner,
+            centre: &self.centre,
+        }
+    }
+
+    #[inline(always)]
+    fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
+        decide(
+            self.centre[i],
+            self.winner[i],
+            self.centre_score[i],
+            self.winner_score[i],
+            tau,
+            nodata,
+            fill_nodata,
+        )
+    }
+}
+
+/// The class of a pixel by the winner rule on float scores: the best score
+/// (ties within `tau` go to the centre class, else the smallest index); no
+/// score above `tau`, or a nodata centre unless `fill_nodata`, gives
+/// [`NO_CLASS`].
+#[inline(always)]
+fn decide(
+    centre: u16,
+    winner: u16,
+    centre_score: f64,
+    winner_score: f64,
+    tau: f64,
+    nodata: u16,
+    fill_nodata: bool,
+) -> u16 {
+    if centre == nodata && !fill_nodata {
+        return NO_CLASS;
+    }
+    if winner != NO_CLASS && centre != nodata && centre_score >= winner_score - tau {
+        return centre;
+    }
+    winner
+}
+
+/// A mutable run of [`Slots`] (one strip or band).
+pub(crate) struct SlotsMut<'a> {
+    top: &'a mut [f64],
+    second: &'a mut [f64],
+    winner_score: &'a mut [f64],
+    centre_score: &'a mut [f64],
+    winner: &'a mut [u16],
+    centre: &'a [u16],
+}
+
+impl SlotsMut<'_> {
+    /// Folds class `c`'s weighted scores `s` into the slots from `at` on.
+    /// Classes arrive in ascending order, so keeping the earlier winner
+    /// unless beaten by more than `tau` is the smallest-index tie rule.
+    /// A score of exactly 0 changes nothing that is ever read: `top` and
+    /// `second` start at 0, a winner needs a score above `tau`, and a centre
+    /// score of 0 never reaches a winner's score minus `tau`.
+    #[inline(always)]
+    pub(crate) fn update(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
+        let n = s.len();
+        let top = &mut self.top[at..at + n];
+        let second = &mut self.second[at..at + n];
+        for i in 0..n {
+            second[i] = second[i].max(top[i].min(s[i]));
+            top[i] = top[i].max(s[i]);
+        }
+        self.update_winner(at, c, s, tau);
+    }
+
+    /// [`SlotsMut::update`] without the two best scores, which only the
+    /// certified mode reads ([`Ranking::certified`]).
+    #[inline(always)]
+    pub(crate) fn update_winner(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
+        let n = s.len();
+        let ws = &mut self.winner_score[at..at + n];
+        let cs = &mut self.centre_score[at..at + n];
+        let win = &mut self.winner[at..at + n];
+        let centre = &self.centre[at..at + n];
+        // Branch-free: on scattered data every comparison is a coin toss.
+        for i in 0..n {
+            let v = s[i];
+            let better = v > ws[i] + tau;
+            ws[i] = if better { v } else { ws[i] };
+            win[i] = if better { c } else { win[i] };
+            cs[i] = if centre[i] == c { v } else { cs[i] };
+        }
+    }
+
+    /// Decides the [`LANES`] pixels from `at` on for class `c` without
+    /// scores: the caller knows that no other class occurs in their windows
+    /// and that `c`'s exact score is positive wherever their centre is not
+    /// nodata, so `c` wins with the widest possible margin (score 1 over 0).
+    /// `margins`: whether the two best scores are tracked.
+    #[inline(always)]
+    pub(crate) fn single<const MARGINS: bool>(&mut self, at: usize, c: u16) {
+        for i in at..at + LANES {
+            if MARGINS {
+                self.top[i] = 1.0;
+                self.second[i] = 0.0;
+            }
+            self.winner_score[i] = 1.0;
+            self.winner[i] = c;
+            if self.centre[i] == c {
+                self.centre_score[i] = 1.0;
+            }
+        }
+    }
+
+    /// The class of the pixel in slot `i` by the winner rule (see [`Ranking::decide`]).
+    #[inline(always)]
+    pub(crate) fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
+        decide(
+            self.centre[i],
+            self.winner[i],
+            self.centre_score[i],
+            self.winner_score[i],
+            tau,
+            nodata,
+            fill_nodata,
+        )
+    }
+}
+
+/// Per-pixel ranking of float scores over one tile's output, stored strip by
+/// strip.
+#[derive(Clone, Debug, Default)]
+pub struct Ranking {
+    pub ow: usize,
+    pub oh: usize,
+    tau: f64,
+    slots: Slots,
+}
+
+impl Ranking {
+    /// Sizes the ranking for an `ow × oh` output and clears it, keeping its
+    /// memory (a ranking is reused tile after tile, so its pages are not
+    /// faulted in afresh each time); `centre(x, y)` gives each pixel's own
+    /// class. Margins are tracked.
+    pub(crate) fn reset(
+        &mut self,
+        ow: usize,
+        oh: usize,
+        tau: f64,
+        centre: impl Fn(usize, usize) -> u16 + Sync,
+    ) {
+        (self.ow, self.oh, self.tau) = (ow, oh, tau);
+        self.slots.reset(oh.div_ceil(LANES) * LANES * ow, true);
+        self.slots
+            .centres_mut()
+            .par_chunks_mut(LANES * ow.max(1))
+            .enumerate()
+            .for_each(|(s, strip)| fill_strip_centres(strip, ow, s * LANES, oh, &centre));
+    }
+
+    /// The slots in runs of `rows` output rows (a multiple of [`LANES`]), in parallel.
+    pub(crate) fn runs_mut(
+        &mut self,
+        rows: usize,
+    ) -> impl IndexedParallelIterator<Item = SlotsMut<'_>> {
+        debug_assert_eq!(rows % LANES, 0);
+        let n = (rows * self.ow).max(1);
+        let s = &mut self.slots;
+        s.top
+            .par_chunks_mut(n)
+            .zip(s.second.par_chunks_mut(n))
+            .zip(s.winner_score.par_chunks_mut(n))
+            .zip(s.centre_score.par_chunks_mut(n))
+            .zip(s.winner.par_chunks_mut(n))
+            .zip(s.centre.par_chunks(n))
+            .map(
+                |(((((top, second), winner_score), centre_score), winner), centre)| SlotsMut {
+                    top,
+                    second,
+                    winner_score,
+                    centre_score,
+                    winner,
+                    centre,
+                },
+            )
+    }
+
+    #[inline]
+    fn index(ow: usize, x: usize, y: usize) -> usize {
+        (y / LANES) * ow * LANES + x * LANES + y % LANES
+    }
+
+    /// The class at output pixel `(x, y)` by the winner rule on float
+    /// scores: the best score (ties within `tau` go to the centre class, else
+    /// the smallest index); no score above `tau`, or a nodata centre unless
+    /// `fill_nodata`, gives [`NO_CLASS`].
+    pub fn decide(&self, x: usize, y: usize, nodata: u16, fill_nodata: bool) -> u16 {
+        self.slots
+            .decide(Self::index(self.ow, x, y), self.tau, nodata, fill_nodata)
+    }
+
+    /// Whether the winner at `(x, y)` is provably the exact one given a bound
+    /// `eps` on every score's error: the margin over the runner-up (or over
+    /// "no class", score 0) exceeds `2·eps`.
+    pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
+        let (s, i) = (&self.slots, Self::index(self.ow, x, y));
+        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > 2.0 * eps
+    }
+
+    /// Writes the decisions in row-major output order.
+    pub fn write(&self, out: &mut [u16], nodata: u16, fill_nodata: bool) {
+        if self.ow == 0 {
+            return;
+        }
+        out.par_chunks_mut(self.ow * LANES)
+            .enumerate()
+            .for_each(|(s, rows)| {
+                let at = s * self.ow * LANES;
+                write_strip(rows, self.ow, |i| {
+                    self.slots.decide(at + i, self.tau, nodata, fill_nodata)
+                })
+            });
+    }
+}
+
+/// Fills the centre classes of one strip (output rows `y0..y0 + LANES`,
+/// fewer below `oh`) in slot order.
+pub(crate) fn fill_strip_centres(
+    strip: &mut [u16],
+    ow: usize,
+    y0: usize,
+    oh: usize,
+    centre: impl Fn(usize, usize) -> u16,
+) {
+    for j in 0..LANES.min(oh.saturating_sub(y0)) {
+        for x in 0..ow {
+            strip[x * LANES + j] = centre(x, y0 + j);
+        }
+    }
+}
+
+/// Writes one strip's decisions into its output rows (`rows`: up to
+/// [`LANES`] rows of `ow`, row-major); `decision(i)` decides slot `i` of
+/// the strip.
+#[inline(always)]
+pub(crate) fn write_strip(rows: &mut [u16], ow: usize, decision: impl Fn(usize) -> u16) {
+    for (j, row) in rows.chunks_exact_mut(ow).enumerate() {
+        for (x, v) in row.iter_mut().enumerate() {
+            *v = decision(x * LANES + j);
+        }
+    }
+}
