@@ -63,9 +63,12 @@ impl Case {
     fn new(spec: &str, raster: MemRaster, fill: bool) -> Self {
         let kernel: Kernel = spec.parse::<KernelSpec>().unwrap().build().unwrap();
         assert!(kernel.size() > 255, "{spec}");
-        let reference =
-            smooth_in_memory(&raster, &job(&kernel, &raster.data, 1 << 20, fill), &NaiveHost)
-                .unwrap();
+        let reference = smooth_in_memory(
+            &raster,
+            &job(&kernel, &raster.data, 1 << 20, fill),
+            &NaiveHost,
+        )
+        .unwrap();
         Case {
             kernel,
             raster,
@@ -186,12 +189,19 @@ fn disc_130_through_every_exact_method() {
     assert_eq!(case.kernel.size(), 261);
     case.check(&NaiveHost, &[SMALL_TILE]);
     let plan = svd::plan(&case.kernel, RankChoice::Numerical);
-    assert!(plan.terms.len() * 261 * 4 > 64 * 1024, "rank {}", plan.terms.len());
+    assert!(
+        plan.terms.len() * 261 * 4 > 64 * 1024,
+        "rank {}",
+        plan.terms.len()
+    );
     let host_exact = Certified::new(SeparableHost::new("svd", plan.clone(), &case.kernel));
     case.check(&host_exact, &[1 << 20]);
     let Some(dev) = test_device() else { return };
     for v in [Variant::Local, Variant::Fast] {
-        case.check(&NaiveCl::new(dev.clone(), v).unwrap(), &[1 << 20, SMALL_TILE]);
+        case.check(
+            &NaiveCl::new(dev.clone(), v).unwrap(),
+            &[1 << 20, SMALL_TILE],
+        );
     }
     let cl_exact = SeparableCl::new(dev, "svd", &plan, &case.kernel, true).unwrap();
     case.check(&cl_exact, &[1 << 20]);

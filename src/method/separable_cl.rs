@@ -312,8 +312,9 @@ impl SeparableCl {
         }
         let co = bufs.consts.as_ref().expect("set above");
         let r = rot.radius();
-        let seg1 = dct5_rot::segment(r, oh, w * planes);
-        let seg2 = dct5_rot::segment(r, ow, oh * planes);
+        let target = dct5_rot::target_items(dev.info().kind, dev.info().compute_units);
+        let seg1 = dct5_rot::segment(r, oh, w * planes, target);
+        let seg2 = dct5_rot::segment(r, ow, oh * planes, target);
         let (p1, p2) = (bufs.planes1.buf.as_ref(), bufs.planes2.buf.as_ref());
         let (p1, p2) = (p1.expect("allocated"), p2.expect("allocated"));
         let weights = bufs.weights.buf.as_ref().expect("allocated");
