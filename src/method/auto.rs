@@ -248,16 +248,21 @@ impl Auto {
             let mark = if i == chosen { "=>" } else { "  " };
             let detail = match &cand.shape {
                 Shape::Naive { taps } => format!("{taps} histogram updates + {classes} to rank"),
-                Shape::Svd { size, rank } => {
-                    format!("{classes} classes × rank {rank} × 2 passes × {size} taps")
-                }
+                Shape::Svd { size, rank } => format!(
+                    "{classes} classes × rank {rank} × 2 passes × {size} taps, pass 1 over {} columns",
+                    side + size - 1
+                ),
                 Shape::Dct5 {
                     size,
                     terms,
                     passes,
                 } => {
                     let (_, how) = dct5_steps(*size, *terms, *passes, &tile);
-                    format!("{classes} classes × 2 passes × {} terms, {how}", terms + 1)
+                    format!(
+                        "{classes} classes × 2 passes × {} terms, pass 1 over {} columns, {how}",
+                        terms + 1,
+                        side + size - 1
+                    )
                 }
             };
             let mut line = format!(
