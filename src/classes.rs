@@ -208,25 +208,37 @@ pub struct TileCompaction {
 }
 
 impl TileCompaction {
-    /// Rewrites `indices` (global indices or [`NO_CLASS`]) in place to local
-    /// indices `0..c`, with `c` standing for no class, and returns the mapping.
-    pub fn compact(indices: &mut [u16]) -> Self {
+    /// Builds one tile's halo-padded buffer of local class indices from its
+    /// `source` window of raw codes in one pass: `lut` maps a code to its
+    /// global index (or [`NO_CLASS`]), the classes present get local indices
+    /// `0..c` in ascending global order, and `c` stands for no class (nodata,
+    /// unknown codes and everything outside the raster).
+    pub fn pad_and_compact(
+        source: &[u16],
+        lut: &[u16],
+        tile: &tiles::Tile,
+        padded: &mut Vec<u16>,
+    ) -> Self {
+        assert_eq!(
+            source.len() as u64,
+            tile.source.area(),
+            "source window size"
+        );
         // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
-        let present = indices
+        let present = source
             .par_chunks(1 << 16)
             .fold(
-                || [false; MAX_CLASSES],
+                || [false; MAX_CLASSES + 1],
                 |mut seen, chunk| {
-                    for &g in chunk {
-                        if g != NO_CLASS {
-                            seen[g as usize] = true;
-                        }
+                    // Slot MAX_CLASSES collects NO_CLASS.
+                    for &code in chunk {
+                        seen[(lut[code as usize] as usize).min(MAX_CLASSES)] = true;
                     }
                     seen
                 },
             )
             .reduce(
-                || [false; MAX_CLASSES],
+                || [false; MAX_CLASSES + 1],
                 |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
                     a
@@ -235,18 +247,26 @@ impl TileCompaction {
         let globals: Vec<u16> = (0..MAX_CLASSES as u16)
             .filter(|&g| present[g as usize])
             .collect();
-        let mut local = [0u16; MAX_CLASSES];
+        let none = globals.len() as u16;
+        let mut local = vec![none; 1 << 16];
         for (l, &g) in globals.iter().enumerate() {
             local[g as usize] = l as u16;
         }
-        let none = globals.len() as u16;
-        indices.par_iter_mut().for_each(|v| {
-            *v = if *v == NO_CLASS {
-                none
-            } else {
-                local[*v as usize]
-            }
-        });
+        let code_to_local: Vec<u16> = lut.iter().map(|&g| local[g as usize]).collect();
+        padded.clear();
+        padded.resize(tile.padded_len(), none);
+        let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
+        if w > 0 {
+            padded
+                .par_chunks_mut(tile.padded_width)
+                .skip(top)
+                .zip(source.par_chunks(w))
+                .for_each(|(row, src)| {
+                    for (d, &code) in row[left..left + w].iter_mut().zip(src) {
+                        *d = code_to_local[code as usize];
+                    }
+                });
+        }
         TileCompaction { globals }
     }
 
@@ -310,9 +330,34 @@ mod tests {
 
     #[test]
     fn compaction_is_ascending_and_marks_no_class() {
-        let mut tile = vec![9, NO_CLASS, 2, 9, 200];
-        let c = TileCompaction::compact(&mut tile);
+        // Codes 5 → global 9, 6 → 2, 7 → 200, 8 → NO_CLASS; a 5×1 source
+        // padded by a halo of one.
+        let mut lut = vec![NO_CLASS; 1 << 16];
+        (lut[5], lut[6], lut[7]) = (9, 2, 200);
+        let grid = tiles::TileGrid::new(5, 1, 1, tiles::Border::Same, 5).unwrap();
+        let tile = grid.tiles().next().unwrap();
+        let mut padded = Vec::new();
+        let c = TileCompaction::pad_and_compact(&[5, 8, 6, 5, 7], &lut, &tile, &mut padded);
         assert_eq!(c.globals, vec![2, 9, 200]);
-        assert_eq!(tile, vec![1, 3, 0, 1, 2]);
+        let (pw, none) = (tile.padded_width, 3);
+        assert_eq!(padded.len(), pw * tile.padded_height);
+        let row = &padded[tile.pad_top * pw..][..pw];
+        assert_eq!(&row[tile.pad_left..tile.pad_left + 5], &[1, none, 0, 1, 2]);
+        assert_eq!(padded.iter().filter(|&&v| v != none).count(), 4);
+    }
+
+    #[test]
+    fn the_last_global_index_is_told_apart_from_no_class() {
+        // Global index 255 is a class, NO_CLASS is not.
+        let mut lut = vec![NO_CLASS; 1 << 16];
+        lut[1] = 255;
+        let grid = tiles::TileGrid::new(2, 1, 0, tiles::Border::Same, 2).unwrap();
+        let tile = grid.tiles().next().unwrap();
+        let mut padded = Vec::new();
+        let nodata_only = TileCompaction::pad_and_compact(&[0, 0], &lut, &tile, &mut padded);
+        assert!(nodata_only.globals.is_empty());
+        let both = TileCompaction::pad_and_compact(&[0, 1], &lut, &tile, &mut padded);
+        assert_eq!(both.globals, vec![255]);
+        assert_eq!(padded, vec![1, 0]);
     }
 }

@@ -163,11 +163,9 @@ pub fn smooth(
             source.read(tile.source, &mut raw)?;
             Ok(raw)
         },
-        |tile, mut raw| -> Result<InFlight> {
+        |tile, raw| -> Result<InFlight> {
             crate::interrupt::check()?;
-            raw.par_iter_mut().for_each(|v| *v = lut[*v as usize]);
-            tile.pad(&raw, NO_CLASS, &mut padded);
-            let local = TileCompaction::compact(&mut padded);
+            let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
             let weights: Vec<u32> = local
                 .globals
                 .iter()

@@ -298,6 +298,12 @@ pub struct OutputRaster {
     temp: PathBuf,
     target: PathBuf,
     data_type: GdalDataType,
+    /// Block side of the GeoTIFF (square tiles).
+    block: usize,
+    size: (usize, usize),
+    /// Whether every write so far covered whole blocks, so that flushing
+    /// after each never writes a block twice.
+    aligned: bool,
 }
 
 impl OutputRaster {
@@ -314,11 +320,16 @@ impl OutputRaster {
         quiet_gdal();
         let driver = DriverManager::get_driver_by_name("GTiff").map_err(gdal_error)?;
         let mut options = RasterCreationOptions::new();
-        let block = |n: usize| if n >= 256 { "256" } else { "16" };
+        let block = if spec.width.min(spec.height) >= 256 {
+            256
+        } else {
+            16
+        };
+        let block_text = block.to_string();
         for (k, v) in [
             ("TILED", "YES"),
-            ("BLOCKXSIZE", block(spec.width)),
-            ("BLOCKYSIZE", block(spec.height)),
+            ("BLOCKXSIZE", block_text.as_str()),
+            ("BLOCKYSIZE", block_text.as_str()),
             ("BIGTIFF", "IF_SAFER"),
         ] {
             options.set_name_value(k, v).map_err(gdal_error)?;
@@ -380,6 +391,9 @@ impl OutputRaster {
             temp,
             target: target.to_path_buf(),
             data_type: spec.data_type,
+            block,
+            size: (spec.width, spec.height),
+            aligned: true,
         };
         out.set_metadata(spec)?;
         Ok(out)
@@ -431,6 +445,24 @@ impl OutputRaster {
                     gdal_sys::GDALSetRasterCategoryNames(band.c_rasterband(), ptrs.as_mut_ptr());
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Hands the blocks of `window` to GDAL's writer (and its compression
+    /// threads) now rather than at [`OutputRaster::finish`], so that
+    /// compression overlaps the computation of later tiles. Only while every
+    /// window so far covered whole blocks: a partial block flushed early
+    /// would be compressed twice.
+    pub fn flush_written(&mut self, window: Rect) -> Result<()> {
+        let b = self.block;
+        let (w, h) = self.size;
+        let whole = |start: usize, len: usize, size: usize| {
+            start.is_multiple_of(b) && (len.is_multiple_of(b) || start + len == size)
+        };
+        self.aligned &= whole(window.x, window.width, w) && whole(window.y, window.height, h);
+        if self.aligned {
+            self.dataset().flush_cache().map_err(gdal_error)?;
         }
         Ok(())
     }
@@ -510,7 +542,8 @@ impl ClassSink for OutputRaster {
                 self.write_band(1, window, codes.iter().map(|&c| c as u8).collect())
             }
             _ => self.write_band(1, window, codes.to_vec()),
-        }
+        }?;
+        self.flush_written(window)
     }
 }
 

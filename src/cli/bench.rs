@@ -56,6 +56,55 @@ pub struct BenchArgs {
     /// Seed of the synthetic raster.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Time a real class raster (band 1, read into memory once; nodata kept)
+    /// instead of synthetic ones: --size, --classes and --pattern are ignored.
+    #[cfg(feature = "gdal")]
+    #[arg(long)]
+    pub input: Option<std::path::PathBuf>,
+}
+
+/// One input raster of the sweep, with its nodata code and a label.
+struct BenchInput {
+    raster: MemRaster,
+    nodata: Option<u16>,
+    config: serde_json::Value,
+}
+
+/// The rasters to time: the real one of `--input`, else every synthetic
+/// size × class count.
+fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
+    #[cfg(feature = "gdal")]
+    if let Some(path) = &args.input {
+        let mut raster = crate::raster::ClassRaster::open(path)?;
+        let (w, h) = (raster.meta.width, raster.meta.height);
+        let mut data = vec![0u16; w * h];
+        engine::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
+        return Ok(vec![BenchInput {
+            raster: MemRaster::new(w, h, data),
+            nodata: raster.nodata_code(),
+            config: json!({ "input": path.display().to_string(), "size": format!("{w}x{h}") }),
+        }]);
+    }
+    let sizes: Vec<usize> = list(&args.size, "size")?;
+    let class_counts: Vec<u16> = list(&args.classes, "classes")?;
+    if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
+        crate::bail!(format!("--classes {c} is outside 1..=256"));
+    }
+    let mut out = Vec::new();
+    for &size in &sizes {
+        for &classes in &class_counts {
+            let synth = SynthRaster::new(size, size, classes, args.pattern, args.seed);
+            out.push(BenchInput {
+                raster: MemRaster::new(size, size, synth.to_vec()),
+                nodata: None,
+                config: json!({
+                    "size": size, "classes": classes,
+                    "pattern": format!("{:?}", args.pattern).to_lowercase(),
+                }),
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>> {
@@ -72,11 +121,6 @@ fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>> {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    let sizes: Vec<usize> = list(&args.size, "size")?;
-    let class_counts: Vec<u16> = list(&args.classes, "classes")?;
-    if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
-        crate::bail!(format!("--classes {c} is outside 1..=256"));
-    }
     let kernels: Vec<&str> = args
         .kernel
         .split([';', ','])
@@ -85,35 +129,34 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .collect();
     let device = DeviceChoice::from_arg(args.device.as_deref())?;
     let variant = args.variant.clone().unwrap_or_else(|| "default".into());
-    for &size in &sizes {
-        for &classes in &class_counts {
-            let synth = SynthRaster::new(size, size, classes, args.pattern, args.seed);
-            let input = MemRaster::new(size, size, synth.to_vec());
-            let table = ClassTable::from_codes(&input.data, None)?;
-            for spec in &kernels {
-                let job = SmoothJob {
-                    class_weights: vec![1; table.len()],
-                    output_nodata: table.output_nodata(u16::MAX),
-                    kernel: spec.parse::<KernelSpec>()?.build()?,
-                    classes: table.clone(),
-                    border: Border::Same,
-                    fill_nodata: false,
-                    tile: args.tile,
-                };
-                let method = smoother_for(
-                    &args.fast.method,
-                    device,
-                    args.variant.as_deref(),
-                    &job.kernel,
-                    &args.fast.options(),
-                )?;
-                let config = json!({
-                    "method": args.fast.method, "exact": args.fast.exact, "variant": variant, "size": size,
-                    "classes": classes, "pattern": format!("{:?}", args.pattern).to_lowercase(),
-                    "kernel": spec, "ksize": job.kernel.size(), "tile": args.tile,
-                });
-                bench_one(&args, method.as_ref(), &input, &job, config)?;
+    for input in inputs(&args)? {
+        let table = ClassTable::from_codes(&input.raster.data, input.nodata)?;
+        for spec in &kernels {
+            let job = SmoothJob {
+                class_weights: vec![1; table.len()],
+                output_nodata: table.output_nodata(u16::MAX),
+                kernel: spec.parse::<KernelSpec>()?.build()?,
+                classes: table.clone(),
+                border: Border::Same,
+                fill_nodata: false,
+                tile: args.tile,
+            };
+            let method = smoother_for(
+                &args.fast.method,
+                device,
+                args.variant.as_deref(),
+                &job.kernel,
+                &args.fast.options(),
+            )?;
+            let mut config = json!({
+                "method": args.fast.method, "exact": args.fast.exact, "variant": variant,
+                "kernel": spec, "ksize": job.kernel.size(), "tile": args.tile,
+                "classes": table.len(),
+            });
+            for (k, v) in input.config.as_object().into_iter().flatten() {
+                config[k] = v.clone();
             }
+            bench_one(&args, method.as_ref(), &input.raster, &job, config)?;
         }
     }
     Ok(())

@@ -4,24 +4,33 @@
 //! plans).
 //!
 //! The output is cut into bands of at most one segment of rows (a multiple
-//! of [`LANES`]); bands run in parallel, each with its own scratch. In a
-//! band, one scan of its input rows finds every class's bounding box; a
-//! class absent from the band costs nothing, and a present one is filtered
-//! only over its box plus the kernel's reach: outside it the indicator is
-//! zero, so the exact score is zero, and a zero score never changes a
-//! ranking slot (see `SlotsMut::update`). Inside the box, per-column class
-//! masks skip the columns without the class in pass 1 (they stay exactly 0)
-//! and, in pass 2, the outputs whose window holds none of its columns. Both passes run [`LANES`] lines
-//! in step with the recursion state in registers: pass 1 down [`LANES`]
-//! columns of the box straight from the class codes (no indicator plane),
-//! writing a column-major block; pass 2 along [`LANES`] rows of that block
-//! (contiguous there, so no transpose), folding each score into the ranking
-//! at once. Plans of more than [`MAX_TERMS`] terms take the generic path.
+//! of [`LANES`]); bands run in parallel, each with its thread's scratch
+//! (kept across bands and tiles). One scan of a band's input rows finds
+//! every class's bounding box and, per block of [`LANES`] rows and per
+//! column, the set of classes there. A class absent from the band costs
+//! nothing; a present one runs pass 1 down the columns of its box that hold
+//! it (the others stay exactly 0), straight from the class codes into a
+//! column-major plane. Pass 2 then goes strip by strip ([`LANES`] output
+//! rows), every class in turn, so that the strip's ranking slots stay in
+//! cache: along the rows, over the runs of outputs whose windows (in that
+//! strip) hold the class, folding each score into the ranking at once.
+//! Outside those runs the exact score is zero, and a zero score never
+//! changes a ranking slot (see `SlotsMut::update`).
 //!
-//! The arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
-//! recursion, same order of sums) on segments no longer than
-//! [`Dct5::segment`], so [`Dct5::rounding_bound`] holds unchanged; a score
-//! skipped outside a box is exact, so it is within any bound too.
+//! An output whose windows in the strip hold one class only is decided
+//! without scores (`SlotsMut::single`): with the centre not nodata, that
+//! class holds the centre, whose kernel weight is positive, so it is the one
+//! class with a positive exact score — the exact answer, certified with the
+//! widest margin. (With `--fill-nodata` a window may hold no class at all,
+//! so the shortcut is off there.)
+//!
+//! The recursion runs [`LANES`] lines in step with its state in registers
+//! (one copy of the code per number of terms). The arithmetic is that of
+//! [`Dct5::segment_pass`] (same seeds, same recursion, same order of sums)
+//! on segments no longer than [`Dct5::segment`], so
+//! [`Dct5::rounding_bound`] holds unchanged; a score skipped where it is
+//! exactly zero is within any bound too. Plans of more than [`MAX_TERMS`]
+//! terms take the generic path.
 
 use super::dct5::{Dct5, cos_index, cos_table};
 use super::separable::{LANES, Ranking, SlotsMut};
@@ -66,8 +75,14 @@ type V = [f64; LANES];
 
 /// The input of one recursion: [`LANES`] independent lines read in step.
 trait Lanes {
+    /// Whether elements `0..n` of every lane lie inside the data.
+    fn readable(&self, n: usize) -> bool;
+
     /// Element `t` of every lane.
-    fn load(&self, t: usize) -> V;
+    ///
+    /// # Safety
+    /// `self.readable(n)` for some `n > t`.
+    unsafe fn load(&self, t: usize) -> V;
 }
 
 /// [`LANES`] neighbouring columns of class codes, read as the indicator of one
@@ -82,16 +97,30 @@ struct ClassColumns<'a> {
 }
 
 impl Lanes for ClassColumns<'_> {
+    fn readable(&self, n: usize) -> bool {
+        n == 0 || self.base + (n - 1) * self.stride + self.width.min(LANES) <= self.codes.len()
+    }
+
     #[inline(always)]
-    fn load(&self, t: usize) -> V {
+    unsafe fn load(&self, t: usize) -> V {
         let at = self.base + t * self.stride;
-        if self.width >= LANES {
-            let c: &[u16; LANES] = self.codes[at..at + LANES].try_into().unwrap();
-            std::array::from_fn(|j| f64::from(u8::from(c[j] == self.class)))
-        } else {
-            std::array::from_fn(|j| {
-                f64::from(u8::from(j < self.width && self.codes[at + j] == self.class))
-            })
+        // SAFETY: `at + min(width, LANES)` is in bounds (the caller's `readable`).
+        unsafe {
+            if self.width >= LANES {
+                let c = self
+                    .codes
+                    .as_ptr()
+                    .add(at)
+                    .cast::<[u16; LANES]>()
+                    .read_unaligned();
+                std::array::from_fn(|j| f64::from(u8::from(c[j] == self.class)))
+            } else {
+                std::array::from_fn(|j| {
+                    f64::from(u8::from(
+                        j < self.width && *self.codes.get_unchecked(at + j) == self.class,
+                    ))
+                })
+            }
         }
     }
 }
@@ -103,11 +132,20 @@ struct Strip<'a> {
 }
 
 impl Lanes for Strip<'_> {
+    fn readable(&self, n: usize) -> bool {
+        n == 0 || (n - 1) * self.stride + LANES <= self.data.len()
+    }
+
     #[inline(always)]
-    fn load(&self, t: usize) -> V {
-        self.data[t * self.stride..t * self.stride + LANES]
-            .try_into()
-            .unwrap()
+    unsafe fn load(&self, t: usize) -> V {
+        // SAFETY: in bounds by the caller's `readable`.
+        unsafe {
+            self.data
+                .as_ptr()
+                .add(t * self.stride)
+                .cast::<V>()
+                .read_unaligned()
+        }
     }
 }
 
@@ -115,25 +153,32 @@ impl Lanes for Strip<'_> {
 /// registers: output `i` (`i < rows`) is the filter applied to elements
 /// `i..=i + 2R`; `emit(i, out)` receives each output.
 #[inline(always)]
-fn segment<L: Lanes>(tab: &Tables, src: &L, rows: usize, mut emit: impl FnMut(usize, &V)) {
-    let (r, terms) = (tab.r, tab.g.len());
-    debug_assert!(terms <= MAX_TERMS);
+fn segment<L: Lanes, const T: usize>(
+    tab: &Tables,
+    src: &L,
+    rows: usize,
+    mut emit: impl FnMut(usize, &V),
+) {
+    let r = tab.r;
+    debug_assert_eq!(tab.g.len(), T);
     if rows == 0 {
         return;
     }
-    let mut cur = [[0.0; LANES]; MAX_TERMS];
-    let mut prev = [[0.0; LANES]; MAX_TERMS];
+    // Outputs 0..rows read elements 0..rows + 2R.
+    assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
+    let mut cur = [[0.0; LANES]; T];
     seed(tab, src, 0, &mut cur);
     emit(0, &output(tab, &cur));
     if rows == 1 {
         return;
     }
-    prev[..terms].copy_from_slice(&cur[..terms]);
+    let mut prev = cur;
     seed(tab, src, 1, &mut cur);
     emit(1, &output(tab, &cur));
+    // SAFETY (every load below): t < rows + 2R, checked above.
+    let (mut lead_in, mut trail_out) = unsafe { (src.load(2 * r + 1), src.load(0)) };
     for y in 1..rows - 1 {
-        let (lead, lead_in) = (src.load(y + 2 * r + 1), src.load(y + 2 * r));
-        let (trail, trail_out) = (src.load(y), src.load(y - 1));
+        let (lead, trail) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
         let mut b = [0.0; LANES];
         for j in 0..LANES {
             let d = lead[j] - trail[j];
@@ -141,7 +186,7 @@ fn segment<L: Lanes>(tab: &Tables, src: &L, rows: usize, mut emit: impl FnMut(us
             cur[0][j] += d;
             b[j] = d + (trail_out[j] - lead_in[j]);
         }
-        for k in 1..terms {
+        for k in 1..T {
             let (ak, dk) = (tab.a[k], tab.d[k]);
             for j in 0..LANES {
                 let next = ak * cur[k][j] - prev[k][j] + dk * b[j];
@@ -149,17 +194,18 @@ fn segment<L: Lanes>(tab: &Tables, src: &L, rows: usize, mut emit: impl FnMut(us
                 cur[k][j] = next;
             }
         }
+        (lead_in, trail_out) = (lead, trail);
         emit(y + 1, &output(tab, &cur));
     }
 }
 
 /// `F_k` at output `y` by direct sums.
 #[inline(always)]
-fn seed<L: Lanes>(tab: &Tables, src: &L, y: usize, f: &mut [V; MAX_TERMS]) {
-    let terms = tab.g.len();
-    *f = [[0.0; LANES]; MAX_TERMS];
-    for (t, coeffs) in tab.seed.chunks_exact(terms).enumerate() {
-        let v = src.load(y + t);
+fn seed<L: Lanes, const T: usize>(tab: &Tables, src: &L, y: usize, f: &mut [V; T]) {
+    *f = [[0.0; LANES]; T];
+    for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
+        // SAFETY: y + t ≤ 1 + 2R < rows + 2R, checked by `segment`.
+        let v = unsafe { src.load(y + t) };
         for (k, &c) in coeffs.iter().enumerate() {
             for j in 0..LANES {
                 f[k][j] += c * v[j];
@@ -170,7 +216,7 @@ fn seed<L: Lanes>(tab: &Tables, src: &L, y: usize, f: &mut [V; MAX_TERMS]) {
 
 /// One output: `Σ_k G_k·F_k`, summed in ascending k.
 #[inline(always)]
-fn output(tab: &Tables, f: &[V; MAX_TERMS]) -> V {
+fn output<const T: usize>(tab: &Tables, f: &[V; T]) -> V {
     let mut o = [0.0; LANES];
     for (k, g) in tab.g.iter().enumerate() {
         for j in 0..LANES {
@@ -187,17 +233,51 @@ struct Extent {
     cols: (usize, usize),
 }
 
+/// Where one class's pass-1 plane lies: output columns `xa..xb` (plane
+/// columns `0..xb − xa + 2R`), strips `sa..sb` (plane rows
+/// `0..(sb − sa)·LANES`), column-major.
+#[derive(Clone, Copy, Default)]
+struct PlaneAt {
+    xa: usize,
+    xb: usize,
+    sa: usize,
+    sb: usize,
+}
+
+impl PlaneAt {
+    fn rows(&self) -> usize {
+        (self.sb - self.sa) * LANES
+    }
+}
+
 /// Per-thread scratch of a band.
 #[derive(Default)]
 struct Scratch {
     extents: Vec<Option<Extent>>,
-    /// Per input column of the band: bit `c` set where class `c` occurs in
-    /// that column (all bits set when there are more than [`MASK_CLASSES`]).
+    /// Per block of [`LANES`] input rows and input column of the band (row
+    /// block major): bit `c` set where class `c` occurs there (all bits set
+    /// when there are more than [`MASK_CLASSES`] classes).
+    blocks: Vec<u64>,
+    /// Per input column: the union of its blocks.
     columns: Vec<u64>,
-    /// Active output intervals of one class, `(first, end)` pass-1 columns.
-    intervals: Vec<(usize, usize)>,
+    /// Per input column: the classes in the windows of the current strip.
+    strip_columns: Vec<u64>,
+    /// Per output column: the classes in the windows of the current strip.
+    outputs: Vec<u64>,
+    /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`]).
+    prefix: Vec<u64>,
+    suffix: Vec<u64>,
+    /// Runs of outputs of one class and strip, `(first, end)`.
+    runs: Vec<(usize, usize)>,
+    /// Per class: its pass-1 plane and where it lies.
+    planes: Vec<Vec<f64>>,
+    at: Vec<PlaneAt>,
+}
 
-    pass1: Vec<f64>,
+thread_local! {
+    /// Each worker thread's scratch, kept from band to band and tile to tile
+    /// so that its buffers are allocated (and faulted in) once.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
 /// Classes the per-column presence masks can tell apart.
@@ -209,26 +289,42 @@ fn holds(mask: u64, c: usize) -> bool {
     c >= MASK_CLASSES || mask >> c & 1 == 1
 }
 
-/// The maximal runs of outputs `0..outputs` whose window (pass-1 columns
-/// `o..=o + 2R`) meets an active column; every other output scores
-/// exactly 0 and is skipped.
-fn active_outputs(
-    active: impl Iterator<Item = usize>,
-    r: usize,
-    outputs: usize,
-    out: &mut Vec<(usize, usize)>,
+/// `out[o] = masks[o] | … | masks[o + width − 1]` for every `o` with a
+/// full window (van Herk / Gil-Werman: a prefix and a suffix union per
+/// block of `width`, three operations per output whatever the width).
+fn window_unions(
+    masks: &[u64],
+    width: usize,
+    out: &mut Vec<u64>,
+    prefix: &mut Vec<u64>,
+    suffix: &mut Vec<u64>,
 ) {
+    let n = masks.len();
     out.clear();
-    for q in active {
-        let (a, b) = (q.saturating_sub(2 * r), (q + 1).min(outputs));
-        if a >= b {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
+    if n < width {
+        return;
+    }
+    prefix.clear();
+    prefix.extend_from_slice(masks);
+    suffix.clear();
+    suffix.extend_from_slice(masks);
+    for i in 1..n {
+        if i % width != 0 {
+            prefix[i] |= prefix[i - 1];
         }
     }
+    for i in (0..n - 1).rev() {
+        if (i + 1) % width != 0 {
+            suffix[i] |= suffix[i + 1];
+        }
+    }
+    out.extend((0..=n - width).map(|o| {
+        if o % width == 0 {
+            suffix[o]
+        } else {
+            suffix[o] | prefix[o + width - 1]
+        }
+    }));
 }
 
 /// What every band shares.
@@ -243,6 +339,9 @@ struct Job<'a> {
     band: usize,
     segment: usize,
     tau: f64,
+    /// Whether an output whose windows hold one class only may take it
+    /// without scoring (see [`SlotsMut::single`]).
+    single_class: bool,
 }
 
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
@@ -254,10 +353,12 @@ pub(crate) fn rank_tile(
     params: &SmoothParams,
     skip: usize,
     tau: f64,
+    margins: bool,
     ranking: &mut Ranking,
 ) {
     let (ow, oh) = (tile.output_width(), tile.output_height());
     let wmax = params.max_class_weight();
+    let q = params.kernel.quantised();
     let job = Job {
         tab: Tables::new(f),
         tile,
@@ -271,165 +372,271 @@ pub(crate) fn rank_tile(
         band: (f.segment() / LANES).max(1) * LANES,
         segment: f.segment(),
         tau,
+        // Exactly one class has a positive exact score where it is alone in
+        // the window and holds the centre: the centre's weight is > 0.
+        single_class: !params.fill_nodata
+            && q[q.len() / 2] > 0
+            && params.class_weights[..tile.n_classes]
+                .iter()
+                .all(|&w| w > 0),
     };
     ranking
         .runs_mut(job.band)
         .enumerate()
-        .for_each_init(Scratch::default, |scratch, (b, mut slots)| {
-            run_band(&job, b * job.band, &mut slots, scratch)
+        .for_each(|(b, mut slots)| {
+            SCRATCH.with_borrow_mut(|scratch| {
+                if margins {
+                    run_band::<true>(&job, b * job.band, &mut slots, scratch)
+                } else {
+                    run_band::<false>(&job, b * job.band, &mut slots, scratch)
+                }
+            })
         });
 }
 
-fn run_band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
+fn run_band<const M: bool>(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
+    // One copy per number of terms, so the recursion state stays in registers.
+    macro_rules! by_terms {
+        ($($t:literal)*) => {
+            match job.tab.g.len() {
+                $($t => run_band_with::<$t, M>(job, y0, slots, scratch),)*
+                _ => unreachable!("dct5 plans of more than MAX_TERMS terms take the generic path"),
+            }
+        };
+    }
+    by_terms!(1 2 3 4 5 6 7 8);
+}
+
+fn run_band_with<const T: usize, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { band_avx2(job, y0, slots, scratch) };
+        return unsafe { band_avx2::<T, M>(job, y0, slots, scratch) };
     }
-    band(job, y0, slots, scratch)
+    band::<T, M>(job, y0, slots, scratch)
 }
 
 /// [`band`] compiled for AVX2 (the same arithmetic, wider vectors).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
-    band(job, y0, slots, scratch)
+unsafe fn band_avx2<const T: usize, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+) {
+    band::<T, M>(job, y0, slots, scratch)
 }
 
-/// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking slots.
+/// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
+/// slots: pass 1 of every class present, then strip by strip pass 2 of
+/// every class that reaches the strip, so a strip's slots stay in cache.
 #[inline(always)]
-fn band(job: &Job, y0: usize, slots: &mut SlotsMut, scratch: &mut Scratch) {
+fn band<const T: usize, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+) {
     let tile = job.tile;
     let (r, ow, skip) = (job.tab.r, job.ow, job.skip);
     let bh = job.band.min(job.oh - y0);
     let span = ow + 2 * r;
-    let tw = tile.width;
-    let base = (skip + y0) * tw + skip;
-    find_extents(
-        tile,
-        base,
-        bh + 2 * r,
-        span,
-        &mut scratch.extents,
-        &mut scratch.columns,
-    );
+    let base = (skip + y0) * tile.width + skip;
+    find_extents(tile, base, bh + 2 * r, span, scratch);
+    scratch.planes.resize_with(tile.n_classes, Vec::new);
+    scratch.at.resize(tile.n_classes, PlaneAt::default());
     for c in 0..tile.n_classes {
-        let Some(e) = scratch.extents[c] else {
-            continue;
-        };
-        // Outputs whose window meets the box (band-local rows, output columns).
-        let (ya, yb) = (e.rows.0.saturating_sub(2 * r), bh.min(e.rows.1 + 1));
-        let (xa, xb) = (e.cols.0.saturating_sub(2 * r), ow.min(e.cols.1 + 1));
-        if ya >= yb || xa >= xb {
-            continue;
+        scratch.at[c] = PlaneAt::default();
+        if let Some(e) = scratch.extents[c] {
+            pass1::<T>(job, c, e, bh, base, scratch);
         }
-        // Pass 1 down the box's columns into `pass1`, column-major: span
-        // columns xa..xb + 2R, rows of the strips that hold ya..yb; zero
-        // outside the box, so those rows' scores come out exactly 0.
-        let pw = xb - xa + 2 * r;
-        let (sa, sb) = (ya / LANES, yb.div_ceil(LANES));
-        let ph = (sb - sa) * LANES;
-        let wc = e.cols.1 + 1 - e.cols.0;
-        scratch.pass1.clear();
-        scratch.pass1.resize(pw * ph, 0.0);
-        let pass1 = &mut scratch.pass1;
-        for c0 in (0..wc).step_by(LANES) {
-            let first = e.cols.0 + c0;
-            let n = LANES.min(wc - c0);
-            if !scratch.columns[first..first + n]
-                .iter()
-                .any(|&m| holds(m, c))
-            {
-                continue; // no pixel of the class: the columns stay exactly 0
-            }
-            let lanes = ClassColumns {
-                codes: tile.classes,
-                stride: tw,
-                base: base + ya * tw + e.cols.0 + c0,
-                width: wc - c0,
-                class: c as u16,
-            };
-            let col = first - xa;
-            let at = ya - sa * LANES;
-            segment(
-                &job.tab,
-                &lanes,
-                yb - ya,
-                #[inline(always)]
-                |i, o| {
-                    for (j, &v) in o[..n].iter().enumerate() {
-                        pass1[(col + j) * ph + at + i] = v;
-                    }
-                },
-            );
+    }
+    let blocks = (bh + 2 * r).div_ceil(LANES);
+    for s in 0..bh.div_ceil(LANES) {
+        // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
+        let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
+        let strip_columns = &mut scratch.strip_columns;
+        strip_columns.clear();
+        strip_columns.extend_from_slice(&scratch.blocks[first * span..(first + 1) * span]);
+        for b in first + 1..=last.min(blocks - 1) {
+            let row = &scratch.blocks[b * span..(b + 1) * span];
+            strip_columns
+                .iter_mut()
+                .zip(row)
+                .for_each(|(m, &v)| *m |= v);
         }
-        // Pass 2 along the rows, a strip at a time, over the outputs whose
-        // window meets a column of the class; scores folded into the ranking.
-        let columns = &scratch.columns;
-        active_outputs(
-            (e.cols.0..=e.cols.1)
-                .filter(|&x| holds(columns[x], c))
-                .map(|x| x - xa),
-            r,
-            xb - xa,
-            &mut scratch.intervals,
+        window_unions(
+            &scratch.strip_columns,
+            2 * r + 1,
+            &mut scratch.outputs,
+            &mut scratch.prefix,
+            &mut scratch.suffix,
         );
-        let weight = job.weights[c];
-        let chunks = scratch.intervals.iter().flat_map(|&(a, b)| {
-            (a..b)
-                .step_by(job.segment)
-                .map(move |at| (at, job.segment.min(b - at)))
-        });
-        for s in sa..sb {
-            for (a, rows) in chunks.clone() {
-                let lanes = Strip {
-                    data: &scratch.pass1[a * ph + (s - sa) * LANES..],
-                    stride: ph,
-                };
-                segment(
-                    &job.tab,
-                    &lanes,
-                    rows,
-                    #[inline(always)]
-                    |i, o| {
-                        let x = xa + a + i;
-                        let scores: V = std::array::from_fn(|j| weight * o[j]);
-                        slots.update((s * ow + x) * LANES, c as u16, &scores, job.tau);
-                    },
-                );
+        let outputs = &scratch.outputs;
+        let shortcut = job.single_class && tile.n_classes <= MASK_CLASSES;
+        let single = |m: u64| shortcut && m.is_power_of_two();
+        // Re-seeding costs about 2(2R+1) steps: shorter gaps are run through.
+        let gap = 2 * (2 * r + 1);
+        for c in 0..tile.n_classes {
+            let at = scratch.at[c];
+            if s < at.sa || s >= at.sb {
+                continue;
+            }
+            // Runs of outputs that class c reaches and that are not decided
+            // alone; outputs in short gaps between runs score (about) 0.
+            let runs = &mut scratch.runs;
+            runs.clear();
+            for (x, &m) in outputs.iter().enumerate().take(at.xb).skip(at.xa) {
+                if !holds(m, c) || single(m) {
+                    continue;
+                }
+                match runs.last_mut() {
+                    Some((_, end)) if x < *end + gap => *end = x + 1,
+                    _ => runs.push((x, x + 1)),
+                }
+            }
+            let plane = &scratch.planes[c];
+            let ph = at.rows();
+            let weight = job.weights[c];
+            for &(a, b) in runs.iter() {
+                for a in (a..b).step_by(job.segment) {
+                    let lanes = Strip {
+                        data: &plane[(a - at.xa) * ph + (s - at.sa) * LANES..],
+                        stride: ph,
+                    };
+                    segment::<_, T>(
+                        &job.tab,
+                        &lanes,
+                        job.segment.min(b - a),
+                        #[inline(always)]
+                        |i, o| {
+                            let scores: V = std::array::from_fn(|j| weight * o[j]);
+                            let at = (s * ow + a + i) * LANES;
+                            if M {
+                                slots.update(at, c as u16, &scores, job.tau);
+                            } else {
+                                slots.update_winner(at, c as u16, &scores, job.tau);
+                            }
+                        },
+                    );
+                }
+            }
+        }
+        // Last, so that no score folded in a run-through gap stays.
+        if shortcut {
+            for (x, &m) in outputs.iter().enumerate() {
+                if single(m) {
+                    slots.single((s * ow + x) * LANES, m.trailing_zeros() as u16);
+                }
             }
         }
     }
 }
 
+/// Pass 1 of class `c` (box `e` in the band's input) down its columns into
+/// its plane, column-major: span columns `xa..xb + 2R`, the rows of the
+/// strips that hold the outputs `ya..yb` whose windows meet the box. What
+/// pass 2 may read and pass 1 does not write (columns and rows without the
+/// class) is set to exactly 0.
+#[inline(always)]
+fn pass1<const T: usize>(
+    job: &Job,
+    c: usize,
+    e: Extent,
+    bh: usize,
+    base: usize,
+    scratch: &mut Scratch,
+) {
+    let (r, ow) = (job.tab.r, job.ow);
+    let (ya, yb) = (e.rows.0.saturating_sub(2 * r), bh.min(e.rows.1 + 1));
+    let (xa, xb) = (e.cols.0.saturating_sub(2 * r), ow.min(e.cols.1 + 1));
+    if ya >= yb || xa >= xb {
+        return;
+    }
+    let at = PlaneAt {
+        xa,
+        xb,
+        sa: ya / LANES,
+        sb: yb.div_ceil(LANES),
+    };
+    scratch.at[c] = at;
+    let (pw, ph) = (xb - xa + 2 * r, at.rows());
+    let plane = &mut scratch.planes[c];
+    // Every element is written below; the values left from an earlier band
+    // need no clearing.
+    plane.resize(pw * ph, 0.0);
+    let top = ya - at.sa * LANES;
+    let rows = yb - ya;
+    let (box_first, box_end) = (e.cols.0 - xa, e.cols.1 + 1 - xa);
+    plane[..box_first * ph].fill(0.0);
+    plane[box_end * ph..].fill(0.0);
+    for c0 in (box_first..box_end).step_by(LANES) {
+        let n = LANES.min(box_end - c0);
+        let cols = &mut plane[c0 * ph..(c0 + n) * ph];
+        if !scratch.columns[xa + c0..xa + c0 + n]
+            .iter()
+            .any(|&m| holds(m, c))
+        {
+            cols.fill(0.0); // no pixel of the class: exactly 0
+            continue;
+        }
+        for col in cols.chunks_exact_mut(ph) {
+            col[..top].fill(0.0);
+            col[top + rows..].fill(0.0);
+        }
+        let lanes = ClassColumns {
+            codes: job.tile.classes,
+            stride: job.tile.width,
+            base: base + ya * job.tile.width + xa + c0,
+            width: box_end - c0,
+            class: c as u16,
+        };
+        segment::<_, T>(
+            &job.tab,
+            &lanes,
+            rows,
+            #[inline(always)]
+            |i, o| {
+                for (j, &v) in o[..n].iter().enumerate() {
+                    cols[j * ph + top + i] = v;
+                }
+            },
+        );
+    }
+}
+
 /// The bounding box of every class in `rows` lines of `span` codes starting
 /// at `base` (lines `tile.width` apart), `None` for an absent class; and
-/// per column, the mask of the classes in it (see [`Scratch::columns`]).
+/// per block of [`LANES`] rows and per column, the mask of the classes
+/// there (see [`Scratch::blocks`], [`Scratch::columns`]).
 #[inline(always)]
-fn find_extents(
-    tile: &ClassTile,
-    base: usize,
-    rows: usize,
-    span: usize,
-    out: &mut Vec<Option<Extent>>,
-    columns: &mut Vec<u64>,
-) {
+fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch: &mut Scratch) {
     let n = tile.n_classes;
+    let out = &mut scratch.extents;
     out.clear();
     out.resize(n, None);
-    columns.clear();
-    columns.resize(span, if n > MASK_CLASSES { u64::MAX } else { 0 });
+    let empty = if n > MASK_CLASSES { u64::MAX } else { 0 };
+    let blocks = &mut scratch.blocks;
+    blocks.clear();
+    blocks.resize(rows.div_ceil(LANES) * span, empty);
     // Column bounds per class and row, folded into the boxes row by row.
     let mut lo = vec![usize::MAX; n + 1];
     let mut hi = vec![0usize; n + 1];
     for i in 0..rows {
         let line = &tile.classes[base + i * tile.width..][..span];
+        let block = &mut blocks[i / LANES * span..][..span];
         for (x, &v) in line.iter().enumerate() {
             let v = (v as usize).min(n);
             lo[v] = lo[v].min(x);
             hi[v] = x;
             // Codes ≥ 64 (only with masks off, or nodata) set no bit.
-            columns[x] |= 1u64.checked_shl(v as u32).unwrap_or(0);
+            block[x] |= 1u64.checked_shl(v as u32).unwrap_or(0);
         }
         for c in 0..n {
             if lo[c] != usize::MAX {
@@ -444,6 +651,12 @@ fn find_extents(
             }
         }
     }
+    let columns = &mut scratch.columns;
+    columns.clear();
+    columns.resize(span, empty);
+    for block in blocks.chunks_exact(span) {
+        columns.iter_mut().zip(block).for_each(|(m, &v)| *m |= v);
+    }
 }
 
 #[cfg(test)]
@@ -451,24 +664,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn active_outputs_cover_every_window_that_meets_an_active_column() {
-        // r = 1: output o reads columns o..=o+2; 8 outputs, 10 columns.
-        let mut got = Vec::new();
-        active_outputs([0, 5, 6].into_iter(), 1, 8, &mut got);
-        assert_eq!(got, vec![(0, 1), (3, 7)]);
-        active_outputs([9].into_iter(), 1, 8, &mut got);
-        assert_eq!(got, vec![(7, 8)]);
-        active_outputs(std::iter::empty(), 1, 8, &mut got);
-        assert!(got.is_empty());
-        // Brute force against the definition on a scattered set.
-        let cols = [2usize, 3, 11, 30, 31, 47];
-        let (r, outputs) = (3, 45);
-        active_outputs(cols.iter().copied(), r, outputs, &mut got);
-        for o in 0..outputs {
-            let meets = cols.iter().any(|&q| (o..=o + 2 * r).contains(&q));
-            let inside = got.iter().any(|&(a, b)| (a..b).contains(&o));
-            assert_eq!(meets, inside, "output {o}");
+    fn window_unions_match_the_definition() {
+        let masks: Vec<u64> = (0..37u64).map(|i| 1 << (i * 7 % 13)).collect();
+        let (mut out, mut p, mut q) = (Vec::new(), Vec::new(), Vec::new());
+        for width in [1, 2, 3, 5, 8, 36, 37] {
+            window_unions(&masks, width, &mut out, &mut p, &mut q);
+            assert_eq!(out.len(), masks.len() + 1 - width);
+            for (o, &m) in out.iter().enumerate() {
+                let want = masks[o..o + width].iter().fold(0, |a, &b| a | b);
+                assert_eq!(m, want, "width {width} output {o}");
+            }
         }
+        window_unions(&masks, 38, &mut out, &mut p, &mut q);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -73,26 +73,26 @@ impl ClassSmoother for Certified {
         if ow == 0 || oh == 0 {
             return Ok(());
         }
-        let ranking = self.fast.rank(tile, params);
         let taps = taps(tile, params);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
-        let recomputed: u64 = out
-            .par_chunks_mut(ow)
-            .enumerate()
-            .map(|(y, row)| {
-                let mut acc = vec![0u32; tile.n_classes + 1];
-                let mut redone = 0;
-                for (x, v) in row.iter_mut().enumerate() {
-                    *v = if ranking.certified(x, y, self.eps, nodata, fill) {
-                        ranking.decide(x, y, nodata, fill)
-                    } else {
-                        redone += 1;
-                        exact_pixel(tile, params, &taps, x, y, &mut acc)
-                    };
-                }
-                redone
-            })
-            .sum();
+        let recomputed: u64 = self.fast.with_ranking(tile, params, true, |ranking| {
+            out.par_chunks_mut(ow)
+                .enumerate()
+                .map(|(y, row)| {
+                    let mut acc = vec![0u32; tile.n_classes + 1];
+                    let mut redone = 0;
+                    for (x, v) in row.iter_mut().enumerate() {
+                        *v = if ranking.certified(x, y, self.eps, nodata, fill) {
+                            ranking.decide(x, y, nodata, fill)
+                        } else {
+                            redone += 1;
+                            exact_pixel(tile, params, &taps, x, y, &mut acc)
+                        };
+                    }
+                    redone
+                })
+                .sum()
+        });
         self.recomputed.fetch_add(recomputed, Ordering::Relaxed);
         self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
         Ok(())

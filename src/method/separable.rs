@@ -266,16 +266,25 @@ impl SeparablePlan {
         }
     }
 
-    /// Scores every class of the tile and ranks them per pixel.
-    /// `tau` is the float tolerance under which two scores count as equal.
-    pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64) -> Ranking {
+    /// Scores every class of the tile and ranks them per pixel into
+    /// `ranking` (cleared first). `tau` is the float tolerance under which
+    /// two scores count as equal. `margins`: whether [`Ranking::certified`]
+    /// will be asked (else the two best scores may be left untracked).
+    pub fn rank(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        tau: f64,
+        margins: bool,
+        ranking: &mut Ranking,
+    ) {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let h = tile.halo;
-        let mut ranking = Ranking::new(ow, oh, tau, |x, y| {
+        ranking.reset(ow, oh, tau, |x, y| {
             tile.classes[(y + h) * tile.width + x + h]
         });
         if ow == 0 || oh == 0 {
-            return ranking;
+            return;
         }
         let wmax = params.max_class_weight();
         // The tile may carry a wider halo than the kernel needs.
@@ -289,8 +298,8 @@ impl SeparablePlan {
             && d == e
             && d.coeffs().len() <= super::dct5_band::MAX_TERMS
         {
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, &mut ranking);
-            return ranking;
+            super::dct5_band::rank_tile(d, tile, params, skip, tau, margins, ranking);
+            return;
         }
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
         let span = ow + self.size - 1;
@@ -334,7 +343,6 @@ impl SeparablePlan {
                 },
             );
         }
-        ranking
     }
 }
 
@@ -377,6 +385,18 @@ impl SlotsMut<'_> {
         let n = s.len();
         let top = &mut self.top[at..at + n];
         let second = &mut self.second[at..at + n];
+        for i in 0..n {
+            second[i] = second[i].max(top[i].min(s[i]));
+            top[i] = top[i].max(s[i]);
+        }
+        self.update_winner(at, c, s, tau);
+    }
+
+    /// [`SlotsMut::update`] without the two best scores, which only the
+    /// certified mode reads ([`Ranking::certified`]).
+    #[inline(always)]
+    pub(crate) fn update_winner(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
+        let n = s.len();
         let ws = &mut self.winner_score[at..at + n];
         let cs = &mut self.centre_score[at..at + n];
         let win = &mut self.winner[at..at + n];
@@ -384,8 +404,6 @@ impl SlotsMut<'_> {
         // Branch-free: on scattered data every comparison is a coin toss.
         for i in 0..n {
             let v = s[i];
-            second[i] = second[i].max(top[i].min(v));
-            top[i] = top[i].max(v);
             let better = v > ws[i] + tau;
             ws[i] = if better { v } else { ws[i] };
             win[i] = if better { c } else { win[i] };
@@ -394,9 +412,28 @@ impl SlotsMut<'_> {
     }
 }
 
+impl SlotsMut<'_> {
+    /// Decides the [`LANES`] pixels from `at` on for class `c` without
+    /// scores: the caller knows that no other class occurs in their windows
+    /// and that `c`'s exact score is positive wherever their centre is not
+    /// nodata, so `c` wins with the widest possible margin (score 1 over 0).
+    #[inline(always)]
+    pub(crate) fn single(&mut self, at: usize, c: u16) {
+        for i in at..at + LANES {
+            self.top[i] = 1.0;
+            self.second[i] = 0.0;
+            self.winner_score[i] = 1.0;
+            self.winner[i] = c;
+            if self.centre[i] == c {
+                self.centre_score[i] = 1.0;
+            }
+        }
+    }
+}
+
 /// Per-pixel ranking of float scores, stored strip by strip
 /// (`LANES` rows per strip, pixel-major inside a strip).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Ranking {
     pub ow: usize,
     pub oh: usize,
@@ -405,18 +442,32 @@ pub struct Ranking {
 }
 
 impl Ranking {
-    fn new(ow: usize, oh: usize, tau: f64, centre: impl Fn(usize, usize) -> u16 + Sync) -> Self {
+    /// Sizes the ranking for an `ow × oh` output and clears it, keeping its
+    /// memory (a ranking is reused tile after tile, so its pages are not
+    /// faulted in afresh each time); `centre(x, y)` gives each pixel's own class.
+    fn reset(
+        &mut self,
+        ow: usize,
+        oh: usize,
+        tau: f64,
+        centre: impl Fn(usize, usize) -> u16 + Sync,
+    ) {
         let len = oh.div_ceil(LANES) * LANES * ow;
-        let mut slots = Slots {
-            top: vec![0.0; len],
-            second: vec![0.0; len],
-            winner_score: vec![0.0; len],
-            centre_score: vec![f64::NEG_INFINITY; len],
-            winner: vec![NO_CLASS; len],
-            centre: vec![NO_CLASS; len],
+        (self.ow, self.oh, self.tau) = (ow, oh, tau);
+        let s = &mut self.slots;
+        let fill = |v: &mut Vec<f64>, x: f64| {
+            v.clear();
+            v.resize(len, x);
         };
-        slots
-            .centre
+        fill(&mut s.top, 0.0);
+        fill(&mut s.second, 0.0);
+        fill(&mut s.winner_score, 0.0);
+        fill(&mut s.centre_score, f64::NEG_INFINITY);
+        s.winner.clear();
+        s.winner.resize(len, NO_CLASS);
+        s.centre.clear();
+        s.centre.resize(len, NO_CLASS);
+        s.centre
             .par_chunks_mut(LANES * ow.max(1))
             .enumerate()
             .for_each(|(s, strip)| {
@@ -426,7 +477,6 @@ impl Ranking {
                     }
                 }
             });
-        Ranking { ow, oh, tau, slots }
     }
 
     /// The slots in runs of `rows` output rows (a multiple of [`LANES`]), in parallel.
@@ -509,6 +559,36 @@ pub struct SeparableHost {
     name: String,
     plan: SeparablePlan,
     bounds: Bounds,
+    rankings: RankingPool,
+}
+
+/// Rankings kept between tiles (one per tile in flight), so that their
+/// memory is not allocated and faulted in again for every tile. A clone
+/// starts empty.
+#[derive(Debug, Default)]
+struct RankingPool(std::sync::Mutex<Vec<Ranking>>);
+
+impl Clone for RankingPool {
+    fn clone(&self) -> Self {
+        RankingPool::default()
+    }
+}
+
+impl RankingPool {
+    fn take(&self) -> Ranking {
+        self.0
+            .lock()
+            .map(|mut p| p.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn give(&self, ranking: Ranking) {
+        if let Ok(mut pool) = self.0.lock() {
+            pool.push(ranking);
+        }
+    }
 }
 
 impl SeparableHost {
@@ -519,6 +599,7 @@ impl SeparableHost {
             name: name.into(),
             plan,
             bounds,
+            rankings: RankingPool::default(),
         }
     }
 
@@ -530,10 +611,22 @@ impl SeparableHost {
         self.bounds
     }
 
-    /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
-    pub fn rank(&self, tile: &ClassTile, params: &SmoothParams) -> Ranking {
-        self.plan
-            .rank(tile, params, self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF))
+    /// Scores and ranks one tile (see [`SeparablePlan::rank`]) and hands
+    /// the ranking to `use_it`; `margins`: whether it will ask
+    /// [`Ranking::certified`].
+    pub fn with_ranking<R>(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        margins: bool,
+        use_it: impl FnOnce(&Ranking) -> R,
+    ) -> R {
+        let mut ranking = self.rankings.take();
+        let tau = self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF);
+        self.plan.rank(tile, params, tau, margins, &mut ranking);
+        let result = use_it(&ranking);
+        self.rankings.give(ranking);
+        result
     }
 }
 
@@ -552,8 +645,9 @@ impl super::ClassSmoother for SeparableHost {
         params: &SmoothParams,
         out: &mut [u16],
     ) -> crate::error::Result<()> {
-        self.rank(tile, params)
-            .write(out, tile.nodata(), params.fill_nodata);
+        self.with_ranking(tile, params, false, |ranking| {
+            ranking.write(out, tile.nodata(), params.fill_nodata)
+        });
         Ok(())
     }
 }
