@@ -6,7 +6,7 @@
 // tile has at most 255 classes, else ushort), `nc` classes, value `nc` =
 // nodata / outside. Output pixel (x, y) is centred on tile pixel
 // (x + halo, y + halo); its window starts at tile pixel (x, y).
-// Taps: the kernel's non-zero quantised weights as (dy << 8 | dx, weight),
+// Taps: the kernel's non-zero quantised weights as (dy << 16 | dx, weight),
 // sorted by dy; row_start[dy] is the first tap of row dy (ksize + 1 entries).
 // Scores are exact: u32 sums (the quantised weights sum to at most 2^31),
 // products with the class weight in 64 bits.
@@ -42,8 +42,8 @@
 #define CLS_T uchar
 #endif
 #define NO_CLASS 0xFFFFu
-#define TAP_DY(p) ((p) >> 8)
-#define TAP_DX(p) ((p) & 255u)
+#define TAP_DY(p) ((p) >> 16)
+#define TAP_DX(p) ((p) & 0xFFFFu)
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
@@ -194,7 +194,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global ushort *out, uint ksize
 #ifdef RUNS
            , __global const uint *row_start, __global const uint *sat,
-           __global const ushort *run_lists, __global const uchar *run_down
+           __global const ushort *run_lists, __global const ushort *run_down
 #endif
 #ifdef TILE_LOCAL
            , __local CLS_T *tile

@@ -3,11 +3,19 @@
 // plane per rank in one launch, pass 2 sums every rank in registers, so no
 // rank ever returns to the host. Work-items are pixels; neighbours in x read
 // neighbouring addresses in both passes.
-// Defines: N (kernel side), RANK (kept ranks).
+// Defines: N (kernel side), RANK (kept ranks), TAPS_GLOBAL (the factors,
+// RANK * N floats each, are over the 64 KiB that every device's __constant
+// space holds, e.g. a 385² disc at rank 190: read them from __global).
+
+#ifdef TAPS_GLOBAL
+#define TAPS __global const
+#else
+#define TAPS __constant
+#endif
 
 // Pass 1: P[r][y][x] = sum_t U[r][t] * [cls[y+t][x] == cls_id], y < oh, x < w.
 __kernel void svd_cols(__global const ushort *cls, int w, int oh, ushort cls_id,
-                       __constant float *U, __global float *P) {
+                       TAPS float *U, __global float *P) {
     int x = get_global_id(0), y = get_global_id(1);
     if (x >= w || y >= oh) return;
     float acc[RANK];
@@ -24,7 +32,7 @@ __kernel void svd_cols(__global const ushort *cls, int w, int oh, ushort cls_id,
 // Pass 2: S[y][x] = cw * sum_r sum_t V[r][t] * P[r][y][x+t], x < ow
 // (S starts `soff` floats into the buffer: one plane per class).
 __kernel void svd_rows(__global const float *P, int w, int oh, int ow,
-                       __constant float *V, float cw, __global float *S,
+                       TAPS float *V, float cw, __global float *S,
                        ulong soff) {
     int x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh) return;

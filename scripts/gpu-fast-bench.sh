@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The fast methods on the GPU machine (issue 4): the 4096² × 17 classes σ = 21
-# dct5 target, the dct5 σ sweep (1..42: σ = 64 needs a 385² kernel, over the
-# 255 cap), byte identity of --exact against naive, svd timings.
+# dct5 target, the dct5 σ sweep (1..64; kernels up to 511² since the third
+# session), byte identity of --exact against naive, svd timings; `big`: the
+# σ = 64 (N = 385) checks of every exact method on the GPU.
 # JSON lines go to OUT/NAME.jsonl, the log (with the per-kernel dct5 times of
 # MAPFILTER_KERNEL_TIMES) to stdout. A mismatch of a --check run exits non-zero
 # from that bench and is reported as "CHECK FAILED" at the end.
-# Usage: bash scripts/gpu-fast-bench.sh BINARY OUT [quick|sweep|full]
+# Usage: bash scripts/gpu-fast-bench.sh BINARY OUT [quick|sweep|full|big]
 #   quick: the target only; sweep: target, σ sweep, --exact checks (default);
-#   full: also --exact timings at 4096² and svd.
+#   full: also --exact timings at 4096² and svd;
+#   big: σ sweep 1..64 and, at σ = 64 (N = 385) and box:301, --check of
+#   dct5/svd --exact (one tile smaller than the 192 halo) and of every naive
+#   variant (MF_BIG_SIZE: side of those checks, default 512; the host
+#   reference costs 148k taps per pixel there).
 #   (GDAL-free binary: cargo build --release --no-default-features)
 set -u
 B=$1
@@ -27,11 +32,33 @@ run() { # NAME ARGS... : one bench, its JSON lines appended to OUT/NAME.jsonl
   [ "$st" = 0 ] || { echo "  CHECK FAILED (exit $st)"; failed=1; }
 }
 t=${MF_BENCH_SIZE:-4096} # MF_BENCH_SIZE: a smaller side for a dry run
+sigmas="gaussian:1;gaussian:2;gaussian:4;gaussian:8;gaussian:16;gaussian:21;gaussian:32;gaussian:42;gaussian:64"
+if [ "$mode" = big ]; then
+  b=${MF_BIG_SIZE:-512}
+  run sweep --size $t --classes 17 --pattern simplex --method dct5 --tile $t --repeat 3 --warmup 1 --kernel "$sigmas"
+  run big-check --size $b --classes 17 --pattern simplex --method dct5 --exact --tile $b --repeat 1 --warmup 0 --check \
+    --kernel "gaussian:64;box:301"
+  run big-check --size $b --classes 17 --pattern simplex --method dct5 --exact --tile 160 --repeat 1 --warmup 0 --check \
+    --kernel gaussian:64
+  run big-check --size $b --classes 4 --pattern random --method dct5 --exact --tile $b --repeat 1 --warmup 0 --check \
+    --kernel gaussian:64
+  run big-check --size $b --classes 17 --pattern simplex --method svd --exact --tile $b --repeat 1 --warmup 0 --check \
+    --kernel "gaussian:64;disc:130"
+  run big-check --size $b --classes 17 --pattern simplex --method dct5 --tile $b --repeat 1 --warmup 0 --check \
+    --kernel gaussian:64
+  for v in fast buffer image local; do
+    run big-naive --size $b --classes 17 --pattern simplex --method naive --variant $v --tile $b --repeat 1 --warmup 0 --check \
+      --kernel "gaussian:64;box:301;disc:130"
+  done
+  run big-naive --size $b --classes 4 --pattern random --method naive --tile 160 --repeat 1 --warmup 0 --check \
+    --kernel "gaussian:64;box:301"
+  [ $failed = 0 ] && echo "all runs passed" || echo "SOME RUNS FAILED"
+  exit $failed
+fi
 run target --size $t --classes 17 --pattern simplex --kernel gaussian:21 --method dct5 --tile $t --repeat 5 --warmup 2
 run target --size $t --classes 17 --pattern random --kernel gaussian:21 --method dct5 --tile $t --repeat 5 --warmup 1
 if [ "$mode" != quick ]; then
-  run sweep --size $t --classes 17 --pattern simplex --method dct5 --tile $t --repeat 3 --warmup 1 \
-    --kernel "gaussian:1;gaussian:2;gaussian:4;gaussian:8;gaussian:16;gaussian:21;gaussian:32;gaussian:42"
+  run sweep --size $t --classes 17 --pattern simplex --method dct5 --tile $t --repeat 3 --warmup 1 --kernel "$sigmas"
   run check --size 1024 --classes 17 --pattern simplex --method dct5 --exact --tile 512 --repeat 1 --warmup 0 --check \
     --kernel "gaussian:1;gaussian:5;gaussian:21;box:15"
   run check --size 1024 --classes 4 --pattern random --method dct5 --exact --tile 1024 --repeat 1 --warmup 0 --check \

@@ -6,16 +6,24 @@
 //! on the host. Kernels whose weights are all integers (box, disc, most kernel
 //! files) keep them unchanged; other kernels are scaled so that their weights
 //! sum to at most [`QUANT_SUM`] (2³¹) and rounded to the nearest integer.
-//! The relative error per weight is below 2⁻³¹·N², far below any visible
-//! effect, and the sum of any subset of weights fits a `u32` accumulator.
+//! Each weight's rounding error is at most half a quantum, i.e. below
+//! 2⁻³²·N² of the mean weight (2⁻¹⁴ at the largest side, N = 511), far below
+//! any visible effect, and the sum of any subset of weights fits a `u32`
+//! accumulator. Integer kernels keep their weights when they sum to at most
+//! 2³¹ (a 511² box sums to 261,121), so they fit too.
 
 use crate::bail;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-/// Largest kernel side accepted (windows up to 255×255).
-pub const MAX_SIZE: usize = 255;
+/// Largest kernel side accepted (windows up to 511×511: `gaussian:SIGMA` up
+/// to σ = 85, `disc:R` up to R = 255). Every method handles it exactly; the
+/// cost of naive grows with N² (261,121 taps per pixel at N = 511).
+pub const MAX_SIZE: usize = 511;
+
+/// The largest σ whose default side `2·floor(3σ)+1` is within [`MAX_SIZE`].
+pub const MAX_DEFAULT_SIGMA: usize = MAX_SIZE / 6;
 
 /// Upper bound of the sum of the quantised weights of a kernel.
 pub const QUANT_SUM: u64 = 1 << 31;
@@ -239,7 +247,8 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
                         "gaussian sigma {sigma} needs a {}x{0} kernel, over the maximum of {MAX_SIZE}",
                         2.0 * r + 1.0
                     ),
-                    hint = "use sigma ≤ 42, or cut the kernel with --size"
+                    hint =
+                        format!("use sigma ≤ {MAX_DEFAULT_SIGMA}, or cut the kernel with --size")
                 );
             }
             2 * r as usize + 1
@@ -372,12 +381,52 @@ mod tests {
         assert!(bad("gaussian:nan"));
         assert!(bad("box:4"));
         assert!(bad("box:0"));
-        assert!(bad("box:257"));
+        assert!(bad("box:513"));
+        assert!(bad("disc:256"));
         assert!(parse_matrix("").is_err());
         assert!(parse_matrix("1 1\n1 1").is_err());
         assert!(parse_matrix("1 1 1\n1 1\n1 1 1").is_err());
         assert!(parse_matrix("0 0 0\n0 0 0\n0 0 0").is_err());
         assert!(parse_matrix("1 -1 1\n1 1 1\n1 1 1").is_err());
+    }
+
+    #[test]
+    fn kernels_up_to_511_are_accepted() {
+        // σ = 64 (the widest) gives N = 385; σ = 85 the largest default side.
+        let k = "gaussian:64"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(k.size(), 385);
+        let q = k.quantised();
+        assert!(q.iter().map(|&v| v as u64).sum::<u64>() <= QUANT_SUM);
+        // The corner weight (e^-9 of the centre's, relative) survives quantisation.
+        assert!(q[0] > 0 && q[0] == q[384] && q[0] == q[385 * 385 - 1]);
+        let top = "gaussian:85"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(top.size(), MAX_SIZE);
+        // A 511² box keeps its integer weights: they sum to 261,121.
+        let b = KernelSpec::Box { size: MAX_SIZE }.build().unwrap();
+        assert!(b.quantised().iter().all(|&v| v == 1));
+        assert_eq!(
+            KernelSpec::Disc { radius: 255 }.build().unwrap().size(),
+            511
+        );
+        // σ = 85.5 needs N = 513: one line, with a hint naming the limit.
+        let e = "gaussian:85.5"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains('\n') && e.contains("513x513") && e.contains("sigma ≤ 85"),
+            "{e}"
+        );
     }
 
     #[test]

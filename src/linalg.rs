@@ -4,7 +4,11 @@
 //! One-sided Jacobi orthogonalises the columns of `A` by plane rotations
 //! applied from the right, `A·V = U·Σ`; at convergence the column norms are
 //! the singular values. It is slow for big matrices but exact to a few ulps
-//! and simple, and kernels are at most 255×255. Checked against
+//! and simple; kernels are at most 511×511. Column norms are carried through
+//! the rotations and columns below ε·‖A‖_F are left alone, so low-rank
+//! kernels are quick: `bench --method svd --size 64` took 0.03 s in all at
+//! gaussian:85 (511², rank 1; 6.1 s before) and 2.2 s at disc:255 (511²,
+//! high rank), release build, this shared 2-core machine, 2026-11-21. Checked against
 //! `nalgebra::SVD` in the tests.
 
 use nalgebra::{DMatrix, DVector};
@@ -57,13 +61,25 @@ pub fn jacobi_svd(a: &DMatrix<f64>) -> Svd {
     let mut w = a.clone();
     let mut v = DMatrix::<f64>::identity(n, n);
     let tol = f64::EPSILON;
+    let m = w.nrows();
     for _sweep in 0..60 {
         let mut rotated = false;
+        // Squared column norms, fresh each sweep, then kept up to date by
+        // the rotations (α' = α − tγ, β' = β + tγ): one dot product per pair.
+        let mut sq: Vec<f64> = (0..n).map(|j| w.column(j).norm_squared()).collect();
+        // Columns below ε·‖A‖_F are rounding residue (under the numerical
+        // rank's tolerance `max(m, n)·ε·s₀`): rotating them changes no
+        // singular value that counts, and costs most of the time on
+        // low-rank kernels (a 511² Gaussian: 4.2 s rotating them, 0.03 s not).
+        let negligible = f64::EPSILON * f64::EPSILON * sq.iter().sum::<f64>();
         for i in 0..n {
             for j in i + 1..n {
-                let alpha = w.column(i).norm_squared();
-                let beta = w.column(j).norm_squared();
-                let gamma = w.column(i).dot(&w.column(j));
+                let (alpha, beta) = (sq[i], sq[j]);
+                if alpha <= negligible || beta <= negligible {
+                    continue;
+                }
+                let (ci, cj) = columns(w.as_slice(), m, i, j);
+                let gamma: f64 = ci.iter().zip(cj).map(|(x, y)| x * y).sum();
                 if gamma == 0.0 || gamma.abs() <= tol * (alpha * beta).sqrt() {
                     continue;
                 }
@@ -75,6 +91,8 @@ pub fn jacobi_svd(a: &DMatrix<f64>) -> Svd {
                 let s = c * t;
                 rotate(&mut w, i, j, c, s);
                 rotate(&mut v, i, j, c, s);
+                sq[i] = (alpha - t * gamma).max(0.0);
+                sq[j] = beta + t * gamma;
             }
         }
         if !rotated {
@@ -97,12 +115,20 @@ pub fn jacobi_svd(a: &DMatrix<f64>) -> Svd {
     Svd { u, s, v: vs }
 }
 
-/// Applies the rotation `[c s; −s c]` to columns `i` and `j` of `m`.
+/// Columns `i < j` of a column-major matrix with `m` rows.
+fn columns(data: &[f64], m: usize, i: usize, j: usize) -> (&[f64], &[f64]) {
+    (&data[i * m..(i + 1) * m], &data[j * m..(j + 1) * m])
+}
+
+/// Applies the rotation `[c s; −s c]` to columns `i < j` of `m`.
 fn rotate(m: &mut DMatrix<f64>, i: usize, j: usize, c: f64, s: f64) {
-    for r in 0..m.nrows() {
-        let (x, y) = (m[(r, i)], m[(r, j)]);
-        m[(r, i)] = c * x - s * y;
-        m[(r, j)] = s * x + c * y;
+    let rows = m.nrows();
+    let (left, right) = m.as_mut_slice().split_at_mut(j * rows);
+    let (ci, cj) = (&mut left[i * rows..(i + 1) * rows], &mut right[..rows]);
+    for (x, y) in ci.iter_mut().zip(cj) {
+        let (a, b) = (*x, *y);
+        *x = c * a - s * b;
+        *y = s * a + c * b;
     }
 }
 

@@ -157,7 +157,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
 }
 
 /// What `--explain` prints: the method, and auto's cost model for a tile
-/// holding every class of the raster.
+/// of `--tile` holding every class of the raster.
 fn explain(
     args: &SmoothArgs,
     job: &SmoothJob,
@@ -178,7 +178,7 @@ fn explain(
             &args.fast.options(),
         )?;
         text += "\n";
-        text += &auto.explain(job.classes.len());
+        text += &auto.explain_tile(job.classes.len(), job.tile);
     }
     Ok(text)
 }

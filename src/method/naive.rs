@@ -171,7 +171,7 @@ impl KernelTaps {
     #[inline]
     fn add_by_runs(&self, tile: &ClassTile, runs: &Runs, x: usize, y: usize, acc: &mut [u32]) {
         let n = self.n;
-        let few = (n / 4).max(1) as u8;
+        let few = (n / 4).max(1) as u16;
         let out_w = tile.output_width();
         for (dy, taps) in self.rows.iter().enumerate() {
             let start = (y + dy) * tile.width + x;
@@ -200,10 +200,11 @@ impl KernelTaps {
 /// Where a tile holds runs of one value as long as the kernel.
 struct Runs {
     /// `count[r·out_w + x]`: how many runs of equal pixels the N pixels of
-    /// tile row r from column x on hold (1: all equal).
-    count: Vec<u8>,
+    /// tile row r from column x on hold (1: all equal; up to N, so u16).
+    count: Vec<u16>,
     /// `len[r·w + x]`: length of the run of equal pixels from tile pixel
-    /// (x, r) rightwards, capped at 255.
+    /// (x, r) rightwards, capped at 255 (a longer run is walked in pieces:
+    /// the piece from column x + 255 on has its own length).
     len: Vec<u8>,
     /// `uniform[y·out_w + x]`: all N×N pixels of output pixel (x, y)'s window
     /// (which starts at tile pixel (x, y)) hold the same value.
@@ -228,15 +229,15 @@ impl Runs {
             }
         });
         // count[r·out_w + x]: runs in the n pixels of tile row r from column x.
-        let mut count = vec![0u8; tile.height * out_w];
+        let mut count = vec![0u16; tile.height * out_w];
         count
             .par_chunks_mut(out_w)
             .enumerate()
             .for_each(|(r, counts)| {
                 let line = &cells[r * w..][..w];
                 // Run starts in line[x+1..x+n], slid along the row.
-                let starts = |x: usize| (x > 0 && line[x] != line[x - 1]) as u8;
-                let mut inside: u8 = (1..n).map(starts).sum();
+                let starts = |x: usize| (x > 0 && line[x] != line[x - 1]) as u16;
+                let mut inside: u16 = (1..n).map(starts).sum();
                 for (x, c) in counts.iter_mut().enumerate() {
                     *c = 1 + inside;
                     if x + 1 < out_w {
@@ -384,6 +385,24 @@ mod tests {
                     check(&kernel, &[3, 1, 2], fill, block);
                 }
             }
+        }
+    }
+
+    /// Kernels over 255: a window row holds up to N runs (more than a u8
+    /// counts) and runs longer than the 255 cap of `len`.
+    #[test]
+    fn shortcuts_match_the_plain_definition_over_255() {
+        let gauss = KernelSpec::Gaussian {
+            sigma: 64.0,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let wide = KernelSpec::Box { size: 301 }.build().unwrap();
+        for kernel in [&gauss, &wide] {
+            // 16 classes of single pixels: about 280 to 360 runs per window row.
+            check(kernel, &[1; 16], false, 1);
+            check(kernel, &[1, 1, 1], true, 300);
         }
     }
 

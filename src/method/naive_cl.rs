@@ -115,7 +115,7 @@ struct TapSet {
     quantised: Vec<u32>,
     ksize: usize,
     n_taps: usize,
-    /// (dy << 8 | dx, weight) pairs, sorted by dy.
+    /// (dy << 16 | dx, weight) pairs, sorted by dy.
     taps: Buffer<u32>,
     /// First tap of each kernel row, `ksize + 1` entries.
     row_start: Buffer<u32>,
@@ -135,7 +135,7 @@ struct Slot {
     weights: Buffer<u32>,
     /// The run path's helper planes (run lists, alike-row streaks) and the
     /// pixels they have room for (grown on demand).
-    aux: Option<(Buffer<u16>, Buffer<u8>, usize)>,
+    aux: Option<(Buffer<u16>, Buffer<u16>, usize)>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -224,7 +224,7 @@ impl NaiveCl {
             for dx in 0..n {
                 let q = kernel.quantised()[dy * n + dx];
                 if q > 0 {
-                    taps.extend([((dy << 8) | dx) as u32, q]);
+                    taps.extend([((dy << 16) | dx) as u32, q]);
                 }
             }
         }

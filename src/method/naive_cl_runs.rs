@@ -28,13 +28,17 @@ pub struct TileRuns {
     pub lists: Vec<u16>,
     /// For window starts `x < output width`: how many tile rows from r down
     /// hold, in their N pixels from x, exactly row r's pixels (at least 1),
-    /// capped at 255.
-    pub down: Vec<u8>,
+    /// capped at [`Self::MAX_DOWN`] (above any kernel side, so a uniform
+    /// window of any N is found).
+    pub down: Vec<u16>,
 }
 
 impl TileRuns {
     /// The widest tile the u16 run indices can describe.
     pub const MAX_WIDTH: usize = 1 << 16;
+
+    /// Cap of [`Self::down`].
+    pub const MAX_DOWN: u16 = u16::MAX;
 
     /// Helper data of `tile` (at most [`Self::MAX_WIDTH`] wide) for kernel size `n`.
     pub fn new(tile: &ClassTile, n: usize) -> Self {
@@ -88,7 +92,7 @@ impl TileRuns {
                 let differs = |i: usize| (above[i] != line[i]) as u32;
                 let mut inside: u32 = (0..n).map(differs).sum();
                 for (x, mark) in marks[..ow].iter_mut().enumerate() {
-                    *mark = (inside > 0) as u8;
+                    *mark = (inside > 0) as u16;
                     if x + 1 < ow {
                         inside = inside + differs(x + n) - differs(x);
                     }
@@ -101,7 +105,7 @@ impl TileRuns {
                 // `s` is down(r + 1, x) if row r + 1 is alike row r, else 0.
                 let v = *s + 1;
                 let alike_above = *d == 0;
-                *d = v.min(255) as u8;
+                *d = v.min(Self::MAX_DOWN as u32) as u16;
                 *s = if alike_above { v } else { 0 };
             }
         }
@@ -278,15 +282,15 @@ mod tests {
                     let down = (r..h)
                         .take_while(|&rr| (x..x + n).all(|i| at(i, rr) == at(i, r)))
                         .count();
-                    assert_eq!(runs.down[r * w + x] as usize, down.min(255), "down {x},{r}");
+                    assert_eq!(runs.down[r * w + x] as usize, down, "down {x},{r}");
                 }
             }
         }
     }
 
     #[test]
-    fn tall_alike_streaks_are_capped() {
-        // 300 alike rows: down counts 255 at most and stays exact below that.
+    fn tall_alike_streaks_are_counted() {
+        // 300 alike rows: down counts past 255 (kernels up to 511 need it).
         let data = vec![2u16; 5 * 300];
         let tile = ClassTile {
             width: 5,
@@ -296,7 +300,7 @@ mod tests {
             classes: &data,
         };
         let runs = TileRuns::new(&tile, 3);
-        assert_eq!(runs.down[0], 255);
+        assert_eq!(runs.down[0], 300);
         assert_eq!(runs.down[100 * 5 + 2], 200);
         assert_eq!(runs.down[299 * 5], 1);
         assert_eq!(runs.idx()[299 * 5 + 4], 0);

@@ -4,14 +4,14 @@
 //! arm to [`class_smoother`] (and their variants to [`variants_of`]).
 
 use super::ClassSmoother;
-use super::auto::{Auto, Candidate, DeviceCosts, Shape};
-use super::dct5;
+use super::auto::{Auto, Candidate, Dct5Passes, DeviceCosts, Shape};
 use super::exact::Certified;
 use super::naive::NaiveHost;
 use super::naive_cl::{NaiveCl, Variant};
 use super::separable::{Filter, SeparableHost};
 use super::separable_cl::SeparableCl;
 use super::svd::{self, RankChoice};
+use super::{dct5, dct5_rot};
 use crate::bail;
 use crate::device::DeviceChoice;
 use crate::error::Result;
@@ -131,12 +131,23 @@ fn fast_smoother(
             let shape = Shape::Dct5 {
                 size: kernel.size(),
                 terms,
-                segment,
+                passes: Dct5Passes::Host { segment },
             };
             (format!("dct5/host (K={terms})"), plan, shape)
         }
     };
     if let Some(dev) = device.resolve()? {
+        // On a device dct5 runs the OpenCL kernels' segments, not the host's.
+        let shape = match shape {
+            Shape::Dct5 { size, terms, .. } => Shape::Dct5 {
+                size,
+                terms,
+                passes: Dct5Passes::Device {
+                    target: dct5_rot::target_items(dev.info().kind, dev.info().compute_units),
+                },
+            },
+            other => other,
+        };
         let cl = SeparableCl::new(dev, method, &plan, kernel, fast.exact)?;
         return Ok(Candidate {
             bounds: Some(cl.bounds()),

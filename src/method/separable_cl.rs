@@ -31,6 +31,10 @@ use std::time::Instant;
 /// Unit roundoff of the device's working precision (f32).
 pub const DEVICE_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
 
+/// The `__constant` buffer size every full-profile OpenCL device offers;
+/// svd's factors beyond it are read from `__global` (`TAPS_GLOBAL`).
+const MIN_CONSTANT_BYTES: usize = 64 * 1024;
+
 /// The plan as the device runs it: taps rounded to f32 (dct5 filters keep
 /// their f64 coefficients; [`dct5_rot::device_bounds`] accounts for the f32
 /// constants and the device's own recursion).
@@ -198,7 +202,8 @@ impl SeparableCl {
         match &self.shape {
             Shape::Svd { rank, .. } => BuildOptions::new()
                 .define("N", self.size)
-                .define("RANK", rank),
+                .define("RANK", rank)
+                .flag("TAPS_GLOBAL", rank * self.size * 4 > MIN_CONSTANT_BYTES),
             Shape::Dct5(rot) => BuildOptions::new()
                 .define("R", self.size / 2)
                 .define("NT", rot.terms()),
@@ -307,8 +312,9 @@ impl SeparableCl {
         }
         let co = bufs.consts.as_ref().expect("set above");
         let r = rot.radius();
-        let seg1 = dct5_rot::segment(r, oh, w * planes);
-        let seg2 = dct5_rot::segment(r, ow, oh * planes);
+        let target = dct5_rot::target_items(dev.info().kind, dev.info().compute_units);
+        let seg1 = dct5_rot::segment(r, oh, w * planes, target);
+        let seg2 = dct5_rot::segment(r, ow, oh * planes, target);
         let (p1, p2) = (bufs.planes1.buf.as_ref(), bufs.planes2.buf.as_ref());
         let (p1, p2) = (p1.expect("allocated"), p2.expect("allocated"));
         let weights = bufs.weights.buf.as_ref().expect("allocated");
