@@ -11,16 +11,14 @@
 //! rotation, so an error made once is carried along unamplified; the
 //! second-order recursion of the host amplifies it up to `1/sin φk` ≈ N/2πk
 //! times. That lets a segment run `4·N` outputs in f32 with an error bound
-//! below the old one at `2·N` (`8·N` for kernels longer than 127, where the
-//! warm-up below would otherwise make the run time grow with σ).
+//! below the old one at `2·N`.
 //!
 //! Seeding without sums: a segment starting at output `y0` begins with
 //! `Z = 0` and runs N warm-up steps that add the samples `y0..y0+2R` with no
 //! trailing sample (the window it leaves holds rows before the segment,
 //! counted as zero). After them `Z = Z(y0)` exactly. Warm-up costs N steps
-//! per segment and segments are `≥ 4·N` long (`8·N` past N = 127) where the
-//! pass has enough parallelism, so the cost per output is `(1 + N/L)`
-//! steps, at most 1.25, whatever σ.
+//! per segment and segments are `≥ 4·N` long, so the cost per output is
+//! `(1 + N/L)` steps, at most 1.25, whatever σ.
 
 use super::dct5::Dct5;
 use super::separable::{Bounds, SeparablePlan, gamma};
@@ -30,12 +28,6 @@ use std::f64::consts::PI;
 
 /// Outputs per segment: at least this many window lengths (warm-up share ≤ 1/4).
 pub const WINDOWS_PER_SEGMENT: usize = 4;
-/// Windows per segment of the longest kernels (N > [`LONG_WINDOW`]): a
-/// warm-up of N steps per segment would otherwise make their run time grow
-/// with σ (σ = 64 at 4096² on an H200: +23 % over the σ = 1…64 mean with 4).
-pub const WINDOWS_PER_LONG_SEGMENT: usize = 8;
-/// Window length above which segments run [`WINDOWS_PER_LONG_SEGMENT`] windows.
-pub const LONG_WINDOW: usize = 127;
 /// Shortest segment when parallelism allows (multiple of 32: pass 1 writes runs of 32).
 pub const MIN_SEGMENT: usize = 64;
 /// Work-items per pass worth having on a GPU before segments are shortened
@@ -56,16 +48,11 @@ pub fn target_items(kind: DeviceKind, compute_units: u32) -> usize {
     }
 }
 
-/// The longest segment for radius `r`: `4·(2R+1)` (`8·(2R+1)` past
-/// [`LONG_WINDOW`]), at least 64, a multiple of 32.
+/// The longest segment for radius `r`: `4·(2R+1)`, at least 64, a multiple of 32.
 pub fn max_segment(r: usize) -> usize {
-    let n = 2 * r + 1;
-    let windows = if n > LONG_WINDOW {
-        WINDOWS_PER_LONG_SEGMENT
-    } else {
-        WINDOWS_PER_SEGMENT
-    };
-    (windows * n).max(MIN_SEGMENT).next_multiple_of(32)
+    (WINDOWS_PER_SEGMENT * (2 * r + 1))
+        .max(MIN_SEGMENT)
+        .next_multiple_of(32)
 }
 
 /// Segment length for a pass over `lines` lines (times classes) of `len`
@@ -317,21 +304,17 @@ mod tests {
             let m = max_segment(r);
             assert!(m.is_multiple_of(32) && m >= 4 * (2 * r + 1) && m >= MIN_SEGMENT);
             // Plenty of lines: the longest segment.
-            assert_eq!(segment(r, 4096, 1 << 20, TARGET_ITEMS), m);
+            assert_eq!(segment(r, 4096, 4096 * 17, TARGET_ITEMS), m);
         }
         // Few lines: shorter segments, at least 32.
         assert_eq!(segment(63, 256, 300, TARGET_ITEMS), 32);
         assert!(segment(63, 2048, 400, TARGET_ITEMS) < max_segment(63));
         // A 2-core CPU device is filled by far fewer lines: a 2048² tile of
-        // 4 classes at σ = 64 runs whole lines there (a GPU
+        // 4 classes at σ = 64 keeps the longest segment there (a GPU
         // shortens it to 160 outputs, so 385 warm-up steps per 160).
-        // Past N = 127 segments run 8 windows: the σ = 64 target shape
-        // (4096² tile, 17 classes) then takes two segments of 2048 per line.
-        assert!(max_segment(192) >= 8 * 385 && max_segment(63) < 8 * 127);
-        assert_eq!(segment(192, 4096, (4096 + 384) * 17, TARGET_ITEMS), 2048);
         let cpu = target_items(DeviceKind::Cpu, 2);
         assert_eq!(cpu, 256);
-        assert_eq!(segment(192, 2048, (2048 + 384) * 4, cpu), 2048);
+        assert_eq!(segment(192, 2048, (2048 + 384) * 4, cpu), max_segment(192));
         assert_eq!(segment(192, 2048, (2048 + 384) * 4, TARGET_ITEMS), 160);
         assert_eq!(target_items(DeviceKind::Gpu, 132), TARGET_ITEMS);
     }
@@ -341,14 +324,14 @@ mod tests {
     #[test]
     fn device_bound_is_modest() {
         // Up to the largest kernels the f32 rounding (which grows as N²:
-        // segments of 8·N steps past N = 127 over window sums of N) stays of
-        // the order of the approximation error, so certification still pays:
-        // σ = 85 (N = 511) 6.7e-3 against 2.6e-3.
+        // segments of 4·N steps over window sums of N) stays of the order of
+        // the approximation error, so certification still pays: σ = 64
+        // (N = 385) 2.8e-3 against 2.6e-3.
         for sigma in [64.0, 85.0] {
             let (k, p, d) = filter(sigma, 3);
             let b = device_bounds(&p, &d, &k, U32);
             assert!(
-                b.rounding < 3.0 * b.approx && b.total() < 1e-2,
+                b.rounding < 2.0 * b.approx && b.total() < 1e-2,
                 "σ={sigma}: {b:?}"
             );
         }
