@@ -206,3 +206,64 @@ fn dct5_agrees_with_naive_on_random_four_classes() {
     let a8 = agreement(&smooth_in_memory(&input, &job, &fast).unwrap(), &expected);
     assert!(a8 >= 0.999 && a8 > a, "K=8: {a8}");
 }
+
+#[test]
+fn dct5_takes_the_one_class_of_a_window_exactly() {
+    // Two half-planes of classes 3 and 7 with nodata holes, a crude K = 1
+    // approximation: wherever a window holds one class only (and the centre
+    // is not nodata) the exact answer is that class, and dct5 must give it
+    // (the band scorer decides such pixels without scores); nodata centres
+    // stay nodata.
+    let (w, h, r) = (96usize, 80usize, 12isize);
+    let mut data: Vec<u16> = (0..w * h)
+        .map(|i| if i % w < w / 2 { 3 } else { 7 })
+        .collect();
+    for y in 30..36 {
+        for x in 10..16 {
+            data[y * w + x] = NODATA;
+        }
+    }
+    for i in (0..w * h).step_by(37) {
+        data[i] = NODATA;
+    }
+    let input = MemRaster::new(w, h, data.clone());
+    let k = KernelSpec::Gaussian {
+        sigma: 4.0,
+        size: None,
+    }
+    .build()
+    .unwrap();
+    assert_eq!(k.size(), 25);
+    let fast = SeparableHost::new("dct5", dct5::plan(&k, 1).unwrap(), &k);
+    for tile in [w, 32] {
+        let job = job(k.clone(), &input.data, "", Border::Same, false, tile);
+        let expected = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
+        let got = smooth_in_memory(&input, &job, &fast).unwrap();
+        let mut alone = 0;
+        for y in 0..h as isize {
+            for x in 0..w as isize {
+                let mut seen = std::collections::BTreeSet::new();
+                for dy in -r..=r {
+                    for dx in -r..=r {
+                        let (u, v) = (x + dx, y + dy);
+                        if (0..w as isize).contains(&u) && (0..h as isize).contains(&v) {
+                            let c = data[v as usize * w + u as usize];
+                            if c != NODATA {
+                                seen.insert(c);
+                            }
+                        }
+                    }
+                }
+                let i = y as usize * w + x as usize;
+                if data[i] == NODATA {
+                    assert_eq!(got.data[i], NODATA, "nodata centre ({x},{y})");
+                } else if seen.len() == 1 {
+                    alone += 1;
+                    assert_eq!(got.data[i], expected.data[i], "({x},{y}) tile {tile}");
+                    assert_eq!(got.data[i], data[i]);
+                }
+            }
+        }
+        assert!(alone > w * h / 3, "{alone} one-class windows");
+    }
+}

@@ -688,6 +688,11 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
     // Column bounds per class and row, folded into the boxes row by row.
     let mut lo = vec![usize::MAX; n + 1];
     let mut hi = vec![0usize; n + 1];
+    // The mask bit of each local index; no class (index n, nodata) and
+    // classes past the masks (only with masks off) set none.
+    let bits: Vec<u64> = (0..=n)
+        .map(|v| if v < n.min(MASK_CLASSES) { 1 << v } else { 0 })
+        .collect();
     for i in 0..rows {
         let line = &tile.classes[base + i * tile.width..][..span];
         let block = &mut blocks[i / LANES * span..][..span];
@@ -695,8 +700,7 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
             let v = (v as usize).min(n);
             lo[v] = lo[v].min(x);
             hi[v] = x;
-            // Codes ≥ 64 (only with masks off, or nodata) set no bit.
-            block[x] |= 1u64.checked_shl(v as u32).unwrap_or(0);
+            block[x] |= bits[v];
         }
         for c in 0..n {
             if lo[c] != usize::MAX {
