@@ -7,7 +7,8 @@
 //! small (a naive pixel costs up to 148k taps at N = 385) but wider than
 //! 64 + R, so windows hold pixels at columns dx > 255 of the kernel.
 
-use mapfilter::classes::{ClassTable, ClassWeights};
+mod common;
+
 use mapfilter::device::test_device;
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec};
@@ -18,38 +19,18 @@ use mapfilter::method::separable::SeparableHost;
 use mapfilter::method::separable_cl::SeparableCl;
 use mapfilter::method::svd::RankChoice;
 use mapfilter::method::{ClassSmoother, dct5, svd};
-use mapfilter::synth::{Pattern, SynthRaster};
+use mapfilter::synth::Pattern;
 use tiles::Border;
 
 const NODATA: u16 = 255;
 
 /// Blobs (or noise) of `classes` classes with scattered nodata.
 fn input(w: usize, h: usize, classes: u16, pattern: Pattern, seed: u64) -> MemRaster {
-    let synth = SynthRaster::new(w, h, classes, pattern, seed).with_scale(12.0);
-    let holes = SynthRaster::new(w, h, 40, Pattern::Random, seed + 1);
-    let data = (0..w * h)
-        .map(|i| {
-            if holes.code(i % w, i / w) == 0 {
-                NODATA
-            } else {
-                synth.code(i % w, i / w)
-            }
-        })
-        .collect();
-    MemRaster::new(w, h, data)
+    common::synth_with_holes((w, h), classes, pattern, seed, 12.0, 40, NODATA)
 }
 
 fn job(kernel: &Kernel, data: &[u16], tile: usize, fill: bool) -> SmoothJob {
-    let classes = ClassTable::from_codes(data, Some(NODATA)).unwrap();
-    SmoothJob {
-        class_weights: "".parse::<ClassWeights>().unwrap().quantise(&classes),
-        output_nodata: Some(NODATA),
-        kernel: kernel.clone(),
-        classes,
-        border: Border::Same,
-        fill_nodata: fill,
-        tile,
-    }
+    common::class_job(kernel, data, "", (Border::Same, fill), tile, NODATA)
 }
 
 struct Case {

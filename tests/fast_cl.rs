@@ -2,7 +2,8 @@
 //! twins: the float scores agree (winners identical except near-ties, which
 //! must be rare), and the certified mode is byte-identical to naive.
 
-use mapfilter::classes::{ClassTable, ClassWeights};
+mod common;
+
 use mapfilter::device::test_device;
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec};
@@ -16,32 +17,13 @@ use tiles::Border;
 
 const NODATA: u16 = 255;
 
+/// Blobs (or noise) of `classes` classes with scattered nodata.
 fn input(w: usize, h: usize, classes: u16, pattern: Pattern, seed: u64) -> MemRaster {
-    let synth = SynthRaster::new(w, h, classes, pattern, seed).with_scale(8.0);
-    let holes = SynthRaster::new(w, h, 50, Pattern::Random, seed + 1);
-    let data = (0..w * h)
-        .map(|i| {
-            if holes.code(i % w, i / w) == 0 {
-                NODATA
-            } else {
-                synth.code(i % w, i / w)
-            }
-        })
-        .collect();
-    MemRaster::new(w, h, data)
+    common::synth_with_holes((w, h), classes, pattern, seed, 8.0, 50, NODATA)
 }
 
 fn job(kernel: &Kernel, data: &[u16], weights: &str, tile: usize, fill: bool) -> SmoothJob {
-    let classes = ClassTable::from_codes(data, Some(NODATA)).unwrap();
-    SmoothJob {
-        class_weights: weights.parse::<ClassWeights>().unwrap().quantise(&classes),
-        output_nodata: Some(NODATA),
-        kernel: kernel.clone(),
-        classes,
-        border: Border::Same,
-        fill_nodata: fill,
-        tile,
-    }
+    common::class_job(kernel, data, weights, (Border::Same, fill), tile, NODATA)
 }
 
 #[test]

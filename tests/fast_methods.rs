@@ -2,7 +2,8 @@
 //! byte-identical to naive on random cases (proptest), svd and dct5 agree
 //! with naive at the accuracy DESIGN.md §3 promises.
 
-use mapfilter::classes::{ClassTable, ClassWeights};
+mod common;
+
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec, parse_matrix};
 use mapfilter::method::exact::Certified;
@@ -24,17 +25,7 @@ fn job(
     fill: bool,
     tile: usize,
 ) -> SmoothJob {
-    let classes = ClassTable::from_codes(data, Some(NODATA)).unwrap();
-    let w: ClassWeights = weights.parse().unwrap();
-    SmoothJob {
-        class_weights: w.quantise(&classes),
-        output_nodata: Some(NODATA),
-        kernel,
-        classes,
-        border,
-        fill_nodata: fill,
-        tile,
-    }
+    common::class_job(&kernel, data, weights, (border, fill), tile, NODATA)
 }
 
 fn agreement(a: &MemRaster, b: &MemRaster) -> f64 {

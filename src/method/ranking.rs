@@ -66,11 +66,13 @@ impl Slots {
 
     #[inline(always)]
     fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
+        let (c, w) = (&self.centre, &self.winner);
         decide(
-            self.centre[i],
-            self.winner[i],
-            self.centre_score[i],
-            self.winner_score[i],
+            c,
+            w,
+            &self.centre_score,
+            &self.winner_score,
+            i,
             tau,
             nodata,
             fill_nodata,
@@ -78,24 +80,27 @@ impl Slots {
     }
 }
 
-/// The class of a pixel by the winner rule on float scores: the best score
+/// The class of slot `i` by the winner rule on float scores: the best score
 /// (ties within `tau` go to the centre class, else the smallest index); no
 /// score above `tau`, or a nodata centre unless `fill_nodata`, gives
 /// [`NO_CLASS`].
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn decide(
-    centre: u16,
-    winner: u16,
-    centre_score: f64,
-    winner_score: f64,
+    centre: &[u16],
+    winner: &[u16],
+    centre_score: &[f64],
+    winner_score: &[f64],
+    i: usize,
     tau: f64,
     nodata: u16,
     fill_nodata: bool,
 ) -> u16 {
+    let (centre, winner) = (centre[i], winner[i]);
     if centre == nodata && !fill_nodata {
         return NO_CLASS;
     }
-    if winner != NO_CLASS && centre != nodata && centre_score >= winner_score - tau {
+    if winner != NO_CLASS && centre != nodata && centre_score[i] >= winner_score[i] - tau {
         return centre;
     }
     winner
@@ -172,11 +177,13 @@ impl SlotsMut<'_> {
     /// The class of the pixel in slot `i` by the winner rule (see [`Ranking::decide`]).
     #[inline(always)]
     pub(crate) fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
+        let (c, w) = (self.centre, &*self.winner);
         decide(
-            self.centre[i],
-            self.winner[i],
-            self.centre_score[i],
-            self.winner_score[i],
+            c,
+            w,
+            self.centre_score,
+            self.winner_score,
+            i,
             tau,
             nodata,
             fill_nodata,

@@ -174,3 +174,53 @@ pub fn brute_force(
     }
     (ow, oh, out)
 }
+
+/// A synthetic class raster (`pattern`, blobs `scale` pixels wide) with
+/// nodata `nodata` at about one pixel in `holes` (`holes` codes drawn
+/// uniformly; code 0 makes a hole).
+pub fn synth_with_holes(
+    (w, h): (usize, usize),
+    classes: u16,
+    pattern: mapfilter::synth::Pattern,
+    seed: u64,
+    scale: f64,
+    holes: u16,
+    nodata: u16,
+) -> mapfilter::engine::MemRaster {
+    use mapfilter::synth::{Pattern, SynthRaster};
+    let synth = SynthRaster::new(w, h, classes, pattern, seed).with_scale(scale);
+    let holes = SynthRaster::new(w, h, holes, Pattern::Random, seed + 1);
+    let data = (0..w * h)
+        .map(|i| {
+            if holes.code(i % w, i / w) == 0 {
+                nodata
+            } else {
+                synth.code(i % w, i / w)
+            }
+        })
+        .collect();
+    mapfilter::engine::MemRaster::new(w, h, data)
+}
+
+/// A smoothing job over `data` with nodata `nodata` (kept as the output's),
+/// class weights as `--class-weights` reads them.
+pub fn class_job(
+    kernel: &mapfilter::kernel::Kernel,
+    data: &[u16],
+    weights: &str,
+    (border, fill_nodata): (tiles::Border, bool),
+    tile: usize,
+    nodata: u16,
+) -> mapfilter::engine::SmoothJob {
+    use mapfilter::classes::{ClassTable, ClassWeights};
+    let classes = ClassTable::from_codes(data, Some(nodata)).unwrap();
+    mapfilter::engine::SmoothJob {
+        class_weights: weights.parse::<ClassWeights>().unwrap().quantise(&classes),
+        output_nodata: Some(nodata),
+        kernel: kernel.clone(),
+        classes,
+        border,
+        fill_nodata,
+        tile,
+    }
+}
