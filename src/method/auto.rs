@@ -373,7 +373,7 @@ mod tests {
 
     /// The device estimate follows the kernels' segments (warm-up N per
     /// segment), the host's its seeded segments: at 2048², 4 classes,
-    /// N = 385 a GPU shortens the segments to 160 and 128 outputs, a
+    /// N = 385 a GPU shortens the segments to 64 and 32 outputs, a
     /// 2-core CPU device keeps 1568.
     #[test]
     fn dct5_estimates_follow_each_devices_segments() {
@@ -388,7 +388,7 @@ mod tests {
             a.candidates[2].cost(&tile, &a.costs, a.naive_taps)
         };
         let per_class = |steps: f64| 4.0 * (steps * 0.35 + 2.0);
-        assert!((cost(GPU) - per_class(steps(160.0, 128.0))).abs() < 1e-9);
+        assert!((cost(GPU) - per_class(steps(64.0, 32.0))).abs() < 1e-9);
         assert!((cost(cpu()) - per_class(steps(1568.0, 1568.0))).abs() < 1e-9);
         let host = (halo + 1.0) * (3.0 * 4.0 + 2.0 * 4.0 * 385.0 / 1540.0);
         assert!((cost(HOST) - per_class(host)).abs() < 1e-9);
