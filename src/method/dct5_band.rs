@@ -417,10 +417,9 @@ pub(crate) fn rank_tile(
                         let bh = job.band.min(oh - y0);
                         let mut slots = std::mem::take(&mut scratch.slots);
                         slots.reset(bh.div_ceil(LANES) * LANES * ow, false);
-                        let h = tile.halo;
                         for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
                             fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
-                                tile.classes[(y0 + y + h) * tile.width + x + h]
+                                tile.centre(x, y0 + y)
                             });
                         }
                         let decide = Decide { out, fill_nodata };

@@ -55,6 +55,12 @@ impl ClassTile<'_> {
     pub fn output_len(&self) -> usize {
         self.output_width() * self.output_height()
     }
+
+    /// The class at the centre of output pixel `(x, y)`.
+    #[inline]
+    pub fn centre(&self, x: usize, y: usize) -> u16 {
+        self.classes[(y + self.halo) * self.width + x + self.halo]
+    }
 }
 
 /// Everything a method needs besides the tile.

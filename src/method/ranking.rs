@@ -222,6 +222,11 @@ impl Ranking {
             .for_each(|(s, strip)| fill_strip_centres(strip, ow, s * LANES, oh, &centre));
     }
 
+    /// The tolerance under which two scores count as equal.
+    pub fn tau(&self) -> f64 {
+        self.tau
+    }
+
     /// The slots in runs of `rows` output rows (a multiple of [`LANES`]), in parallel.
     pub(crate) fn runs_mut(
         &mut self,

@@ -271,17 +271,14 @@ impl SeparablePlan {
     /// `ranking` (cleared first), margins included. `tau` is the float
     /// tolerance under which two scores count as equal.
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64, ranking: &mut Ranking) {
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
         if let Some(d) = self.band_filter() {
-            let (ow, oh) = (tile.output_width(), tile.output_height());
-            let h = tile.halo;
-            ranking.reset(ow, oh, tau, |x, y| {
-                tile.classes[(y + h) * tile.width + x + h]
-            });
-            let skip = h - self.size / 2;
+            let skip = tile.halo - self.size / 2;
             super::dct5_band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
             return;
         }
-        self.rank_generic(tile, params, tau, ranking);
+        self.rank_generic(tile, params, ranking);
     }
 
     /// The winner of every output pixel of the tile into `out` (row-major),
@@ -303,7 +300,7 @@ impl SeparablePlan {
             super::dct5_band::rank_tile(d, tile, params, skip, tau, target);
             return;
         }
-        self.rank_generic(tile, params, tau, ranking);
+        self.rank(tile, params, tau, ranking);
         ranking.write(out, tile.nodata(), params.fill_nodata);
     }
 
@@ -322,19 +319,11 @@ impl SeparablePlan {
         }
     }
 
-    /// [`SeparablePlan::rank`] by whole planes, for any plan.
-    fn rank_generic(
-        &self,
-        tile: &ClassTile,
-        params: &SmoothParams,
-        tau: f64,
-        ranking: &mut Ranking,
-    ) {
+    /// [`SeparablePlan::rank`] by whole planes, for any plan, into a
+    /// ranking already reset for the tile.
+    fn rank_generic(&self, tile: &ClassTile, params: &SmoothParams, ranking: &mut Ranking) {
         let (ow, oh) = (tile.output_width(), tile.output_height());
-        let h = tile.halo;
-        ranking.reset(ow, oh, tau, |x, y| {
-            tile.classes[(y + h) * tile.width + x + h]
-        });
+        let (h, tau) = (tile.halo, ranking.tau());
         if ow == 0 || oh == 0 {
             return;
         }
