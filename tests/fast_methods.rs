@@ -118,6 +118,31 @@ proptest! {
 }
 
 #[test]
+fn exact_mode_past_the_presence_masks() {
+    // 100 classes in one tile: more than the dct5 band scorer's 64-class
+    // presence masks, so it finds the classes' boxes by scanning every row.
+    let input = MemRaster::new(
+        90,
+        70,
+        SynthRaster::new(90, 70, 100, Pattern::Simplex, 11)
+            .with_scale(3.0)
+            .to_vec(),
+    );
+    let k: Kernel = "gaussian:2".parse::<KernelSpec>().unwrap().build().unwrap();
+    let job = job(k.clone(), &input.data, "", Border::Same, false, 90);
+    let expected = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
+    let certified = Certified::new(SeparableHost::new("dct5", dct5::plan(&k, 3).unwrap(), &k));
+    assert_eq!(
+        smooth_in_memory(&input, &job, &certified).unwrap(),
+        expected
+    );
+    let mut codes = input.data.clone();
+    codes.sort_unstable();
+    codes.dedup();
+    assert!(codes.len() > 64, "only {} classes", codes.len());
+}
+
+#[test]
 fn exact_mode_on_the_fixture_kernels_with_ties() {
     // Boxes make many exact ties: all of them must be recomputed, and right.
     let input = MemRaster::new(

@@ -346,6 +346,17 @@ struct Job<'a> {
     single_class: bool,
 }
 
+/// Output rows per band for a tile of `oh` rows: bands run in parallel and
+/// each pass-1 segment stays within one, so a band is at most `segment`
+/// rows; within that, the tile is cut into a multiple of `threads` bands of
+/// (nearly) equal height, a multiple of [`LANES`], so that no thread waits
+/// for a last odd band.
+fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
+    let most = (segment / LANES).max(1) * LANES;
+    let bands = oh.div_ceil(most).div_ceil(threads.max(1)) * threads.max(1);
+    oh.div_ceil(bands).div_ceil(LANES) * LANES
+}
+
 /// Where [`rank_tile`] puts its results.
 pub(crate) enum Target<'a> {
     /// Every pixel's ranking, margins included (for certification).
@@ -386,7 +397,7 @@ pub(crate) fn rank_tile(
         skip,
         ow,
         oh,
-        band: (f.segment() / LANES).max(1) * LANES,
+        band: band_height(f.segment(), oh, rayon::current_num_threads()),
         segment: f.segment(),
         tau,
         // Exactly one class has a positive exact score where it is alone in
@@ -673,33 +684,97 @@ fn pass1<const T: usize>(
 /// The bounding box of every class in `rows` lines of `span` codes starting
 /// at `base` (lines `tile.width` apart), `None` for an absent class; and
 /// per block of [`LANES`] rows and per column, the mask of the classes
-/// there (see [`Scratch::blocks`], [`Scratch::columns`]).
+/// there (see [`Scratch::blocks`], [`Scratch::columns`]). With the masks on
+/// (at most [`MASK_CLASSES`] classes) the boxes come from the masks, so
+/// their rows are whole blocks (a box may reach up to `LANES − 1` rows
+/// past the class, where pass 1 then computes exact zeros); otherwise from
+/// a scan of every row.
 #[inline(always)]
 fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch: &mut Scratch) {
     let n = tile.n_classes;
+    let masked = n <= MASK_CLASSES;
+    let blocks = &mut scratch.blocks;
+    blocks.clear();
+    blocks.resize(
+        rows.div_ceil(LANES) * span,
+        if masked { 0 } else { u64::MAX },
+    );
     let out = &mut scratch.extents;
     out.clear();
     out.resize(n, None);
-    let empty = if n > MASK_CLASSES { u64::MAX } else { 0 };
-    let blocks = &mut scratch.blocks;
-    blocks.clear();
-    blocks.resize(rows.div_ceil(LANES) * span, empty);
-    // Column bounds per class and row, folded into the boxes row by row.
-    let mut lo = vec![usize::MAX; n + 1];
-    let mut hi = vec![0usize; n + 1];
-    // The mask bit of each local index; no class (index n, nodata) and
-    // classes past the masks (only with masks off) set none.
-    let bits: Vec<u64> = (0..=n)
-        .map(|v| if v < n.min(MASK_CLASSES) { 1 << v } else { 0 })
-        .collect();
+    let columns = &mut scratch.columns;
+    columns.clear();
+    if !masked {
+        columns.resize(span, u64::MAX);
+        scan_extents(tile, base, rows, span, out);
+        return;
+    }
+    // The mask bit of each local index; no class (index n, nodata) sets none.
+    let bits: Vec<u64> = (0..=n).map(|v| if v < n { 1 << v } else { 0 }).collect();
     for i in 0..rows {
         let line = &tile.classes[base + i * tile.width..][..span];
         let block = &mut blocks[i / LANES * span..][..span];
+        for (m, &v) in block.iter_mut().zip(line) {
+            *m |= bits[(v as usize).min(n)];
+        }
+    }
+    columns.resize(span, 0);
+    for (b, block) in blocks.chunks_exact(span).enumerate() {
+        let mut union = 0;
+        for (m, &v) in columns.iter_mut().zip(block) {
+            *m |= v;
+            union |= v;
+        }
+        let last_row = ((b + 1) * LANES).min(rows) - 1;
+        for_each_class(union, |c| {
+            let e = out[c].get_or_insert(Extent {
+                rows: (b * LANES, last_row),
+                cols: (0, 0),
+            });
+            e.rows.1 = last_row;
+        });
+    }
+    let (mut lo, mut hi) = ([usize::MAX; MASK_CLASSES], [0; MASK_CLASSES]);
+    for (x, &m) in columns.iter().enumerate() {
+        for_each_class(m, |c| {
+            lo[c] = lo[c].min(x);
+            hi[c] = x;
+        });
+    }
+    for (c, e) in out.iter_mut().enumerate() {
+        if let Some(e) = e {
+            e.cols = (lo[c], hi[c]);
+        }
+    }
+}
+
+/// Calls `f` with every class whose bit is set in `mask`.
+#[inline(always)]
+fn for_each_class(mut mask: u64, mut f: impl FnMut(usize)) {
+    while mask != 0 {
+        f(mask.trailing_zeros() as usize);
+        mask &= mask - 1;
+    }
+}
+
+/// [`find_extents`]'s boxes by a scan of every row (exact rows and columns).
+fn scan_extents(
+    tile: &ClassTile,
+    base: usize,
+    rows: usize,
+    span: usize,
+    out: &mut [Option<Extent>],
+) {
+    let n = tile.n_classes;
+    // Column bounds per class and row, folded into the boxes row by row.
+    let mut lo = vec![usize::MAX; n + 1];
+    let mut hi = vec![0usize; n + 1];
+    for i in 0..rows {
+        let line = &tile.classes[base + i * tile.width..][..span];
         for (x, &v) in line.iter().enumerate() {
             let v = (v as usize).min(n);
             lo[v] = lo[v].min(x);
             hi[v] = x;
-            block[x] |= bits[v];
         }
         for c in 0..n {
             if lo[c] != usize::MAX {
@@ -713,12 +788,6 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
                 hi[c] = 0;
             }
         }
-    }
-    let columns = &mut scratch.columns;
-    columns.clear();
-    columns.resize(span, empty);
-    for block in blocks.chunks_exact(span) {
-        columns.iter_mut().zip(block).for_each(|(m, &v)| *m |= v);
     }
 }
 
@@ -740,6 +809,79 @@ mod tests {
         }
         window_unions(&masks, 38, &mut out, &mut p, &mut q);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn bands_split_a_tile_evenly_between_threads() {
+        // 512 rows, at most 124 per band, 2 threads: 6 bands of 88 (the last
+        // 72), not 4 of 120 and one of 32.
+        assert_eq!(band_height(124, 512, 2), 88);
+        for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (508, 512, 16), (9, 5, 1)] {
+            let band = band_height(segment, oh, threads);
+            assert!(band % LANES == 0 && band > 0, "{band}");
+            assert!(
+                band <= (segment / LANES).max(1) * LANES,
+                "{band} > {segment}"
+            );
+            assert_eq!(
+                oh.div_ceil(band) % threads,
+                0,
+                "{oh} rows in bands of {band}"
+            );
+        }
+    }
+
+    /// The boxes taken from the masks hold every pixel of their class, and
+    /// their rows reach past the exact box by less than a block.
+    #[test]
+    fn mask_boxes_hold_their_class() {
+        let (w, h, n) = (37, 29, 5);
+        let classes: Vec<u16> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                // Class 4 in a small patch only, class 3 nowhere, nodata (5) in a corner.
+                if (20..24).contains(&x) && (9..12).contains(&y) {
+                    4
+                } else if x < 3 && y < 3 {
+                    5
+                } else {
+                    ((x * 7 + y * 3) / 11 % 3) as u16
+                }
+            })
+            .collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo: 0,
+            n_classes: n,
+            classes: &classes,
+        };
+        let (base, rows, span) = (w + 1, h - 2, w - 3);
+        let mut exact = vec![None; n];
+        scan_extents(&tile, base, rows, span, &mut exact);
+        let mut scratch = Scratch::default();
+        find_extents(&tile, base, rows, span, &mut scratch);
+        assert!(exact[3].is_none() && scratch.extents[3].is_none());
+        for c in 0..n {
+            let (Some(e), Some(m)) = (exact[c], scratch.extents[c]) else {
+                assert!(
+                    exact[c].is_none() && scratch.extents[c].is_none(),
+                    "class {c}"
+                );
+                continue;
+            };
+            assert_eq!(m.cols, e.cols, "class {c}");
+            assert!(
+                m.rows.0 <= e.rows.0 && e.rows.0 - m.rows.0 < LANES,
+                "class {c}"
+            );
+            assert!(
+                m.rows.1 >= e.rows.1 && m.rows.1 - e.rows.1 < LANES,
+                "class {c}"
+            );
+            assert!(m.rows.1 < rows);
+        }
+        assert_eq!(exact[4].unwrap().rows, (8, 10));
     }
 
     #[test]
