@@ -818,7 +818,7 @@ mod tests {
         assert_eq!(band_height(124, 512, 2), 88);
         for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (508, 512, 16), (9, 5, 1)] {
             let band = band_height(segment, oh, threads);
-            assert!(band % LANES == 0 && band > 0, "{band}");
+            assert!(band.is_multiple_of(LANES) && band > 0, "{band}");
             assert!(
                 band <= (segment / LANES).max(1) * LANES,
                 "{band} > {segment}"
@@ -862,12 +862,9 @@ mod tests {
         let mut scratch = Scratch::default();
         find_extents(&tile, base, rows, span, &mut scratch);
         assert!(exact[3].is_none() && scratch.extents[3].is_none());
-        for c in 0..n {
-            let (Some(e), Some(m)) = (exact[c], scratch.extents[c]) else {
-                assert!(
-                    exact[c].is_none() && scratch.extents[c].is_none(),
-                    "class {c}"
-                );
+        for (c, (&exact, &mask)) in exact.iter().zip(&scratch.extents).enumerate() {
+            let (Some(e), Some(m)) = (exact, mask) else {
+                assert!(exact.is_none() && mask.is_none(), "class {c}");
                 continue;
             };
             assert_eq!(m.cols, e.cols, "class {c}");
