@@ -32,9 +32,9 @@ impl Default for CodeHistogram {
 }
 
 impl CodeHistogram {
-    pub fn add(&mut self, codes: &[u16]) {
+    pub fn add<T: Copy + Into<u16>>(&mut self, codes: &[T]) {
         for &c in codes {
-            self.counts[c as usize] += 1;
+            self.counts[c.into() as usize] += 1;
         }
     }
 
@@ -91,6 +91,26 @@ impl ClassTable {
         let mut hist = CodeHistogram::default();
         hist.add(codes);
         Self::from_histogram(&hist, nodata)
+    }
+
+    /// Every code from 0 to `max_code` except `nodata`, pixel counts unknown
+    /// (zero): the table of a Byte raster with a nodata value, built without
+    /// reading it. Results equal those of the scanned table, since the
+    /// engine compacts each tile to the classes it holds, in code order.
+    pub fn every_code(max_code: u16, nodata: Option<u16>) -> Result<Self> {
+        let codes: Vec<u16> = (0..=max_code).filter(|&c| Some(c) != nodata).collect();
+        if codes.len() > MAX_CLASSES {
+            bail!(format!(
+                "{} possible codes are more than the {MAX_CLASSES} classes supported",
+                codes.len()
+            ));
+        }
+        Ok(ClassTable {
+            counts: vec![0; codes.len()],
+            codes,
+            nodata,
+            nodata_count: 0,
+        })
     }
 
     pub fn codes(&self) -> &[u16] {
@@ -292,6 +312,19 @@ mod tests {
         assert_eq!(t.output_nodata(255), Some(255));
         let lut = t.index_lut();
         assert_eq!((lut[3], lut[7], lut[40], lut[255]), (0, 1, 2, NO_CLASS));
+    }
+
+    #[test]
+    fn every_code_leaves_out_nodata_only() {
+        let t = ClassTable::every_code(255, Some(7)).unwrap();
+        assert_eq!(t.len(), 255);
+        assert_eq!(&t.codes()[5..9], &[5, 6, 8, 9]);
+        assert_eq!(t.output_nodata(255), Some(7));
+        assert_eq!(t.index_lut()[8], 7);
+        assert_eq!(t.index_lut()[7], NO_CLASS);
+        assert!(ClassTable::every_code(255, None).is_ok());
+        assert!(ClassTable::every_code(256, Some(0)).is_ok());
+        assert!(ClassTable::every_code(257, Some(0)).is_err());
     }
 
     #[test]
