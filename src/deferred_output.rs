@@ -34,6 +34,7 @@ pub const HOLD_BYTES: usize = 64 << 20;
 pub struct DeferredOutput<'scope> {
     making: Option<ScopedJoinHandle<'scope, Result<Made>>>,
     made: Option<OutputRaster>,
+    /// When the thread started and finished making the output.
     span: Option<(Instant, Instant)>,
     /// Tiles written before the output was ready, in order.
     held: Vec<(Rect, Vec<u16>)>,
@@ -96,15 +97,13 @@ impl<'scope> DeferredOutput<'scope> {
         Ok(out)
     }
 
-    /// When the thread started and finished making the output, once waited for.
-    pub fn span(&self) -> Option<(Instant, Instant)> {
-        self.span
-    }
-
-    /// Waits for the output, then closes it and moves it onto the target.
-    pub fn finish(mut self) -> Result<()> {
+    /// Waits for the output, writes the tiles held, closes it and moves it
+    /// onto the target. Returns when the thread started and finished making
+    /// the output.
+    pub fn finish(mut self) -> Result<(Instant, Instant)> {
         self.output()?;
-        self.made.take().expect("output made").finish()
+        self.made.take().expect("output made").finish()?;
+        Ok(self.span.expect("set with the output"))
     }
 }
 

@@ -211,22 +211,23 @@ impl ClassRaster {
     /// Reads the whole raster in strips and tallies the class codes present
     /// (Byte bands are read as bytes: no conversion, half the memory traffic).
     pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
-        let hist = match self.class_type {
-            ClassType::Byte => self.histogram::<u8>(progress)?,
-            ClassType::UInt16 => self.histogram::<u16>(progress)?,
-        };
+        let mut hist = CodeHistogram::default();
+        match self.class_type {
+            ClassType::Byte => self.read_strips::<u8>(progress, |s| hist.add_bytes(s))?,
+            ClassType::UInt16 => self.read_strips::<u16>(progress, |s| hist.add(s))?,
+        }
         ClassTable::from_histogram(&hist, self.nodata_code())
             .map_err(|e| e.context(self.path.display()))
     }
 
-    fn histogram<T>(&mut self, progress: &Progress) -> Result<CodeHistogram>
+    /// Reads the whole raster, top to bottom, in strips of about 8 MiB handed to `each`.
+    fn read_strips<T>(&mut self, progress: &Progress, mut each: impl FnMut(&[T])) -> Result<()>
     where
-        T: gdal::raster::GdalType + Copy + Default + Into<u16>,
+        T: gdal::raster::GdalType + Copy + Default,
     {
         let (w, h) = (self.meta.width, self.meta.height);
         let strip = (8 << 20) / w.max(1);
         let strip = strip.clamp(1, h.max(1));
-        let mut hist = CodeHistogram::default();
         let mut buf = Vec::new();
         let band = self.ds.rasterband(1).map_err(gdal_error)?;
         progress.start(h.div_ceil(strip) as u64, "scan");
@@ -236,11 +237,25 @@ impl ClassRaster {
             crate::interrupt::check()?;
             band.read_into_slice::<T>((0, y as isize), (w, rows), (w, rows), &mut buf, None)
                 .map_err(|e| gdal_error(e).context(self.path.display()))?;
-            hist.add(&buf);
+            each(&buf);
             progress.inc(1);
         }
         progress.finish();
-        Ok(hist)
+        Ok(())
+    }
+
+    /// Whether the decoded raster fits in half of GDAL's block cache, so
+    /// that blocks read once (by a scan) are still there when the engine
+    /// reads its tiles.
+    pub fn fits_block_cache(&self) -> bool {
+        let bytes = match self.class_type {
+            ClassType::Byte => 1,
+            ClassType::UInt16 => 2,
+        } * self.meta.width as u64
+            * self.meta.height as u64;
+        // SAFETY: a plain getter of GDAL's global setting.
+        let cache = unsafe { gdal_sys::GDALGetCacheMax64() };
+        bytes.saturating_mul(2) <= cache.max(0) as u64
     }
 }
 

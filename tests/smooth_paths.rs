@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TestRaster, mapfilter, read_raster, write_raster};
+use common::{TestRaster, read_raster, write_raster};
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::Path;
@@ -36,8 +36,14 @@ fn byte_input(path: &Path, nodata: u16) {
     );
 }
 
-/// Runs `smooth` with `extra` options; the summary line on success.
+/// Runs `smooth` with `extra` options; stderr on success.
 fn smooth(input: &Path, out: &Path, extra: &[&str]) -> String {
+    smooth_with(input, out, extra, None)
+}
+
+/// [`smooth`] with GDAL's block cache set to `cache_mb`: at 0 no raster
+/// fits, so Byte rasters with nodata are not scanned.
+fn smooth_with(input: &Path, out: &Path, extra: &[&str], cache_mb: Option<u32>) -> String {
     let mut args = vec![
         "smooth",
         input.to_str().unwrap(),
@@ -48,7 +54,12 @@ fn smooth(input: &Path, out: &Path, extra: &[&str]) -> String {
         "32",
     ];
     args.extend_from_slice(extra);
-    let run = mapfilter(&args);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"));
+    cmd.args(&args);
+    if let Some(mb) = cache_mb {
+        cmd.env("GDAL_CACHEMAX", mb.to_string());
+    }
+    let run = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert!(run.status.success(), "{args:?}: {stderr}");
     stderr
@@ -77,7 +88,11 @@ fn contents(path: &Path) -> (String, Vec<u16>) {
 }
 
 /// "N classes" of the summary line.
-fn classes_said(summary: &str) -> &str {
+fn classes_said(stderr: &str) -> &str {
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("wrote "))
+        .expect("a summary line");
     let end = summary.find(" classes").expect("summary names the classes");
     summary[..end].rsplit(' ').next().unwrap()
 }
@@ -89,20 +104,32 @@ fn skipped_scan_gives_the_scanned_result_and_metadata() {
         let input = dir.path().join(format!("in{nodata}.tif"));
         byte_input(&input, nodata);
         let out = |name: &str| dir.path().join(format!("{name}{nodata}.tif"));
-        // No scan; scans forced by --explain and by class weights that
-        // change nothing (integer weight 1).
-        let fast = smooth(&input, &out("fast"), &[]);
-        let explained = smooth(&input, &out("explained"), &["--explain"]);
-        let weighted = smooth(&input, &out("weighted"), &["--class-weights", "5:1"]);
+        // No scan (no room in the block cache); scans because it fits,
+        // forced by --explain and by class weights that change nothing
+        // (integer weight 1).
+        let timed = ["--timings"];
+        let fast = smooth_with(&input, &out("fast"), &timed, Some(0));
+        assert!(fast.contains("timing classes"), "{fast}");
+        let scanned = smooth(&input, &out("scanned"), &timed);
+        assert!(scanned.contains("timing scan"), "{scanned}");
+        let explained = smooth_with(&input, &out("explained"), &["--explain"], Some(0));
+        let weighted = smooth_with(
+            &input,
+            &out("weighted"),
+            &["--class-weights", "5:1", "--timings"],
+            Some(0),
+        );
+        assert!(weighted.contains("timing scan"), "{weighted}");
         let want = contents(&out("explained"));
-        assert_eq!(contents(&out("fast")), want, "nodata {nodata}");
-        assert_eq!(contents(&out("weighted")), want, "nodata {nodata}");
+        for name in ["fast", "scanned", "weighted"] {
+            assert_eq!(contents(&out(name)), want, "{name}, nodata {nodata}");
+        }
         // The input's metadata is carried over.
         let input_meta = contents(&input).0;
         assert_eq!(want.0, input_meta, "nodata {nodata}");
         // Nodata 9 is a class code of the data: 3 classes then, else 4.
         let n = if nodata == 9 { "3" } else { "4" };
-        for summary in [&fast, &explained, &weighted] {
+        for summary in [&fast, &scanned, &explained, &weighted] {
             assert_eq!(classes_said(summary), n, "{summary}");
         }
         let left: Vec<_> = std::fs::read_dir(dir.path())

@@ -57,7 +57,7 @@ pub struct SmoothArgs {
     /// Print the method chosen (and, for auto, the cost model's reasons) before running.
     #[arg(long)]
     pub explain: bool,
-    /// Print one line per stage (open, scan, create, engine, finish) with its time to stderr.
+    /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr.
     #[arg(long)]
     pub timings: bool,
     /// No progress bar and no summary.
@@ -184,12 +184,15 @@ fn smooth_into(
     }
     let progress = Progress::new(args.quiet, "smooth");
     let max_code = input.class_type.max_code();
-    let classes = if needs_scan(args, &input) {
-        input.scan_classes(&progress)?
+    let classes = if scan_first(args, &input) {
+        let classes = input.scan_classes(&progress)?;
+        timings.stage("scan");
+        classes
     } else {
-        ClassTable::every_code(max_code, input_nodata)?
+        let classes = ClassTable::every_code(max_code, input_nodata)?;
+        timings.stage("classes");
+        classes
     };
-    timings.stage("scan");
     let output_nodata = classes.output_nodata(max_code);
     if input_nodata.is_none() {
         let _ = send_spec.send(with_nodata(output_nodata));
@@ -209,22 +212,25 @@ fn smooth_into(
     }
     let stats = engine::smooth(&mut input, &mut output, &job, method, &progress)?;
     timings.stage("engine");
-    let made = output.span();
-    output.finish()?;
+    let (made_from, made_to) = output.finish()?;
     timings.stage("finish");
-    if let Some((from, to)) = made {
-        timings.background("output", from, to);
-    }
+    timings.background("output", made_from, made_to);
     Ok(((width, height), job, stats))
 }
 
-/// Whether the classes present must be read before smoothing. A Byte band
-/// with a nodata value can instead take every other code as a class (tiles
-/// hold only the classes they meet, in code order, so results are the same)
-/// unless something needs the classes actually present: class weights
-/// (scaled by the largest weight of a class present), the report and
-/// `--explain` (which show them).
-fn needs_scan(args: &SmoothArgs, input: &ClassRaster) -> bool {
+/// Whether to scan the raster for its classes before smoothing.
+///
+/// A Byte band with a nodata value can instead take every other code as a
+/// class (tiles hold only the classes they meet, in code order, so results
+/// are the same) unless something needs the classes actually present:
+/// class weights (scaled by the largest weight of a class present), the
+/// report and `--explain` (which show them). Even then a raster that fits
+/// in GDAL's block cache is scanned: the scan decodes its blocks before the
+/// engine starts, while the output's thread works on the other core, and
+/// the engine then finds them decoded (measured faster than decoding inside
+/// the engine on 2 cores: BENCHMARKS.md, "Fixed costs of `smooth`").
+/// Larger rasters skip the scan and with it a whole decoding pass.
+fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
     input.class_type != ClassType::Byte
         || input.nodata_code().is_none()
         || args
@@ -233,6 +239,7 @@ fn needs_scan(args: &SmoothArgs, input: &ClassRaster) -> bool {
             .is_some_and(|w| !w.trim().is_empty())
         || args.report.is_some()
         || args.explain
+        || input.fits_block_cache()
 }
 
 /// What `--explain` prints: the method, and auto's cost model for a tile
