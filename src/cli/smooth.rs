@@ -15,7 +15,6 @@ use crate::raster::{self, ClassRaster, ClassType, Compression, OutputSpec};
 use clap::{Args, ValueEnum};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
 use tiles::{Border, TileGrid};
 
 #[derive(Args, Debug)]
@@ -137,13 +136,13 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     Ok(())
 }
 
-/// Opens the input, finds its classes, smooths it into the output (sending
-/// the output's spec on its sender as soon as it is known) and finishes the
-/// output: the output size, the job and the engine's figures.
+/// Opens the input, finds its classes, smooths it into `output` (handing
+/// it its spec as soon as that is known) and finishes the output: the
+/// output size, the job and the engine's figures.
 fn smooth_into(
     args: &SmoothArgs,
     (kernel, weights, device, method): (Kernel, &ClassWeights, DeviceChoice, &dyn ClassSmoother),
-    (mut output, send_spec): (DeferredOutput, Sender<OutputSpec>),
+    mut output: DeferredOutput,
     timings: &mut Timings,
 ) -> Result<((usize, usize), SmoothJob, RunStats)> {
     let mut input = ClassRaster::open_without_projection(&args.input)?;
@@ -180,7 +179,7 @@ fn smooth_into(
     // can be made while the classes are scanned.
     let input_nodata = input.nodata_code();
     if input_nodata.is_some() {
-        let _ = send_spec.send(with_nodata(input_nodata));
+        output.make(with_nodata(input_nodata));
     }
     let progress = Progress::new(args.quiet, "smooth");
     let max_code = input.class_type.max_code();
@@ -194,10 +193,7 @@ fn smooth_into(
         classes
     };
     let output_nodata = classes.output_nodata(max_code);
-    if input_nodata.is_none() {
-        let _ = send_spec.send(with_nodata(output_nodata));
-    }
-    drop(send_spec);
+    output.make(with_nodata(output_nodata));
     let job = SmoothJob {
         class_weights: weights.quantise(&classes),
         output_nodata,
