@@ -38,6 +38,30 @@ impl CodeHistogram {
         }
     }
 
+    /// [`CodeHistogram::add`] for Byte codes: four interleaved tallies, so
+    /// that runs of one code (classes come in patches) do not wait on each
+    /// other's increments.
+    pub fn add_bytes(&mut self, codes: &[u8]) {
+        for block in codes.chunks(1 << 24) {
+            let mut tally = [[0u32; 256]; 4];
+            let mut quads = block.chunks_exact(4);
+            for q in &mut quads {
+                tally[0][q[0] as usize] += 1;
+                tally[1][q[1] as usize] += 1;
+                tally[2][q[2] as usize] += 1;
+                tally[3][q[3] as usize] += 1;
+            }
+            for &c in quads.remainder() {
+                tally[0][c as usize] += 1;
+            }
+            for t in &tally {
+                for (n, &k) in self.counts.iter_mut().zip(t) {
+                    *n += u64::from(k);
+                }
+            }
+        }
+    }
+
     pub fn merge(&mut self, other: &CodeHistogram) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
@@ -91,6 +115,26 @@ impl ClassTable {
         let mut hist = CodeHistogram::default();
         hist.add(codes);
         Self::from_histogram(&hist, nodata)
+    }
+
+    /// Every code from 0 to `max_code` except `nodata`, pixel counts unknown
+    /// (zero): the table of a Byte raster with a nodata value, built without
+    /// reading it. Results equal those of the scanned table, since the
+    /// engine compacts each tile to the classes it holds, in code order.
+    pub fn every_code(max_code: u16, nodata: Option<u16>) -> Result<Self> {
+        let codes: Vec<u16> = (0..=max_code).filter(|&c| Some(c) != nodata).collect();
+        if codes.len() > MAX_CLASSES {
+            bail!(format!(
+                "{} possible codes are more than the {MAX_CLASSES} classes supported",
+                codes.len()
+            ));
+        }
+        Ok(ClassTable {
+            counts: vec![0; codes.len()],
+            codes,
+            nodata,
+            nodata_count: 0,
+        })
     }
 
     pub fn codes(&self) -> &[u16] {
@@ -292,6 +336,31 @@ mod tests {
         assert_eq!(t.output_nodata(255), Some(255));
         let lut = t.index_lut();
         assert_eq!((lut[3], lut[7], lut[40], lut[255]), (0, 1, 2, NO_CLASS));
+    }
+
+    #[test]
+    fn every_code_leaves_out_nodata_only() {
+        let t = ClassTable::every_code(255, Some(7)).unwrap();
+        assert_eq!(t.len(), 255);
+        assert_eq!(&t.codes()[5..9], &[5, 6, 8, 9]);
+        assert_eq!(t.output_nodata(255), Some(7));
+        assert_eq!(t.index_lut()[8], 7);
+        assert_eq!(t.index_lut()[7], NO_CLASS);
+        assert!(ClassTable::every_code(255, None).is_ok());
+        assert!(ClassTable::every_code(256, Some(0)).is_ok());
+        assert!(ClassTable::every_code(257, Some(0)).is_err());
+    }
+
+    #[test]
+    fn byte_tallies_equal_the_plain_ones() {
+        let bytes: Vec<u8> = (0..1001u32)
+            .map(|i| (i * i % 251 + i / 100) as u8)
+            .collect();
+        let (mut a, mut b) = (CodeHistogram::default(), CodeHistogram::default());
+        a.add_bytes(&bytes);
+        b.add(&bytes.iter().map(|&c| u16::from(c)).collect::<Vec<_>>());
+        assert_eq!(a.counts, b.counts);
+        assert_eq!(a.counts.iter().sum::<u64>(), 1001);
     }
 
     #[test]

@@ -137,6 +137,9 @@ pub struct RunStats {
     pub max_tile_classes: usize,
     /// Mean number of classes per tile.
     pub mean_tile_classes: f64,
+    /// Classes present in the raster (the union of the tiles' classes; the
+    /// source windows cover the raster), so callers need not scan for it.
+    pub classes_present: usize,
 }
 
 /// Smooths `source` into `sink` with `method`, tile by tile.
@@ -155,6 +158,7 @@ pub fn smooth(
 
     let mut stats = RunStats::default();
     let mut class_sum = 0usize;
+    let mut present = vec![false; job.classes.len()];
     let mut padded = Vec::new();
     pipeline::run_deferred(
         grid.tiles(),
@@ -200,6 +204,9 @@ pub fn smooth(
             stats.pixels += tile.output.area();
             stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
             class_sum += flight.local.len();
+            for &g in &flight.local.globals {
+                present[g as usize] = true;
+            }
             to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
             Ok(out)
         },
@@ -211,6 +218,7 @@ pub fn smooth(
         },
     )?;
     stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
+    stats.classes_present = present.iter().filter(|&&p| p).count();
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
@@ -264,4 +272,58 @@ pub fn smooth_in_memory(
         &Progress::hidden(),
     )?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelSpec;
+    use crate::method::naive::NaiveHost;
+
+    fn job(classes: ClassTable, tile: usize) -> SmoothJob {
+        SmoothJob {
+            kernel: "gaussian:1".parse::<KernelSpec>().unwrap().build().unwrap(),
+            class_weights: vec![1; classes.len()],
+            output_nodata: classes.nodata(),
+            classes,
+            border: Border::Same,
+            fill_nodata: false,
+            tile,
+        }
+    }
+
+    #[test]
+    fn every_code_table_gives_the_scanned_result_and_counts_the_classes() {
+        // Codes 3, 9, 200 and nodata 50 in blobs, one code per 7×5 cell.
+        let (w, h) = (37, 29);
+        let data: Vec<u16> = (0..w * h)
+            .map(|i| [3, 9, 50, 200, 9][((i % w) / 7 + (i / w) / 5) % 5])
+            .collect();
+        let input = MemRaster::new(w, h, data.clone());
+        let scanned = ClassTable::from_codes(&data, Some(50)).unwrap();
+        assert_eq!(scanned.len(), 3);
+        let every = ClassTable::every_code(255, Some(50)).unwrap();
+        for tile in [8, 64] {
+            let mut want = MemRaster::filled(w, h, 0);
+            let a = smooth(
+                &mut input.clone(),
+                &mut want,
+                &job(scanned.clone(), tile),
+                &NaiveHost,
+                &Progress::hidden(),
+            )
+            .unwrap();
+            let mut got = MemRaster::filled(w, h, 0);
+            let b = smooth(
+                &mut input.clone(),
+                &mut got,
+                &job(every.clone(), tile),
+                &NaiveHost,
+                &Progress::hidden(),
+            )
+            .unwrap();
+            assert_eq!(got, want, "tile {tile}");
+            assert_eq!((a.classes_present, b.classes_present), (3, 3));
+        }
+    }
 }

@@ -9,6 +9,8 @@
 
 pub mod classes;
 pub mod cli;
+#[cfg(feature = "gdal")]
+pub mod deferred_output;
 pub mod device;
 pub mod engine;
 pub mod error;

@@ -68,7 +68,17 @@ pub struct RasterMeta {
 }
 
 impl RasterMeta {
+    /// Everything, the coordinate system included.
     pub fn read(ds: &Dataset) -> Result<Self> {
+        Ok(RasterMeta {
+            projection: ds.projection(),
+            ..Self::read_without_projection(ds)?
+        })
+    }
+
+    /// Everything but the coordinate system (left ""): GDAL builds that
+    /// through PROJ's database, which costs more than the rest together.
+    pub fn read_without_projection(ds: &Dataset) -> Result<Self> {
         let (width, height) = ds.raster_size();
         let band = ds.rasterband(1).map_err(gdal_error)?;
         let colors = band
@@ -97,7 +107,7 @@ impl RasterMeta {
             width,
             height,
             geo_transform: ds.geo_transform().ok(),
-            projection: ds.projection(),
+            projection: String::new(),
             nodata: band.no_data_value(),
             colors,
             category_names,
@@ -147,8 +157,17 @@ pub struct ClassRaster {
 impl ClassRaster {
     /// Opens `path` and checks that band 1 holds integer class codes.
     pub fn open(path: &Path) -> Result<Self> {
+        let mut raster = Self::open_without_projection(path)?;
+        raster.meta.projection = raster.ds.projection();
+        Ok(raster)
+    }
+
+    /// [`ClassRaster::open`] leaving `meta.projection` empty, for callers
+    /// that read the coordinate system elsewhere (another thread, another
+    /// handle: see [`crate::deferred_output`]).
+    pub fn open_without_projection(path: &Path) -> Result<Self> {
         let ds = open(path)?;
-        let meta = RasterMeta::read(&ds)?;
+        let meta = RasterMeta::read_without_projection(&ds)?;
         let band = ds.rasterband(1).map_err(gdal_error)?;
         let class_type = match band.band_type() {
             GdalDataType::UInt8 => ClassType::Byte,
@@ -189,25 +208,54 @@ impl ClassRaster {
         self.meta.nodata.map(|v| v as u16)
     }
 
-    /// Reads the whole raster in strips and tallies the class codes present.
+    /// Reads the whole raster in strips and tallies the class codes present
+    /// (Byte bands are read as bytes: no conversion, half the memory traffic).
     pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        let mut hist = CodeHistogram::default();
+        match self.class_type {
+            ClassType::Byte => self.read_strips::<u8>(progress, |s| hist.add_bytes(s))?,
+            ClassType::UInt16 => self.read_strips::<u16>(progress, |s| hist.add(s))?,
+        }
+        ClassTable::from_histogram(&hist, self.nodata_code())
+            .map_err(|e| e.context(self.path.display()))
+    }
+
+    /// Reads the whole raster, top to bottom, in strips of about 8 MiB handed to `each`.
+    fn read_strips<T>(&mut self, progress: &Progress, mut each: impl FnMut(&[T])) -> Result<()>
+    where
+        T: gdal::raster::GdalType + Copy + Default,
+    {
         let (w, h) = (self.meta.width, self.meta.height);
         let strip = (8 << 20) / w.max(1);
         let strip = strip.clamp(1, h.max(1));
-        let mut hist = CodeHistogram::default();
         let mut buf = Vec::new();
+        let band = self.ds.rasterband(1).map_err(gdal_error)?;
         progress.start(h.div_ceil(strip) as u64, "scan");
         for y in (0..h).step_by(strip) {
             let rows = strip.min(h - y);
-            buf.resize(w * rows, 0);
+            buf.resize(w * rows, T::default());
             crate::interrupt::check()?;
-            self.read(Rect::new(0, y, w, rows), &mut buf)?;
-            hist.add(&buf);
+            band.read_into_slice::<T>((0, y as isize), (w, rows), (w, rows), &mut buf, None)
+                .map_err(|e| gdal_error(e).context(self.path.display()))?;
+            each(&buf);
             progress.inc(1);
         }
         progress.finish();
-        ClassTable::from_histogram(&hist, self.nodata_code())
-            .map_err(|e| e.context(self.path.display()))
+        Ok(())
+    }
+
+    /// Whether the decoded raster fits in half of GDAL's block cache, so
+    /// that blocks read once (by a scan) are still there when the engine
+    /// reads its tiles.
+    pub fn fits_block_cache(&self) -> bool {
+        let bytes = match self.class_type {
+            ClassType::Byte => 1,
+            ClassType::UInt16 => 2,
+        } * self.meta.width as u64
+            * self.meta.height as u64;
+        // SAFETY: a plain getter of GDAL's global setting.
+        let cache = unsafe { gdal_sys::GDALGetCacheMax64() };
+        bytes.saturating_mul(2) <= cache.max(0) as u64
     }
 }
 
@@ -401,6 +449,14 @@ impl OutputRaster {
 
     fn dataset(&mut self) -> &mut Dataset {
         self.ds.as_mut().expect("dataset open until finish")
+    }
+
+    /// Writes the file's header now (TIFF directory and GeoTIFF keys) rather
+    /// than with the first block: exporting the coordinate system to GeoTIFF
+    /// keys goes through PROJ's database, which a caller may want done on
+    /// its own thread, before the tiles come.
+    pub fn write_header(&mut self) -> Result<()> {
+        self.dataset().flush_cache().map_err(gdal_error)
     }
 
     fn set_metadata(&mut self, spec: &OutputSpec) -> Result<()> {

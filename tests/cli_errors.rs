@@ -104,6 +104,27 @@ fn bad_inputs_fail_cleanly() {
     );
     std::fs::remove_file(&many).unwrap();
 
+    // The same with a nodata value: the output is being made (on its own
+    // thread) while the scan fails; its temp file goes too.
+    write_raster(
+        &many,
+        &TestRaster {
+            width: 30,
+            height: 10,
+            data: &codes,
+            data_type: GdalDataType::UInt16,
+            nodata: Some(299.0),
+            colors: false,
+        },
+    );
+    fails(
+        &["smooth", many.to_str().unwrap(), out, "-k", "box:3"],
+        "299 distinct class codes",
+        d,
+        &["many.tif"],
+    );
+    std::fs::remove_file(&many).unwrap();
+
     // Even, empty and malformed kernels; sigma ≤ 0.
     fails(&["smooth", good, out, "-k", "box:4"], "even", d, &[]);
     let empty = d.join("empty.txt");

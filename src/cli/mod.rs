@@ -19,6 +19,8 @@ mod info;
 #[cfg(feature = "gdal")]
 mod smooth;
 mod sweep;
+#[cfg(feature = "gdal")]
+mod timings;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};

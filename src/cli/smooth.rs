@@ -1,18 +1,21 @@
 //! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
 
 use super::fast_args::FastArgs;
-use crate::classes::ClassWeights;
+use super::timings::Timings;
+use crate::classes::{ClassTable, ClassWeights};
+use crate::deferred_output::DeferredOutput;
 use crate::device::DeviceChoice;
-use crate::engine::{self, DEFAULT_TILE, SmoothJob};
+use crate::engine::{self, DEFAULT_TILE, RunStats, SmoothJob};
 use crate::error::Result;
-use crate::kernel::KernelSpec;
+use crate::kernel::{Kernel, KernelSpec};
+use crate::method::ClassSmoother;
 use crate::method::select::smoother_for;
 use crate::progress::Progress;
-use crate::raster::{self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec};
+use crate::raster::{self, ClassRaster, ClassType, Compression, OutputSpec};
 use clap::{Args, ValueEnum};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
-use tiles::Border;
+use tiles::{Border, TileGrid};
 
 #[derive(Args, Debug)]
 pub struct SmoothArgs {
@@ -53,6 +56,9 @@ pub struct SmoothArgs {
     /// Print the method chosen (and, for auto, the cost model's reasons) before running.
     #[arg(long)]
     pub explain: bool,
+    /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr.
+    #[arg(long)]
+    pub timings: bool,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -77,6 +83,7 @@ impl From<BorderArg> for Border {
 }
 
 pub fn run(args: SmoothArgs) -> Result<()> {
+    let mut timings = Timings::new(args.timings);
     let kernel = args
         .kernel
         .parse::<KernelSpec>()?
@@ -92,41 +99,14 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         &args.fast.options(),
     )?;
     raster::check_output_path(&args.input, &args.output)?;
-    let mut input = ClassRaster::open(&args.input)?;
-    let progress = Progress::new(args.quiet, "smooth");
-    let classes = input.scan_classes(&progress)?;
-    let job = SmoothJob {
-        class_weights: weights.quantise(&classes),
-        output_nodata: classes.output_nodata(input.class_type.max_code()),
-        kernel,
-        classes,
-        border: args.border.into(),
-        fill_nodata: args.fill_nodata,
-        tile: args.tile,
-    };
-    let grid = job.grid(input.meta.width, input.meta.height)?;
-    if args.explain {
-        eprintln!("{}", explain(&args, &job, device, method.as_ref())?);
-    }
-    let (width, height) = grid.output_size();
-    let spec = OutputSpec {
-        width,
-        height,
-        bands: 1,
-        data_type: match input.class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: input.meta.shifted_transform(grid.offset()),
-        projection: input.meta.projection.clone(),
-        nodata: job.output_nodata.map(f64::from),
-        colors: input.meta.colors.clone(),
-        category_names: input.meta.category_names.clone(),
-        compression: args.compress,
-    };
-    let mut output = OutputRaster::create(&args.output, &spec)?;
-    let stats = engine::smooth(&mut input, &mut output, &job, method.as_ref(), &progress)?;
-    output.finish()?;
+    timings.stage("setup");
+    let ((width, height), job, stats) = std::thread::scope(|scope| {
+        // The output's own thread reads the input's coordinate system and
+        // makes the output (see `DeferredOutput`) while this one goes on.
+        let output = DeferredOutput::spawn(scope, args.output.clone(), args.input.clone());
+        let how = (kernel, &weights, device, method.as_ref());
+        smooth_into(&args, how, output, &mut timings)
+    })?;
     if let Some(report) = &args.report {
         let run = super::compare::SmoothRun {
             input: &args.input,
@@ -144,7 +124,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         eprintln!(
             "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
             args.output.display(),
-            job.classes.len(),
+            stats.classes_present,
             method.name(),
             stats.wall.as_secs_f64(),
             stats.tiles
@@ -156,13 +136,115 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     Ok(())
 }
 
+/// Opens the input, finds its classes, smooths it into `output` (handing
+/// it its spec as soon as that is known) and finishes the output: the
+/// output size, the job and the engine's figures.
+fn smooth_into(
+    args: &SmoothArgs,
+    (kernel, weights, device, method): (Kernel, &ClassWeights, DeviceChoice, &dyn ClassSmoother),
+    mut output: DeferredOutput,
+    timings: &mut Timings,
+) -> Result<((usize, usize), SmoothJob, RunStats)> {
+    let mut input = ClassRaster::open_without_projection(&args.input)?;
+    timings.stage("open");
+    let border: Border = args.border.into();
+    let grid = TileGrid::new(
+        input.meta.width,
+        input.meta.height,
+        kernel.radius(),
+        border,
+        args.tile,
+    )?;
+    let (width, height) = grid.output_size();
+    let spec = OutputSpec {
+        width,
+        height,
+        bands: 1,
+        data_type: match input.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: input.meta.shifted_transform(grid.offset()),
+        projection: String::new(),
+        nodata: None,
+        colors: input.meta.colors.clone(),
+        category_names: input.meta.category_names.clone(),
+        compression: args.compress,
+    };
+    let with_nodata = |nodata: Option<u16>| OutputSpec {
+        nodata: nodata.map(f64::from),
+        ..spec.clone()
+    };
+    // The output's nodata is the input's where it has one, so the output
+    // can be made while the classes are scanned.
+    let input_nodata = input.nodata_code();
+    if input_nodata.is_some() {
+        output.make(with_nodata(input_nodata));
+    }
+    let progress = Progress::new(args.quiet, "smooth");
+    let max_code = input.class_type.max_code();
+    let classes = if scan_first(args, &input) {
+        let classes = input.scan_classes(&progress)?;
+        timings.stage("scan");
+        classes
+    } else {
+        let classes = ClassTable::every_code(max_code, input_nodata)?;
+        timings.stage("classes");
+        classes
+    };
+    let output_nodata = classes.output_nodata(max_code);
+    output.make(with_nodata(output_nodata));
+    let job = SmoothJob {
+        class_weights: weights.quantise(&classes),
+        output_nodata,
+        kernel,
+        classes,
+        border,
+        fill_nodata: args.fill_nodata,
+        tile: args.tile,
+    };
+    if args.explain {
+        eprintln!("{}", explain(args, &job, device, method)?);
+    }
+    let stats = engine::smooth(&mut input, &mut output, &job, method, &progress)?;
+    timings.stage("engine");
+    let (made_from, made_to) = output.finish()?;
+    timings.stage("finish");
+    timings.background("output", made_from, made_to);
+    Ok(((width, height), job, stats))
+}
+
+/// Whether to scan the raster for its classes before smoothing.
+///
+/// A Byte band with a nodata value can instead take every other code as a
+/// class (tiles hold only the classes they meet, in code order, so results
+/// are the same) unless something needs the classes actually present:
+/// class weights (scaled by the largest weight of a class present), the
+/// report and `--explain` (which show them). Even then a raster that fits
+/// in GDAL's block cache is scanned: the scan decodes its blocks before the
+/// engine starts, while the output's thread works on the other core, and
+/// the engine then finds them decoded (measured faster than decoding inside
+/// the engine on 2 cores: BENCHMARKS.md, "Fixed costs of `smooth`").
+/// Larger rasters skip the scan and with it a whole decoding pass.
+fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
+    input.class_type != ClassType::Byte
+        || input.nodata_code().is_none()
+        || args
+            .class_weights
+            .as_deref()
+            .is_some_and(|w| !w.trim().is_empty())
+        || args.report.is_some()
+        || args.explain
+        || input.fits_block_cache()
+}
+
 /// What `--explain` prints: the method, and auto's cost model for a tile
 /// of `--tile` holding every class of the raster.
 fn explain(
     args: &SmoothArgs,
     job: &SmoothJob,
     device: DeviceChoice,
-    method: &dyn crate::method::ClassSmoother,
+    method: &dyn ClassSmoother,
 ) -> Result<String> {
     let exact = if method.is_exact() {
         "exact"

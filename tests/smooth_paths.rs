@@ -1,0 +1,172 @@
+//! `smooth` takes shortcuts on its fixed costs (no class scan for a Byte
+//! band with nodata, the output made on its own thread): the results and the
+//! metadata must be those of the full path, byte for byte.
+#![cfg(feature = "gdal")]
+
+mod common;
+
+use common::{TestRaster, read_raster, write_raster};
+use gdal::Dataset;
+use gdal::raster::GdalDataType;
+use std::path::Path;
+
+/// A 70×50 Byte raster of blobs of codes 2, 5, 9 and 200, holes of nodata
+/// `nodata`, with a colour table.
+fn byte_input(path: &Path, nodata: u16) {
+    let data: Vec<u16> = (0..70 * 50)
+        .map(|i| {
+            let (x, y) = (i % 70, i / 70);
+            if (x * 7 + y * 3) % 23 == 0 {
+                nodata
+            } else {
+                [2, 5, 9, 200][(x / 9 + y / 6) % 4]
+            }
+        })
+        .collect();
+    write_raster(
+        path,
+        &TestRaster {
+            width: 70,
+            height: 50,
+            data: &data,
+            data_type: GdalDataType::UInt8,
+            nodata: Some(nodata as f64),
+            colors: true,
+        },
+    );
+}
+
+/// Runs `smooth` with `extra` options; stderr on success.
+fn smooth(input: &Path, out: &Path, extra: &[&str]) -> String {
+    smooth_with(input, out, extra, None)
+}
+
+/// [`smooth`] with GDAL's block cache set to `cache_mb`: at 0 no raster
+/// fits, so Byte rasters with nodata are not scanned.
+fn smooth_with(input: &Path, out: &Path, extra: &[&str], cache_mb: Option<u32>) -> String {
+    let mut args = vec![
+        "smooth",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-k",
+        "gaussian:1.5",
+        "--tile",
+        "32",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"));
+    cmd.args(&args);
+    if let Some(mb) = cache_mb {
+        cmd.env("GDAL_CACHEMAX", mb.to_string());
+    }
+    let run = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{args:?}: {stderr}");
+    stderr
+}
+
+/// Everything an output carries, as text: size, geotransform, CRS, nodata,
+/// colour table; plus its pixels.
+fn contents(path: &Path) -> (String, Vec<u16>) {
+    let ds = Dataset::open(path).unwrap();
+    let band = ds.rasterband(1).unwrap();
+    let colors = band.color_table().map(|ct| {
+        (0..ct.entry_count())
+            .map(|i| ct.entry_as_rgb(i))
+            .collect::<Vec<_>>()
+    });
+    let meta = format!(
+        "{:?} {:?} {} {:?} {:?} {:?}",
+        ds.raster_size(),
+        ds.geo_transform().unwrap(),
+        ds.spatial_ref().unwrap().to_wkt().unwrap(),
+        band.band_type(),
+        band.no_data_value(),
+        colors
+    );
+    (meta, read_raster(path).2)
+}
+
+/// "N classes" of the summary line.
+fn classes_said(stderr: &str) -> &str {
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("wrote "))
+        .expect("a summary line");
+    let end = summary.find(" classes").expect("summary names the classes");
+    summary[..end].rsplit(' ').next().unwrap()
+}
+
+#[test]
+fn skipped_scan_gives_the_scanned_result_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    for nodata in [255, 0, 9] {
+        let input = dir.path().join(format!("in{nodata}.tif"));
+        byte_input(&input, nodata);
+        let out = |name: &str| dir.path().join(format!("{name}{nodata}.tif"));
+        // No scan (no room in the block cache); scans because it fits,
+        // forced by --explain and by class weights that change nothing
+        // (integer weight 1).
+        let timed = ["--timings"];
+        let fast = smooth_with(&input, &out("fast"), &timed, Some(0));
+        assert!(fast.contains("timing classes"), "{fast}");
+        let scanned = smooth(&input, &out("scanned"), &timed);
+        assert!(scanned.contains("timing scan"), "{scanned}");
+        let explained = smooth_with(&input, &out("explained"), &["--explain"], Some(0));
+        let weighted = smooth_with(
+            &input,
+            &out("weighted"),
+            &["--class-weights", "5:1", "--timings"],
+            Some(0),
+        );
+        assert!(weighted.contains("timing scan"), "{weighted}");
+        let want = contents(&out("explained"));
+        for name in ["fast", "scanned", "weighted"] {
+            assert_eq!(contents(&out(name)), want, "{name}, nodata {nodata}");
+        }
+        // The input's metadata is carried over.
+        let input_meta = contents(&input).0;
+        assert_eq!(want.0, input_meta, "nodata {nodata}");
+        // Nodata 9 is a class code of the data: 3 classes then, else 4.
+        let n = if nodata == 9 { "3" } else { "4" };
+        for summary in [&fast, &scanned, &explained, &weighted] {
+            assert_eq!(classes_said(summary), n, "{summary}");
+        }
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("mapfilter-tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
+#[test]
+fn weights_of_classes_absent_from_the_raster_change_nothing() {
+    // Real-valued weights are scaled by the largest weight of a class
+    // present: a weight on an absent code must not shift that scale.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    byte_input(&input, 255);
+    let (a, b) = (dir.path().join("a.tif"), dir.path().join("b.tif"));
+    smooth(&input, &a, &["--class-weights", "5:1.5", "-q"]);
+    smooth(&input, &b, &["--class-weights", "5:1.5,77:40", "-q"]);
+    assert_eq!(contents(&a), contents(&b));
+}
+
+#[test]
+fn timings_name_every_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    byte_input(&input, 255);
+    let stderr = smooth(&input, &dir.path().join("out.tif"), &["--timings", "-q"]);
+    for stage in ["setup", "open", "scan", "engine", "finish", "output"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("timing {stage} "))),
+            "no {stage} line in {stderr}"
+        );
+    }
+    assert!(!stderr.contains("wrote"), "-q prints no summary: {stderr}");
+}
