@@ -38,26 +38,14 @@ impl CodeHistogram {
         }
     }
 
-    /// [`CodeHistogram::add`] for Byte codes: four interleaved tallies, so
-    /// that runs of one code (classes come in patches) do not wait on each
-    /// other's increments.
+    /// [`CodeHistogram::add`] for Byte codes, counted on this thread by
+    /// [`tally_bytes`](crate::filter::histogram::tally_bytes) (interleaved
+    /// tallies, so runs of one code do not wait on each other's increments).
     pub fn add_bytes(&mut self, codes: &[u8]) {
         for block in codes.chunks(1 << 24) {
-            let mut tally = [[0u32; 256]; 4];
-            let mut quads = block.chunks_exact(4);
-            for q in &mut quads {
-                tally[0][q[0] as usize] += 1;
-                tally[1][q[1] as usize] += 1;
-                tally[2][q[2] as usize] += 1;
-                tally[3][q[3] as usize] += 1;
-            }
-            for &c in quads.remainder() {
-                tally[0][c as usize] += 1;
-            }
-            for t in &tally {
-                for (n, &k) in self.counts.iter_mut().zip(t) {
-                    *n += u64::from(k);
-                }
+            let counts = crate::filter::histogram::tally_bytes(block);
+            for (n, k) in self.counts.iter_mut().zip(counts) {
+                *n += k;
             }
         }
     }

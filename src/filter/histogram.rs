@@ -164,35 +164,37 @@ impl BandHistogram {
     }
 }
 
-/// How often each byte value occurs. Four partial counts per thread, so
-/// that runs of equal bytes do not wait on the previous increment's store.
+/// How often each byte value occurs, counted in parallel by [`tally_bytes`].
 pub fn byte_counts(data: &[u8]) -> [u64; 256] {
-    data.par_chunks(1 << 16)
-        .map(|chunk| {
-            let mut part = [[0u32; 256]; 4];
-            let mut quads = chunk.chunks_exact(4);
-            for q in &mut quads {
-                part[0][q[0] as usize] += 1;
-                part[1][q[1] as usize] += 1;
-                part[2][q[2] as usize] += 1;
-                part[3][q[3] as usize] += 1;
-            }
-            for &v in quads.remainder() {
-                part[0][v as usize] += 1;
-            }
-            let mut sum = [0u64; 256];
-            for p in &part {
-                sum.iter_mut().zip(p).for_each(|(s, &c)| *s += c as u64);
-            }
-            sum
-        })
-        .reduce(
-            || [0u64; 256],
-            |mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-                a
-            },
-        )
+    data.par_chunks(1 << 16).map(tally_bytes).reduce(
+        || [0u64; 256],
+        |mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            a
+        },
+    )
+}
+
+/// How often each byte value occurs in `data` (at most 2³² bytes), on this
+/// thread. Four partial counts, so that runs of equal bytes do not wait on
+/// the previous increment's store.
+pub fn tally_bytes(data: &[u8]) -> [u64; 256] {
+    let mut part = [[0u32; 256]; 4];
+    let mut quads = data.chunks_exact(4);
+    for q in &mut quads {
+        part[0][q[0] as usize] += 1;
+        part[1][q[1] as usize] += 1;
+        part[2][q[2] as usize] += 1;
+        part[3][q[3] as usize] += 1;
+    }
+    for &v in quads.remainder() {
+        part[0][v as usize] += 1;
+    }
+    let mut sum = [0u64; 256];
+    for p in &part {
+        sum.iter_mut().zip(p).for_each(|(s, &c)| *s += c as u64);
+    }
+    sum
 }
 
 /// Smallest and largest valid value of a plane (`None` when all are nodata).
