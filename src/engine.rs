@@ -106,14 +106,21 @@ pub struct SmoothJob {
 
 impl SmoothJob {
     pub fn grid(&self, width: usize, height: usize) -> Result<TileGrid> {
-        Ok(TileGrid::new(
-            width,
-            height,
-            self.kernel.radius(),
-            self.border,
-            self.tile,
-        )?)
+        tile_grid(width, height, &self.kernel, self.border, self.tile)
     }
+}
+
+/// The tiles of a `width` × `height` raster for `kernel` (its radius is the
+/// halo), `border` and tiles of side `tile`: [`SmoothJob::grid`], for
+/// callers that need the output's size before the job is complete.
+pub fn tile_grid(
+    width: usize,
+    height: usize,
+    kernel: &Kernel,
+    border: Border,
+    tile: usize,
+) -> Result<TileGrid> {
+    Ok(TileGrid::new(width, height, kernel.radius(), border, tile)?)
 }
 
 /// A tile submitted to the method and not yet waited for.

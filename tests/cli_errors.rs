@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestRaster, fixture, mapfilter, write_raster};
+use common::{TestRaster, files_in, fixture, mapfilter, write_raster};
 use gdal::raster::GdalDataType;
 use std::path::Path;
 
@@ -25,12 +25,7 @@ fn fails(args: &[&str], expect: &str, dir: &Path, keep: &[&str]) {
         "{args:?}: '{stderr}' lacks '{expect}'"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let mut left: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    left.sort();
-    assert_eq!(left, keep, "{args:?} left files behind");
+    assert_eq!(files_in(dir), keep, "{args:?} left files behind");
 }
 
 #[test]
@@ -277,9 +272,5 @@ fn interrupted_run_leaves_nothing_behind() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(!result.status.success());
     assert!(stderr.contains("interrupted"), "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(left, vec!["in.tif".to_string()]);
+    assert_eq!(files_in(dir.path()), ["in.tif"]);
 }

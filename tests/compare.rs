@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TestRaster, mapfilter, read_raster, write_raster};
+use common::{TestRaster, files_in, mapfilter, read_raster, write_raster};
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::Path;
@@ -22,15 +22,6 @@ fn byte_raster(path: &Path, width: usize, height: usize, data: &[u16], nodata: O
             colors: true,
         },
     );
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// The hand-computed pair of `metrics::tests::hand_computed_pair_with_nodata`

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{TestRaster, read_raster, write_raster};
+use common::{TestRaster, files_in, read_raster, write_raster};
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::Path;
@@ -132,9 +132,8 @@ fn skipped_scan_gives_the_scanned_result_and_metadata() {
         for summary in [&fast, &scanned, &explained, &weighted] {
             assert_eq!(classes_said(summary), n, "{summary}");
         }
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        let left: Vec<_> = files_in(dir.path())
+            .into_iter()
             .filter(|n| n.contains("mapfilter-tmp"))
             .collect();
         assert!(left.is_empty(), "{left:?}");

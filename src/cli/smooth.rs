@@ -15,7 +15,7 @@ use crate::raster::{self, ClassRaster, ClassType, Compression, OutputSpec};
 use clap::{Args, ValueEnum};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
-use tiles::{Border, TileGrid};
+use tiles::Border;
 
 #[derive(Args, Debug)]
 pub struct SmoothArgs {
@@ -148,10 +148,10 @@ fn smooth_into(
     let mut input = ClassRaster::open_without_projection(&args.input)?;
     timings.stage("open");
     let border: Border = args.border.into();
-    let grid = TileGrid::new(
+    let grid = engine::tile_grid(
         input.meta.width,
         input.meta.height,
-        kernel.radius(),
+        &kernel,
         border,
         args.tile,
     )?;
@@ -220,8 +220,8 @@ fn smooth_into(
 /// class (tiles hold only the classes they meet, in code order, so results
 /// are the same) unless something needs the classes actually present:
 /// class weights (scaled by the largest weight of a class present), the
-/// report and `--explain` (which show them). Even then a raster that fits
-/// in GDAL's block cache is scanned: the scan decodes its blocks before the
+/// report and `--explain` (which show them). A raster that fits in GDAL's
+/// block cache is scanned in any case: the scan decodes its blocks before the
 /// engine starts, while the output's thread works on the other core, and
 /// the engine then finds them decoded (measured faster than decoding inside
 /// the engine on 2 cores: BENCHMARKS.md, "Fixed costs of `smooth`").

@@ -352,8 +352,8 @@ struct Job<'a> {
 /// (nearly) equal height, a multiple of [`LANES`], so that no thread waits
 /// for a last odd band.
 fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
-    let most = (segment / LANES).max(1) * LANES;
-    let bands = oh.div_ceil(most).div_ceil(threads.max(1)) * threads.max(1);
+    let (most, threads) = ((segment / LANES).max(1) * LANES, threads.max(1));
+    let bands = oh.div_ceil(most).div_ceil(threads) * threads;
     oh.div_ceil(bands).div_ceil(LANES) * LANES
 }
 

@@ -104,6 +104,16 @@ mod gdal_io {
     }
 }
 
+/// The names of the files in `dir`, sorted.
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Plain, untiled reference of DESIGN.md §2 on raw codes with integer
 /// weights, written independently of the library: per pixel, per class code,
 /// sum the weights of window pixels of that code.
