@@ -9,8 +9,9 @@
 //! every class's bounding box and, per block of [`LANES`] rows and per
 //! column, the set of classes there. A class absent from the band costs
 //! nothing; a present one runs pass 1 down the columns of its box that hold
-//! it (the others stay exactly 0), straight from the class codes into a
-//! column-major plane. Pass 2 then goes strip by strip ([`LANES`] output
+//! it, per group of [`LANES`] columns only over the rows whose windows reach
+//! its blocks there (everything else stays exactly 0), straight from the
+//! class codes into a column-major plane on whole cache lines. Pass 2 then goes strip by strip ([`LANES`] output
 //! rows), every class in turn, so that the strip's ranking slots stay in
 //! cache: along the rows, over the runs of outputs whose windows (in that
 //! strip) hold the class, folding each score into the ranking at once.
@@ -272,8 +273,38 @@ struct Scratch {
     /// A band's ranking slots, when the tile's winners go straight to the output.
     slots: Slots,
     /// Per class: its pass-1 plane and where it lies.
-    planes: Vec<Vec<f64>>,
+    planes: Vec<Plane>,
     at: Vec<PlaneAt>,
+}
+
+/// [`LANES`] values on one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Line([f64; LANES]);
+
+/// A pass-1 plane, column-major with columns a multiple of [`LANES`]
+/// long, on whole cache lines: the [`LANES`] values pass 2 loads at once
+/// (one strip of one column) lie on one line instead of straddling two.
+#[derive(Default)]
+struct Plane(Vec<Line>);
+
+impl Plane {
+    /// Makes room for `len` values (a multiple of [`LANES`]); what an
+    /// earlier band left there stays.
+    fn resize(&mut self, len: usize) {
+        debug_assert_eq!(len % LANES, 0);
+        self.0.resize(len / LANES, Line::default());
+    }
+
+    fn values(&self) -> &[f64] {
+        // SAFETY: a `Line` is exactly `LANES` f64s (repr(C), 64 bytes, no padding).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast(), self.0.len() * LANES) }
+    }
+
+    fn values_mut(&mut self) -> &mut [f64] {
+        // SAFETY: as in `values`, and the borrow is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast(), self.0.len() * LANES) }
+    }
 }
 
 thread_local! {
@@ -512,7 +543,7 @@ fn band<const T: usize, const M: bool>(
     let span = ow + 2 * r;
     let base = (skip + y0) * tile.width + skip;
     find_extents(tile, base, bh + 2 * r, span, scratch);
-    scratch.planes.resize_with(tile.n_classes, Vec::new);
+    scratch.planes.resize_with(tile.n_classes, Plane::default);
     scratch.at.resize(tile.n_classes, PlaneAt::default());
     for c in 0..tile.n_classes {
         scratch.at[c] = PlaneAt::default();
@@ -564,7 +595,7 @@ fn band<const T: usize, const M: bool>(
                     _ => runs.push((x, x + 1)),
                 }
             }
-            let plane = &scratch.planes[c];
+            let plane = scratch.planes[c].values();
             let ph = at.rows();
             let weight = job.weights[c];
             for &(a, b) in runs.iter() {
@@ -637,25 +668,38 @@ fn pass1<const T: usize>(
     };
     scratch.at[c] = at;
     let (pw, ph) = (xb - xa + 2 * r, at.rows());
-    let plane = &mut scratch.planes[c];
     // Every element is written below; the values left from an earlier band
     // need no clearing.
-    plane.resize(pw * ph, 0.0);
-    let top = ya - at.sa * LANES;
-    let rows = yb - ya;
+    scratch.planes[c].resize(pw * ph);
+    let plane = scratch.planes[c].values_mut();
     let (box_first, box_end) = (e.cols.0 - xa, e.cols.1 + 1 - xa);
     plane[..box_first * ph].fill(0.0);
     plane[box_end * ph..].fill(0.0);
+    let span = job.ow + 2 * r;
+    let blocks = scratch.blocks.len() / span;
     for c0 in (box_first..box_end).step_by(LANES) {
         let n = LANES.min(box_end - c0);
         let cols = &mut plane[c0 * ph..(c0 + n) * ph];
-        if !scratch.columns[xa + c0..xa + c0 + n]
-            .iter()
-            .any(|&m| holds(m, c))
-        {
+        let group = xa + c0..xa + c0 + n;
+        // The blocks of input rows where the class occurs in these columns:
+        // outputs whose windows miss them are exactly 0.
+        let in_block = |b: &usize| {
+            scratch.blocks[b * span..][group.clone()]
+                .iter()
+                .any(|&m| holds(m, c))
+        };
+        let (Some(first), Some(last)) = ((0..blocks).find(in_block), (0..blocks).rfind(in_block))
+        else {
             cols.fill(0.0); // no pixel of the class: exactly 0
             continue;
+        };
+        let gya = ya.max((first * LANES).saturating_sub(2 * r));
+        let gyb = yb.min((last + 1) * LANES);
+        if gya >= gyb {
+            cols.fill(0.0);
+            continue;
         }
+        let (top, rows) = (gya - at.sa * LANES, gyb - gya);
         for col in cols.chunks_exact_mut(ph) {
             col[..top].fill(0.0);
             col[top + rows..].fill(0.0);
@@ -663,18 +707,30 @@ fn pass1<const T: usize>(
         let lanes = ClassColumns {
             codes: job.tile.classes,
             stride: job.tile.width,
-            base: base + ya * job.tile.width + xa + c0,
+            base: base + gya * job.tile.width + xa + c0,
             width: box_end - c0,
             class: c as u16,
         };
+        // Outputs gather per column in `lines` and go to the plane a whole
+        // cache line (LANES rows of one column) at a time; rows of a line
+        // outside top..top + rows stay 0.
+        let mut lines = [[0.0; LANES]; LANES];
         segment::<_, T>(
             &job.tab,
             &lanes,
             rows,
             #[inline(always)]
             |i, o| {
-                for (j, &v) in o[..n].iter().enumerate() {
-                    cols[j * ph + top + i] = v;
+                let row = top + i;
+                for (line, &v) in lines.iter_mut().zip(o) {
+                    line[row % LANES] = v;
+                }
+                if row % LANES == LANES - 1 || i + 1 == rows {
+                    let first = row / LANES * LANES;
+                    for (j, line) in lines[..n].iter().enumerate() {
+                        cols[j * ph + first..][..LANES].copy_from_slice(line);
+                    }
+                    lines = [[0.0; LANES]; LANES];
                 }
             },
         );

@@ -276,6 +276,13 @@ impl Ranking {
         (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > 2.0 * eps
     }
 
+    /// The two best scores at `(x, y)`.
+    #[cfg(test)]
+    pub(crate) fn best_two(&self, x: usize, y: usize) -> (f64, f64) {
+        let i = Self::index(self.ow, x, y);
+        (self.slots.top[i], self.slots.second[i])
+    }
+
     /// Writes the decisions in row-major output order.
     pub fn write(&self, out: &mut [u16], nodata: u16, fill_nodata: bool) {
         if self.ow == 0 {

@@ -475,3 +475,92 @@ impl super::ClassSmoother for SeparableHost {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelSpec;
+
+    /// The band scorer (class boxes, per-column row ranges, runs, the
+    /// one-class shortcut) against the plain whole-plane path, on a tile
+    /// with classes in small patches far apart down the same columns, at
+    /// the tile's edges, and nodata. Without the shortcut (`--fill-nodata`)
+    /// every score matches to rounding; with it, every winner that either
+    /// ranking is sure of by a wide margin.
+    #[test]
+    fn band_scorer_ranks_like_whole_planes() {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.0,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let plan = super::super::dct5::plan(&kernel, 3).unwrap();
+        let (halo, n) = (kernel.radius(), 5);
+        let (w, h) = (150 + 2 * halo, 140 + 2 * halo);
+        let classes: Vec<u16> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                let patch = |x0: usize, y0: usize, s: usize| {
+                    (x0..x0 + s).contains(&x) && (y0..y0 + s).contains(&y)
+                };
+                if patch(40, 8, 3) || patch(42, 120, 4) || patch(0, 60, 5) {
+                    3
+                } else if patch(w - 2, h - 2, 2) || patch(90, 70, 1) {
+                    4
+                } else if patch(100, 20, 9) {
+                    n as u16 // nodata
+                } else {
+                    ((x / 13 + y / 17) % 3) as u16
+                }
+            })
+            .collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: n,
+            classes: &classes,
+        };
+        let weights = vec![1; n];
+        let (ow, oh, nodata, tau) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.nodata(),
+            1e-12,
+        );
+        for fill_nodata in [true, false] {
+            let params = SmoothParams {
+                kernel: &kernel,
+                class_weights: &weights,
+                fill_nodata,
+            };
+            let (mut banded, mut whole) = (Ranking::default(), Ranking::default());
+            plan.rank(&tile, &params, tau, &mut banded);
+            whole.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+            plan.rank_generic(&tile, &params, &mut whole);
+            let eps = 1e-9;
+            let mut compared = 0;
+            for y in 0..oh {
+                for x in 0..ow {
+                    let at = format!("output ({x}, {y}), fill {fill_nodata}");
+                    if fill_nodata {
+                        let ((a, b), (c, d)) = (banded.best_two(x, y), whole.best_two(x, y));
+                        assert!((a - c).abs() < eps && (b - d).abs() < eps, "{at}");
+                    }
+                    if banded.certified(x, y, eps, nodata, fill_nodata)
+                        || whole.certified(x, y, eps, nodata, fill_nodata)
+                    {
+                        compared += 1;
+                        assert_eq!(
+                            banded.decide(x, y, nodata, fill_nodata),
+                            whole.decide(x, y, nodata, fill_nodata),
+                            "{at}"
+                        );
+                    }
+                }
+            }
+            assert!(compared > ow * oh * 9 / 10, "{compared} of {}", ow * oh);
+        }
+    }
+}
