@@ -458,7 +458,8 @@ pub(crate) fn rank_tile(
                         let y0 = b * job.band;
                         let bh = job.band.min(oh - y0);
                         let mut slots = std::mem::take(&mut scratch.slots);
-                        slots.reset(bh.div_ceil(LANES) * LANES * ow, false);
+                        // Cleared strip by strip in `band`, while in cache.
+                        slots.size_uncleared(bh.div_ceil(LANES) * LANES * ow);
                         for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
                             fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
                                 tile.centre(x, y0 + y)
@@ -553,6 +554,10 @@ fn band<const T: usize, const M: bool>(
     }
     let blocks = (bh + 2 * r).div_ceil(LANES);
     for s in 0..bh.div_ceil(LANES) {
+        if decide.is_some() {
+            // Decisions: the band's slots come uncleared (`size_uncleared`).
+            slots.clear(s * ow * LANES, ow * LANES);
+        }
         // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
         let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
         let strip_columns = &mut scratch.strip_columns;

@@ -48,6 +48,21 @@ impl Slots {
         self.centre.resize(len, NO_CLASS);
     }
 
+    /// Sizes the slots to `len` pixels without margins, keeping their
+    /// memory but not clearing them: the caller clears each run of slots
+    /// ([`SlotsMut::clear`]) right before folding scores into it, while it
+    /// is in cache. The centre classes are left to the caller.
+    pub(crate) fn size_uncleared(&mut self, len: usize) {
+        self.top.clear();
+        self.second.clear();
+        for v in [&mut self.winner_score, &mut self.centre_score] {
+            v.resize(len, 0.0);
+        }
+        for v in [&mut self.winner, &mut self.centre] {
+            v.resize(len, NO_CLASS);
+        }
+    }
+
     pub(crate) fn centres_mut(&mut self) -> &mut [u16] {
         &mut self.centre
     }
@@ -117,6 +132,14 @@ pub(crate) struct SlotsMut<'a> {
 }
 
 impl SlotsMut<'_> {
+    /// Clears the `len` slots from `at` on as [`Slots::reset`] does (no
+    /// margins tracked).
+    pub(crate) fn clear(&mut self, at: usize, len: usize) {
+        self.winner_score[at..at + len].fill(0.0);
+        self.centre_score[at..at + len].fill(f64::NEG_INFINITY);
+        self.winner[at..at + len].fill(NO_CLASS);
+    }
+
     /// Folds class `c`'s weighted scores `s` into the slots from `at` on.
     /// Classes arrive in ascending order, so keeping the earlier winner
     /// unless beaten by more than `tau` is the smallest-index tie rule.
