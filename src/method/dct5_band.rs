@@ -11,10 +11,12 @@
 //! nothing; a present one runs pass 1 down the columns of its box that hold
 //! it, per group of [`LANES`] columns only over the rows whose windows reach
 //! its blocks there (everything else stays exactly 0), straight from the
-//! class codes into a column-major plane on whole cache lines. Pass 2 then goes strip by strip ([`LANES`] output
-//! rows), every class in turn, so that the strip's ranking slots stay in
-//! cache: along the rows, over the runs of outputs whose windows (in that
-//! strip) hold the class, folding each score into the ranking at once.
+//! class codes into a column-major plane on whole cache lines. Pass 2 then
+//! goes strip by strip ([`LANES`] output rows), every class in turn, so
+//! that the strip's ranking slots stay in cache (cleared there, just before
+//! the first class folds in): along the rows, over the runs of outputs
+//! whose windows (in that strip) hold the class, folding each score into
+//! the ranking at once.
 //! Outside those runs the exact score is zero, and a zero score never
 //! changes a ranking slot (see `SlotsMut::update`).
 //!
