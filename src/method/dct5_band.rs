@@ -383,8 +383,8 @@ struct Job<'a> {
 /// least 64. Short bands keep a band's planes (per class, its rows plus
 /// 2R) small enough for the caches and give the threads more bands to
 /// share, while the seeds of a band (two sums of 2R + 1 rows per group of
-/// columns) stay no more than its rows. Measured on 2 threads: σ = 5,
-/// MODIS, 76–78 → 71–73 ms; σ = 21, MODIS, 218 → 161 ms.
+/// columns) stay no more than its rows (BENCHMARKS.md, "Shorter bands":
+/// on 2 threads σ = 5 went 77.6 → 73.5 ms and σ = 21 218 → 161 ms).
 fn band_rows(r: usize) -> usize {
     (2 * (2 * r + 1)).max(64)
 }

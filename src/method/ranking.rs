@@ -33,19 +33,14 @@ impl Slots {
     /// memory; `margins`: whether the two best scores are tracked. The
     /// centre classes are left to the caller ([`Slots::centres_mut`]).
     pub(crate) fn reset(&mut self, len: usize, margins: bool) {
-        let fill = |v: &mut Vec<f64>, len: usize, x: f64| {
-            v.clear();
-            v.resize(len, x);
-        };
-        let tracked = if margins { len } else { 0 };
-        fill(&mut self.top, tracked, 0.0);
-        fill(&mut self.second, tracked, 0.0);
-        fill(&mut self.winner_score, len, 0.0);
-        fill(&mut self.centre_score, len, f64::NEG_INFINITY);
-        self.winner.clear();
-        self.winner.resize(len, NO_CLASS);
-        self.centre.clear();
-        self.centre.resize(len, NO_CLASS);
+        self.size_uncleared(len);
+        if margins {
+            // Emptied by `size_uncleared`, so these are fresh zeros.
+            self.top.resize(len, 0.0);
+            self.second.resize(len, 0.0);
+        }
+        self.centre.fill(NO_CLASS);
+        self.all_mut().clear(0, len);
     }
 
     /// Sizes the slots to `len` pixels without margins, keeping their
@@ -132,8 +127,8 @@ pub(crate) struct SlotsMut<'a> {
 }
 
 impl SlotsMut<'_> {
-    /// Clears the `len` slots from `at` on as [`Slots::reset`] does (no
-    /// margins tracked).
+    /// Clears the winner, its score and the centre's score of the `len`
+    /// slots from `at` on (the state before any class is folded in).
     pub(crate) fn clear(&mut self, at: usize, len: usize) {
         self.winner_score[at..at + len].fill(0.0);
         self.centre_score[at..at + len].fill(f64::NEG_INFINITY);
