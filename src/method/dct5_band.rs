@@ -9,7 +9,7 @@
 //! every class's bounding box and, per block of [`LANES`] rows and per
 //! column, the set of classes there. A class absent from the band costs
 //! nothing; a present one runs pass 1 down the columns of its box that hold
-//! it, per group of [`LANES`] columns only over the rows whose windows reach
+//! it, per group of [`WIDE`] columns only over the rows whose windows reach
 //! its blocks there (everything else stays exactly 0), straight from the
 //! class codes into a column-major plane on whole cache lines. Pass 2 then
 //! goes strip by strip ([`LANES`] output rows), every class in turn, so
@@ -27,8 +27,9 @@
 //! widest margin. (With `--fill-nodata` a window may hold no class at all,
 //! so the shortcut is off there.)
 //!
-//! The recursion runs [`LANES`] lines in step with its state in registers
-//! (one copy of the code per number of terms). The arithmetic is that of
+//! The recursion runs [`WIDE`] lines in step on one [`F64x4`], its state
+//! in registers (one copy of the code per number of terms; on AVX2 vectors
+//! where the CPU has them, element for element the same arithmetic). The arithmetic is that of
 //! [`Dct5::segment_pass`] (same seeds, same recursion, same order of sums)
 //! on segments no longer than [`Dct5::segment`], so
 //! [`Dct5::rounding_bound`] holds unchanged; a score skipped where it is
@@ -37,6 +38,7 @@
 
 use super::dct5::{Dct5, cos_index, cos_table};
 use super::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
+use super::simd4::F64x4;
 use super::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
@@ -73,10 +75,14 @@ impl Tables {
 /// the generic path.
 pub(crate) const MAX_TERMS: usize = 8;
 
-/// [`LANES`] values, one per lane.
-type V = [f64; LANES];
+/// Lines one recursion carries in step: one AVX2 vector of f64
+/// ([`F64x4`]), so that its state (`2·T` vectors for `T` terms) stays in
+/// the 16 vector registers (eight lines spilled it to the stack). A strip
+/// of [`LANES`] rows or a group of [`LANES`] columns runs as
+/// `LANES / WIDE` recursions.
+const WIDE: usize = 4;
 
-/// The input of one recursion: [`LANES`] independent lines read in step.
+/// The input of one recursion: [`WIDE`] independent lines read in step.
 trait Lanes {
     /// Whether elements `0..n` of every lane lie inside the data.
     fn readable(&self, n: usize) -> bool;
@@ -85,10 +91,10 @@ trait Lanes {
     ///
     /// # Safety
     /// `self.readable(n)` for some `n > t`.
-    unsafe fn load(&self, t: usize) -> V;
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S;
 }
 
-/// [`LANES`] neighbouring columns of class codes, read as the indicator of one
+/// [`WIDE`] neighbouring columns of class codes, read as the indicator of one
 /// class; columns at or beyond `width` read as 0.
 struct ClassColumns<'a> {
     codes: &'a [u16],
@@ -101,28 +107,22 @@ struct ClassColumns<'a> {
 
 impl Lanes for ClassColumns<'_> {
     fn readable(&self, n: usize) -> bool {
-        n == 0 || self.base + (n - 1) * self.stride + self.width.min(LANES) <= self.codes.len()
+        n == 0 || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len()
     }
 
     #[inline(always)]
-    unsafe fn load(&self, t: usize) -> V {
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
         let at = self.base + t * self.stride;
-        // SAFETY: `at + min(width, LANES)` is in bounds (the caller's `readable`).
+        // SAFETY: `at + min(width, WIDE)` is in bounds (the caller's `readable`).
         unsafe {
-            if self.width >= LANES {
-                let c = self
-                    .codes
-                    .as_ptr()
-                    .add(at)
-                    .cast::<[u16; LANES]>()
-                    .read_unaligned();
-                std::array::from_fn(|j| f64::from(u8::from(c[j] == self.class)))
+            if self.width >= WIDE {
+                S::indicator(self.codes.get_unchecked(at..at + WIDE), self.class)
             } else {
-                std::array::from_fn(|j| {
+                S::from_array(std::array::from_fn(|j| {
                     f64::from(u8::from(
                         j < self.width && *self.codes.get_unchecked(at + j) == self.class,
                     ))
-                })
+                }))
             }
         }
     }
@@ -136,31 +136,26 @@ struct Strip<'a> {
 
 impl Lanes for Strip<'_> {
     fn readable(&self, n: usize) -> bool {
-        n == 0 || (n - 1) * self.stride + LANES <= self.data.len()
+        n == 0 || (n - 1) * self.stride + WIDE <= self.data.len()
     }
 
     #[inline(always)]
-    unsafe fn load(&self, t: usize) -> V {
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
+        let at = t * self.stride;
         // SAFETY: in bounds by the caller's `readable`.
-        unsafe {
-            self.data
-                .as_ptr()
-                .add(t * self.stride)
-                .cast::<V>()
-                .read_unaligned()
-        }
+        S::load(unsafe { self.data.get_unchecked(at..at + WIDE) })
     }
 }
 
-/// One explicitly seeded segment on [`LANES`] lines at once, its state in
+/// One explicitly seeded segment on [`WIDE`] lines at once, its state in
 /// registers: output `i` (`i < rows`) is the filter applied to elements
 /// `i..=i + 2R`; `emit(i, out)` receives each output.
 #[inline(always)]
-fn segment<L: Lanes, const T: usize>(
+fn segment<L: Lanes, S: F64x4, const T: usize>(
     tab: &Tables,
     src: &L,
     rows: usize,
-    mut emit: impl FnMut(usize, &V),
+    mut emit: impl FnMut(usize, S),
 ) {
     let r = tab.r;
     debug_assert_eq!(tab.g.len(), T);
@@ -169,62 +164,53 @@ fn segment<L: Lanes, const T: usize>(
     }
     // Outputs 0..rows read elements 0..rows + 2R.
     assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
-    let mut cur = [[0.0; LANES]; T];
-    seed(tab, src, 0, &mut cur);
-    emit(0, &output(tab, &cur));
+    let mut cur = seed::<L, S, T>(tab, src, 0);
+    emit(0, output(tab, &cur));
     if rows == 1 {
         return;
     }
     let mut prev = cur;
-    seed(tab, src, 1, &mut cur);
-    emit(1, &output(tab, &cur));
+    cur = seed(tab, src, 1);
+    emit(1, output(tab, &cur));
     // SAFETY (every load below): t < rows + 2R, checked above.
-    let (mut lead_in, mut trail_out) = unsafe { (src.load(2 * r + 1), src.load(0)) };
+    let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
     for y in 1..rows - 1 {
-        let (lead, trail) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        let mut b = [0.0; LANES];
-        for j in 0..LANES {
-            let d = lead[j] - trail[j];
-            // k = 0: first order, a box sliding by one.
-            cur[0][j] += d;
-            b[j] = d + (trail_out[j] - lead_in[j]);
-        }
+        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+        let d = lead.sub(trail);
+        // k = 0: first order, a box sliding by one.
+        cur[0] = cur[0].add(d);
+        let b = d.add(trail_out.sub(lead_in));
         for k in 1..T {
-            let (ak, dk) = (tab.a[k], tab.d[k]);
-            for j in 0..LANES {
-                let next = ak * cur[k][j] - prev[k][j] + dk * b[j];
-                prev[k][j] = cur[k][j];
-                cur[k][j] = next;
-            }
+            let (ak, dk) = (S::splat(tab.a[k]), S::splat(tab.d[k]));
+            let next = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
+            prev[k] = cur[k];
+            cur[k] = next;
         }
         (lead_in, trail_out) = (lead, trail);
-        emit(y + 1, &output(tab, &cur));
+        emit(y + 1, output(tab, &cur));
     }
 }
 
 /// `F_k` at output `y` by direct sums.
 #[inline(always)]
-fn seed<L: Lanes, const T: usize>(tab: &Tables, src: &L, y: usize, f: &mut [V; T]) {
-    *f = [[0.0; LANES]; T];
+fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L, y: usize) -> [S; T] {
+    let mut f = [S::splat(0.0); T];
     for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
         // SAFETY: y + t ≤ 1 + 2R < rows + 2R, checked by `segment`.
-        let v = unsafe { src.load(y + t) };
-        for (k, &c) in coeffs.iter().enumerate() {
-            for j in 0..LANES {
-                f[k][j] += c * v[j];
-            }
+        let v: S = unsafe { src.load(y + t) };
+        for (fk, &c) in f.iter_mut().zip(coeffs) {
+            *fk = fk.add(S::splat(c).mul(v));
         }
     }
+    f
 }
 
 /// One output: `Σ_k G_k·F_k`, summed in ascending k.
 #[inline(always)]
-fn output<const T: usize>(tab: &Tables, f: &[V; T]) -> V {
-    let mut o = [0.0; LANES];
-    for (k, g) in tab.g.iter().enumerate() {
-        for j in 0..LANES {
-            o[j] += g * f[k][j];
-        }
+fn output<S: F64x4, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
+    let mut o = S::splat(0.0);
+    for (k, fk) in f.iter().enumerate() {
+        o = o.add(S::splat(tab.g[k]).mul(*fk));
     }
     o
 }
@@ -377,6 +363,30 @@ struct Job<'a> {
     /// Whether an output whose windows hold one class only may take it
     /// without scoring (see [`SlotsMut::single`]).
     single_class: bool,
+    /// The vectors the bands run on.
+    isa: Isa,
+}
+
+/// The vector instructions a band runs on: the same arithmetic, element
+/// for element, on either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Isa {
+    /// Plain arrays ([`F64x4`] for `[f64; 4]`).
+    Portable,
+    /// AVX2 registers.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Isa {
+    /// The fastest this CPU has.
+    fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            return Isa::Avx2;
+        }
+        Isa::Portable
+    }
 }
 
 /// The most output rows of a band for radius `r`: two windows' height, at
@@ -424,6 +434,19 @@ pub(crate) fn rank_tile(
     tau: f64,
     target: Target,
 ) {
+    rank_tile_on(Isa::best(), f, tile, params, skip, tau, target);
+}
+
+/// [`rank_tile`] on the vectors of `isa` (which the CPU must have).
+fn rank_tile_on(
+    isa: Isa,
+    f: &Dct5,
+    tile: &ClassTile,
+    params: &SmoothParams,
+    skip: usize,
+    tau: f64,
+    target: Target,
+) {
     let (ow, oh) = (tile.output_width(), tile.output_height());
     if ow == 0 || oh == 0 {
         return;
@@ -454,6 +477,7 @@ pub(crate) fn rank_tile(
             && params.class_weights[..tile.n_classes]
                 .iter()
                 .all(|&w| w > 0),
+        isa,
     };
     match target {
         Target::Ranking(ranking) => {
@@ -522,15 +546,15 @@ fn run_band_with<const T: usize, const M: bool>(
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { band_avx2::<T, M>(job, y0, slots, scratch, decide) };
+    match job.isa {
+        // SAFETY: `Isa::Avx2` is only chosen where the CPU has AVX2 (`Isa::best`).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { band_avx2::<T, M>(job, y0, slots, scratch, decide) },
+        Isa::Portable => band::<T, M, [f64; WIDE]>(job, y0, slots, scratch, decide),
     }
-    band::<T, M>(job, y0, slots, scratch, decide)
 }
 
-/// [`band`] compiled for AVX2 (the same arithmetic, wider vectors).
+/// [`band`] compiled for AVX2, on AVX2 vectors (the same arithmetic).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn band_avx2<const T: usize, const M: bool>(
@@ -540,14 +564,14 @@ unsafe fn band_avx2<const T: usize, const M: bool>(
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    band::<T, M>(job, y0, slots, scratch, decide)
+    band::<T, M, std::arch::x86_64::__m256d>(job, y0, slots, scratch, decide)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
 /// slots: pass 1 of every class present, then strip by strip pass 2 of
 /// every class that reaches the strip, so a strip's slots stay in cache.
 #[inline(always)]
-fn band<const T: usize, const M: bool>(
+fn band<const T: usize, const M: bool, S: F64x4>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
@@ -565,7 +589,7 @@ fn band<const T: usize, const M: bool>(
     for c in 0..tile.n_classes {
         scratch.at[c] = PlaneAt::default();
         if let Some(e) = scratch.extents[c] {
-            pass1::<T>(job, c, e, bh, base, scratch);
+            pass1::<T, S>(job, c, e, bh, base, scratch);
         }
     }
     let blocks = (bh + 2 * r).div_ceil(LANES);
@@ -620,23 +644,26 @@ fn band<const T: usize, const M: bool>(
             let ph = at.rows();
             let weight = job.weights[c];
             for &(a, b) in runs.iter() {
-                for a in (a..b).step_by(job.segment) {
+                for (a, h) in (a..b)
+                    .step_by(job.segment)
+                    .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
+                {
                     let lanes = Strip {
-                        data: &plane[(a - at.xa) * ph + (s - at.sa) * LANES..],
+                        data: &plane[(a - at.xa) * ph + (s - at.sa) * LANES + h..],
                         stride: ph,
                     };
-                    segment::<_, T>(
+                    segment::<_, S, T>(
                         &job.tab,
                         &lanes,
                         job.segment.min(b - a),
                         #[inline(always)]
                         |i, o| {
-                            let scores: V = std::array::from_fn(|j| weight * o[j]);
-                            let at = (s * ow + a + i) * LANES;
+                            let scores = S::splat(weight).mul(o);
+                            let at = (s * ow + a + i) * LANES + h;
                             if M {
-                                slots.update(at, c as u16, &scores, job.tau);
+                                slots.update(at, c as u16, scores, job.tau);
                             } else {
-                                slots.update_winner(at, c as u16, &scores, job.tau);
+                                slots.update_winner(at, c as u16, scores, job.tau);
                             }
                         },
                     );
@@ -667,7 +694,7 @@ fn band<const T: usize, const M: bool>(
 /// pass 2 may read and pass 1 does not write (columns and rows without the
 /// class) is set to exactly 0.
 #[inline(always)]
-fn pass1<const T: usize>(
+fn pass1<const T: usize, S: F64x4>(
     job: &Job,
     c: usize,
     e: Extent,
@@ -698,8 +725,8 @@ fn pass1<const T: usize>(
     plane[box_end * ph..].fill(0.0);
     let span = job.ow + 2 * r;
     let blocks = scratch.blocks.len() / span;
-    for c0 in (box_first..box_end).step_by(LANES) {
-        let n = LANES.min(box_end - c0);
+    for c0 in (box_first..box_end).step_by(WIDE) {
+        let n = WIDE.min(box_end - c0);
         let cols = &mut plane[c0 * ph..(c0 + n) * ph];
         let group = xa + c0..xa + c0 + n;
         // The blocks of input rows where the class occurs in these columns:
@@ -735,15 +762,15 @@ fn pass1<const T: usize>(
         // Outputs gather per column in `lines` and go to the plane a whole
         // cache line (LANES rows of one column) at a time; rows of a line
         // outside top..top + rows stay 0.
-        let mut lines = [[0.0; LANES]; LANES];
-        segment::<_, T>(
+        let mut lines = [[0.0; LANES]; WIDE];
+        segment::<_, S, T>(
             &job.tab,
             &lanes,
             rows,
             #[inline(always)]
-            |i, o| {
+            |i, o: S| {
                 let row = top + i;
-                for (line, &v) in lines.iter_mut().zip(o) {
+                for (line, v) in lines.iter_mut().zip(o.to_array()) {
                     line[row % LANES] = v;
                 }
                 if row % LANES == LANES - 1 || i + 1 == rows {
@@ -751,7 +778,7 @@ fn pass1<const T: usize>(
                     for (j, line) in lines[..n].iter().enumerate() {
                         cols[j * ph + first..][..LANES].copy_from_slice(line);
                     }
-                    lines = [[0.0; LANES]; LANES];
+                    lines = [[0.0; LANES]; WIDE];
                 }
             },
         );
@@ -871,6 +898,96 @@ fn scan_extents(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::KernelSpec;
+
+    /// The AVX2 bands give the same bits as the plain ones: every ranking
+    /// slot and every decision, with uneven weights, nodata, a class past
+    /// the tile's right edge and a width that is no multiple of the lanes.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_bands_match_plain_bands() {
+        if Isa::best() != Isa::Avx2 {
+            return;
+        }
+        let kernel = KernelSpec::Gaussian {
+            sigma: 1.7,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let (g, terms) = super::super::dct5::one_d_kernel(&kernel, 3).unwrap();
+        let f = Dct5::new(&g, terms).unwrap();
+        let (halo, n) = (kernel.radius(), 6);
+        let (w, h) = (97 + 2 * halo, 75 + 2 * halo);
+        // Blocky classes with speckle, a nodata patch (index n).
+        let classes: Vec<u16> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                if (30..36).contains(&x) && (10..19).contains(&y) {
+                    n as u16
+                } else if (x * 31 + y * 17) % 23 == 0 {
+                    5
+                } else {
+                    ((x / 9 + y / 7 + x * y / 97) % 5) as u16
+                }
+            })
+            .collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: n,
+            classes: &classes,
+        };
+        let weights = [3, 1, 2, 2, 1, 4];
+        let (ow, oh, nodata, tau) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.nodata(),
+            1e-12,
+        );
+        for fill_nodata in [false, true] {
+            let params = SmoothParams {
+                kernel: &kernel,
+                class_weights: &weights,
+                fill_nodata,
+            };
+            let rank = |isa| {
+                let mut ranking = Ranking::default();
+                ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+                let target = Target::Ranking(&mut ranking);
+                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                let mut out = vec![0; ow * oh];
+                let target = Target::Decisions {
+                    out: &mut out,
+                    fill_nodata,
+                };
+                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                (ranking, out)
+            };
+            let ((plain, plain_out), (avx2, avx2_out)) = (rank(Isa::Portable), rank(Isa::Avx2));
+            assert_eq!(plain_out, avx2_out, "decisions, fill {fill_nodata}");
+            for y in 0..oh {
+                for x in 0..ow {
+                    let ((a, b), (c, d)) = (plain.best_two(x, y), avx2.best_two(x, y));
+                    assert_eq!(
+                        (a.to_bits(), b.to_bits()),
+                        (c.to_bits(), d.to_bits()),
+                        "({x}, {y}), fill {fill_nodata}"
+                    );
+                    assert_eq!(
+                        plain.decide(x, y, nodata, fill_nodata),
+                        avx2.decide(x, y, nodata, fill_nodata),
+                    );
+                }
+            }
+            let decided = plain_out
+                .iter()
+                .filter(|&&c| c != crate::classes::NO_CLASS)
+                .count();
+            assert!(decided > ow * oh / 2, "only {decided} decided");
+        }
+    }
 
     #[test]
     fn window_unions_match_the_definition() {

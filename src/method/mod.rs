@@ -18,6 +18,7 @@ pub mod ranking;
 pub mod select;
 pub mod separable;
 pub mod separable_cl;
+mod simd4;
 pub mod svd;
 
 use crate::classes::NO_CLASS;

@@ -8,6 +8,7 @@
 //! pixel-major inside a strip), one array per field, so that folding the
 //! scores of [`LANES`] vertically neighbouring pixels vectorises.
 
+use super::simd4::F64x4;
 use crate::classes::NO_CLASS;
 use rayon::prelude::*;
 
@@ -142,34 +143,33 @@ impl SlotsMut<'_> {
     /// `second` start at 0, a winner needs a score above `tau`, and a centre
     /// score of 0 never reaches a winner's score minus `tau`.
     #[inline(always)]
-    pub(crate) fn update(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
-        let n = s.len();
-        let top = &mut self.top[at..at + n];
-        let second = &mut self.second[at..at + n];
-        for i in 0..n {
-            second[i] = second[i].max(top[i].min(s[i]));
-            top[i] = top[i].max(s[i]);
-        }
+    pub(crate) fn update<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
+        let top = S::load(&self.top[at..]);
+        let second = S::load(&self.second[at..]);
+        second.max(top.min(s)).store(&mut self.second[at..]);
+        top.max(s).store(&mut self.top[at..]);
         self.update_winner(at, c, s, tau);
+    }
+
+    /// [`SlotsMut::update`] over `s.len()` slots from 0 on (a multiple of four).
+    pub(crate) fn update_all(&mut self, c: u16, s: &[f64], tau: f64) {
+        for (i, s) in s.chunks_exact(4).enumerate() {
+            let s: [f64; 4] = s.try_into().expect("four lanes");
+            self.update(4 * i, c, s, tau);
+        }
     }
 
     /// [`SlotsMut::update`] without the two best scores, which only the
     /// certified mode reads ([`Ranking::certified`]).
     #[inline(always)]
-    pub(crate) fn update_winner(&mut self, at: usize, c: u16, s: &[f64], tau: f64) {
-        let n = s.len();
-        let ws = &mut self.winner_score[at..at + n];
-        let cs = &mut self.centre_score[at..at + n];
-        let win = &mut self.winner[at..at + n];
-        let centre = &self.centre[at..at + n];
-        // Branch-free: on scattered data every comparison is a coin toss.
-        for i in 0..n {
-            let v = s[i];
-            let better = v > ws[i] + tau;
-            ws[i] = if better { v } else { ws[i] };
-            win[i] = if better { c } else { win[i] };
-            cs[i] = if centre[i] == c { v } else { cs[i] };
-        }
+    pub(crate) fn update_winner<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
+        let ws = S::load(&self.winner_score[at..]);
+        let better = s.gt(ws.add(S::splat(tau)));
+        S::select(better, s, ws).store(&mut self.winner_score[at..]);
+        S::put_code(better, c, &mut self.winner[at..]);
+        let cs = S::load(&self.centre_score[at..]);
+        let own = S::eq_code(&self.centre[at..], c);
+        S::select(own, s, cs).store(&mut self.centre_score[at..]);
     }
 
     /// Decides the [`LANES`] pixels from `at` on for class `c` without

@@ -368,7 +368,7 @@ impl SeparablePlan {
                         acc.iter_mut().zip(&out.data).for_each(|(a, o)| *a += o);
                     }
                     acc.iter_mut().for_each(|a| *a *= weight);
-                    slots.update(0, c as u16, acc, tau);
+                    slots.update_all(c as u16, acc, tau);
                 },
             );
         }

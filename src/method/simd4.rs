@@ -1,0 +1,272 @@
+//! Four f64 lanes for the host dct5 scorer ([`super::dct5_band`]): one
+//! AVX2 register where the CPU has it, a plain array everywhere else.
+//!
+//! Every operation is the lane-wise IEEE operation of its scalar twin
+//! (separate multiply and add, no fused multiply-add), so both
+//! implementations give the same bits as the scalar reference
+//! ([`super::dct5::Dct5::segment_pass`]). Written out for AVX2 because the
+//! compiler, left to vectorise arrays of four, scattered the recursion
+//! over shuffles and scalar code (BENCHMARKS.md, "Explicit AVX2 lanes").
+
+/// Four f64 lanes, and per-lane masks of the same type (all bits set where true).
+pub(crate) trait F64x4: Copy {
+    fn splat(v: f64) -> Self;
+    fn from_array(v: [f64; 4]) -> Self;
+    fn to_array(self) -> [f64; 4];
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    /// Lanes `v[0..4]`.
+    fn load(v: &[f64]) -> Self;
+    /// Into `v[0..4]`.
+    fn store(self, v: &mut [f64]);
+    /// 1.0 where `codes[j] == class`, else 0.0.
+    fn indicator(codes: &[u16], class: u16) -> Self;
+    /// Mask of `self > o`.
+    fn gt(self, o: Self) -> Self;
+    /// Mask of `codes[j] == class`.
+    fn eq_code(codes: &[u16], class: u16) -> Self;
+    /// Per lane: `a` where `mask`, else `b`.
+    fn select(mask: Self, a: Self, b: Self) -> Self;
+    /// `codes[j] = code` where lane `j` of `mask` is set (`codes[0..4]`).
+    fn put_code(mask: Self, code: u16, codes: &mut [u16]);
+}
+
+impl F64x4 for [f64; 4] {
+    #[inline(always)]
+    fn splat(v: f64) -> Self {
+        [v; 4]
+    }
+    #[inline(always)]
+    fn from_array(v: [f64; 4]) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_array(self) -> [f64; 4] {
+        self
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        std::array::from_fn(|j| self[j] + o[j])
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        std::array::from_fn(|j| self[j] - o[j])
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        std::array::from_fn(|j| self[j] * o[j])
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        std::array::from_fn(|j| self[j].max(o[j]))
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        std::array::from_fn(|j| self[j].min(o[j]))
+    }
+    #[inline(always)]
+    fn load(v: &[f64]) -> Self {
+        v[..4].try_into().expect("four lanes")
+    }
+    #[inline(always)]
+    fn store(self, v: &mut [f64]) {
+        v[..4].copy_from_slice(&self);
+    }
+    #[inline(always)]
+    fn indicator(codes: &[u16], class: u16) -> Self {
+        std::array::from_fn(|j| f64::from(u8::from(codes[j] == class)))
+    }
+    #[inline(always)]
+    fn gt(self, o: Self) -> Self {
+        std::array::from_fn(|j| mask(self[j] > o[j]))
+    }
+    #[inline(always)]
+    fn eq_code(codes: &[u16], class: u16) -> Self {
+        std::array::from_fn(|j| mask(codes[j] == class))
+    }
+    #[inline(always)]
+    fn select(m: Self, a: Self, b: Self) -> Self {
+        std::array::from_fn(|j| if m[j].to_bits() != 0 { a[j] } else { b[j] })
+    }
+    #[inline(always)]
+    fn put_code(m: Self, code: u16, codes: &mut [u16]) {
+        for (j, c) in codes[..4].iter_mut().enumerate() {
+            if m[j].to_bits() != 0 {
+                *c = code;
+            }
+        }
+    }
+}
+
+/// A lane mask as an f64: all bits set where `b`.
+#[inline(always)]
+fn mask(b: bool) -> f64 {
+    f64::from_bits(if b { u64::MAX } else { 0 })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::F64x4;
+    use std::arch::x86_64::*;
+
+    // SAFETY (every block below): these methods are only reached from
+    // code compiled with `#[target_feature(enable = "avx2")]` after the CPU
+    // was found to have AVX2 (`dct5_band::run_band_with`), and every
+    // memory access is checked against the slice first.
+    /// `a` where `m`, else `b`, as one `vblendvpd` the compiler cannot see
+    /// into: it turned a blend stored back where `b` came from into a
+    /// masked store, which AMD cores run several times slower.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    unsafe fn blend(m: __m256d, a: __m256d, b: __m256d) -> __m256d {
+        let out;
+        // SAFETY: a register-only instruction of AVX, which the caller has.
+        unsafe {
+            std::arch::asm!(
+                "vblendvpd {out}, {b}, {a}, {m}",
+                out = lateout(ymm_reg) out,
+                a = in(ymm_reg) a,
+                b = in(ymm_reg) b,
+                m = in(ymm_reg) m,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        out
+    }
+
+    impl F64x4 for __m256d {
+        #[inline(always)]
+        fn splat(v: f64) -> Self {
+            unsafe { _mm256_set1_pd(v) }
+        }
+        #[inline(always)]
+        fn from_array(v: [f64; 4]) -> Self {
+            unsafe { _mm256_loadu_pd(v.as_ptr()) }
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f64; 4] {
+            let mut v = [0.0; 4];
+            unsafe { _mm256_storeu_pd(v.as_mut_ptr(), self) };
+            v
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { _mm256_add_pd(self, o) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { _mm256_sub_pd(self, o) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { _mm256_mul_pd(self, o) }
+        }
+        #[inline(always)]
+        fn max(self, o: Self) -> Self {
+            unsafe { _mm256_max_pd(self, o) }
+        }
+        #[inline(always)]
+        fn min(self, o: Self) -> Self {
+            unsafe { _mm256_min_pd(self, o) }
+        }
+        #[inline(always)]
+        fn load(v: &[f64]) -> Self {
+            assert!(v.len() >= 4);
+            unsafe { _mm256_loadu_pd(v.as_ptr()) }
+        }
+        #[inline(always)]
+        fn store(self, v: &mut [f64]) {
+            assert!(v.len() >= 4);
+            unsafe { _mm256_storeu_pd(v.as_mut_ptr(), self) }
+        }
+        #[inline(always)]
+        fn indicator(codes: &[u16], class: u16) -> Self {
+            let one = Self::splat(1.0);
+            unsafe { _mm256_and_pd(Self::eq_code(codes, class), one) }
+        }
+        #[inline(always)]
+        fn gt(self, o: Self) -> Self {
+            unsafe { _mm256_cmp_pd::<_CMP_GT_OQ>(self, o) }
+        }
+        #[inline(always)]
+        fn eq_code(codes: &[u16], class: u16) -> Self {
+            assert!(codes.len() >= 4);
+            unsafe {
+                let c = _mm_loadl_epi64(codes.as_ptr().cast());
+                let eq = _mm_cmpeq_epi16(c, _mm_set1_epi16(class as i16));
+                _mm256_castsi256_pd(_mm256_cvtepi16_epi64(eq))
+            }
+        }
+        #[inline(always)]
+        fn select(m: Self, a: Self, b: Self) -> Self {
+            unsafe { blend(m, a, b) }
+        }
+        #[inline(always)]
+        fn put_code(m: Self, code: u16, codes: &mut [u16]) {
+            assert!(codes.len() >= 4);
+            unsafe {
+                // Lane masks of 64 bits to 16: two signed saturating packs.
+                let m = _mm256_castpd_si256(m);
+                let m =
+                    _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
+                let m = _mm_packs_epi32(m, m);
+                let old = _mm_loadl_epi64(codes.as_ptr().cast());
+                let new = _mm_blendv_epi8(old, _mm_set1_epi16(code as i16), m);
+                _mm_storel_epi64(codes.as_mut_ptr().cast(), new);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both implementations give the same bits on the same lanes.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_lanes_match_the_arrays() {
+        use std::arch::x86_64::__m256d;
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let a = [0.1, -2.5, 3.0, 1e-300];
+        let b = [0.3, -2.5, -7.25, 1e300];
+        let codes = [3u16, 7, 3, 65535];
+        let check = |want: [f64; 4], got: __m256d| {
+            let got = got.to_array();
+            for j in 0..4 {
+                assert_eq!(want[j].to_bits(), got[j].to_bits(), "lane {j}");
+            }
+        };
+        let (va, vb) = (__m256d::from_array(a), __m256d::from_array(b));
+        check(a.add(b), va.add(vb));
+        check(a.sub(b), va.sub(vb));
+        check(a.mul(b), va.mul(vb));
+        check(a.max(b), va.max(vb));
+        check(a.min(b), va.min(vb));
+        check(a.gt(b), va.gt(vb));
+        check(
+            <[f64; 4]>::indicator(&codes, 3),
+            __m256d::indicator(&codes, 3),
+        );
+        let m = <[f64; 4]>::eq_code(&codes, 3);
+        check(m, __m256d::eq_code(&codes, 3));
+        check(
+            <[f64; 4]>::select(m, a, b),
+            __m256d::select(__m256d::from_array(m), va, vb),
+        );
+        let (mut want, mut got) = ([1u16, 2, 3, 4, 5], [1u16, 2, 3, 4, 5]);
+        <[f64; 4]>::put_code(m, 9, &mut want[1..]);
+        __m256d::put_code(__m256d::from_array(m), 9, &mut got[1..]);
+        assert_eq!(want, [1, 9, 3, 9, 5]);
+        assert_eq!(got, want);
+        let mut out = [0.0; 5];
+        va.store(&mut out[1..]);
+        check(<[f64; 4]>::load(&out[1..]), __m256d::load(&out[1..]));
+        assert_eq!(out[0], 0.0);
+    }
+}
