@@ -256,6 +256,8 @@ struct Scratch {
     /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`]).
     prefix: Vec<u64>,
     suffix: Vec<u64>,
+    /// One strip's decisions in slot order.
+    decisions: Vec<u16>,
     /// Runs of outputs of one class and strip, `(first, end)`.
     runs: Vec<(usize, usize)>,
     /// A band's ranking slots, when the tile's winners go straight to the output.
@@ -680,9 +682,12 @@ fn band<const T: usize, const M: bool, S: F64x4>(
         }
         if let Some(d) = decide.as_mut() {
             let rows = LANES.min(bh - s * LANES);
-            let (nodata, at) = (tile.nodata(), s * ow * LANES);
+            let decisions = &mut scratch.decisions;
+            decisions.resize(ow * LANES, 0);
+            let at = s * ow * LANES;
+            slots.decide_run::<S>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
-                slots.decide(at + i, job.tau, nodata, d.fill_nodata)
+                decisions[i]
             });
         }
     }

@@ -192,20 +192,36 @@ impl SlotsMut<'_> {
         }
     }
 
-    /// The class of the pixel in slot `i` by the winner rule (see [`Ranking::decide`]).
+    /// The classes of the `out.len()` slots from `at` on (a multiple of
+    /// four) by the winner rule (see [`Ranking::decide`]), into `out` in
+    /// slot order, four at a time.
     #[inline(always)]
-    pub(crate) fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
-        let (c, w) = (self.centre, &*self.winner);
-        decide(
-            c,
-            w,
-            self.centre_score,
-            self.winner_score,
-            i,
-            tau,
-            nodata,
-            fill_nodata,
-        )
+    pub(crate) fn decide_run<S: F64x4>(
+        &self,
+        at: usize,
+        tau: f64,
+        nodata: u16,
+        fill_nodata: bool,
+        out: &mut [u16],
+    ) {
+        let n = out.len();
+        let (centre, winner) = (&self.centre[at..at + n], &self.winner[at..at + n]);
+        let (cs, ws) = (&self.centre_score[at..], &self.winner_score[at..]);
+        for i in (0..n).step_by(4) {
+            // Where the centre scores within tau of the winner, the centre...
+            let own = S::load(&cs[i..]).ge(S::load(&ws[i..]).sub(S::splat(tau)));
+            S::select_codes(own, &centre[i..], &winner[i..], &mut out[i..]);
+        }
+        // ...unless nothing won or the centre is nodata (see `decide`).
+        for ((o, &c), &w) in out.iter_mut().zip(centre).zip(winner) {
+            *o = if c == nodata {
+                if fill_nodata { w } else { NO_CLASS }
+            } else if w == NO_CLASS {
+                w
+            } else {
+                *o
+            };
+        }
     }
 }
 
@@ -342,5 +358,68 @@ pub(crate) fn write_strip(rows: &mut [u16], ow: usize, decision: impl Fn(usize) 
         for (x, v) in row.iter_mut().enumerate() {
             *v = decision(x * LANES + j);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The four-at-a-time decisions are the scalar winner rule's, on both
+    /// kinds of lanes: ties within tau, a centre that lost, no winner,
+    /// nodata centres with and without filling.
+    #[test]
+    fn runs_decide_like_single_slots() {
+        let (tau, nodata) = (1e-9, 7);
+        let cases: [(u16, u16, f64, f64); 12] = [
+            // (centre, winner, centre score, winner score)
+            (1, 2, 0.5, 0.5 + 0.5e-9),
+            (1, 2, 0.4, 0.6),
+            (2, 2, 0.6, 0.6),
+            (3, NO_CLASS, f64::NEG_INFINITY, 0.0),
+            (nodata, 2, f64::NEG_INFINITY, 0.7),
+            (nodata, NO_CLASS, f64::NEG_INFINITY, 0.0),
+            (4, 1, f64::NEG_INFINITY, 0.9),
+            (1, 0, 0.3, 0.3 + 2e-9),
+            (0, 5, 0.25, 0.25),
+            (5, 0, 0.1, 0.8),
+            (nodata, 0, f64::NEG_INFINITY, 1.0),
+            (2, 3, 0.45, 0.45 - 1e-3),
+        ];
+        let mut slots = Slots::default();
+        slots.size_uncleared(cases.len());
+        for (i, &(c, w, cs, ws)) in cases.iter().enumerate() {
+            slots.centre[i] = c;
+            slots.winner[i] = w;
+            slots.centre_score[i] = cs;
+            slots.winner_score[i] = ws;
+        }
+        for fill_nodata in [false, true] {
+            let want: Vec<u16> = (0..cases.len())
+                .map(|i| slots.decide(i, tau, nodata, fill_nodata))
+                .collect();
+            let mut plain = vec![0; cases.len()];
+            slots
+                .all_mut()
+                .decide_run::<[f64; 4]>(0, tau, nodata, fill_nodata, &mut plain);
+            assert_eq!(plain, want, "fill {fill_nodata}");
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                let mut avx2 = vec![0; cases.len()];
+                slots.all_mut().decide_run::<std::arch::x86_64::__m256d>(
+                    0,
+                    tau,
+                    nodata,
+                    fill_nodata,
+                    &mut avx2,
+                );
+                assert_eq!(avx2, want, "fill {fill_nodata}");
+            }
+        }
+        assert_eq!(
+            slots.decide(0, tau, nodata, false),
+            1,
+            "a tie goes to the centre"
+        );
     }
 }

@@ -26,12 +26,16 @@ pub(crate) trait F64x4: Copy {
     fn indicator(codes: &[u16], class: u16) -> Self;
     /// Mask of `self > o`.
     fn gt(self, o: Self) -> Self;
+    /// Mask of `self >= o`.
+    fn ge(self, o: Self) -> Self;
     /// Mask of `codes[j] == class`.
     fn eq_code(codes: &[u16], class: u16) -> Self;
     /// Per lane: `a` where `mask`, else `b`.
     fn select(mask: Self, a: Self, b: Self) -> Self;
     /// `codes[j] = code` where lane `j` of `mask` is set (`codes[0..4]`).
     fn put_code(mask: Self, code: u16, codes: &mut [u16]);
+    /// `out[j] = if mask { a[j] } else { b[j] }` (`[0..4]` of each).
+    fn select_codes(mask: Self, a: &[u16], b: &[u16], out: &mut [u16]);
 }
 
 impl F64x4 for [f64; 4] {
@@ -84,6 +88,10 @@ impl F64x4 for [f64; 4] {
         std::array::from_fn(|j| mask(self[j] > o[j]))
     }
     #[inline(always)]
+    fn ge(self, o: Self) -> Self {
+        std::array::from_fn(|j| mask(self[j] >= o[j]))
+    }
+    #[inline(always)]
     fn eq_code(codes: &[u16], class: u16) -> Self {
         std::array::from_fn(|j| mask(codes[j] == class))
     }
@@ -97,6 +105,12 @@ impl F64x4 for [f64; 4] {
             if m[j].to_bits() != 0 {
                 *c = code;
             }
+        }
+    }
+    #[inline(always)]
+    fn select_codes(m: Self, a: &[u16], b: &[u16], out: &mut [u16]) {
+        for (j, o) in out[..4].iter_mut().enumerate() {
+            *o = if m[j].to_bits() != 0 { a[j] } else { b[j] };
         }
     }
 }
@@ -135,6 +149,17 @@ mod avx2 {
             );
         }
         out
+    }
+
+    /// Four lane masks of 64 bits as four of 16 (the low half): two signed
+    /// saturating packs.
+    #[inline(always)]
+    unsafe fn narrow(m: __m256d) -> __m128i {
+        unsafe {
+            let m = _mm256_castpd_si256(m);
+            let m = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
+            _mm_packs_epi32(m, m)
+        }
     }
 
     impl F64x4 for __m256d {
@@ -192,6 +217,10 @@ mod avx2 {
             unsafe { _mm256_cmp_pd::<_CMP_GT_OQ>(self, o) }
         }
         #[inline(always)]
+        fn ge(self, o: Self) -> Self {
+            unsafe { _mm256_cmp_pd::<_CMP_GE_OQ>(self, o) }
+        }
+        #[inline(always)]
         fn eq_code(codes: &[u16], class: u16) -> Self {
             assert!(codes.len() >= 4);
             unsafe {
@@ -208,14 +237,19 @@ mod avx2 {
         fn put_code(m: Self, code: u16, codes: &mut [u16]) {
             assert!(codes.len() >= 4);
             unsafe {
-                // Lane masks of 64 bits to 16: two signed saturating packs.
-                let m = _mm256_castpd_si256(m);
-                let m =
-                    _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
-                let m = _mm_packs_epi32(m, m);
                 let old = _mm_loadl_epi64(codes.as_ptr().cast());
-                let new = _mm_blendv_epi8(old, _mm_set1_epi16(code as i16), m);
+                let new = _mm_blendv_epi8(old, _mm_set1_epi16(code as i16), narrow(m));
                 _mm_storel_epi64(codes.as_mut_ptr().cast(), new);
+            }
+        }
+        #[inline(always)]
+        fn select_codes(m: Self, a: &[u16], b: &[u16], out: &mut [u16]) {
+            assert!(a.len() >= 4 && b.len() >= 4 && out.len() >= 4);
+            unsafe {
+                let a = _mm_loadl_epi64(a.as_ptr().cast());
+                let b = _mm_loadl_epi64(b.as_ptr().cast());
+                let new = _mm_blendv_epi8(b, a, narrow(m));
+                _mm_storel_epi64(out.as_mut_ptr().cast(), new);
             }
         }
     }
@@ -249,6 +283,7 @@ mod tests {
         check(a.max(b), va.max(vb));
         check(a.min(b), va.min(vb));
         check(a.gt(b), va.gt(vb));
+        check(a.ge(b), va.ge(vb));
         check(
             <[f64; 4]>::indicator(&codes, 3),
             __m256d::indicator(&codes, 3),
@@ -263,6 +298,12 @@ mod tests {
         <[f64; 4]>::put_code(m, 9, &mut want[1..]);
         __m256d::put_code(__m256d::from_array(m), 9, &mut got[1..]);
         assert_eq!(want, [1, 9, 3, 9, 5]);
+        assert_eq!(got, want);
+        let (x, y) = ([10u16, 11, 12, 13], [20u16, 21, 22, 23]);
+        let (mut want, mut got) = ([0u16; 4], [0u16; 4]);
+        <[f64; 4]>::select_codes(m, &x, &y, &mut want);
+        __m256d::select_codes(__m256d::from_array(m), &x, &y, &mut got);
+        assert_eq!(want, [10, 21, 12, 23]);
         assert_eq!(got, want);
         let mut out = [0.0; 5];
         va.store(&mut out[1..]);
