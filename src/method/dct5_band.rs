@@ -116,7 +116,10 @@ impl Lanes for ClassColumns<'_> {
         // SAFETY: `at + min(width, WIDE)` is in bounds (the caller's `readable`).
         unsafe {
             if self.width >= WIDE {
-                S::indicator(self.codes.get_unchecked(at..at + WIDE), self.class)
+                S::indicator(
+                    &*self.codes.as_ptr().add(at).cast::<[u16; WIDE]>(),
+                    self.class,
+                )
             } else {
                 S::from_array(std::array::from_fn(|j| {
                     f64::from(u8::from(
@@ -143,7 +146,7 @@ impl Lanes for Strip<'_> {
     unsafe fn load<S: F64x4>(&self, t: usize) -> S {
         let at = t * self.stride;
         // SAFETY: in bounds by the caller's `readable`.
-        S::load(unsafe { self.data.get_unchecked(at..at + WIDE) })
+        S::load(unsafe { &*self.data.as_ptr().add(at).cast::<[f64; WIDE]>() })
     }
 }
 

@@ -8,7 +8,7 @@
 //! pixel-major inside a strip), one array per field, so that folding the
 //! scores of [`LANES`] vertically neighbouring pixels vectorises.
 
-use super::simd4::F64x4;
+use super::simd4::{F64x4, four, four_mut};
 use crate::classes::NO_CLASS;
 use rayon::prelude::*;
 
@@ -144,10 +144,10 @@ impl SlotsMut<'_> {
     /// score of 0 never reaches a winner's score minus `tau`.
     #[inline(always)]
     pub(crate) fn update<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
-        let top = S::load(&self.top[at..]);
-        let second = S::load(&self.second[at..]);
-        second.max(top.min(s)).store(&mut self.second[at..]);
-        top.max(s).store(&mut self.top[at..]);
+        let top = S::load(four(self.top, at));
+        let second = S::load(four(self.second, at));
+        second.max(top.min(s)).store(four_mut(self.second, at));
+        top.max(s).store(four_mut(self.top, at));
         self.update_winner(at, c, s, tau);
     }
 
@@ -163,13 +163,14 @@ impl SlotsMut<'_> {
     /// certified mode reads ([`Ranking::certified`]).
     #[inline(always)]
     pub(crate) fn update_winner<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
-        let ws = S::load(&self.winner_score[at..]);
-        let better = s.gt(ws.add(S::splat(tau)));
-        S::select(better, s, ws).store(&mut self.winner_score[at..]);
-        S::put_code(better, c, &mut self.winner[at..]);
-        let cs = S::load(&self.centre_score[at..]);
-        let own = S::eq_code(&self.centre[at..], c);
-        S::select(own, s, cs).store(&mut self.centre_score[at..]);
+        let ws = four_mut(self.winner_score, at);
+        let old = S::load(ws);
+        let better = s.gt(old.add(S::splat(tau)));
+        S::select(better, s, old).store(ws);
+        S::put_code(better, c, four_mut(self.winner, at));
+        let cs = four_mut(self.centre_score, at);
+        let own = S::eq_code(four(self.centre, at), c);
+        S::select(own, s, S::load(cs)).store(cs);
     }
 
     /// Decides the [`LANES`] pixels from `at` on for class `c` without
@@ -209,8 +210,8 @@ impl SlotsMut<'_> {
         let (cs, ws) = (&self.centre_score[at..], &self.winner_score[at..]);
         for i in (0..n).step_by(4) {
             // Where the centre scores within tau of the winner, the centre...
-            let own = S::load(&cs[i..]).ge(S::load(&ws[i..]).sub(S::splat(tau)));
-            S::select_codes(own, &centre[i..], &winner[i..], &mut out[i..]);
+            let own = S::load(four(cs, i)).ge(S::load(four(ws, i)).sub(S::splat(tau)));
+            S::select_codes(own, four(centre, i), four(winner, i), four_mut(out, i));
         }
         // ...unless nothing won or the centre is nodata (see `decide`).
         for ((o, &c), &w) in out.iter_mut().zip(centre).zip(winner) {

@@ -18,24 +18,35 @@ pub(crate) trait F64x4: Copy {
     fn mul(self, o: Self) -> Self;
     fn max(self, o: Self) -> Self;
     fn min(self, o: Self) -> Self;
-    /// Lanes `v[0..4]`.
-    fn load(v: &[f64]) -> Self;
-    /// Into `v[0..4]`.
-    fn store(self, v: &mut [f64]);
+    fn load(v: &[f64; 4]) -> Self;
+    fn store(self, v: &mut [f64; 4]);
     /// 1.0 where `codes[j] == class`, else 0.0.
-    fn indicator(codes: &[u16], class: u16) -> Self;
+    fn indicator(codes: &[u16; 4], class: u16) -> Self;
     /// Mask of `self > o`.
     fn gt(self, o: Self) -> Self;
     /// Mask of `self >= o`.
     fn ge(self, o: Self) -> Self;
     /// Mask of `codes[j] == class`.
-    fn eq_code(codes: &[u16], class: u16) -> Self;
+    fn eq_code(codes: &[u16; 4], class: u16) -> Self;
     /// Per lane: `a` where `mask`, else `b`.
     fn select(mask: Self, a: Self, b: Self) -> Self;
-    /// `codes[j] = code` where lane `j` of `mask` is set (`codes[0..4]`).
-    fn put_code(mask: Self, code: u16, codes: &mut [u16]);
-    /// `out[j] = if mask { a[j] } else { b[j] }` (`[0..4]` of each).
-    fn select_codes(mask: Self, a: &[u16], b: &[u16], out: &mut [u16]);
+    /// `codes[j] = code` where lane `j` of `mask` is set.
+    fn put_code(mask: Self, code: u16, codes: &mut [u16; 4]);
+    /// `out[j] = if mask { a[j] } else { b[j] }`.
+    fn select_codes(mask: Self, a: &[u16; 4], b: &[u16; 4], out: &mut [u16; 4]);
+}
+
+/// `v[at..at + 4]` as an array: one bounds check, after which the lanes
+/// need none.
+#[inline(always)]
+pub(crate) fn four<T>(v: &[T], at: usize) -> &[T; 4] {
+    v[at..at + 4].try_into().expect("four lanes")
+}
+
+/// [`four`], mutably.
+#[inline(always)]
+pub(crate) fn four_mut<T>(v: &mut [T], at: usize) -> &mut [T; 4] {
+    (&mut v[at..at + 4]).try_into().expect("four lanes")
 }
 
 impl F64x4 for [f64; 4] {
@@ -72,15 +83,15 @@ impl F64x4 for [f64; 4] {
         std::array::from_fn(|j| self[j].min(o[j]))
     }
     #[inline(always)]
-    fn load(v: &[f64]) -> Self {
-        v[..4].try_into().expect("four lanes")
+    fn load(v: &[f64; 4]) -> Self {
+        *v
     }
     #[inline(always)]
-    fn store(self, v: &mut [f64]) {
-        v[..4].copy_from_slice(&self);
+    fn store(self, v: &mut [f64; 4]) {
+        *v = self;
     }
     #[inline(always)]
-    fn indicator(codes: &[u16], class: u16) -> Self {
+    fn indicator(codes: &[u16; 4], class: u16) -> Self {
         std::array::from_fn(|j| f64::from(u8::from(codes[j] == class)))
     }
     #[inline(always)]
@@ -92,7 +103,7 @@ impl F64x4 for [f64; 4] {
         std::array::from_fn(|j| mask(self[j] >= o[j]))
     }
     #[inline(always)]
-    fn eq_code(codes: &[u16], class: u16) -> Self {
+    fn eq_code(codes: &[u16; 4], class: u16) -> Self {
         std::array::from_fn(|j| mask(codes[j] == class))
     }
     #[inline(always)]
@@ -100,16 +111,16 @@ impl F64x4 for [f64; 4] {
         std::array::from_fn(|j| if m[j].to_bits() != 0 { a[j] } else { b[j] })
     }
     #[inline(always)]
-    fn put_code(m: Self, code: u16, codes: &mut [u16]) {
-        for (j, c) in codes[..4].iter_mut().enumerate() {
+    fn put_code(m: Self, code: u16, codes: &mut [u16; 4]) {
+        for (j, c) in codes.iter_mut().enumerate() {
             if m[j].to_bits() != 0 {
                 *c = code;
             }
         }
     }
     #[inline(always)]
-    fn select_codes(m: Self, a: &[u16], b: &[u16], out: &mut [u16]) {
-        for (j, o) in out[..4].iter_mut().enumerate() {
+    fn select_codes(m: Self, a: &[u16; 4], b: &[u16; 4], out: &mut [u16; 4]) {
+        for (j, o) in out.iter_mut().enumerate() {
             *o = if m[j].to_bits() != 0 { a[j] } else { b[j] };
         }
     }
@@ -128,8 +139,8 @@ mod avx2 {
 
     // SAFETY (every block below): these methods are only reached from
     // code compiled with `#[target_feature(enable = "avx2")]` after the CPU
-    // was found to have AVX2 (`dct5_band::run_band_with`), and every
-    // memory access is checked against the slice first.
+    // was found to have AVX2 (`dct5_band::Isa::best`), and every memory
+    // access stays within an array of four.
     /// `a` where `m`, else `b`, as one `vblendvpd` the compiler cannot see
     /// into: it turned a blend stored back where `b` came from into a
     /// masked store, which AMD cores run several times slower.
@@ -198,17 +209,15 @@ mod avx2 {
             unsafe { _mm256_min_pd(self, o) }
         }
         #[inline(always)]
-        fn load(v: &[f64]) -> Self {
-            assert!(v.len() >= 4);
+        fn load(v: &[f64; 4]) -> Self {
             unsafe { _mm256_loadu_pd(v.as_ptr()) }
         }
         #[inline(always)]
-        fn store(self, v: &mut [f64]) {
-            assert!(v.len() >= 4);
+        fn store(self, v: &mut [f64; 4]) {
             unsafe { _mm256_storeu_pd(v.as_mut_ptr(), self) }
         }
         #[inline(always)]
-        fn indicator(codes: &[u16], class: u16) -> Self {
+        fn indicator(codes: &[u16; 4], class: u16) -> Self {
             let one = Self::splat(1.0);
             unsafe { _mm256_and_pd(Self::eq_code(codes, class), one) }
         }
@@ -221,8 +230,7 @@ mod avx2 {
             unsafe { _mm256_cmp_pd::<_CMP_GE_OQ>(self, o) }
         }
         #[inline(always)]
-        fn eq_code(codes: &[u16], class: u16) -> Self {
-            assert!(codes.len() >= 4);
+        fn eq_code(codes: &[u16; 4], class: u16) -> Self {
             unsafe {
                 let c = _mm_loadl_epi64(codes.as_ptr().cast());
                 let eq = _mm_cmpeq_epi16(c, _mm_set1_epi16(class as i16));
@@ -234,8 +242,7 @@ mod avx2 {
             unsafe { blend(m, a, b) }
         }
         #[inline(always)]
-        fn put_code(m: Self, code: u16, codes: &mut [u16]) {
-            assert!(codes.len() >= 4);
+        fn put_code(m: Self, code: u16, codes: &mut [u16; 4]) {
             unsafe {
                 let old = _mm_loadl_epi64(codes.as_ptr().cast());
                 let new = _mm_blendv_epi8(old, _mm_set1_epi16(code as i16), narrow(m));
@@ -243,8 +250,7 @@ mod avx2 {
             }
         }
         #[inline(always)]
-        fn select_codes(m: Self, a: &[u16], b: &[u16], out: &mut [u16]) {
-            assert!(a.len() >= 4 && b.len() >= 4 && out.len() >= 4);
+        fn select_codes(m: Self, a: &[u16; 4], b: &[u16; 4], out: &mut [u16; 4]) {
             unsafe {
                 let a = _mm_loadl_epi64(a.as_ptr().cast());
                 let b = _mm_loadl_epi64(b.as_ptr().cast());
@@ -295,8 +301,8 @@ mod tests {
             __m256d::select(__m256d::from_array(m), va, vb),
         );
         let (mut want, mut got) = ([1u16, 2, 3, 4, 5], [1u16, 2, 3, 4, 5]);
-        <[f64; 4]>::put_code(m, 9, &mut want[1..]);
-        __m256d::put_code(__m256d::from_array(m), 9, &mut got[1..]);
+        <[f64; 4]>::put_code(m, 9, four_mut(&mut want, 1));
+        __m256d::put_code(__m256d::from_array(m), 9, four_mut(&mut got, 1));
         assert_eq!(want, [1, 9, 3, 9, 5]);
         assert_eq!(got, want);
         let (x, y) = ([10u16, 11, 12, 13], [20u16, 21, 22, 23]);
@@ -306,8 +312,11 @@ mod tests {
         assert_eq!(want, [10, 21, 12, 23]);
         assert_eq!(got, want);
         let mut out = [0.0; 5];
-        va.store(&mut out[1..]);
-        check(<[f64; 4]>::load(&out[1..]), __m256d::load(&out[1..]));
+        va.store(four_mut(&mut out, 1));
+        check(
+            <[f64; 4]>::load(four(&out, 1)),
+            __m256d::load(four(&out, 1)),
+        );
         assert_eq!(out[0], 0.0);
     }
 }
