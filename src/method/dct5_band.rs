@@ -11,7 +11,7 @@
 //! nothing; a present one runs pass 1 down the columns of its box that hold
 //! it, per group of [`WIDE`] columns only over the rows whose windows reach
 //! its blocks there (everything else stays exactly 0), straight from the
-//! class codes into a column-major plane on whole cache lines. Pass 2 then
+//! class codes into a strip-major plane on whole cache lines. Pass 2 then
 //! goes strip by strip ([`LANES`] output rows), every class in turn, so
 //! that the strip's ranking slots stay in cache (cleared there, just before
 //! the first class folds in): along the rows, over the runs of outputs
@@ -131,7 +131,7 @@ impl Lanes for ClassColumns<'_> {
     }
 }
 
-/// A column-major block whose lane `j` at element `t` is `data[t·stride + j]`.
+/// A block whose lane `j` at element `t` is `data[t·stride + j]`.
 struct Strip<'a> {
     data: &'a [f64],
     stride: usize,
@@ -227,7 +227,12 @@ struct Extent {
 
 /// Where one class's pass-1 plane lies: output columns `xa..xb` (plane
 /// columns `0..xb − xa + 2R`), strips `sa..sb` (plane rows
-/// `0..(sb − sa)·LANES`), column-major.
+/// `0..(sb − sa)·LANES`), strip-major: strip after strip, and within a
+/// strip column after column, each column's [`LANES`] rows on one cache
+/// line. Pass 2, which walks a strip along its columns, then reads memory
+/// in order; column-major, a strip's lines were a whole column apart, and
+/// at large σ (a plane of 13 MB per class at σ = 64) every load missed
+/// the caches.
 #[derive(Clone, Copy, Default)]
 struct PlaneAt {
     xa: usize,
@@ -237,8 +242,9 @@ struct PlaneAt {
 }
 
 impl PlaneAt {
-    fn rows(&self) -> usize {
-        (self.sb - self.sa) * LANES
+    /// Values in one strip of the plane (its columns' lines) for radius `r`.
+    fn strip_len(&self, r: usize) -> usize {
+        (self.xb - self.xa + 2 * r) * LANES
     }
 }
 
@@ -275,9 +281,9 @@ struct Scratch {
 #[repr(C, align(64))]
 struct Line([f64; LANES]);
 
-/// A pass-1 plane, column-major with columns a multiple of [`LANES`]
-/// long, on whole cache lines: the [`LANES`] values pass 2 loads at once
-/// (one strip of one column) lie on one line instead of straddling two.
+/// A pass-1 plane (laid out as [`PlaneAt`] says) on whole cache lines:
+/// the [`LANES`] values of one strip of one column lie on one line instead
+/// of straddling two.
 #[derive(Default)]
 struct Plane(Vec<Line>);
 
@@ -646,7 +652,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
                 }
             }
             let plane = scratch.planes[c].values();
-            let ph = at.rows();
+            let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
             let weight = job.weights[c];
             for &(a, b) in runs.iter() {
                 for (a, h) in (a..b)
@@ -654,8 +660,8 @@ fn band<const T: usize, const M: bool, S: F64x4>(
                     .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
                 {
                     let lanes = Strip {
-                        data: &plane[(a - at.xa) * ph + (s - at.sa) * LANES + h..],
-                        stride: ph,
+                        data: &strip[(a - at.xa) * LANES + h..],
+                        stride: LANES,
                     };
                     segment::<_, S, T>(
                         &job.tab,
@@ -697,7 +703,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
 }
 
 /// Pass 1 of class `c` (box `e` in the band's input) down its columns into
-/// its plane, column-major: span columns `xa..xb + 2R`, the rows of the
+/// its plane (see [`PlaneAt`]): span columns `xa..xb + 2R`, the rows of the
 /// strips that hold the outputs `ya..yb` whose windows meet the box. What
 /// pass 2 may read and pass 1 does not write (columns and rows without the
 /// class) is set to exactly 0.
@@ -723,19 +729,30 @@ fn pass1<const T: usize, S: F64x4>(
         sb: yb.div_ceil(LANES),
     };
     scratch.at[c] = at;
-    let (pw, ph) = (xb - xa + 2 * r, at.rows());
+    let (strip_len, strips) = (at.strip_len(r), at.sb - at.sa);
     // Every element is written below; the values left from an earlier band
     // need no clearing.
-    scratch.planes[c].resize(pw * ph);
+    scratch.planes[c].resize(strip_len * strips);
     let plane = scratch.planes[c].values_mut();
     let (box_first, box_end) = (e.cols.0 - xa, e.cols.1 + 1 - xa);
-    plane[..box_first * ph].fill(0.0);
-    plane[box_end * ph..].fill(0.0);
+    for strip in plane.chunks_exact_mut(strip_len) {
+        strip[..box_first * LANES].fill(0.0);
+        strip[box_end * LANES..].fill(0.0);
+    }
+    // The lines of columns `c0..c0 + n` in strips `range` (of the plane).
+    let clear = |plane: &mut [f64], c0: usize, n: usize, range: std::ops::Range<usize>| {
+        for strip in plane
+            .chunks_exact_mut(strip_len)
+            .take(range.end)
+            .skip(range.start)
+        {
+            strip[c0 * LANES..(c0 + n) * LANES].fill(0.0);
+        }
+    };
     let span = job.ow + 2 * r;
     let blocks = scratch.blocks.len() / span;
     for c0 in (box_first..box_end).step_by(WIDE) {
         let n = WIDE.min(box_end - c0);
-        let cols = &mut plane[c0 * ph..(c0 + n) * ph];
         let group = xa + c0..xa + c0 + n;
         // The blocks of input rows where the class occurs in these columns:
         // outputs whose windows miss them are exactly 0.
@@ -746,20 +763,20 @@ fn pass1<const T: usize, S: F64x4>(
         };
         let (Some(first), Some(last)) = ((0..blocks).find(in_block), (0..blocks).rfind(in_block))
         else {
-            cols.fill(0.0); // no pixel of the class: exactly 0
+            clear(plane, c0, n, 0..strips); // no pixel of the class: exactly 0
             continue;
         };
         let gya = ya.max((first * LANES).saturating_sub(2 * r));
         let gyb = yb.min((last + 1) * LANES);
         if gya >= gyb {
-            cols.fill(0.0);
+            clear(plane, c0, n, 0..strips);
             continue;
         }
         let (top, rows) = (gya - at.sa * LANES, gyb - gya);
-        for col in cols.chunks_exact_mut(ph) {
-            col[..top].fill(0.0);
-            col[top + rows..].fill(0.0);
-        }
+        // Strips wholly outside top..top + rows; the partly covered ones
+        // get their zeros from `lines` below.
+        clear(plane, c0, n, 0..top / LANES);
+        clear(plane, c0, n, (top + rows).div_ceil(LANES)..strips);
         let lanes = ClassColumns {
             codes: job.tile.classes,
             stride: job.tile.width,
@@ -782,9 +799,9 @@ fn pass1<const T: usize, S: F64x4>(
                     line[row % LANES] = v;
                 }
                 if row % LANES == LANES - 1 || i + 1 == rows {
-                    let first = row / LANES * LANES;
+                    let at = row / LANES * strip_len + c0 * LANES;
                     for (j, line) in lines[..n].iter().enumerate() {
-                        cols[j * ph + first..][..LANES].copy_from_slice(line);
+                        plane[at + j * LANES..][..LANES].copy_from_slice(line);
                     }
                     lines = [[0.0; LANES]; WIDE];
                 }
