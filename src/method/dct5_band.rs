@@ -167,13 +167,12 @@ fn segment<L: Lanes, S: F64x4, const T: usize>(
     }
     // Outputs 0..rows read elements 0..rows + 2R.
     assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
-    let mut cur = seed::<L, S, T>(tab, src, 0);
-    emit(0, output(tab, &cur));
     if rows == 1 {
+        emit(0, output(tab, &seed::<L, S, T>(tab, src)));
         return;
     }
-    let mut prev = cur;
-    cur = seed(tab, src, 1);
+    let (mut prev, mut cur) = seeds::<L, S, T>(tab, src);
+    emit(0, output(tab, &prev));
     emit(1, output(tab, &cur));
     // SAFETY (every load below): t < rows + 2R, checked above.
     let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
@@ -194,18 +193,44 @@ fn segment<L: Lanes, S: F64x4, const T: usize>(
     }
 }
 
-/// `F_k` at output `y` by direct sums.
+/// `F_k` at output 0 by direct sums.
 #[inline(always)]
-fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L, y: usize) -> [S; T] {
+fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
     let mut f = [S::splat(0.0); T];
     for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
-        // SAFETY: y + t ≤ 1 + 2R < rows + 2R, checked by `segment`.
-        let v: S = unsafe { src.load(y + t) };
-        for (fk, &c) in f.iter_mut().zip(coeffs) {
-            *fk = fk.add(S::splat(c).mul(v));
-        }
+        // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
+        let v: S = unsafe { src.load(t) };
+        fold(&mut f, coeffs, v);
     }
     f
+}
+
+/// `F_k` at outputs 0 and 1 by direct sums, each element loaded once for
+/// both (the same sums, in the same order, as two calls of [`seed`]).
+#[inline(always)]
+fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
+    let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
+    let n = tab.seed.len() / T;
+    // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
+    // for rows ≥ 2.
+    fold(&mut f0, &tab.seed[..T], unsafe { src.load(0) });
+    for t in 1..n {
+        let v: S = unsafe { src.load(t) };
+        fold(&mut f0, &tab.seed[t * T..][..T], v);
+        fold(&mut f1, &tab.seed[(t - 1) * T..][..T], v);
+    }
+    fold(&mut f1, &tab.seed[(n - 1) * T..][..T], unsafe {
+        src.load(n)
+    });
+    (f0, f1)
+}
+
+/// `f_k += c_k·v` for every term.
+#[inline(always)]
+fn fold<S: F64x4, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
+    for (fk, &c) in f.iter_mut().zip(coeffs) {
+        *fk = fk.add(S::splat(c).mul(v));
+    }
 }
 
 /// One output: `Σ_k G_k·F_k`, summed in ascending k.
