@@ -9,6 +9,7 @@
 
 pub mod classes;
 pub mod cli;
+pub mod cpu;
 #[cfg(feature = "gdal")]
 pub mod deferred_output;
 pub mod device;

@@ -38,12 +38,22 @@ fn byte_input(path: &Path, nodata: u16) {
 
 /// Runs `smooth` with `extra` options; stderr on success.
 fn smooth(input: &Path, out: &Path, extra: &[&str]) -> String {
-    smooth_with(input, out, extra, None)
+    smooth_with(input, out, extra, &[])
 }
 
-/// [`smooth`] with GDAL's block cache set to `cache_mb`: at 0 no raster
-/// fits, so Byte rasters with nodata are not scanned.
-fn smooth_with(input: &Path, out: &Path, extra: &[&str], cache_mb: Option<u32>) -> String {
+/// [`smooth`] with GDAL's block cache of `cache_mb` megabytes: at 0 no
+/// raster fits, so Byte rasters with nodata are not scanned.
+fn smooth_cached(input: &Path, out: &Path, extra: &[&str], cache_mb: u32) -> String {
+    smooth_with(
+        input,
+        out,
+        extra,
+        &[("GDAL_CACHEMAX", &cache_mb.to_string())],
+    )
+}
+
+/// [`smooth`] with the environment variables `env` set.
+fn smooth_with(input: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> String {
     let mut args = vec![
         "smooth",
         input.to_str().unwrap(),
@@ -56,9 +66,7 @@ fn smooth_with(input: &Path, out: &Path, extra: &[&str], cache_mb: Option<u32>) 
     args.extend_from_slice(extra);
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"));
     cmd.args(&args);
-    if let Some(mb) = cache_mb {
-        cmd.env("GDAL_CACHEMAX", mb.to_string());
-    }
+    cmd.envs(env.iter().copied());
     let run = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert!(run.status.success(), "{args:?}: {stderr}");
@@ -108,16 +116,16 @@ fn skipped_scan_gives_the_scanned_result_and_metadata() {
         // forced by --explain and by class weights that change nothing
         // (integer weight 1).
         let timed = ["--timings"];
-        let fast = smooth_with(&input, &out("fast"), &timed, Some(0));
+        let fast = smooth_cached(&input, &out("fast"), &timed, 0);
         assert!(fast.contains("timing classes"), "{fast}");
         let scanned = smooth(&input, &out("scanned"), &timed);
         assert!(scanned.contains("timing scan"), "{scanned}");
-        let explained = smooth_with(&input, &out("explained"), &["--explain"], Some(0));
-        let weighted = smooth_with(
+        let explained = smooth_cached(&input, &out("explained"), &["--explain"], 0);
+        let weighted = smooth_cached(
             &input,
             &out("weighted"),
             &["--class-weights", "5:1", "--timings"],
-            Some(0),
+            0,
         );
         assert!(weighted.contains("timing scan"), "{weighted}");
         let want = contents(&out("explained"));
@@ -168,4 +176,22 @@ fn timings_name_every_stage() {
         );
     }
     assert!(!stderr.contains("wrote"), "-q prints no summary: {stderr}");
+}
+
+/// The host dct5 scorer's AVX2 lanes and its plain ones
+/// (`MAPFILTER_SIMD=baseline`) write the same file, with and without
+/// filling nodata and in the certified mode.
+#[test]
+fn plain_lanes_write_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    byte_input(&input, 255);
+    for extra in [&[][..], &["--fill-nodata"], &["--exact"]] {
+        let mut args = vec!["--method", "dct5", "--device", "host", "-q"];
+        args.extend_from_slice(extra);
+        let (fast, plain) = (dir.path().join("fast.tif"), dir.path().join("plain.tif"));
+        smooth(&input, &fast, &args);
+        smooth_with(&input, &plain, &args, &[("MAPFILTER_SIMD", "baseline")]);
+        assert_eq!(contents(&fast), contents(&plain), "{extra:?}");
+    }
 }

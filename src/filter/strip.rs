@@ -13,8 +13,8 @@
 
 use super::border::{BorderMode, RowPad, Win};
 use super::pixel::{Pixel, Plane};
+use crate::cpu::avx2;
 use rayon::prelude::*;
-use std::sync::OnceLock;
 
 /// Rows of samples `stride` apart: a strip's input rows, padded by the
 /// kernel's radius on the left and right.
@@ -139,20 +139,6 @@ pub fn run<T: Pixel, K: RowKernel<T>>(k: &K, src: Source<'_, T>) -> Vec<Plane<K:
         },
     );
     outs
-}
-
-/// Whether the AVX2 copies of the kernels may run.
-fn avx2() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::env::var("MAPFILTER_SIMD").map_or(true, |v| v != "baseline")
-                && std::arch::is_x86_feature_detected!("avx2")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        false
-    })
 }
 
 /// Runs `k.rows`, compiled for AVX2 where the CPU has it.
