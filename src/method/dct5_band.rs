@@ -176,6 +176,7 @@ fn segment<L: Lanes, S: F64x4, const T: usize>(
     emit(1, output(tab, &cur));
     // SAFETY (every load below): t < rows + 2R, checked above.
     let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
+    let (ta, td) = (terms::<T>(&tab.a), terms::<T>(&tab.d));
     for y in 1..rows - 1 {
         let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
         let d = lead.sub(trail);
@@ -183,7 +184,7 @@ fn segment<L: Lanes, S: F64x4, const T: usize>(
         cur[0] = cur[0].add(d);
         let b = d.add(trail_out.sub(lead_in));
         for k in 1..T {
-            let (ak, dk) = (S::splat(tab.a[k]), S::splat(tab.d[k]));
+            let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
             let next = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
             prev[k] = cur[k];
             cur[k] = next;
@@ -210,18 +211,21 @@ fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
 #[inline(always)]
 fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
     let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
-    let n = tab.seed.len() / T;
+    let mut coeffs = tab.seed.chunks_exact(T);
+    let Some(mut before) = coeffs.next() else {
+        return (f0, f1);
+    };
     // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
     // for rows ≥ 2.
-    fold(&mut f0, &tab.seed[..T], unsafe { src.load(0) });
-    for t in 1..n {
+    fold(&mut f0, before, unsafe { src.load(0) });
+    let mut t = 1;
+    for c in coeffs {
         let v: S = unsafe { src.load(t) };
-        fold(&mut f0, &tab.seed[t * T..][..T], v);
-        fold(&mut f1, &tab.seed[(t - 1) * T..][..T], v);
+        fold(&mut f0, c, v);
+        fold(&mut f1, before, v);
+        (before, t) = (c, t + 1);
     }
-    fold(&mut f1, &tab.seed[(n - 1) * T..][..T], unsafe {
-        src.load(n)
-    });
+    fold(&mut f1, before, unsafe { src.load(t) });
     (f0, f1)
 }
 
@@ -237,10 +241,17 @@ fn fold<S: F64x4, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
 #[inline(always)]
 fn output<S: F64x4, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
     let mut o = S::splat(0.0);
-    for (k, fk) in f.iter().enumerate() {
-        o = o.add(S::splat(tab.g[k]).mul(*fk));
+    for (fk, &g) in f.iter().zip(terms::<T>(&tab.g)) {
+        o = o.add(S::splat(g).mul(*fk));
     }
     o
+}
+
+/// The first `T` constants of a table (one per term), as an array: no
+/// bounds checks where the recursion reads them.
+#[inline(always)]
+fn terms<const T: usize>(v: &[f64]) -> &[f64; T] {
+    v[..T].try_into().expect("one constant per term")
 }
 
 /// Where one class lies in a band's input: rows and columns, inclusive.
