@@ -303,8 +303,8 @@ struct Scratch {
     suffix: Vec<u64>,
     /// One strip's decisions in slot order.
     decisions: Vec<u16>,
-    /// Runs of outputs of one class and strip, `(first, end)`.
-    runs: Vec<(usize, usize)>,
+    /// Per class, its runs of outputs in the current strip, `(first, end)`.
+    runs: Vec<Vec<(usize, usize)>>,
     /// A band's ranking slots, when the tile's winners go straight to the output.
     slots: Slots,
     /// Per class: its pass-1 plane and where it lies.
@@ -668,25 +668,41 @@ fn band<const T: usize, const M: bool, S: F64x4>(
         let outputs = &scratch.outputs;
         let shortcut = job.single_class && tile.n_classes <= MASK_CLASSES;
         let single = |m: u64| shortcut && m.is_power_of_two();
-        // Re-seeding costs about 2(2R+1) steps: shorter gaps are run through.
+        // Per class, the runs of outputs that it reaches (within its plane)
+        // and that are not decided alone; outputs in short gaps between runs
+        // score (about) 0. Re-seeding costs about 2(2R+1) steps: shorter
+        // gaps are run through.
         let gap = 2 * (2 * r + 1);
+        let (places, runs) = (&scratch.at, &mut scratch.runs);
+        runs.resize_with(tile.n_classes, Vec::new);
+        runs.iter_mut().for_each(Vec::clear);
+        let mut reach = |c: usize, x: usize| {
+            let at = places[c];
+            if (at.sa..at.sb).contains(&s) && (at.xa..at.xb).contains(&x) {
+                match runs[c].last_mut() {
+                    Some((_, end)) if x < *end + gap => *end = x + 1,
+                    _ => runs[c].push((x, x + 1)),
+                }
+            }
+        };
+        if tile.n_classes <= MASK_CLASSES {
+            // The classes each output's windows hold, from its mask.
+            for (x, &m) in outputs.iter().enumerate() {
+                if !single(m) {
+                    for_each_class(m, |c| reach(c, x));
+                }
+            }
+        } else {
+            // Masks all set: every class may be anywhere.
+            for c in 0..tile.n_classes {
+                (0..outputs.len()).for_each(|x| reach(c, x));
+            }
+        }
         for c in 0..tile.n_classes {
             let at = scratch.at[c];
-            if s < at.sa || s >= at.sb {
+            let runs = &scratch.runs[c];
+            if runs.is_empty() {
                 continue;
-            }
-            // Runs of outputs that class c reaches and that are not decided
-            // alone; outputs in short gaps between runs score (about) 0.
-            let runs = &mut scratch.runs;
-            runs.clear();
-            for (x, &m) in outputs.iter().enumerate().take(at.xb).skip(at.xa) {
-                if !holds(m, c) || single(m) {
-                    continue;
-                }
-                match runs.last_mut() {
-                    Some((_, end)) if x < *end + gap => *end = x + 1,
-                    _ => runs.push((x, x + 1)),
-                }
             }
             let plane = scratch.planes[c].values();
             let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
