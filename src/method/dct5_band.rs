@@ -29,9 +29,10 @@
 //!
 //! The recursion runs [`WIDE`] lines in step on one [`F64x4`], its state
 //! in registers (one copy of the code per number of terms; on AVX2 vectors
-//! where the CPU has them, element for element the same arithmetic). The arithmetic is that of
-//! [`Dct5::segment_pass`] (same seeds, same recursion, same order of sums)
-//! on segments no longer than [`Dct5::segment`], so
+//! where the CPU has them, element for element the same arithmetic). The
+//! arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
+//! recursion, same order of sums) on segments no longer than
+//! [`Dct5::segment`], so
 //! [`Dct5::rounding_bound`] holds unchanged; a score skipped where it is
 //! exactly zero is within any bound too. Plans of more than [`MAX_TERMS`]
 //! terms take the generic path.
