@@ -78,9 +78,9 @@ pub(crate) const MAX_TERMS: usize = 8;
 
 /// Lines one recursion carries in step: one AVX2 vector of f64
 /// ([`F64x4`]), so that its state (`2·T` vectors for `T` terms) stays in
-/// the 16 vector registers (eight lines spilled it to the stack). A strip
-/// of [`LANES`] rows or a group of [`LANES`] columns runs as
-/// `LANES / WIDE` recursions.
+/// the 16 vector registers (eight lines spilled it to the stack). Pass 2
+/// runs a strip of [`LANES`] rows as `LANES / WIDE` recursions; pass 1
+/// takes the columns of a box `WIDE` at a time.
 const WIDE: usize = 4;
 
 /// The input of one recursion: [`WIDE`] independent lines read in step.
@@ -293,7 +293,8 @@ struct Scratch {
     /// block major): bit `c` set where class `c` occurs there (all bits set
     /// when there are more than [`MASK_CLASSES`] classes).
     blocks: Vec<u64>,
-    /// Per input column: the union of its blocks.
+    /// Per input column: the union of its blocks (where [`find_extents`]
+    /// finds the boxes' columns).
     columns: Vec<u64>,
     /// Per input column: the classes in the windows of the current strip.
     strip_columns: Vec<u64>,
@@ -867,7 +868,7 @@ fn pass1<const T: usize, S: F64x4>(
 /// The bounding box of every class in `rows` lines of `span` codes starting
 /// at `base` (lines `tile.width` apart), `None` for an absent class; and
 /// per block of [`LANES`] rows and per column, the mask of the classes
-/// there (see [`Scratch::blocks`], [`Scratch::columns`]). With the masks on
+/// there ([`Scratch::blocks`]). With the masks on
 /// (at most [`MASK_CLASSES`] classes) the boxes come from the masks, so
 /// their rows are whole blocks (a box may reach up to `LANES − 1` rows
 /// past the class, where pass 1 then computes exact zeros); otherwise from
@@ -885,10 +886,7 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
     let out = &mut scratch.extents;
     out.clear();
     out.resize(n, None);
-    let columns = &mut scratch.columns;
-    columns.clear();
     if !masked {
-        columns.resize(span, u64::MAX);
         scan_extents(tile, base, rows, span, out);
         return;
     }
@@ -901,6 +899,8 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
             *m |= bits[(v as usize).min(n)];
         }
     }
+    let columns = &mut scratch.columns;
+    columns.clear();
     columns.resize(span, 0);
     for (b, block) in blocks.chunks_exact(span).enumerate() {
         let mut union = 0;
