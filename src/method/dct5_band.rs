@@ -829,7 +829,7 @@ fn pass1<const T: usize, S: F64x4>(
         }
         let (top, rows) = (gya - at.sa * LANES, gyb - gya);
         // Strips wholly outside top..top + rows; the partly covered ones
-        // get their zeros from `lines` below.
+        // are cleared below.
         clear(plane, c0, n, 0..top / LANES);
         clear(plane, c0, n, (top + rows).div_ceil(LANES)..strips);
         let lanes = ClassColumns {
@@ -842,8 +842,8 @@ fn pass1<const T: usize, S: F64x4>(
         // Each output goes straight to its column's line in the plane; the
         // rows of the partly covered first and last strips outside
         // top..top + rows are cleared first. (Gathering a line's rows in a
-        // buffer and copying whole lines was about 4 % slower in pass 1:
-        // the copies read back what had just been stored lane by lane.)
+        // buffer and copying whole lines took a few per cent more of pass
+        // 1's cycles: BENCHMARKS.md, seventh session.)
         let (s0, s1) = (top / LANES, (top + rows).div_ceil(LANES));
         clear(plane, c0, n, s0..s0 + 1);
         clear(plane, c0, n, (s1 - 1).max(s0 + 1)..s1);
