@@ -828,10 +828,14 @@ fn pass1<const T: usize, S: F64x4>(
             continue;
         }
         let (top, rows) = (gya - at.sa * LANES, gyb - gya);
-        // Strips wholly outside top..top + rows; the partly covered ones
-        // are cleared below.
-        clear(plane, c0, n, 0..top / LANES);
-        clear(plane, c0, n, (top + rows).div_ceil(LANES)..strips);
+        // Every output goes straight to its column's line in the plane
+        // (below), so the strips not wholly inside top..top + rows are
+        // cleared first: those wholly outside it, and the partly covered
+        // first and last. (Gathering a line's rows in a buffer and copying
+        // whole lines took a few per cent more of pass 1's cycles:
+        // BENCHMARKS.md, seventh session.)
+        clear(plane, c0, n, 0..top.div_ceil(LANES));
+        clear(plane, c0, n, (top + rows) / LANES..strips);
         let lanes = ClassColumns {
             codes: job.tile.classes,
             stride: job.tile.width,
@@ -839,14 +843,6 @@ fn pass1<const T: usize, S: F64x4>(
             width: box_end - c0,
             class: c as u16,
         };
-        // Each output goes straight to its column's line in the plane; the
-        // rows of the partly covered first and last strips outside
-        // top..top + rows are cleared first. (Gathering a line's rows in a
-        // buffer and copying whole lines took a few per cent more of pass
-        // 1's cycles: BENCHMARKS.md, seventh session.)
-        let (s0, s1) = (top / LANES, (top + rows).div_ceil(LANES));
-        clear(plane, c0, n, s0..s0 + 1);
-        clear(plane, c0, n, (s1 - 1).max(s0 + 1)..s1);
         segment::<_, S, T>(
             &job.tab,
             &lanes,
