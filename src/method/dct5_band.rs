@@ -96,8 +96,9 @@ trait Lanes {
 }
 
 /// [`WIDE`] neighbouring columns of class codes, read as the indicator of one
-/// class; columns at or beyond `width` read as 0.
-struct ClassColumns<'a> {
+/// class; columns at or beyond `width` read as 0. `FULL`: `width ≥ WIDE`
+/// (every lane inside), known where the loop is compiled.
+struct ClassColumns<'a, const FULL: bool> {
     codes: &'a [u16],
     stride: usize,
     /// Index of element 0 of lane 0.
@@ -106,8 +107,9 @@ struct ClassColumns<'a> {
     class: u16,
 }
 
-impl Lanes for ClassColumns<'_> {
+impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
     fn readable(&self, n: usize) -> bool {
+        debug_assert!(!FULL || self.width >= WIDE);
         n == 0 || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len()
     }
 
@@ -116,7 +118,7 @@ impl Lanes for ClassColumns<'_> {
         let at = self.base + t * self.stride;
         // SAFETY: `at + min(width, WIDE)` is in bounds (the caller's `readable`).
         unsafe {
-            if self.width >= WIDE {
+            if FULL {
                 S::indicator(
                     &*self.codes.as_ptr().add(at).cast::<[u16; WIDE]>(),
                     self.class,
@@ -177,21 +179,47 @@ fn segment<L: Lanes, S: F64x4, const T: usize>(
     emit(1, output(tab, &cur));
     // SAFETY (every load below): t < rows + 2R, checked above.
     let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
-    let (ta, td) = (terms::<T>(&tab.a), terms::<T>(&tab.d));
-    for y in 1..rows - 1 {
+    // Two steps per turn, `prev` and `cur` trading places, so that no
+    // state is copied from register to register between steps.
+    let mut y = 1;
+    while y + 2 < rows {
         let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        let d = lead.sub(trail);
-        // k = 0: first order, a box sliding by one.
-        cur[0] = cur[0].add(d);
-        let b = d.add(trail_out.sub(lead_in));
-        for k in 1..T {
-            let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
-            let next = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
-            prev[k] = cur[k];
-            cur[k] = next;
-        }
-        (lead_in, trail_out) = (lead, trail);
-        emit(y + 1, output(tab, &cur));
+        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        emit(y + 1, output(tab, &prev));
+        let (lead2, trail2): (S, S) = unsafe { (src.load(y + 2 * r + 2), src.load(y + 1)) };
+        step(tab, &prev, &mut cur, lead2, trail2, trail.sub(lead));
+        emit(y + 2, output(tab, &cur));
+        (lead_in, trail_out) = (lead2, trail2);
+        y += 2;
+    }
+    if y + 1 < rows {
+        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        emit(y + 1, output(tab, &prev));
+    }
+}
+
+/// One step of the recursion from `cur` (`F_k` at `y`) and `prev` (at
+/// `y − 1`) to `F_k` at `y + 1`, written over `prev`: `lead` and `trail`
+/// are the elements entering and leaving the window, `back` the previous
+/// step's `trail − lead`.
+#[inline(always)]
+fn step<S: F64x4, const T: usize>(
+    tab: &Tables,
+    cur: &[S; T],
+    prev: &mut [S; T],
+    lead: S,
+    trail: S,
+    back: S,
+) {
+    let d = lead.sub(trail);
+    // k = 0: first order, a box sliding by one.
+    prev[0] = cur[0].add(d);
+    let b = d.add(back);
+    let (ta, td) = (terms::<T>(&tab.a), terms::<T>(&tab.d));
+    for k in 1..T {
+        let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
+        prev[k] = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
     }
 }
 
@@ -836,23 +864,73 @@ fn pass1<const T: usize, S: F64x4>(
         // BENCHMARKS.md, seventh session.)
         clear(plane, c0, n, 0..top.div_ceil(LANES));
         clear(plane, c0, n, (top + rows) / LANES..strips);
-        let lanes = ClassColumns {
-            codes: job.tile.classes,
-            stride: job.tile.width,
-            base: base + gya * job.tile.width + xa + c0,
-            width: box_end - c0,
-            class: c as u16,
-        };
+        let lines = Lines { strip_len, c0, top };
+        let (base, width) = (base + gya * job.tile.width + xa + c0, box_end - c0);
+        if n == WIDE {
+            let lanes = ClassColumns::<true> {
+                codes: job.tile.classes,
+                stride: job.tile.width,
+                base,
+                width,
+                class: c as u16,
+            };
+            lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
+                o.store_strided(line, 0, LANES)
+            });
+        } else {
+            let lanes = ClassColumns::<false> {
+                codes: job.tile.classes,
+                stride: job.tile.width,
+                base,
+                width,
+                class: c as u16,
+            };
+            lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
+                for (j, v) in o.to_array().into_iter().take(n).enumerate() {
+                    line[j * LANES] = v;
+                }
+            });
+        }
+    }
+}
+
+/// Where pass 1 puts a group of columns' outputs in a plane laid out as
+/// [`PlaneAt`] says: the group's first column `c0` and first row `top`
+/// (both counted from the plane's first), and a strip's length.
+struct Lines {
+    strip_len: usize,
+    c0: usize,
+    top: usize,
+}
+
+impl Lines {
+    /// Runs a segment of `rows` outputs on `lanes` into `plane`: `store(o,
+    /// line)` puts the lanes of output `o` at `line[0]`, `line[LANES]`, ...
+    /// (one row of the group's lines). The place moves on row by row, and
+    /// to the next strip after the last row of one, instead of being
+    /// worked out again for every output.
+    #[inline(always)]
+    fn fill<const T: usize, S: F64x4, L: Lanes>(
+        &self,
+        tab: &Tables,
+        lanes: &L,
+        rows: usize,
+        plane: &mut [f64],
+        store: impl Fn(S, &mut [f64]),
+    ) {
+        let mut at = self.top / LANES * self.strip_len + self.c0 * LANES + self.top % LANES;
+        let mut row_in_line = self.top % LANES;
         segment::<_, S, T>(
-            &job.tab,
-            &lanes,
+            tab,
+            lanes,
             rows,
             #[inline(always)]
             |i, o: S| {
-                let row = top + i;
-                let at = row / LANES * strip_len + c0 * LANES + row % LANES;
-                for (j, v) in o.to_array().into_iter().take(n).enumerate() {
-                    plane[at + j * LANES] = v;
+                debug_assert_eq!(row_in_line, (self.top + i) % LANES);
+                store(o, &mut plane[at..]);
+                (at, row_in_line) = (at + 1, row_in_line + 1);
+                if row_in_line == LANES {
+                    (at, row_in_line) = (at + self.strip_len - LANES, 0);
                 }
             },
         );

@@ -20,6 +20,8 @@ pub(crate) trait F64x4: Copy {
     fn min(self, o: Self) -> Self;
     fn load(v: &[f64; 4]) -> Self;
     fn store(self, v: &mut [f64; 4]);
+    /// Lane `j` to `out[at + j·stride]` (one bounds check for the four).
+    fn store_strided(self, out: &mut [f64], at: usize, stride: usize);
     /// 1.0 where `codes[j] == class`, else 0.0.
     fn indicator(codes: &[u16; 4], class: u16) -> Self;
     /// Mask of `self > o`.
@@ -89,6 +91,13 @@ impl F64x4 for [f64; 4] {
     #[inline(always)]
     fn store(self, v: &mut [f64; 4]) {
         *v = self;
+    }
+    #[inline(always)]
+    fn store_strided(self, out: &mut [f64], at: usize, stride: usize) {
+        let out = &mut out[at..=at + 3 * stride];
+        for (j, v) in self.into_iter().enumerate() {
+            out[j * stride] = v;
+        }
     }
     #[inline(always)]
     fn indicator(codes: &[u16; 4], class: u16) -> Self {
@@ -217,6 +226,23 @@ mod avx2 {
             unsafe { _mm256_storeu_pd(v.as_mut_ptr(), self) }
         }
         #[inline(always)]
+        fn store_strided(self, out: &mut [f64], at: usize, stride: usize) {
+            let out = &mut out[at..=at + 3 * stride];
+            // SAFETY: the four places lie in `out` (checked just above); the
+            // halves are stored without shuffling them into place first.
+            unsafe {
+                let p = out.as_mut_ptr();
+                let (lo, hi) = (
+                    _mm256_castpd256_pd128(self),
+                    _mm256_extractf128_pd::<1>(self),
+                );
+                _mm_storel_pd(p, lo);
+                _mm_storeh_pd(p.add(stride), lo);
+                _mm_storel_pd(p.add(2 * stride), hi);
+                _mm_storeh_pd(p.add(3 * stride), hi);
+            }
+        }
+        #[inline(always)]
         fn indicator(codes: &[u16; 4], class: u16) -> Self {
             let one = Self::splat(1.0);
             unsafe { _mm256_and_pd(Self::eq_code(codes, class), one) }
@@ -318,5 +344,13 @@ mod tests {
             __m256d::load(four(&out, 1)),
         );
         assert_eq!(out[0], 0.0);
+        let (mut want, mut got) = ([0.0; 11], [0.0; 11]);
+        a.store_strided(&mut want, 1, 3);
+        va.store_strided(&mut got, 1, 3);
+        assert_eq!(
+            want,
+            [0.0, a[0], 0.0, 0.0, a[1], 0.0, 0.0, a[2], 0.0, 0.0, a[3]]
+        );
+        assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
     }
 }
