@@ -146,7 +146,7 @@ impl ClassSink for DeferredOutput<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raster::{ClassRaster, Compression};
+    use crate::raster::{ClassRaster, OutputCompression};
     use gdal::DriverManager;
     use gdal::raster::GdalDataType;
 
@@ -171,7 +171,7 @@ mod tests {
             nodata: Some(255.0),
             colors: Vec::new(),
             category_names: Vec::new(),
-            compression: Compression::Deflate,
+            compression: OutputCompression::default(),
         };
         (path, spec)
     }

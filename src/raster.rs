@@ -280,7 +280,7 @@ impl ClassSource for ClassRaster {
     }
 }
 
-/// GeoTIFF compression of outputs.
+/// GeoTIFF compression codecs of outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Compression {
     None,
@@ -288,6 +288,79 @@ pub enum Compression {
     Deflate,
     Lzw,
     Zstd,
+}
+
+/// The codec's name as `--compress` spells it.
+fn codec_name(codec: Compression) -> String {
+    use clap::ValueEnum;
+    codec
+        .to_possible_value()
+        .map_or_else(|| format!("{codec:?}"), |v| v.get_name().to_string())
+}
+
+/// DEFLATE level of outputs unless one is given. GDAL's default is 6; at 5
+/// libdeflate stays with its faster parser and compresses in about half
+/// the CPU time, for files 6–17 % larger on smoothed land cover
+/// (BENCHMARKS.md, "Output compression level").
+pub const DEFAULT_DEFLATE_LEVEL: u8 = 5;
+
+/// How an output is compressed: the codec and, for DEFLATE (1–12) and ZSTD
+/// (1–22), its level (`None`: [`DEFAULT_DEFLATE_LEVEL`], GDAL's default
+/// for ZSTD).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputCompression {
+    codec: Compression,
+    level: Option<u8>,
+}
+
+impl OutputCompression {
+    /// `codec` at `level`, refused where the codec has no such level.
+    pub fn new(codec: Compression, level: Option<u8>) -> Result<Self> {
+        let most = match codec {
+            Compression::Deflate => 12,
+            Compression::Zstd => 22,
+            Compression::None | Compression::Lzw => 0,
+        };
+        match level {
+            Some(l) if most == 0 => bail!(
+                format!(
+                    "--compress-level {l}: {} compression has no levels",
+                    codec_name(codec)
+                ),
+                hint = "levels are for --compress deflate and zstd"
+            ),
+            Some(l) if !(1..=most).contains(&l) => bail!(
+                format!(
+                    "--compress-level {l}: {} takes levels 1 to {most}",
+                    codec_name(codec)
+                ),
+                hint = "higher levels make smaller files, more slowly"
+            ),
+            _ => Ok(OutputCompression { codec, level }),
+        }
+    }
+
+    /// GTiff creation options for it.
+    fn creation_options(&self) -> Vec<(&'static str, String)> {
+        let codec = match self.codec {
+            Compression::None => return Vec::new(),
+            Compression::Deflate => "DEFLATE",
+            Compression::Lzw => "LZW",
+            Compression::Zstd => "ZSTD",
+        };
+        let mut options = vec![
+            ("COMPRESS", codec.to_string()),
+            ("NUM_THREADS", "ALL_CPUS".to_string()),
+        ];
+        match (self.codec, self.level) {
+            (Compression::Deflate, level) => {
+                options.push(("ZLEVEL", level.unwrap_or(DEFAULT_DEFLATE_LEVEL).to_string()))
+            }
+            (Compression::Zstd, Some(level)) => options.push(("ZSTD_LEVEL", level.to_string())),
+            _ => {}
+        }
+        options
+    }
 }
 
 /// What an output raster looks like.
@@ -302,7 +375,7 @@ pub struct OutputSpec {
     pub nodata: Option<f64>,
     pub colors: Vec<[i16; 4]>,
     pub category_names: Vec<String>,
-    pub compression: Compression,
+    pub compression: OutputCompression,
 }
 
 /// Refuses an output that would overwrite the input or cannot be created.
@@ -382,17 +455,8 @@ impl OutputRaster {
         ] {
             options.set_name_value(k, v).map_err(gdal_error)?;
         }
-        let compress = match spec.compression {
-            Compression::None => None,
-            Compression::Deflate => Some("DEFLATE"),
-            Compression::Lzw => Some("LZW"),
-            Compression::Zstd => Some("ZSTD"),
-        };
-        if let Some(c) = compress {
-            options.set_name_value("COMPRESS", c).map_err(gdal_error)?;
-            options
-                .set_name_value("NUM_THREADS", "ALL_CPUS")
-                .map_err(gdal_error)?;
+        for (k, v) in spec.compression.creation_options() {
+            options.set_name_value(k, &v).map_err(gdal_error)?;
         }
         let create = match spec.data_type {
             GdalDataType::UInt8 => driver.create_with_band_type_with_options::<u8, _>(

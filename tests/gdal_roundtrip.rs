@@ -183,3 +183,50 @@ fn gen_writes_georeferenced_classes_and_info_lists_them() {
     let bad = mapfilter(&["gen", again.to_str().unwrap(), "--size", "300by200"]);
     assert!(!bad.status.success());
 }
+
+/// `--compress-level` reaches GDAL: the same raster at DEFLATE level 1 is
+/// larger than at level 12 and at the default level (5), and reads back
+/// the same.
+#[test]
+fn compression_levels_reach_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    let run = mapfilter(&[
+        "gen",
+        "--size",
+        "400x300",
+        "--classes",
+        "6",
+        "--quiet",
+        input.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let smooth = |name: &str, level: Option<&str>| {
+        let out = dir.path().join(name);
+        let mut args = vec!["smooth", "-q", "-k", "box:3", "--device", "host"];
+        if let Some(level) = level {
+            args.extend(["--compress-level", level]);
+        }
+        args.extend([input.to_str().unwrap(), out.to_str().unwrap()]);
+        let run = mapfilter(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        (std::fs::metadata(&out).unwrap().len(), read_raster(&out).2)
+    };
+    let (fast, fast_pixels) = smooth("l1.tif", Some("1"));
+    let (default, default_pixels) = smooth("default.tif", None);
+    let (small, small_pixels) = smooth("l12.tif", Some("12"));
+    assert!(
+        fast > default && default > small,
+        "{fast} {default} {small}"
+    );
+    assert_eq!(fast_pixels, small_pixels);
+    assert_eq!(default_pixels, small_pixels);
+}

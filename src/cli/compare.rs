@@ -12,7 +12,7 @@ use crate::method::naive::NaiveHost;
 use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
 use crate::progress::Progress;
 use crate::raster::{
-    self, ClassRaster, ClassType, Compression, OutputRaster, OutputSpec, RasterMeta,
+    self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
 };
 use crate::report::compare::{CompareReport, Input, Map, RunComparison};
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
@@ -297,7 +297,7 @@ fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
         // Category names would go to a .aux.xml side file for GeoTIFF; the
         // values are documented in --help and the report instead.
         category_names: Vec::new(),
-        compression: Compression::Deflate,
+        compression: OutputCompression::default(),
     }
 }
 
@@ -350,7 +350,7 @@ pub fn smooth_report(run: &SmoothRun, report: &Path) -> Result<()> {
         nodata: meta.nodata,
         colors: meta.colors.clone(),
         category_names: meta.category_names.clone(),
-        compression: Compression::Deflate,
+        compression: OutputCompression::default(),
     };
     let baseline = NaiveHost;
     let progress = Progress::new(run.quiet, "baseline");

@@ -1,12 +1,13 @@
 //! `mapfilter filter`: a chain of image ops over a continuous raster into a
 //! new GeoTIFF with the input's georeferencing and nodata.
 
+use super::compress_args::CompressArgs;
 use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
 use crate::filter::{BorderMode, Chain};
 use crate::image_raster::{ImageRaster, gdal_type};
 use crate::progress::Progress;
-use crate::raster::{self, Compression, OutputRaster, OutputSpec};
+use crate::raster::{self, OutputRaster, OutputSpec};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -31,9 +32,8 @@ pub struct FilterArgs {
     /// Tile side in pixels.
     #[arg(long, default_value_t = DEFAULT_TILE)]
     pub tile: usize,
-    /// GeoTIFF compression of the output.
-    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
-    pub compress: Compression,
+    #[command(flatten)]
+    pub compression: CompressArgs,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
@@ -59,7 +59,7 @@ pub fn run(args: FilterArgs) -> Result<()> {
         nodata: chain.out_nodata(input.sample_type, nd),
         colors: Vec::new(),
         category_names: Vec::new(),
-        compression: args.compress,
+        compression: args.compression.compression()?,
     };
     let mut output = OutputRaster::create(&args.output, &spec)?;
     let job = FilterJob {

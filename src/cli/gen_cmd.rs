@@ -1,11 +1,12 @@
 //! `mapfilter gen`: the thesis' synthetic data sets as georeferenced GeoTIFF,
 //! written tile by tile so any size fits in memory.
 
+use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
 use crate::progress::Progress;
-use crate::raster::{Compression, OutputRaster, OutputSpec};
+use crate::raster::{OutputRaster, OutputSpec};
 use crate::synth::{Pattern, SynthRaster};
 use clap::Args;
 use gdal::raster::GdalDataType;
@@ -32,9 +33,8 @@ pub struct GenArgs {
     /// Feature size of the simplex pattern in pixels.
     #[arg(long, default_value_t = 64.0)]
     pub scale: f64,
-    /// GeoTIFF compression.
-    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
-    pub compress: Compression,
+    #[command(flatten)]
+    pub compression: CompressArgs,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -85,7 +85,7 @@ pub fn run(args: GenArgs) -> Result<()> {
         nodata: None,
         colors,
         category_names: Vec::new(),
-        compression: args.compress,
+        compression: args.compression.compression()?,
     };
     let mut out = OutputRaster::create(&args.output, &spec)?;
     let grid = TileGrid::new(width, height, 0, Border::Same, 512)?;

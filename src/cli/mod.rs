@@ -6,6 +6,8 @@ mod bench;
 mod bench_filter;
 #[cfg(feature = "gdal")]
 pub mod compare;
+#[cfg(feature = "gdal")]
+mod compress_args;
 mod devices;
 mod fast_args;
 #[cfg(feature = "gdal")]

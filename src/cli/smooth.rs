@@ -1,5 +1,6 @@
 //! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
 
+use super::compress_args::CompressArgs;
 use super::fast_args::FastArgs;
 use super::timings::Timings;
 use crate::classes::{ClassTable, ClassWeights};
@@ -11,7 +12,7 @@ use crate::kernel::{Kernel, KernelSpec};
 use crate::method::ClassSmoother;
 use crate::method::select::smoother_for;
 use crate::progress::Progress;
-use crate::raster::{self, ClassRaster, ClassType, Compression, OutputSpec};
+use crate::raster::{self, ClassRaster, ClassType, OutputSpec};
 use clap::{Args, ValueEnum};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
@@ -41,9 +42,8 @@ pub struct SmoothArgs {
     /// Tile side in pixels.
     #[arg(long, default_value_t = DEFAULT_TILE)]
     pub tile: usize,
-    /// GeoTIFF compression of the output.
-    #[arg(long, value_enum, default_value_t = Compression::Deflate)]
-    pub compress: Compression,
+    #[command(flatten)]
+    pub compression: CompressArgs,
     /// Where to run: auto, host, cpu, gpu or an index from `mapfilter devices`
     /// (default: $MAPFILTER_DEVICE, else auto).
     #[arg(long)]
@@ -169,7 +169,7 @@ fn smooth_into(
         nodata: None,
         colors: input.meta.colors.clone(),
         category_names: input.meta.category_names.clone(),
-        compression: args.compress,
+        compression: args.compression.compression()?,
     };
     let with_nodata = |nodata: Option<u16>| OutputSpec {
         nodata: nodata.map(f64::from),
