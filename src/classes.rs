@@ -17,6 +17,9 @@ pub const MAX_CLASSES: usize = 256;
 /// Marks "no class" in global index buffers and in method outputs.
 pub const NO_CLASS: u16 = u16::MAX;
 
+/// A table with one entry per class code ([`ClassTable::index_lut`]).
+pub type CodeLut = [u16; 1 << 16];
+
 /// Pixel counts per code over the whole `u16` range.
 #[derive(Clone, Debug)]
 pub struct CodeHistogram {
@@ -159,9 +162,14 @@ impl ClassTable {
         })
     }
 
-    /// Lookup table code → global index, [`NO_CLASS`] for nodata and unknown codes.
-    pub fn index_lut(&self) -> Vec<u16> {
-        let mut lut = vec![NO_CLASS; 1 << 16];
+    /// Lookup table code → global index, [`NO_CLASS`] for nodata and
+    /// unknown codes; one entry per possible code, so that indexing it by a
+    /// code needs no bounds check.
+    pub fn index_lut(&self) -> Box<CodeLut> {
+        let mut lut: Box<CodeLut> = vec![NO_CLASS; 1 << 16]
+            .into_boxed_slice()
+            .try_into()
+            .expect("one entry per u16 code");
         for (i, &c) in self.codes.iter().enumerate() {
             lut[c as usize] = i as u16;
         }
@@ -247,7 +255,7 @@ impl TileCompaction {
     /// unknown codes and everything outside the raster).
     pub fn pad_and_compact(
         source: &[u16],
-        lut: &[u16],
+        lut: &CodeLut,
         tile: &tiles::Tile,
         padded: &mut Vec<u16>,
     ) -> Self {
@@ -256,15 +264,16 @@ impl TileCompaction {
             tile.source.area(),
             "source window size"
         );
+        // A code's global index, NO_CLASS as MAX_CLASSES (a slot of its own).
+        let global = |code: u16| (lut[code as usize] as usize).min(MAX_CLASSES);
         // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
         let present = source
             .par_chunks(1 << 16)
             .fold(
                 || [false; MAX_CLASSES + 1],
                 |mut seen, chunk| {
-                    // Slot MAX_CLASSES collects NO_CLASS.
                     for &code in chunk {
-                        seen[(lut[code as usize] as usize).min(MAX_CLASSES)] = true;
+                        seen[global(code)] = true;
                     }
                     seen
                 },
@@ -280,11 +289,11 @@ impl TileCompaction {
             .filter(|&g| present[g as usize])
             .collect();
         let none = globals.len() as u16;
-        let mut local = vec![none; 1 << 16];
+        // Global index (as `global` gives it) → local index.
+        let mut local = [none; MAX_CLASSES + 1];
         for (l, &g) in globals.iter().enumerate() {
             local[g as usize] = l as u16;
         }
-        let code_to_local: Vec<u16> = lut.iter().map(|&g| local[g as usize]).collect();
         padded.clear();
         padded.resize(tile.padded_len(), none);
         let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
@@ -295,7 +304,7 @@ impl TileCompaction {
                 .zip(source.par_chunks(w))
                 .for_each(|(row, src)| {
                     for (d, &code) in row[left..left + w].iter_mut().zip(src) {
-                        *d = code_to_local[code as usize];
+                        *d = local[global(code)];
                     }
                 });
         }
@@ -389,7 +398,7 @@ mod tests {
     fn compaction_is_ascending_and_marks_no_class() {
         // Codes 5 → global 9, 6 → 2, 7 → 200, 8 → NO_CLASS; a 5×1 source
         // padded by a halo of one.
-        let mut lut = vec![NO_CLASS; 1 << 16];
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
         (lut[5], lut[6], lut[7]) = (9, 2, 200);
         let grid = tiles::TileGrid::new(5, 1, 1, tiles::Border::Same, 5).unwrap();
         let tile = grid.tiles().next().unwrap();
@@ -406,7 +415,7 @@ mod tests {
     #[test]
     fn the_last_global_index_is_told_apart_from_no_class() {
         // Global index 255 is a class, NO_CLASS is not.
-        let mut lut = vec![NO_CLASS; 1 << 16];
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
         lut[1] = 255;
         let grid = tiles::TileGrid::new(2, 1, 0, tiles::Border::Same, 2).unwrap();
         let tile = grid.tiles().next().unwrap();
