@@ -833,10 +833,15 @@ fn pass1<const T: usize, S: F64x4>(
         }
     };
     let span = job.ow + 2 * r;
-    let blocks = scratch.blocks.len() / span;
+    // The blocks of the box's rows: no other block holds the class.
+    let boxed = e.rows.0 / LANES..e.rows.1 / LANES + 1;
+    // With the masks on, each column's union of its blocks tells a group
+    // without the class at once.
+    let masked = job.tile.n_classes <= MASK_CLASSES;
     for c0 in (box_first..box_end).step_by(WIDE) {
         let n = WIDE.min(box_end - c0);
         let group = xa + c0..xa + c0 + n;
+        let absent = masked && !scratch.columns[group.clone()].iter().any(|&m| holds(m, c));
         // The blocks of input rows where the class occurs in these columns:
         // outputs whose windows miss them are exactly 0.
         let in_block = |b: &usize| {
@@ -844,8 +849,11 @@ fn pass1<const T: usize, S: F64x4>(
                 .iter()
                 .any(|&m| holds(m, c))
         };
-        let (Some(first), Some(last)) = ((0..blocks).find(in_block), (0..blocks).rfind(in_block))
-        else {
+        let (false, Some(first), Some(last)) = (
+            absent,
+            boxed.clone().find(in_block),
+            boxed.clone().rfind(in_block),
+        ) else {
             clear(plane, c0, n, 0..strips); // no pixel of the class: exactly 0
             continue;
         };
@@ -962,13 +970,14 @@ fn find_extents(tile: &ClassTile, base: usize, rows: usize, span: usize, scratch
         scan_extents(tile, base, rows, span, out);
         return;
     }
-    // The mask bit of each local index; no class (index n, nodata) sets none.
-    let bits: Vec<u64> = (0..=n).map(|v| if v < n { 1 << v } else { 0 }).collect();
+    // The mask bit of each local index; no class (index n, nodata) sets
+    // none. Written without a table so that the loop vectorises.
+    let bit = |v: u16| (1u64 << (v & 63)) & u64::from(usize::from(v) < n).wrapping_neg();
     for i in 0..rows {
         let line = &tile.classes[base + i * tile.width..][..span];
         let block = &mut blocks[i / LANES * span..][..span];
         for (m, &v) in block.iter_mut().zip(line) {
-            *m |= bits[(v as usize).min(n)];
+            *m |= bit(v);
         }
     }
     let columns = &mut scratch.columns;
