@@ -107,6 +107,20 @@ struct ClassColumns<'a, const FULL: bool> {
     class: u16,
 }
 
+impl<'a, const FULL: bool> ClassColumns<'a, FULL> {
+    /// The columns of `tile`'s codes from index `base` on, `width` of them
+    /// inside, read as the indicator of class `class`.
+    fn of(tile: &'a ClassTile, base: usize, width: usize, class: usize) -> Self {
+        ClassColumns {
+            codes: tile.classes,
+            stride: tile.width,
+            base,
+            width,
+            class: class as u16,
+        }
+    }
+}
+
 impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
     fn readable(&self, n: usize) -> bool {
         debug_assert!(!FULL || self.width >= WIDE);
@@ -875,24 +889,12 @@ fn pass1<const T: usize, S: F64x4>(
         let lines = Lines { strip_len, c0, top };
         let (base, width) = (base + gya * job.tile.width + xa + c0, box_end - c0);
         if n == WIDE {
-            let lanes = ClassColumns::<true> {
-                codes: job.tile.classes,
-                stride: job.tile.width,
-                base,
-                width,
-                class: c as u16,
-            };
+            let lanes = ClassColumns::<true>::of(job.tile, base, width, c);
             lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
                 o.store_strided(line, 0, LANES)
             });
         } else {
-            let lanes = ClassColumns::<false> {
-                codes: job.tile.classes,
-                stride: job.tile.width,
-                base,
-                width,
-                class: c as u16,
-            };
+            let lanes = ClassColumns::<false>::of(job.tile, base, width, c);
             lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
                 for (j, v) in o.to_array().into_iter().take(n).enumerate() {
                     line[j * LANES] = v;
