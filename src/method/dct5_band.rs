@@ -365,24 +365,34 @@ struct Line([f64; LANES]);
 /// the [`LANES`] values of one strip of one column lie on one line instead
 /// of straddling two.
 #[derive(Default)]
-struct Plane(Vec<Line>);
+struct Plane {
+    /// Never shrinks, so that a band needing more of it than the last one
+    /// does not fill it again.
+    lines: Vec<Line>,
+    /// Values in use (at most `lines.len() · LANES`).
+    len: usize,
+}
 
 impl Plane {
     /// Makes room for `len` values (a multiple of [`LANES`]); what an
     /// earlier band left there stays.
     fn resize(&mut self, len: usize) {
         debug_assert_eq!(len % LANES, 0);
-        self.0.resize(len / LANES, Line::default());
+        if self.lines.len() < len / LANES {
+            self.lines.resize(len / LANES, Line::default());
+        }
+        self.len = len;
     }
 
     fn values(&self) -> &[f64] {
-        // SAFETY: a `Line` is exactly `LANES` f64s (repr(C), 64 bytes, no padding).
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast(), self.0.len() * LANES) }
+        // SAFETY: a `Line` is exactly `LANES` f64s (repr(C), 64 bytes, no
+        // padding), and `len` values lie in `lines` (`resize`).
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
     }
 
     fn values_mut(&mut self) -> &mut [f64] {
         // SAFETY: as in `values`, and the borrow is unique.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast(), self.0.len() * LANES) }
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
     }
 }
 
