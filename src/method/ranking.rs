@@ -180,16 +180,20 @@ impl SlotsMut<'_> {
     /// `margins`: whether the two best scores are tracked.
     #[inline(always)]
     pub(crate) fn single<const MARGINS: bool>(&mut self, at: usize, c: u16) {
-        for i in at..at + LANES {
-            if MARGINS {
-                self.top[i] = 1.0;
-                self.second[i] = 0.0;
-            }
-            self.winner_score[i] = 1.0;
-            self.winner[i] = c;
-            if self.centre[i] == c {
-                self.centre_score[i] = 1.0;
-            }
+        // Field by field over whole slices, so that each is a few vector
+        // stores rather than a loop of scalar ones.
+        let slots = at..at + LANES;
+        if MARGINS {
+            self.top[slots.clone()].fill(1.0);
+            self.second[slots.clone()].fill(0.0);
+        }
+        self.winner_score[slots.clone()].fill(1.0);
+        self.winner[slots.clone()].fill(c);
+        for (score, &centre) in self.centre_score[slots.clone()]
+            .iter_mut()
+            .zip(&self.centre[slots])
+        {
+            *score = if centre == c { 1.0 } else { *score };
         }
     }
 
