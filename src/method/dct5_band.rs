@@ -879,14 +879,19 @@ fn pass1<const T: usize, S: F64x4>(
                 .iter()
                 .any(|&m| holds(m, c))
         };
-        let (false, Some(first), Some(last)) = (
-            absent,
-            boxed.clone().find(in_block),
-            boxed.clone().rfind(in_block),
-        ) else {
+        // Searched only where the masks have not ruled the group out.
+        let first = if absent {
+            None
+        } else {
+            boxed.clone().find(in_block)
+        };
+        let Some(first) = first else {
             clear(plane, c0, n, 0..strips); // no pixel of the class: exactly 0
             continue;
         };
+        // Block `first` holds the class, so the search from the end stops
+        // there at the latest.
+        let last = boxed.clone().rfind(in_block).unwrap_or(first);
         let gya = ya.max((first * LANES).saturating_sub(2 * r));
         let gyb = yb.min((last + 1) * LANES);
         if gya >= gyb {
