@@ -166,69 +166,135 @@ pub fn smooth(
     let mut stats = RunStats::default();
     let mut class_sum = 0usize;
     let mut present = vec![false; job.classes.len()];
-    let mut padded = Vec::new();
-    pipeline::run_deferred(
-        grid.tiles(),
-        |tile| {
-            let mut raw = vec![0u16; tile.source.area() as usize];
-            source.read(tile.source, &mut raw)?;
-            Ok(raw)
-        },
-        |tile, raw| -> Result<InFlight> {
-            crate::interrupt::check()?;
-            let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
-            let weights: Vec<u32> = local
-                .globals
-                .iter()
-                .map(|&g| job.class_weights[g as usize])
-                .collect();
-            let class_tile = ClassTile {
-                width: tile.padded_width,
-                height: tile.padded_height,
-                halo: grid.halo(),
-                n_classes: local.len(),
-                classes: &padded,
-            };
-            let params = SmoothParams {
-                kernel: &job.kernel,
-                class_weights: &weights,
-                fill_nodata: job.fill_nodata,
-            };
-            let t0 = Instant::now();
-            let pending = method.submit(&class_tile, &params)?;
-            Ok(InFlight {
-                local,
-                pending,
-                submit_time: t0.elapsed(),
-            })
-        },
-        |tile, flight| {
-            let mut out = vec![0u16; tile.output.area() as usize];
-            let t0 = Instant::now();
-            flight.pending.wait(&mut out)?;
-            stats.compute += flight.submit_time + t0.elapsed();
-            stats.tiles += 1;
-            stats.pixels += tile.output.area();
-            stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
-            class_sum += flight.local.len();
-            for &g in &flight.local.globals {
-                present[g as usize] = true;
-            }
-            to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
-            Ok(out)
-        },
-        METHOD_DEPTH,
-        |tile, codes| {
-            sink.write(tile.output, &codes)?;
-            progress.inc(1);
-            Ok(())
-        },
-    )?;
+    let mut reused = Vec::new();
+    let on_pool = method.host_parallel();
+    rayon::in_place_scope(|scope| {
+        pipeline::run_deferred(
+            grid.tiles(),
+            |tile| {
+                let mut raw = vec![0u16; tile.source.area() as usize];
+                source.read(tile.source, &mut raw)?;
+                Ok(raw)
+            },
+            |tile, raw| -> Result<InFlight> {
+                crate::interrupt::check()?;
+                // A tile run on the pool needs its own classes; a tile
+                // submitted at once can reuse one buffer.
+                let mut padded = if on_pool {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut reused)
+                };
+                let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
+                let weights: Vec<u32> = local
+                    .globals
+                    .iter()
+                    .map(|&g| job.class_weights[g as usize])
+                    .collect();
+                let class_tile = ClassTile {
+                    width: tile.padded_width,
+                    height: tile.padded_height,
+                    halo: grid.halo(),
+                    n_classes: local.len(),
+                    classes: &[],
+                };
+                let t0 = Instant::now();
+                let pending = if on_pool {
+                    spawn_on_pool(scope, method, job, class_tile, padded, weights)
+                } else {
+                    let params = SmoothParams {
+                        kernel: &job.kernel,
+                        class_weights: &weights,
+                        fill_nodata: job.fill_nodata,
+                    };
+                    let pending = method.submit(
+                        &ClassTile {
+                            classes: &padded,
+                            ..class_tile
+                        },
+                        &params,
+                    )?;
+                    reused = padded;
+                    pending
+                };
+                Ok(InFlight {
+                    local,
+                    pending,
+                    submit_time: t0.elapsed(),
+                })
+            },
+            |tile, flight| {
+                let mut out = vec![0u16; tile.output.area() as usize];
+                let t0 = Instant::now();
+                flight.pending.wait(&mut out)?;
+                stats.compute += flight.submit_time + t0.elapsed();
+                stats.tiles += 1;
+                stats.pixels += tile.output.area();
+                stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
+                class_sum += flight.local.len();
+                for &g in &flight.local.globals {
+                    present[g as usize] = true;
+                }
+                to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
+                Ok(out)
+            },
+            METHOD_DEPTH,
+            |tile, codes| {
+                sink.write(tile.output, &codes)?;
+                progress.inc(1);
+                Ok(())
+            },
+        )
+    })?;
     stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
     stats.classes_present = present.iter().filter(|&&p| p).count();
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
+}
+
+/// Starts `tile` (whose classes are `classes`) as a job on the rayon pool:
+/// the host method's bands then share the threads with the tiles before and
+/// after it, where a tile run alone leaves threads idle at its last bands.
+fn spawn_on_pool<'s>(
+    scope: &rayon::Scope<'s>,
+    method: &'s dyn ClassSmoother,
+    job: &'s SmoothJob,
+    tile: ClassTile<'static>,
+    classes: Vec<u16>,
+    weights: Vec<u32>,
+) -> Box<dyn PendingTile + 's> {
+    let (done, result) = crossbeam_channel::bounded(1);
+    scope.spawn(move |_| {
+        let tile = ClassTile {
+            classes: &classes,
+            ..tile
+        };
+        let params = SmoothParams {
+            kernel: &job.kernel,
+            class_weights: &weights,
+            fill_nodata: job.fill_nodata,
+        };
+        let mut out = vec![0u16; tile.output_len()];
+        let smoothed = method.smooth(&tile, &params, &mut out).map(|()| out);
+        // The receiver is gone only when the run already failed.
+        let _ = done.send(smoothed);
+    });
+    Box::new(OnPool(result))
+}
+
+/// A tile running on the pool: [`spawn_on_pool`]'s handle.
+struct OnPool(crossbeam_channel::Receiver<Result<Vec<u16>>>);
+
+impl PendingTile for OnPool {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        let smoothed = self
+            .0
+            .recv()
+            .map_err(|_| Error::new("a tile's job ended without a result"))??;
+        out.copy_from_slice(&smoothed);
+        Ok(())
+    }
 }
 
 /// Local indices (or [`NO_CLASS`]) to class codes (or the output nodata code).
@@ -332,5 +398,95 @@ mod tests {
             assert_eq!(got, want, "tile {tile}");
             assert_eq!((a.classes_present, b.classes_present), (3, 3));
         }
+    }
+
+    /// A host method behind a switch: whether the engine may run its tiles
+    /// on the pool, and a tile on which it fails.
+    struct Switched {
+        on_pool: bool,
+        fail_at_row: Option<usize>,
+        tiles: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ClassSmoother for Switched {
+        fn name(&self) -> String {
+            "switched".into()
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn host_parallel(&self) -> bool {
+            self.on_pool
+        }
+        fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            self.tiles
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Tiles of different sizes finish out of order on the pool.
+            std::thread::sleep(Duration::from_micros(50 * (tile.height % 7) as u64));
+            if self.fail_at_row == Some(tile.height) {
+                return Err(Error::new("this tile fails"));
+            }
+            NaiveHost.smooth(tile, params, out)
+        }
+    }
+
+    fn switched(on_pool: bool, fail_at_row: Option<usize>) -> Switched {
+        Switched {
+            on_pool,
+            fail_at_row,
+            tiles: Default::default(),
+        }
+    }
+
+    /// Tiles started on the pool, several at once, give what tiles run one
+    /// at a time give, in place, with the same figures.
+    #[test]
+    fn tiles_on_the_pool_match_tiles_one_at_a_time() {
+        let (w, h) = (83, 61);
+        let data: Vec<u16> = (0..w * h)
+            .map(|i| [4, 8, 15, 16, 23][((i % w) / 3 + (i / w) / 4 + i % 5) % 5])
+            .collect();
+        let input = MemRaster::new(w, h, data.clone());
+        let classes = ClassTable::from_codes(&data, None).unwrap();
+        for tile in [9, 16, 32] {
+            let run = |on_pool| {
+                let mut out = MemRaster::filled(w, h, 0);
+                let method = switched(on_pool, None);
+                let stats = smooth(
+                    &mut input.clone(),
+                    &mut out,
+                    &job(classes.clone(), tile),
+                    &method,
+                    &Progress::hidden(),
+                )
+                .unwrap();
+                (out, stats.tiles, stats.pixels, stats.classes_present)
+            };
+            assert_eq!(run(true), run(false), "tile {tile}");
+        }
+        assert!(switched(true, None).host_parallel());
+        assert!(NaiveHost.host_parallel());
+    }
+
+    /// A tile that fails on the pool stops the run with its error.
+    #[test]
+    fn a_failing_tile_on_the_pool_stops_the_run() {
+        let (w, h) = (40, 100);
+        let input = MemRaster::new(w, h, (0..w * h).map(|i| (i % 3) as u16).collect());
+        let classes = ClassTable::from_codes(&input.data, None).unwrap();
+        // Tiles of 10 rows plus a halo of 3 on each side: inner tiles are 16 high.
+        let method = switched(true, Some(16));
+        let mut out = MemRaster::filled(w, h, 0);
+        let err = smooth(
+            &mut input.clone(),
+            &mut out,
+            &job(classes, 10),
+            &method,
+            &Progress::hidden(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("this tile fails"), "{err}");
+        let ran = method.tiles.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(ran < 40, "{ran} tiles ran after the failure");
     }
 }

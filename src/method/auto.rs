@@ -297,6 +297,10 @@ impl ClassSmoother for Auto {
         self.candidates.iter().all(|c| c.smoother.is_exact())
     }
 
+    fn host_parallel(&self) -> bool {
+        self.candidates.iter().all(|c| c.smoother.host_parallel())
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         let extent = TileExtent {
             width: tile.output_width(),

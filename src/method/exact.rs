@@ -64,6 +64,10 @@ impl ClassSmoother for Certified {
         format!("exact({})", self.fast.name())
     }
 
+    fn host_parallel(&self) -> bool {
+        true
+    }
+
     fn is_exact(&self) -> bool {
         true
     }

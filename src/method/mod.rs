@@ -110,6 +110,15 @@ pub trait ClassSmoother: Send + Sync {
         Ok(Box::new(Finished(out)))
     }
 
+    /// Whether `smooth` computes on the host's rayon pool alone and may run
+    /// for several tiles at once: the engine then starts each tile as a job
+    /// on the pool, so that a tile's last bands share the threads with the
+    /// next tile's first. False for device methods (they overlap through
+    /// [`ClassSmoother::submit`]).
+    fn host_parallel(&self) -> bool {
+        false
+    }
+
     /// Device time spent since the last call (`None` for host methods).
     fn take_device_times(&self) -> Option<crate::device::DeviceTimes> {
         None

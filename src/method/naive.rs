@@ -63,6 +63,10 @@ impl ClassSmoother for NaiveHost {
         "naive/host".into()
     }
 
+    fn host_parallel(&self) -> bool {
+        true
+    }
+
     fn is_exact(&self) -> bool {
         true
     }

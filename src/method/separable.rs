@@ -458,6 +458,10 @@ impl super::ClassSmoother for SeparableHost {
         self.name.clone()
     }
 
+    fn host_parallel(&self) -> bool {
+        true
+    }
+
     fn is_exact(&self) -> bool {
         false
     }
