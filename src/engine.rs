@@ -7,7 +7,10 @@
 //! [`METHOD_DEPTH`] + 1 tiles submitted to the method
 //! ([`ClassSmoother::submit`]): a device method enqueues each tile's upload,
 //! kernel and download on separate queues and returns, so its transfers
-//! overlap the previous tile's kernel; host methods finish at once.
+//! overlap the previous tile's kernel. Host methods
+//! ([`ClassSmoother::host_parallel`]) get each tile started as a job on the
+//! rayon pool instead, so the threads that finish a tile's last bands move
+//! on to the next tile rather than wait.
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
