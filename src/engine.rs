@@ -139,7 +139,9 @@ struct InFlight<'m> {
 pub struct RunStats {
     pub tiles: usize,
     pub pixels: u64,
-    /// Time spent inside the method (all tiles).
+    /// Time the engine spent in the method or waiting for it (all tiles):
+    /// with tiles in flight (devices, host tiles on the pool) the time the
+    /// method worked beside the engine's own work is not counted twice.
     pub compute: Duration,
     /// Wall time of the whole run.
     pub wall: Duration,
