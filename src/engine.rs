@@ -172,7 +172,9 @@ pub fn smooth(
     let mut class_sum = 0usize;
     let mut present = vec![false; job.classes.len()];
     let mut reused = Vec::new();
-    let on_pool = method.host_parallel();
+    // Not from inside a rayon job: the calling thread waits for its tiles
+    // without working, and on a one-thread pool nobody else would run them.
+    let on_pool = method.host_parallel() && rayon::current_thread_index().is_none();
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
@@ -493,5 +495,40 @@ mod tests {
         assert!(err.to_string().contains("this tile fails"), "{err}");
         let ran = method.tiles.load(std::sync::atomic::Ordering::Relaxed);
         assert!(ran < 40, "{ran} tiles ran after the failure");
+    }
+
+    /// Called from inside a rayon job (here on a one-thread pool, where a
+    /// waiting caller would leave nobody to run its tiles), the engine runs
+    /// host tiles one at a time and finishes.
+    #[test]
+    fn a_run_inside_a_rayon_job_finishes() {
+        let (w, h) = (30, 30);
+        let input = MemRaster::new(w, h, (0..w * h).map(|i| (i % 4) as u16).collect());
+        let classes = ClassTable::from_codes(&input.data, None).unwrap();
+        let run = move || {
+            let mut out = MemRaster::filled(w, h, 0);
+            smooth(
+                &mut input.clone(),
+                &mut out,
+                &job(classes, 8),
+                &switched(true, None),
+                &Progress::hidden(),
+            )
+            .map(|_| out)
+        };
+        let want = run.clone()().unwrap();
+        let (done, result) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            let _ = done.send(pool.install(run));
+        });
+        let got = result
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the run inside a one-thread pool did not finish")
+            .unwrap();
+        assert_eq!(got, want);
     }
 }
