@@ -8,9 +8,10 @@
 //! ([`ClassSmoother::submit`]): a device method enqueues each tile's upload,
 //! kernel and download on separate queues and returns, so its transfers
 //! overlap the previous tile's kernel. Host methods
-//! ([`ClassSmoother::host_parallel`]) get each tile started as a job on the
-//! rayon pool instead, so the threads that finish a tile's last bands move
-//! on to the next tile rather than wait.
+//! ([`ClassSmoother::host_parallel`]) get each tile (up to
+//! [`ON_POOL_MAX_TILE`] a side) started as a job on the rayon pool instead,
+//! so the threads that finish a tile's last bands move on to the next tile
+//! rather than wait.
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
@@ -30,6 +31,12 @@ pub const DEFAULT_TILE: usize = 512;
 /// Tiles submitted to a method beyond the one being waited for: with 2, a
 /// device uploads tile i+1 and downloads tile i−1 while tile i runs.
 const METHOD_DEPTH: usize = 2;
+
+/// Largest tile side whose host tiles go to the pool several at once. A
+/// larger tile has so many bands that its last ones cost little, and three
+/// of them in memory would cost much (a dct5 ranking alone holds up to 36
+/// bytes a pixel: 2.4 GB at 8192²).
+const ON_POOL_MAX_TILE: usize = 1024;
 
 /// Where class codes come from.
 pub trait ClassSource: Send {
@@ -174,7 +181,9 @@ pub fn smooth(
     let mut reused = Vec::new();
     // Not from inside a rayon job: the calling thread waits for its tiles
     // without working, and on a one-thread pool nobody else would run them.
-    let on_pool = method.host_parallel() && rayon::current_thread_index().is_none();
+    let on_pool = method.host_parallel()
+        && rayon::current_thread_index().is_none()
+        && job.tile <= ON_POOL_MAX_TILE;
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
@@ -413,6 +422,8 @@ mod tests {
         on_pool: bool,
         fail_at_row: Option<usize>,
         tiles: std::sync::atomic::AtomicUsize,
+        /// Tiles smoothed on a thread of the rayon pool.
+        on_workers: std::sync::atomic::AtomicUsize,
     }
 
     impl ClassSmoother for Switched {
@@ -428,6 +439,10 @@ mod tests {
         fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
             self.tiles
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if rayon::current_thread_index().is_some() {
+                self.on_workers
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             // Tiles of different sizes finish out of order on the pool.
             std::thread::sleep(Duration::from_micros(50 * (tile.height % 7) as u64));
             if self.fail_at_row == Some(tile.height) {
@@ -442,6 +457,7 @@ mod tests {
             on_pool,
             fail_at_row,
             tiles: Default::default(),
+            on_workers: Default::default(),
         }
     }
 
@@ -530,5 +546,32 @@ mod tests {
             .expect("the run inside a one-thread pool did not finish")
             .unwrap();
         assert_eq!(got, want);
+    }
+
+    /// Small tiles go to the pool; tiles over [`ON_POOL_MAX_TILE`] a side
+    /// stay one at a time on the calling thread (memory), as do all tiles of
+    /// a method that is not host-parallel.
+    #[test]
+    fn only_small_host_tiles_go_to_the_pool() {
+        let (w, h) = (ON_POOL_MAX_TILE + 4, 12);
+        let input = MemRaster::new(w, h, (0..w * h).map(|i| (i / 7 % 3) as u16).collect());
+        let classes = ClassTable::from_codes(&input.data, None).unwrap();
+        let workers = |tile, on_pool| {
+            let method = switched(on_pool, None);
+            let mut out = MemRaster::filled(w, h, 0);
+            let stats = smooth(
+                &mut input.clone(),
+                &mut out,
+                &job(classes.clone(), tile),
+                &method,
+                &Progress::hidden(),
+            )
+            .unwrap();
+            let on = method.on_workers.load(std::sync::atomic::Ordering::Relaxed);
+            (stats.tiles, on)
+        };
+        assert_eq!(workers(ON_POOL_MAX_TILE / 2, true), (3, 3));
+        assert_eq!(workers(ON_POOL_MAX_TILE + 8, true), (1, 0));
+        assert_eq!(workers(ON_POOL_MAX_TILE / 2, false), (3, 0));
     }
 }
