@@ -350,17 +350,26 @@ pub fn smooth_in_memory(
     job: &SmoothJob,
     method: &dyn ClassSmoother,
 ) -> Result<MemRaster> {
+    smooth_in_memory_with_stats(input, job, method).map(|(out, _)| out)
+}
+
+/// [`smooth_in_memory`] with the run's figures.
+pub fn smooth_in_memory_with_stats(
+    input: &MemRaster,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+) -> Result<(MemRaster, RunStats)> {
     let grid = job.grid(input.width, input.height)?;
     let (ow, oh) = grid.output_size();
     let mut out = MemRaster::filled(ow, oh, 0);
-    smooth(
+    let stats = smooth(
         &mut input.clone(),
         &mut out,
         job,
         method,
         &Progress::hidden(),
     )?;
-    Ok(out)
+    Ok((out, stats))
 }
 
 #[cfg(test)]
@@ -368,6 +377,7 @@ mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
     use crate::method::naive::NaiveHost;
+    use smooth_in_memory_with_stats as run;
 
     fn job(classes: ClassTable, tile: usize) -> SmoothJob {
         SmoothJob {
@@ -393,24 +403,8 @@ mod tests {
         assert_eq!(scanned.len(), 3);
         let every = ClassTable::every_code(255, Some(50)).unwrap();
         for tile in [8, 64] {
-            let mut want = MemRaster::filled(w, h, 0);
-            let a = smooth(
-                &mut input.clone(),
-                &mut want,
-                &job(scanned.clone(), tile),
-                &NaiveHost,
-                &Progress::hidden(),
-            )
-            .unwrap();
-            let mut got = MemRaster::filled(w, h, 0);
-            let b = smooth(
-                &mut input.clone(),
-                &mut got,
-                &job(every.clone(), tile),
-                &NaiveHost,
-                &Progress::hidden(),
-            )
-            .unwrap();
+            let (want, a) = run(&input, &job(scanned.clone(), tile), &NaiveHost).unwrap();
+            let (got, b) = run(&input, &job(every.clone(), tile), &NaiveHost).unwrap();
             assert_eq!(got, want, "tile {tile}");
             assert_eq!((a.classes_present, b.classes_present), (3, 3));
         }
@@ -472,20 +466,16 @@ mod tests {
         let input = MemRaster::new(w, h, data.clone());
         let classes = ClassTable::from_codes(&data, None).unwrap();
         for tile in [9, 16, 32] {
-            let run = |on_pool| {
-                let mut out = MemRaster::filled(w, h, 0);
-                let method = switched(on_pool, None);
-                let stats = smooth(
-                    &mut input.clone(),
-                    &mut out,
+            let pooled = |on_pool| {
+                let (out, stats) = run(
+                    &input,
                     &job(classes.clone(), tile),
-                    &method,
-                    &Progress::hidden(),
+                    &switched(on_pool, None),
                 )
                 .unwrap();
                 (out, stats.tiles, stats.pixels, stats.classes_present)
             };
-            assert_eq!(run(true), run(false), "tile {tile}");
+            assert_eq!(pooled(true), pooled(false), "tile {tile}");
         }
         assert!(switched(true, None).host_parallel());
         assert!(NaiveHost.host_parallel());
@@ -499,15 +489,7 @@ mod tests {
         let classes = ClassTable::from_codes(&input.data, None).unwrap();
         // Tiles of 10 rows plus a halo of 3 on each side: inner tiles are 16 high.
         let method = switched(true, Some(16));
-        let mut out = MemRaster::filled(w, h, 0);
-        let err = smooth(
-            &mut input.clone(),
-            &mut out,
-            &job(classes, 10),
-            &method,
-            &Progress::hidden(),
-        )
-        .unwrap_err();
+        let err = run(&input, &job(classes, 10), &method).unwrap_err();
         assert!(err.to_string().contains("this tile fails"), "{err}");
         let ran = method.tiles.load(std::sync::atomic::Ordering::Relaxed);
         assert!(ran < 40, "{ran} tiles ran after the failure");
@@ -521,30 +503,21 @@ mod tests {
         let (w, h) = (30, 30);
         let input = MemRaster::new(w, h, (0..w * h).map(|i| (i % 4) as u16).collect());
         let classes = ClassTable::from_codes(&input.data, None).unwrap();
-        let run = move || {
-            let mut out = MemRaster::filled(w, h, 0);
-            smooth(
-                &mut input.clone(),
-                &mut out,
-                &job(classes, 8),
-                &switched(true, None),
-                &Progress::hidden(),
-            )
-            .map(|_| out)
-        };
-        let want = run.clone()().unwrap();
+        let job = job(classes, 8);
+        let want = run(&input, &job, &switched(true, None)).unwrap().0;
         let (done, result) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
                 .build()
                 .unwrap();
-            let _ = done.send(pool.install(run));
+            let _ = done.send(pool.install(|| run(&input, &job, &switched(true, None))));
         });
         let got = result
             .recv_timeout(Duration::from_secs(60))
             .expect("the run inside a one-thread pool did not finish")
-            .unwrap();
+            .unwrap()
+            .0;
         assert_eq!(got, want);
     }
 
@@ -558,15 +531,7 @@ mod tests {
         let classes = ClassTable::from_codes(&input.data, None).unwrap();
         let workers = |tile, on_pool| {
             let method = switched(on_pool, None);
-            let mut out = MemRaster::filled(w, h, 0);
-            let stats = smooth(
-                &mut input.clone(),
-                &mut out,
-                &job(classes.clone(), tile),
-                &method,
-                &Progress::hidden(),
-            )
-            .unwrap();
+            let (_, stats) = run(&input, &job(classes.clone(), tile), &method).unwrap();
             let on = method.on_workers.load(std::sync::atomic::Ordering::Relaxed);
             (stats.tiles, on)
         };
