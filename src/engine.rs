@@ -343,8 +343,9 @@ fn to_codes(
     Ok(())
 }
 
-/// Smooths an in-memory raster in one call: the direct, untiled path that
-/// tests use as the reference (one tile covering the whole raster).
+/// Smooths an in-memory raster in one call, through the same tiles as a
+/// file (`job.tile`): what tests and `bench` compare methods, devices and
+/// tile sizes with (a tile as large as the raster gives the untiled result).
 pub fn smooth_in_memory(
     input: &MemRaster,
     job: &SmoothJob,
