@@ -4,12 +4,12 @@
 //! window only, never the whole raster) while the calling thread smooths
 //! tile i and a writer thread writes tile i−1, so memory is bounded by tile
 //! size × pipeline depth. The compute thread itself keeps up to
-//! [`METHOD_DEPTH`] + 1 tiles submitted to the method
+//! `METHOD_DEPTH` + 1 tiles submitted to the method
 //! ([`ClassSmoother::submit`]): a device method enqueues each tile's upload,
 //! kernel and download on separate queues and returns, so its transfers
 //! overlap the previous tile's kernel. Host methods
 //! ([`ClassSmoother::host_parallel`]) get each tile (up to
-//! [`ON_POOL_MAX_TILE`] a side) started as a job on the rayon pool instead,
+//! `ON_POOL_MAX_TILE` a side) started as a job on the rayon pool instead,
 //! so the threads that finish a tile's last bands move on to the next tile
 //! rather than wait.
 //! The engine owns class compaction per tile and the mapping back to codes;
@@ -344,8 +344,8 @@ fn to_codes(
 }
 
 /// Smooths an in-memory raster in one call, through the same tiles as a
-/// file (`job.tile`): what tests and `bench` compare methods, devices and
-/// tile sizes with (a tile as large as the raster gives the untiled result).
+/// file (`job.tile`): what tests compare methods, devices and tile sizes
+/// with (a tile as large as the raster gives the untiled result).
 pub fn smooth_in_memory(
     input: &MemRaster,
     job: &SmoothJob,
