@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestRaster, mapfilter, read_raster, write_raster};
+use common::{TestRaster, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::raster::GdalDataType;
 use gdal::{Dataset, Metadata};
 
@@ -191,7 +191,7 @@ fn gen_writes_georeferenced_classes_and_info_lists_them() {
 fn compression_levels_reach_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.tif");
-    let run = mapfilter(&[
+    mapfilter_ok(&[
         "gen",
         "--size",
         "400x300",
@@ -200,11 +200,6 @@ fn compression_levels_reach_the_file() {
         "--quiet",
         input.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     let smooth = |name: &str, level: Option<&str>| {
         let out = dir.path().join(name);
         let mut args = vec!["smooth", "-q", "-k", "box:3", "--device", "host"];
@@ -212,12 +207,7 @@ fn compression_levels_reach_the_file() {
             args.extend(["--compress-level", level]);
         }
         args.extend([input.to_str().unwrap(), out.to_str().unwrap()]);
-        let run = mapfilter(&args);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        mapfilter_ok(&args);
         (std::fs::metadata(&out).unwrap().len(), read_raster(&out).2)
     };
     let (fast, fast_pixels) = smooth("l1.tif", Some("1"));

@@ -129,6 +129,14 @@ pub trait ClassSmoother: Send + Sync {
 pub trait PendingTile: Send {
     /// Waits for the tile and writes its `tile.output_len()` outputs into `out`.
     fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()>;
+
+    /// Waits for the tile and returns its `len` outputs: where they already
+    /// lie in a vector of their own, that vector, not a copy.
+    fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
+        let mut out = vec![0u16; len];
+        self.wait(&mut out)?;
+        Ok(out)
+    }
 }
 
 /// A tile whose output is already computed.
@@ -138,6 +146,11 @@ impl PendingTile for Finished {
     fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
         out.copy_from_slice(&self.0);
         Ok(())
+    }
+
+    fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
+        debug_assert_eq!(self.0.len(), len);
+        Ok(self.0)
     }
 }
 

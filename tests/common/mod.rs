@@ -102,6 +102,18 @@ mod gdal_io {
             .output()
             .expect("run mapfilter")
     }
+
+    /// Runs the mapfilter binary and asserts that it succeeded (showing its
+    /// stderr if not).
+    pub fn mapfilter_ok(args: &[&str]) -> Output {
+        let run = mapfilter(args);
+        assert!(
+            run.status.success(),
+            "mapfilter {args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        run
+    }
 }
 
 /// The names of the files in `dir`, sorted.
