@@ -19,6 +19,7 @@
 
 use crate::engine::ClassSink;
 use crate::error::{Error, Result};
+use crate::output::Target;
 use crate::raster::{self, OutputRaster, OutputSpec};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -54,7 +55,7 @@ impl<'scope> DeferredOutput<'scope> {
     /// `spec.projection`. Without a spec nothing is created.
     pub fn spawn<'env>(
         scope: &'scope Scope<'scope, 'env>,
-        target: PathBuf,
+        target: Target,
         srs_of: PathBuf,
     ) -> Self {
         let (send, spec): (Sender<OutputSpec>, Receiver<OutputSpec>) = channel();
@@ -190,8 +191,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (input, spec) = input(dir.path());
         let target = dir.path().join("out.tif");
+        let checked = Target::check(&target, false, &[&input]).unwrap();
         std::thread::scope(|scope| {
-            let mut out = DeferredOutput::spawn(scope, target.clone(), input.clone());
+            let mut out = DeferredOutput::spawn(scope, checked.clone(), input.clone());
             // Written before the spec is given: held, whatever the thread does.
             out.write(Rect::new(0, 0, 40, 10), &[3; 400]).unwrap();
             assert_eq!(out.held.len(), 1);
@@ -220,7 +222,7 @@ mod tests {
     fn an_unfinished_output_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (input, spec) = input(dir.path());
-        let target = dir.path().join("out.tif");
+        let target = Target::check(&dir.path().join("out.tif"), false, &[&input]).unwrap();
         // Never given a spec: nothing is made, and dropping does not wait forever.
         std::thread::scope(|scope| {
             let mut out = DeferredOutput::spawn(scope, target.clone(), input.clone());
@@ -236,7 +238,7 @@ mod tests {
             assert!(
                 files(dir.path())
                     .iter()
-                    .any(|f| f.contains("mapfilter-tmp"))
+                    .any(|f| f.starts_with(".mapfilter-tmp."))
             );
         });
         assert_eq!(files(dir.path()), ["in.tif"]);

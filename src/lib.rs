@@ -17,12 +17,15 @@ pub mod engine;
 pub mod error;
 pub mod filter;
 #[cfg(feature = "gdal")]
+pub mod gdal_errors;
+#[cfg(feature = "gdal")]
 pub mod image_raster;
 pub mod interrupt;
 pub mod kernel;
 pub mod linalg;
 pub mod method;
 pub mod metrics;
+pub mod output;
 pub mod pipeline;
 pub mod progress;
 #[cfg(feature = "gdal")]

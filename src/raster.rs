@@ -10,6 +10,8 @@ use crate::bail;
 use crate::classes::{ClassTable, CodeHistogram};
 use crate::engine::{ClassSink, ClassSource};
 use crate::error::{Error, Result};
+use crate::gdal_errors::Mark;
+use crate::output::{Target, TempFile, parent_dir};
 use crate::progress::Progress;
 use gdal::raster::{ColorTable, GdalDataType, RasterCreationOptions};
 use gdal::{Dataset, DriverManager};
@@ -18,10 +20,10 @@ use std::path::{Path, PathBuf};
 use tiles::Rect;
 
 /// Silences GDAL's own printing to stderr: its messages reach the user
-/// through our one-line errors instead (GDAL still records the last error).
+/// through our one-line errors instead, and failures are counted
+/// ([`crate::gdal_errors`]).
 pub fn quiet_gdal() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| gdal::config::set_error_handler(|_, _, _| {}));
+    crate::gdal_errors::install();
 }
 
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.
@@ -378,46 +380,18 @@ pub struct OutputSpec {
     pub compression: OutputCompression,
 }
 
-/// Refuses an output that would overwrite the input or cannot be created.
-pub fn check_output_path(input: &Path, output: &Path) -> Result<()> {
-    let same = match (input.canonicalize(), canonical_target(output)) {
-        (Ok(a), Some(b)) => a == b,
-        _ => input == output,
-    };
-    if same {
-        bail!(
-            format!("output {} is the input itself", output.display()),
-            hint = "write to a new file; the input is never modified"
-        );
-    }
-    let dir = parent_dir(output);
-    if !dir.is_dir() {
-        bail!(
-            format!("output directory {} does not exist", dir.display()),
-            hint = "create it first or choose another output path"
-        );
-    }
-    Ok(())
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-fn canonical_target(path: &Path) -> Option<PathBuf> {
-    let name = path.file_name()?;
-    Some(parent_dir(path).canonicalize().ok()?.join(name))
-}
-
-/// A GeoTIFF being written to a temp file beside its target; renamed onto the
-/// target by [`OutputRaster::finish`], deleted if dropped unfinished.
+/// A GeoTIFF being written to a [`TempFile`] beside its target; moved onto
+/// the target by [`OutputRaster::finish`] only when every write succeeded,
+/// removed if dropped unfinished.
 pub struct OutputRaster {
     ds: Option<Dataset>,
-    temp: PathBuf,
-    target: PathBuf,
+    /// The file written; taken by a commit.
+    temp: Option<TempFile>,
+    /// Where it goes; `None` for scratch rasters that are never kept.
+    target: Option<Target>,
+    /// GDAL's failure count when the raster was created: any failure after
+    /// it (on any thread: see [`crate::gdal_errors`]) fails the output.
+    mark: Mark,
     data_type: GdalDataType,
     /// Block side of the GeoTIFF (square tiles).
     block: usize,
@@ -428,17 +402,27 @@ pub struct OutputRaster {
 }
 
 impl OutputRaster {
-    pub fn create(target: &Path, spec: &OutputSpec) -> Result<Self> {
-        let dir = parent_dir(target);
-        let name = target
-            .file_name()
-            .ok_or_else(|| Error::new(format!("{}: not a file name", target.display())))?;
-        let temp = dir.join(format!(
-            ".{}.{}.mapfilter-tmp.tif",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+    /// A new output for `target`, written to a temp file beside it.
+    pub fn create(target: &Target, spec: &OutputSpec) -> Result<Self> {
+        let temp = TempFile::beside(target)?;
+        Self::create_in(temp, Some(target.clone()), spec)
+    }
+
+    /// A raster in `dir` that is dropped, never kept (a report's baseline).
+    pub fn scratch(dir: &Path, spec: &OutputSpec) -> Result<Self> {
+        Self::create_in(TempFile::scratch(dir, "scratch.tif")?, None, spec)
+    }
+
+    /// The file being written (until [`OutputRaster::finish`]).
+    pub fn temp_path(&self) -> &Path {
+        self.temp.as_ref().expect("until finished").path()
+    }
+
+    fn create_in(temp: TempFile, target: Option<Target>, spec: &OutputSpec) -> Result<Self> {
         quiet_gdal();
+        let mark = Mark::now();
+        let dir = parent_dir(temp.path());
+        let path = temp.path().to_path_buf();
         let driver = DriverManager::get_driver_by_name("GTiff").map_err(gdal_error)?;
         let mut options = RasterCreationOptions::new();
         let block = if spec.width.min(spec.height) >= 256 {
@@ -460,28 +444,28 @@ impl OutputRaster {
         }
         let create = match spec.data_type {
             GdalDataType::UInt8 => driver.create_with_band_type_with_options::<u8, _>(
-                &temp,
+                &path,
                 spec.width,
                 spec.height,
                 spec.bands,
                 &options,
             ),
             GdalDataType::UInt16 => driver.create_with_band_type_with_options::<u16, _>(
-                &temp,
+                &path,
                 spec.width,
                 spec.height,
                 spec.bands,
                 &options,
             ),
             GdalDataType::Int16 => driver.create_with_band_type_with_options::<i16, _>(
-                &temp,
+                &path,
                 spec.width,
                 spec.height,
                 spec.bands,
                 &options,
             ),
             GdalDataType::Float32 => driver.create_with_band_type_with_options::<f32, _>(
-                &temp,
+                &path,
                 spec.width,
                 spec.height,
                 spec.bands,
@@ -490,18 +474,18 @@ impl OutputRaster {
             other => bail!(format!("cannot write {} rasters", other.name())),
         };
         let ds = create.map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
             Error::new(format!(
                 "cannot create output in {}: {}",
                 dir.display(),
                 gdal_error(e).cause()
             ))
-            .hint("check that the directory exists and is writable")
+            .hint("check that the directory is writable and has room")
         })?;
         let mut out = OutputRaster {
             ds: Some(ds),
-            temp,
-            target: target.to_path_buf(),
+            temp: Some(temp),
+            target,
+            mark,
             data_type: spec.data_type,
             block,
             size: (spec.width, spec.height),
@@ -520,7 +504,25 @@ impl OutputRaster {
     /// keys goes through PROJ's database, which a caller may want done on
     /// its own thread, before the tiles come.
     pub fn write_header(&mut self) -> Result<()> {
-        self.dataset().flush_cache().map_err(gdal_error)
+        self.dataset().flush_cache().map_err(gdal_error)?;
+        self.checked()
+    }
+
+    /// Fails if GDAL reported a failure since the raster was created,
+    /// saying when the disk is full.
+    fn checked(&self) -> Result<()> {
+        let shown = self.shown();
+        self.mark
+            .check(&format!("cannot write {}", shown.display()))
+            .map_err(|e| {
+                let dir = parent_dir(self.temp_path());
+                let written = std::fs::metadata(self.temp_path()).ok().map(|m| m.len());
+                match crate::output::disk_full_cause(&dir, written) {
+                    Some(full) => Error::new(format!("cannot write {}: {full}", shown.display()))
+                        .hint("free some space or write to another disk; nothing was replaced"),
+                    None => e.hint("nothing was replaced"),
+                }
+            })
     }
 
     fn set_metadata(&mut self, spec: &OutputSpec) -> Result<()> {
@@ -584,7 +586,7 @@ impl OutputRaster {
         if self.aligned {
             self.dataset().flush_cache().map_err(gdal_error)?;
         }
-        Ok(())
+        self.checked()
     }
 
     /// Writes `data` (row-major, `window.area()` values) into band `band` (1-based).
@@ -604,55 +606,61 @@ impl OutputRaster {
         .map_err(gdal_error)
     }
 
-    /// Flushes, closes and moves the temp file onto the target.
+    /// Flushes and closes the raster, checks that GDAL reported no failure
+    /// and reads the file back (a truncated file fails here), then syncs it
+    /// and moves it onto the target.
     pub fn finish(mut self) -> Result<()> {
-        let closed = match self.ds.take() {
-            Some(ds) => ds.close().map_err(gdal_error),
+        self.close_checked()?;
+        let temp = self.temp.take().expect("until finished");
+        match &self.target {
+            Some(target) => temp.commit(target),
             None => Ok(()),
-        };
-        if let Err(e) = closed {
-            let _ = std::fs::remove_file(&self.temp);
-            let _ = std::fs::remove_file(aux_path(&self.temp));
-            return Err(e);
         }
-        let moved = (|| -> std::io::Result<()> {
-            // Category names and other PAM metadata live in a .aux.xml sidecar:
-            // it moves with the raster, and a stale one of an older target goes.
-            let (temp_aux, target_aux) = (aux_path(&self.temp), aux_path(&self.target));
-            if temp_aux.exists() {
-                std::fs::rename(&temp_aux, &target_aux)?;
-            } else if target_aux.exists() {
-                std::fs::remove_file(&target_aux)?;
-            }
-            std::fs::rename(&self.temp, &self.target)
-        })();
-        if let Err(e) = moved {
-            let _ = std::fs::remove_file(&self.temp);
-            let _ = std::fs::remove_file(aux_path(&self.temp));
-            bail!(format!(
-                "cannot move output into place at {}: {e}",
-                self.target.display()
-            ));
+    }
+
+    /// Closes a [`OutputRaster::scratch`] raster, checked like
+    /// [`OutputRaster::finish`]; the file lives as long as what is returned.
+    pub fn finish_scratch(mut self) -> Result<TempFile> {
+        self.close_checked()?;
+        Ok(self.temp.take().expect("until finished"))
+    }
+
+    fn close_checked(&mut self) -> Result<()> {
+        if let Some(ds) = self.ds.take() {
+            ds.close().map_err(gdal_error)?;
         }
-        Ok(())
+        self.checked()?;
+        let (width, height) = self.size;
+        let readable = Dataset::open(self.temp_path())
+            .ok()
+            .is_some_and(|ds| ds.raster_size() == (width, height));
+        if readable {
+            return Ok(());
+        }
+        Err(self.checked().err().unwrap_or_else(|| {
+            Error::new(format!(
+                "the output written for {} does not read back",
+                self.shown().display()
+            ))
+            .hint("nothing was replaced; check the disk")
+        }))
+    }
+
+    /// The output as the user named it.
+    fn shown(&self) -> PathBuf {
+        match &self.target {
+            Some(t) => t.shown().to_path_buf(),
+            None => self.temp_path().to_path_buf(),
+        }
     }
 }
 
 impl Drop for OutputRaster {
     fn drop(&mut self) {
-        if let Some(ds) = self.ds.take() {
-            drop(ds);
-            let _ = std::fs::remove_file(&self.temp);
-            let _ = std::fs::remove_file(aux_path(&self.temp));
-        }
+        // The dataset closes before its temp file goes.
+        self.ds.take();
+        self.temp.take();
     }
-}
-
-/// GDAL's PAM sidecar of `path`: `path.aux.xml`.
-fn aux_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".aux.xml");
-    PathBuf::from(s)
 }
 
 impl ClassSink for OutputRaster {

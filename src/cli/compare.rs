@@ -4,19 +4,20 @@
 //! [`smooth_report`], the report of `mapfilter smooth --report`, which runs
 //! the exact baseline beside the chosen method and compares the two.
 
+use super::output_args::OverwriteArg;
 use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
+use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
 use crate::raster::{
-    self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
+    ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
 };
 use crate::report::compare::{CompareReport, Input, Map, RunComparison};
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
-use crate::report::write_text;
 use clap::Args;
 use gdal::raster::GdalDataType;
 use gdal::spatial_ref::SpatialRef;
@@ -29,13 +30,13 @@ pub struct CompareArgs {
     pub reference: PathBuf,
     /// Candidate class raster on the same grid.
     pub candidate: PathBuf,
-    /// Write the figures as JSON.
+    /// Write the figures as JSON (`-`: standard output).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write a self-contained HTML report (maps, plots, tables).
+    /// Write a self-contained HTML report (maps, plots, tables; `-`: standard output).
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// Write a Markdown report.
+    /// Write a Markdown report (`-`: standard output).
     #[arg(long)]
     pub markdown: Option<PathBuf>,
     /// Write a georeferenced mismatch GeoTIFF (Byte: 0 equal, 1 differs, 2 nodata in one only, 255 nodata in both).
@@ -47,16 +48,79 @@ pub struct CompareArgs {
     /// No progress bar and no summary line.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub overwrite: OverwriteArg,
+}
+
+/// The report files of one run, checked before any work.
+#[derive(Default)]
+struct ReportOutputs {
+    json: Option<Destination>,
+    html: Option<Destination>,
+    markdown: Option<Destination>,
+}
+
+impl ReportOutputs {
+    fn check(
+        json: Option<&Path>,
+        html: Option<&Path>,
+        markdown: Option<&Path>,
+        overwrite: bool,
+        inputs: &[&Path],
+    ) -> Result<Self> {
+        let check = |p: Option<&Path>| {
+            p.map(|p| Destination::check(p, overwrite, inputs))
+                .transpose()
+        };
+        Ok(ReportOutputs {
+            json: check(json)?,
+            html: check(html)?,
+            markdown: check(markdown)?,
+        })
+    }
+
+    fn files(&self) -> impl Iterator<Item = &Target> {
+        [&self.json, &self.html, &self.markdown]
+            .into_iter()
+            .flatten()
+            .filter_map(|d| match d {
+                Destination::File(t) => Some(t),
+                Destination::Stdout => None,
+            })
+    }
+
+    fn write(&self, report: &CompareReport) -> Result<()> {
+        if let Some(d) = &self.json {
+            output::text::write(d, &report.to_json()?)?;
+        }
+        if let Some(d) = &self.html {
+            output::text::write(d, &report.to_html()?)?;
+        }
+        if let Some(d) = &self.markdown {
+            output::text::write(d, &report.to_markdown())?;
+        }
+        Ok(())
+    }
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
-    for out in [&args.json, &args.html, &args.markdown, &args.mismatch]
-        .into_iter()
-        .flatten()
-    {
-        raster::check_output_path(&args.reference, out)?;
-        raster::check_output_path(&args.candidate, out)?;
-    }
+    let inputs = [args.reference.as_path(), args.candidate.as_path()];
+    let overwrite = args.overwrite.overwrite;
+    let reports = ReportOutputs::check(
+        args.json.as_deref(),
+        args.html.as_deref(),
+        args.markdown.as_deref(),
+        overwrite,
+        &inputs,
+    )?;
+    let mismatch = args
+        .mismatch
+        .as_deref()
+        .map(|p| Target::check(p, overwrite, &inputs))
+        .transpose()?;
+    let mut all: Vec<&Target> = reports.files().collect();
+    all.extend(mismatch.as_ref());
+    output::distinct(&all)?;
     let mut reference = ClassRaster::open(&args.reference)?;
     let mut candidate = ClassRaster::open(&args.candidate)?;
     check_same_grid(&reference, &candidate)?;
@@ -64,7 +128,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let outcome = compare_rasters(
         &mut reference,
         &mut candidate,
-        args.mismatch.as_deref(),
+        mismatch.as_ref(),
         args.map_side,
         &progress,
     )?;
@@ -83,14 +147,18 @@ pub fn run(args: CompareArgs) -> Result<()> {
         maps: outcome.maps,
         palette: Some(outcome.palette),
     };
-    write_reports(
-        &report,
-        args.json.as_deref(),
-        args.html.as_deref(),
-        args.markdown.as_deref(),
-    )?;
+    reports.write(&report)?;
     if !args.quiet {
-        println!("{}", report.headline());
+        // Standard output may carry a report; the headline then goes to stderr.
+        let to_stdout = [&reports.json, &reports.html, &reports.markdown]
+            .into_iter()
+            .flatten()
+            .any(|d| *d == Destination::Stdout);
+        if to_stdout {
+            eprintln!("{}", report.headline());
+        } else {
+            println!("{}", report.headline());
+        }
     }
     Ok(())
 }
@@ -107,24 +175,6 @@ fn input(role: &str, path: &Path) -> Input {
         role: role.into(),
         source: path.display().to_string(),
     }
-}
-
-fn write_reports(
-    report: &CompareReport,
-    json: Option<&Path>,
-    html: Option<&Path>,
-    markdown: Option<&Path>,
-) -> Result<()> {
-    if let Some(p) = json {
-        write_text(p, &report.to_json()?)?;
-    }
-    if let Some(p) = html {
-        write_text(p, &report.to_html()?)?;
-    }
-    if let Some(p) = markdown {
-        write_text(p, &report.to_markdown())?;
-    }
-    Ok(())
 }
 
 /// Refuses rasters that are not on the same grid: size, geotransform, CRS.
@@ -213,13 +263,13 @@ struct Outcome {
 fn compare_rasters(
     reference: &mut ClassRaster,
     candidate: &mut ClassRaster,
-    mismatch_path: Option<&Path>,
+    mismatch_target: Option<&Target>,
     map_side: usize,
     progress: &Progress,
 ) -> Result<Outcome> {
     let (w, h) = (reference.meta.width, reference.meta.height);
     let (rn, cn) = (reference.nodata_code(), candidate.nodata_code());
-    let mut mismatch_out = match mismatch_path {
+    let mut mismatch_out = match mismatch_target {
         Some(p) => Some(OutputRaster::create(p, &mismatch_spec(&reference.meta))?),
         None => None,
     };
@@ -314,28 +364,30 @@ pub struct SmoothRun<'a> {
     pub quiet: bool,
 }
 
-/// Runs the exact baseline ([`NaiveHost`]) on the same input into a temp
+/// Where `smooth --report` writes: `path` as given (its extension picks
+/// the kind: `.json`, `.md`, else HTML) and the checked destination.
+pub struct ReportTarget<'a> {
+    pub path: &'a Path,
+    pub dest: Destination,
+}
+
+impl<'a> ReportTarget<'a> {
+    /// Checks the report's path before the run (it must differ from the output).
+    pub fn check(path: &'a Path, output: &Target, overwrite: bool, input: &Path) -> Result<Self> {
+        let dest = Destination::check(path, overwrite, &[input])?;
+        if let Destination::File(t) = &dest {
+            output::distinct(&[t, output])?;
+        }
+        Ok(ReportTarget { path, dest })
+    }
+}
+
+/// Runs the exact baseline ([`NaiveHost`]) on the same input into a scratch
 /// GeoTIFF beside the output, compares the method's output with it and writes
-/// the report to `report` (HTML, or JSON/Markdown by extension `.json`/`.md`).
-pub fn smooth_report(run: &SmoothRun, report: &Path) -> Result<()> {
-    raster::check_output_path(run.input, report)?;
-    raster::check_output_path(run.output, report)?;
+/// the report.
+pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let mut method_out = ClassRaster::open(run.output)?;
-    let dir = match run.output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = tempfile::Builder::new()
-        .prefix(".mapfilter-baseline")
-        .tempdir_in(&dir)
-        .map_err(|e| {
-            Error::new(format!(
-                "cannot make a temp directory in {}: {e}",
-                dir.display()
-            ))
-            .hint("the baseline run needs room beside the output")
-        })?;
-    let baseline_path = temp.path().join("baseline.tif");
+    let dir = output::parent_dir(run.output);
     let meta = &method_out.meta;
     let spec = OutputSpec {
         width: meta.width,
@@ -355,13 +407,13 @@ pub fn smooth_report(run: &SmoothRun, report: &Path) -> Result<()> {
     let baseline = NaiveHost;
     let progress = Progress::new(run.quiet, "baseline");
     let mut source = ClassRaster::open(run.input)?;
-    let mut out = OutputRaster::create(&baseline_path, &spec)?;
+    let mut out = OutputRaster::scratch(&dir, &spec)?;
     let t0 = Instant::now();
     engine::smooth(&mut source, &mut out, run.job, &baseline, &progress)?;
-    out.finish()?;
+    let baseline_file = out.finish_scratch()?;
     let baseline_seconds = t0.elapsed().as_secs_f64();
 
-    let mut reference = ClassRaster::open(&baseline_path)?;
+    let mut reference = ClassRaster::open(baseline_file.path())?;
     let progress = Progress::new(run.quiet, "compare");
     let outcome = compare_rasters(
         &mut reference,
@@ -415,15 +467,21 @@ pub fn smooth_report(run: &SmoothRun, report: &Path) -> Result<()> {
         palette: Some(outcome.palette),
     };
     let ext = report
+        .path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("json") => write_reports(&report_data, Some(report), None, None)?,
-        Some("md" | "markdown") => write_reports(&report_data, None, None, Some(report))?,
-        _ => write_reports(&report_data, None, Some(report), None)?,
-    }
+    let text = match ext.as_deref() {
+        Some("json") => report_data.to_json()?,
+        Some("md" | "markdown") => report_data.to_markdown(),
+        _ => report_data.to_html()?,
+    };
+    output::text::write(&report.dest, &text)?;
     if !run.quiet {
-        eprintln!("report {}: {}", report.display(), report_data.headline());
+        eprintln!(
+            "report {}: {}",
+            report.path.display(),
+            report_data.headline()
+        );
     }
     Ok(())
 }

@@ -6,8 +6,9 @@ use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
 use crate::filter::{BorderMode, Chain};
 use crate::image_raster::{ImageRaster, gdal_type};
+use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{self, OutputRaster, OutputSpec};
+use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -37,12 +38,14 @@ pub struct FilterArgs {
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub overwrite: super::output_args::OverwriteArg,
 }
 
 pub fn run(args: FilterArgs) -> Result<()> {
     let chain = Chain::parse(&args.ops)?;
     let border: BorderMode = args.border.parse()?;
-    raster::check_output_path(&args.input, &args.output)?;
+    let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
     let mut input = ImageRaster::open(&args.input)?;
     let nd = input.meta.nodata;
     chain
@@ -61,7 +64,7 @@ pub fn run(args: FilterArgs) -> Result<()> {
         category_names: Vec::new(),
         compression: args.compression.compression()?,
     };
-    let mut output = OutputRaster::create(&args.output, &spec)?;
+    let mut output = OutputRaster::create(&target, &spec)?;
     let job = FilterJob {
         chain,
         border,

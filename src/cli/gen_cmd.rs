@@ -5,6 +5,7 @@ use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
+use crate::output::Target;
 use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
 use crate::synth::{Pattern, SynthRaster};
@@ -38,6 +39,8 @@ pub struct GenArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub overwrite: super::output_args::OverwriteArg,
 }
 
 /// Parses `WIDTHxHEIGHT`.
@@ -56,6 +59,7 @@ pub fn parse_size(text: &str) -> Result<(usize, usize)> {
 
 pub fn run(args: GenArgs) -> Result<()> {
     let (width, height) = parse_size(&args.size)?;
+    let target = Target::check(&args.output, args.overwrite.overwrite, &[])?;
     if args.classes == 0 {
         bail!("--classes must be at least 1");
     }
@@ -87,7 +91,7 @@ pub fn run(args: GenArgs) -> Result<()> {
         category_names: Vec::new(),
         compression: args.compression.compression()?,
     };
-    let mut out = OutputRaster::create(&args.output, &spec)?;
+    let mut out = OutputRaster::create(&target, &spec)?;
     let grid = TileGrid::new(width, height, 0, Border::Same, 512)?;
     let progress = Progress::new(args.quiet, "gen");
     progress.start(grid.len() as u64, "tiles");

@@ -6,6 +6,7 @@ use crate::filter::engine::ImageSource;
 use crate::filter::histogram::{self, BandHistogram, Binning};
 use crate::filter::pixel::{Bands, Pixel, Plane};
 use crate::image_raster::ImageRaster;
+use crate::output::{self, Destination};
 use crate::with_bands;
 use clap::Args;
 use std::path::PathBuf;
@@ -21,21 +22,33 @@ pub struct HistogramArgs {
     /// Value range MIN:MAX binned (default: Byte 0..256, otherwise each band's min..max).
     #[arg(long)]
     pub range: Option<String>,
-    /// Write JSON here (default: JSON on stdout).
+    /// Write JSON here (`-` or none: standard output).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write CSV here (band,bin,lo,hi,count).
+    /// Write CSV here (band,bin,lo,hi,count; `-`: standard output).
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// Where to count: host, or an OpenCL device (auto, cpu, gpu, INDEX).
     #[arg(long, default_value = "host")]
     pub device: String,
+    #[command(flatten)]
+    pub overwrite: super::output_args::OverwriteArg,
 }
 
 /// Strips of about this many pixels are read at a time.
 const STRIP_PIXELS: usize = 4 << 20;
 
 pub fn run(args: HistogramArgs) -> Result<()> {
+    let inputs = [args.input.as_path()];
+    let check = |p: &Option<PathBuf>| {
+        p.as_deref()
+            .map(|p| Destination::check(p, args.overwrite.overwrite, &inputs))
+            .transpose()
+    };
+    let (json_dest, csv_dest) = (check(&args.json)?, check(&args.csv)?);
+    if let (Some(Destination::File(a)), Some(Destination::File(b))) = (&json_dest, &csv_dest) {
+        output::distinct(&[a, b])?;
+    }
     let range = args.range.as_deref().map(parse_range).transpose()?;
     let device = DeviceChoice::from_arg(Some(&args.device))?.resolve()?;
     let mut input = ImageRaster::open(&args.input)?;
@@ -77,17 +90,13 @@ pub fn run(args: HistogramArgs) -> Result<()> {
         }
     })?;
     failed?;
-    let write = |path: &PathBuf, text: String| {
-        std::fs::write(path, text)
-            .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))
-    };
-    let json = serde_json::to_string_pretty(&hists).expect("histograms serialise");
-    if let Some(p) = &args.csv {
-        write(p, histogram::to_csv(&hists))?;
+    let json = serde_json::to_string_pretty(&hists).expect("histograms serialise") + "\n";
+    if let Some(d) = &csv_dest {
+        output::text::write(d, &histogram::to_csv(&hists))?;
     }
-    match &args.json {
-        Some(p) => write(p, json)?,
-        None if args.csv.is_none() => println!("{json}"),
+    match &json_dest {
+        Some(d) => output::text::write(d, &json)?,
+        None if csv_dest.is_none() => output::text::write(&Destination::Stdout, &json)?,
         None => {}
     }
     Ok(())

@@ -18,6 +18,7 @@ mod gen_cmd;
 mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
+mod output_args;
 #[cfg(feature = "gdal")]
 mod smooth;
 mod sweep;
@@ -70,8 +71,9 @@ enum Command {
 
 /// Parses the arguments, runs the command, and returns the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    // First: a signal at any moment from here on removes temp files and exits 128 + N.
     crate::interrupt::install();
+    let cli = Cli::parse();
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {

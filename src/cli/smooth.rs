@@ -2,6 +2,7 @@
 
 use super::compress_args::CompressArgs;
 use super::fast_args::FastArgs;
+use super::output_args::OverwriteArg;
 use super::timings::Timings;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::deferred_output::DeferredOutput;
@@ -11,8 +12,9 @@ use crate::error::Result;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::ClassSmoother;
 use crate::method::select::smoother_for;
+use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{self, ClassRaster, ClassType, OutputSpec};
+use crate::raster::{ClassRaster, ClassType, OutputSpec};
 use clap::{Args, ValueEnum};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
@@ -22,7 +24,8 @@ use tiles::Border;
 pub struct SmoothArgs {
     /// Input class raster (band 1, Byte or UInt16 codes), any format GDAL reads.
     pub input: PathBuf,
-    /// Output GeoTIFF (written to a temp file beside it, renamed on success).
+    /// Output GeoTIFF (written to a temp file beside it, renamed on success;
+    /// an existing file only with --overwrite).
     pub output: PathBuf,
     /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH (square matrix, odd size).
     #[arg(long, short)]
@@ -62,9 +65,11 @@ pub struct SmoothArgs {
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Also run the exact baseline and write a report (HTML; .json/.md by extension): run times, speed-up, agreement, confusion, maps.
+    /// Also run the exact baseline and write a report (HTML; .json/.md by extension; `-`: standard output): run times, speed-up, agreement, confusion, maps.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -98,16 +103,22 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         &kernel,
         &args.fast.options(),
     )?;
-    raster::check_output_path(&args.input, &args.output)?;
+    let overwrite = args.overwrite.overwrite;
+    let target = Target::check(&args.output, overwrite, &[&args.input])?;
+    let report = args
+        .report
+        .as_deref()
+        .map(|p| super::compare::ReportTarget::check(p, &target, overwrite, &args.input))
+        .transpose()?;
     timings.stage("setup");
     let ((width, height), job, stats) = std::thread::scope(|scope| {
         // The output's own thread reads the input's coordinate system and
         // makes the output (see `DeferredOutput`) while this one goes on.
-        let output = DeferredOutput::spawn(scope, args.output.clone(), args.input.clone());
+        let output = DeferredOutput::spawn(scope, target.clone(), args.input.clone());
         let how = (kernel, &weights, device, method.as_ref());
         smooth_into(&args, how, output, &mut timings)
     })?;
-    if let Some(report) = &args.report {
+    if let Some(report) = &report {
         let run = super::compare::SmoothRun {
             input: &args.input,
             output: &args.output,

@@ -23,6 +23,8 @@ pub struct SweepArgs {
     /// No line per finished run.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub overwrite: super::output_args::OverwriteArg,
 }
 
 pub fn run(args: SweepArgs) -> Result<()> {
@@ -40,12 +42,13 @@ pub fn run(args: SweepArgs) -> Result<()> {
         );
         return Ok(());
     }
+    let files = sweep::output::ResultFiles::prepare(&args.out, args.overwrite.overwrite)?;
     let mut saved = Ok(());
     let result = sweep::run(&config, |event, i, n| {
         if let Event::Checkpoint(so_far) = event {
             // Each finished experiment is on disk at once: a sweep cut short keeps them.
             if saved.is_ok() {
-                saved = sweep::output::write_all(so_far, &args.out).map(|_| ());
+                saved = files.write(so_far).map(|_| ());
             }
             return;
         }
@@ -75,7 +78,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
         }
     })?;
     saved?;
-    let files = sweep::output::write_all(&result, &args.out)?;
+    let files = files.write(&result)?;
     if !args.quiet {
         for f in files {
             eprintln!("wrote {}", f.display());

@@ -4,6 +4,7 @@
 
 use super::{Record, SweepResult};
 use crate::error::{Error, Result};
+use crate::output::{Destination, Target, text};
 use std::path::{Path, PathBuf};
 
 /// CSV columns, in order.
@@ -56,25 +57,51 @@ pub fn to_csv(records: &[Record]) -> String {
     out
 }
 
-/// Writes `results.csv`, `results.json` and `report.html` into `dir` (created
-/// if missing) and returns their paths.
-pub fn write_all(result: &SweepResult, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Error::new(format!("cannot create {}: {e}", dir.display()))
-            .hint("choose a writable --out directory")
-    })?;
-    let json = serde_json::to_string_pretty(result)
-        .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
-    let html = crate::report::sweep::to_html(result)?;
-    let files = [
-        (dir.join("results.csv"), to_csv(&result.records)),
-        (dir.join("results.json"), json),
-        (dir.join("report.html"), html),
-    ];
-    for (path, text) in &files {
-        crate::report::write_text(path, text)?;
+/// The three result files of a sweep in its `--out` directory, checked
+/// before the sweep runs.
+pub struct ResultFiles {
+    csv: Target,
+    json: Target,
+    html: Target,
+}
+
+impl ResultFiles {
+    /// Creates `dir` if missing and checks the files: existing ones are
+    /// refused unless `overwrite`. Once checked, the sweep rewrites its own
+    /// files at every checkpoint.
+    pub fn prepare(dir: &Path, overwrite: bool) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::new(format!("cannot create {}: {e}", dir.display()))
+                .hint("choose a writable --out directory")
+        })?;
+        let check = |name: &str| -> Result<Target> {
+            let path = dir.join(name);
+            Target::check(&path, overwrite, &[])?;
+            Target::check(&path, true, &[])
+        };
+        Ok(ResultFiles {
+            csv: check("results.csv")?,
+            json: check("results.json")?,
+            html: check("report.html")?,
+        })
     }
-    Ok(files.into_iter().map(|(p, _)| p).collect())
+
+    /// Writes `results.csv`, `results.json` and `report.html` and returns
+    /// their paths.
+    pub fn write(&self, result: &SweepResult) -> Result<Vec<PathBuf>> {
+        let json = serde_json::to_string_pretty(result)
+            .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
+        let html = crate::report::sweep::to_html(result)?;
+        let files = [
+            (&self.csv, to_csv(&result.records)),
+            (&self.json, json),
+            (&self.html, html),
+        ];
+        for (target, text) in &files {
+            text::write(&Destination::File((*target).clone()), text)?;
+        }
+        Ok(files.iter().map(|(t, _)| t.shown().to_path_buf()).collect())
+    }
 }
 
 #[cfg(test)]

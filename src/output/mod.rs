@@ -1,0 +1,28 @@
+//! Everything mapfilter writes goes through this module, so that no run ever
+//! loses data.
+//!
+//! - [`Target`] checks an output path before any computation: a directory,
+//!   device, FIFO or socket is refused, an existing file is replaced only with
+//!   `--overwrite`, and no input (by any path: symlink, hard link, bind mount)
+//!   is ever an output.
+//! - [`TempFile`] is where the bytes go first: created exclusively (never
+//!   through a planted symlink) with an unpredictable name beside the target,
+//!   locked while its process lives, and removed on every failure, on drop,
+//!   and by the signal handler ([`crate::interrupt`]). [`TempFile::commit`]
+//!   syncs it and renames it onto the target (refusing to replace a file that
+//!   appeared meanwhile unless `--overwrite`), then syncs the directory.
+//!   Leftovers of killed runs are recognised by their lock and swept.
+//! - [`text`] writes JSON, CSV, Markdown and HTML outputs through the same
+//!   path, with `-` meaning standard output.
+//!
+//! GDAL-free: the GeoTIFF writer ([`crate::raster::OutputRaster`]) writes into
+//! a [`TempFile`] and commits it the same way.
+
+mod space;
+mod target;
+mod temp;
+pub mod text;
+
+pub use space::disk_full_cause;
+pub use target::{Destination, Target, distinct, parent_dir};
+pub use temp::{TempFile, abandon_all};
