@@ -67,7 +67,13 @@ impl From<std::io::Error> for Error {
 
 impl From<tiles::GridError> for Error {
     fn from(e: tiles::GridError) -> Self {
-        Error::new(e.to_string()).hint("use --border same, or a smaller kernel")
+        let hint = match e {
+            tiles::GridError::ZeroTile => "give --tile a side of at least 1 pixel, e.g. --tile 512",
+            tiles::GridError::InputSmallerThanWindow { .. } => {
+                "use --border same, or a smaller kernel"
+            }
+        };
+        Error::new(e.to_string()).hint(hint)
     }
 }
 

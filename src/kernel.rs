@@ -220,6 +220,13 @@ fn quantise(weights: &[f64], sum: f64) -> Vec<u32> {
     if integral && sum <= QUANT_SUM as f64 {
         return weights.iter().map(|&w| w as u32).collect();
     }
+    // Weights so small (or large) that the scale below would overflow are
+    // taken relative to the largest first: only their ratios matter.
+    if !(sum.is_finite() && sum > 1e-200) {
+        let max = weights.iter().fold(0.0f64, |m, &w| m.max(w));
+        let relative: Vec<f64> = weights.iter().map(|&w| w / max).collect();
+        return quantise(&relative, relative.iter().sum());
+    }
     // Scale slightly below the bound so rounding up cannot push the sum over it.
     let scale = (QUANT_SUM as f64 - weights.len() as f64) / sum;
     weights
@@ -233,6 +240,12 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
         bail!(
             format!("gaussian sigma must be > 0, got {sigma}"),
             hint = "e.g. --kernel gaussian:2.5"
+        );
+    }
+    if 2.0 * sigma * sigma < f64::MIN_POSITIVE {
+        bail!(
+            format!("gaussian sigma {sigma} is too small to compute a kernel from"),
+            hint = "any sigma below 0.33 gives a 1x1 kernel (no smoothing); e.g. gaussian:0.3"
         );
     }
     let size = match size {
@@ -280,10 +293,7 @@ fn disc(radius: usize) -> Result<Kernel> {
 }
 
 fn from_file(path: &Path) -> Result<Kernel> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(format!("cannot read kernel file {}: {e}", path.display()))
-            .hint("file:PATH needs a readable text file holding a square matrix")
-    })?;
+    let text = crate::limits::read_text_file(path, "kernel file")?;
     parse_matrix(&text).map_err(|e| e.context(format!("kernel file {}", path.display())))
 }
 

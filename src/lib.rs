@@ -22,6 +22,7 @@ pub mod gdal_errors;
 pub mod image_raster;
 pub mod interrupt;
 pub mod kernel;
+pub mod limits;
 pub mod linalg;
 pub mod method;
 pub mod metrics;

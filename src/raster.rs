@@ -213,13 +213,19 @@ impl ClassRaster {
     /// Reads the whole raster in strips and tallies the class codes present
     /// (Byte bands are read as bytes: no conversion, half the memory traffic).
     pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        let hist = self.scan_histogram(progress)?;
+        ClassTable::from_histogram(&hist, self.nodata_code())
+            .map_err(|e| e.context(self.path.display()))
+    }
+
+    /// Reads the whole raster and counts every code (any number of them).
+    pub fn scan_histogram(&mut self, progress: &Progress) -> Result<CodeHistogram> {
         let mut hist = CodeHistogram::default();
         match self.class_type {
             ClassType::Byte => self.read_strips::<u8>(progress, |s| hist.add_bytes(s))?,
             ClassType::UInt16 => self.read_strips::<u16>(progress, |s| hist.add(s))?,
         }
-        ClassTable::from_histogram(&hist, self.nodata_code())
-            .map_err(|e| e.context(self.path.display()))
+        Ok(hist)
     }
 
     /// Reads the whole raster, top to bottom, in strips of about 8 MiB handed to `each`.

@@ -274,3 +274,137 @@ fn interrupted_run_leaves_nothing_behind() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert_eq!(files_in(dir.path()), ["in.tif"]);
 }
+
+#[test]
+fn unbounded_or_wrong_inputs_get_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out.tif");
+    let out = out.to_str().unwrap();
+    let good = fixture("classes_72x64.tif");
+    let good = good.to_str().unwrap();
+    // Reading a kernel stops at its limit: /dev/zero does not fill memory.
+    fails(
+        &["smooth", good, out, "-k", "file:/dev/zero"],
+        "larger than",
+        d,
+        &[],
+    );
+    fails(
+        &["filter", good, out, "--op", "kernel:/dev/zero"],
+        "larger than",
+        d,
+        &[],
+    );
+    // Sizes beyond memory: an error, not an allocation abort.
+    let huge = mapfilter(&["bench", "--size", "100000", "--method", "naive"]);
+    assert_eq!(
+        huge.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&huge.stderr)
+    );
+    assert!(String::from_utf8_lossy(&huge.stderr).contains("in memory"));
+    let config = d.join("big.toml");
+    std::fs::write(
+        &config,
+        "title = \"t\"\nmethods = [\"naive@host\"]\n[[experiment]]\nname = \"s\"\nvary = \"size\"\nvalues = [100000]\n",
+    )
+    .unwrap();
+    let sweep = mapfilter(&[
+        "sweep",
+        config.to_str().unwrap(),
+        "--out",
+        d.join("sw").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        sweep.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&sweep.stderr)
+    );
+    assert!(String::from_utf8_lossy(&sweep.stderr).contains("in memory"));
+    // Non-finite filter weights are refused like smooth's.
+    for bad in ["nan", "inf", "1e39"] {
+        let k = d.join("k.txt");
+        std::fs::write(&k, format!("1 1 1\n1 {bad} 1\n1 1 1\n")).unwrap();
+        let spec = format!("kernel:{}", k.display());
+        fails(
+            &["filter", good, out, "--op", &spec],
+            "not a finite",
+            d,
+            &["k.txt"],
+        );
+        std::fs::remove_file(&k).unwrap();
+    }
+    // Messages that used to mislead.
+    fails(
+        &["smooth", good, out, "-k", "gaussian:1e-300"],
+        "too small",
+        d,
+        &[],
+    );
+    let tile = mapfilter(&["smooth", good, out, "-k", "box:3", "--tile", "0"]);
+    let e = String::from_utf8_lossy(&tile.stderr);
+    assert!(e.contains("--tile") && !e.contains("--border"), "{e}");
+}
+
+#[test]
+fn tiny_kernel_weights_are_scaled_by_their_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = fixture("classes_72x64.tif");
+    let good = good.to_str().unwrap();
+    let k = d.join("tiny.txt");
+    std::fs::write(
+        &k,
+        "1e-300 1e-300 1e-300\n1e-300 1e-300 1e-300\n1e-300 1e-300 1e-300\n",
+    )
+    .unwrap();
+    let (a, b) = (d.join("tiny.tif"), d.join("box.tif"));
+    common::mapfilter_ok(&[
+        "smooth",
+        good,
+        a.to_str().unwrap(),
+        "-k",
+        &format!("file:{}", k.display()),
+        "-q",
+    ]);
+    common::mapfilter_ok(&["smooth", good, b.to_str().unwrap(), "-k", "box:3", "-q"]);
+    assert_eq!(common::read_raster(&a), common::read_raster(&b));
+}
+
+#[test]
+fn info_describes_many_classes_and_nan_nodata() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let many = d.join("many.tif");
+    common::mapfilter_ok(&[
+        "gen",
+        many.to_str().unwrap(),
+        "--size",
+        "64x64",
+        "--classes",
+        "300",
+        "--pattern",
+        "random",
+        "-q",
+    ]);
+    let info = common::mapfilter_ok(&["info", many.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("classes:     300"));
+    let float = d.join("nan.tif");
+    write_raster(
+        &float,
+        &TestRaster {
+            width: 4,
+            height: 4,
+            data: &[1; 16],
+            data_type: GdalDataType::Float32,
+            nodata: Some(f64::NAN),
+            colors: false,
+        },
+    );
+    let json = common::mapfilter_ok(&["info", float.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["nodata"], "NaN");
+}

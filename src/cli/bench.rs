@@ -90,6 +90,14 @@ fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
         crate::bail!(format!("--classes {c} is outside 1..=256"));
     }
+    for &size in &sizes {
+        crate::limits::check_in_memory(
+            size,
+            size,
+            crate::limits::IN_MEMORY_RUN_BYTES,
+            "a bench raster",
+        )?;
+    }
     let mut out = Vec::new();
     for &size in &sizes {
         for &classes in &class_counts {

@@ -60,6 +60,8 @@ pub struct BenchFilterArgs {
 
 pub fn run(args: BenchFilterArgs) -> Result<()> {
     let (w, h) = parse_size(&args.size)?;
+    // Input, output and the reference as 32-bit samples per band.
+    crate::limits::check_in_memory(w, h, 12 * args.bands.max(1), "a bench image")?;
     let t = match args.sample_type.as_str() {
         "u8" => SampleType::U8,
         "u16" => SampleType::U16,

@@ -1,5 +1,6 @@
 //! `mapfilter info`: what a raster is and which classes it holds.
 
+use crate::classes::{CodeHistogram, MAX_CLASSES};
 use crate::error::Result;
 use crate::progress::Progress;
 use crate::raster::{self, ClassRaster, RasterMeta};
@@ -26,8 +27,11 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let epsg = crs.as_ref().and_then(|s| s.auth_code().ok());
     drop(ds);
     // Class tally only for integer class bands.
-    let classes = match ClassRaster::open(&args.input) {
-        Ok(mut r) => Some(r.scan_classes(&Progress::new(args.json, "scan"))?),
+    let tally = match ClassRaster::open(&args.input) {
+        Ok(mut r) => {
+            let hist = r.scan_histogram(&Progress::new(args.json, "scan"))?;
+            Some(Tally::of(&hist, r.nodata_code()))
+        }
         Err(_) => None,
     };
     if args.json {
@@ -40,12 +44,12 @@ pub fn run(args: InfoArgs) -> Result<()> {
             "geo_transform": meta.geo_transform,
             "crs": crs_name,
             "epsg": epsg,
-            "nodata": meta.nodata,
+            "nodata": meta.nodata.map(json_number),
             "color_table_entries": meta.colors.len(),
             "category_names": meta.category_names,
-            "classes": classes.as_ref().map(|t| t.codes().iter().zip(t.counts())
+            "classes": tally.as_ref().map(|t| t.classes.iter()
                 .map(|(c, n)| serde_json::json!({"code": c, "pixels": n})).collect::<Vec<_>>()),
-            "nodata_pixels": classes.as_ref().map(|t| t.nodata_count()),
+            "nodata_pixels": tally.as_ref().map(|t| t.nodata),
         });
         println!("{}", serde_json::to_string_pretty(&value).expect("json"));
         return Ok(());
@@ -74,9 +78,14 @@ pub fn run(args: InfoArgs) -> Result<()> {
     if !meta.colors.is_empty() {
         println!("colour table: {} entries", meta.colors.len());
     }
-    if let Some(t) = classes {
-        println!("classes:     {}", t.len());
-        for (code, n) in t.codes().iter().zip(t.counts()) {
+    if let Some(t) = tally {
+        let note = if t.classes.len() > MAX_CLASSES {
+            format!(" (more than the {MAX_CLASSES} that smooth takes)")
+        } else {
+            String::new()
+        };
+        println!("classes:     {}{note}", t.classes.len());
+        for (code, n) in &t.classes {
             let name = meta
                 .category_names
                 .get(*code as usize)
@@ -85,9 +94,38 @@ pub fn run(args: InfoArgs) -> Result<()> {
                 .unwrap_or_default();
             println!("  {code:>5}: {n:>12} pixels{name}");
         }
-        if t.nodata_count() > 0 {
-            println!("  nodata: {:>11} pixels", t.nodata_count());
+        if t.nodata > 0 {
+            println!("  nodata: {:>11} pixels", t.nodata);
         }
     }
     Ok(())
+}
+
+/// The codes present with their pixel counts, and the nodata pixels.
+struct Tally {
+    classes: Vec<(u16, u64)>,
+    nodata: u64,
+}
+
+impl Tally {
+    fn of(hist: &CodeHistogram, nodata: Option<u16>) -> Self {
+        let classes = (0..=u16::MAX)
+            .filter(|&c| Some(c) != nodata)
+            .map(|c| (c, hist.count(c)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        Tally {
+            classes,
+            nodata: nodata.map_or(0, |c| hist.count(c)),
+        }
+    }
+}
+
+/// A number for JSON, NaN and infinities as strings (JSON has no such numbers).
+fn json_number(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::json!(v.to_string())
+    }
 }

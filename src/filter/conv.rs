@@ -105,13 +105,17 @@ impl Conv {
 
     /// A square matrix from a text file (whitespace/CSV, `#` comments), used as is.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::new(format!("cannot read kernel file {}: {e}", path.display()))
-                .hint("kernel:PATH needs a readable text file holding a square matrix")
-        })?;
+        let text = crate::limits::read_text_file(path, "kernel file")?;
         let (n, weights) = crate::kernel::parse_square(&text)
             .map_err(|e| e.context(format!("kernel file {}", path.display())))?;
         check_size(n, "kernel")?;
+        if let Some(w) = weights.iter().find(|&&w| !(w as f32).is_finite()) {
+            return Err(Error::new(format!(
+                "kernel file {}: weight {w} is not a finite 32-bit number",
+                path.display()
+            ))
+            .hint("image filters take weights within ±3.4e38"));
+        }
         Ok(Conv {
             size: n,
             weights: weights.iter().map(|&w| w as f32).collect(),

@@ -267,6 +267,12 @@ impl Settings {
         if size == 0 {
             bail!("image size 0", hint = "use a positive size");
         }
+        crate::limits::check_in_memory(
+            size,
+            size,
+            crate::limits::IN_MEMORY_RUN_BYTES,
+            "a sweep image",
+        )?;
         Ok(Point {
             size,
             // A family kernel gets exactly the requested side (gaussian: σ = (N−1)/6).
@@ -398,9 +404,7 @@ impl Machine {
 impl Config {
     /// Reads and checks a config file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::new(format!("{}: {e}", path.display())).hint("give a sweep config (TOML)")
-        })?;
+        let text = crate::limits::read_text_file(path, "sweep config")?;
         Self::parse(&text).map_err(|e| e.context(path.display()))
     }
 
