@@ -5,7 +5,7 @@
 //!
 //! Per term k ≥ 1 the kernels carry the complex window sum
 //! `Z_k(y) = Σ_{t=0..2R} f(y+t)·e^{iφk(t−R)}`, whose real part is the
-//! `F_k(y)` of DESIGN.md §3. Sliding the window by one is a first-order step,
+//! `F_k(y)` of docs/semantics.md#methods. Sliding the window by one is a first-order step,
 //! `Z_k(y+1) = ρ_k·(Z_k(y) + d_k·(f(y+2R+1) − f(y)))`, ρ_k = e^{−iφk},
 //! d_k = e^{−iφkR} (e^{iφk(R+1)} = d_k because φN = 2π). The step is a
 //! rotation, so an error made once is carried along unamplified; the
