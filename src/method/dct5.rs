@@ -396,8 +396,8 @@ mod tests {
             .collect()
     }
 
-    /// Why K = 3 stops at 99.87 % agreement at σ = 21, N = 127
-    /// (BENCHMARKS.md): the exact coefficients are the L2-nearest K-term
+    /// Why K = 3 stops short of 99.9 % agreement at σ = 21, N = 127
+    /// (docs/decisions/0011-dct5-k3-at-sigma-21.md): the exact coefficients are the L2-nearest K-term
     /// filter to the 2-D kernel, so no other coefficients (nor a rescale)
     /// come closer, and the kernel's own window (R = 63) beats any other
     /// DCT-5 period. Disagreement on random data tracks this distance.
