@@ -1,7 +1,7 @@
 //! Build script: start-up time of every binary linked with GDAL.
 //!
 //! Debian's libgdal pulls in about 110 shared libraries, and loading them
-//! is most of the fixed cost of a `mapfilter` run (about 45 ms here). Most
+//! is most of the fixed cost of a `mapfilter` run. Most
 //! of that is symbol lookup: glibc's loader resolves each of the ~57 000
 //! symbol relocations by walking the global scope (the executable, then
 //! its libraries breadth-first) until a library defines the symbol, and
@@ -16,7 +16,8 @@
 //! still to one copy for the whole process. libc, libm, BLAS and LAPACK
 //! stay where they are, since they define some of the same C symbols.
 //! Measured on Debian 12 (GDAL 3.6): an empty program linked with libgdal
-//! starts in 43–45 ms, 35–37 ms with this order (BENCHMARKS.md).
+//! starts measurably faster with this order (BENCHMARKS.md, "Where a run's
+//! fixed costs go").
 //!
 //! Only libraries that libgdal really depends on (per `ldd`) are named, so
 //! another GDAL build gets no extra library; where libgdal or `ldd` cannot

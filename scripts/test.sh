@@ -9,6 +9,8 @@ bash scripts/setup.sh
 export MAPFILTER_REQUIRE_OPENCL=1
 # Nor the OpenCV comparison: python3-opencv is installed above.
 export MAPFILTER_REQUIRE_OPENCV=1
+# Nor the fixture generator: python3-numpy and python3-gdal are installed above.
+export MAPFILTER_REQUIRE_PYTHON_GDAL=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

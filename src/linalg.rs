@@ -6,10 +6,8 @@
 //! the singular values. It is slow for big matrices but exact to a few ulps
 //! and simple; kernels are at most 511×511. Column norms are carried through
 //! the rotations and columns below ε·‖A‖_F are left alone, so low-rank
-//! kernels are quick: `bench --method svd --size 64` took 0.03 s in all at
-//! gaussian:85 (511², rank 1; 6.1 s before) and 2.2 s at disc:255 (511²,
-//! high rank), release build, this shared 2-core machine, 2026-11-21. Checked against
-//! `nalgebra::SVD` in the tests.
+//! kernels are quick (docs/decisions/0013-svd-jacobi-negligible-columns.md).
+//! Checked against `nalgebra::SVD` in the tests.
 
 use nalgebra::{DMatrix, DVector};
 
@@ -70,7 +68,7 @@ pub fn jacobi_svd(a: &DMatrix<f64>) -> Svd {
         // Columns below ε·‖A‖_F are rounding residue (under the numerical
         // rank's tolerance `max(m, n)·ε·s₀`): rotating them changes no
         // singular value that counts, and costs most of the time on
-        // low-rank kernels (a 511² Gaussian: 4.2 s rotating them, 0.03 s not).
+        // low-rank kernels (docs/decisions/0013).
         let negligible = f64::EPSILON * f64::EPSILON * sq.iter().sum::<f64>();
         for i in 0..n {
             for j in i + 1..n {

@@ -307,9 +307,9 @@ fn codec_name(codec: Compression) -> String {
 }
 
 /// DEFLATE level of outputs unless one is given. GDAL's default is 6; at 5
-/// libdeflate stays with its faster parser and compresses in about half
-/// the CPU time, for files 6–17 % larger on smoothed land cover
-/// (BENCHMARKS.md, "Output compression level").
+/// libdeflate stays with its faster parser and compresses in much less
+/// CPU time for slightly larger files on smoothed land cover
+/// (docs/decisions/0002-deflate-level-5.md).
 pub const DEFAULT_DEFLATE_LEVEL: u8 = 5;
 
 /// How an output is compressed: the codec and, for DEFLATE (1–12) and ZSTD

@@ -1,6 +1,6 @@
 //! The fast host methods against the exact baseline: the certified mode is
 //! byte-identical to naive on random cases (proptest), svd and dct5 agree
-//! with naive at the accuracy DESIGN.md §3 promises.
+//! with naive at the accuracy docs/semantics.md#methods promises.
 
 mod common;
 
@@ -195,7 +195,7 @@ fn svd_agrees_with_naive_on_gaussians() {
 
 #[test]
 fn dct5_agrees_with_naive_on_random_four_classes() {
-    // DESIGN.md's case, N = 127 (σ = 21) on uniformly random 4-class data,
+    // The accuracy target's case, N = 127 (σ = 21) on uniformly random 4-class data,
     // at 256² (measured 99.854 %). The 1024² run is recorded in
     // BENCHMARKS.md: 99.865 % with K = 3, the exact coefficients of the
     // truncated kernel leave ‖k̃ − k‖₁ = 2.4e-3; K = 5 reaches 99.92 %.

@@ -1,5 +1,5 @@
-//! The shared fixtures (expected outputs from an independent float64
-//! implementation of DESIGN.md §2, see ../shared/fixtures/README.md) must be
+//! The fixtures in tests/fixtures (expected outputs from an independent
+//! implementation of docs/semantics.md, see tests/fixtures/README.md) must be
 //! reproduced byte for byte by every exact method, on every device and tile size.
 #![cfg(feature = "gdal")]
 
@@ -18,7 +18,7 @@ use mapfilter::progress::Progress;
 use mapfilter::raster::ClassRaster;
 use tiles::Border;
 
-/// (fixture name, kernel spec) pairs of ../shared/fixtures.
+/// (fixture name, kernel spec) pairs of tests/fixtures (as `CASES` in its generate.py).
 fn cases() -> Vec<(&'static str, String)> {
     vec![
         (

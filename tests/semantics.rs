@@ -1,6 +1,7 @@
-//! DESIGN.md §2 on hand-worked examples, and the property that the tiled
-//! engine gives byte-identical results for every tile size, equal to a plain
-//! untiled computation (`common::brute_force`, written apart from the library).
+//! docs/semantics.md (scores, ties, nodata, borders) on hand-worked
+//! examples, and the property that the tiled engine gives byte-identical
+//! results for every tile size, equal to a plain untiled computation
+//! (`common::brute_force`, written apart from the library).
 
 mod common;
 

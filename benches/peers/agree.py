@@ -19,7 +19,7 @@ into one cause:
 Kernels: gaussian:SIGMA[:N] (exp(-(x²+y²)/2σ²), N = 2·floor(3σ)+1 by default),
 box:N, disc:R (x²+y² <= R²), ball:R (x²+y² <= (R+½)², ITK's ball structuring
 element used by OTB) and file:PATH (a whitespace matrix, as mapfilter's). Pixels outside the raster and nodata pixels
-contribute nothing, as in mapfilter (DESIGN.md §2).
+contribute nothing, as in mapfilter (docs/semantics.md#scores).
 
 Needs the system python3 with numpy and GDAL's bindings (python3-gdal).
 """

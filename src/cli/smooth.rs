@@ -235,7 +235,7 @@ fn smooth_into(
 /// block cache is scanned in any case: the scan decodes its blocks before the
 /// engine starts, while the output's thread works on the other core, and
 /// the engine then finds them decoded (measured faster than decoding inside
-/// the engine on 2 cores: BENCHMARKS.md, "Fixed costs of `smooth`").
+/// the engine on 2 cores: docs/decisions/0007-class-scan.md).
 /// Larger rasters skip the scan and with it a whole decoding pass.
 fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
     input.class_type != ClassType::Byte

@@ -12,9 +12,10 @@ pub const DEVICE_ENV: &str = "MAPFILTER_DEVICE";
 /// Where a method should run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
-    /// The first GPU, else the host. The host path beats PoCL on map-like
-    /// data (BENCHMARKS.md), so `auto` does not pick an OpenCL CPU device;
-    /// `cpu` still does. Without any OpenCL device a warning says so.
+    /// The first GPU, else the host. An OpenCL CPU device pays its platform
+    /// listing and program build on every run and speeds up naive only
+    /// (BENCHMARKS.md, "Naive: PoCL against the host"), so `auto` does not
+    /// pick one; `cpu` still does. Without any OpenCL device a warning says so.
     #[default]
     Auto,
     /// The plain Rust path (rayon), no OpenCL.

@@ -6,7 +6,7 @@
 //! coefficients of the truncated kernel `G_k = (c_k/(2R+1))·Σ_u g_u·cos(φku)`
 //! (c₀ = 1, c_k = 2); K = R reproduces the kernel. The filtered signal is
 //! `Σ_k G_k·F_k(x)` with `F_k(x) = Σ_u f_{x+u}·cos(φku)`, and `F_k` follows
-//! the second-order recursion (DESIGN.md §3, with the corrected sign)
+//! the second-order recursion (docs/semantics.md#methods, with the corrected sign)
 //! `F_k(x+1) = 2cos(φk)·F_k(x) − F_k(x−1) + cos(φkR)·(f_{x+R+1} − f_{x+R} − f_{x−R} + f_{x−R−1})`,
 //! and `F_0(x+1) = F_0(x) + f_{x+R+1} − f_{x−R}`.
 //!
@@ -396,8 +396,8 @@ mod tests {
             .collect()
     }
 
-    /// Why K = 3 stops at 99.87 % agreement at σ = 21, N = 127
-    /// (BENCHMARKS.md): the exact coefficients are the L2-nearest K-term
+    /// Why K = 3 stops short of 99.9 % agreement at σ = 21, N = 127
+    /// (docs/decisions/0011-dct5-k3-at-sigma-21.md): the exact coefficients are the L2-nearest K-term
     /// filter to the 2-D kernel, so no other coefficients (nor a rescale)
     /// come closer, and the kernel's own window (R = 63) beats any other
     /// DCT-5 period. Disagreement on random data tracks this distance.

@@ -500,8 +500,8 @@ impl Isa {
 /// least 64. Short bands keep a band's planes (per class, its rows plus
 /// 2R) small enough for the caches and give the threads more bands to
 /// share, while the seeds of a band (two sums of 2R + 1 rows per group of
-/// columns) stay no more than its rows (BENCHMARKS.md, "Shorter bands":
-/// on 2 threads σ = 5 went 77.6 → 73.5 ms and σ = 21 218 → 161 ms).
+/// columns) stay no more than its rows
+/// (docs/decisions/0003-host-dct5-bands-and-segments.md).
 fn band_rows(r: usize) -> usize {
     (2 * (2 * r + 1)).max(64)
 }
@@ -903,8 +903,8 @@ fn pass1<const T: usize, S: F64x4>(
         // (below), so the strips not wholly inside top..top + rows are
         // cleared first: those wholly outside it, and the partly covered
         // first and last. (Gathering a line's rows in a buffer and copying
-        // whole lines took a few per cent more of pass 1's cycles:
-        // BENCHMARKS.md, seventh session.)
+        // whole lines cost pass 1 more cycles: each copy read back values
+        // just stored lane by lane.)
         clear(plane, c0, n, 0..top.div_ceil(LANES));
         clear(plane, c0, n, (top + rows) / LANES..strips);
         let lines = Lines { strip_len, c0, top };

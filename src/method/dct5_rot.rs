@@ -5,7 +5,7 @@
 //!
 //! Per term k ≥ 1 the kernels carry the complex window sum
 //! `Z_k(y) = Σ_{t=0..2R} f(y+t)·e^{iφk(t−R)}`, whose real part is the
-//! `F_k(y)` of DESIGN.md §3. Sliding the window by one is a first-order step,
+//! `F_k(y)` of docs/semantics.md#methods. Sliding the window by one is a first-order step,
 //! `Z_k(y+1) = ρ_k·(Z_k(y) + d_k·(f(y+2R+1) − f(y)))`, ρ_k = e^{−iφk},
 //! d_k = e^{−iφkR} (e^{iφk(R+1)} = d_k because φN = 2π). The step is a
 //! rotation, so an error made once is carried along unamplified; the
@@ -31,10 +31,10 @@ pub const WINDOWS_PER_SEGMENT: usize = 4;
 /// Shortest segment when parallelism allows (multiple of 32: pass 1 writes runs of 32).
 pub const MIN_SEGMENT: usize = 64;
 /// Work-items per pass worth having on a GPU before segments are shortened
-/// for parallelism. 2¹⁹ rather than 2¹⁷: on an H200 the long kernels ran
-/// short of work-items (4096², 17 classes, σ = 64: 3 segments of 1568 per
-/// line, 4.25 ms against 3.83 ms with 7 segments of 608), which broke
-/// ±20 % over σ = 1…64; shorter kernels already had plenty and are unchanged.
+/// for parallelism. 2¹⁹ rather than 2¹⁷: with fewer, the longest kernels
+/// (σ = 64) ran too few segments per line to fill a GPU and broke the ±20 %
+/// over σ = 1…64; shorter kernels already had plenty and are unchanged
+/// (docs/decisions/0004-device-dct5-segments.md).
 pub const TARGET_ITEMS: usize = 1 << 19;
 /// The same per compute unit of a CPU device (PoCL): there a work-group of 32
 /// items runs as one loop on one core, so 4 groups per core balance the

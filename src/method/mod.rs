@@ -155,8 +155,9 @@ impl PendingTile for Finished {
 }
 
 /// The winning class from exact integer scores `raw[c]·weights[c]`
-/// (DESIGN.md §2): the highest score; on a tie the centre class if it is among
-/// the best, else the smallest index; no positive score gives [`NO_CLASS`].
+/// (docs/semantics.md#the-winner-and-ties): the highest score; on a tie
+/// the centre class if it is among the best, else the smallest index; no
+/// positive score gives [`NO_CLASS`].
 /// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
 #[inline]
 pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16) -> u16 {

@@ -332,9 +332,8 @@ impl NaiveCl {
             Variant::Fast => {
                 // Scanning the taps replaces scanning (and clearing) all bins.
                 // On GPUs it pays once the taps are fewer than the classes; on
-                // CPUs (PoCL) only below half the classes: measured 2026-11-21,
-                // 16 classes with 9 taps ran 1.3x faster over the bins, 256
-                // classes with 81 taps 1.1x faster by taps (BENCHMARKS.md).
+                // CPUs (PoCL) only below half the classes, where scanning the
+                // bins stays cheap longer (docs/decisions/0010).
                 let by_taps = if gpu || self.shape == FastShape::Gpu {
                     taps.n_taps < nc
                 } else {
@@ -347,8 +346,7 @@ impl NaiveCl {
                 // Kernels whose rows are all alike (boxes) can slide each
                 // item's histogram down its column (2 rows of taps per output):
                 // on noise always the better path, on maps from N = 7 on
-                // (MODIS 2048², box:7/15/31: 0.25/0.36/0.60 s sliding, 0.33/
-                // 0.47/1.03 s by runs, 2026-11-21).
+                // (docs/decisions/0010).
                 let slide_ok = cpu_shape
                     && {
                         let q = taps.quantised.as_slice();
@@ -389,9 +387,8 @@ impl NaiveCl {
                     // outputs per item amortise clearing the histogram.
                     (8, 1, 32, false, false)
                 };
-                // The two-loop winner search pays for many bins only: random
-                // 1024², box:15, 256 classes 785 -> 600 ms, 4..40 classes
-                // 0.9-1.2x slower (kernel time, 2026-11-21).
+                // The two-loop winner search pays for many bins only; with
+                // a few dozen it is slower (docs/decisions/0010).
                 let scan2 = cpu_shape && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
                 // Score and bin packed in one ulong (score << 9): every score
                 // (kernel sum times class weight) must stay below 2^55.

@@ -1,6 +1,6 @@
 //! The per-pixel ranking of the float (fast) methods: class scores arrive
 //! one class at a time, and each pixel keeps its winner under the tie rule
-//! of DESIGN.md §2 (centre class first, else the smallest index), the
+//! of docs/semantics.md#the-winner-and-ties (centre class first, else the smallest index), the
 //! centre class's own score and, for the certified mode, the two best
 //! scores (their margin is what certification tests).
 //!

@@ -6,7 +6,7 @@
 //! implementations give the same bits as the scalar reference
 //! ([`super::dct5::Dct5::segment_pass`]). Written out for AVX2 because the
 //! compiler, left to vectorise arrays of four, scattered the recursion
-//! over shuffles and scalar code (BENCHMARKS.md, "Explicit AVX2 lanes").
+//! over shuffles and scalar code (docs/decisions/0006-explicit-avx2-lanes.md).
 
 /// Four f64 lanes, and per-lane masks of the same type (all bits set where true).
 pub(crate) trait F64x4: Copy {

@@ -13,7 +13,7 @@ mod gdal_io {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
 
-    pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+    pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
     pub fn fixture(name: &str) -> PathBuf {
         Path::new(FIXTURES).join(name)
@@ -126,7 +126,7 @@ pub fn files_in(dir: &std::path::Path) -> Vec<String> {
     names
 }
 
-/// Plain, untiled reference of DESIGN.md §2 on raw codes with integer
+/// Plain, untiled reference of docs/semantics.md#scores on raw codes with integer
 /// weights, written independently of the library: per pixel, per class code,
 /// sum the weights of window pixels of that code.
 #[allow(clippy::too_many_arguments)] // mirrors the spec's parameters one to one
