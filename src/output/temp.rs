@@ -72,9 +72,13 @@ impl TempFile {
         let mut registry = live();
         // create_new (O_CREAT | O_EXCL): never opens an existing file or follows a symlink.
         let made = builder.tempfile_in(dir).map_err(|e| {
+            // tempfile's message names the random path; the OS error is enough.
+            let e = e
+                .raw_os_error()
+                .map_or(e, std::io::Error::from_raw_os_error);
             write_error(
                 e,
-                &format!("cannot create a temp file for {}", shown.display()),
+                &format!("cannot create output {}", shown.display()),
                 dir,
                 None,
             )
