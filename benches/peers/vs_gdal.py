@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Whole commands against GDAL's own copy, paired in one run.
+
+Times `gdal_translate` (a tiled DEFLATE level-5 copy with all CPUs: the
+I/O floor any GDAL tool pays) and each `mapfilter smooth` setting given, in
+alternation, ROUNDS times, and prints one Markdown table (median and min
+wall time, ratio of medians to the copy) plus one JSON line per setting to
+--json (append). Outputs go to a temp directory and are removed.
+
+Usage:
+  benches/peers/vs_gdal.py INPUT --rounds 5 --bin target/release/mapfilter \
+      --setting "-k gaussian:5 --method dct5" --setting "-k gaussian:2.5" \
+      [--json benches/results/dev-2core/vs_gdal.jsonl] [--timings]
+"""
+import argparse, json, os, platform, shlex, socket, statistics, subprocess, tempfile, time
+
+
+def run(cmd, env=None):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
+    return dt, p.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("input")
+    ap.add_argument("--bin", default="target/release/mapfilter")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--setting", action="append", default=[])
+    ap.add_argument("--json")
+    ap.add_argument("--timings", action="store_true", help="print mapfilter's --timings of the last round")
+    ap.add_argument("--label", default=socket.gethostname())
+    a = ap.parse_args()
+    settings = a.setting or ["-k gaussian:5 --method dct5"]
+    tmp = tempfile.mkdtemp(prefix="vs-gdal-")
+    copy = ["gdal_translate", "-q", "-of", "GTiff", "-co", "TILED=YES", "-co", "COMPRESS=DEFLATE",
+            "-co", "ZLEVEL=5", "-co", "NUM_THREADS=ALL_CPUS", a.input, os.path.join(tmp, "copy.tif")]
+    cmds = {"gdal_translate copy": copy}
+    for s in settings:
+        cmds[f"smooth {s}"] = [a.bin, "smooth", a.input, os.path.join(tmp, "out.tif"), *shlex.split(s),
+                               "--overwrite", "-q"]
+    times = {k: [] for k in cmds}
+    last_timings = {}
+    run(copy)  # warm the page cache
+    for _ in range(a.rounds):
+        for k, c in cmds.items():
+            if os.path.exists(os.path.join(tmp, "copy.tif")) and k.startswith("gdal"):
+                os.remove(os.path.join(tmp, "copy.tif"))
+            dt, err = run(c)
+            times[k].append(dt)
+    if a.timings:
+        for k, c in cmds.items():
+            if k.startswith("smooth"):
+                _, err = run(c + ["--timings"])
+                last_timings[k] = err.strip()
+    base = statistics.median(times["gdal_translate copy"])
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    date = time.strftime("%Y-%m-%d")
+    print(f"input {a.input}, {a.rounds} rounds, {os.cpu_count()} CPUs, {a.label}, commit {commit}, {date}\n")
+    print("| command | median s | min s | × copy |")
+    print("| --- | --- | --- | --- |")
+    for k, v in times.items():
+        m = statistics.median(v)
+        print(f"| `{k}` | {m:.3f} | {min(v):.3f} | {m / base:.2f} |")
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps({"machine": a.label, "cpus": os.cpu_count(), "commit": commit, "date": date,
+                                    "input": a.input, "command": k, "median_s": m, "min_s": min(v),
+                                    "ratio_to_copy": m / base, "rounds": a.rounds}) + "\n")
+    for k, t in last_timings.items():
+        print(f"\n{k} --timings:\n{t}")
+    subprocess.run(["rm", "-rf", tmp])
+
+
+if __name__ == "__main__":
+    main()
