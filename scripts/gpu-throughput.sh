@@ -37,10 +37,11 @@ for t in 1024 2048 4096; do
     >>"$OUT/bench_input.jsonl" 2>>"$OUT/bench.err"
 done
 echo "== byte identity of the exact paths on the big map (checksums must match)"
-"$B" smooth "$BIG" /tmp/naive_host.tif -k gaussian:2.5 --device host -q --overwrite
-"$B" smooth "$BIG" /tmp/naive_gpu.tif -k gaussian:2.5 --device gpu -q --overwrite
-"$B" smooth "$BIG" /tmp/naive5_host.tif -k gaussian:5 --device host -q --overwrite
-"$B" smooth "$BIG" /tmp/exact5_gpu.tif -k gaussian:5 --method dct5 --exact --device gpu -q --overwrite
+rm -f /tmp/naive_host.tif /tmp/naive_gpu.tif /tmp/naive5_host.tif /tmp/exact5_gpu.tif
+"$B" smooth "$BIG" /tmp/naive_host.tif -k gaussian:2.5 --device host -q
+"$B" smooth "$BIG" /tmp/naive_gpu.tif -k gaussian:2.5 --device gpu -q
+"$B" smooth "$BIG" /tmp/naive5_host.tif -k gaussian:5 --device host -q
+"$B" smooth "$BIG" /tmp/exact5_gpu.tif -k gaussian:5 --method dct5 --exact --device gpu -q
 for f in /tmp/naive_host.tif /tmp/naive_gpu.tif /tmp/naive5_host.tif /tmp/exact5_gpu.tif; do
   echo "$f $(gdalinfo -checksum "$f" | grep Checksum)"
 done | tee "$OUT/identity.txt"

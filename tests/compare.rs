@@ -200,6 +200,7 @@ fn smooth_report_compares_with_the_exact_baseline() {
             "--report",
             &p(report),
             "--quiet",
+            "--overwrite",
         ]);
         assert!(
             run.status.success(),

@@ -24,6 +24,13 @@ def run(cmd, env=None):
     return dt, p.stderr
 
 
+def clear(tmp):
+    """Outputs are removed before each run (no run pays for replacing one)."""
+    for name in ("copy.tif", "out.tif"):
+        if os.path.exists(os.path.join(tmp, name)):
+            os.remove(os.path.join(tmp, name))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("input")
@@ -40,20 +47,19 @@ def main():
             "-co", "ZLEVEL=5", "-co", "NUM_THREADS=ALL_CPUS", a.input, os.path.join(tmp, "copy.tif")]
     cmds = {"gdal_translate copy": copy}
     for s in settings:
-        cmds[f"smooth {s}"] = [a.bin, "smooth", a.input, os.path.join(tmp, "out.tif"), *shlex.split(s),
-                               "--overwrite", "-q"]
+        cmds[f"smooth {s}"] = [a.bin, "smooth", a.input, os.path.join(tmp, "out.tif"), *shlex.split(s), "-q"]
     times = {k: [] for k in cmds}
     last_timings = {}
     run(copy)  # warm the page cache
     for _ in range(a.rounds):
         for k, c in cmds.items():
-            if os.path.exists(os.path.join(tmp, "copy.tif")) and k.startswith("gdal"):
-                os.remove(os.path.join(tmp, "copy.tif"))
+            clear(tmp)
             dt, err = run(c)
             times[k].append(dt)
     if a.timings:
         for k, c in cmds.items():
             if k.startswith("smooth"):
+                clear(tmp)
                 _, err = run(c + ["--timings"])
                 last_timings[k] = err.strip()
     base = statistics.median(times["gdal_translate copy"])
