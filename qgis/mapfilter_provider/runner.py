@@ -104,9 +104,12 @@ def run(binary, args, feedback, phases=None):
                 errors.append("mapfilter: " + line)
             feedback.pushConsoleInfo(line)
     rc = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
     if cancelled_at is not None:
+        said = f": {errors[-1]}" if errors else ""
         raise QgsProcessingException(
-            f"cancelled: mapfilter stopped (exit {rc}); outputs of this run were not written"
+            f"cancelled: mapfilter stopped (exit {rc}); outputs of this run were not written{said}"
         )
     if rc != 0:
         message = errors[-1] if errors else f"mapfilter exited with status {rc}"

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Progress and Cancel of the provider in PyQGIS (headless): a smooth run's
+progress reaches the feedback in order and ends at 100; a run cancelled at
+its first progress report stops (SIGINT), raises a cancellation error, leaves
+the existing output file untouched and leaves no temp file beside it.
+Run by check_provider.py with MAPFILTER naming the binary."""
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+DATA = os.path.join(REPO, "data")
+
+from qgis.core import QgsApplication, QgsProcessingFeedback  # noqa: E402
+
+QgsApplication.setPrefixPath("/usr", True)
+app = QgsApplication([], False)
+app.initQgis()
+sys.path.append("/usr/share/qgis/python/plugins")
+import processing  # noqa: E402
+from processing.core.Processing import Processing  # noqa: E402
+
+Processing.initialize()
+sys.path.insert(0, os.path.join(REPO, "qgis"))
+from mapfilter_provider.provider import MapfilterProvider  # noqa: E402
+
+# Kept referenced: the registry does not keep the Python object alive.
+PROVIDER = MapfilterProvider()
+QgsApplication.processingRegistry().addProvider(PROVIDER)
+
+failures = []
+
+
+def check(ok, what, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {what}" + (f": {detail}" if detail and not ok else ""))
+    if not ok:
+        failures.append(what)
+
+
+class Feedback(QgsProcessingFeedback):
+    """Records progress and errors; cancels at the first report when asked."""
+
+    def __init__(self, cancel_at_first_progress=False):
+        super().__init__()
+        self.values, self.errors = [], []
+        self.cancel_early = cancel_at_first_progress
+        self.progressChanged.connect(self.on_progress)
+
+    def on_progress(self, value):
+        self.values.append(value)
+        if self.cancel_early and value > 0 and not self.isCanceled():
+            self.cancel()
+
+    def reportError(self, error, fatalError=False):  # noqa: N802 (QGIS's name)
+        self.errors.append(error)
+
+
+def run(params, feedback):
+    try:
+        return processing.run("mapfilter:smooth", params, feedback=feedback), None
+    except Exception as e:  # QgsProcessingException, with the cause in feedback
+        return None, e
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    modis = os.path.join(DATA, "modis_igbp_2019_2048.tif")
+
+    out = os.path.join(args.work, "progress.tif")
+    fb = Feedback()
+    results, error = run(
+        {"INPUT": modis, "KERNEL": 0, "KERNEL_VALUE": 2.5, "TILE": 256, "OUTPUT": out}, fb
+    )
+    check(error is None and os.path.exists(out), "progress run finished", f"{error} {fb.errors}")
+    values = fb.values
+    check(
+        len(values) >= 10 and values == sorted(values) and values[-1] == 100.0,
+        "progress: at least 10 reports, in order, ending at 100",
+        str(values),
+    )
+
+    folder = os.path.join(args.work, "cancel")
+    os.makedirs(folder)
+    out = os.path.join(folder, "existing.tif")
+    with open(out, "wb") as f:
+        f.write(b"an existing output\n")
+    fb = Feedback(cancel_at_first_progress=True)
+    t0 = time.monotonic()
+    results, error = run(
+        {"INPUT": modis, "KERNEL": 0, "KERNEL_VALUE": 10, "TILE": 128, "DEVICE": 2,
+         "OUTPUT": out},
+        fb,
+    )
+    elapsed = time.monotonic() - t0
+    check(
+        error is not None and any("cancelled" in e for e in fb.errors + [str(error)]),
+        "cancel: the run stops with a cancellation error",
+        f"{error} {fb.errors}",
+    )
+    with open(out, "rb") as f:
+        check(f.read() == b"an existing output\n", "cancel: the existing output is untouched")
+    check(os.listdir(folder) == ["existing.tif"], "cancel: no temp file left",
+          str(os.listdir(folder)))
+    check(fb.values and max(fb.values) < 100.0, "cancel: stopped before the end",
+          f"{max(fb.values or [0])} after {elapsed:.1f} s")
+    app.exitQgis()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
