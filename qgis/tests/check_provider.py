@@ -240,11 +240,11 @@ def check_errors(env):
 
 def check_cancel(env):
     """Progress and Cancel, in PyQGIS (qgis_process cannot be cancelled)."""
-    out = subprocess.run([sys.executable, os.path.join(HERE, "cancel_run.py"),
+    out = subprocess.run([sys.executable, os.path.join(HERE, "pyqgis_checks.py"),
                           "--work", os.path.join(env.work, "cancel-run")],
                          capture_output=True, text=True, env=env.env, timeout=300)
     print(out.stdout, end="")
-    check(out.returncode == 0, "cancel_run.py", out.stderr[-2000:])
+    check(out.returncode == 0, "pyqgis_checks.py", out.stderr[-2000:])
 
 
 def main():

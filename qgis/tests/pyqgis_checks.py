@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Progress and Cancel of the provider in PyQGIS (headless): a smooth run's
-progress reaches the feedback in order and ends at 100; a run cancelled at
-its first progress report stops (SIGINT), raises a cancellation error, leaves
-the existing output file untouched and leaves no temp file beside it.
-Run by check_provider.py with MAPFILTER naming the binary."""
+"""What qgis_process cannot show, checked in PyQGIS (headless): a smooth
+run's progress reaches the feedback in order and ends at 100; its output
+loads as a layer drawn with the input's colour table (a paletted renderer);
+the HTML reports are HTML outputs (so the results viewer lists them); a run
+cancelled at its first progress report stops (SIGINT), raises a
+cancellation error, leaves the existing output file untouched and leaves no
+temp file beside it. Run by check_provider.py with MAPFILTER naming the
+binary."""
 
 import argparse
 import os
@@ -14,7 +17,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 DATA = os.path.join(REPO, "data")
 
-from qgis.core import QgsApplication, QgsProcessingFeedback  # noqa: E402
+from qgis.core import (  # noqa: E402
+    QgsApplication,
+    QgsProcessingFeedback,
+    QgsProcessingOutputHtml,
+    QgsRasterLayer,
+)
 
 QgsApplication.setPrefixPath("/usr", True)
 app = QgsApplication([], False)
@@ -84,6 +92,25 @@ def main():
         "progress: at least 10 reports, in order, ending at 100",
         str(values),
     )
+
+    layer = QgsRasterLayer(out, "smoothed")
+    source = QgsRasterLayer(modis, "input")
+    check(
+        layer.isValid()
+        and layer.renderer().type() == "paletted"
+        and [c.color.name() for c in layer.renderer().classes()]
+        == [c.color.name() for c in source.renderer().classes()],
+        "output loads as a layer with the input's colour table",
+        f"{layer.renderer().type() if layer.isValid() else 'invalid'}",
+    )
+    registry = QgsApplication.processingRegistry()
+    for alg_id, name in (("mapfilter:smooth", "REPORT"), ("mapfilter:compare", "HTML")):
+        output = registry.algorithmById(alg_id).outputDefinition(name)
+        check(
+            isinstance(output, QgsProcessingOutputHtml),
+            f"{alg_id} {name} is an HTML output (opens from the results viewer)",
+            type(output).__name__,
+        )
 
     folder = os.path.join(args.work, "cancel")
     os.makedirs(folder)
