@@ -5,7 +5,8 @@ loads as a layer drawn with the input's colour table (a paletted renderer);
 the HTML reports are HTML outputs (so the results viewer lists them); a run
 cancelled at its first progress report stops (SIGINT), raises a
 cancellation error, leaves the existing output file untouched and leaves no
-temp file beside it. Run by check_provider.py with MAPFILTER naming the
+temp file beside it; `--overwrite` goes with an existing output when the
+binary takes it (a stand-in binary shows what is passed). Run by check_provider.py with MAPFILTER naming the
 binary."""
 
 import argparse
@@ -136,8 +137,42 @@ def main():
           str(os.listdir(folder)))
     check(fb.values and max(fb.values) < 100.0, "cancel: stopped before the end",
           f"{max(fb.values or [0])} after {elapsed:.1f} s")
+    check_overwrite(args.work, modis)
     app.exitQgis()
     return 1 if failures else 0
+
+
+FAKE = """#!/bin/sh
+# A stand-in mapfilter: its smooth --help names --overwrite; a run records
+# its arguments and writes the output.
+if [ "$2" = "--help" ]; then echo "      --overwrite  Replace an existing output"; exit 0; fi
+echo "$@" > "$(dirname "$0")/args.txt"
+echo written > "$3"
+"""
+
+
+def check_overwrite(work, modis):
+    """`--overwrite` goes with an existing output when the binary takes it."""
+    folder = os.path.join(work, "overwrite")
+    os.makedirs(folder)
+    fake = os.path.join(folder, "mapfilter")
+    with open(fake, "w") as f:
+        f.write(FAKE)
+    os.chmod(fake, 0o755)
+    real = os.environ["MAPFILTER"]
+    os.environ["MAPFILTER"] = fake
+    try:
+        out = os.path.join(folder, "out.tif")
+        for exists in (False, True):
+            results, error = run({"INPUT": modis, "OUTPUT": out}, Feedback())
+            with open(os.path.join(folder, "args.txt")) as f:
+                passed = "--overwrite" in f.read().split()
+            check(error is None and passed == exists,
+                  "--overwrite passed when the output exists" if exists
+                  else "--overwrite not passed for a new output",
+                  f"{error} {passed}")
+    finally:
+        os.environ["MAPFILTER"] = real
 
 
 if __name__ == "__main__":
