@@ -6,8 +6,8 @@ the HTML reports are HTML outputs (so the results viewer lists them); a run
 cancelled at its first progress report stops (SIGINT), raises a
 cancellation error, leaves the existing output file untouched and leaves no
 temp file beside it; `--overwrite` goes with an existing output when the
-binary takes it (a stand-in binary shows what is passed). Run by check_provider.py with MAPFILTER naming the
-binary."""
+binary takes it (a stand-in binary shows what is passed). Run by
+check_provider.py with MAPFILTER naming the binary."""
 
 import argparse
 import os
