@@ -138,8 +138,37 @@ def main():
     check(fb.values and max(fb.values) < 100.0, "cancel: stopped before the end",
           f"{max(fb.values or [0])} after {elapsed:.1f} s")
     check_overwrite(args.work, modis)
+    check_defaults_and_choices()
     app.exitQgis()
     return 1 if failures else 0
+
+
+def check_defaults_and_choices():
+    """Every parameter tied to a CLI option with a default starts at that
+    default, and every enum choice is a value the option's help names."""
+    from mapfilter_provider.algorithms.common import CLI_DEFAULT_DEVICE
+
+    for alg in PROVIDER.algorithms():
+        for definition in alg.parameterDefinitions():
+            option = alg._cli.get(definition.name())
+            if option is None or option.startswith("<"):
+                continue
+            entry = alg.cli_entry(option)
+            ours = definition.defaultValue()
+            if definition.type() == "enum":
+                values = definition.options()
+                ours = None if ours is None else values[int(ours)]
+                unknown = [v for v in values if v != CLI_DEFAULT_DEVICE and v not in entry.text]
+                check(not unknown, f"{alg.id()} {definition.name()}: choices named by --{option}",
+                      str(unknown))
+            if entry.default is None or definition.name() == "WIDTH":
+                continue
+            if definition.type() == "number" and ours is not None:
+                same = float(ours) == float(entry.default)
+            else:
+                same = str(ours) == entry.default
+            check(same, f"{alg.id()} {definition.name()}: default is the CLI's",
+                  f"{ours!r} vs {entry.default!r}")
 
 
 FAKE = """#!/bin/sh
