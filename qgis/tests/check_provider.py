@@ -244,7 +244,7 @@ def check_cancel(env):
                           "--work", os.path.join(env.work, "cancel-run")],
                          capture_output=True, text=True, env=env.env, timeout=300)
     print(out.stdout, end="")
-    check(out.returncode == 0, "pyqgis_checks.py", out.stderr[-2000:])
+    check(out.returncode == 0, "pyqgis_checks.py", f"exit {out.returncode}: {out.stderr[-2000:]}")
 
 
 def main():

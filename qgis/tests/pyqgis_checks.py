@@ -139,6 +139,8 @@ def main():
           f"{max(fb.values or [0])} after {elapsed:.1f} s")
     check_overwrite(args.work, modis)
     check_defaults_and_choices()
+    del layer, source
+    QgsApplication.processingRegistry().removeProvider(PROVIDER)
     app.exitQgis()
     return 1 if failures else 0
 
