@@ -183,28 +183,41 @@ echo written > "$3"
 
 
 def check_overwrite(work, modis):
-    """`--overwrite` goes with an existing output when the binary takes it."""
+    """`--overwrite` goes with an existing output when the binary takes it;
+    the binary named by the provider setting comes before $MAPFILTER."""
+    from processing.core.ProcessingConfig import ProcessingConfig
+    from mapfilter_provider.binary import BINARY_SETTING
+
     folder = os.path.join(work, "overwrite")
     os.makedirs(folder)
     fake = os.path.join(folder, "mapfilter")
     with open(fake, "w") as f:
         f.write(FAKE)
     os.chmod(fake, 0o755)
-    real = os.environ["MAPFILTER"]
-    os.environ["MAPFILTER"] = fake
+    ProcessingConfig.setSettingValue(BINARY_SETTING, fake)
     try:
         out = os.path.join(folder, "out.tif")
         for exists in (False, True):
             results, error = run({"INPUT": modis, "OUTPUT": out}, Feedback())
-            with open(os.path.join(folder, "args.txt")) as f:
-                passed = "--overwrite" in f.read().split()
-            check(error is None and passed == exists,
-                  "--overwrite passed when the output exists" if exists
-                  else "--overwrite not passed for a new output",
-                  f"{error} {passed}")
+            args_file = os.path.join(folder, "args.txt")
+            ran = os.path.exists(args_file)
+            check(ran, "the provider setting's binary comes before $MAPFILTER", str(error))
+            if ran:
+                with open(args_file) as f:
+                    passed = "--overwrite" in f.read().split()
+                check(error is None and passed == exists,
+                      "--overwrite passed when the output exists" if exists
+                      else "--overwrite not passed for a new output",
+                      f"{error} {passed}")
+        # The settings page only takes existing files: one that is no program.
+        ProcessingConfig.setSettingValue(BINARY_SETTING, os.path.join(folder, "args.txt"))
+        fb = Feedback()
+        results, error = run({"INPUT": modis, "OUTPUT": out}, fb)
+        text = " ".join(fb.errors + [str(error)])
+        check(error is not None and "provider setting" in text and "cargo build" in text,
+              "a setting naming no program: explained, with how to install it", text)
     finally:
-        os.environ["MAPFILTER"] = real
-
+        ProcessingConfig.setSettingValue(BINARY_SETTING, "")
 
 if __name__ == "__main__":
     sys.exit(main())
