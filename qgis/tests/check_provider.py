@@ -39,8 +39,8 @@ def qgis_process_binary():
     # Debian's /usr/bin/qgis_process wrapper passes --noversioncheck, which
     # qgis_process 3.22 itself rejects; the real binary is qgis_process.bin.
     for name in ("qgis_process.bin", "qgis_process"):
-        path = shutil.which(name) or (f"/usr/bin/{name}" if os.path.exists(f"/usr/bin/{name}") else None)
-        if path:
+        path = shutil.which(name) or f"/usr/bin/{name}"
+        if os.path.exists(path):
             return path
     sys.exit("qgis_process not found (apt-get install qgis python3-qgis)")
 

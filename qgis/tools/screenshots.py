@@ -39,7 +39,12 @@ def load_and_smooth():
     QgsProject.instance().addMapLayer(layer)
     processing.runAndLoadResults(
         "mapfilter:smooth",
-        {"INPUT": MODIS, "KERNEL": 0, "KERNEL_VALUE": 5, "OUTPUT": os.path.join(OUT, "smoothed.tif")},
+        {
+            "INPUT": MODIS,
+            "KERNEL": 0,
+            "KERNEL_VALUE": 5,
+            "OUTPUT": os.path.join(OUT, "smoothed.tif"),
+        },
     )
     iface.mapCanvas().setExtent(layer.extent())
     toolbox = iface.mainWindow().findChild(QDockWidget, "ProcessingToolbox")

@@ -77,7 +77,10 @@ class MapfilterAlgorithm(QgsProcessingAlgorithm):
         return self.cli.option(option)
 
     def shortHelpString(self):
-        parts = [f"<p>{html.escape(self.cli.about)}.</p>", f"<p><code>mapfilter {self.command}</code>:</p><ul>"]
+        parts = [
+            f"<p>{html.escape(self.cli.about)}.</p>",
+            f"<p><code>mapfilter {self.command}</code>:</p><ul>",
+        ]
         for definition in self.parameterDefinitions():
             option = self._cli.get(definition.name())
             if option is None:

@@ -32,7 +32,9 @@ class CompareAlgorithm(MapfilterAlgorithm):
             "<CANDIDATE>",
         )
         self.add(
-            self.integer_parameter("MAP_SIDE", "Quick-look map side (pixels)", "map-side", minValue=1),
+            self.integer_parameter(
+                "MAP_SIDE", "Quick-look map side (pixels)", "map-side", minValue=1
+            ),
             "map-side",
             advanced=True,
         )

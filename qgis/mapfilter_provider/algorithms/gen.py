@@ -13,7 +13,9 @@ class GenAlgorithm(MapfilterAlgorithm):
 
     def define(self):
         width, height = self.default("size").lower().split("x")
-        self.add(self.integer_parameter("WIDTH", "Width (pixels)", None, width, minValue=1), "size")
+        self.add(
+            self.integer_parameter("WIDTH", "Width (pixels)", None, width, minValue=1), "size"
+        )
         self.add(self.integer_parameter("HEIGHT", "Height (pixels)", None, height, minValue=1))
         self.add(self.integer_parameter("CLASSES", "Classes", "classes", minValue=1), "classes")
         self.add(self.enum_parameter("PATTERN", "Pattern", "pattern"), "pattern")
@@ -23,7 +25,9 @@ class GenAlgorithm(MapfilterAlgorithm):
             "scale",
         )
         add_compression(self)
-        self.add(QgsProcessingParameterRasterDestination("OUTPUT", self.tr("Generated")), "<OUTPUT>")
+        self.add(
+            QgsProcessingParameterRasterDestination("OUTPUT", self.tr("Generated")), "<OUTPUT>"
+        )
 
     def arguments(self, parameters, context, feedback):
         output = self.parameterAsOutputLayer(parameters, "OUTPUT", context)
