@@ -69,6 +69,7 @@ def run(binary, args, feedback, phases=None):
         threading.Thread(target=_pump, args=(stream, tag, lines), daemon=True).start()
     open_streams, stdout, errors = 2, [], []
     cancelled_at, escalated = None, False
+    phase_text = None
     while open_streams or proc.poll() is None:
         if feedback.isCanceled() and cancelled_at is None:
             cancelled_at = time.monotonic()
@@ -95,7 +96,11 @@ def run(binary, args, feedback, phases=None):
             if m:
                 label, unit = m.group(2) or "", m.group(3) or ""
                 feedback.setProgress(phases.overall(float(m.group(1)), label, unit))
-                feedback.setProgressText(f"mapfilter {label}: {unit}".rstrip(": "))
+                # The dialog logs each progress text: once per phase.
+                text = f"mapfilter {label}: {unit}".rstrip(": ")
+                if text != phase_text:
+                    phase_text = text
+                    feedback.setProgressText(text)
                 continue
             if line.startswith(ERROR_PREFIX):
                 errors.append(line)

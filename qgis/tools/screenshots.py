@@ -1,17 +1,20 @@
 """Runs inside QGIS desktop (`qgis --code qgis/tools/screenshots.py`, see
 screenshots.sh): loads the bundled MODIS land-cover map, runs the smooth
 algorithm on it (its output loads with the colour table), filters the
-Processing toolbox to mapfilter, and saves three pictures into
+Processing toolbox to mapfilter, and saves four pictures into
 $SCREENSHOT_DIR: the main window with the toolbox entry, the smooth
-algorithm's dialog, and the compare algorithm's dialog. Then quits QGIS."""
+algorithm's dialog, the compare algorithm's dialog after a run (its log),
+and the main window with the mismatch raster and the HTML report in the
+Results Viewer. Then quits QGIS."""
 
 import os
 import traceback
 
 import processing
+from processing.core.ProcessingConfig import ProcessingConfig
 from qgis.PyQt.QtCore import Qt, QTimer
 from qgis.PyQt.QtWidgets import QDockWidget
-from qgis.core import QgsApplication, QgsProject, QgsRasterLayer
+from qgis.core import QgsProject, QgsRasterLayer
 from qgis.utils import iface, plugins
 
 OUT = os.environ["SCREENSHOT_DIR"]
@@ -28,7 +31,7 @@ def step(delay_ms, fn):
             traceback.print_exc()
             with open(os.path.join(OUT, "error.txt"), "w") as f:
                 f.write(traceback.format_exc())
-            QgsApplication.exit(1)
+            os._exit(1)
 
     QTimer.singleShot(delay_ms, run)
 
@@ -80,13 +83,34 @@ def shoot_smooth_dialog():
     dialog.resize(1000, 640)
     dialog.show()
     state["dialog"] = dialog
-    step(2500, shoot_compare_dialog)
+    step(2500, run_compare)
 
 
-def shoot_compare_dialog():
-    state["dialog"].grab().save(os.path.join(OUT, "qgis-compare-dialog.png"))
-    state["dialog"].close()
-    QgsApplication.exit(0)
+def run_compare():
+    # Run from the dialog, kept open to show its log afterwards.
+    ProcessingConfig.setSettingValue(ProcessingConfig.KEEP_DIALOG_OPEN, True)
+    state["dialog"].runButton().click()
+    state["waited"] = 0
+    step(1000, wait_for_compare)
+
+
+def wait_for_compare():
+    dialog = state["dialog"]
+    if not dialog.wasExecuted() and state["waited"] < 60:
+        state["waited"] += 1
+        step(1000, wait_for_compare)
+        return
+    dialog.grab().save(os.path.join(OUT, "qgis-compare-run.png"))
+    dialog.close()
+    plugins["processing"].resultsDock.show()
+    step(2000, shoot_results)
+
+
+def shoot_results():
+    iface.mainWindow().grab().save(os.path.join(OUT, "qgis-results.png"))
+    # QGIS's own exit asks to save the project or crashes on the way out under
+    # Xvfb; the pictures are saved by now.
+    os._exit(0)
 
 
 assert "mapfilter_provider" in plugins, "the mapfilter plugin is not loaded"

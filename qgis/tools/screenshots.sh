@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Renders the README's QGIS screenshots under Xvfb (QGIS desktop with the
 # provider installed into a temporary profile; see screenshots.py):
-#   bash qgis/tools/screenshots.sh [MAPFILTER_BINARY] [OUT_DIR]
+#   bash qgis/tools/screenshots.sh [MAPFILTER_BINARY] [OUT_DIR]   (KEEP=1 keeps the work directory)
 # Needs: apt-get install qgis python3-qgis xvfb xauth. Writes
-# qgis-toolbox.png, qgis-smooth-dialog.png, qgis-compare-dialog.png.
+# qgis-toolbox.png, qgis-smooth-dialog.png, qgis-compare-run.png, qgis-results.png.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(realpath "${1:-target/release/mapfilter}")
 out=$(realpath -m "${2:-docs/img}")
 mkdir -p "$out"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -z "${KEEP:-}" ] || echo "work directory: $work"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 plugins="$work/profiles/default/python/plugins"
 mkdir -p "$plugins" "$work/shots" "$work/xdg"
 cp -r qgis/mapfilter_provider "$plugins/"
@@ -35,7 +36,7 @@ if [ -f "$work/shots/error.txt" ]; then
   cat "$work/shots/error.txt"
   exit 1
 fi
-for f in qgis-toolbox.png qgis-smooth-dialog.png qgis-compare-dialog.png; do
+for f in qgis-toolbox.png qgis-smooth-dialog.png qgis-compare-run.png qgis-results.png; do
   [ -s "$work/shots/$f" ] || { echo "no $f was rendered"; exit 1; }
   cp "$work/shots/$f" "$out/$f"
   echo "wrote $out/$f"
