@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Writes qgis/mapfilter_provider/cli_help.json from `mapfilter CMD --help`
+for every command the QGIS provider offers, so its algorithms show the CLI's
+own help and defaults. With --check, fails (exit 1) if the file differs from
+what the binary prints now, naming the command that regenerates it.
+
+    python3 qgis/tools/gen_cli_help.py --bin target/debug/mapfilter [--check]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLUGIN = os.path.join(HERE, "..", "mapfilter_provider")
+sys.path.insert(0, PLUGIN)
+import cli_help  # noqa: E402  (plain Python, no QGIS)
+
+# The commands the provider has algorithms for.
+COMMANDS = ["smooth", "compare", "filter", "gen", "info"]
+
+
+def current(binary):
+    texts = {}
+    for name in COMMANDS:
+        out = subprocess.run(
+            [binary, name, "--help"], capture_output=True, text=True, check=True
+        )
+        texts[name] = out.stdout
+        cli_help.Command(name, out.stdout)  # parses
+    return {
+        "generated_by": "qgis/tools/gen_cli_help.py from `mapfilter CMD --help`",
+        "commands": texts,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default="mapfilter", help="the mapfilter binary")
+    ap.add_argument("--check", action="store_true", help="compare, do not write")
+    args = ap.parse_args()
+    text = json.dumps(current(args.bin), indent=1, ensure_ascii=False) + "\n"
+    if args.check:
+        with open(cli_help.HELP_FILE, encoding="utf-8") as f:
+            if f.read() != text:
+                print(
+                    "cli_help.json is stale: the CLI's help changed; regenerate it with "
+                    f"python3 qgis/tools/gen_cli_help.py --bin {args.bin}",
+                    file=sys.stderr,
+                )
+                return 1
+        print("cli_help.json matches the binary's --help")
+        return 0
+    with open(cli_help.HELP_FILE, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {os.path.normpath(cli_help.HELP_FILE)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
