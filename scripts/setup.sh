@@ -2,17 +2,11 @@
 # Installs the system packages mapfilter builds and runs with (Debian 12):
 # GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
 # device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
-<<<<<<< HEAD
 # Debian's OpenCV for Python (the image filters are checked against it),
-# and numpy with GDAL's Python bindings (the fixtures' own generator).
+# numpy with GDAL's Python bindings (the fixtures' own generator), and QGIS
+# with its Python bindings (the QGIS Processing provider's test).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal)
-=======
-# Debian's OpenCV for Python (the image filters are checked against it), and
-# QGIS with its Python bindings (the QGIS Processing provider's test).
-set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy qgis python3-qgis)
->>>>>>> qgis
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
