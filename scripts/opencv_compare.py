@@ -43,7 +43,7 @@ def read_raster(path, tmp):
 
 def ours(binary, src, ops, border, tmp, name):
     out = os.path.join(tmp, name + ".tif")
-    cmd = [binary, "filter", src, out, "--border", border, "--compress", "none", "-q"]
+    cmd = [binary, "filter", src, out, "--border", border, "--compress", "none", "-q", "--overwrite"]
     for op in ops:
         cmd += ["--op", op]
     print("  mapfilter:", " ".join(cmd[1:]).replace(tmp + "/", ""))

@@ -28,6 +28,19 @@ use tiles::{Border, Rect, TileGrid};
 /// Default tile side: large enough to amortise the halo, small enough to pipeline.
 pub const DEFAULT_TILE: usize = 512;
 
+/// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
+/// between its few milliseconds of kernels, and larger tiles halve a whole
+/// run there (BENCHMARKS.md, "Whole command against gdal_translate").
+pub const GPU_TILE: usize = 2048;
+
+/// The tile side a run of `method` uses unless told otherwise.
+pub fn default_tile(method: &dyn ClassSmoother) -> usize {
+    match method.runs_on() {
+        Some(crate::device::DeviceKind::Gpu) => GPU_TILE,
+        _ => DEFAULT_TILE,
+    }
+}
+
 /// Tiles submitted to a method beyond the one being waited for: with 2, a
 /// device uploads tile i+1 and downloads tile i−1 while tile i runs.
 const METHOD_DEPTH: usize = 2;

@@ -143,6 +143,7 @@ fn gen_writes_georeferenced_classes_and_info_lists_them() {
             "--seed",
             "3",
             "-q",
+            "--overwrite",
         ]);
         assert!(
             run.status.success(),

@@ -16,7 +16,9 @@ const SIMPLEX: &str = concat!(
 /// stderr's progress lines as (percent, "label unit").
 fn progress_lines(args: &[&str], mode: Option<&str>) -> Vec<(f64, String)> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mapfilter"));
-    cmd.args(args).env_remove("MAPFILTER_PROGRESS");
+    cmd.args(args)
+        .arg("--overwrite")
+        .env_remove("MAPFILTER_PROGRESS");
     if let Some(mode) = mode {
         cmd.env("MAPFILTER_PROGRESS", mode);
     }

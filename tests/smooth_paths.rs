@@ -64,6 +64,7 @@ fn smooth_with(input: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -
         "32",
     ];
     args.extend_from_slice(extra);
+    args.push("--overwrite");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"));
     cmd.args(&args);
     cmd.envs(env.iter().copied());
@@ -112,13 +113,20 @@ fn skipped_scan_gives_the_scanned_result_and_metadata() {
         let input = dir.path().join(format!("in{nodata}.tif"));
         byte_input(&input, nodata);
         let out = |name: &str| dir.path().join(format!("{name}{nodata}.tif"));
-        // No scan (no room in the block cache); scans because it fits,
-        // forced by --explain and by class weights that change nothing
-        // (integer weight 1).
+        // No scan (no room in the block cache, or threads to decode in the
+        // engine); scans because it fits on two threads, forced by
+        // --explain and by class weights that change nothing (integer weight 1).
         let timed = ["--timings"];
         let fast = smooth_cached(&input, &out("fast"), &timed, 0);
         assert!(fast.contains("timing classes"), "{fast}");
-        let scanned = smooth(&input, &out("scanned"), &timed);
+        let many = smooth_with(&input, &out("many"), &timed, &[("RAYON_NUM_THREADS", "8")]);
+        assert!(many.contains("timing classes"), "{many}");
+        let scanned = smooth_with(
+            &input,
+            &out("scanned"),
+            &timed,
+            &[("RAYON_NUM_THREADS", "2")],
+        );
         assert!(scanned.contains("timing scan"), "{scanned}");
         let explained = smooth_cached(&input, &out("explained"), &["--explain"], 0);
         let weighted = smooth_cached(
@@ -129,7 +137,7 @@ fn skipped_scan_gives_the_scanned_result_and_metadata() {
         );
         assert!(weighted.contains("timing scan"), "{weighted}");
         let want = contents(&out("explained"));
-        for name in ["fast", "scanned", "weighted"] {
+        for name in ["fast", "many", "scanned", "weighted"] {
             assert_eq!(contents(&out(name)), want, "{name}, nodata {nodata}");
         }
         // The input's metadata is carried over.

@@ -15,7 +15,19 @@ Usage:
 import argparse, json, os, platform, shlex, socket, statistics, subprocess, tempfile, time
 
 
+def split_env(setting):
+    """Leading KEY=VALUE words of a setting are environment variables."""
+    words, env = shlex.split(setting), {}
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        k, v = words.pop(0).split("=", 1)
+        env[k] = v
+    return words, env
+
+
 def run(cmd, env=None):
+    if isinstance(cmd, tuple):
+        cmd, extra = cmd
+        env = {**os.environ, **extra}
     t0 = time.perf_counter()
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
     dt = time.perf_counter() - t0
@@ -47,7 +59,8 @@ def main():
             "-co", "ZLEVEL=5", "-co", "NUM_THREADS=ALL_CPUS", a.input, os.path.join(tmp, "copy.tif")]
     cmds = {"gdal_translate copy": copy}
     for s in settings:
-        cmds[f"smooth {s}"] = [a.bin, "smooth", a.input, os.path.join(tmp, "out.tif"), *shlex.split(s), "-q"]
+        words, env = split_env(s)
+        cmds[f"smooth {s}"] = ([a.bin, "smooth", a.input, os.path.join(tmp, "out.tif"), *words, "-q"], env)
     times = {k: [] for k in cmds}
     last_timings = {}
     run(copy)  # warm the page cache
@@ -60,7 +73,7 @@ def main():
         for k, c in cmds.items():
             if k.startswith("smooth"):
                 clear(tmp)
-                _, err = run(c + ["--timings"])
+                _, err = run((c[0] + ["--timings"], c[1]))
                 last_timings[k] = err.strip()
     base = statistics.median(times["gdal_translate copy"])
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

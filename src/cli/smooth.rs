@@ -7,7 +7,7 @@ use super::timings::Timings;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::deferred_output::DeferredOutput;
 use crate::device::DeviceChoice;
-use crate::engine::{self, DEFAULT_TILE, RunStats, SmoothJob};
+use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::ClassSmoother;
@@ -42,9 +42,9 @@ pub struct SmoothArgs {
     /// Smooth nodata pixels too (fills holes from their neighbours).
     #[arg(long)]
     pub fill_nodata: bool,
-    /// Tile side in pixels.
-    #[arg(long, default_value_t = DEFAULT_TILE)]
-    pub tile: usize,
+    /// Tile side in pixels (default: 2048 for methods on a GPU, else 512).
+    #[arg(long)]
+    pub tile: Option<usize>,
     #[command(flatten)]
     pub compression: CompressArgs,
     /// Where to run: auto, host, cpu, gpu or an index from `mapfilter devices`
@@ -115,7 +115,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         // The output's own thread reads the input's coordinate system and
         // makes the output (see `DeferredOutput`) while this one goes on.
         let output = DeferredOutput::spawn(scope, target.clone(), args.input.clone());
-        let how = (kernel, &weights, device, method.as_ref());
+        let tile = args
+            .tile
+            .unwrap_or_else(|| engine::default_tile(method.as_ref()));
+        let how = (kernel, &weights, device, method.as_ref(), tile);
         smooth_into(&args, how, output, &mut timings)
     })?;
     if let Some(report) = &report {
@@ -152,20 +155,20 @@ pub fn run(args: SmoothArgs) -> Result<()> {
 /// output size, the job and the engine's figures.
 fn smooth_into(
     args: &SmoothArgs,
-    (kernel, weights, device, method): (Kernel, &ClassWeights, DeviceChoice, &dyn ClassSmoother),
+    (kernel, weights, device, method, tile): (
+        Kernel,
+        &ClassWeights,
+        DeviceChoice,
+        &dyn ClassSmoother,
+        usize,
+    ),
     mut output: DeferredOutput,
     timings: &mut Timings,
 ) -> Result<((usize, usize), SmoothJob, RunStats)> {
     let mut input = ClassRaster::open_without_projection(&args.input)?;
     timings.stage("open");
     let border: Border = args.border.into();
-    let grid = engine::tile_grid(
-        input.meta.width,
-        input.meta.height,
-        &kernel,
-        border,
-        args.tile,
-    )?;
+    let grid = engine::tile_grid(input.meta.width, input.meta.height, &kernel, border, tile)?;
     let (width, height) = grid.output_size();
     let spec = OutputSpec {
         width,
@@ -212,7 +215,7 @@ fn smooth_into(
         classes,
         border,
         fill_nodata: args.fill_nodata,
-        tile: args.tile,
+        tile,
     };
     if args.explain {
         eprintln!("{}", explain(args, &job, device, method)?);
@@ -231,12 +234,12 @@ fn smooth_into(
 /// class (tiles hold only the classes they meet, in code order, so results
 /// are the same) unless something needs the classes actually present:
 /// class weights (scaled by the largest weight of a class present), the
-/// report and `--explain` (which show them). A raster that fits in GDAL's
-/// block cache is scanned in any case: the scan decodes its blocks before the
-/// engine starts, while the output's thread works on the other core, and
-/// the engine then finds them decoded (measured faster than decoding inside
-/// the engine on 2 cores: docs/decisions/0007-class-scan.md).
-/// Larger rasters skip the scan and with it a whole decoding pass.
+/// report and `--explain` (which show them). On a machine of two cores a
+/// raster that fits in GDAL's block cache is scanned in any case: the scan
+/// decodes its blocks before the engine starts, while the output's thread
+/// works on the other core, and the engine then finds them decoded
+/// (docs/decisions/0007-class-scan.md). Elsewhere the scan is skipped and
+/// with it a whole single-threaded decoding pass.
 fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
     input.class_type != ClassType::Byte
         || input.nodata_code().is_none()
@@ -246,7 +249,16 @@ fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
             .is_some_and(|w| !w.trim().is_empty())
         || args.report.is_some()
         || args.explain
-        || input.fits_block_cache()
+        || (input.fits_block_cache() && few_cores())
+}
+
+/// Whether the run has so few threads (rayon's pool: the cores, or
+/// `RAYON_NUM_THREADS`) that decoding the input ahead (the scan) beats
+/// decoding it inside the engine. Measured both ways: on 2 cores the scan
+/// first is faster; on 16 (with the GPU or the host computing) skipping it
+/// is (BENCHMARKS.md, "Whole command against gdal_translate").
+fn few_cores() -> bool {
+    rayon::current_num_threads() <= 2
 }
 
 /// What `--explain` prints: the method, and auto's cost model for a tile

@@ -301,6 +301,10 @@ impl ClassSmoother for Auto {
         self.candidates.iter().all(|c| c.smoother.host_parallel())
     }
 
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        self.candidates.iter().find_map(|c| c.smoother.runs_on())
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         let extent = TileExtent {
             width: tile.output_width(),

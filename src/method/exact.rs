@@ -68,6 +68,10 @@ impl ClassSmoother for Certified {
         true
     }
 
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        self.fast.runs_on()
+    }
+
     fn is_exact(&self) -> bool {
         true
     }

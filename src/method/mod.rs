@@ -110,6 +110,12 @@ pub trait ClassSmoother: Send + Sync {
         Ok(Box::new(Finished(out)))
     }
 
+    /// The kind of OpenCL device the method computes on (`None`: the host).
+    /// The engine sizes default tiles by it.
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        None
+    }
+
     /// Whether `smooth` computes on the host's rayon pool alone and may run
     /// for several tiles at once: the engine then starts each tile as a job
     /// on the pool, so that a tile's last bands share the threads with the

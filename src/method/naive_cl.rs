@@ -453,6 +453,10 @@ impl ClassSmoother for NaiveCl {
         true
     }
 
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        Some(self.device.info().kind)
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         self.submit(tile, params)?.wait(out)
     }

@@ -461,6 +461,10 @@ impl ClassSmoother for SeparableCl {
         self.name.clone()
     }
 
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        Some(self.device.info().kind)
+    }
+
     fn is_exact(&self) -> bool {
         self.exact
     }

@@ -60,47 +60,45 @@ pub fn to_csv(records: &[Record]) -> String {
 /// The three result files of a sweep in its `--out` directory, checked
 /// before the sweep runs.
 pub struct ResultFiles {
-    csv: Target,
-    json: Target,
-    html: Target,
+    dir: PathBuf,
 }
 
+/// The files a sweep writes, in order.
+const NAMES: [&str; 3] = ["results.csv", "results.json", "report.html"];
+
 impl ResultFiles {
-    /// Creates `dir` if missing and checks the files: existing ones are
-    /// refused unless `overwrite`. Once checked, the sweep rewrites its own
-    /// files at every checkpoint.
+    /// Checks the files in `dir` (which need not exist yet): existing ones
+    /// are refused unless `overwrite`. Once checked, the sweep rewrites its
+    /// own files at every checkpoint.
     pub fn prepare(dir: &Path, overwrite: bool) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::new(format!("cannot create {}: {e}", dir.display()))
-                .hint("choose a writable --out directory")
-        })?;
-        let check = |name: &str| -> Result<Target> {
-            let path = dir.join(name);
-            Target::check(&path, overwrite, &[])?;
-            Target::check(&path, true, &[])
-        };
+        if dir.exists() {
+            for name in NAMES {
+                Target::check(&dir.join(name), overwrite, &[])?;
+            }
+        }
         Ok(ResultFiles {
-            csv: check("results.csv")?,
-            json: check("results.json")?,
-            html: check("report.html")?,
+            dir: dir.to_path_buf(),
         })
     }
 
-    /// Writes `results.csv`, `results.json` and `report.html` and returns
-    /// their paths.
+    /// Writes `results.csv`, `results.json` and `report.html` (making the
+    /// directory on the first call) and returns their paths.
     pub fn write(&self, result: &SweepResult) -> Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            Error::new(format!("cannot create {}: {e}", self.dir.display()))
+                .hint("choose a writable --out directory")
+        })?;
         let json = serde_json::to_string_pretty(result)
             .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
         let html = crate::report::sweep::to_html(result)?;
-        let files = [
-            (&self.csv, to_csv(&result.records)),
-            (&self.json, json),
-            (&self.html, html),
-        ];
-        for (target, text) in &files {
-            text::write(&Destination::File((*target).clone()), text)?;
+        let texts = [to_csv(&result.records), json, html];
+        let mut paths = Vec::new();
+        for (name, text) in NAMES.iter().zip(&texts) {
+            let target = Target::check(&self.dir.join(name), true, &[])?;
+            text::write(&Destination::File(target), text)?;
+            paths.push(self.dir.join(name));
         }
-        Ok(files.iter().map(|(t, _)| t.shown().to_path_buf()).collect())
+        Ok(paths)
     }
 }
 
