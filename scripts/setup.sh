@@ -2,9 +2,10 @@
 # Installs the system packages mapfilter builds and runs with (Debian 12):
 # GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
 # device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
-# and Debian's OpenCV for Python (the image filters are checked against it).
+# Debian's OpenCV for Python (the image filters are checked against it) and
+# GDAL's Python tools (the sieve is checked against gdal_sieve.py).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

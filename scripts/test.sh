@@ -9,6 +9,8 @@ bash scripts/setup.sh
 export MAPFILTER_REQUIRE_OPENCL=1
 # Nor the OpenCV comparison: python3-opencv is installed above.
 export MAPFILTER_REQUIRE_OPENCV=1
+# Nor the comparisons with gdal_sieve.py: python3-gdal is installed above.
+export MAPFILTER_REQUIRE_GDAL_SIEVE=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

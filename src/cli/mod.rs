@@ -19,6 +19,8 @@ mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
 #[cfg(feature = "gdal")]
+mod sieve;
+#[cfg(feature = "gdal")]
 mod smooth;
 mod sweep;
 #[cfg(feature = "gdal")]
@@ -43,6 +45,9 @@ enum Command {
     /// Smooth a classified raster with a weighted class-histogram (majority) filter.
     #[cfg(feature = "gdal")]
     Smooth(Box<smooth::SmoothArgs>),
+    /// Minimum mapping unit: merge polygons smaller than a threshold into their largest neighbour (as gdal_sieve.py).
+    #[cfg(feature = "gdal")]
+    Sieve(sieve::SieveArgs),
     /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
     #[cfg(feature = "gdal")]
     Info(info::InfoArgs),
@@ -85,6 +90,8 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),
+        #[cfg(feature = "gdal")]
+        Command::Sieve(args) => sieve::run(args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]

@@ -65,6 +65,8 @@ pub struct SmoothArgs {
     /// Also run the exact baseline and write a report (HTML; .json/.md by extension): run times, speed-up, agreement, confusion, maps.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub mmu: super::sieve::MmuArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -99,14 +101,16 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         &args.fast.options(),
     )?;
     raster::check_output_path(&args.input, &args.output)?;
+    let mmu = args.mmu.plan(&args.input, &args.output)?;
     timings.stage("setup");
     let ((width, height), job, stats) = std::thread::scope(|scope| {
         // The output's own thread reads the input's coordinate system and
         // makes the output (see `DeferredOutput`) while this one goes on.
-        let output = DeferredOutput::spawn(scope, args.output.clone(), args.input.clone());
+        let output = DeferredOutput::spawn(scope, mmu.target().to_path_buf(), args.input.clone());
         let how = (kernel, &weights, device, method.as_ref());
         smooth_into(&args, how, output, &mut timings)
     })?;
+    mmu.apply(&args.output, args.compression.compression()?, args.quiet)?;
     if let Some(report) = &args.report {
         let run = super::compare::SmoothRun {
             input: &args.input,

@@ -1,0 +1,198 @@
+//! The sieve over a raster of any size, in three passes over full-width
+//! strips read from a [`ClassSource`]: label (components and their sizes),
+//! neighbours (each small polygon's largest neighbour), write (recode and
+//! hand each strip to the [`ClassSink`]). Each strip is cut into chunks of
+//! rows labelled in parallel; chunks are joined along their edges in the
+//! polygon table, so a polygon spanning many strips is one polygon.
+//!
+//! Memory: one strip of codes and its runs, plus tables per polygon
+//! fragment; never the raster's pixels.
+
+use super::merge::{EventScan, Neighbours, resolve};
+use super::polygons::Polygons;
+use super::runs::{ChunkLabels, MASKED, Run, label_chunk};
+use super::{SieveOptions, SieveStats};
+use crate::engine::{ClassSink, ClassSource};
+use crate::error::Result;
+use crate::progress::Progress;
+use rayon::prelude::*;
+use std::time::Instant;
+use tiles::Rect;
+
+/// Pixels of a strip by default: large enough to keep every thread busy,
+/// small enough that its runs (a few bytes per run) stay small.
+const STRIP_PIXELS: usize = 4 << 20;
+
+/// Output block side the default strip height is a multiple of, so that
+/// strips fill whole GeoTIFF blocks of the output.
+const STRIP_ALIGN: usize = 256;
+
+/// Rows per strip: `asked`, or about [`STRIP_PIXELS`] in whole blocks.
+fn strip_rows(width: usize, height: usize, asked: Option<usize>) -> usize {
+    let rows = asked.unwrap_or_else(|| {
+        let rows = STRIP_PIXELS / width.max(1);
+        (rows / STRIP_ALIGN).max(1) * STRIP_ALIGN
+    });
+    rows.clamp(1, height.max(1))
+}
+
+/// The last row of a chunk with its first entry id, kept across strips.
+struct Edge {
+    runs: Vec<Run>,
+    labels: Vec<u32>,
+    base: u32,
+}
+
+impl Edge {
+    fn of(chunk: &ChunkLabels, base: u32) -> Self {
+        let (runs, labels) = chunk.last_row();
+        Edge {
+            runs: runs.to_vec(),
+            labels: labels.to_vec(),
+            base,
+        }
+    }
+
+    fn view(&self) -> (&[Run], &[u32], u32) {
+        (&self.runs, &self.labels, self.base)
+    }
+}
+
+/// Runs the three passes; see [`super::sieve`].
+pub fn run(
+    source: &mut dyn ClassSource,
+    sink: &mut dyn ClassSink,
+    options: &SieveOptions,
+    progress: &Progress,
+) -> Result<SieveStats> {
+    let start = Instant::now();
+    let (width, height) = source.size();
+    let mut stats = SieveStats {
+        threshold: options.threshold,
+        ..SieveStats::default()
+    };
+    if width == 0 || height == 0 {
+        return Ok(stats);
+    }
+    let strip = strip_rows(width, height, options.strip_rows);
+    // Several chunks per thread even on the last strip, for balance.
+    let chunk_rows = strip.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let strips: Vec<Rect> = (0..height)
+        .step_by(strip)
+        .map(|y| Rect::new(0, y, width, strip.min(height - y)))
+        .collect();
+    let (nodata, conn) = (options.nodata, options.connectivity);
+    let label_strip = |buf: &[u16]| -> Vec<ChunkLabels> {
+        buf.par_chunks(chunk_rows * width)
+            .map(|c| label_chunk(c, width, nodata, conn))
+            .collect()
+    };
+    let mut buf = Vec::new();
+    let mut read = |source: &mut dyn ClassSource, window: Rect, buf: &mut Vec<u16>| {
+        crate::interrupt::check()?;
+        buf.resize(window.area() as usize, 0);
+        source.read(window, buf)?;
+        progress.inc(1);
+        Ok::<(), crate::Error>(())
+    };
+    progress.start(3 * strips.len() as u64, "strips");
+
+    // Pass 1: components, joined across chunk edges.
+    let mut polygons = Polygons::default();
+    let mut bases = Vec::new();
+    let mut edge: Option<Edge> = None;
+    for &window in &strips {
+        read(source, window, &mut buf)?;
+        for chunk in label_strip(&buf) {
+            let base = polygons.add_chunk(&chunk);
+            if let Some(above) = &edge {
+                let (runs, labels) = chunk.row(0);
+                polygons.join_rows((runs, labels, base), above.view(), conn);
+            }
+            edge = Some(Edge::of(&chunk, base));
+            bases.push(base);
+        }
+    }
+    stats.polygons = polygons.settle();
+
+    // Pass 2: the largest neighbour of each small polygon.
+    let scan = EventScan {
+        polygons: &polygons,
+        threshold: options.threshold,
+        width: width as u64,
+        conn,
+    };
+    let mut neighbours = Neighbours::default();
+    let mut edge: Option<Edge> = None;
+    let mut first_chunk = 0;
+    for &window in &strips {
+        read(source, window, &mut buf)?;
+        let chunks = label_strip(&buf);
+        let bases = &bases[first_chunk..first_chunk + chunks.len()];
+        let found: Vec<Neighbours> = (0..chunks.len())
+            .into_par_iter()
+            .map(|k| {
+                let mut found = Neighbours::default();
+                let y0 = (window.y + k * chunk_rows) as u64;
+                scan.chunk(&mut found, y0, &chunks[k], bases[k]);
+                let (runs, labels) = chunks[k].row(0);
+                let this = (runs, labels, bases[k]);
+                if k > 0 {
+                    let (above, above_labels) = chunks[k - 1].last_row();
+                    scan.between(&mut found, y0, this, (above, above_labels, bases[k - 1]));
+                } else if let Some(above) = &edge {
+                    scan.between(&mut found, y0, this, above.view());
+                }
+                found
+            })
+            .collect();
+        for f in found {
+            neighbours.absorb(f);
+        }
+        let last = chunks.len() - 1;
+        edge = Some(Edge::of(&chunks[last], bases[last]));
+        first_chunk += chunks.len();
+    }
+    let target = resolve(&polygons, &neighbours, options.threshold);
+
+    // Pass 3: recode and write.
+    let mut first_chunk = 0;
+    for &window in &strips {
+        read(source, window, &mut buf)?;
+        let n_chunks = window.height.div_ceil(chunk_rows);
+        let bases = &bases[first_chunk..first_chunk + n_chunks];
+        buf.par_chunks_mut(chunk_rows * width)
+            .zip(bases)
+            .for_each(|(pixels, &base)| {
+                let chunk = label_chunk(pixels, width, nodata, conn);
+                for r in 0..chunk.rows() {
+                    let row = &mut pixels[r * width..(r + 1) * width];
+                    let (runs, labels) = chunk.row(r);
+                    for (run, &label) in runs.iter().zip(labels) {
+                        if label == MASKED {
+                            continue;
+                        }
+                        let to = target[polygons.root(base + label) as usize];
+                        if to != u32::MAX {
+                            row[run.x0 as usize..run.x1 as usize].fill(polygons.code(to));
+                        }
+                    }
+                }
+            });
+        sink.write(window, &buf)?;
+        first_chunk += n_chunks;
+    }
+    progress.finish();
+
+    for p in 0..polygons.len() as u32 {
+        if polygons.root(p) == p && polygons.size(p) < options.threshold {
+            stats.small += 1;
+            if target[p as usize] != u32::MAX {
+                stats.merged += 1;
+                stats.pixels_changed += polygons.size(p);
+            }
+        }
+    }
+    stats.wall = start.elapsed();
+    Ok(stats)
+}
