@@ -88,7 +88,7 @@ pub fn run(
             .collect()
     };
     let mut buf = Vec::new();
-    let mut read = |source: &mut dyn ClassSource, window: Rect, buf: &mut Vec<u16>| {
+    let read = |source: &mut dyn ClassSource, window: Rect, buf: &mut Vec<u16>| {
         crate::interrupt::check()?;
         buf.resize(window.area() as usize, 0);
         source.read(window, buf)?;
