@@ -23,7 +23,7 @@ const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
 /// Whether gdal_sieve.py runs here; fails when it must and does not.
 fn have_gdal_sieve() -> bool {
     let ok = Command::new("gdal_sieve.py")
-        .arg("--help")
+        .arg("-h")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("gdal_sieve"));
     if !ok {
@@ -38,12 +38,23 @@ fn have_gdal_sieve() -> bool {
 
 fn gdal_sieve(input: &Path, output: &Path, threshold: u64, conn: u8) -> Vec<u16> {
     let run = Command::new("gdal_sieve.py")
-        .args(["-q", "-st", &threshold.to_string(), &format!("-{conn}"), "-of", "GTiff"])
+        .args([
+            "-q",
+            "-st",
+            &threshold.to_string(),
+            &format!("-{conn}"),
+            "-of",
+            "GTiff",
+        ])
         .arg(input)
         .arg(output)
         .output()
         .expect("run gdal_sieve.py");
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     read_raster(output).2
 }
 
@@ -145,7 +156,11 @@ fn patchy(w: usize, h: usize, seed: u64, classes: u16, nodata: Option<u16>) -> V
     }
     if let Some(nd) = nodata {
         for _ in 0..12 {
-            let (cx, cy, r) = (rng.below(w as u64) as i64, rng.below(h as u64) as i64, 1 + rng.below(12) as i64);
+            let (cx, cy, r) = (
+                rng.below(w as u64) as i64,
+                rng.below(h as u64) as i64,
+                1 + rng.below(12) as i64,
+            );
             for y in (cy - r).max(0)..(cy + r).min(h as i64) {
                 for x in (cx - r).max(0)..(cx + r).min(w as i64) {
                     if (x - cx).pow(2) + (y - cy).pow(2) <= r * r {
@@ -161,7 +176,15 @@ fn patchy(w: usize, h: usize, seed: u64, classes: u16, nodata: Option<u16>) -> V
     px
 }
 
-fn write(dir: &Path, name: &str, w: usize, h: usize, data: &[u16], ty: GdalDataType, nodata: Option<u16>) -> PathBuf {
+fn write(
+    dir: &Path,
+    name: &str,
+    w: usize,
+    h: usize,
+    data: &[u16],
+    ty: GdalDataType,
+    nodata: Option<u16>,
+) -> PathBuf {
     let path = dir.join(name);
     write_raster(
         &path,
@@ -214,7 +237,12 @@ fn serpent(w: usize, h: usize) -> Vec<u16> {
     px
 }
 
-fn sieve_mem(src: &MemRaster, threshold: u64, conn: Connectivity, strip_rows: Option<usize>) -> Vec<u16> {
+fn sieve_mem(
+    src: &MemRaster,
+    threshold: u64,
+    conn: Connectivity,
+    strip_rows: Option<usize>,
+) -> Vec<u16> {
     let mut out = MemRaster::filled(src.width, src.height, 0);
     let options = SieveOptions {
         threshold,
@@ -234,12 +262,17 @@ fn a_patch_across_every_strip_is_one_patch() {
         let whole = sieve_mem(&src, 6, conn, None);
         // The serpent (over 600 pixels) stays; noise patches went.
         assert_eq!(
-            whole.iter().filter(|&&c| c == 9).count() >= src.data.iter().filter(|&&c| c == 9).count(),
+            whole.iter().filter(|&&c| c == 9).count()
+                >= src.data.iter().filter(|&&c| c == 9).count(),
             true
         );
         assert_ne!(whole, src.data);
         for strip in [1, 2, 3, 5, 63] {
-            assert_eq!(sieve_mem(&src, 6, conn, Some(strip)), whole, "{conn:?} strip {strip}");
+            assert_eq!(
+                sieve_mem(&src, 6, conn, Some(strip)),
+                whole,
+                "{conn:?} strip {strip}"
+            );
         }
     }
 }
@@ -248,9 +281,22 @@ fn a_patch_across_every_strip_is_one_patch() {
 fn areas_are_their_pixel_counts() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (120, 90);
-    let input = write(dir.path(), "utm.tif", w, h, &patchy(w, h, 5, 4, None), GdalDataType::UInt8, None);
+    let input = write(
+        dir.path(),
+        "utm.tif",
+        w,
+        h,
+        &patchy(w, h, 5, 4, None),
+        GdalDataType::UInt8,
+        None,
+    );
     // 30 m pixels: 900 m² each.
-    for (area, pixels) in [("2.7ha", "30"), ("0.5km2", "556"), ("1acre", "5"), ("8100m2", "9")] {
+    for (area, pixels) in [
+        ("2.7ha", "30"),
+        ("0.5km2", "556"),
+        ("1acre", "5"),
+        ("8100m2", "9"),
+    ] {
         let a = ours(&input, &dir.path().join("a.tif"), area, 4, &[]);
         let p = ours(&input, &dir.path().join("p.tif"), pixels, 4, &[]);
         assert_eq!(a, p, "{area} vs {pixels}");
@@ -264,7 +310,13 @@ fn areas_are_their_pixel_counts() {
     let area = format!("{}m2", 9.5 * pixel);
     let continents = Path::new(DATA).join("ne_continents_1440x720.tif");
     let out = dir.path().join("g.tif");
-    let run = mapfilter_ok(&["sieve", continents.to_str().unwrap(), out.to_str().unwrap(), "-s", &area]);
+    let run = mapfilter_ok(&[
+        "sieve",
+        continents.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-s",
+        &area,
+    ]);
     let text = String::from_utf8_lossy(&run.stderr);
     assert!(text.contains("threshold 10 px"), "{text}");
 }
@@ -272,16 +324,41 @@ fn areas_are_their_pixel_counts() {
 #[test]
 fn bad_thresholds_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "in.tif", 8, 8, &[1; 64], GdalDataType::UInt8, None);
+    let input = write(
+        dir.path(),
+        "in.tif",
+        8,
+        8,
+        &[1; 64],
+        GdalDataType::UInt8,
+        None,
+    );
     let out = dir.path().join("out.tif");
     for bad in ["0", "-3", "abc", "2.5", "5 parsecs", "0ha", "ha"] {
-        let run = mapfilter(&["sieve", input.to_str().unwrap(), out.to_str().unwrap(), "--threshold", bad]);
+        let arg = format!("--threshold={bad}");
+        let run = mapfilter(&[
+            "sieve",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            &arg,
+        ]);
         let err = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(1), "{bad}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{bad}: {err}");
-        assert!(err.contains("threshold") && err.contains("hint"), "{bad}: {err}");
+        assert!(
+            err.contains("threshold") && err.contains("hint"),
+            "{bad}: {err}"
+        );
     }
-    let run = mapfilter(&["sieve", input.to_str().unwrap(), out.to_str().unwrap(), "-s", "4", "-c", "6"]);
+    let run = mapfilter(&[
+        "sieve",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-s",
+        "4",
+        "-c",
+        "6",
+    ]);
     assert!(!run.status.success());
     // An area needs a pixel size: a raster without georeferencing has none.
     let bare = dir.path().join("bare.tif");
@@ -292,7 +369,13 @@ fn bad_thresholds_are_refused_in_one_line() {
         .status();
     if status.is_ok_and(|s| s.success()) {
         let _ = std::fs::remove_file(dir.path().join("bare.tif.aux.xml"));
-        let run = mapfilter(&["sieve", bare.to_str().unwrap(), out.to_str().unwrap(), "-s", "1ha"]);
+        let run = mapfilter(&[
+            "sieve",
+            bare.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "-s",
+            "1ha",
+        ]);
         let err = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(1), "{err}");
         assert!(err.contains("pixel size") && err.contains("hint"), "{err}");
@@ -305,19 +388,66 @@ fn bad_thresholds_are_refused_in_one_line() {
 fn smooth_mmu_is_smooth_then_sieve() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (150, 110);
-    let input = write(dir.path(), "in.tif", w, h, &patchy(w, h, 11, 5, Some(255)), GdalDataType::UInt8, Some(255));
+    write(
+        dir.path(),
+        "in.tif",
+        w,
+        h,
+        &patchy(w, h, 11, 5, Some(255)),
+        GdalDataType::UInt8,
+        Some(255),
+    );
     let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
     for conn in ["4", "8"] {
-        mapfilter_ok(&["smooth", &p("in.tif"), &p("smoothed.tif"), "-k", "box:3", "-q", "--device", "host"]);
-        mapfilter_ok(&["sieve", &p("smoothed.tif"), &p("sieved.tif"), "-s", "2.7ha", "-c", conn, "-q"]);
         mapfilter_ok(&[
-            "smooth", &p("in.tif"), &p("mmu.tif"), "-k", "box:3", "-q", "--device", "host",
-            "--mmu", "30", "--mmu-connectivity", conn,
+            "smooth",
+            &p("in.tif"),
+            &p("smoothed.tif"),
+            "-k",
+            "box:3",
+            "-q",
+            "--device",
+            "host",
         ]);
-        assert_eq!(read_raster(Path::new(&p("mmu.tif"))), read_raster(Path::new(&p("sieved.tif"))));
-        assert_ne!(read_raster(Path::new(&p("mmu.tif"))), read_raster(Path::new(&p("smoothed.tif"))));
+        mapfilter_ok(&[
+            "sieve",
+            &p("smoothed.tif"),
+            &p("sieved.tif"),
+            "-s",
+            "2.7ha",
+            "-c",
+            conn,
+            "-q",
+        ]);
+        mapfilter_ok(&[
+            "smooth",
+            &p("in.tif"),
+            &p("mmu.tif"),
+            "-k",
+            "box:3",
+            "-q",
+            "--device",
+            "host",
+            "--mmu",
+            "30",
+            "--mmu-connectivity",
+            conn,
+        ]);
+        assert_eq!(
+            read_raster(Path::new(&p("mmu.tif"))),
+            read_raster(Path::new(&p("sieved.tif")))
+        );
+        assert_ne!(
+            read_raster(Path::new(&p("mmu.tif"))),
+            read_raster(Path::new(&p("smoothed.tif")))
+        );
         if have_gdal_sieve() {
-            let g = gdal_sieve(Path::new(&p("smoothed.tif")), &dir.path().join("gdal.tif"), 30, conn.parse().unwrap());
+            let g = gdal_sieve(
+                Path::new(&p("smoothed.tif")),
+                &dir.path().join("gdal.tif"),
+                30,
+                conn.parse().unwrap(),
+            );
             assert_eq!(read_raster(Path::new(&p("mmu.tif"))).2, g);
             std::fs::remove_file(dir.path().join("gdal.tif")).unwrap();
         }
@@ -328,7 +458,15 @@ fn smooth_mmu_is_smooth_then_sieve() {
         assert_eq!(files_in(dir.path()), ["in.tif"]);
     }
     // A bad unit fails before smoothing, leaving nothing.
-    let run = mapfilter(&["smooth", &p("in.tif"), &p("mmu.tif"), "-k", "box:3", "--mmu", "3 furlongs"]);
+    let run = mapfilter(&[
+        "smooth",
+        &p("in.tif"),
+        &p("mmu.tif"),
+        "-k",
+        "box:3",
+        "--mmu",
+        "3 furlongs",
+    ]);
     assert_eq!(run.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&run.stderr).contains("--mmu"));
     assert_eq!(files_in(dir.path()), ["in.tif"]);

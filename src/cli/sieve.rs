@@ -120,7 +120,12 @@ fn sieve_file(
         nodata: source.nodata_code(),
         strip_rows,
     };
-    let stats = sieve(&mut source, &mut sink, &options, &Progress::new(quiet, "sieve"))?;
+    let stats = sieve(
+        &mut source,
+        &mut sink,
+        &options,
+        &Progress::new(quiet, "sieve"),
+    )?;
     sink.finish()?;
     Ok(stats)
 }
@@ -188,9 +193,7 @@ impl MmuArgs {
                 sieve: None,
             });
         };
-        let threshold: Threshold = text
-            .parse()
-            .map_err(|e: Error| e.context("--mmu"))?;
+        let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
         threshold_pixels(input, &threshold)?;
         let name = output
             .file_name()
@@ -218,7 +221,14 @@ impl MmuPlan {
         let Some((threshold, connectivity, stage)) = self.sieve else {
             return Ok(());
         };
-        let stats = sieve_file(&stage.0, output, &threshold, (connectivity, None), compression, quiet)?;
+        let stats = sieve_file(
+            &stage.0,
+            output,
+            &threshold,
+            (connectivity, None),
+            compression,
+            quiet,
+        )?;
         if !quiet {
             eprintln!("minimum mapping unit: {}", summary(&stats));
         }

@@ -13,9 +13,9 @@
 //! at least the threshold ([`resolve`]); a chain that ends or loops first
 //! leaves it unchanged.
 
+use super::Connectivity;
 use super::polygons::Polygons;
 use super::runs::{ChunkLabels, MASKED, Run};
-use super::Connectivity;
 use std::collections::HashMap;
 
 /// Directions of an event, in GDAL's order within a pixel.
@@ -90,10 +90,24 @@ impl EventScan<'_> {
         }
         let (sa, sb) = (self.polygons.size(pa), self.polygons.size(pb));
         if sa < self.threshold {
-            out.offer(pa, Candidate { size: sb, pos, polygon: pb });
+            out.offer(
+                pa,
+                Candidate {
+                    size: sb,
+                    pos,
+                    polygon: pb,
+                },
+            );
         }
         if sb < self.threshold {
-            out.offer(pb, Candidate { size: sa, pos, polygon: pa });
+            out.offer(
+                pb,
+                Candidate {
+                    size: sa,
+                    pos,
+                    polygon: pa,
+                },
+            );
         }
     }
 
@@ -139,7 +153,12 @@ impl EventScan<'_> {
             self.row(out, y0 + r as u64, (runs, labels, base));
             if r > 0 {
                 let (above, above_labels) = chunk.row(r - 1);
-                self.between(out, y0 + r as u64, (runs, labels, base), (above, above_labels, base));
+                self.between(
+                    out,
+                    y0 + r as u64,
+                    (runs, labels, base),
+                    (above, above_labels, base),
+                );
             }
         }
     }
@@ -219,19 +238,39 @@ mod tests {
     use super::*;
 
     fn run(x0: u32, x1: u32) -> Run {
-        Run { x0, x1, code: 1, masked: false }
+        Run {
+            x0,
+            x1,
+            code: 1,
+            masked: false,
+        }
     }
 
     #[test]
     fn first_events_follow_gdal_order() {
         // Overlapping: the up event at the overlap's first column.
-        assert_eq!(first_event(&run(2, 5), &run(3, 9), Connectivity::Four), Some(3 * 4 + UP));
+        assert_eq!(
+            first_event(&run(2, 5), &run(3, 9), Connectivity::Four),
+            Some(3 * 4 + UP)
+        );
         // Eight: up-right at x = 2 (sees 3 above) comes before up at x = 3.
-        assert_eq!(first_event(&run(2, 5), &run(3, 9), Connectivity::Eight), Some(2 * 4 + UP_RIGHT));
+        assert_eq!(
+            first_event(&run(2, 5), &run(3, 9), Connectivity::Eight),
+            Some(2 * 4 + UP_RIGHT)
+        );
         // Diagonal only: up-left at x = 5 (sees 4 above).
-        assert_eq!(first_event(&run(5, 7), &run(1, 5), Connectivity::Eight), Some(5 * 4 + UP_LEFT));
-        assert_eq!(first_event(&run(5, 7), &run(1, 5), Connectivity::Four), None);
+        assert_eq!(
+            first_event(&run(5, 7), &run(1, 5), Connectivity::Eight),
+            Some(5 * 4 + UP_LEFT)
+        );
+        assert_eq!(
+            first_event(&run(5, 7), &run(1, 5), Connectivity::Four),
+            None
+        );
         // Above run starts at 0: up-right from x = 0 is not below -1.
-        assert_eq!(first_event(&run(0, 1), &run(0, 2), Connectivity::Eight), Some(UP));
+        assert_eq!(
+            first_event(&run(0, 1), &run(0, 2), Connectivity::Eight),
+            Some(UP)
+        );
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! Memory is O(entries): components of the chunks, never pixels.
 
-use super::runs::{ChunkLabels, MASKED, Run, for_touching};
 use super::Connectivity;
+use super::runs::{ChunkLabels, MASKED, Run, for_touching};
 
 /// Sizes compare as GDAL's do: counts stop at `i32::MAX`.
 pub const SIZE_CAP: u64 = i32::MAX as u64;

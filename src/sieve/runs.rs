@@ -66,7 +66,12 @@ pub fn touch(a: &Run, b: &Run, conn: Connectivity) -> bool {
 /// Calls `f(i, j)` for every run `i` of `this` touching run `j` of `above`
 /// (indices within the slices), in order of `i` then `j`.
 #[inline]
-pub fn for_touching(this: &[Run], above: &[Run], conn: Connectivity, mut f: impl FnMut(usize, usize)) {
+pub fn for_touching(
+    this: &[Run],
+    above: &[Run],
+    conn: Connectivity,
+    mut f: impl FnMut(usize, usize),
+) {
     let mut start = 0;
     for (i, a) in this.iter().enumerate() {
         // Runs above that end before `a` can start touching it end before
@@ -96,7 +101,10 @@ pub fn row_runs(row: &[u16], nodata: Option<u16>, runs: &mut Vec<Run>) {
     let mut x0 = 0usize;
     while x0 < row.len() {
         let code = row[x0];
-        let len = row[x0..].iter().position(|&c| c != code).unwrap_or(row.len() - x0);
+        let len = row[x0..]
+            .iter()
+            .position(|&c| c != code)
+            .unwrap_or(row.len() - x0);
         runs.push(Run {
             x0: x0 as u32,
             x1: (x0 + len) as u32,

@@ -16,6 +16,7 @@ use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
 use crate::progress::Progress;
 use rayon::prelude::*;
+use std::sync::mpsc::{channel, sync_channel};
 use std::time::Instant;
 use tiles::Rect;
 
@@ -58,6 +59,40 @@ impl Edge {
     }
 }
 
+/// Reads `strips` from `source` on a thread of its own, one strip ahead of
+/// `each`, which gets them in order (decoding overlaps the work on the
+/// previous strip). Buffers go back to the reader for reuse.
+fn each_strip(
+    source: &mut dyn ClassSource,
+    strips: &[Rect],
+    progress: &Progress,
+    mut each: impl FnMut(Rect, &mut [u16]) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        let (send, strips_read) = sync_channel::<Result<(Rect, Vec<u16>)>>(1);
+        let (give_back, given_back) = channel::<Vec<u16>>();
+        scope.spawn(move || {
+            for &window in strips {
+                let mut buf = given_back.try_recv().unwrap_or_default();
+                buf.resize(window.area() as usize, 0);
+                let read = crate::interrupt::check().and_then(|()| source.read(window, &mut buf));
+                let failed = read.is_err();
+                // A closed channel means the consumer stopped on an error.
+                if send.send(read.map(|()| (window, buf))).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for strip in strips_read {
+            let (window, mut buf) = strip?;
+            each(window, &mut buf)?;
+            progress.inc(1);
+            let _ = give_back.send(buf);
+        }
+        Ok(())
+    })
+}
+
 /// Runs the three passes; see [`super::sieve`].
 pub fn run(
     source: &mut dyn ClassSource,
@@ -87,23 +122,14 @@ pub fn run(
             .map(|c| label_chunk(c, width, nodata, conn))
             .collect()
     };
-    let mut buf = Vec::new();
-    let read = |source: &mut dyn ClassSource, window: Rect, buf: &mut Vec<u16>| {
-        crate::interrupt::check()?;
-        buf.resize(window.area() as usize, 0);
-        source.read(window, buf)?;
-        progress.inc(1);
-        Ok::<(), crate::Error>(())
-    };
     progress.start(3 * strips.len() as u64, "strips");
 
     // Pass 1: components, joined across chunk edges.
     let mut polygons = Polygons::default();
     let mut bases = Vec::new();
     let mut edge: Option<Edge> = None;
-    for &window in &strips {
-        read(source, window, &mut buf)?;
-        for chunk in label_strip(&buf) {
+    each_strip(source, &strips, progress, |_, buf| {
+        for chunk in label_strip(buf) {
             let base = polygons.add_chunk(&chunk);
             if let Some(above) = &edge {
                 let (runs, labels) = chunk.row(0);
@@ -112,7 +138,8 @@ pub fn run(
             edge = Some(Edge::of(&chunk, base));
             bases.push(base);
         }
-    }
+        Ok(())
+    })?;
     stats.polygons = polygons.settle();
 
     // Pass 2: the largest neighbour of each small polygon.
@@ -125,9 +152,8 @@ pub fn run(
     let mut neighbours = Neighbours::default();
     let mut edge: Option<Edge> = None;
     let mut first_chunk = 0;
-    for &window in &strips {
-        read(source, window, &mut buf)?;
-        let chunks = label_strip(&buf);
+    each_strip(source, &strips, progress, |window, buf| {
+        let chunks = label_strip(buf);
         let bases = &bases[first_chunk..first_chunk + chunks.len()];
         let found: Vec<Neighbours> = (0..chunks.len())
             .into_par_iter()
@@ -152,13 +178,13 @@ pub fn run(
         let last = chunks.len() - 1;
         edge = Some(Edge::of(&chunks[last], bases[last]));
         first_chunk += chunks.len();
-    }
+        Ok(())
+    })?;
     let target = resolve(&polygons, &neighbours, options.threshold);
 
     // Pass 3: recode and write.
     let mut first_chunk = 0;
-    for &window in &strips {
-        read(source, window, &mut buf)?;
+    each_strip(source, &strips, progress, |window, buf| {
         let n_chunks = window.height.div_ceil(chunk_rows);
         let bases = &bases[first_chunk..first_chunk + n_chunks];
         buf.par_chunks_mut(chunk_rows * width)
@@ -179,9 +205,10 @@ pub fn run(
                     }
                 }
             });
-        sink.write(window, &buf)?;
+        sink.write(window, buf)?;
         first_chunk += n_chunks;
-    }
+        Ok(())
+    })?;
     progress.finish();
 
     for p in 0..polygons.len() as u32 {

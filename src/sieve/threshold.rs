@@ -13,7 +13,10 @@ use std::str::FromStr;
 pub enum Threshold {
     Pixels(u64),
     /// An area in square metres, with the text it came from.
-    Area { square_metres: f64, text: String },
+    Area {
+        square_metres: f64,
+        text: String,
+    },
 }
 
 /// Units of area and their size in square metres.
@@ -54,7 +57,9 @@ impl FromStr for Threshold {
                 Ok(Threshold::Pixels(n))
             }
             Some(m2) => {
-                let v: f64 = number.parse().map_err(|_| bad("not a number before the unit"))?;
+                let v: f64 = number
+                    .parse()
+                    .map_err(|_| bad("not a number before the unit"))?;
                 if !(v.is_finite() && v > 0.0) {
                     return Err(bad("the area must be positive"));
                 }
@@ -132,8 +137,10 @@ pub fn geographic_pixel_area(
 #[cfg(feature = "gdal")]
 pub fn dataset_pixel_area(ds: &gdal::Dataset) -> Result<f64> {
     let no_size = |why: &str| {
-        Error::new(format!("an area needs the pixel size, but the raster {why}"))
-            .hint("give the threshold in pixels")
+        Error::new(format!(
+            "an area needs the pixel size, but the raster {why}"
+        ))
+        .hint("give the threshold in pixels")
     };
     let gt = ds
         .geo_transform()
@@ -152,7 +159,9 @@ pub fn dataset_pixel_area(ds: &gdal::Dataset) -> Result<f64> {
     } else if srs.is_projected() || srs.is_local() {
         projected_pixel_area(&gt, srs.linear_units())
     } else {
-        return Err(no_size("has neither a projected nor a geographic coordinate system"));
+        return Err(no_size(
+            "has neither a projected nor a geographic coordinate system",
+        ));
     };
     if !(area.is_finite() && area > 0.0) {
         return Err(no_size("has a degenerate geotransform"));
@@ -181,9 +190,24 @@ mod tests {
 
     #[test]
     fn bad_thresholds_are_one_line_errors() {
-        for bad in ["", "abc", "-5", "0", "1.5", "10parsecs", "0ha", "-1ha", "nanha", "infha", "ha"] {
+        for bad in [
+            "",
+            "abc",
+            "-5",
+            "0",
+            "1.5",
+            "10parsecs",
+            "0ha",
+            "-1ha",
+            "nanha",
+            "infha",
+            "ha",
+        ] {
             let e = bad.parse::<Threshold>().unwrap_err().to_string();
-            assert!(e.contains("threshold") && e.contains("hint") && !e.contains('\n'), "{bad}: {e}");
+            assert!(
+                e.contains("threshold") && e.contains("hint") && !e.contains('\n'),
+                "{bad}: {e}"
+            );
         }
     }
 
@@ -198,7 +222,10 @@ mod tests {
         assert_eq!(a("1m2", 900.0), 1);
         let none = Err(Error::new("no size"));
         assert!("1ha".parse::<Threshold>().unwrap().pixels(none).is_err());
-        assert_eq!(Threshold::Pixels(3).pixels(Err(Error::new("x"))).unwrap(), 3);
+        assert_eq!(
+            Threshold::Pixels(3).pixels(Err(Error::new("x"))).unwrap(),
+            3
+        );
     }
 
     #[test]
@@ -209,7 +236,10 @@ mod tests {
         let equator = geographic_pixel_area(&gt, deg, wgs84, 0.0);
         let sixty = geographic_pixel_area(&gt, deg, wgs84, 60.0);
         // About 927 m by 921 m at the equator (30 arc-seconds).
-        assert!((equator - 927.6 * 921.7).abs() / equator < 2e-3, "{equator}");
+        assert!(
+            (equator - 927.6 * 921.7).abs() / equator < 2e-3,
+            "{equator}"
+        );
         assert!((sixty / equator - 0.5).abs() < 0.01, "{sixty}");
     }
 }
