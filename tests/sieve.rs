@@ -14,7 +14,7 @@ use common::{TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_r
 use gdal::raster::GdalDataType;
 use mapfilter::engine::MemRaster;
 use mapfilter::progress::Progress;
-use mapfilter::sieve::{Connectivity, SieveOptions, sieve};
+use mapfilter::sieve::{CACHE_BYTES, Connectivity, SieveOptions, sieve};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -105,9 +105,21 @@ fn identical_to_gdal_sieve_on_the_bundled_maps() {
     ] {
         same_as_gdal(dir.path(), &Path::new(DATA).join(name), thresholds, &[]);
     }
-    // Strips of 7 rows: patches span hundreds of strips.
+    // Strips of 7 rows, read three times: patches span hundreds of strips;
+    // strips of 64 rows, the first few kept from the first pass.
     let modis = Path::new(DATA).join("modis_igbp_2019_2048.tif");
-    same_as_gdal(dir.path(), &modis, &[12], &["--strip-rows", "7"]);
+    same_as_gdal(
+        dir.path(),
+        &modis,
+        &[12],
+        &["--strip-rows", "7", "--cache-mib", "0"],
+    );
+    same_as_gdal(
+        dir.path(),
+        &modis,
+        &[12],
+        &["--strip-rows", "64", "--cache-mib", "1"],
+    );
 }
 
 /// A small xorshift generator, so the maps need no crate.
@@ -217,7 +229,12 @@ fn identical_to_gdal_sieve_on_generated_maps() {
         let data = patchy(w, h, seed, classes, nodata);
         let input = write(dir.path(), name, w, h, &data, ty, nodata);
         same_as_gdal(dir.path(), &input, &[2, 5, 17, 90], &[]);
-        same_as_gdal(dir.path(), &input, &[9], &["--strip-rows", "1"]);
+        same_as_gdal(
+            dir.path(),
+            &input,
+            &[9],
+            &["--strip-rows", "1", "--cache-mib", "0"],
+        );
     }
 }
 
@@ -241,14 +258,13 @@ fn sieve_mem(
     src: &MemRaster,
     threshold: u64,
     conn: Connectivity,
-    strip_rows: Option<usize>,
+    (strip_rows, cache_bytes): (Option<usize>, usize),
 ) -> Vec<u16> {
     let mut out = MemRaster::filled(src.width, src.height, 0);
     let options = SieveOptions {
-        threshold,
-        connectivity: conn,
-        nodata: Some(3),
         strip_rows,
+        cache_bytes,
+        ..SieveOptions::new(threshold, conn, Some(3))
     };
     sieve(&mut src.clone(), &mut out, &options, &Progress::hidden()).unwrap();
     out.data
@@ -259,7 +275,7 @@ fn a_patch_across_every_strip_is_one_patch() {
     let (w, h) = (23, 64);
     let src = MemRaster::new(w, h, serpent(w, h));
     for conn in [Connectivity::Four, Connectivity::Eight] {
-        let whole = sieve_mem(&src, 6, conn, None);
+        let whole = sieve_mem(&src, 6, conn, (None, CACHE_BYTES));
         // The serpent (over 600 pixels) stays; noise patches went.
         assert_eq!(
             whole.iter().filter(|&&c| c == 9).count()
@@ -267,12 +283,15 @@ fn a_patch_across_every_strip_is_one_patch() {
             true
         );
         assert_ne!(whole, src.data);
+        // Strips kept from the first pass, none kept, some kept.
         for strip in [1, 2, 3, 5, 63] {
-            assert_eq!(
-                sieve_mem(&src, 6, conn, Some(strip)),
-                whole,
-                "{conn:?} strip {strip}"
-            );
+            for cache in [CACHE_BYTES, 0, 2000] {
+                assert_eq!(
+                    sieve_mem(&src, 6, conn, (Some(strip), cache)),
+                    whole,
+                    "{conn:?} strip {strip} cache {cache}"
+                );
+            }
         }
     }
 }

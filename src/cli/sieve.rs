@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::raster::{self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec};
 use crate::sieve::threshold::{Threshold, dataset_pixel_area};
-use crate::sieve::{Connectivity, SieveOptions, SieveStats, sieve};
+use crate::sieve::{CACHE_BYTES, Connectivity, SieveOptions, SieveStats, sieve};
 use clap::Args;
 use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,9 @@ pub struct SieveArgs {
     /// Rows read at a time (default: about 4 M pixels); the result does not depend on it.
     #[arg(long, hide = true)]
     pub strip_rows: Option<usize>,
+    /// MiB of runs kept between passes (default 256); the result does not depend on it.
+    #[arg(long, hide = true)]
+    pub cache_mib: Option<usize>,
     #[command(flatten)]
     pub compression: CompressArgs,
     /// No progress bar and no summary.
@@ -53,7 +56,11 @@ pub fn run(args: SieveArgs) -> Result<()> {
         &args.input,
         &args.output,
         &threshold,
-        (args.connectivity, args.strip_rows),
+        Layout {
+            connectivity: args.connectivity,
+            strip_rows: args.strip_rows,
+            cache_bytes: args.cache_mib.map_or(CACHE_BYTES, |m| m << 20),
+        },
         args.compression.compression()?,
         args.quiet,
     )?;
@@ -84,13 +91,20 @@ fn threshold_pixels(path: &Path, threshold: &Threshold) -> Result<u64> {
         .map_err(|e| e.context(path.display()))
 }
 
+/// Connectivity and how the raster is gone through.
+struct Layout {
+    connectivity: Connectivity,
+    strip_rows: Option<usize>,
+    cache_bytes: usize,
+}
+
 /// Sieves the class raster `input` into a new GeoTIFF `output` that keeps
 /// its georeferencing, nodata, colours and category names.
 fn sieve_file(
     input: &Path,
     output: &Path,
     threshold: &Threshold,
-    (connectivity, strip_rows): (Connectivity, Option<usize>),
+    layout: Layout,
     compression: OutputCompression,
     quiet: bool,
 ) -> Result<SieveStats> {
@@ -115,10 +129,9 @@ fn sieve_file(
     };
     let mut sink = OutputRaster::create(output, &spec)?;
     let options = SieveOptions {
-        threshold,
-        connectivity,
-        nodata: source.nodata_code(),
-        strip_rows,
+        strip_rows: layout.strip_rows,
+        cache_bytes: layout.cache_bytes,
+        ..SieveOptions::new(threshold, layout.connectivity, source.nodata_code())
     };
     let stats = sieve(
         &mut source,
@@ -225,7 +238,11 @@ impl MmuPlan {
             &stage.0,
             output,
             &threshold,
-            (connectivity, None),
+            Layout {
+                connectivity,
+                strip_rows: None,
+                cache_bytes: CACHE_BYTES,
+            },
             compression,
             quiet,
         )?;

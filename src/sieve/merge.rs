@@ -16,7 +16,6 @@
 use super::Connectivity;
 use super::polygons::Polygons;
 use super::runs::{ChunkLabels, MASKED, Run};
-use std::collections::HashMap;
 
 /// Directions of an event, in GDAL's order within a pixel.
 const UP: u64 = 0;
@@ -40,34 +39,83 @@ impl Candidate {
     }
 }
 
-/// Best neighbours of the small polygons seen by one chunk (or all).
-#[derive(Debug, Default)]
-pub struct Neighbours {
-    best: HashMap<u32, Candidate>,
+/// No candidate yet.
+const NONE: Candidate = Candidate {
+    size: 0,
+    pos: u64::MAX,
+    polygon: u32::MAX,
+};
+
+/// Best neighbours found by one chunk, by entry of the polygon table:
+/// densely for the chunk's own entries (from `base`), as a list for
+/// entries of the chunk above (events along its top edge).
+#[derive(Debug)]
+pub struct ChunkNeighbours {
+    base: u32,
+    own: Vec<Candidate>,
+    above: Vec<(u32, Candidate)>,
 }
 
-impl Neighbours {
-    #[inline]
-    fn offer(&mut self, polygon: u32, candidate: Candidate) {
-        self.best
-            .entry(polygon)
-            .and_modify(|c| {
-                if candidate.beats(c) {
-                    *c = candidate
-                }
-            })
-            .or_insert(candidate);
-    }
-
-    /// Takes in another reduction.
-    pub fn absorb(&mut self, other: Neighbours) {
-        for (p, c) in other.best {
-            self.offer(p, c);
+impl ChunkNeighbours {
+    /// For a chunk of `components` entries from `base`.
+    pub fn new(base: u32, components: usize) -> Self {
+        ChunkNeighbours {
+            base,
+            own: vec![NONE; components],
+            above: Vec::new(),
         }
     }
 
-    pub fn get(&self, polygon: u32) -> Option<&Candidate> {
-        self.best.get(&polygon)
+    #[inline]
+    fn offer(&mut self, entry: u32, candidate: Candidate) {
+        match self.own.get_mut(entry.wrapping_sub(self.base) as usize) {
+            Some(c) => {
+                if candidate.beats(c) {
+                    *c = candidate
+                }
+            }
+            None => self.above.push((entry, candidate)),
+        }
+    }
+}
+
+/// Best neighbours of the small polygons, by root entry.
+#[derive(Debug, Default)]
+pub struct Neighbours {
+    best: Vec<Candidate>,
+}
+
+impl Neighbours {
+    /// For a table of `entries` entries.
+    pub fn new(entries: usize) -> Self {
+        Neighbours {
+            best: vec![NONE; entries],
+        }
+    }
+
+    #[inline]
+    fn offer(&mut self, polygon: u32, candidate: Candidate) {
+        let c = &mut self.best[polygon as usize];
+        if candidate.beats(c) {
+            *c = candidate
+        }
+    }
+
+    /// Takes in a chunk's reduction.
+    pub fn absorb(&mut self, chunk: ChunkNeighbours, polygons: &Polygons) {
+        for (i, c) in chunk.own.iter().enumerate() {
+            if c.polygon != u32::MAX {
+                self.offer(polygons.root(chunk.base + i as u32), *c);
+            }
+        }
+        for (entry, c) in chunk.above {
+            self.offer(polygons.root(entry), c);
+        }
+    }
+
+    /// The largest neighbour of polygon (root) `polygon`, if it has one.
+    pub fn get(&self, polygon: u32) -> Option<u32> {
+        Some(self.best[polygon as usize].polygon).filter(|&p| p != u32::MAX)
     }
 }
 
@@ -83,7 +131,7 @@ impl EventScan<'_> {
     /// Records an event between entries `a` and `b` at `pos` for whichever
     /// of their polygons is small.
     #[inline]
-    fn event(&self, out: &mut Neighbours, a: u32, b: u32, pos: u64) {
+    fn event(&self, out: &mut ChunkNeighbours, a: u32, b: u32, pos: u64) {
         let (pa, pb) = (self.polygons.root(a), self.polygons.root(b));
         if pa == pb {
             return;
@@ -112,7 +160,12 @@ impl EventScan<'_> {
     }
 
     /// Left events of one row (`y` global), runs labelled from `base`.
-    pub fn row(&self, out: &mut Neighbours, y: u64, (runs, labels, base): (&[Run], &[u32], u32)) {
+    pub fn row(
+        &self,
+        out: &mut ChunkNeighbours,
+        y: u64,
+        (runs, labels, base): (&[Run], &[u32], u32),
+    ) {
         for i in 1..runs.len() {
             if labels[i] != MASKED && labels[i - 1] != MASKED {
                 let pos = (y * self.width + u64::from(runs[i].x0)) * 4 + LEFT;
@@ -125,7 +178,7 @@ impl EventScan<'_> {
     /// row above it.
     pub fn between(
         &self,
-        out: &mut Neighbours,
+        out: &mut ChunkNeighbours,
         y: u64,
         (this, this_label, this_base): (&[Run], &[u32], u32),
         (above, above_label, above_base): (&[Run], &[u32], u32),
@@ -147,7 +200,7 @@ impl EventScan<'_> {
     }
 
     /// Every event inside a chunk whose first row is `y0`, entries from `base`.
-    pub fn chunk(&self, out: &mut Neighbours, y0: u64, chunk: &ChunkLabels, base: u32) {
+    pub fn chunk(&self, out: &mut ChunkNeighbours, y0: u64, chunk: &ChunkLabels, base: u32) {
         for r in 0..chunk.rows() {
             let (runs, labels) = chunk.row(r);
             self.row(out, y0 + r as u64, (runs, labels, base));
@@ -191,23 +244,23 @@ fn first_event(a: &Run, b: &Run, conn: Connectivity) -> Option<u64> {
 }
 
 /// Where each small polygon goes: `target[p]` is the polygon whose code
-/// polygon `p` takes, or `u32::MAX` to stay. Only roots are meaningful.
+/// polygon `p` takes, or [`STAY`] to stay. Only roots are meaningful.
 pub fn resolve(polygons: &Polygons, neighbours: &Neighbours, threshold: u64) -> Vec<u32> {
     const UNSEEN: u32 = u32::MAX - 1;
-    const STAY: u32 = u32::MAX;
+    const ON_PATH: u32 = u32::MAX - 2;
     let n = polygons.len();
     let mut target = vec![STAY; n];
-    for (&p, _) in neighbours.best.iter() {
-        target[p as usize] = UNSEEN;
+    for p in 0..n as u32 {
+        if neighbours.get(p).is_some() {
+            target[p as usize] = UNSEEN;
+        }
     }
     let mut path: Vec<u32> = Vec::new();
-    let mut on_path = std::collections::HashSet::new();
     for start in 0..n as u32 {
         if target[start as usize] != UNSEEN {
             continue;
         }
         path.clear();
-        on_path.clear();
         let mut cur = start;
         let result = loop {
             if polygons.size(cur) >= threshold {
@@ -215,16 +268,16 @@ pub fn resolve(polygons: &Polygons, neighbours: &Neighbours, threshold: u64) -> 
             }
             match target[cur as usize] {
                 UNSEEN => {}
+                // Back on this chain: a loop of equally small polygons.
+                ON_PATH => break STAY,
                 done => break done,
             }
-            if !on_path.insert(cur) {
-                break STAY;
-            }
+            target[cur as usize] = ON_PATH;
             path.push(cur);
-            cur = match neighbours.get(cur) {
-                Some(c) => c.polygon,
+            match neighbours.get(cur) {
+                Some(next) => cur = next,
                 None => break STAY,
-            };
+            }
         };
         for &p in &path {
             target[p as usize] = result;
@@ -232,6 +285,9 @@ pub fn resolve(polygons: &Polygons, neighbours: &Neighbours, threshold: u64) -> 
     }
     target
 }
+
+/// [`resolve`]'s mark of a polygon that keeps its code.
+pub const STAY: u32 = u32::MAX;
 
 #[cfg(test)]
 mod tests {

@@ -40,7 +40,7 @@ impl Connectivity {
 }
 
 /// What to sieve.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SieveOptions {
     /// Polygons of fewer pixels than this join their largest neighbour.
     pub threshold: u64,
@@ -50,6 +50,28 @@ pub struct SieveOptions {
     /// Rows read at a time (`None`: about 4 M pixels in whole 256-row
     /// blocks). Results do not depend on it.
     pub strip_rows: Option<usize>,
+    /// Most bytes of runs kept from the first pass for the later ones
+    /// (strips beyond are read and labelled again). Results do not depend
+    /// on it.
+    pub cache_bytes: usize,
+}
+
+/// Default [`SieveOptions::cache_bytes`]: whole rasters of tens of
+/// megapixels of land cover are read once.
+pub const CACHE_BYTES: usize = 256 << 20;
+
+impl SieveOptions {
+    /// Polygons under `threshold` pixels go, `connectivity` apart, `nodata`
+    /// masked; strips and cache at their defaults.
+    pub fn new(threshold: u64, connectivity: Connectivity, nodata: Option<u16>) -> Self {
+        SieveOptions {
+            threshold,
+            connectivity,
+            nodata,
+            strip_rows: None,
+            cache_bytes: CACHE_BYTES,
+        }
+    }
 }
 
 /// Figures of one run.

@@ -8,7 +8,7 @@
 //! Memory: one strip of codes and its runs, plus tables per polygon
 //! fragment; never the raster's pixels.
 
-use super::merge::{EventScan, Neighbours, resolve};
+use super::merge::{ChunkNeighbours, EventScan, Neighbours, STAY, resolve};
 use super::polygons::Polygons;
 use super::runs::{ChunkLabels, MASKED, Run, label_chunk};
 use super::{SieveOptions, SieveStats};
@@ -93,6 +93,38 @@ fn each_strip(
     })
 }
 
+/// Bytes of a strip's runs and labels, as kept between passes.
+fn labels_bytes(chunks: &[ChunkLabels]) -> usize {
+    chunks
+        .iter()
+        .map(|c| {
+            c.runs.len() * (size_of::<Run>() + size_of::<u32>())
+                + c.row_start.len() * size_of::<usize>()
+                + c.comp_code.len() * (size_of::<u16>() + size_of::<u64>())
+        })
+        .sum()
+}
+
+/// Writes the codes of `chunk` (entries from `base`) into `pixels`, each
+/// run of a merged polygon with its target's code.
+fn recode(chunk: &ChunkLabels, base: u32, polygons: &Polygons, target: &[u32], pixels: &mut [u16]) {
+    let width = pixels.len() / chunk.rows().max(1);
+    for r in 0..chunk.rows() {
+        let row = &mut pixels[r * width..(r + 1) * width];
+        let (runs, labels) = chunk.row(r);
+        for (run, &label) in runs.iter().zip(labels) {
+            let code = match label {
+                MASKED => run.code,
+                _ => match target[polygons.root(base + label) as usize] {
+                    STAY => run.code,
+                    to => polygons.code(to),
+                },
+            };
+            row[run.x0 as usize..run.x1 as usize].fill(code);
+        }
+    }
+}
+
 /// Runs the three passes; see [`super::sieve`].
 pub fn run(
     source: &mut dyn ClassSource,
@@ -124,19 +156,30 @@ pub fn run(
     };
     progress.start(3 * strips.len() as u64, "strips");
 
-    // Pass 1: components, joined across chunk edges.
+    // Pass 1: components, joined across chunk edges. The first strips'
+    // runs are kept (up to `cache_bytes`), so that the later passes need
+    // not read and label them again.
     let mut polygons = Polygons::default();
     let mut bases = Vec::new();
     let mut edge: Option<Edge> = None;
+    let mut kept: Vec<Vec<ChunkLabels>> = Vec::new();
+    let (mut kept_bytes, mut keeping) = (0usize, true);
     each_strip(source, &strips, progress, |_, buf| {
-        for chunk in label_strip(buf) {
-            let base = polygons.add_chunk(&chunk);
+        let chunks = label_strip(buf);
+        for chunk in &chunks {
+            let base = polygons.add_chunk(chunk);
             if let Some(above) = &edge {
                 let (runs, labels) = chunk.row(0);
                 polygons.join_rows((runs, labels, base), above.view(), conn);
             }
-            edge = Some(Edge::of(&chunk, base));
+            edge = Some(Edge::of(chunk, base));
             bases.push(base);
+        }
+        let bytes = labels_bytes(&chunks);
+        keeping &= kept_bytes + bytes <= options.cache_bytes;
+        if keeping {
+            kept_bytes += bytes;
+            kept.push(chunks);
         }
         Ok(())
     })?;
@@ -149,16 +192,15 @@ pub fn run(
         width: width as u64,
         conn,
     };
-    let mut neighbours = Neighbours::default();
+    let mut neighbours = Neighbours::new(polygons.len());
     let mut edge: Option<Edge> = None;
     let mut first_chunk = 0;
-    each_strip(source, &strips, progress, |window, buf| {
-        let chunks = label_strip(buf);
+    let mut find = |window: Rect, chunks: &[ChunkLabels]| {
         let bases = &bases[first_chunk..first_chunk + chunks.len()];
-        let found: Vec<Neighbours> = (0..chunks.len())
+        let found: Vec<ChunkNeighbours> = (0..chunks.len())
             .into_par_iter()
             .map(|k| {
-                let mut found = Neighbours::default();
+                let mut found = ChunkNeighbours::new(bases[k], chunks[k].comp_code.len());
                 let y0 = (window.y + k * chunk_rows) as u64;
                 scan.chunk(&mut found, y0, &chunks[k], bases[k]);
                 let (runs, labels) = chunks[k].row(0);
@@ -173,37 +215,47 @@ pub fn run(
             })
             .collect();
         for f in found {
-            neighbours.absorb(f);
+            neighbours.absorb(f, &polygons);
         }
         let last = chunks.len() - 1;
         edge = Some(Edge::of(&chunks[last], bases[last]));
         first_chunk += chunks.len();
+    };
+    for (chunks, &window) in kept.iter().zip(&strips) {
+        find(window, chunks);
+        progress.inc(1);
+    }
+    each_strip(source, &strips[kept.len()..], progress, |window, buf| {
+        find(window, &label_strip(buf));
         Ok(())
     })?;
     let target = resolve(&polygons, &neighbours, options.threshold);
+    drop(neighbours);
 
     // Pass 3: recode and write.
     let mut first_chunk = 0;
-    each_strip(source, &strips, progress, |window, buf| {
+    let mut buf = Vec::new();
+    let n_kept = kept.len();
+    for (chunks, &window) in kept.into_iter().zip(&strips) {
+        crate::interrupt::check()?;
+        buf.resize(window.area() as usize, 0);
+        let bases = &bases[first_chunk..first_chunk + chunks.len()];
+        buf.par_chunks_mut(chunk_rows * width)
+            .zip(chunks.par_iter().zip(bases))
+            .for_each(|(pixels, (chunk, &base))| recode(chunk, base, &polygons, &target, pixels));
+        sink.write(window, &buf)?;
+        first_chunk += chunks.len();
+        progress.inc(1);
+    }
+    drop(buf);
+    each_strip(source, &strips[n_kept..], progress, |window, buf| {
         let n_chunks = window.height.div_ceil(chunk_rows);
         let bases = &bases[first_chunk..first_chunk + n_chunks];
         buf.par_chunks_mut(chunk_rows * width)
             .zip(bases)
             .for_each(|(pixels, &base)| {
                 let chunk = label_chunk(pixels, width, nodata, conn);
-                for r in 0..chunk.rows() {
-                    let row = &mut pixels[r * width..(r + 1) * width];
-                    let (runs, labels) = chunk.row(r);
-                    for (run, &label) in runs.iter().zip(labels) {
-                        if label == MASKED {
-                            continue;
-                        }
-                        let to = target[polygons.root(base + label) as usize];
-                        if to != u32::MAX {
-                            row[run.x0 as usize..run.x1 as usize].fill(polygons.code(to));
-                        }
-                    }
-                }
+                recode(&chunk, base, &polygons, &target, pixels);
             });
         sink.write(window, buf)?;
         first_chunk += n_chunks;
@@ -214,7 +266,7 @@ pub fn run(
     for p in 0..polygons.len() as u32 {
         if polygons.root(p) == p && polygons.size(p) < options.threshold {
             stats.small += 1;
-            if target[p as usize] != u32::MAX {
+            if target[p as usize] != STAY {
                 stats.merged += 1;
                 stats.pixels_changed += polygons.size(p);
             }
