@@ -93,14 +93,22 @@ fn each_strip(
     })
 }
 
-/// Bytes of a strip's runs and labels, as kept between passes.
-fn labels_bytes(chunks: &[ChunkLabels]) -> usize {
+/// Trims a strip's runs and labels to keep them between passes; returns
+/// the bytes they hold.
+fn keep(chunks: &mut [ChunkLabels]) -> usize {
     chunks
-        .iter()
+        .iter_mut()
         .map(|c| {
-            c.runs.len() * (size_of::<Run>() + size_of::<u32>())
-                + c.row_start.len() * size_of::<usize>()
-                + c.comp_code.len() * (size_of::<u16>() + size_of::<u64>())
+            c.runs.shrink_to_fit();
+            c.label.shrink_to_fit();
+            c.row_start.shrink_to_fit();
+            c.comp_code.shrink_to_fit();
+            c.comp_size.shrink_to_fit();
+            c.runs.capacity() * size_of::<Run>()
+                + c.label.capacity() * size_of::<u32>()
+                + c.row_start.capacity() * size_of::<usize>()
+                + c.comp_code.capacity() * size_of::<u16>()
+                + c.comp_size.capacity() * size_of::<u64>()
         })
         .sum()
 }
@@ -165,7 +173,7 @@ pub fn run(
     let mut kept: Vec<Vec<ChunkLabels>> = Vec::new();
     let (mut kept_bytes, mut keeping) = (0usize, true);
     each_strip(source, &strips, progress, |_, buf| {
-        let chunks = label_strip(buf);
+        let mut chunks = label_strip(buf);
         for chunk in &chunks {
             let base = polygons.add_chunk(chunk);
             if let Some(above) = &edge {
@@ -175,7 +183,8 @@ pub fn run(
             edge = Some(Edge::of(chunk, base));
             bases.push(base);
         }
-        let bytes = labels_bytes(&chunks);
+        keeping &= kept_bytes < options.cache_bytes;
+        let bytes = if keeping { keep(&mut chunks) } else { 0 };
         keeping &= kept_bytes + bytes <= options.cache_bytes;
         if keeping {
             kept_bytes += bytes;
