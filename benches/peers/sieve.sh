@@ -3,13 +3,14 @@
 # the same inputs, paired in one run, with peak memory (/usr/bin/time -v),
 # and checks that both outputs are identical pixel for pixel.
 #
-#   bash benches/peers/sieve.sh [--quick] [--repeat K] [--size N]
+#   bash benches/peers/sieve.sh [--quick] [--repeat K] [--big-repeat K] [--size N]
 #
 # Inputs: data/modis_igbp_2019_2048.tif (MODIS IGBP 2019, 2048x2048) and an
 # NxN simplex map made by `mapfilter gen` (default N = 20000, 8 classes,
 # scale 64; --quick: 6000). Cases: thresholds 10 and 100 px, connectivity 4
 # and 8 (--quick: threshold 10, connectivity 4 and 8). Each command runs K
-# times (default 3) alternating with its peer; the figure is the median
+# times (default 3; on the large map --big-repeat, default 1: gdal_sieve.py
+# takes about a minute there) alternating with its peer; the figure is the median
 # wall-clock time of the whole command (GeoTIFF in, GeoTIFF out), and the
 # largest maximum resident set size. mapfilter writes its default output
 # (tiled, DEFLATE level 5); gdal_sieve.py an uncompressed striped GeoTIFF.
@@ -21,13 +22,15 @@ root=$(pwd)
 
 quick=0
 repeat=3
+big_repeat=1
 size=20000
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; size=6000 ;;
     --repeat) repeat=$2; shift ;;
+    --big-repeat) big_repeat=$2; shift ;;
     --size) size=$2; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -57,12 +60,14 @@ cases=("10 4" "10 8" "100 4" "100 8")
 printf "input\tthreshold\tconnectivity\ttool\tmedian_s\tmax_rss_mib\tidentical\n" | tee "$out/results.tsv"
 for input in "$root/data/modis_igbp_2019_2048.tif" "$big"; do
   name=$(basename "$input" .tif)
+  k=$repeat
+  [ "$input" = "$big" ] && k=$big_repeat
   for c in "${cases[@]}"; do
     read -r st conn <<<"$c"
     ours=$out/${name}_${st}_${conn}_mapfilter.tif
     gdal=$out/${name}_${st}_${conn}_gdal.tif
     : >"$out/t_ours"; : >"$out/t_gdal"; rss_ours=0; rss_gdal=0
-    for _ in $(seq "$repeat"); do
+    for _ in $(seq "$k"); do
       rm -f "$ours" "$gdal"
       read -r s r < <(measure "$bin" sieve "$input" "$ours" -s "$st" -c "$conn" -q)
       echo "$s" >>"$out/t_ours"; [ "$r" -gt "$rss_ours" ] && rss_ours=$r
