@@ -131,7 +131,7 @@ pub fn label_chunk(
     nodata: Option<u16>,
     conn: Connectivity,
 ) -> ChunkLabels {
-    let rows = if width == 0 { 0 } else { pixels.len() / width };
+    let rows = pixels.len().checked_div(width).unwrap_or(0);
     let mut out = ChunkLabels {
         row_start: Vec::with_capacity(rows + 1),
         ..ChunkLabels::default()
