@@ -13,7 +13,7 @@ use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
 
 /// Help shared by `--threshold` and `--mmu` on how areas become pixels.
-const AREA_HELP: &str = "Areas use the pixel size: projected rasters in their linear unit; geographic ones in metres on the ellipsoid at the raster's centre latitude.";
+const AREA_HELP: &str = "A polygon is a patch of connected pixels of one code; it goes when it has fewer pixels than the threshold (or a smaller area), taking the code of its largest neighbour as gdal_sieve.py does. Nodata pixels belong to no polygon and never change. Areas use the pixel size: projected rasters in their linear unit, converted to metres; geographic ones in metres on the ellipsoid at the raster's centre latitude. The exact rule: docs/sieve.md.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AREA_HELP)]
@@ -27,7 +27,7 @@ pub struct SieveArgs {
     #[arg(long, short = 's', value_name = "PIXELS|AREA")]
     pub threshold: String,
     /// Pixels that touch: 4 (edges, gdal_sieve.py's default) or 8 (edges and corners).
-    #[arg(long, short = 'c', default_value = "4", value_parser = parse_connectivity)]
+    #[arg(long, short = 'c', default_value = "4", value_parser = parse_connectivity, value_name = "4|8")]
     pub connectivity: Connectivity,
     /// Rows read at a time (default: about 4 M pixels); the result does not depend on it.
     #[arg(long, hide = true)]

@@ -8,6 +8,8 @@
 
 use super::Connectivity;
 use super::runs::{ChunkLabels, MASKED, Run, for_touching};
+use crate::bail;
+use crate::error::Result;
 
 /// Sizes compare as GDAL's do: counts stop at `i32::MAX`.
 pub const SIZE_CAP: u64 = i32::MAX as u64;
@@ -30,14 +32,20 @@ impl Polygons {
 
     /// Adds the components of a chunk; returns the id of its first one
     /// (the chunk's component `i` is entry `base + i`).
-    pub fn add_chunk(&mut self, chunk: &ChunkLabels) -> u32 {
+    pub fn add_chunk(&mut self, chunk: &ChunkLabels) -> Result<u32> {
         let base = self.parent.len();
         let end = base + chunk.comp_code.len();
-        assert!(end < MASKED as usize, "more polygon fragments than u32 ids");
+        // The top ids mark masked runs and merge decisions.
+        if end >= (MASKED - 2) as usize {
+            bail!(
+                "the raster has more than 4 billion polygon fragments",
+                hint = "sieve it in parts (gdal_translate -srcwin), or smooth it first"
+            );
+        }
         self.parent.extend(base as u32..end as u32);
         self.code.extend_from_slice(&chunk.comp_code);
         self.size.extend_from_slice(&chunk.comp_size);
-        base as u32
+        Ok(base as u32)
     }
 
     fn find(&mut self, mut i: u32) -> u32 {

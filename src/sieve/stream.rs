@@ -175,7 +175,7 @@ pub fn run(
     each_strip(source, &strips, progress, |_, buf| {
         let mut chunks = label_strip(buf);
         for chunk in &chunks {
-            let base = polygons.add_chunk(chunk);
+            let base = polygons.add_chunk(chunk)?;
             if let Some(above) = &edge {
                 let (runs, labels) = chunk.row(0);
                 polygons.join_rows((runs, labels, base), above.view(), conn);
