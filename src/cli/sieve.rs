@@ -9,6 +9,7 @@ use crate::raster::{self, ClassRaster, ClassType, OutputCompression, OutputRaste
 use crate::sieve::threshold::{Threshold, dataset_pixel_area};
 use crate::sieve::{CACHE_BYTES, Connectivity, SieveOptions, SieveStats, sieve};
 use clap::Args;
+use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
 
@@ -83,11 +84,10 @@ fn summary(stats: &SieveStats) -> String {
     )
 }
 
-/// The threshold in pixels for the raster at `path`.
-fn threshold_pixels(path: &Path, threshold: &Threshold) -> Result<u64> {
-    let ds = raster::open(path)?;
+/// The threshold in pixels for the raster `ds` at `path`.
+fn threshold_pixels(ds: &Dataset, path: &Path, threshold: &Threshold) -> Result<u64> {
     threshold
-        .pixels(dataset_pixel_area(&ds))
+        .pixels(|| dataset_pixel_area(ds))
         .map_err(|e| e.context(path.display()))
 }
 
@@ -108,8 +108,10 @@ fn sieve_file(
     compression: OutputCompression,
     quiet: bool,
 ) -> Result<SieveStats> {
-    let threshold = threshold_pixels(input, threshold)?;
-    check_mask(input)?;
+    let ds = raster::open(input)?;
+    check_mask(&ds, input)?;
+    let threshold = threshold_pixels(&ds, input, threshold)?;
+    drop(ds);
     let mut source = ClassRaster::open(input)?;
     let meta = source.meta.clone();
     let spec = OutputSpec {
@@ -145,8 +147,7 @@ fn sieve_file(
 
 /// gdal_sieve.py leaves out the pixels of the band's mask; a nodata value
 /// is the one mask this command reads, so others are refused.
-fn check_mask(input: &Path) -> Result<()> {
-    let ds = raster::open(input)?;
+fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
     let band = ds.rasterband(1).map_err(raster::gdal_error)?;
     let flags = band.mask_flags().map_err(raster::gdal_error)?;
     if !(flags.is_all_valid() || flags.is_nodata()) {
@@ -207,7 +208,7 @@ impl MmuArgs {
             });
         };
         let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
-        threshold_pixels(input, &threshold)?;
+        threshold_pixels(&raster::open(input)?, input, &threshold)?;
         let name = output
             .file_name()
             .ok_or_else(|| Error::new(format!("{}: not a file name", output.display())))?;

@@ -76,16 +76,16 @@ impl Threshold {
     /// The threshold in pixels: polygons of fewer pixels are removed. An
     /// area A over pixels of area a removes polygons of area below A, that
     /// is of fewer than ⌈A / a⌉ pixels (A / a itself when it is whole, up
-    /// to rounding). `pixel_area` is `Err` with the reason when the raster
-    /// has no known pixel size.
-    pub fn pixels(&self, pixel_area: Result<f64>) -> Result<u64> {
+    /// to rounding). `pixel_area` gives the pixel's area in m², or why the
+    /// raster has none; it is only asked for an area.
+    pub fn pixels(&self, pixel_area: impl FnOnce() -> Result<f64>) -> Result<u64> {
         match self {
             Threshold::Pixels(n) => Ok(*n),
             Threshold::Area {
                 square_metres,
                 text,
             } => {
-                let a = pixel_area.map_err(|e| e.context(format!("threshold '{text}'")))?;
+                let a = pixel_area().map_err(|e| e.context(format!("threshold '{text}'")))?;
                 let q = square_metres / a;
                 let near = q.round();
                 let n = if (q - near).abs() <= 1e-9 * q.max(1.0) {
@@ -213,19 +213,16 @@ mod tests {
 
     #[test]
     fn areas_become_the_pixels_of_that_area() {
-        let a = |s: &str, px: f64| s.parse::<Threshold>().unwrap().pixels(Ok(px)).unwrap();
+        let a = |s: &str, px: f64| s.parse::<Threshold>().unwrap().pixels(|| Ok(px)).unwrap();
         // 30 m pixels: 25 ha is 277.8 pixels, so polygons up to 277 go.
         assert_eq!(a("25ha", 900.0), 278);
         // Whole quotients are kept as they are, despite rounding.
         assert_eq!(a("2500m2", 100.0), 25);
         assert_eq!(a("0.09ha", 900.0), 1);
         assert_eq!(a("1m2", 900.0), 1);
-        let none = Err(Error::new("no size"));
+        let none = || Err(Error::new("no size"));
         assert!("1ha".parse::<Threshold>().unwrap().pixels(none).is_err());
-        assert_eq!(
-            Threshold::Pixels(3).pixels(Err(Error::new("x"))).unwrap(),
-            3
-        );
+        assert_eq!(Threshold::Pixels(3).pixels(none).unwrap(), 3);
     }
 
     #[test]
