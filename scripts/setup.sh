@@ -3,8 +3,9 @@
 # GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
 # device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
 # Debian's OpenCV for Python (the image filters are checked against it),
-# numpy with GDAL's Python bindings (the fixtures' own generator), and QGIS
-# with its Python bindings (the QGIS Processing provider's test).
+# numpy with GDAL's Python bindings and tools (the fixtures' own generator;
+# the sieve is checked against gdal_sieve.py), and QGIS with its Python
+# bindings (the QGIS Processing provider's test).
 set -euo pipefail
 packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis)
 missing=()

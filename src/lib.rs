@@ -32,6 +32,7 @@ pub mod progress;
 #[cfg(feature = "gdal")]
 pub mod raster;
 pub mod report;
+pub mod sieve;
 pub mod sweep;
 pub mod synth;
 

@@ -20,6 +20,8 @@ mod histogram;
 mod info;
 mod output_args;
 #[cfg(feature = "gdal")]
+mod sieve;
+#[cfg(feature = "gdal")]
 mod smooth;
 mod sweep;
 #[cfg(feature = "gdal")]
@@ -44,6 +46,9 @@ enum Command {
     /// Smooth a classified raster with a weighted class-histogram (majority) filter.
     #[cfg(feature = "gdal")]
     Smooth(Box<smooth::SmoothArgs>),
+    /// Minimum mapping unit: merge polygons smaller than a threshold into their largest neighbour (as gdal_sieve.py).
+    #[cfg(feature = "gdal")]
+    Sieve(sieve::SieveArgs),
     /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
     #[cfg(feature = "gdal")]
     Info(info::InfoArgs),
@@ -87,6 +92,8 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),
+        #[cfg(feature = "gdal")]
+        Command::Sieve(args) => sieve::run(args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]

@@ -70,6 +70,8 @@ pub struct SmoothArgs {
     pub report: Option<PathBuf>,
     #[command(flatten)]
     pub overwrite: OverwriteArg,
+    #[command(flatten)]
+    pub mmu: super::sieve::MmuArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -110,17 +112,19 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .as_deref()
         .map(|p| super::compare::ReportTarget::check(p, &target, overwrite, &args.input))
         .transpose()?;
+    let mmu = args.mmu.plan(&args.input, &target)?;
     timings.stage("setup");
     let ((width, height), job, stats) = std::thread::scope(|scope| {
         // The output's own thread reads the input's coordinate system and
         // makes the output (see `DeferredOutput`) while this one goes on.
-        let output = DeferredOutput::spawn(scope, target.clone(), args.input.clone());
+        let output = DeferredOutput::spawn(scope, mmu.target().clone(), args.input.clone());
         let tile = args
             .tile
             .unwrap_or_else(|| engine::default_tile(method.as_ref()));
         let how = (kernel, &weights, device, method.as_ref(), tile);
         smooth_into(&args, how, output, &mut timings)
     })?;
+    mmu.apply(&target, args.compression.compression()?, args.quiet)?;
     if let Some(report) = &report {
         let run = super::compare::SmoothRun {
             input: &args.input,

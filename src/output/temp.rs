@@ -98,6 +98,16 @@ impl TempFile {
         &self.path
     }
 
+    /// Takes the lock again on whatever file is at the path now: for a
+    /// scratch file another writer has replaced by rename (the old lock
+    /// went with the old file).
+    pub fn relock(&mut self) {
+        if let Ok(file) = File::open(&self.path) {
+            lock(&file);
+            self.file = Some(file);
+        }
+    }
+
     /// The open file, for writing through it.
     pub fn file(&mut self) -> &mut File {
         self.file.as_mut().expect("open until committed")

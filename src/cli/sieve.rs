@@ -1,0 +1,245 @@
+//! `mapfilter sieve` (minimum mapping unit) and `smooth --mmu`: argument
+//! parsing and file handling around [`crate::sieve`].
+
+use super::compress_args::CompressArgs;
+use crate::bail;
+use crate::error::{Error, Result};
+use crate::output::{Target, TempFile};
+use crate::progress::Progress;
+use crate::raster::{self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec};
+use crate::sieve::threshold::{Threshold, dataset_pixel_area};
+use crate::sieve::{CACHE_BYTES, Connectivity, SieveOptions, SieveStats, sieve};
+use clap::Args;
+use gdal::Dataset;
+use gdal::raster::GdalDataType;
+use std::path::{Path, PathBuf};
+
+/// Help shared by `--threshold` and `--mmu` on how areas become pixels.
+const AREA_HELP: &str = "A polygon is a patch of connected pixels of one code; it goes when it has fewer pixels than the threshold (or a smaller area), taking the code of its largest neighbour as gdal_sieve.py does. Nodata pixels belong to no polygon and never change. Areas use the pixel size: projected rasters in their linear unit, converted to metres; geographic ones in metres on the ellipsoid at the raster's centre latitude. The exact rule: docs/sieve.md.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AREA_HELP)]
+pub struct SieveArgs {
+    /// Input class raster (band 1, Byte or UInt16 codes), any format GDAL reads.
+    pub input: PathBuf,
+    /// Output GeoTIFF (written to a temp file beside it, renamed on success).
+    pub output: PathBuf,
+    /// Polygons smaller than this join their largest neighbour: pixels (25)
+    /// or an area (25ha, 1acre, 0.5km2, 2500m2: below that area).
+    #[arg(long, short = 's', value_name = "PIXELS|AREA")]
+    pub threshold: String,
+    /// Pixels that touch: 4 (edges, gdal_sieve.py's default) or 8 (edges and corners).
+    #[arg(long, short = 'c', default_value = "4", value_parser = parse_connectivity, value_name = "4|8")]
+    pub connectivity: Connectivity,
+    /// Rows read at a time (default: about 4 M pixels); the result does not depend on it.
+    #[arg(long, hide = true)]
+    pub strip_rows: Option<usize>,
+    /// MiB of runs kept between passes (default 256); the result does not depend on it.
+    #[arg(long, hide = true)]
+    pub cache_mib: Option<usize>,
+    #[command(flatten)]
+    pub compression: CompressArgs,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub overwrite: super::output_args::OverwriteArg,
+}
+
+fn parse_connectivity(text: &str) -> Result<Connectivity, String> {
+    text.parse::<u8>()
+        .ok()
+        .and_then(Connectivity::from_number)
+        .ok_or_else(|| format!("'{text}' is not 4 or 8"))
+}
+
+pub fn run(args: SieveArgs) -> Result<()> {
+    let threshold: Threshold = args.threshold.parse()?;
+    let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
+    let stats = sieve_file(
+        &args.input,
+        &target,
+        &threshold,
+        Layout {
+            connectivity: args.connectivity,
+            strip_rows: args.strip_rows,
+            cache_bytes: args.cache_mib.map_or(CACHE_BYTES, |m| m << 20),
+        },
+        args.compression.compression()?,
+        args.quiet,
+    )?;
+    if !args.quiet {
+        eprintln!("wrote {} ({})", args.output.display(), summary(&stats));
+    }
+    Ok(())
+}
+
+/// One line on what a sieve did.
+fn summary(stats: &SieveStats) -> String {
+    format!(
+        "threshold {} px: {} of {} polygons were smaller, {} merged, {} pixels changed, in {:.3} s",
+        stats.threshold,
+        stats.small,
+        stats.polygons,
+        stats.merged,
+        stats.pixels_changed,
+        stats.wall.as_secs_f64()
+    )
+}
+
+/// The threshold in pixels for the raster `ds` at `path`.
+fn threshold_pixels(ds: &Dataset, path: &Path, threshold: &Threshold) -> Result<u64> {
+    threshold
+        .pixels(|| dataset_pixel_area(ds))
+        .map_err(|e| e.context(path.display()))
+}
+
+/// Connectivity and how the raster is gone through.
+struct Layout {
+    connectivity: Connectivity,
+    strip_rows: Option<usize>,
+    cache_bytes: usize,
+}
+
+/// Sieves the class raster `input` into a new GeoTIFF `output` that keeps
+/// its georeferencing, nodata, colours and category names.
+fn sieve_file(
+    input: &Path,
+    output: &Target,
+    threshold: &Threshold,
+    layout: Layout,
+    compression: OutputCompression,
+    quiet: bool,
+) -> Result<SieveStats> {
+    let ds = raster::open(input)?;
+    check_mask(&ds, input)?;
+    let threshold = threshold_pixels(&ds, input, threshold)?;
+    drop(ds);
+    let mut source = ClassRaster::open(input)?;
+    let meta = source.meta.clone();
+    let spec = OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: match source.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: meta.geo_transform,
+        projection: meta.projection,
+        nodata: meta.nodata,
+        colors: meta.colors,
+        category_names: meta.category_names,
+        compression,
+    };
+    let mut sink = OutputRaster::create(output, &spec)?;
+    let options = SieveOptions {
+        strip_rows: layout.strip_rows,
+        cache_bytes: layout.cache_bytes,
+        ..SieveOptions::new(threshold, layout.connectivity, source.nodata_code())
+    };
+    let stats = sieve(
+        &mut source,
+        &mut sink,
+        &options,
+        &Progress::new(quiet, "sieve"),
+    )?;
+    sink.finish()?;
+    Ok(stats)
+}
+
+/// gdal_sieve.py leaves out the pixels of the band's mask; a nodata value
+/// is the one mask this command reads, so others are refused.
+fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
+    let band = ds.rasterband(1).map_err(raster::gdal_error)?;
+    let flags = band.mask_flags().map_err(raster::gdal_error)?;
+    if !(flags.is_all_valid() || flags.is_nodata()) {
+        bail!(
+            format!(
+                "{}: band 1 has a mask other than a nodata value (an alpha band or a mask file)",
+                input.display()
+            ),
+            hint = "set a nodata value instead (gdal_translate -a_nodata CODE), or drop the mask"
+        );
+    }
+    Ok(())
+}
+
+/// `smooth --mmu` and `--mmu-connectivity`.
+#[derive(Args, Debug, Clone)]
+pub struct MmuArgs {
+    /// Minimum mapping unit: after smoothing, polygons smaller than this
+    /// (pixels, or an area: 25ha, 1acre, 0.5km2, 2500m2) join their largest
+    /// neighbour, as `mapfilter sieve` does (areas as there: geographic
+    /// rasters in metres at the centre latitude).
+    #[arg(long, value_name = "PIXELS|AREA")]
+    pub mmu: Option<String>,
+    /// Pixels that touch for --mmu: 4 or 8.
+    #[arg(long, default_value = "4", value_parser = parse_connectivity, value_name = "4|8")]
+    pub mmu_connectivity: Connectivity,
+}
+
+/// What `--mmu` will do, checked before smoothing starts.
+/// Where `smooth --mmu` smooths into and what it sieves after: without
+/// `--mmu` the output itself; with it a scratch raster beside the output
+/// (a registered temp file, removed on any failure or signal), sieved into
+/// the output.
+#[derive(Debug)]
+pub struct MmuPlan {
+    target: Target,
+    sieve: Option<(Threshold, Connectivity, TempFile)>,
+}
+
+impl MmuArgs {
+    /// Checks the unit against `input` (an area needs its pixel size) and
+    /// picks where smoothing writes.
+    pub fn plan(&self, input: &Path, output: &Target) -> Result<MmuPlan> {
+        let Some(text) = &self.mmu else {
+            return Ok(MmuPlan {
+                target: output.clone(),
+                sieve: None,
+            });
+        };
+        let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
+        threshold_pixels(&raster::open(input)?, input, &threshold)?;
+        let stage = TempFile::scratch(&output.dir(), "mmu-smoothed.tif")?;
+        // The smoothed raster replaces the (empty) scratch file by rename.
+        let target = Target::check(stage.path(), true, &[input])?;
+        Ok(MmuPlan {
+            target,
+            sieve: Some((threshold, self.mmu_connectivity, stage)),
+        })
+    }
+}
+
+impl MmuPlan {
+    /// Where smoothing writes: the output, or the stage with --mmu.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// With --mmu, sieves the smoothed stage into `output` and removes the stage.
+    pub fn apply(self, output: &Target, compression: OutputCompression, quiet: bool) -> Result<()> {
+        let Some((threshold, connectivity, mut stage)) = self.sieve else {
+            return Ok(());
+        };
+        // Locked again: the rename that filled it replaced the locked file.
+        stage.relock();
+        let stats = sieve_file(
+            stage.path(),
+            output,
+            &threshold,
+            Layout {
+                connectivity,
+                strip_rows: None,
+                cache_bytes: CACHE_BYTES,
+            },
+            compression,
+            quiet,
+        )?;
+        if !quiet {
+            eprintln!("minimum mapping unit: {}", summary(&stats));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,286 @@
+//! The sieve over a raster of any size, in three passes over full-width
+//! strips read from a [`ClassSource`]: label (components and their sizes),
+//! neighbours (each small polygon's largest neighbour), write (recode and
+//! hand each strip to the [`ClassSink`]). Each strip is cut into chunks of
+//! rows labelled in parallel; chunks are joined along their edges in the
+//! polygon table, so a polygon spanning many strips is one polygon.
+//!
+//! Memory: one strip of codes and its runs, plus tables per polygon
+//! fragment; never the raster's pixels.
+
+use super::merge::{ChunkNeighbours, EventScan, Neighbours, STAY, resolve};
+use super::polygons::Polygons;
+use super::runs::{ChunkLabels, MASKED, Run, label_chunk};
+use super::{SieveOptions, SieveStats};
+use crate::engine::{ClassSink, ClassSource};
+use crate::error::Result;
+use crate::progress::Progress;
+use rayon::prelude::*;
+use std::sync::mpsc::{channel, sync_channel};
+use std::time::Instant;
+use tiles::Rect;
+
+/// Pixels of a strip by default: large enough to keep every thread busy,
+/// small enough that its runs (a few bytes per run) stay small.
+const STRIP_PIXELS: usize = 4 << 20;
+
+/// Output block side the default strip height is a multiple of, so that
+/// strips fill whole GeoTIFF blocks of the output.
+const STRIP_ALIGN: usize = 256;
+
+/// Rows per strip: `asked`, or about [`STRIP_PIXELS`] in whole blocks.
+fn strip_rows(width: usize, height: usize, asked: Option<usize>) -> usize {
+    let rows = asked.unwrap_or_else(|| {
+        let rows = STRIP_PIXELS / width.max(1);
+        (rows / STRIP_ALIGN).max(1) * STRIP_ALIGN
+    });
+    rows.clamp(1, height.max(1))
+}
+
+/// The last row of a chunk with its first entry id, kept across strips.
+struct Edge {
+    runs: Vec<Run>,
+    labels: Vec<u32>,
+    base: u32,
+}
+
+impl Edge {
+    fn of(chunk: &ChunkLabels, base: u32) -> Self {
+        let (runs, labels) = chunk.last_row();
+        Edge {
+            runs: runs.to_vec(),
+            labels: labels.to_vec(),
+            base,
+        }
+    }
+
+    fn view(&self) -> (&[Run], &[u32], u32) {
+        (&self.runs, &self.labels, self.base)
+    }
+}
+
+/// Reads `strips` from `source` on a thread of its own, one strip ahead of
+/// `each`, which gets them in order (decoding overlaps the work on the
+/// previous strip). Buffers go back to the reader for reuse.
+fn each_strip(
+    source: &mut dyn ClassSource,
+    strips: &[Rect],
+    progress: &Progress,
+    mut each: impl FnMut(Rect, &mut [u16]) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        let (send, strips_read) = sync_channel::<Result<(Rect, Vec<u16>)>>(1);
+        let (give_back, given_back) = channel::<Vec<u16>>();
+        scope.spawn(move || {
+            for &window in strips {
+                let mut buf = given_back.try_recv().unwrap_or_default();
+                buf.resize(window.area() as usize, 0);
+                let read = crate::interrupt::check().and_then(|()| source.read(window, &mut buf));
+                let failed = read.is_err();
+                // A closed channel means the consumer stopped on an error.
+                if send.send(read.map(|()| (window, buf))).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for strip in strips_read {
+            let (window, mut buf) = strip?;
+            each(window, &mut buf)?;
+            progress.inc(1);
+            let _ = give_back.send(buf);
+        }
+        Ok(())
+    })
+}
+
+/// Trims a strip's runs and labels to keep them between passes; returns
+/// the bytes they hold.
+fn keep(chunks: &mut [ChunkLabels]) -> usize {
+    chunks
+        .iter_mut()
+        .map(|c| {
+            c.runs.shrink_to_fit();
+            c.label.shrink_to_fit();
+            c.row_start.shrink_to_fit();
+            c.comp_code.shrink_to_fit();
+            c.comp_size.shrink_to_fit();
+            c.runs.capacity() * size_of::<Run>()
+                + c.label.capacity() * size_of::<u32>()
+                + c.row_start.capacity() * size_of::<usize>()
+                + c.comp_code.capacity() * size_of::<u16>()
+                + c.comp_size.capacity() * size_of::<u64>()
+        })
+        .sum()
+}
+
+/// Writes the codes of `chunk` (entries from `base`) into `pixels`, each
+/// run of a merged polygon with its target's code.
+fn recode(chunk: &ChunkLabels, base: u32, polygons: &Polygons, target: &[u32], pixels: &mut [u16]) {
+    let width = pixels.len() / chunk.rows().max(1);
+    for r in 0..chunk.rows() {
+        let row = &mut pixels[r * width..(r + 1) * width];
+        let (runs, labels) = chunk.row(r);
+        for (run, &label) in runs.iter().zip(labels) {
+            let code = match label {
+                MASKED => run.code,
+                _ => match target[polygons.root(base + label) as usize] {
+                    STAY => run.code,
+                    to => polygons.code(to),
+                },
+            };
+            row[run.x0 as usize..run.x1 as usize].fill(code);
+        }
+    }
+}
+
+/// Runs the three passes; see [`super::sieve`].
+pub fn run(
+    source: &mut dyn ClassSource,
+    sink: &mut dyn ClassSink,
+    options: &SieveOptions,
+    progress: &Progress,
+) -> Result<SieveStats> {
+    let start = Instant::now();
+    let (width, height) = source.size();
+    let mut stats = SieveStats {
+        threshold: options.threshold,
+        ..SieveStats::default()
+    };
+    if width == 0 || height == 0 {
+        return Ok(stats);
+    }
+    let strip = strip_rows(width, height, options.strip_rows);
+    // Several chunks per thread even on the last strip, for balance.
+    let chunk_rows = strip.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let strips: Vec<Rect> = (0..height)
+        .step_by(strip)
+        .map(|y| Rect::new(0, y, width, strip.min(height - y)))
+        .collect();
+    let (nodata, conn) = (options.nodata, options.connectivity);
+    let label_strip = |buf: &[u16]| -> Vec<ChunkLabels> {
+        buf.par_chunks(chunk_rows * width)
+            .map(|c| label_chunk(c, width, nodata, conn))
+            .collect()
+    };
+    progress.start(3 * strips.len() as u64, "strips");
+
+    // Pass 1: components, joined across chunk edges. The first strips'
+    // runs are kept (up to `cache_bytes`), so that the later passes need
+    // not read and label them again.
+    let mut polygons = Polygons::default();
+    let mut bases = Vec::new();
+    let mut edge: Option<Edge> = None;
+    let mut kept: Vec<Vec<ChunkLabels>> = Vec::new();
+    let (mut kept_bytes, mut keeping) = (0usize, true);
+    each_strip(source, &strips, progress, |_, buf| {
+        let mut chunks = label_strip(buf);
+        for chunk in &chunks {
+            let base = polygons.add_chunk(chunk)?;
+            if let Some(above) = &edge {
+                let (runs, labels) = chunk.row(0);
+                polygons.join_rows((runs, labels, base), above.view(), conn);
+            }
+            edge = Some(Edge::of(chunk, base));
+            bases.push(base);
+        }
+        keeping &= kept_bytes < options.cache_bytes;
+        let bytes = if keeping { keep(&mut chunks) } else { 0 };
+        keeping &= kept_bytes + bytes <= options.cache_bytes;
+        if keeping {
+            kept_bytes += bytes;
+            kept.push(chunks);
+        }
+        Ok(())
+    })?;
+    stats.polygons = polygons.settle();
+
+    // Pass 2: the largest neighbour of each small polygon.
+    let scan = EventScan {
+        polygons: &polygons,
+        threshold: options.threshold,
+        width: width as u64,
+        conn,
+    };
+    let mut neighbours = Neighbours::new(polygons.len());
+    let mut edge: Option<Edge> = None;
+    let mut first_chunk = 0;
+    let mut find = |window: Rect, chunks: &[ChunkLabels]| {
+        let bases = &bases[first_chunk..first_chunk + chunks.len()];
+        let found: Vec<ChunkNeighbours> = (0..chunks.len())
+            .into_par_iter()
+            .map(|k| {
+                let mut found = ChunkNeighbours::new(bases[k], chunks[k].comp_code.len());
+                let y0 = (window.y + k * chunk_rows) as u64;
+                scan.chunk(&mut found, y0, &chunks[k], bases[k]);
+                let (runs, labels) = chunks[k].row(0);
+                let this = (runs, labels, bases[k]);
+                if k > 0 {
+                    let (above, above_labels) = chunks[k - 1].last_row();
+                    scan.between(&mut found, y0, this, (above, above_labels, bases[k - 1]));
+                } else if let Some(above) = &edge {
+                    scan.between(&mut found, y0, this, above.view());
+                }
+                found
+            })
+            .collect();
+        for f in found {
+            neighbours.absorb(f, &polygons);
+        }
+        let last = chunks.len() - 1;
+        edge = Some(Edge::of(&chunks[last], bases[last]));
+        first_chunk += chunks.len();
+    };
+    for (chunks, &window) in kept.iter().zip(&strips) {
+        find(window, chunks);
+        progress.inc(1);
+    }
+    each_strip(source, &strips[kept.len()..], progress, |window, buf| {
+        find(window, &label_strip(buf));
+        Ok(())
+    })?;
+    let target = resolve(&polygons, &neighbours, options.threshold);
+    drop(neighbours);
+
+    // Pass 3: recode and write.
+    let mut first_chunk = 0;
+    let mut buf = Vec::new();
+    let n_kept = kept.len();
+    for (chunks, &window) in kept.into_iter().zip(&strips) {
+        crate::interrupt::check()?;
+        buf.resize(window.area() as usize, 0);
+        let bases = &bases[first_chunk..first_chunk + chunks.len()];
+        buf.par_chunks_mut(chunk_rows * width)
+            .zip(chunks.par_iter().zip(bases))
+            .for_each(|(pixels, (chunk, &base))| recode(chunk, base, &polygons, &target, pixels));
+        sink.write(window, &buf)?;
+        first_chunk += chunks.len();
+        progress.inc(1);
+    }
+    drop(buf);
+    each_strip(source, &strips[n_kept..], progress, |window, buf| {
+        let n_chunks = window.height.div_ceil(chunk_rows);
+        let bases = &bases[first_chunk..first_chunk + n_chunks];
+        buf.par_chunks_mut(chunk_rows * width)
+            .zip(bases)
+            .for_each(|(pixels, &base)| {
+                let chunk = label_chunk(pixels, width, nodata, conn);
+                recode(&chunk, base, &polygons, &target, pixels);
+            });
+        sink.write(window, buf)?;
+        first_chunk += n_chunks;
+        Ok(())
+    })?;
+    progress.finish();
+
+    for p in 0..polygons.len() as u32 {
+        if polygons.root(p) == p && polygons.size(p) < options.threshold {
+            stats.small += 1;
+            if target[p as usize] != STAY {
+                stats.merged += 1;
+                stats.pixels_changed += polygons.size(p);
+            }
+        }
+    }
+    stats.wall = start.elapsed();
+    Ok(stats)
+}
