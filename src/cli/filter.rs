@@ -19,7 +19,9 @@ pub struct FilterArgs {
     pub output: PathBuf,
     /// An op, repeat for a chain run in one pass: box:N, gaussian:SIGMA[:SIZE],
     /// sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color],
-    /// scharr:3|5|7|9 (two Float32 bands ∂x, ∂y per band), oil:R:LEVELS[:MIN:MAX].
+    /// scharr:3|5|7|9 (two Float32 bands ∂x, ∂y per band), oil:R:LEVELS[:MIN:MAX],
+    /// pyrdown (half the size, ⌈w/2⌉×⌈h/2⌉), pyrup (twice the size): OpenCV's
+    /// pyrDown/pyrUp; the geotransform follows (pixel size ×2 or ×½).
     #[arg(long = "op", required = true)]
     pub ops: Vec<String>,
     /// What ops see beyond the edge: replicate, reflect101, constant:V, nodata.
@@ -49,12 +51,13 @@ pub fn run(args: FilterArgs) -> Result<()> {
         .check(input.bands, input.sample_type, border, nd)
         .map_err(|e| e.context(args.input.display()))?;
     let runner = runner(&args.device)?;
+    let (width, height) = chain.out_size((input.meta.width, input.meta.height));
     let spec = OutputSpec {
-        width: input.meta.width,
-        height: input.meta.height,
+        width,
+        height,
         bands: chain.out_bands(input.bands),
         data_type: gdal_type(chain.out_type(input.sample_type)),
-        geo_transform: input.meta.geo_transform,
+        geo_transform: input.meta.geo_transform.map(|gt| chain.geo_transform(gt)),
         projection: input.meta.projection.clone(),
         nodata: chain.out_nodata(input.sample_type, nd),
         colors: Vec::new(),
