@@ -21,6 +21,10 @@ min`, the default) or the median of the runs, of the wall time and of the
 CPU time (all threads; steadier on a shared machine). Prints a Markdown
 table and writes JSON with --json. With --device other than host, a median
 7×7 case is added (OpenCV's OpenCL medianBlur has kernels for 3 and 5 only).
+
+With --imgops the pyramid, colour and demosaic ops run instead, each at its
+own size (`IMGOPS`: 1920×1080 mosaics for demosaicing, the reference size;
+4096² RGB for the others); --size and --bands do not apply there.
 """
 import argparse
 import json
@@ -68,8 +72,29 @@ DEVICE_CASES = [
 ]
 
 
+def bayer(code):
+    return lambda i: cv2.cvtColor(i, code)
+
+
+# (label, ops, (width, height), bands, OpenCV call, fn): the image ops of
+# issue 23 at their reference sizes. OpenCV's arrays are random of that
+# shape (ours: bench-filter's synthetic image); its Bayer codes are named by
+# the second row (our RGGB is its BayerBG), its RGB codes take our band order.
+IMGOPS = [
+    ("pyrdown 4096² RGB", ["pyrdown"], (4096, 4096), 3, "cv2.pyrDown(img)", cv2.pyrDown),
+    ("pyrup 2048² RGB", ["pyrup"], (2048, 2048), 3, "cv2.pyrUp(img)", cv2.pyrUp),
+    ("gray 4096² RGB", ["gray"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2GRAY)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2GRAY)),
+    ("ycbcr 4096² RGB", ["ycbcr"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2YCrCb)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2YCrCb)),
+    ("hsv 4096² RGB", ["hsv"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2HSV)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2HSV)),
+    ("demosaic bilinear 1920x1080", ["demosaic:RGGB"], (1920, 1080), 1, "cv2.cvtColor(mosaic, COLOR_BayerBG2RGB)", bayer(cv2.COLOR_BayerBG2RGB)),
+    ("demosaic ea 1920x1080", ["demosaic:RGGB:ea"], (1920, 1080), 1, "cv2.cvtColor(mosaic, COLOR_BayerBG2RGB_EA)", bayer(cv2.COLOR_BayerBG2RGB_EA)),
+    ("demosaic mhc 1920x1080", ["demosaic:RGGB:mhc"], (1920, 1080), 1, "none (OpenCV has no Malvar-He-Cutler; VNG shown: cv2.COLOR_BayerBG2RGB_VNG)", bayer(cv2.COLOR_BayerBG2RGB_VNG)),
+]
+
+
 def ours(binary, ops, size, bands, device, repeat, stat):
-    cmd = [binary, "bench-filter", "--size", str(size), "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
+    size = f"{size[0]}x{size[1]}" if isinstance(size, tuple) else str(size)
+    cmd = [binary, "bench-filter", "--size", size, "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
     for op in ops:
         cmd += ["--op", op]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -121,6 +146,7 @@ def main():
     ap.add_argument("--umat", action="store_true", help="time OpenCV's OpenCL path (cv2.UMat)")
     ap.add_argument("--only", help="comma-separated case labels to run")
     ap.add_argument("--json", help="write results here")
+    ap.add_argument("--imgops", action="store_true", help="the pyramid, colour and demosaic ops at their reference sizes")
     args = ap.parse_args()
     stat = (lambda v: min(list(v))) if args.stat == "min" else (lambda v: statistics.median(list(v)))
     if args.umat:
@@ -139,19 +165,28 @@ def main():
         print("| op | ours total ms | ours kernel ms | OpenCV ms | ours / OpenCV | ours CPU ms | OpenCV CPU ms | CPU ratio | OpenCV call |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     cases = CASES + (DEVICE_CASES if args.device != "host" else [])
+    if args.imgops:
+        cases = [(label, ops, call, fn, size, bands) for label, ops, size, bands, call, fn in IMGOPS]
+    else:
+        cases = [c + ((args.size, args.size), args.bands) for c in cases]
     results = []
-    for label, ops, call, fn in cases:
+    for label, ops, call, fn, size, bands in cases:
         if args.only and label not in args.only.split(","):
             continue
-        total, cpu, kernel = ours(args.bin, ops, args.size, args.bands, args.device, args.repeat, stat)
-        cv, cv_cpu = opencv(fn, img, args.repeat, args.umat, stat)
+        total, cpu, kernel = ours(args.bin, ops, size, bands, args.device, args.repeat, stat)
+        if (size, bands) != ((args.size, args.size), args.bands):
+            shape = (size[1], size[0]) + ((bands,) if bands > 1 else ())
+            case_img = rng.integers(0, 256, shape, dtype=np.uint8)
+        else:
+            case_img = img
+        cv, cv_cpu = opencv(fn, case_img, args.repeat, args.umat, stat)
         ratio = f"{total / cv:.2f}" if cv else "n/a"
         k = f"{kernel:.1f}" if kernel is not None else "-"
         c = f"{cv:.1f}" if cv else "n/a"
         res = {"op": label, "ours_ms": total, "ours_cpu_ms": cpu, "ours_kernel_ms": kernel,
                "opencv_ms": cv, "opencv_cpu_ms": cv_cpu, "call": call}
         if args.umat:
-            rcv, _ = opencv(fn, img, args.repeat, True, stat, resident=True)
+            rcv, _ = opencv(fn, case_img, args.repeat, True, stat, resident=True)
             res["opencv_resident_ms"] = rcv
             r = f"{rcv:.1f}" if rcv else "n/a"
             print(f"| {label} | {total:.1f} | {k} | {c} | {ratio} | {r} | `{call}` |", flush=True)

@@ -16,7 +16,10 @@ rounding of the sum order, which OpenCV varies between its vector and
 scalar code); identical gray/ycbcr/hsv (cvtColor with COLOR_RGB2GRAY,
 COLOR_RGB2YCrCb with Cr and Cb swapped into our Y, Cb, Cr order, and
 COLOR_RGB2HSV: GDAL's band order is R, G, B) on the photo and on generated
-8-bit colours, UInt16 gray/ycbcr, and Float32 within rounding.
+8-bit colours, UInt16 gray/ycbcr, and Float32 within rounding; identical
+demosaic bilinear and ea (COLOR_Bayer??2RGB and ..._EA, OpenCV's name for
+each of our patterns: RGGB BayerBG, BGGR BayerRG, GRBG BayerGB, GBRG
+BayerGR) on mosaics made from the photo (odd crop) and on 8/16-bit noise.
 Exit status 1 if any check fails.
 """
 import argparse
@@ -98,16 +101,17 @@ def main():
     failures = []
     R101 = cv2.BORDER_REFLECT_101
 
-    def check(label, got, want, mode, peak=None):
+    def check(label, got, want, mode, peak=None, scale=1.0):
         got, want = squeeze(got), squeeze(want)
         if got.shape != want.shape:
             failures.append(label)
             print(f"  FAIL {label}: shapes {got.shape} vs {want.shape}")
             return
         if mode == "rounding":
-            # Float32 sums in another order: a few units in the last place.
+            # Float32 sums in another order: a few units in the last place of
+            # the summands (`scale`: the input's largest magnitude).
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-            tol = 4 * np.finfo(np.float32).eps * np.maximum(np.abs(want.astype(np.float64)), 1.0)
+            tol = 4 * np.finfo(np.float32).eps * np.maximum(np.abs(want.astype(np.float64)), scale)
             n = int(np.count_nonzero(got != want))
             ok = bool(np.all(diff <= tol))
             print(f"  {'ok  ' if ok else 'FAIL'} {label}: {n} of {got.size} samples differ, "
@@ -169,8 +173,11 @@ def main():
             want = cv2.bilateralFilter(base, 9, sr, sd, borderType=R101)
             check(f"bilateral 9x9 sd {sd} sr {sr}", got, want, "psnr", peak)
 
-        def pyramids(label, path, img, mode="identical"):
-            """pyrDown/pyrUp once and twice on one raster."""
+        def pyramids(label, path, img, mode="identical", exact_twice=True):
+            """pyrDown/pyrUp once and twice on one raster. Float32 is identical
+            while the sums are exact (integer-valued data, one step); after
+            that, and on float noise, it is compared within rounding."""
+            scale = float(np.max(np.abs(img)))
             for ops, want in [
                 (["pyrdown"], cv2.pyrDown(img)),
                 (["pyrup"], cv2.pyrUp(img)),
@@ -180,12 +187,13 @@ def main():
                 got = ours(args.bin, path, ops, "reflect101", tmp, "pyr")
                 calls = "(".join(f"cv2.{'pyrDown' if o == 'pyrdown' else 'pyrUp'}" for o in reversed(ops))
                 print(f"  OpenCV: {calls}(img{')' * len(ops)}")
-                check(f"{label} {'+'.join(ops)}", got, want, mode)
+                m = mode if exact_twice or len(ops) == 1 else "rounding"
+                check(f"{label} {'+'.join(ops)}", got, want, m, scale=scale)
 
         print("\n== pyramids (pyrDown / pyrUp, BORDER_REFLECT_101)")
         pyramids("photo", photo_path, read_raster(photo_path, tmp))
         pyramids("DEM Int16", dem_path, read_raster(dem_path, tmp))
-        pyramids("DEM as Float32", dem32_path, read_raster(dem32_path, tmp))
+        pyramids("DEM as Float32", dem32_path, read_raster(dem32_path, tmp), exact_twice=False)
         rng = np.random.default_rng(23)
         for dtype, shape in [(np.uint8, (37, 23, 3)), (np.uint8, (1, 5)), (np.uint16, (29, 31)),
                              (np.int16, (7, 1)), (np.int16, (2, 3, 2)), (np.float32, (19, 27))]:
@@ -220,6 +228,31 @@ def main():
         img = rng.uniform(0, 1, (31, 45, 3)).astype(np.float32)
         path = write_raster(img, os.path.join(tmp, "rgbf.tif"), tmp)
         colours("noise float32", path, img, ["gray", "ycbcr", "hsv"], "rounding")
+
+        print("\n== demosaicing (cvtColor COLOR_Bayer??2RGB, ..._EA)")
+        cv_name = {"RGGB": "BG", "BGGR": "RG", "GRBG": "GB", "GBRG": "GR"}
+        where = {"RGGB": ((0, 0), (1, 1)), "BGGR": ((1, 1), (0, 0)), "GRBG": ((0, 1), (1, 0)), "GBRG": ((1, 0), (0, 1))}
+
+        def mosaic(rgb, pattern):
+            """Each pixel keeps the colour the pattern puts there."""
+            m = rgb[:, :, 1].copy()
+            (ry, rx), (by, bx) = where[pattern]
+            m[ry::2, rx::2] = rgb[ry::2, rx::2, 0]
+            m[by::2, bx::2] = rgb[by::2, bx::2, 2]
+            return m
+
+        photo = read_raster(photo_path, tmp)[:511, :599]
+        for label, rgb in [("photo 599x511", photo),
+                           ("noise uint16 33x21", noise(rng, (21, 33, 3), np.uint16)),
+                           ("noise uint8 5x3", noise(rng, (3, 5, 3), np.uint8))]:
+            for pattern in cv_name:
+                m = mosaic(rgb, pattern)
+                path = write_raster(m, os.path.join(tmp, "mosaic.tif"), tmp)
+                for method, suffix in [("bilinear", ""), ("ea", "_EA")]:
+                    got = ours(args.bin, path, [f"demosaic:{pattern}:{method}"], "reflect101", tmp, "rgb")
+                    code = f"COLOR_Bayer{cv_name[pattern]}2RGB{suffix}"
+                    print(f"  OpenCV: cv2.cvtColor(mosaic, cv2.{code})")
+                    check(f"{label} {pattern} {method}", got, cv2.cvtColor(m, getattr(cv2, code)), "identical")
 
     print()
     if failures:

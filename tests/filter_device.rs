@@ -372,3 +372,36 @@ fn colour_conversions_match_the_host_reference() {
         assert!(same(&got, &want), "{op} on every colour");
     }
 }
+
+#[test]
+fn demosaicing_matches_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let mut planes = noise::<u16>(35, 26, 1, 31);
+    planes[0].data.iter_mut().step_by(13).for_each(|v| *v = 7);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 1, 30)), None),
+        MemImage::new(Bands::U16(planes), Some(7.0)),
+        MemImage::new(Bands::U8(noise(2, 5, 1, 32)), None),
+    ];
+    for img in &images {
+        for pattern in ["RGGB", "BGGR", "GRBG", "GBRG"] {
+            for method in ["bilinear", "ea", "mhc"] {
+                let op = format!("demosaic:{pattern}:{method}");
+                for ops in [vec![op.as_str()], vec![op.as_str(), "pyrdown", "hsv"]] {
+                    if ops.len() > 1 && img.bands.sample_type() != mapfilter::filter::SampleType::U8
+                    {
+                        continue; // hsv takes Byte
+                    }
+                    let want = run(img, &ops, BorderMode::Reflect101, 1 << 20, None);
+                    let got = run(img, &ops, BorderMode::Reflect101, 16, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+}

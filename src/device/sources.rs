@@ -33,6 +33,10 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../kernels/filter_color.cl"),
     ),
     (
+        "filter_demosaic",
+        include_str!("../../kernels/filter_demosaic.cl"),
+    ),
+    (
         "filter_pyramid",
         include_str!("../../kernels/filter_pyramid.cl"),
     ),

@@ -193,6 +193,16 @@ impl DeviceRunner {
                 consts.push(dev.buffer_from(&tables, CL_MEM_READ_ONLY)?);
                 ("filter_color", "color", String::new())
             }
+            Op::Demosaic(d) => {
+                let p = d.pattern.0;
+                opts = opts
+                    .define("P00", p[0][0])
+                    .define("P01", p[0][1])
+                    .define("P10", p[1][0])
+                    .define("P11", p[1][1])
+                    .define("METHOD", d.method as u8);
+                ("filter_demosaic", "demosaic", String::new())
+            }
             Op::Pyr(Pyr::Down) => ("filter_pyramid", "pyrdown", String::new()),
             Op::Pyr(Pyr::Up) => ("filter_pyramid", "pyrup", String::new()),
             Op::Bilateral(b) => {
@@ -268,7 +278,7 @@ impl DeviceRunner {
         let mut args = Args::new(kernel).mem(src).mem(dst);
         match op {
             Op::Conv(c) => args = args.mem(&built.consts[0]).scalar(c.scale),
-            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) => {}
+            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) | Op::Demosaic(_) => {}
             Op::Color(_) => args = args.mem(&built.consts[0]),
             Op::Bilateral(b) => {
                 let inv2 = (0.5 / (b.sigma_r * b.sigma_r)) as f32;
@@ -318,7 +328,7 @@ fn joint_bands(op: &Op, bands: usize) -> usize {
 /// Local memory of a work-group's tile for `op` on `bands` bands (pyramid
 /// steps read global memory directly).
 fn local_bytes(op: &Op, bands: usize) -> usize {
-    if op.resampling().is_some() || matches!(op, Op::Color(_)) {
+    if op.windowed() || matches!(op, Op::Color(_)) {
         return 0;
     }
     joint_bands(op, bands) * (LOCAL + 2 * op.radius()).pow(2) * 4

@@ -5,7 +5,7 @@
 //! a [`ChainRunner`] decides where the chain runs (host or device).
 
 use super::border::{BorderMode, Win};
-use super::op::{Chain, Op, Step, TileAt, pad_bands, resample_bands};
+use super::op::{Chain, Op, Step, TileAt, pad_bands};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::strip::Source;
 use crate::error::Result;
@@ -78,8 +78,8 @@ fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
     let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
     for Step { op, target, image } in chain.steps(at) {
         let in_type = bands.sample_type();
-        if let Some(p) = op.resampling() {
-            bands = resample_bands(p, &bands, have, image, target, at.border, nd);
+        if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd) {
+            bands = out;
             have = target;
             continue;
         }
@@ -476,6 +476,30 @@ mod tests {
             )
             .unwrap();
             assert_eq!(got, want, "nodata tile {tile}");
+        }
+    }
+
+    #[test]
+    fn demosaicing_tiles_too() {
+        for (w, h) in [(37, 22), (3, 5), (2, 9)] {
+            let img = MemImage::new(Bands::U16(noise_planes(w, h, 1, 7)), None);
+            for ops in [
+                &["demosaic:RGGB"][..],
+                &["demosaic:GBRG:ea", "pyrdown"],
+                &["demosaic:BGGR:mhc", "gray"],
+                &["demosaic:GRBG:mhc"],
+            ] {
+                let want = one_by_one(&img, ops, BorderMode::Replicate, true);
+                for tile in [4, 9, 1 << 20] {
+                    let got = filter_in_memory(
+                        &img,
+                        &job(ops, BorderMode::Replicate, tile),
+                        &HostRunner::default(),
+                    )
+                    .unwrap();
+                    assert_eq!(got, want, "{ops:?} tile {tile} {w}x{h}");
+                }
+            }
         }
     }
 

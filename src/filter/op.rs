@@ -13,6 +13,7 @@ use super::bilateral::{Bilateral, Distance};
 use super::border::{BorderMode, Win, pad};
 use super::color::Color;
 use super::conv::Conv;
+use super::demosaic::Demosaic;
 use super::median::Median;
 use super::oil::Oil;
 use super::pixel::{Bands, Pixel, Plane, SampleType};
@@ -37,9 +38,11 @@ pub enum Op {
     Pyr(Pyr),
     /// A colour conversion of the first three bands (`gray`, `ycbcr`, `hsv`).
     Color(Color),
+    /// Bayer demosaicing of one band into R, G, B.
+    Demosaic(Demosaic),
 }
 
-const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv";
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]";
 
 impl FromStr for Op {
     type Err = Error;
@@ -143,6 +146,15 @@ impl FromStr for Op {
                     _ => Color::Hsv,
                 })
             }
+            "demosaic" => {
+                if args.is_empty() || args.len() > 2 {
+                    bail!(
+                        format!("op '{spec}' needs PATTERN[:METHOD]"),
+                        hint = OPS_HINT
+                    );
+                }
+                Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
+            }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
@@ -159,6 +171,7 @@ impl Op {
             Op::Oil(o) => o.radius,
             Op::Pyr(p) => p.radius(),
             Op::Color(_) => 0,
+            Op::Demosaic(d) => d.radius(),
         }
     }
 
@@ -189,6 +202,7 @@ impl Op {
         match self {
             Op::Scharr(_) => 2 * bands,
             Op::Color(c) => c.out_bands(),
+            Op::Demosaic(_) => 3,
             _ => bands,
         }
     }
@@ -207,12 +221,41 @@ impl Op {
             Op::Bilateral(b) => b.check(bands),
             Op::Oil(o) => o.check(t),
             Op::Color(c) => c.check(bands, t),
+            Op::Demosaic(d) => d.check(bands, t),
             _ => Ok(()),
         }
     }
 
-    /// Runs the op on the host over bands padded by its radius (a pyramid
-    /// step takes the bands as the whole image, under reflect101).
+    /// Whether the op reads its input window itself, mapping coordinates
+    /// its own way (pyramid steps, demosaicing), instead of a padded copy.
+    pub fn windowed(&self) -> bool {
+        matches!(self, Op::Pyr(_) | Op::Demosaic(_))
+    }
+
+    /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
+    /// `image`-sized raster) into window `target`; `None` for other ops.
+    pub fn apply_window(
+        &self,
+        bands: &Bands,
+        have: Win,
+        image: (usize, usize),
+        target: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Option<Bands> {
+        Some(match self {
+            Op::Pyr(p) => {
+                with_bands!(bands, q => Pixel::wrap(p.apply(q, have, image, target, border, nd)))
+            }
+            Op::Demosaic(d) => {
+                with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, nd)))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Runs the op on the host over bands padded by its radius (a windowed
+    /// op takes the bands as the whole image, under reflect101).
     /// `reference` forces the plain per-pixel path; nodata always takes it.
     pub fn apply_host(&self, input: &Bands, nd: Option<f64>, reference: bool) -> Bands {
         with_bands!(input, p => self.apply_typed(p, nd.and_then(Pixel::from_f64_exact), reference))
@@ -232,19 +275,15 @@ impl Op {
             Op::Oil(o) if plain => T::wrap(o.reference(p, nd)),
             Op::Oil(o) => T::wrap(o.fast(p)),
             Op::Color(c) => T::wrap(c.reference(p, nd)),
-            Op::Pyr(pyr) => {
+            Op::Pyr(_) | Op::Demosaic(_) => {
                 let size = p.first().map_or((0, 0), |b| (b.width, b.height));
-                let (ow, oh) = pyr.out_size(size);
                 let all = Win::new(0, 0, size.0, size.1);
+                let (ow, oh) = self.out_size(size);
                 let nd = nd.map(|v| v.to_f32() as f64);
-                T::wrap(pyr.apply(
-                    p,
-                    all,
-                    size,
-                    Win::new(0, 0, ow, oh),
-                    BorderMode::Reflect101,
-                    nd,
-                ))
+                let bands = T::wrap(p.to_vec());
+                let out = Win::new(0, 0, ow, oh);
+                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd)
+                    .expect("pyramid and demosaic ops apply on windows")
             }
         }
     }
@@ -382,8 +421,8 @@ impl Chain {
         let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
         for Step { op, target, image } in self.steps(at) {
             let in_type = bands.sample_type();
-            if let Some(p) = op.resampling() {
-                bands = resample_bands(p, &bands, have, image, target, at.border, nd);
+            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd) {
+                bands = out;
                 have = target;
                 continue;
             }
@@ -413,20 +452,6 @@ pub struct Step<'a> {
     pub op: &'a Op,
     pub target: Win,
     pub image: (usize, usize),
-}
-
-/// A pyramid step on the host over `bands` (window `have` of an
-/// `image`-sized raster) into window `target`.
-pub fn resample_bands(
-    p: Pyr,
-    bands: &Bands,
-    have: Win,
-    image: (usize, usize),
-    target: Win,
-    border: BorderMode,
-    nd: Option<f64>,
-) -> Bands {
-    with_bands!(bands, q => Pixel::wrap(p.apply(q, have, image, target, border, nd)))
 }
 
 /// Where a tile lies and what surrounds it: the input holds window `have`
