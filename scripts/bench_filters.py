@@ -25,6 +25,16 @@ table and writes JSON with --json. With --device other than host, a median
 With --imgops the pyramid, colour and demosaic ops run instead, each at its
 own size (`IMGOPS`: 1920×1080 mosaics for demosaicing, the reference size;
 4096² RGB for the others); --size and --bands do not apply there.
+
+With --scale-space the reference scale space runs instead: a 3866×4320
+Byte band, 4 octaves × 4 scales (σ = 1.6·2^(s/4)), Scharr ∂x and ∂y of size
+3, 5, 7 and 9 on every one of the 16 levels. Ours: the 16 level chains that
+`filter --op scale-space:4:4 --op scharr:N` runs (`pyrdown` o times,
+`gaussian:σ`, `scharr:N`, each from the input), each timed in memory by
+bench-filter, summed. OpenCV: the same levels built once per octave
+(`cv2.pyrDown` of the previous octave's base, `cv2.GaussianBlur` with our
+kernel size, then `cv2.filter2D` to CV_32F with our dilated Scharr kernels,
+`cv2.Scharr` at size 3).
 """
 import argparse
 import json
@@ -92,6 +102,62 @@ IMGOPS = [
 ]
 
 
+def scharr_kernels(n):
+    """Our scharr:N as N×N correlation kernels (∂x, ∂y): 3, 10, 3 across, spacing d."""
+    d = n // 2
+    kx = np.zeros((n, n), np.float32)
+    for i, w in enumerate((3, 10, 3)):
+        kx[i * d, 0] = -w
+        kx[i * d, n - 1] = w
+    return kx, np.ascontiguousarray(kx.T)
+
+
+def scale_space(args, stat):
+    octaves, scales, sigma0 = 4, 4, 1.6
+    w, h = 3866, 4320
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    sigmas = [sigma0 * 2 ** (s / scales) for s in range(scales)]
+    ksize = [int(round(6 * s + 1)) | 1 for s in sigmas]
+    print(f"Scale space {w}x{h} Byte, {octaves} octaves x {scales} scales (sigma {', '.join(f'{s:.3f}' for s in sigmas)}), "
+          f"Scharr dx+dy on all 16 levels; ours on --device {args.device}; {args.stat} of {args.repeat} runs")
+    print("| Scharr | ours ms (16 level chains) | OpenCV ms | ours / OpenCV | pixels |")
+    print("|---|---:|---:|---:|---:|")
+    results = []
+    for n in (3, 5, 7, 9):
+        total = 0.0
+        for o in range(octaves):
+            for s in sigmas:
+                ops = ["pyrdown"] * o + [f"gaussian:{s}", f"scharr:{n}"]
+                t, _, _ = ours(args.bin, ops, (w, h), 1, args.device, args.repeat, stat)
+                total += t
+        kx, ky = scharr_kernels(n)
+
+        def cv_run(src):
+            base = src
+            for o in range(octaves):
+                if o:
+                    base = cv2.pyrDown(base)
+                for s, k in zip(sigmas, ksize):
+                    g = cv2.GaussianBlur(base, (k, k), s, borderType=R101)
+                    if n == 3:
+                        cv2.Scharr(g, cv2.CV_32F, 1, 0, borderType=R101)
+                        cv2.Scharr(g, cv2.CV_32F, 0, 1, borderType=R101)
+                    else:
+                        cv2.filter2D(g, cv2.CV_32F, kx, borderType=R101)
+                        cv2.filter2D(g, cv2.CV_32F, ky, borderType=R101)
+            return True
+
+        cv, _ = opencv(cv_run, img, args.repeat, False, stat)
+        px = sum(((w + 2 ** o - 1) >> o) * ((h + 2 ** o - 1) >> o) for o in range(octaves)) * scales
+        print(f"| {n}x{n} | {total:.1f} | {cv:.1f} | {total / cv:.2f} | {px} |", flush=True)
+        results.append({"scharr": n, "ours_ms": total, "opencv_ms": cv, "pixels": px})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
 def ours(binary, ops, size, bands, device, repeat, stat):
     size = f"{size[0]}x{size[1]}" if isinstance(size, tuple) else str(size)
     cmd = [binary, "bench-filter", "--size", size, "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
@@ -147,8 +213,11 @@ def main():
     ap.add_argument("--only", help="comma-separated case labels to run")
     ap.add_argument("--json", help="write results here")
     ap.add_argument("--imgops", action="store_true", help="the pyramid, colour and demosaic ops at their reference sizes")
+    ap.add_argument("--scale-space", action="store_true", help="the 3866x4320 4x4 scale space with Scharr 3-9 on every level")
     args = ap.parse_args()
     stat = (lambda v: min(list(v))) if args.stat == "min" else (lambda v: statistics.median(list(v)))
+    if args.scale_space:
+        return scale_space(args, stat)
     if args.umat:
         cv2.ocl.setUseOpenCL(True)
         dev = cv2.ocl.Device.getDefault()
