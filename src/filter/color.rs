@@ -16,12 +16,13 @@
 //! Byte and UInt16 use OpenCV's fixed-point coefficients (gray 15 bits,
 //! YCbCr 14 bits, rounded half up), so they are identical to it. Float32
 //! sums use fused multiply-adds in the order OpenCV's vector code uses on
-//! CPUs with FMA. Int16 (which `cvtColor` does not take) is refused, as is
+//! CPUs with FMA (its scalar code for row ends rounds differently, so
+//! there Float32 may differ from it in the last bit). Int16 (which `cvtColor` does not take) is refused, as is
 //! UInt16 for `hsv`. Bands after the third are ignored; a pixel is nodata
 //! where any of its first three bands is.
 
-use super::per_pixel;
 use super::pixel::{Pixel, Plane, SampleType};
+use super::{par_band_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
 
@@ -98,20 +99,67 @@ impl Color {
 
     /// The plain reference (every pixel on its own; `input` unpadded).
     pub fn reference<T: Pixel>(self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
-        let t = T::TYPE;
-        let delta = match t {
-            SampleType::U16 => 32768,
-            _ => 128,
-        };
-        let (sdiv, hdiv) = Self::hsv_tables();
+        let conv = Converter::new::<T>(self);
         per_pixel(input, 0, self.out_bands(), nd, nd, true, |px, out| {
-            let (r, g, b) = (px[0], px[1], px[2]);
-            if t == SampleType::F32 {
-                float(self, r, g, b, out);
+            conv.pixel(px[0], px[1], px[2], out)
+        })
+    }
+
+    /// The row loop without nodata (the reference's arithmetic, pixel by
+    /// pixel along each row, no windows).
+    pub fn fast<T: Pixel>(self, input: &[Plane<T>]) -> Vec<Plane<T>> {
+        let conv = Converter::new::<T>(self);
+        let (w, h) = (input[0].width, input[0].height);
+        let n = self.out_bands();
+        par_band_rows(w, h, n, |y, out| {
+            let (r, g, b) = (input[0].row(y), input[1].row(y), input[2].row(y));
+            let mut px = [0f32; 3];
+            for x in 0..w {
+                conv.pixel(r[x].to_f32(), g[x].to_f32(), b[x].to_f32(), &mut px[..n]);
+                for (j, &v) in px[..n].iter().enumerate() {
+                    out[j * w + x] = T::from_f32(v);
+                }
+            }
+        })
+    }
+}
+
+/// One conversion for one sample type, its constants worked out once.
+struct Converter {
+    color: Color,
+    float: bool,
+    delta: i64,
+    sdiv: [i32; 256],
+    hdiv: [i32; 256],
+}
+
+impl Converter {
+    fn new<T: Pixel>(color: Color) -> Self {
+        let (sdiv, hdiv) = Color::hsv_tables();
+        Converter {
+            color,
+            float: T::TYPE == SampleType::F32,
+            delta: if T::TYPE == SampleType::U16 {
+                32768
+            } else {
+                128
+            },
+            sdiv,
+            hdiv,
+        }
+    }
+
+    /// The output samples of one pixel (R, G, B in), as `f32`.
+    #[inline(always)]
+    fn pixel(&self, r: f32, g: f32, b: f32, out: &mut [f32]) {
+        let (delta, sdiv, hdiv) = (self.delta, &self.sdiv, &self.hdiv);
+        {
+            if self.float {
+                float(self.color, r, g, b, out);
                 return;
             }
             let (r, g, b) = (r as i64, g as i64, b as i64);
-            match self {
+            match self.color {
                 Color::Gray => {
                     out[0] =
                         ((r * GRAY15[0] + g * GRAY15[1] + b * GRAY15[2] + (1 << 14)) >> 15) as f32
@@ -139,7 +187,7 @@ impl Color {
                     out.copy_from_slice(&[h as f32, s as f32, v as f32]);
                 }
             }
-        })
+        }
     }
 }
 

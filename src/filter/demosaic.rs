@@ -124,29 +124,46 @@ impl Demosaic {
         let nd = nd.and_then(T::from_f64_exact);
         let (w, h) = (image.0 as i64, image.1 as i64);
         let edge_copy = self.method != Method::Mhc;
+        let tiny = edge_copy && (w < 3 || h < 3);
+        // The centre an output coordinate reads, and the local indices of
+        // the five samples around it (reflect101), worked out once per
+        // column and per row.
+        let centre = |c: i64, len: i64| {
+            if edge_copy {
+                c.clamp(1, (len - 2).max(1))
+            } else {
+                c
+            }
+        };
+        let around = |c: i64, len: i64, origin: i64| -> [usize; 5] {
+            let m = BorderMode::Reflect101;
+            std::array::from_fn(|k| {
+                (m.map(c + k as i64 - 2, len)
+                    .expect("reflect101 maps inside")
+                    - origin) as usize
+            })
+        };
+        let cols: Vec<(i64, [usize; 5])> = (0..target.width as i64)
+            .map(|dx| {
+                let cx = centre(target.x + dx, w);
+                (cx, around(cx, w, have.x))
+            })
+            .collect();
         par_band_rows(target.width, target.height, 3, |dy, out| {
-            let y = target.y + dy as i64;
-            for dx in 0..target.width {
-                let x = target.x + dx as i64;
+            let cy = centre(target.y + dy as i64, h);
+            let rows = around(cy, h, have.y).map(|r| r * plane.width);
+            for (dx, &(cx, cols)) in cols.iter().enumerate() {
                 let set = |out: &mut [T], rgb: [T; 3]| {
                     for (b, v) in rgb.into_iter().enumerate() {
                         out[b * target.width + dx] = v;
                     }
                 };
-                if edge_copy && (w < 3 || h < 3) {
+                if tiny {
                     set(out, [T::default(); 3]);
                     continue;
                 }
-                let (cx, cy) = if edge_copy {
-                    (x.clamp(1, w - 2), y.clamp(1, h - 2))
-                } else {
-                    (x, y)
-                };
                 let get = |ox: i64, oy: i64| -> T {
-                    let m = BorderMode::Reflect101;
-                    let sx = m.map(cx + ox, w).expect("reflect101 maps inside");
-                    let sy = m.map(cy + oy, h).expect("reflect101 maps inside");
-                    plane.at((sx - have.x) as usize, (sy - have.y) as usize)
+                    plane.data[rows[(oy + 2) as usize] + cols[(ox + 2) as usize]]
                 };
                 let c = get(0, 0);
                 if nd.is_some_and(|nd| c.same(nd)) {
@@ -161,7 +178,7 @@ impl Demosaic {
                         v.to_i32() as i64
                     }
                 };
-                let rgb = interpolate(self.method, self.pattern, cx, cy, &s);
+                let rgb = interpolate(self.method, self.pattern, cx, cy, s);
                 set(out, rgb.map(|v| T::from_f32(v as f32)));
             }
         })
@@ -170,12 +187,13 @@ impl Demosaic {
 
 /// R, G, B at mosaic position (x, y), from samples `s(dx, dy)` around it.
 /// Shared, operation for operation, with `kernels/filter_demosaic.cl`.
+#[inline(always)]
 pub fn interpolate(
     method: Method,
     pattern: Bayer,
     x: i64,
     y: i64,
-    s: &dyn Fn(i64, i64) -> i64,
+    s: impl Fn(i64, i64) -> i64,
 ) -> [i64; 3] {
     let c = pattern.at(x, y) as usize;
     let (n, so, we, ea) = (s(0, -1), s(0, 1), s(-1, 0), s(1, 0));

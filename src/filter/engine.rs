@@ -78,7 +78,7 @@ fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
     let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
     for Step { op, target, image } in chain.steps(at) {
         let in_type = bands.sample_type();
-        if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd) {
+        if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, false) {
             bands = out;
             have = target;
             continue;

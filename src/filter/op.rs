@@ -234,6 +234,8 @@ impl Op {
 
     /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
     /// `image`-sized raster) into window `target`; `None` for other ops.
+    /// `reference` forces the plain per-pixel path.
+    #[allow(clippy::too_many_arguments)]
     pub fn apply_window(
         &self,
         bands: &Bands,
@@ -242,8 +244,12 @@ impl Op {
         target: Win,
         border: BorderMode,
         nd: Option<f64>,
+        reference: bool,
     ) -> Option<Bands> {
         Some(match self {
+            Op::Pyr(p) if reference => {
+                with_bands!(bands, q => Pixel::wrap(p.reference(q, have, image, target, border, nd)))
+            }
             Op::Pyr(p) => {
                 with_bands!(bands, q => Pixel::wrap(p.apply(q, have, image, target, border, nd)))
             }
@@ -274,7 +280,8 @@ impl Op {
             Op::Bilateral(b) => T::wrap(b.fast(p)),
             Op::Oil(o) if plain => T::wrap(o.reference(p, nd)),
             Op::Oil(o) => T::wrap(o.fast(p)),
-            Op::Color(c) => T::wrap(c.reference(p, nd)),
+            Op::Color(c) if plain => T::wrap(c.reference(p, nd)),
+            Op::Color(c) => T::wrap(c.fast(p)),
             Op::Pyr(_) | Op::Demosaic(_) => {
                 let size = p.first().map_or((0, 0), |b| (b.width, b.height));
                 let all = Win::new(0, 0, size.0, size.1);
@@ -282,7 +289,7 @@ impl Op {
                 let nd = nd.map(|v| v.to_f32() as f64);
                 let bands = T::wrap(p.to_vec());
                 let out = Win::new(0, 0, ow, oh);
-                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd)
+                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd, plain)
                     .expect("pyramid and demosaic ops apply on windows")
             }
         }
@@ -415,13 +422,13 @@ impl Chain {
         })
     }
 
-    /// Runs the chain on one tile with `step` (pyramid steps run on the
-    /// host): `input` holds window `at.have`.
+    /// Runs the chain on one tile with `step` (windowed ops run on the
+    /// host, by their plain references): `input` holds window `at.have`.
     pub fn run_tile(&self, input: Bands, at: &TileAt, step: &mut OpStep) -> Result<Bands> {
         let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
         for Step { op, target, image } in self.steps(at) {
             let in_type = bands.sample_type();
-            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd) {
+            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
                 bands = out;
                 have = target;
                 continue;

@@ -90,8 +90,119 @@ impl Pyr {
 
     /// Runs the step on `planes` (window `have` of an `image`-sized raster,
     /// holding every in-raster pixel that `target` reads) into the output
-    /// window `target`; `nd` is the input's nodata value.
+    /// window `target`; `nd` is the input's nodata value. Without nodata
+    /// this takes the separable path ([`Pyr::separable`]), else the plain
+    /// per-pixel one ([`Pyr::reference`]); both give the same bits.
     pub fn apply<T: Pixel>(
+        self,
+        planes: &[Plane<T>],
+        have: Win,
+        image: (usize, usize),
+        target: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+    ) -> Vec<Plane<T>> {
+        match nd {
+            None => self.separable(planes, have, image, target, border),
+            Some(_) => self.reference(planes, have, image, target, border, nd),
+        }
+    }
+
+    /// The separable path (no nodata): per output row, each input row it
+    /// reads is mapped once into a padded `f32` row, summed along the row
+    /// for every output column, then the row sums are combined down the
+    /// column, in the reference's order of operations.
+    pub fn separable<T: Pixel>(
+        self,
+        planes: &[Plane<T>],
+        have: Win,
+        image: (usize, usize),
+        target: Win,
+        border: BorderMode,
+    ) -> Vec<Plane<T>> {
+        let fill = border.fill::<T>(None).to_f32();
+        let int = T::TYPE.range().is_some();
+        let (iw, ih) = (image.0 as i64, image.1 as i64);
+        let map = |c: i64, len: i64| match self {
+            Pyr::Down => border.map(c, len),
+            Pyr::Up => up_map(border, c, len),
+        };
+        // Input columns x0.. of the padded rows, and the input column each stands for.
+        let (x0, n) = match self {
+            Pyr::Down => (2 * target.x - 2, 2 * target.width + 3),
+            Pyr::Up => {
+                let w = self.need(target);
+                (w.x, w.width)
+            }
+        };
+        let cols: Vec<Option<usize>> = (0..n as i64)
+            .map(|i| map(x0 + i, iw).map(|c| (c - have.x) as usize))
+            .collect();
+        let taps = match self {
+            Pyr::Down => 5,
+            Pyr::Up => 3,
+        };
+        par_band_rows(target.width, target.height, planes.len(), |dy, out| {
+            let y = target.y + dy as i64;
+            let first = match self {
+                Pyr::Down => 2 * y - 2,
+                Pyr::Up => y.div_euclid(2) - 1,
+            };
+            let mut padded = vec![0f32; n];
+            let mut sums = vec![[0f32; 5]; target.width];
+            for (b, plane) in planes.iter().enumerate() {
+                for k in 0..taps {
+                    match map(first + k as i64, ih) {
+                        Some(r) => {
+                            let row = plane.row((r - have.y) as usize);
+                            for (p, c) in padded.iter_mut().zip(&cols) {
+                                *p = c.map_or(fill, |c| row[c].to_f32());
+                            }
+                        }
+                        None => padded.fill(fill),
+                    }
+                    for (dx, s) in sums.iter_mut().enumerate() {
+                        s[k] = match self {
+                            Pyr::Down => {
+                                let v = &padded[2 * dx..2 * dx + 5];
+                                down5(v[0], v[1], v[2], v[3], v[4])
+                            }
+                            Pyr::Up => {
+                                let x = target.x + dx as i64;
+                                let i = (x.div_euclid(2) - 1 - x0) as usize;
+                                up3(x, padded[i], padded[i + 1], padded[i + 2])
+                            }
+                        };
+                    }
+                }
+                let out = &mut out[b * target.width..(b + 1) * target.width];
+                for (o, s) in out.iter_mut().zip(&sums) {
+                    *o = T::from_f32(match self {
+                        Pyr::Down => {
+                            let v = down5_v(s[0], s[1], s[2], s[3], s[4]);
+                            if int {
+                                ((v + 128.0) * (1.0 / 256.0)).floor()
+                            } else {
+                                v * (1.0 / 256.0)
+                            }
+                        }
+                        Pyr::Up => {
+                            let v = up3(y, s[0], s[1], s[2]);
+                            if int {
+                                ((v + 32.0) * (1.0 / 64.0)).floor()
+                            } else {
+                                v * (1.0 / 64.0)
+                            }
+                        }
+                    });
+                }
+            }
+        })
+    }
+
+    /// The plain per-pixel reference: every output pixel gathers its taps
+    /// on its own (with nodata: missing taps take the centre's value).
+    pub fn reference<T: Pixel>(
         self,
         planes: &[Plane<T>],
         have: Win,
@@ -264,6 +375,37 @@ mod tests {
                 1, 1
             ]
         );
+    }
+
+    #[test]
+    fn separable_equals_the_reference() {
+        let f = noise_planes::<f32>(29, 18, 1, 3);
+        let u = noise_planes::<u16>(17, 23, 2, 4);
+        for p in [Pyr::Down, Pyr::Up] {
+            for border in [
+                BorderMode::Reflect101,
+                BorderMode::Replicate,
+                BorderMode::Constant(-2.5),
+            ] {
+                let target = match p {
+                    Pyr::Down => Win::new(1, 2, 7, 5),
+                    Pyr::Up => Win::new(2, 3, 9, 7),
+                };
+                let all = |q: &Plane<f32>| Win::new(0, 0, q.width, q.height);
+                let (a, s) = (all(&f[0]), (29, 18));
+                assert_eq!(
+                    p.separable(&f, a, s, target, border),
+                    p.reference(&f, a, s, target, border, None),
+                    "{p:?} {border:?} f32"
+                );
+                let (a, s) = (Win::new(0, 0, 17, 23), (17, 23));
+                assert_eq!(
+                    p.separable(&u, a, s, target, border),
+                    p.reference(&u, a, s, target, border, None),
+                    "{p:?} {border:?} u16"
+                );
+            }
+        }
     }
 
     #[test]
