@@ -127,7 +127,9 @@ impl Demosaic {
         let tiny = edge_copy && (w < 3 || h < 3);
         // The centre an output coordinate reads, and the local indices of
         // the five samples around it (reflect101), worked out once per
-        // column and per row.
+        // column and per row. Bilinear and edge-aware read only ±1 (their
+        // ±2 entries repeat ±1: the window need not hold ±2 around a
+        // centre clamped inside).
         let centre = |c: i64, len: i64| {
             if edge_copy {
                 c.clamp(1, (len - 2).max(1))
@@ -137,8 +139,9 @@ impl Demosaic {
         };
         let around = |c: i64, len: i64, origin: i64| -> [usize; 5] {
             let m = BorderMode::Reflect101;
+            let reach = if edge_copy { 1 } else { 2 };
             std::array::from_fn(|k| {
-                (m.map(c + k as i64 - 2, len)
+                (m.map(c + (k as i64 - 2).clamp(-reach, reach), len)
                     .expect("reflect101 maps inside")
                     - origin) as usize
             })

@@ -2,7 +2,9 @@
 //!
 //! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
 //! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
-//! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`. A [`Chain`] maps a
+//! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`, `gray`, `ycbcr`,
+//! `hsv`, `demosaic:PATTERN[:METHOD]` (level ops, which stand for one chain
+//! per level, are [`super::levels`]'s). A [`Chain`] maps a
 //! tile's output window back through its ops to the input window it needs
 //! (grown by each op's radius, or mapped between resolutions by the pyramid
 //! steps); run on a tile, each op's output window shrinks to what the next
