@@ -31,6 +31,9 @@ pub enum Levels {
 
 const HINT: &str = "write gaussian-pyramid:LEVELS or scale-space:OCTAVES:SCALES[:SIGMA0]";
 
+/// A level op with the ops before and after it.
+pub type Split = (Levels, Vec<String>, Vec<String>);
+
 /// One level: a name for its file and its ops.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Level {
@@ -83,7 +86,7 @@ impl Levels {
     }
 
     /// Splits `specs` at its level op: (the level op, ops before, ops after).
-    pub fn split(specs: &[String]) -> Result<Option<(Levels, Vec<String>, Vec<String>)>> {
+    pub fn split(specs: &[String]) -> Result<Option<Split>> {
         let mut found = None;
         for (i, s) in specs.iter().enumerate() {
             if let Some(l) = Self::parse(s) {
