@@ -21,6 +21,20 @@ min`, the default) or the median of the runs, of the wall time and of the
 CPU time (all threads; steadier on a shared machine). Prints a Markdown
 table and writes JSON with --json. With --device other than host, a median
 7×7 case is added (OpenCV's OpenCL medianBlur has kernels for 3 and 5 only).
+
+With --imgops the pyramid, colour and demosaic ops run instead, each at its
+own size (`IMGOPS`: 1920×1080 mosaics for demosaicing, the reference size;
+4096² RGB for the others); --size and --bands do not apply there.
+
+With --scale-space the reference scale space runs instead: a 3866×4320
+Byte band, 4 octaves × 4 scales (σ = 1.6·2^(s/4)), Scharr ∂x and ∂y of size
+3, 5, 7 and 9 on every one of the 16 levels. Ours: the 16 level chains that
+`filter --op scale-space:4:4 --op scharr:N` runs (`pyrdown` o times,
+`gaussian:σ`, `scharr:N`, each from the input), each timed in memory by
+bench-filter, summed. OpenCV: the same levels built once per octave
+(`cv2.pyrDown` of the previous octave's base, `cv2.GaussianBlur` with our
+kernel size, then `cv2.filter2D` to CV_32F with our dilated Scharr kernels,
+`cv2.Scharr` at size 3).
 """
 import argparse
 import json
@@ -68,8 +82,85 @@ DEVICE_CASES = [
 ]
 
 
+def bayer(code):
+    return lambda i: cv2.cvtColor(i, code)
+
+
+# (label, ops, (width, height), bands, OpenCV call, fn): the image ops of
+# issue 23 at their reference sizes. OpenCV's arrays are random of that
+# shape (ours: bench-filter's synthetic image); its Bayer codes are named by
+# the second row (our RGGB is its BayerBG), its RGB codes take our band order.
+IMGOPS = [
+    ("pyrdown 4096² RGB", ["pyrdown"], (4096, 4096), 3, "cv2.pyrDown(img)", cv2.pyrDown),
+    ("pyrup 2048² RGB", ["pyrup"], (2048, 2048), 3, "cv2.pyrUp(img)", cv2.pyrUp),
+    ("gray 4096² RGB", ["gray"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2GRAY)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2GRAY)),
+    ("ycbcr 4096² RGB", ["ycbcr"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2YCrCb)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2YCrCb)),
+    ("hsv 4096² RGB", ["hsv"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2HSV)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2HSV)),
+    ("demosaic bilinear 1920x1080", ["demosaic:RGGB"], (1920, 1080), 1, "cv2.cvtColor(mosaic, COLOR_BayerBG2RGB)", bayer(cv2.COLOR_BayerBG2RGB)),
+    ("demosaic ea 1920x1080", ["demosaic:RGGB:ea"], (1920, 1080), 1, "cv2.cvtColor(mosaic, COLOR_BayerBG2RGB_EA)", bayer(cv2.COLOR_BayerBG2RGB_EA)),
+    ("demosaic mhc 1920x1080", ["demosaic:RGGB:mhc"], (1920, 1080), 1, "none (OpenCV has no Malvar-He-Cutler; VNG shown: cv2.COLOR_BayerBG2RGB_VNG)", bayer(cv2.COLOR_BayerBG2RGB_VNG)),
+]
+
+
+def scharr_kernels(n):
+    """Our scharr:N as N×N correlation kernels (∂x, ∂y): 3, 10, 3 across, spacing d."""
+    d = n // 2
+    kx = np.zeros((n, n), np.float32)
+    for i, w in enumerate((3, 10, 3)):
+        kx[i * d, 0] = -w
+        kx[i * d, n - 1] = w
+    return kx, np.ascontiguousarray(kx.T)
+
+
+def scale_space(args, stat):
+    octaves, scales, sigma0 = 4, 4, 1.6
+    w, h = 3866, 4320
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    sigmas = [sigma0 * 2 ** (s / scales) for s in range(scales)]
+    ksize = [int(round(6 * s + 1)) | 1 for s in sigmas]
+    print(f"Scale space {w}x{h} Byte, {octaves} octaves x {scales} scales (sigma {', '.join(f'{s:.3f}' for s in sigmas)}), "
+          f"Scharr dx+dy on all 16 levels; ours on --device {args.device}; {args.stat} of {args.repeat} runs")
+    print("| Scharr | ours ms (16 level chains) | OpenCV ms | ours / OpenCV | pixels |")
+    print("|---|---:|---:|---:|---:|")
+    results = []
+    for n in (3, 5, 7, 9):
+        total = 0.0
+        for o in range(octaves):
+            for s in sigmas:
+                ops = ["pyrdown"] * o + [f"gaussian:{s}", f"scharr:{n}"]
+                t, _, _ = ours(args.bin, ops, (w, h), 1, args.device, args.repeat, stat)
+                total += t
+        kx, ky = scharr_kernels(n)
+
+        def cv_run(src):
+            base = src
+            for o in range(octaves):
+                if o:
+                    base = cv2.pyrDown(base)
+                for s, k in zip(sigmas, ksize):
+                    g = cv2.GaussianBlur(base, (k, k), s, borderType=R101)
+                    if n == 3:
+                        cv2.Scharr(g, cv2.CV_32F, 1, 0, borderType=R101)
+                        cv2.Scharr(g, cv2.CV_32F, 0, 1, borderType=R101)
+                    else:
+                        cv2.filter2D(g, cv2.CV_32F, kx, borderType=R101)
+                        cv2.filter2D(g, cv2.CV_32F, ky, borderType=R101)
+            return True
+
+        cv, _ = opencv(cv_run, img, args.repeat, False, stat)
+        px = sum(((w + 2 ** o - 1) >> o) * ((h + 2 ** o - 1) >> o) for o in range(octaves)) * scales
+        print(f"| {n}x{n} | {total:.1f} | {cv:.1f} | {total / cv:.2f} | {px} |", flush=True)
+        results.append({"scharr": n, "ours_ms": total, "opencv_ms": cv, "pixels": px})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
 def ours(binary, ops, size, bands, device, repeat, stat):
-    cmd = [binary, "bench-filter", "--size", str(size), "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
+    size = f"{size[0]}x{size[1]}" if isinstance(size, tuple) else str(size)
+    cmd = [binary, "bench-filter", "--size", size, "--bands", str(bands), "--device", device, "--repeat", str(repeat)]
     for op in ops:
         cmd += ["--op", op]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -121,8 +212,12 @@ def main():
     ap.add_argument("--umat", action="store_true", help="time OpenCV's OpenCL path (cv2.UMat)")
     ap.add_argument("--only", help="comma-separated case labels to run")
     ap.add_argument("--json", help="write results here")
+    ap.add_argument("--imgops", action="store_true", help="the pyramid, colour and demosaic ops at their reference sizes")
+    ap.add_argument("--scale-space", action="store_true", help="the 3866x4320 4x4 scale space with Scharr 3-9 on every level")
     args = ap.parse_args()
     stat = (lambda v: min(list(v))) if args.stat == "min" else (lambda v: statistics.median(list(v)))
+    if args.scale_space:
+        return scale_space(args, stat)
     if args.umat:
         cv2.ocl.setUseOpenCL(True)
         dev = cv2.ocl.Device.getDefault()
@@ -139,19 +234,28 @@ def main():
         print("| op | ours total ms | ours kernel ms | OpenCV ms | ours / OpenCV | ours CPU ms | OpenCV CPU ms | CPU ratio | OpenCV call |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     cases = CASES + (DEVICE_CASES if args.device != "host" else [])
+    if args.imgops:
+        cases = [(label, ops, call, fn, size, bands) for label, ops, size, bands, call, fn in IMGOPS]
+    else:
+        cases = [c + ((args.size, args.size), args.bands) for c in cases]
     results = []
-    for label, ops, call, fn in cases:
+    for label, ops, call, fn, size, bands in cases:
         if args.only and label not in args.only.split(","):
             continue
-        total, cpu, kernel = ours(args.bin, ops, args.size, args.bands, args.device, args.repeat, stat)
-        cv, cv_cpu = opencv(fn, img, args.repeat, args.umat, stat)
+        total, cpu, kernel = ours(args.bin, ops, size, bands, args.device, args.repeat, stat)
+        if (size, bands) != ((args.size, args.size), args.bands):
+            shape = (size[1], size[0]) + ((bands,) if bands > 1 else ())
+            case_img = rng.integers(0, 256, shape, dtype=np.uint8)
+        else:
+            case_img = img
+        cv, cv_cpu = opencv(fn, case_img, args.repeat, args.umat, stat)
         ratio = f"{total / cv:.2f}" if cv else "n/a"
         k = f"{kernel:.1f}" if kernel is not None else "-"
         c = f"{cv:.1f}" if cv else "n/a"
         res = {"op": label, "ours_ms": total, "ours_cpu_ms": cpu, "ours_kernel_ms": kernel,
                "opencv_ms": cv, "opencv_cpu_ms": cv_cpu, "call": call}
         if args.umat:
-            rcv, _ = opencv(fn, img, args.repeat, True, stat, resident=True)
+            rcv, _ = opencv(fn, case_img, args.repeat, True, stat, resident=True)
             res["opencv_resident_ms"] = rcv
             r = f"{rcv:.1f}" if rcv else "n/a"
             print(f"| {label} | {total:.1f} | {k} | {c} | {ratio} | {r} | `{call}` |", flush=True)

@@ -135,3 +135,73 @@ fn bad_input_gets_one_line_errors() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn pyramid_steps_resize_and_georeference_and_levels_go_to_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("half.tif");
+    let o = mapfilter(&[
+        "filter",
+        "data/photo_grace_hopper.tif",
+        out.to_str().unwrap(),
+        "--op",
+        "pyrdown",
+        "--op",
+        "gray",
+        "--tile",
+        "64",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let info = gdalinfo(&out);
+    assert!(info.contains("Size is 256, 300"), "{info}");
+    // Output pixel 0 is centred on input pixel 0: its corner half an input pixel out.
+    assert!(
+        info.contains("Origin = (999999.500000000000000,6000600.500000000000000)"),
+        "{info}"
+    );
+    assert!(
+        info.contains("Pixel Size = (2.000000000000000,-2.000000000000000)"),
+        "{info}"
+    );
+    assert!(!info.contains("Band 2"), "gray gives one band: {info}");
+
+    let base = dir.path().join("pyr.tif");
+    let o = mapfilter(&[
+        "filter",
+        "data/photo_grace_hopper.tif",
+        base.to_str().unwrap(),
+        "--op",
+        "gaussian-pyramid:3",
+        "--op",
+        "scharr:3",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (k, size) in ["512, 600", "256, 300", "128, 150"].iter().enumerate() {
+        let info = gdalinfo(&dir.path().join(format!("pyr_L{k}.tif")));
+        assert!(
+            info.contains(&format!("Size is {size}")),
+            "level {k}: {info}"
+        );
+        assert!(
+            info.contains("Band 6 Block"),
+            "Scharr on every level: {info}"
+        );
+    }
+    assert!(!base.exists());
+    // Level 1 equals pyrdown then Scharr run as one chain.
+    let one = dir.path().join("one.tif");
+    let o = mapfilter(&[
+        "filter",
+        "data/photo_grace_hopper.tif",
+        one.to_str().unwrap(),
+        "--op",
+        "pyrdown",
+        "--op",
+        "scharr:3",
+        "--quiet",
+    ]);
+    assert!(o.status.success());
+    assert_eq!(read_all(&one), read_all(&dir.path().join("pyr_L1.tif")));
+}

@@ -265,3 +265,143 @@ fn assert_close(got: &MemImage, want: &MemImage, tol: f32, what: &str) {
         .fold(0f32, f32::max);
     assert!(worst <= tol, "{what}: worst difference {worst}");
 }
+
+#[test]
+fn pyramid_steps_match_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 3, 11)), None),
+        MemImage::new(Bands::U16(noise(23, 30, 1, 12)), None),
+        MemImage::new(Bands::I16(noise(18, 7, 2, 13)), None),
+        MemImage::new(Bands::F32(noise(21, 26, 1, 14)), None),
+    ];
+    let chains: [&[&str]; 4] = [
+        &["pyrdown"],
+        &["pyrup"],
+        &["pyrdown", "box:3", "pyrup"],
+        &["median:3", "pyrup", "scharr:3", "pyrdown"],
+    ];
+    for img in &images {
+        for ops in chains {
+            for border in [
+                BorderMode::Reflect101,
+                BorderMode::Replicate,
+                BorderMode::Constant(-3.5),
+            ] {
+                let want = run(img, ops, border, 1 << 20, None);
+                for tile in [16, 1 << 20] {
+                    let got = run(img, ops, border, tile, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}, {border:?}, tile {tile}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+    // Nodata (NaN on Float32, a value on Int16), inside and as the border.
+    let mut f = noise::<f32>(25, 19, 1, 15);
+    f[0].data.iter_mut().step_by(6).for_each(|v| *v = f32::NAN);
+    let mut i = noise::<i16>(25, 19, 2, 16);
+    i[1].data.iter_mut().step_by(4).for_each(|v| *v = -9999);
+    for img in [
+        MemImage::new(Bands::F32(f), Some(f64::NAN)),
+        MemImage::new(Bands::I16(i), Some(-9999.0)),
+    ] {
+        for border in [BorderMode::Nodata, BorderMode::Reflect101] {
+            let ops: &[&str] = &["pyrdown", "pyrup", "pyrup"];
+            let want = run(&img, ops, border, 1 << 20, None);
+            let got = run(&img, ops, border, 13, Some(&dev));
+            assert!(same(&got, &want), "nodata {border:?}");
+        }
+    }
+}
+
+#[test]
+fn colour_conversions_match_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let mut f = noise::<f32>(19, 23, 3, 21);
+    f[1].data.iter_mut().step_by(7).for_each(|v| *v = f32::NAN);
+    f[2].data.iter_mut().step_by(11).for_each(|v| *v = -v.abs());
+    let cases = [
+        (
+            MemImage::new(Bands::U8(noise(37, 29, 3, 17)), None),
+            vec!["gray", "ycbcr", "hsv"],
+        ),
+        (
+            MemImage::new(Bands::U16(noise(23, 18, 4, 18)), None),
+            vec!["gray", "ycbcr"],
+        ),
+        (
+            MemImage::new(Bands::F32(f), Some(f64::NAN)),
+            vec!["gray", "ycbcr", "hsv"],
+        ),
+    ];
+    for (img, ops) in &cases {
+        for op in ops {
+            for chain in [vec![*op], vec!["box:3", op, "pyrdown"]] {
+                let want = run(img, &chain, BorderMode::Reflect101, 1 << 20, None);
+                let got = run(img, &chain, BorderMode::Reflect101, 16, Some(&dev));
+                assert!(
+                    same(&got, &want),
+                    "{chain:?} on {:?}",
+                    img.bands.sample_type()
+                );
+            }
+        }
+    }
+    // Every 8-bit colour's HSV (4096 × 4096 would be all of them; a
+    // stride of 7 per channel keeps the test quick).
+    let vals: Vec<u8> = (0..=255).step_by(7).chain([255]).collect();
+    let n = vals.len();
+    let plane = |f: &dyn Fn(usize) -> u8| Plane::new(n * n, n, (0..n * n * n).map(f).collect());
+    let img = MemImage::new(
+        Bands::U8(vec![
+            plane(&|i| vals[i / (n * n)]),
+            plane(&|i| vals[(i / n) % n]),
+            plane(&|i| vals[i % n]),
+        ]),
+        None,
+    );
+    for op in ["gray", "ycbcr", "hsv"] {
+        let want = run(&img, &[op], BorderMode::Reflect101, 1 << 20, None);
+        let got = run(&img, &[op], BorderMode::Reflect101, 1 << 20, Some(&dev));
+        assert!(same(&got, &want), "{op} on every colour");
+    }
+}
+
+#[test]
+fn demosaicing_matches_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let mut planes = noise::<u16>(35, 26, 1, 31);
+    planes[0].data.iter_mut().step_by(13).for_each(|v| *v = 7);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 1, 30)), None),
+        MemImage::new(Bands::U16(planes), Some(7.0)),
+        MemImage::new(Bands::U8(noise(2, 5, 1, 32)), None),
+    ];
+    for img in &images {
+        for pattern in ["RGGB", "BGGR", "GRBG", "GBRG"] {
+            for method in ["bilinear", "ea", "mhc"] {
+                let op = format!("demosaic:{pattern}:{method}");
+                for ops in [vec![op.as_str()], vec![op.as_str(), "pyrdown", "hsv"]] {
+                    if ops.len() > 1 && img.bands.sample_type() != mapfilter::filter::SampleType::U8
+                    {
+                        continue; // hsv takes Byte
+                    }
+                    let want = run(img, &ops, BorderMode::Reflect101, 1 << 20, None);
+                    let got = run(img, &ops, BorderMode::Reflect101, 16, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -125,10 +125,11 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
         }),
     };
     let whole = Win::new(0, 0, w, h);
+    let (ow, oh) = chain.out_size((w, h));
     let at = TileAt {
         have: whole,
         image: (w, h),
-        out: whole,
+        out: Win::new(0, 0, ow, oh),
         border,
         nd: None,
     };

@@ -4,13 +4,14 @@
 use super::compress_args::CompressArgs;
 use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
+use crate::filter::levels::Levels;
 use crate::filter::{BorderMode, Chain};
 use crate::image_raster::{ImageRaster, gdal_type};
-use crate::output::Target;
+use crate::output::{self, Target};
 use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct FilterArgs {
@@ -20,7 +21,15 @@ pub struct FilterArgs {
     pub output: PathBuf,
     /// An op, repeat for a chain run in one pass: box:N, gaussian:SIGMA[:SIZE],
     /// sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color],
-    /// scharr:3|5|7|9 (two Float32 bands ∂x, ∂y per band), oil:R:LEVELS[:MIN:MAX].
+    /// scharr:3|5|7|9 (two Float32 bands ∂x, ∂y per band), oil:R:LEVELS[:MIN:MAX],
+    /// pyrdown (half the size, ⌈w/2⌉×⌈h/2⌉), pyrup (twice the size): OpenCV's
+    /// pyrDown/pyrUp; the geotransform follows (pixel size ×2 or ×½);
+    /// gray, ycbcr (Y, Cb, Cr), hsv: bands 1-3 as R, G, B, as OpenCV's cvtColor;
+    /// demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]: one Bayer band to R, G, B.
+    /// Level ops (one per command; the ops after it run on every level, each
+    /// level to its own file OUTPUT_L0.tif, OUTPUT_L1.tif, …, or
+    /// OUTPUT_O0_S0.tif, …): gaussian-pyramid:LEVELS,
+    /// scale-space:OCTAVES:SCALES[:SIGMA0] (σ = SIGMA0·2^(s/SCALES), SIGMA0 1.6).
     #[arg(long = "op", required = true)]
     pub ops: Vec<String>,
     /// What ops see beyond the edge: replicate, reflect101, constant:V, nodata.
@@ -43,28 +52,58 @@ pub struct FilterArgs {
 }
 
 pub fn run(args: FilterArgs) -> Result<()> {
-    let chain = Chain::parse(&args.ops)?;
+    let Some((levels, before, after)) = Levels::split(&args.ops)? else {
+        let chain = Chain::parse(&args.ops)?;
+        let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
+        return run_chain(&args, chain, &target);
+    };
+    // Every level's chain and path checked before the first one runs.
+    let mut runs = Vec::new();
+    for level in levels.chains(&before, &after) {
+        let out = level_path(&args.output, &level.suffix);
+        let target = Target::check(&out, args.overwrite.overwrite, &[&args.input])?;
+        runs.push((Chain::parse(&level.ops)?, target));
+    }
+    output::distinct(&runs.iter().map(|(_, t)| t).collect::<Vec<_>>())?;
+    for (chain, target) in runs {
+        run_chain(&args, chain, &target)?;
+    }
+    Ok(())
+}
+
+/// `OUTPUT` with `_SUFFIX` before its extension.
+fn level_path(output: &Path, suffix: &str) -> PathBuf {
+    let stem = output.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match output.extension() {
+        Some(ext) => format!("{stem}_{suffix}.{}", ext.to_string_lossy()),
+        None => format!("{stem}_{suffix}"),
+    };
+    output.with_file_name(name)
+}
+
+/// Runs one chain from the input into `output`.
+fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
     let border: BorderMode = args.border.parse()?;
-    let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
     let mut input = ImageRaster::open(&args.input)?;
     let nd = input.meta.nodata;
     chain
         .check(input.bands, input.sample_type, border, nd)
         .map_err(|e| e.context(args.input.display()))?;
     let runner = runner(&args.device)?;
+    let (width, height) = chain.out_size((input.meta.width, input.meta.height));
     let spec = OutputSpec {
-        width: input.meta.width,
-        height: input.meta.height,
+        width,
+        height,
         bands: chain.out_bands(input.bands),
         data_type: gdal_type(chain.out_type(input.sample_type)),
-        geo_transform: input.meta.geo_transform,
+        geo_transform: input.meta.geo_transform.map(|gt| chain.geo_transform(gt)),
         projection: input.meta.projection.clone(),
         nodata: chain.out_nodata(input.sample_type, nd),
         colors: Vec::new(),
         category_names: Vec::new(),
         compression: args.compression.compression()?,
     };
-    let mut output = OutputRaster::create(&target, &spec)?;
+    let mut output = OutputRaster::create(target, &spec)?;
     let job = FilterJob {
         chain,
         border,
@@ -76,7 +115,7 @@ pub fn run(args: FilterArgs) -> Result<()> {
     if !args.quiet {
         eprintln!(
             "wrote {} ({}x{}, {} bands, {} ops, radius {}, {} in {:.3} s, {} tiles)",
-            args.output.display(),
+            target.shown().display(),
             spec.width,
             spec.height,
             spec.bands,

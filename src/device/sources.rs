@@ -29,6 +29,18 @@ pub const SOURCES: &[(&str, &str)] = &[
     ),
     ("filter_oil", include_str!("../../kernels/filter_oil.cl")),
     (
+        "filter_color",
+        include_str!("../../kernels/filter_color.cl"),
+    ),
+    (
+        "filter_demosaic",
+        include_str!("../../kernels/filter_demosaic.cl"),
+    ),
+    (
+        "filter_pyramid",
+        include_str!("../../kernels/filter_pyramid.cl"),
+    ),
+    (
         "filter_histogram",
         include_str!("../../kernels/filter_histogram.cl"),
     ),

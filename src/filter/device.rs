@@ -1,7 +1,9 @@
 //! Image ops on OpenCL devices: every op of a chain runs as one kernel of
 //! `kernels/filter_*.cl` (work-groups load their tile plus halo into local
-//! memory, mapping the border in the load), and intermediates stay on the
-//! device between ops; only the tile's input goes up and its result down.
+//! memory, mapping the border in the load; pyramid steps and colour
+//! conversions, which share no window between neighbours at one scale,
+//! read global memory directly), and intermediates stay on the device
+//! between ops; only the tile's input goes up and its result down.
 //!
 //! Kernels are specialised with `-D` options (sample types, radius, border,
 //! nodata, bands, op parameters), built once per option set through the
@@ -20,11 +22,13 @@ mod staging;
 
 use super::bilateral::Distance;
 use super::border::{BorderMode, Win};
+use super::color::Color;
 use super::engine::ChainRunner;
 use super::histogram::{BandHistogram, Binning};
 use super::median;
-use super::op::{Chain, Op, TileAt};
+use super::op::{Chain, Op, Step, TileAt};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
+use super::pyramid::Pyr;
 use crate::bail;
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceChoice,
@@ -181,6 +185,26 @@ impl DeviceRunner {
                 ("filter_median", "median", String::new())
             }
             Op::Scharr(_) => ("filter_scharr", "scharr", String::new()),
+            Op::Color(c) => {
+                let delta = if t == SampleType::U16 { 32768 } else { 128 };
+                opts = opts.define("COLOR", *c as u8).define("DELTA", delta);
+                let (sdiv, hdiv) = Color::hsv_tables();
+                let tables: Vec<f32> = sdiv.iter().chain(&hdiv).map(|&v| v as f32).collect();
+                consts.push(dev.buffer_from(&tables, CL_MEM_READ_ONLY)?);
+                ("filter_color", "color", String::new())
+            }
+            Op::Demosaic(d) => {
+                let p = d.pattern.0;
+                opts = opts
+                    .define("P00", p[0][0])
+                    .define("P01", p[0][1])
+                    .define("P10", p[1][0])
+                    .define("P11", p[1][1])
+                    .define("METHOD", d.method as u8);
+                ("filter_demosaic", "demosaic", String::new())
+            }
+            Op::Pyr(Pyr::Down) => ("filter_pyramid", "pyrdown", String::new()),
+            Op::Pyr(Pyr::Up) => ("filter_pyramid", "pyrup", String::new()),
             Op::Bilateral(b) => {
                 let sim = b.similarity_table(t, bands);
                 opts = opts
@@ -254,7 +278,8 @@ impl DeviceRunner {
         let mut args = Args::new(kernel).mem(src).mem(dst);
         match op {
             Op::Conv(c) => args = args.mem(&built.consts[0]).scalar(c.scale),
-            Op::Median(_) | Op::Scharr(_) => {}
+            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) | Op::Demosaic(_) => {}
+            Op::Color(_) => args = args.mem(&built.consts[0]),
             Op::Bilateral(b) => {
                 let inv2 = (0.5 / (b.sigma_r * b.sigma_r)) as f32;
                 args = args
@@ -295,13 +320,17 @@ impl DeviceRunner {
 
 /// Bands one work-item reads together: all for ops that mix bands, else 1.
 fn joint_bands(op: &Op, bands: usize) -> usize {
-    let joint =
-        matches!(op, Op::Oil(_)) || matches!(op, Op::Bilateral(b) if b.distance != Distance::Gray);
+    let joint = matches!(op, Op::Oil(_) | Op::Color(_))
+        || matches!(op, Op::Bilateral(b) if b.distance != Distance::Gray);
     if joint { bands } else { 1 }
 }
 
-/// Local memory of a work-group's tile for `op` on `bands` bands.
+/// Local memory of a work-group's tile for `op` on `bands` bands (pyramid
+/// steps read global memory directly).
 fn local_bytes(op: &Op, bands: usize) -> usize {
+    if op.windowed() || matches!(op, Op::Color(_)) {
+        return 0;
+    }
     joint_bands(op, bands) * (LOCAL + 2 * op.radius()).pow(2) * 4
 }
 
@@ -410,11 +439,20 @@ impl ChainRunner for DeviceRunner {
 
         // Strips of the first op's output rows: per strip, stage its input
         // rows in, launch the op on it, and (one-op chains) stage it out.
-        let (op0, target0) = steps[0];
+        let Step {
+            op: op0,
+            target: target0,
+            image: image0,
+        } = steps[0];
         let have = at.have;
         let row_in = have.width * t_in.size();
-        let per = staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL);
-        let lead = (target0.y - have.y) as usize;
+        // A pyramid step's rows map to input rows at another scale: it
+        // takes its input whole, in one strip.
+        let per = match op0.resampling() {
+            Some(_) => target0.height.max(1),
+            None => staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL),
+        };
+        let lead = (target0.y - have.y).max(0) as usize;
         let plan = staging::strips(target0.height, per, lead, have.height, op0.radius());
         let row_out = out.width * t_out.size();
         let single = steps.len() == 1;
@@ -425,7 +463,7 @@ impl ChainRunner for DeviceRunner {
         let mode = (at.border, nd);
         let geo = Geo {
             have,
-            image: at.image,
+            image: image0,
             out: target0,
         };
         let len0 = op0.out_bands(bands) * target0.width * target0.height * op0.out_type(t).size();
@@ -464,10 +502,10 @@ impl ChainRunner for DeviceRunner {
         if t != t_in {
             nd = nd.map(|_| f64::NAN);
         }
-        for &(op, target) in &steps[1..] {
+        for &Step { op, target, image } in &steps[1..] {
             let geo = Geo {
                 have,
-                image: at.image,
+                image,
                 out: target,
             };
             let to = op.out_type(t);

@@ -5,7 +5,7 @@
 //! a [`ChainRunner`] decides where the chain runs (host or device).
 
 use super::border::{BorderMode, Win};
-use super::op::{Chain, Op, TileAt, pad_bands};
+use super::op::{Chain, Op, Step, TileAt, pad_bands};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::strip::Source;
 use crate::error::Result;
@@ -76,12 +76,17 @@ impl ChainRunner for HostRunner {
 /// nodata value, get a padded copy ([`pad_bands`]) as the reference does.
 fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
     let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
-    for (op, target) in chain.steps(at) {
+    for Step { op, target, image } in chain.steps(at) {
         let in_type = bands.sample_type();
-        let direct = with_bands!(&bands, p => by_rows(op, p, have, at, target, nd));
+        if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, false) {
+            bands = out;
+            have = target;
+            continue;
+        }
+        let direct = with_bands!(&bands, p => by_rows(op, p, have, image, at.border, target, nd));
         bands = direct.unwrap_or_else(|| {
             let want = target.grow(op.radius());
-            let padded = pad_bands(&bands, have, at.image, want, at.border, nd);
+            let padded = pad_bands(&bands, have, image, want, at.border, nd);
             op.apply_host(&padded, nd, false)
         });
         if bands.sample_type() != in_type {
@@ -92,13 +97,14 @@ fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
     bands
 }
 
-/// `op` through its row kernel on `planes` (window `have`) into `target`,
-/// where it has one and there is no nodata.
+/// `op` through its row kernel on `planes` (window `have` of an
+/// `image`-sized raster) into `target`, where it has one and there is no nodata.
 fn by_rows<T: Pixel>(
     op: &Op,
     planes: &[Plane<T>],
     have: Win,
-    at: &TileAt,
+    image: (usize, usize),
+    border: BorderMode,
     target: Win,
     nd: Option<f64>,
 ) -> Option<Bands> {
@@ -108,10 +114,10 @@ fn by_rows<T: Pixel>(
     let src = Source::Border {
         planes,
         have,
-        image: at.image,
+        image,
         target,
-        mode: at.border,
-        fill: at.border.fill(nd),
+        mode: border,
+        fill: border.fill(nd),
     };
     Some(match op {
         Op::Conv(c) => T::wrap(c.fast_on(src)),
@@ -138,7 +144,22 @@ pub struct FilterStats {
     pub wall: Duration,
 }
 
-/// Filters `source` into `sink`, tile by tile.
+/// The tiles of a job on an input of `size`: square tiles of the output
+/// raster, each reading the input window [`Chain::source_window`] gives.
+pub fn tiles(job: &FilterJob, size: (usize, usize)) -> Result<Vec<tiles::Tile>> {
+    let (ow, oh) = job.chain.out_size(size);
+    let grid = TileGrid::new(ow, oh, 0, Border::Same, job.tile)?;
+    Ok(grid
+        .tiles()
+        .map(|mut t| {
+            let s = job.chain.source_window(win(t.output), size);
+            t.source = Rect::new(s.x as usize, s.y as usize, s.width, s.height);
+            t
+        })
+        .collect())
+}
+
+/// Filters `source` into `sink` (of the chain's output size), tile by tile.
 pub fn filter(
     source: &mut dyn ImageSource,
     sink: &mut dyn ImageSink,
@@ -151,11 +172,11 @@ pub fn filter(
     let nd = source.nodata();
     job.chain
         .check(source.bands(), source.sample_type(), job.border, nd)?;
-    let grid = TileGrid::new(w, h, job.chain.radius(), Border::Same, job.tile)?;
-    progress.start(grid.len() as u64, "tiles");
+    let tiles = tiles(job, (w, h))?;
+    progress.start(tiles.len() as u64, "tiles");
     let mut stats = FilterStats::default();
     pipeline::run(
-        grid.tiles(),
+        tiles.into_iter(),
         |tile| source.read(tile.source),
         |tile, input| {
             let t0 = Instant::now();
@@ -274,7 +295,7 @@ pub fn filter_in_memory(
     job: &FilterJob,
     runner: &dyn ChainRunner,
 ) -> Result<MemImage> {
-    let (w, h) = input.bands.size();
+    let (w, h) = job.chain.out_size(input.bands.size());
     let t = job.chain.out_type(input.bands.sample_type());
     let mut out = MemImage::zeros(t, w, h, job.chain.out_bands(input.bands.count()));
     out.nodata = job
@@ -403,6 +424,95 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn chains_that_change_the_resolution_tile_too() {
+        let chains: [&[&str]; 5] = [
+            &["pyrdown"],
+            &["pyrup"],
+            &["box:3", "pyrdown", "median:3", "pyrdown"],
+            &["pyrdown", "scharr:3", "pyrup"],
+            &["pyrup", "gaussian:1", "pyrdown", "pyrup"],
+        ];
+        for (w, h) in [(45, 38), (31, 9), (1, 4)] {
+            let img = MemImage::new(Bands::I16(noise_planes(w, h, 2, 5)), None);
+            for ops in chains {
+                for border in [
+                    BorderMode::Reflect101,
+                    BorderMode::Replicate,
+                    BorderMode::Constant(-9.0),
+                ] {
+                    let want = one_by_one(&img, ops, border, true);
+                    let size = Chain::parse(&ops.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                        .unwrap()
+                        .out_size((w, h));
+                    assert_eq!(want.bands.size(), size);
+                    for tile in [5, 16, 1 << 20] {
+                        for reference in [true, false] {
+                            let got = filter_in_memory(
+                                &img,
+                                &job(ops, border, tile),
+                                &HostRunner { reference },
+                            )
+                            .unwrap();
+                            assert_eq!(got, want, "{ops:?} {border:?} tile {tile} {w}x{h}");
+                        }
+                    }
+                }
+            }
+        }
+        // Nodata: centres decide, missing neighbours take the centre's value.
+        let mut planes = noise_planes::<u16>(27, 21, 1, 9);
+        planes[0].data.iter_mut().step_by(5).for_each(|v| *v = 0);
+        let img = MemImage::new(Bands::U16(planes), Some(0.0));
+        let ops = ["pyrdown", "pyrup", "pyrup"];
+        let want = one_by_one(&img, &ops, BorderMode::Nodata, true);
+        for tile in [7, 32] {
+            let got = filter_in_memory(
+                &img,
+                &job(&ops, BorderMode::Nodata, tile),
+                &HostRunner::default(),
+            )
+            .unwrap();
+            assert_eq!(got, want, "nodata tile {tile}");
+        }
+    }
+
+    #[test]
+    fn demosaicing_tiles_too() {
+        for (w, h) in [(37, 22), (3, 5), (2, 9)] {
+            let img = MemImage::new(Bands::U16(noise_planes(w, h, 1, 7)), None);
+            for ops in [
+                &["demosaic:RGGB"][..],
+                &["demosaic:GBRG:ea", "pyrdown"],
+                &["demosaic:BGGR:mhc", "gray"],
+                &["demosaic:GRBG:mhc"],
+            ] {
+                let want = one_by_one(&img, ops, BorderMode::Replicate, true);
+                for tile in [4, 9, 1 << 20] {
+                    let got = filter_in_memory(
+                        &img,
+                        &job(ops, BorderMode::Replicate, tile),
+                        &HostRunner::default(),
+                    )
+                    .unwrap();
+                    assert_eq!(got, want, "{ops:?} tile {tile} {w}x{h}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pyramid_steps_scale_the_geotransform() {
+        let chain = Chain::parse(&["pyrdown".into(), "box:3".into()]).unwrap();
+        let gt = chain.geo_transform([100.0, 10.0, 0.0, 500.0, 0.0, -10.0]);
+        // Pixel 0 of the output is centred on input pixel 0: its corner is half a pixel out.
+        assert_eq!(gt, [95.0, 20.0, 0.0, 505.0, 0.0, -20.0]);
+        let chain = Chain::parse(&["pyrup".into()]).unwrap();
+        let gt = chain.geo_transform([100.0, 10.0, 0.0, 500.0, 0.0, -10.0]);
+        assert_eq!(gt, [102.5, 5.0, 0.0, 497.5, 0.0, -5.0]);
+        assert_eq!(chain.out_size((3, 5)), (6, 10));
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //! Float32): what each op computes, apart from how it is run.
 //!
 //! One module per op family ([`conv`], [`median`], [`bilateral`], [`scharr`],
-//! [`oil`], [`histogram`]); each has a plain per-pixel host reference (rayon
-//! over rows) and, where it pays, a faster host path tested against it. An
-//! [`op::Chain`] strings ops together with its total radius; [`engine`] runs
-//! a chain over a raster tile by tile with halo = that radius, and
-//! [`border`] says what ops see beyond the raster's edge.
+//! [`oil`], [`histogram`], [`pyramid`], [`color`], [`demosaic`]); each has a
+//! plain per-pixel host reference (rayon over rows) and, where it pays, a
+//! faster host path tested against it. An [`op::Chain`] strings ops together and
+//! maps a tile's output window back to the input it needs (its ops' radii,
+//! and the resolution changes of pyramid steps); [`engine`] runs a chain
+//! over a raster tile by tile, and [`border`] says what ops see beyond the
+//! raster's edge; [`levels`] expands pyramid and scale-space ops into one
+//! chain per level.
 //!
 //! Nodata: where the input has a nodata value, a nodata centre gives nodata;
 //! nodata neighbours (and, with `--border nodata`, pixels outside the raster)
@@ -17,14 +20,18 @@
 
 pub mod bilateral;
 pub mod border;
+pub mod color;
 pub mod conv;
+pub mod demosaic;
 pub mod device;
 pub mod engine;
 pub mod histogram;
+pub mod levels;
 pub mod median;
 pub mod oil;
 pub mod op;
 pub mod pixel;
+pub mod pyramid;
 pub mod scharr;
 pub mod strip;
 

@@ -2,17 +2,24 @@
 //!
 //! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
 //! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
-//! `oil:RADIUS:LEVELS[:MIN:MAX]`. A [`Chain`] needs a halo of the sum of
-//! its ops' radii; run on a tile, each op's output window shrinks by its
-//! radius, and at the raster's edge the border mode re-pads every
+//! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`, `gray`, `ycbcr`,
+//! `hsv`, `demosaic:PATTERN[:METHOD]` (level ops, which stand for one chain
+//! per level, are [`super::levels`]'s). A [`Chain`] maps a
+//! tile's output window back through its ops to the input window it needs
+//! (grown by each op's radius, or mapped between resolutions by the pyramid
+//! steps); run on a tile, each op's output window shrinks to what the next
+//! op reads, and at the raster's edge the border mode re-pads every
 //! intermediate, so a tiled chain equals the ops run one by one.
 
 use super::bilateral::{Bilateral, Distance};
 use super::border::{BorderMode, Win, pad};
+use super::color::Color;
 use super::conv::Conv;
+use super::demosaic::Demosaic;
 use super::median::Median;
 use super::oil::Oil;
 use super::pixel::{Bands, Pixel, Plane, SampleType};
+use super::pyramid::Pyr;
 use super::scharr::Scharr;
 use crate::bail;
 use crate::error::{Error, Result};
@@ -29,9 +36,15 @@ pub enum Op {
     Bilateral(Bilateral),
     Scharr(Scharr),
     Oil(Oil),
+    /// A change of resolution (`pyrdown`, `pyrup`).
+    Pyr(Pyr),
+    /// A colour conversion of the first three bands (`gray`, `ycbcr`, `hsv`).
+    Color(Color),
+    /// Bayer demosaicing of one band into R, G, B.
+    Demosaic(Demosaic),
 }
 
-const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX]";
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]";
 
 impl FromStr for Op {
     type Err = Error;
@@ -119,6 +132,31 @@ impl FromStr for Op {
                 };
                 Op::Oil(Oil::new(int(0)?, int(1)?, range)?)
             }
+            "pyrdown" | "pyrup" => {
+                max_args(0)?;
+                Op::Pyr(if name == "pyrdown" {
+                    Pyr::Down
+                } else {
+                    Pyr::Up
+                })
+            }
+            "gray" | "ycbcr" | "hsv" => {
+                max_args(0)?;
+                Op::Color(match name {
+                    "gray" => Color::Gray,
+                    "ycbcr" => Color::YCbCr,
+                    _ => Color::Hsv,
+                })
+            }
+            "demosaic" => {
+                if args.is_empty() || args.len() > 2 {
+                    bail!(
+                        format!("op '{spec}' needs PATTERN[:METHOD]"),
+                        hint = OPS_HINT
+                    );
+                }
+                Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
+            }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
@@ -133,6 +171,31 @@ impl Op {
             Op::Bilateral(b) => b.radius,
             Op::Scharr(s) => s.radius(),
             Op::Oil(o) => o.radius,
+            Op::Pyr(p) => p.radius(),
+            Op::Color(_) => 0,
+            Op::Demosaic(d) => d.radius(),
+        }
+    }
+
+    /// The pyramid step, for ops that change the resolution.
+    pub fn resampling(&self) -> Option<Pyr> {
+        match self {
+            Op::Pyr(p) => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// Output size for an input of `size`.
+    pub fn out_size(&self, size: (usize, usize)) -> (usize, usize) {
+        self.resampling().map_or(size, |p| p.out_size(size))
+    }
+
+    /// The input window (not clamped to the raster) that output window
+    /// `target` reads.
+    pub fn need(&self, target: Win) -> Win {
+        match self.resampling() {
+            Some(p) => p.need(target),
+            None => target.grow(self.radius()),
         }
     }
 
@@ -140,6 +203,8 @@ impl Op {
     pub fn out_bands(&self, bands: usize) -> usize {
         match self {
             Op::Scharr(_) => 2 * bands,
+            Op::Color(c) => c.out_bands(),
+            Op::Demosaic(_) => 3,
             _ => bands,
         }
     }
@@ -157,12 +222,49 @@ impl Op {
         match self {
             Op::Bilateral(b) => b.check(bands),
             Op::Oil(o) => o.check(t),
+            Op::Color(c) => c.check(bands, t),
+            Op::Demosaic(d) => d.check(bands, t),
             _ => Ok(()),
         }
     }
 
-    /// Runs the op on the host over bands padded by its radius. `reference`
-    /// forces the plain per-pixel path; nodata always takes it.
+    /// Whether the op reads its input window itself, mapping coordinates
+    /// its own way (pyramid steps, demosaicing), instead of a padded copy.
+    pub fn windowed(&self) -> bool {
+        matches!(self, Op::Pyr(_) | Op::Demosaic(_))
+    }
+
+    /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
+    /// `image`-sized raster) into window `target`; `None` for other ops.
+    /// `reference` forces the plain per-pixel path.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_window(
+        &self,
+        bands: &Bands,
+        have: Win,
+        image: (usize, usize),
+        target: Win,
+        border: BorderMode,
+        nd: Option<f64>,
+        reference: bool,
+    ) -> Option<Bands> {
+        Some(match self {
+            Op::Pyr(p) if reference => {
+                with_bands!(bands, q => Pixel::wrap(p.reference(q, have, image, target, border, nd)))
+            }
+            Op::Pyr(p) => {
+                with_bands!(bands, q => Pixel::wrap(p.apply(q, have, image, target, border, nd)))
+            }
+            Op::Demosaic(d) => {
+                with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, nd)))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Runs the op on the host over bands padded by its radius (a windowed
+    /// op takes the bands as the whole image, under reflect101).
+    /// `reference` forces the plain per-pixel path; nodata always takes it.
     pub fn apply_host(&self, input: &Bands, nd: Option<f64>, reference: bool) -> Bands {
         with_bands!(input, p => self.apply_typed(p, nd.and_then(Pixel::from_f64_exact), reference))
     }
@@ -180,6 +282,18 @@ impl Op {
             Op::Bilateral(b) => T::wrap(b.fast(p)),
             Op::Oil(o) if plain => T::wrap(o.reference(p, nd)),
             Op::Oil(o) => T::wrap(o.fast(p)),
+            Op::Color(c) if plain => T::wrap(c.reference(p, nd)),
+            Op::Color(c) => T::wrap(c.fast(p)),
+            Op::Pyr(_) | Op::Demosaic(_) => {
+                let size = p.first().map_or((0, 0), |b| (b.width, b.height));
+                let all = Win::new(0, 0, size.0, size.1);
+                let (ow, oh) = self.out_size(size);
+                let nd = nd.map(|v| v.to_f32() as f64);
+                let bands = T::wrap(p.to_vec());
+                let out = Win::new(0, 0, ow, oh);
+                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd, plain)
+                    .expect("pyramid and demosaic ops apply on windows")
+            }
         }
     }
 }
@@ -245,32 +359,83 @@ impl Chain {
         Ok(())
     }
 
-    /// Each op with the window its output covers on the tile `at` (the
-    /// tile's output grown by the radii of the ops after it, cut to the raster).
-    pub fn steps(&self, at: &TileAt) -> Vec<(&Op, Win)> {
-        let mut remaining = self.radius();
-        self.ops
-            .iter()
-            .map(|op| {
-                remaining -= op.radius();
-                (op, at.out.grow(remaining).clamp(at.image.0, at.image.1))
-            })
-            .collect()
+    /// The raster size before every op and after the last (`ops + 1` sizes).
+    pub fn sizes(&self, image: (usize, usize)) -> Vec<(usize, usize)> {
+        let mut sizes = vec![image];
+        for op in &self.ops {
+            sizes.push(op.out_size(sizes[sizes.len() - 1]));
+        }
+        sizes
     }
 
-    /// Runs the chain on one tile with `step`: `input` holds window `at.have`.
+    /// The output size for an input of `image`.
+    pub fn out_size(&self, image: (usize, usize)) -> (usize, usize) {
+        self.ops.iter().fold(image, |s, op| op.out_size(s))
+    }
+
+    /// Whether any op changes the resolution.
+    pub fn resamples(&self) -> bool {
+        self.ops.iter().any(|op| op.resampling().is_some())
+    }
+
+    /// Each op with the window its output covers on the tile `at` and the
+    /// size of its input raster: the tile's output mapped back through the
+    /// ops after it (each one's [`Op::need`]), cut to that op's raster.
+    pub fn steps(&self, at: &TileAt) -> Vec<Step<'_>> {
+        let sizes = self.sizes(at.image);
+        let mut target = at.out;
+        let mut steps: Vec<Step> = Vec::with_capacity(self.ops.len());
+        for (i, op) in self.ops.iter().enumerate().rev() {
+            steps.push(Step {
+                op,
+                target,
+                image: sizes[i],
+            });
+            target = op.need(target).clamp(sizes[i].0, sizes[i].1);
+        }
+        steps.reverse();
+        steps
+    }
+
+    /// The input window that output window `out` needs: [`Chain::steps`]
+    /// followed down to the input, cut to the `image` raster.
+    pub fn source_window(&self, out: Win, image: (usize, usize)) -> Win {
+        let sizes = self.sizes(image);
+        self.ops
+            .iter()
+            .enumerate()
+            .rev()
+            .fold(out, |t, (i, op)| op.need(t).clamp(sizes[i].0, sizes[i].1))
+    }
+
+    /// The geotransform of the output given the input's: pixel sizes scaled
+    /// and the origin moved by each pyramid step's [`Pyr::pixel_map`].
+    pub fn geo_transform(&self, gt: [f64; 6]) -> [f64; 6] {
+        self.ops.iter().filter_map(Op::resampling).fold(gt, |g, p| {
+            let (s, o) = p.pixel_map();
+            [
+                g[0] + o * (g[1] + g[2]),
+                g[1] * s,
+                g[2] * s,
+                g[3] + o * (g[4] + g[5]),
+                g[4] * s,
+                g[5] * s,
+            ]
+        })
+    }
+
+    /// Runs the chain on one tile with `step` (windowed ops run on the
+    /// host, by their plain references): `input` holds window `at.have`.
     pub fn run_tile(&self, input: Bands, at: &TileAt, step: &mut OpStep) -> Result<Bands> {
         let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
-        for (op, target) in self.steps(at) {
-            let padded = pad_bands(
-                &bands,
-                have,
-                at.image,
-                target.grow(op.radius()),
-                at.border,
-                nd,
-            );
+        for Step { op, target, image } in self.steps(at) {
             let in_type = bands.sample_type();
+            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
+                bands = out;
+                have = target;
+                continue;
+            }
+            let padded = pad_bands(&bands, have, image, target.grow(op.radius()), at.border, nd);
             bands = step(op, &padded, nd)?;
             if bands.sample_type() != in_type {
                 nd = nd.map(|_| f64::NAN);
@@ -289,8 +454,18 @@ impl Chain {
     }
 }
 
+/// One op of a chain on a tile: the window its output covers and the size
+/// of the raster it reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Step<'a> {
+    pub op: &'a Op,
+    pub target: Win,
+    pub image: (usize, usize),
+}
+
 /// Where a tile lies and what surrounds it: the input holds window `have`
-/// of a raster of `image` size; the result covers `out`.
+/// of a raster of `image` size; the result covers `out` (in the chain's
+/// output raster, whose size differs where the chain resamples).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TileAt {
     pub have: Win,
