@@ -217,6 +217,11 @@ impl std::str::FromStr for ClassWeights {
 }
 
 impl ClassWeights {
+    /// Whether no weight was given (every class weighs 1).
+    pub fn is_empty(&self) -> bool {
+        self.by_code.is_empty()
+    }
+
     pub fn weight(&self, code: u16) -> f64 {
         self.by_code
             .iter()

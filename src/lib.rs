@@ -21,6 +21,7 @@ pub mod gdal_errors;
 #[cfg(feature = "gdal")]
 pub mod image_raster;
 pub mod interrupt;
+pub mod job;
 pub mod kernel;
 pub mod limits;
 pub mod linalg;
