@@ -3,9 +3,10 @@
 # GDAL 3.6 (matches the gdal crate's prebuilt bindings), PoCL (an OpenCL CPU
 # device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
 # Debian's OpenCV for Python (the image filters are checked against it),
-# and numpy with GDAL's Python bindings (the fixtures' own generator).
+# numpy with GDAL's Python bindings (the fixtures' own generator), and
+# SLURM with munge (the batch job-array test on a one-node cluster).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

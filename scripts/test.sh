@@ -11,6 +11,11 @@ export MAPFILTER_REQUIRE_OPENCL=1
 export MAPFILTER_REQUIRE_OPENCV=1
 # Nor the fixture generator: python3-numpy and python3-gdal are installed above.
 export MAPFILTER_REQUIRE_PYTHON_GDAL=1
+# Nor the SLURM job-array test: slurm-wlm and munge are installed above, and
+# as root it brings up a one-node cluster (scripts/slurm-local.sh).
+if [ "$(id -u)" -eq 0 ]; then
+  export MAPFILTER_REQUIRE_SLURM=1
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

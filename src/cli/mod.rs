@@ -2,6 +2,8 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+#[cfg(feature = "gdal")]
+mod batch;
 mod bench;
 mod bench_filter;
 #[cfg(feature = "gdal")]
@@ -44,6 +46,9 @@ enum Command {
     /// Smooth a classified raster with a weighted class-histogram (majority) filter.
     #[cfg(feature = "gdal")]
     Smooth(Box<smooth::SmoothArgs>),
+    /// Smooth whole datasets: plan seam-free tasks, run them (resumable, sharded, SLURM arrays), report.
+    #[cfg(feature = "gdal")]
+    Batch(batch::BatchArgs),
     /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
     #[cfg(feature = "gdal")]
     Info(info::InfoArgs),
@@ -87,6 +92,8 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),
+        #[cfg(feature = "gdal")]
+        Command::Batch(args) => batch::run(args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]
