@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use gdal::Metadata;
 use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -290,32 +291,42 @@ fn a_corrupt_tile_fails_its_task_only() {
     let dir = tempfile::tempdir().unwrap();
     let map = map(dir.path(), (120, 90), Some(9), 5);
     let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
+    let whole = dir.path().join("whole.tif");
+    let opts = ["-k", "gaussian:1.5", "--device", "host"];
+    let mut args = vec![
+        "smooth",
+        map.to_str().unwrap(),
+        whole.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(opts);
+    mapfilter_ok(&args);
     let batch = dir.path().join("batch");
-    mapfilter_ok(&[
+    let mut args = vec![
         "batch",
         "plan",
         tiles.to_str().unwrap(),
         "--out",
         batch.to_str().unwrap(),
-        "-k",
-        "gaussian:1.5",
-        "--device",
-        "host",
-    ]);
+    ];
+    args.extend(opts);
+    mapfilter_ok(&args);
     // Corrupt one tile's pixels after planning (the header still reads).
     let bad = tiles.join("t_1_0.tif");
-    let len = std::fs::metadata(&bad).unwrap().len();
     let mut bytes = std::fs::read(&bad).unwrap();
-    let keep = (len as usize).min(400);
-    bytes.truncate(keep);
+    bytes.truncate(400);
     std::fs::write(&bad, &bytes).unwrap();
     let run = mapfilter(&["batch", "run", batch.to_str().unwrap()]);
-    assert!(!run.status.success());
+    assert_eq!(run.status.code(), Some(1));
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("1 task(s) failed: 2"), "{err}");
+    assert!(
+        err.contains("failed task 2") && err.contains("t_1_0.tif"),
+        "{err}"
+    );
+    // The neighbours are done, their halo over the bad tile taken as nodata.
     let outs = files_in(&batch.join("out"));
     assert_eq!(outs, ["t_0_0.tif", "t_0_1.tif", "t_1_1.tif"], "{err}");
-    // The report lists it; a second run leaves it failed without --retry-failed.
     mapfilter_ok(&["batch", "report", batch.to_str().unwrap()]);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
@@ -327,9 +338,12 @@ fn a_corrupt_tile_fails_its_task_only() {
             .unwrap()
             .ends_with("t_1_0.tif")
     );
+    assert_eq!(report["degraded"].as_array().unwrap().len(), 3, "{report}");
+    // A second run leaves it failed without --retry-failed.
     let again = mapfilter(&["batch", "run", batch.to_str().unwrap(), "-q"]);
-    assert!(!again.status.success());
-    // Repaired, --retry-failed finishes it.
+    assert_eq!(again.status.code(), Some(1));
+    // Repaired, --retry-failed redoes it and its neighbours: seam-free again.
+    std::fs::remove_dir_all(&tiles).unwrap();
     cut(&map, &[0, 60, 120], &[0, 50, 90]);
     mapfilter_ok(&[
         "batch",
@@ -338,7 +352,12 @@ fn a_corrupt_tile_fails_its_task_only() {
         "--retry-failed",
         "-q",
     ]);
-    assert_eq!(files_in(&batch.join("out")).len(), 4);
+    assert_mosaic_equals(&batch, &whole);
+    mapfilter_ok(&["batch", "report", batch.to_str().unwrap()]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["done"], 4);
+    assert_eq!(report["degraded"].as_array().unwrap().len(), 0);
 }
 
 #[test]
@@ -357,24 +376,14 @@ fn two_runs_at_once_write_every_output_once_and_complete() {
     let (a, b) = (spawn(), spawn());
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     assert!(a.status.success() && b.status.success());
-    let done = |o: &std::process::Output| -> usize {
-        let text = String::from_utf8_lossy(&o.stderr);
-        let line = text
+    // One line per task a run computed: every task was computed exactly once.
+    let computed = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stderr)
             .lines()
-            .find(|l| l.starts_with("batch:"))
-            .unwrap()
-            .to_string();
-        line.split(": ")
-            .nth(1)
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+            .filter(|l| l.contains(": done in "))
+            .count()
     };
-    // Every task was done by exactly one of the two.
-    assert_eq!(done(&a) + done(&b), 16);
+    assert_eq!(computed(&a) + computed(&b), 16);
     assert_eq!(outputs(&batch), outputs(&reference));
 }
 
@@ -401,4 +410,76 @@ fn shards_split_the_tasks() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("batch: 5 tasks in this share"), "{text}");
+}
+
+#[test]
+fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (600, 560), Some(9), 3);
+    let batch = dir.path().join("batch");
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        map.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+        "-k",
+        "gaussian:2",
+        "--method",
+        "dct5",
+        "--terms",
+        "1",
+        "--grid",
+        "2",
+        "--compare-with",
+        "naive",
+        "--device",
+        "host",
+    ]);
+    mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
+    let cog = dir.path().join("all.tif");
+    mapfilter_ok(&[
+        "batch",
+        "report",
+        batch.to_str().unwrap(),
+        "--cog",
+        cog.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["done"], 4);
+    assert_eq!(report["pixels_done"], 600 * 560);
+    let cmp = &report["comparison"];
+    let agreement = cmp["agreement"].as_f64().unwrap();
+    assert!(agreement > 0.5 && agreement <= 1.0, "{cmp}");
+    assert!(cmp["kappa"].as_f64().unwrap() <= 1.0);
+    // Every pixel valid in both is in the confusion.
+    let (_, _, data) = read_raster(&map);
+    let valid = data.iter().filter(|&&c| c != 9).count() as u64;
+    assert!(cmp["pixels"].as_u64().unwrap() <= 600 * 560);
+    assert!(
+        cmp["pixels"].as_u64().unwrap() >= valid - valid / 10,
+        "{cmp}"
+    );
+    let input_total: u64 = report["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["input_pixels"].as_u64().unwrap())
+        .sum();
+    assert_eq!(input_total, valid);
+    assert!(
+        std::fs::read_to_string(batch.join("report.html"))
+            .unwrap()
+            .contains("kappa")
+    );
+    // The outputs' mosaic and the COG hold the same pixels.
+    let (w, h, joined) = read_raster(&batch.join("mosaic.vrt"));
+    assert_eq!((w, h), (600, 560));
+    assert_eq!(read_raster(&cog).2, joined);
+    let ds = gdal::Dataset::open(&cog).unwrap();
+    assert_eq!(
+        ds.metadata_item("LAYOUT", "IMAGE_STRUCTURE").as_deref(),
+        Some("COG")
+    );
 }

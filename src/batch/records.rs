@@ -39,6 +39,11 @@ pub struct DoneRecord {
     pub output_nodata: Option<u16>,
     /// Against the exact baseline, when the plan asked for it.
     pub comparison: Option<Comparison>,
+    /// Neighbouring inputs that could not be read: the halo from them was
+    /// taken as nodata, so this output's edge may differ from a run over
+    /// the whole mosaic. `--retry-failed` runs such tasks again.
+    #[serde(default)]
+    pub missing_halo: Vec<PathBuf>,
 }
 
 /// A confusion matrix of one task against the exact baseline: counts of
@@ -119,22 +124,33 @@ impl State {
     }
 
     /// Claims `task` for this process: `None` when a live run holds it.
+    ///
+    /// The claim is written whole to a file of its own, then hard-linked to
+    /// its name: the link is the atomic create (it fails if the name
+    /// exists, also over NFS), and a claim is never seen half written.
     pub fn claim(&self, task: usize) -> Result<Option<Claim>> {
         let path = self.file(task, "claim");
         for _ in 0..2 {
             let token = ClaimToken::mine();
-            match std::fs::OpenOptions::new()
+            let draft = self.dir.join(format!(
+                "task-{task}.claim.draft.{}.{}",
+                token.pid, token.nonce
+            ));
+            let text = serde_json::to_string(&token).unwrap_or_default();
+            let written = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    let text = serde_json::to_string(&token).unwrap_or_default();
-                    f.write_all(text.as_bytes())
-                        .and_then(|()| f.sync_all())
-                        .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
-                    return Ok(Some(Claim { path, token }));
-                }
+                .open(&draft)
+                .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&draft);
+                return Err(Error::new(format!("cannot claim {}: {e}", path.display()))
+                    .hint("the batch directory must be writable"));
+            }
+            let linked = std::fs::hard_link(&draft, &path);
+            let _ = std::fs::remove_file(&draft);
+            match linked {
+                Ok(()) => return Ok(Some(Claim { path, token })),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if !self.take_over_stale(&path) {
                         return Ok(None);
@@ -147,6 +163,34 @@ impl State {
             }
         }
         Ok(None)
+    }
+
+    /// Removes drafts of claims left by processes of this host that died
+    /// between writing and linking them.
+    pub fn sweep_drafts(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in entries.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.contains(".claim.draft.") {
+                continue;
+            }
+            // A draft that does not read yet may be being written: only an
+            // old one is a leftover.
+            let dead = match read_token(&e.path()) {
+                Some(t) => !t.is_alive(),
+                None => e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 60),
+            };
+            if dead {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 
     /// Removes the claim at `path` if its process is gone; true if removed.

@@ -21,6 +21,10 @@ pub struct BatchReport {
     pub done: usize,
     pub failed: Vec<FailedTask>,
     pub pending: Vec<usize>,
+    /// Done, but without the halo of inputs that could not be read (their
+    /// edges may differ from a run over the whole mosaic until run again
+    /// with `--retry-failed`).
+    pub degraded: Vec<DegradedTask>,
     /// Pixels of the finished tasks' outputs.
     pub pixels_done: u64,
     /// Sum of the finished tasks' wall times.
@@ -39,6 +43,12 @@ pub struct FailedTask {
     pub task: usize,
     pub input: PathBuf,
     pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DegradedTask {
+    pub task: usize,
+    pub missing_halo: Vec<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -89,6 +99,14 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             pending.push(task.id);
         }
     }
+    let degraded = done
+        .iter()
+        .filter(|r| !r.missing_halo.is_empty())
+        .map(|r| DegradedTask {
+            task: r.task,
+            missing_halo: r.missing_halo.clone(),
+        })
+        .collect();
     let pixels_done = done.iter().map(|r| r.pixels).sum();
     let task_seconds: f64 = done.iter().map(|r| r.seconds).sum();
     let mut slowest: Vec<TaskTime> = done
@@ -149,6 +167,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         done: done.len(),
         failed,
         pending,
+        degraded,
         pixels_done,
         task_seconds,
         megapixels_per_second: pixels_done as f64 / task_seconds.max(1e-9) / 1e6,
@@ -299,6 +318,22 @@ fn html(r: &BatchReport) -> String {
             })
             .collect();
         body += &page::table(&["task", "input", "error"], &rows);
+    }
+    if !r.degraded.is_empty() {
+        body += "<h2>Tasks done without part of their halo</h2><p>Their edges may differ from a run over the whole mosaic; run again with <code>--retry-failed</code> once the inputs read.</p>";
+        let rows: Vec<Vec<String>> = r
+            .degraded
+            .iter()
+            .map(|d| {
+                let missing: Vec<String> = d
+                    .missing_halo
+                    .iter()
+                    .map(|p| page::escape(&p.display().to_string()))
+                    .collect();
+                vec![d.task.to_string(), missing.join("<br>")]
+            })
+            .collect();
+        body += &page::table(&["task", "unreadable neighbours"], &rows);
     }
     if let Some(c) = &r.comparison {
         body += &format!(

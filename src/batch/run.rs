@@ -135,11 +135,17 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let settings = plan.options.settings()?;
     let method = settings.method.build(&settings.kernel)?;
     let state = State::open(req.dir)?;
+    state.sweep_drafts();
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
+    let finished = |task: &Task| {
+        state
+            .done_and_intact(task)
+            .is_some_and(|rec| !(req.retry_failed && !rec.missing_halo.is_empty()))
+    };
     for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
         summary.selected += 1;
-        if state.done_and_intact(task).is_some() {
+        if finished(task) {
             summary.already_done += 1;
         } else if let (false, Some(f)) = (req.retry_failed, state.failed(task.id)) {
             summary.failed.push((task.id, f.error));
@@ -156,6 +162,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         settings: &settings,
         method: method.as_ref(),
         state: &state,
+        finished: &finished,
     };
     std::thread::scope(|scope| {
         for _ in 0..req.jobs.clamp(1, todo.len().max(1)) {
@@ -205,6 +212,8 @@ struct Context<'a> {
     settings: &'a Settings,
     method: &'a dyn ClassSmoother,
     state: &'a State,
+    /// Whether a task counts as finished (its output matches its record).
+    finished: &'a (dyn Fn(&Task) -> bool + Sync),
 }
 
 impl Context<'_> {
@@ -215,7 +224,7 @@ impl Context<'_> {
             Err(e) => return Outcome::Failed(e.to_string()),
         };
         // Another run may have finished it between the check and the claim.
-        if self.state.done_and_intact(task).is_some() {
+        if (self.finished)(task) {
             return Outcome::AlreadyDone;
         }
         let outcome = match self.run_task(task) {
@@ -243,8 +252,34 @@ impl Context<'_> {
         let mosaic = &self.plan.mosaics[task.mosaic];
         let output = self.dir.join(&task.output);
         let spec = self.spec(mosaic, task, &output)?;
-        let done = job::run(&spec, self.method, &mut Silent)
-            .map_err(|e| e.context(format!("task {}", task.id)))?;
+        let mut missing_halo = Vec::new();
+        let done = match job::run(&spec, self.method, &mut Silent) {
+            Ok(done) => done,
+            Err(e) => {
+                // A neighbour that cannot be read fails this task only if
+                // its halo cannot be taken as nodata instead.
+                let bad = self.unreadable_neighbours(mosaic, task);
+                if bad.is_empty() || mosaic.classes.nodata.is_none() {
+                    let e = match bad.first() {
+                        Some(b) => e.hint(format!(
+                            "its halo reaches {}, which cannot be read (and the mosaic has no nodata to stand in)",
+                            b.display()
+                        )),
+                        None => e,
+                    };
+                    return Err(e.context(format!("task {}", task.id)));
+                }
+                let vrt = self.vrt_without(mosaic, task, &bad)?;
+                let spec = SmoothSpec {
+                    input: vrt.clone(),
+                    ..spec
+                };
+                let done = job::run(&spec, self.method, &mut Silent);
+                let _ = std::fs::remove_file(&vrt);
+                missing_halo = bad;
+                done.map_err(|e| e.context(format!("task {}", task.id)))?
+            }
+        };
         let engine_seconds = done.stats.wall.as_secs_f64();
         // The window in the source's pixels.
         let offset = (mosaic.width - mosaic.output_width) / 2;
@@ -279,7 +314,83 @@ impl Context<'_> {
             nodata: mosaic.classes.nodata,
             output_nodata: done.job.output_nodata,
             comparison,
+            missing_halo,
         })
+    }
+
+    /// The task's window in the mosaic's pixels, with the kernel's halo.
+    fn view(&self, mosaic: &MosaicPlan, task: &Task) -> Rect {
+        let offset = (mosaic.width - mosaic.output_width) / 2;
+        let r = self.settings.kernel.radius();
+        let [x, y, w, h] = task.window;
+        let (x, y) = (x + offset, y + offset);
+        let (x0, y0) = (x.saturating_sub(r), y.saturating_sub(r));
+        let x1 = (x + w + r).min(mosaic.width);
+        let y1 = (y + h + r).min(mosaic.height);
+        Rect::new(x0, y0, x1 - x0, y1 - y0)
+    }
+
+    /// Other inputs of the mosaic under the task's halo whose pixels there
+    /// cannot be read (the task's own input is the task's own failure).
+    fn unreadable_neighbours(&self, mosaic: &MosaicPlan, task: &Task) -> Vec<std::path::PathBuf> {
+        if mosaic.members.len() < 2 || !readable(&task.input, None) {
+            return Vec::new();
+        }
+        let view = self.view(mosaic, task);
+        mosaic
+            .members
+            .iter()
+            .filter(|m| m.path != task.input)
+            .filter_map(|m| {
+                let x0 = view.x.max(m.x);
+                let y0 = view.y.max(m.y);
+                let x1 = (view.x + view.width).min(m.x + m.width);
+                let y1 = (view.y + view.height).min(m.y + m.height);
+                (x0 < x1 && y0 < y1).then(|| (m, Rect::new(x0 - m.x, y0 - m.y, x1 - x0, y1 - y0)))
+            })
+            .filter(|(m, part)| !readable(&m.path, Some(*part)))
+            .map(|(m, _)| m.path.clone())
+            .collect()
+    }
+
+    /// A VRT of the mosaic without `bad` (their pixels read as nodata).
+    fn vrt_without(
+        &self,
+        mosaic: &MosaicPlan,
+        task: &Task,
+        bad: &[std::path::PathBuf],
+    ) -> Result<std::path::PathBuf> {
+        let members: Vec<_> = mosaic
+            .members
+            .iter()
+            .filter(|m| !bad.contains(&m.path))
+            .cloned()
+            .collect();
+        let mut info = super::mosaic::read_infos(std::slice::from_ref(&task.input))?
+            .pop()
+            .ok_or_else(|| Error::new("no input to describe"))?;
+        info.nodata = mosaic.classes.nodata.map(f64::from);
+        let g = mosaic.output_geo_transform;
+        let offset = ((mosaic.width - mosaic.output_width) / 2) as f64;
+        let gt = [
+            g[0] - offset * g[1],
+            g[1],
+            g[2],
+            g[3] - offset * g[5],
+            g[4],
+            g[5],
+        ];
+        let xml = super::mosaic::vrt_xml(&members, (mosaic.width, mosaic.height), gt, &info);
+        let path = self
+            .dir
+            .join("state")
+            .join(format!("task-{}.halo.vrt", task.id));
+        let path = std::path::absolute(&path).unwrap_or(path);
+        crate::output::text::write(
+            &crate::output::Destination::File(Target::check(&path, true, &[])?),
+            &xml,
+        )?;
+        Ok(path)
     }
 
     fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
@@ -337,6 +448,15 @@ impl Context<'_> {
         let _ = std::fs::remove_file(&scratch);
         result
     }
+}
+
+/// Whether `part` of the raster at `path` (all of it when `None`) reads.
+fn readable(path: &Path, part: Option<Rect>) -> bool {
+    let Ok(mut raster) = ClassRaster::open_without_projection(path) else {
+        return false;
+    };
+    let part = part.unwrap_or(Rect::new(0, 0, raster.meta.width, raster.meta.height));
+    count(&mut raster, part).is_ok()
 }
 
 /// Rows of `window` read from both rasters, in strips.

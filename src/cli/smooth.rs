@@ -115,7 +115,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let report = args
         .report
         .as_deref()
-        .map(|p| super::compare::ReportTarget::check(p, &target, overwrite, &args.input))
+        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &args.input))
         .transpose()?;
     let spec = SmoothSpec {
         input: args.input.clone(),
@@ -134,7 +134,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let done = job::run(&spec, method.as_ref(), &mut observer)?;
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
     if let Some(report) = &report {
-        let run = super::compare::SmoothRun {
+        let run = crate::job::compare::SmoothRun {
             input: &args.input,
             output: &args.output,
             job: &job,
@@ -143,7 +143,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             stats: &stats,
             quiet: args.quiet,
         };
-        super::compare::smooth_report(&run, report)?;
+        crate::job::compare::smooth_report(&run, report)?;
     }
     if !args.quiet {
         let k = job.kernel.size();

@@ -5,4 +5,6 @@
 //! turns clap structs into jobs; `batch` runs many of them.
 
 #[cfg(feature = "gdal")]
+pub mod compare;
+#[cfg(feature = "gdal")]
 pub mod smooth;
