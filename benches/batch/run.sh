@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
 exe=$(realpath target/release/mapfilter)
+# Debian's python3 has GDAL's bindings and numpy (a pyenv python may not).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 map=data/modis_igbp_2019_2048.tif
@@ -44,7 +47,7 @@ r=$(printf '%s\n' "${rerun_t[@]}" | median)
 # The batch's outputs equal the whole map's smooth (checked, not timed).
 "$exe" batch report "$work/b" >/dev/null
 gdal_translate -q "$work/b/mosaic.vrt" "$work/joined.tif"
-cmp_pixels=$(python3 - "$work/whole.tif" "$work/joined.tif" <<'PY'
+cmp_pixels=$("$py" - "$work/whole.tif" "$work/joined.tif" <<'PY'
 import sys
 from osgeo import gdal
 a = gdal.Open(sys.argv[1]).ReadAsArray(); b = gdal.Open(sys.argv[2]).ReadAsArray()
@@ -54,7 +57,7 @@ PY
 
 # 2,651 stand-in tiles (64x64 Byte, nodata 0) on one grid, 51 x 52 less one.
 mkdir -p "$work/many"
-python3 - "$work/many" <<'PY'
+"$py" - "$work/many" <<'PY'
 import sys, numpy as np
 from osgeo import gdal, osr
 out = sys.argv[1]
@@ -80,7 +83,7 @@ for i in $(seq "$rounds"); do
   plan_t+=("$(secs "$exe" batch plan "$work/many" --out "$work/p" -k gaussian:2)")
 done
 p=$(median < <(printf '%s\n' "${plan_t[@]}"))
-tasks=$(python3 -c "import json,sys; print(len(json.load(open('$work/p/plan.json'))['tasks']))")
+tasks=$("$py" -c "import json,sys; print(len(json.load(open('$work/p/plan.json'))['tasks']))")
 
 ratio=$(awk -v b="$b" -v s="$s" 'BEGIN { print b / s }')
 printf '| MODIS 2048² (%s), 16 tiles: `batch plan` + `batch run` | %.3f s | one `smooth`: %.3f s | %.2f× (target ≤ 1.2×); joined outputs %s to smooth |\n' "${opts[*]}" "$b" "$s" "$ratio" "$cmp_pixels"

@@ -214,6 +214,11 @@ impl Plan {
         Ok(plan)
     }
 
+    /// A checksum of everything the plan says (options, mosaics, tasks).
+    pub fn fingerprint(&self) -> u32 {
+        crc32fast::hash(serde_json::to_string(self).unwrap_or_default().as_bytes())
+    }
+
     /// Plans the batch and writes its files into the directory.
     pub fn make(req: &PlanRequest) -> Result<Plan> {
         let settings = req.options.settings()?;

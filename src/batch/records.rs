@@ -23,6 +23,10 @@ pub type Counts = Vec<(u16, u64)>;
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct DoneRecord {
     pub task: usize,
+    /// The plan it was done under ([`super::plan::Plan::fingerprint`]): a
+    /// record of an earlier plan in the same directory never counts.
+    #[serde(default)]
+    pub plan: u32,
     pub output: PathBuf,
     pub size: u64,
     pub crc32: u32,
@@ -59,6 +63,8 @@ pub struct Comparison {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FailedRecord {
     pub task: usize,
+    #[serde(default)]
+    pub plan: u32,
     pub error: String,
     pub host: String,
 }
@@ -92,18 +98,22 @@ impl State {
         serde_json::from_str(&text).ok()
     }
 
-    /// The task's done record if its output still matches it.
-    pub fn done_and_intact(&self, task: &Task) -> Option<DoneRecord> {
-        let rec = self.done(task.id)?;
+    /// The task's done record if it is of plan `plan` and its output
+    /// still matches it.
+    pub fn done_and_intact(&self, task: &Task, plan: u32) -> Option<DoneRecord> {
+        let rec = self.done(task.id).filter(|r| r.plan == plan)?;
         let path = self.batch.join(&task.output);
         let size = std::fs::metadata(&path).ok()?.len();
         (size == rec.size && rec.output == task.output && checksum(&path).ok()? == rec.crc32)
             .then_some(rec)
     }
 
-    pub fn failed(&self, task: usize) -> Option<FailedRecord> {
+    /// The task's failure under plan `plan`, if it has one.
+    pub fn failed(&self, task: usize, plan: u32) -> Option<FailedRecord> {
         let text = std::fs::read_to_string(self.file(task, "failed.json")).ok()?;
-        serde_json::from_str(&text).ok()
+        serde_json::from_str(&text)
+            .ok()
+            .filter(|r: &FailedRecord| r.plan == plan)
     }
 
     pub fn write_done(&self, rec: &DoneRecord) -> Result<()> {

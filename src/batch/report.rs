@@ -83,13 +83,14 @@ pub struct DatasetComparison {
 /// Sums the records of the batch in `dir`.
 pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     let state = State::open(dir)?;
+    let fingerprint = plan.fingerprint();
     let mut failed = Vec::new();
     let mut pending = Vec::new();
     let mut done = Vec::new();
     for task in &plan.tasks {
-        if let Some(rec) = state.done_and_intact(task) {
+        if let Some(rec) = state.done_and_intact(task, fingerprint) {
             done.push(rec);
-        } else if let Some(f) = state.failed(task.id) {
+        } else if let Some(f) = state.failed(task.id, fingerprint) {
             failed.push(FailedTask {
                 task: task.id,
                 input: task.input.clone(),
@@ -219,11 +220,12 @@ fn mosaic_name(m: usize) -> PathBuf {
 pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchReport> {
     let report = summarise(dir, plan)?;
     let state = State::open(dir)?;
+    let fingerprint = plan.fingerprint();
     for (m, mosaic) in plan.mosaics.iter().enumerate() {
         let members: Vec<Member> = plan
             .tasks
             .iter()
-            .filter(|t| t.mosaic == m && state.done(t.id).is_some())
+            .filter(|t| t.mosaic == m && state.done_and_intact(t, fingerprint).is_some())
             .map(|t| Member {
                 path: std::path::absolute(dir.join(&t.output)).unwrap_or(dir.join(&t.output)),
                 x: t.window[0],

@@ -136,18 +136,19 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let method = settings.method.build(&settings.kernel)?;
     let state = State::open(req.dir)?;
     state.sweep_drafts();
+    let fingerprint = plan.fingerprint();
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
     let finished = |task: &Task| {
         state
-            .done_and_intact(task)
+            .done_and_intact(task, fingerprint)
             .is_some_and(|rec| !(req.retry_failed && !rec.missing_halo.is_empty()))
     };
     for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
         summary.selected += 1;
         if finished(task) {
             summary.already_done += 1;
-        } else if let (false, Some(f)) = (req.retry_failed, state.failed(task.id)) {
+        } else if let (false, Some(f)) = (req.retry_failed, state.failed(task.id, fingerprint)) {
             summary.failed.push((task.id, f.error));
         } else {
             todo.push(task);
@@ -163,6 +164,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         method: method.as_ref(),
         state: &state,
         finished: &finished,
+        fingerprint,
     };
     std::thread::scope(|scope| {
         for _ in 0..req.jobs.clamp(1, todo.len().max(1)) {
@@ -214,6 +216,7 @@ struct Context<'a> {
     state: &'a State,
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
+    fingerprint: u32,
 }
 
 impl Context<'_> {
@@ -236,6 +239,7 @@ impl Context<'_> {
                 let error = e.to_string();
                 let _ = self.state.write_failed(&FailedRecord {
                     task: task.id,
+                    plan: self.fingerprint,
                     error: error.clone(),
                     host: hostname(),
                 });
@@ -300,6 +304,7 @@ impl Context<'_> {
         };
         Ok(DoneRecord {
             task: task.id,
+            plan: self.fingerprint,
             output: task.output.clone(),
             size: std::fs::metadata(&output)
                 .map_err(|e| Error::new(format!("{}: {e}", output.display())))?
