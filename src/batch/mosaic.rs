@@ -80,7 +80,9 @@ pub struct Group {
 
 /// Groups `infos` by grid, in order of first appearance.
 pub fn group(infos: &[InputInfo]) -> Vec<Group> {
-    let mut groups: Vec<(InputInfo, Vec<(usize, i64, i64)>)> = Vec::new();
+    // Per group: its first input, and each member's index and pixel offset.
+    type Offsets = Vec<(usize, i64, i64)>;
+    let mut groups: Vec<(InputInfo, Offsets)> = Vec::new();
     for (i, info) in infos.iter().enumerate() {
         let found = groups.iter_mut().find_map(|(first, members)| {
             lattice_offset(first, info).map(|(dx, dy)| (members, dx, dy))

@@ -142,7 +142,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let finished = |task: &Task| {
         state
             .done_and_intact(task, fingerprint)
-            .is_some_and(|rec| !(req.retry_failed && !rec.missing_halo.is_empty()))
+            .is_some_and(|rec| !req.retry_failed || rec.missing_halo.is_empty())
     };
     for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
         summary.selected += 1;

@@ -261,8 +261,15 @@ fn smooth_into(
             inner: &mut output,
             crop,
         };
+        // Engine tiles of about the asked side that split the view evenly:
+        // a view one halo larger than `--tile` runs as one tile, not one
+        // tile and three slivers. Exact methods give the same pixels for
+        // any tile side.
+        let side = view.width.max(view.height);
+        let tiles = ((side as f64 / spec.tile.max(1) as f64).round() as usize).max(1);
         let windowed = SmoothJob {
             border: Border::Same,
+            tile: side.div_ceil(tiles),
             ..job.clone()
         };
         engine::smooth(&mut source, &mut sink, &windowed, method, &progress)?
