@@ -175,14 +175,18 @@ impl State {
         Ok(None)
     }
 
-    /// Removes drafts of claims left by processes of this host that died
-    /// between writing and linking them.
-    pub fn sweep_drafts(&self) {
+    /// Removes claims and drafts of claims left by processes of this host
+    /// that died (a claim of a task whose record was written just before).
+    pub fn sweep_leftovers(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
         for e in entries.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".claim") {
+                self.take_over_stale(&e.path());
+                continue;
+            }
             if !name.contains(".claim.draft.") {
                 continue;
             }

@@ -135,7 +135,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let settings = plan.options.settings()?;
     let method = settings.method.build(&settings.kernel)?;
     let state = State::open(req.dir)?;
-    state.sweep_drafts();
+    state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
