@@ -4,10 +4,11 @@
 # device everywhere), the OpenCL loader, clinfo, the GDAL command-line tools,
 # Debian's OpenCV for Python (the image filters are checked against it),
 # numpy with GDAL's Python bindings and tools (the fixtures' own generator;
-# the sieve is checked against gdal_sieve.py), and QGIS with its Python
-# bindings (the QGIS Processing provider's test).
+# the sieve is checked against gdal_sieve.py), QGIS with its Python bindings
+# (the QGIS Processing provider's test), and SLURM with munge (the batch
+# job-array test on a one-node cluster).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -217,6 +217,19 @@ impl std::str::FromStr for ClassWeights {
 }
 
 impl ClassWeights {
+    /// Whether every weight given is an integer (quantised as it is, so the
+    /// classes present do not matter).
+    pub fn is_integral(&self) -> bool {
+        self.by_code
+            .iter()
+            .all(|(_, w)| w.fract() == 0.0 && *w <= u32::MAX as f64)
+    }
+
+    /// Whether no weight was given (every class weighs 1).
+    pub fn is_empty(&self) -> bool {
+        self.by_code.is_empty()
+    }
+
     pub fn weight(&self, code: u16) -> f64 {
         self.by_code
             .iter()

@@ -7,6 +7,8 @@
 //! host reference per method); [`engine`] drives tiles through a method with
 //! bounded memory; [`raster`] reads and writes GDAL rasters; [`cli`] is glue.
 
+#[cfg(feature = "gdal")]
+pub mod batch;
 pub mod classes;
 pub mod cli;
 pub mod cpu;
@@ -21,6 +23,7 @@ pub mod gdal_errors;
 #[cfg(feature = "gdal")]
 pub mod image_raster;
 pub mod interrupt;
+pub mod job;
 pub mod kernel;
 pub mod limits;
 pub mod linalg;

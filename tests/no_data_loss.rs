@@ -112,7 +112,10 @@ fn writers(out: &Path) -> Vec<(&'static str, Vec<String>)> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     vec![
         ("smooth", s(&["smooth", MODIS, &o, "-k", "box:3", "-q"])),
-        ("smooth --mmu", s(&["smooth", MODIS, &o, "-k", "box:3", "--mmu", "20", "-q"])),
+        (
+            "smooth --mmu",
+            s(&["smooth", MODIS, &o, "-k", "box:3", "--mmu", "20", "-q"]),
+        ),
         ("sieve", s(&["sieve", MODIS, &o, "-s", "10", "-q"])),
         ("filter", s(&["filter", PHOTO, &o, "--op", "box:3", "-q"])),
         (

@@ -2,6 +2,8 @@
 //! Subcommands parse and check options into typed values, then call the
 //! library; they print results and turn errors into one line and an exit code.
 
+#[cfg(feature = "gdal")]
+mod batch;
 mod bench;
 mod bench_filter;
 #[cfg(feature = "gdal")]
@@ -49,6 +51,9 @@ enum Command {
     /// Minimum mapping unit: merge polygons smaller than a threshold into their largest neighbour (as gdal_sieve.py).
     #[cfg(feature = "gdal")]
     Sieve(sieve::SieveArgs),
+    /// Smooth whole datasets: plan seam-free tasks, run them (resumable, sharded, SLURM arrays), report.
+    #[cfg(feature = "gdal")]
+    Batch(batch::BatchArgs),
     /// Describe a raster: size, georeferencing, nodata, classes present with pixel counts.
     #[cfg(feature = "gdal")]
     Info(info::InfoArgs),
@@ -94,6 +99,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Smooth(args) => smooth::run(*args),
         #[cfg(feature = "gdal")]
         Command::Sieve(args) => sieve::run(args),
+        Command::Batch(args) => batch::run(args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),
         #[cfg(feature = "gdal")]

@@ -4,20 +4,19 @@ use super::compress_args::CompressArgs;
 use super::fast_args::FastArgs;
 use super::output_args::OverwriteArg;
 use super::timings::Timings;
-use crate::classes::{ClassTable, ClassWeights};
-use crate::deferred_output::DeferredOutput;
+use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
-use crate::engine::{self, RunStats, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::Result;
-use crate::kernel::{Kernel, KernelSpec};
+use crate::job::smooth::{self as job, Classes, MethodChoice, Observer, SmoothSpec};
+use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
-use crate::method::select::smoother_for;
+use crate::method::select::FastOptions;
 use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{ClassRaster, ClassType, OutputSpec};
 use clap::{Args, ValueEnum};
-use gdal::raster::GdalDataType;
 use std::path::PathBuf;
+use std::time::Instant;
 use tiles::Border;
 
 #[derive(Args, Debug)]
@@ -90,52 +89,67 @@ impl From<BorderArg> for Border {
 }
 
 pub fn run(args: SmoothArgs) -> Result<()> {
-    let mut timings = Timings::new(args.timings);
+    let mut observer = CliObserver {
+        timings: Timings::new(args.timings),
+        quiet: args.quiet,
+        explain: args
+            .explain
+            .then(|| (args.fast.method.clone(), args.variant.clone())),
+        device: DeviceChoice::Auto,
+        options: args.fast.options(),
+    };
     let kernel = args
         .kernel
         .parse::<KernelSpec>()?
         .with_size(args.size)?
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
-    let device = DeviceChoice::from_arg(args.device.as_deref())?;
-    let method = smoother_for(
-        &args.fast.method,
-        device,
-        args.variant.as_deref(),
-        &kernel,
-        &args.fast.options(),
-    )?;
+    let choice = MethodChoice {
+        name: args.fast.method.clone(),
+        device: DeviceChoice::from_arg(args.device.as_deref())?,
+        variant: args.variant.clone(),
+        options: args.fast.options(),
+    };
+    observer.device = choice.device;
+    let method = choice.build(&kernel)?;
     let overwrite = args.overwrite.overwrite;
     let target = Target::check(&args.output, overwrite, &[&args.input])?;
     let report = args
         .report
         .as_deref()
-        .map(|p| super::compare::ReportTarget::check(p, &target, overwrite, &args.input))
+        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &args.input))
         .transpose()?;
     let mmu = args.mmu.plan(&args.input, &target)?;
-    timings.stage("setup");
-    let ((width, height), job, stats) = std::thread::scope(|scope| {
-        // The output's own thread reads the input's coordinate system and
-        // makes the output (see `DeferredOutput`) while this one goes on.
-        let output = DeferredOutput::spawn(scope, mmu.target().clone(), args.input.clone());
-        let tile = args
+    let spec = SmoothSpec {
+        input: args.input.clone(),
+        target: mmu.target().clone(),
+        kernel,
+        weights,
+        border: args.border.into(),
+        fill_nodata: args.fill_nodata,
+        tile: args
             .tile
-            .unwrap_or_else(|| engine::default_tile(method.as_ref()));
-        let how = (kernel, &weights, device, method.as_ref(), tile);
-        smooth_into(&args, how, output, &mut timings)
-    })?;
+            .unwrap_or_else(|| engine::default_tile(method.as_ref())),
+        compression: args.compression.compression()?,
+        classes: Classes::Auto {
+            need_present: args.report.is_some() || args.explain,
+        },
+        window: None,
+    };
+    let done = job::run(&spec, method.as_ref(), &mut observer)?;
+    let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
     mmu.apply(&target, args.compression.compression()?, args.quiet)?;
     if let Some(report) = &report {
-        let run = super::compare::SmoothRun {
+        let run = crate::job::compare::SmoothRun {
             input: &args.input,
             output: &args.output,
             job: &job,
             method: method.as_ref(),
-            method_label: &format!("{}@{device}", args.fast.method),
+            method_label: &choice.label(),
             stats: &stats,
             quiet: args.quiet,
         };
-        super::compare::smooth_report(&run, report)?;
+        crate::job::compare::smooth_report(&run, report)?;
     }
     if !args.quiet {
         let k = job.kernel.size();
@@ -154,123 +168,54 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     Ok(())
 }
 
-/// Opens the input, finds its classes, smooths it into `output` (handing
-/// it its spec as soon as that is known) and finishes the output: the
-/// output size, the job and the engine's figures.
-fn smooth_into(
-    args: &SmoothArgs,
-    (kernel, weights, device, method, tile): (
-        Kernel,
-        &ClassWeights,
-        DeviceChoice,
-        &dyn ClassSmoother,
-        usize,
-    ),
-    mut output: DeferredOutput,
-    timings: &mut Timings,
-) -> Result<((usize, usize), SmoothJob, RunStats)> {
-    let mut input = ClassRaster::open_without_projection(&args.input)?;
-    timings.stage("open");
-    let border: Border = args.border.into();
-    let grid = engine::tile_grid(input.meta.width, input.meta.height, &kernel, border, tile)?;
-    let (width, height) = grid.output_size();
-    let spec = OutputSpec {
-        width,
-        height,
-        bands: 1,
-        data_type: match input.class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: input.meta.shifted_transform(grid.offset()),
-        projection: String::new(),
-        nodata: None,
-        colors: input.meta.colors.clone(),
-        category_names: input.meta.category_names.clone(),
-        compression: args.compression.compression()?,
-    };
-    let with_nodata = |nodata: Option<u16>| OutputSpec {
-        nodata: nodata.map(f64::from),
-        ..spec.clone()
-    };
-    // The output's nodata is the input's where it has one, so the output
-    // can be made while the classes are scanned.
-    let input_nodata = input.nodata_code();
-    if input_nodata.is_some() {
-        output.make(with_nodata(input_nodata));
-    }
-    let progress = Progress::new(args.quiet, "smooth");
-    let max_code = input.class_type.max_code();
-    let classes = if scan_first(args, &input) {
-        let classes = input.scan_classes(&progress)?;
-        timings.stage("scan");
-        classes
-    } else {
-        let classes = ClassTable::every_code(max_code, input_nodata)?;
-        timings.stage("classes");
-        classes
-    };
-    let output_nodata = classes.output_nodata(max_code);
-    output.make(with_nodata(output_nodata));
-    let job = SmoothJob {
-        class_weights: weights.quantise(&classes),
-        output_nodata,
-        kernel,
-        classes,
-        border,
-        fill_nodata: args.fill_nodata,
-        tile,
-    };
-    if args.explain {
-        eprintln!("{}", explain(args, &job, device, method)?);
-    }
-    let stats = engine::smooth(&mut input, &mut output, &job, method, &progress)?;
-    timings.stage("engine");
-    let (made_from, made_to) = output.finish()?;
-    timings.stage("finish");
-    timings.background("output", made_from, made_to);
-    Ok(((width, height), job, stats))
+/// The command line's view of a smoothing job: `--timings` lines, the
+/// progress bar unless `--quiet`, and `--explain`'s text.
+struct CliObserver {
+    timings: Timings,
+    quiet: bool,
+    /// `--explain`: the method and variant as named.
+    explain: Option<(String, Option<String>)>,
+    device: DeviceChoice,
+    options: FastOptions,
 }
 
-/// Whether to scan the raster for its classes before smoothing.
-///
-/// A Byte band with a nodata value can instead take every other code as a
-/// class (tiles hold only the classes they meet, in code order, so results
-/// are the same) unless something needs the classes actually present:
-/// class weights (scaled by the largest weight of a class present), the
-/// report and `--explain` (which show them). On a machine of two cores a
-/// raster that fits in GDAL's block cache is scanned in any case: the scan
-/// decodes its blocks before the engine starts, while the output's thread
-/// works on the other core, and the engine then finds them decoded
-/// (docs/decisions/0007-class-scan.md). Elsewhere the scan is skipped and
-/// with it a whole single-threaded decoding pass.
-fn scan_first(args: &SmoothArgs, input: &ClassRaster) -> bool {
-    input.class_type != ClassType::Byte
-        || input.nodata_code().is_none()
-        || args
-            .class_weights
-            .as_deref()
-            .is_some_and(|w| !w.trim().is_empty())
-        || args.report.is_some()
-        || args.explain
-        || (input.fits_block_cache() && few_cores())
-}
+impl Observer for CliObserver {
+    fn stage(&mut self, name: &str) {
+        self.timings.stage(name);
+    }
 
-/// Whether the run has so few threads (rayon's pool: the cores, or
-/// `RAYON_NUM_THREADS`) that decoding the input ahead (the scan) beats
-/// decoding it inside the engine. Measured both ways: on 2 cores the scan
-/// first is faster; on 16 (with the GPU or the host computing) skipping it
-/// is (BENCHMARKS.md, "Whole command against gdal_translate").
-fn few_cores() -> bool {
-    rayon::current_num_threads() <= 2
+    fn background(&mut self, name: &str, from: Instant, to: Instant) {
+        self.timings.background(name, from, to);
+    }
+
+    fn before_engine(&mut self, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<()> {
+        if let Some((name, variant)) = &self.explain {
+            let text = explain(
+                name,
+                variant.as_deref(),
+                self.device,
+                &self.options,
+                job,
+                method,
+            )?;
+            eprintln!("{text}");
+        }
+        Ok(())
+    }
+
+    fn progress(&self, label: &str) -> Progress {
+        Progress::new(self.quiet, label)
+    }
 }
 
 /// What `--explain` prints: the method, and auto's cost model for a tile
 /// of `--tile` holding every class of the raster.
 fn explain(
-    args: &SmoothArgs,
-    job: &SmoothJob,
+    name: &str,
+    variant: Option<&str>,
     device: DeviceChoice,
+    options: &FastOptions,
+    job: &SmoothJob,
     method: &dyn ClassSmoother,
 ) -> Result<String> {
     let exact = if method.is_exact() {
@@ -279,13 +224,8 @@ fn explain(
         "approximate"
     };
     let mut text = format!("method: {} ({exact})", method.name());
-    if args.fast.method == "auto" {
-        let auto = crate::method::select::auto(
-            device,
-            args.variant.as_deref(),
-            &job.kernel,
-            &args.fast.options(),
-        )?;
+    if name == "auto" {
+        let auto = crate::method::select::auto(device, variant, &job.kernel, options)?;
         text += "\n";
         text += &auto.explain_tile(job.classes.len(), job.tile);
     }

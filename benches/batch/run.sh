@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Times `mapfilter batch` (release build) and prints Markdown rows:
+#   1. the bundled MODIS map cut into 16 tiles: batch plan + batch run
+#      against one `smooth` of the whole map (median of ROUNDS each);
+#   2. `batch run` of the finished plan (nothing left to do);
+#   3. `batch plan` over 2,651 small stand-in tiles on one grid.
+#
+#   bash benches/batch/run.sh [ROUNDS]  > benches/results/batch-rows.md
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds=${1:-5}
+exe=$(realpath target/release/mapfilter)
+# Debian's python3 has GDAL's bindings and numpy (a pyenv python may not).
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+map=data/modis_igbp_2019_2048.tif
+opts=(-k gaussian:2.5)
+
+mkdir -p "$work/tiles"
+for r in 0 1 2 3; do
+  for c in 0 1 2 3; do
+    gdal_translate -q -srcwin $((c * 512)) $((r * 512)) 512 512 "$map" "$work/tiles/modis_r${r}c${c}.tif"
+  done
+done
+
+secs() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" >/dev/null 2>&1
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'
+}
+median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f\n", m}'; }
+
+smooth_t=(); batch_t=(); rerun_t=()
+for i in $(seq "$rounds"); do
+  rm -f "$work/whole.tif"; rm -rf "$work/b"
+  smooth_t+=("$(secs "$exe" smooth "$map" "$work/whole.tif" "${opts[@]}" -q)")
+  batch_t+=("$(secs bash -c "'$exe' batch plan '$work/tiles' --out '$work/b' ${opts[*]} && '$exe' batch run '$work/b' -q")")
+  rerun_t+=("$(secs "$exe" batch run "$work/b" -q)")
+done
+s=$(printf '%s\n' "${smooth_t[@]}" | median)
+b=$(printf '%s\n' "${batch_t[@]}" | median)
+r=$(printf '%s\n' "${rerun_t[@]}" | median)
+# The batch's outputs equal the whole map's smooth (checked, not timed).
+"$exe" batch report "$work/b" >/dev/null
+gdal_translate -q "$work/b/mosaic.vrt" "$work/joined.tif"
+cmp_pixels=$("$py" - "$work/whole.tif" "$work/joined.tif" <<'PY'
+import sys
+from osgeo import gdal
+a = gdal.Open(sys.argv[1]).ReadAsArray(); b = gdal.Open(sys.argv[2]).ReadAsArray()
+print("identical" if (a == b).all() else "DIFFERENT")
+PY
+)
+
+# 2,651 stand-in tiles (64x64 Byte, nodata 0) on one grid, 51 x 52 less one.
+mkdir -p "$work/many"
+"$py" - "$work/many" <<'PY'
+import sys, numpy as np
+from osgeo import gdal, osr
+out = sys.argv[1]
+srs = osr.SpatialReference(); srs.ImportFromEPSG(4326)
+drv = gdal.GetDriverByName("GTiff")
+rng = np.random.default_rng(1)
+data = rng.integers(1, 12, size=(64, 64), dtype=np.uint8)
+n = 0
+for r in range(52):
+    for c in range(51):
+        if n == 2651:
+            break
+        ds = drv.Create(f"{out}/t_{r:02d}_{c:02d}.tif", 64, 64, 1, gdal.GDT_Byte)
+        ds.SetGeoTransform([c * 64 * 0.001, 0.001, 0, -r * 64 * 0.001, 0, -0.001])
+        ds.SetProjection(srs.ExportToWkt())
+        b = ds.GetRasterBand(1); b.SetNoDataValue(0); b.WriteArray(data)
+        ds = None
+        n += 1
+PY
+plan_t=()
+for i in $(seq "$rounds"); do
+  rm -rf "$work/p"
+  plan_t+=("$(secs "$exe" batch plan "$work/many" --out "$work/p" -k gaussian:2)")
+done
+p=$(median < <(printf '%s\n' "${plan_t[@]}"))
+tasks=$("$py" -c "import json,sys; print(len(json.load(open('$work/p/plan.json'))['tasks']))")
+
+ratio=$(awk -v b="$b" -v s="$s" 'BEGIN { print b / s }')
+printf '| MODIS 2048² (%s), 16 tiles: `batch plan` + `batch run` | %.3f s | one `smooth`: %.3f s | %.2f× (target ≤ 1.2×); joined outputs %s to smooth |\n' "${opts[*]}" "$b" "$s" "$ratio" "$cmp_pixels"
+printf '| `batch run` of the finished plan | %.3f s | | target < 1 s |\n' "$r"
+printf '| `batch plan` over %s stand-in tiles (64², one grid) | %.3f s | | target < 10 s |\n' "$tasks" "$p"
+echo "rounds: $rounds (median); $(nproc) CPUs; $(date -u +%Y-%m-%d)"

@@ -1,0 +1,21 @@
+//! `mapfilter batch`: smoothing whole datasets as a plan of tasks.
+//!
+//! - [`inputs`] turns files, directories, globs and `@list` files into rasters.
+//! - [`mosaic`] groups rasters on one grid into a mosaic (a VRT written here).
+//! - [`plan`] cuts mosaics into tasks (one output window each) and writes
+//!   `plan.json` and `tasks.geojson`; it decides once what every task must
+//!   share (the class table, the output nodata), so tasks are seam-free.
+//! - [`records`] owns the state directory: claims by atomic create, done
+//!   and failed records written atomically, output checksums.
+//! - [`run`] runs a share of the tasks, several in flight, resuming.
+//! - [`report`] sums the records into report.json/html, the outputs' mosaic
+//!   VRT and an optional Cloud Optimized GeoTIFF.
+//! - [`slurm`] writes a job-array script.
+
+pub mod inputs;
+pub mod mosaic;
+pub mod plan;
+pub mod records;
+pub mod report;
+pub mod run;
+pub mod slurm;

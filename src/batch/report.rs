@@ -1,0 +1,379 @@
+//! `batch report`: the records of a batch summed into `report.json` and
+//! `report.html` (tasks done, failed and pending; time and throughput; class
+//! area change; agreement and kappa against the exact baseline when the
+//! plan compared), `mosaic.vrt` of the outputs (one per mosaic), and on
+//! request one Cloud Optimized GeoTIFF of the outputs with MODE overviews.
+
+use super::mosaic::{Member, vrt_xml};
+use super::plan::Plan;
+use super::records::State;
+use crate::error::{Error, Result};
+use crate::output::{self, Destination, Target, TempFile};
+use crate::raster::{self, gdal_error};
+use crate::report::page;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Serialize)]
+pub struct BatchReport {
+    pub tasks: usize,
+    pub done: usize,
+    pub failed: Vec<FailedTask>,
+    pub pending: Vec<usize>,
+    /// Done, but without the halo of inputs that could not be read (their
+    /// edges may differ from a run over the whole mosaic until run again
+    /// with `--retry-failed`).
+    pub degraded: Vec<DegradedTask>,
+    /// Pixels of the finished tasks' outputs.
+    pub pixels_done: u64,
+    /// Sum of the finished tasks' wall times.
+    pub task_seconds: f64,
+    /// Output pixels per second of task time.
+    pub megapixels_per_second: f64,
+    pub slowest: Vec<TaskTime>,
+    pub classes: Vec<ClassChange>,
+    pub comparison: Option<DatasetComparison>,
+    /// The outputs' mosaic VRTs, relative to the batch directory.
+    pub mosaics: Vec<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FailedTask {
+    pub task: usize,
+    pub input: PathBuf,
+    pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DegradedTask {
+    pub task: usize,
+    pub missing_halo: Vec<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskTime {
+    pub task: usize,
+    pub output: PathBuf,
+    pub seconds: f64,
+    pub megapixels_per_second: f64,
+}
+
+/// Pixels of one class before and after smoothing, over the finished tasks.
+#[derive(Debug, Serialize)]
+pub struct ClassChange {
+    pub code: u16,
+    pub input_pixels: u64,
+    pub output_pixels: u64,
+    pub change_percent: Option<f64>,
+}
+
+/// The finished tasks against the exact baseline.
+#[derive(Debug, Serialize)]
+pub struct DatasetComparison {
+    pub pixels: u64,
+    pub agreement: f64,
+    pub kappa: f64,
+    /// Pixels nodata in one of the two only.
+    pub one_only: u64,
+    /// (baseline code, output code, pixels).
+    pub confusion: Vec<(u16, u16, u64)>,
+}
+
+/// Sums the records of the batch in `dir`.
+pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
+    let state = State::open(dir)?;
+    let fingerprint = plan.fingerprint();
+    let mut failed = Vec::new();
+    let mut pending = Vec::new();
+    let mut done = Vec::new();
+    for task in &plan.tasks {
+        if let Some(rec) = state.done_and_intact(task, fingerprint) {
+            done.push(rec);
+        } else if let Some(f) = state.failed(task.id, fingerprint) {
+            failed.push(FailedTask {
+                task: task.id,
+                input: task.input.clone(),
+                error: f.error,
+            });
+        } else {
+            pending.push(task.id);
+        }
+    }
+    let degraded = done
+        .iter()
+        .filter(|r| !r.missing_halo.is_empty())
+        .map(|r| DegradedTask {
+            task: r.task,
+            missing_halo: r.missing_halo.clone(),
+        })
+        .collect();
+    let pixels_done = done.iter().map(|r| r.pixels).sum();
+    let task_seconds: f64 = done.iter().map(|r| r.seconds).sum();
+    let mut slowest: Vec<TaskTime> = done
+        .iter()
+        .map(|r| TaskTime {
+            task: r.task,
+            output: r.output.clone(),
+            seconds: r.seconds,
+            megapixels_per_second: r.pixels as f64 / r.seconds.max(1e-9) / 1e6,
+        })
+        .collect();
+    slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    slowest.truncate(20);
+    let mut classes: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    for r in &done {
+        for &(c, n) in &r.input_counts {
+            if Some(c) != r.nodata {
+                classes.entry(c).or_default().0 += n;
+            }
+        }
+        for &(c, n) in &r.output_counts {
+            if Some(c) != r.output_nodata {
+                classes.entry(c).or_default().1 += n;
+            }
+        }
+    }
+    let classes = classes
+        .into_iter()
+        .map(|(code, (i, o))| ClassChange {
+            code,
+            input_pixels: i,
+            output_pixels: o,
+            change_percent: (i > 0).then(|| (o as f64 - i as f64) / i as f64 * 100.0),
+        })
+        .collect();
+    let comparison = plan.compare_with.as_ref().map(|_| {
+        let mut pairs: BTreeMap<(u16, u16), u64> = BTreeMap::new();
+        let mut one_only = 0;
+        for c in done.iter().filter_map(|r| r.comparison.as_ref()) {
+            one_only += c.one_only;
+            for &(p, q, n) in &c.pairs {
+                *pairs.entry((p, q)).or_default() += n;
+            }
+        }
+        let confusion: Vec<(u16, u16, u64)> =
+            pairs.into_iter().map(|((p, q), n)| (p, q, n)).collect();
+        let (agreement, kappa, pixels) = agreement_kappa(&confusion);
+        DatasetComparison {
+            pixels,
+            agreement,
+            kappa,
+            one_only,
+            confusion,
+        }
+    });
+    Ok(BatchReport {
+        tasks: plan.tasks.len(),
+        done: done.len(),
+        failed,
+        pending,
+        degraded,
+        pixels_done,
+        task_seconds,
+        megapixels_per_second: pixels_done as f64 / task_seconds.max(1e-9) / 1e6,
+        slowest,
+        classes,
+        comparison,
+        mosaics: (0..plan.mosaics.len()).map(mosaic_name).collect(),
+    })
+}
+
+/// Agreement, Cohen's kappa and the pixel count of a confusion given as
+/// (reference, candidate, count) triples.
+pub fn agreement_kappa(pairs: &[(u16, u16, u64)]) -> (f64, f64, u64) {
+    let n: u64 = pairs.iter().map(|p| p.2).sum();
+    if n == 0 {
+        return (1.0, 1.0, 0);
+    }
+    let equal: u64 = pairs.iter().filter(|p| p.0 == p.1).map(|p| p.2).sum();
+    let mut rows: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut cols: BTreeMap<u16, u64> = BTreeMap::new();
+    for &(p, q, k) in pairs {
+        *rows.entry(p).or_default() += k;
+        *cols.entry(q).or_default() += k;
+    }
+    let nf = n as f64;
+    let po = equal as f64 / nf;
+    let pe: f64 = rows
+        .iter()
+        .map(|(c, r)| *r as f64 * *cols.get(c).unwrap_or(&0) as f64 / (nf * nf))
+        .sum();
+    let kappa = if pe >= 1.0 {
+        1.0
+    } else {
+        (po - pe) / (1.0 - pe)
+    };
+    (po, kappa, n)
+}
+
+fn mosaic_name(m: usize) -> PathBuf {
+    if m == 0 {
+        "mosaic.vrt".into()
+    } else {
+        format!("mosaic-out-{m}.vrt").into()
+    }
+}
+
+/// Writes report.json, report.html and the outputs' mosaic VRTs; with
+/// `cog`, one Cloud Optimized GeoTIFF of the first mosaic.
+pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchReport> {
+    let report = summarise(dir, plan)?;
+    let state = State::open(dir)?;
+    let fingerprint = plan.fingerprint();
+    for (m, mosaic) in plan.mosaics.iter().enumerate() {
+        let members: Vec<Member> = plan
+            .tasks
+            .iter()
+            .filter(|t| t.mosaic == m && state.done_and_intact(t, fingerprint).is_some())
+            .map(|t| Member {
+                path: std::path::absolute(dir.join(&t.output)).unwrap_or(dir.join(&t.output)),
+                x: t.window[0],
+                y: t.window[1],
+                width: t.window[2],
+                height: t.window[3],
+            })
+            .collect();
+        let Some(first) = members.first() else {
+            continue;
+        };
+        let mut info = super::mosaic::read_infos(std::slice::from_ref(&first.path))?
+            .pop()
+            .ok_or_else(|| Error::new("no output to describe"))?;
+        info.nodata = mosaic.classes.output_nodata.map(f64::from).or(info.nodata);
+        let xml = vrt_xml(
+            &members,
+            (mosaic.output_width, mosaic.output_height),
+            mosaic.output_geo_transform,
+            &info,
+        );
+        let target = Target::check(&dir.join(mosaic_name(m)), true, &[])?;
+        output::text::write(&Destination::File(target), &xml)?;
+    }
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| Error::new(format!("cannot encode the report: {e}")))?;
+    output::text::write(
+        &Destination::File(Target::check(&dir.join("report.json"), true, &[])?),
+        &json,
+    )?;
+    output::text::write(
+        &Destination::File(Target::check(&dir.join("report.html"), true, &[])?),
+        &html(&report),
+    )?;
+    if let Some(target) = cog {
+        write_cog(&dir.join(mosaic_name(0)), target)?;
+    }
+    Ok(report)
+}
+
+/// One COG of the VRT at `vrt`, overviews resampled by MODE (the class most
+/// common under each overview pixel: no class is made up).
+fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
+    if !vrt.exists() {
+        crate::bail!(
+            "no finished task to put in a COG",
+            hint = "run the batch first with `mapfilter batch run`"
+        );
+    }
+    let src = raster::open(vrt)?;
+    let driver = gdal::DriverManager::get_driver_by_name("COG").map_err(gdal_error)?;
+    let temp = TempFile::beside(target)?;
+    let mut options = gdal::raster::RasterCreationOptions::new();
+    for (k, v) in [
+        ("COMPRESS", "DEFLATE"),
+        ("OVERVIEW_RESAMPLING", "MODE"),
+        ("BIGTIFF", "IF_SAFER"),
+    ] {
+        options.set_name_value(k, v).map_err(gdal_error)?;
+    }
+    let mark = crate::gdal_errors::Mark::now();
+    let copy = src
+        .create_copy(&driver, temp.path(), &options)
+        .map_err(|e| gdal_error(e).context(format!("cannot write {}", target.shown().display())))?;
+    drop(copy);
+    mark.check(&format!("cannot write {}", target.shown().display()))?;
+    temp.commit(target)
+}
+
+fn html(r: &BatchReport) -> String {
+    let mut body = format!(
+        "<p class=\"headline\">{} of {} tasks done, {} failed, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
+        r.done,
+        r.tasks,
+        r.failed.len(),
+        r.pending.len(),
+        r.pixels_done as f64 / 1e6,
+        r.task_seconds,
+        r.megapixels_per_second
+    );
+    if !r.failed.is_empty() {
+        body += "<h2>Failed tasks</h2>";
+        let rows: Vec<Vec<String>> = r
+            .failed
+            .iter()
+            .map(|f| {
+                vec![
+                    f.task.to_string(),
+                    page::escape(&f.input.display().to_string()),
+                    page::escape(&f.error),
+                ]
+            })
+            .collect();
+        body += &page::table(&["task", "input", "error"], &rows);
+    }
+    if !r.degraded.is_empty() {
+        body += "<h2>Tasks done without part of their halo</h2><p>Their edges may differ from a run over the whole mosaic; run again with <code>--retry-failed</code> once the inputs read.</p>";
+        let rows: Vec<Vec<String>> = r
+            .degraded
+            .iter()
+            .map(|d| {
+                let missing: Vec<String> = d
+                    .missing_halo
+                    .iter()
+                    .map(|p| page::escape(&p.display().to_string()))
+                    .collect();
+                vec![d.task.to_string(), missing.join("<br>")]
+            })
+            .collect();
+        body += &page::table(&["task", "unreadable neighbours"], &rows);
+    }
+    if let Some(c) = &r.comparison {
+        body += &format!(
+            "<h2>Against the exact baseline</h2><p>agreement {:.6}, kappa {:.6} over {} pixels ({} nodata in one only).</p>",
+            c.agreement, c.kappa, c.pixels, c.one_only
+        );
+    }
+    body += "<h2>Class area change</h2>";
+    let rows: Vec<Vec<String>> = r
+        .classes
+        .iter()
+        .map(|c| {
+            vec![
+                c.code.to_string(),
+                c.input_pixels.to_string(),
+                c.output_pixels.to_string(),
+                c.change_percent.map_or("".into(), |p| format!("{p:+.2} %")),
+            ]
+        })
+        .collect();
+    body += &page::table(&["class", "input pixels", "output pixels", "change"], &rows);
+    body += "<h2>Slowest tasks</h2>";
+    let rows: Vec<Vec<String>> = r
+        .slowest
+        .iter()
+        .map(|t| {
+            vec![
+                t.task.to_string(),
+                page::escape(&t.output.display().to_string()),
+                format!("{:.3}", t.seconds),
+                format!("{:.2}", t.megapixels_per_second),
+            ]
+        })
+        .collect();
+    body += &page::table(&["task", "output", "seconds", "Mpx/s"], &rows);
+    if !r.pending.is_empty() {
+        let list: Vec<String> = r.pending.iter().map(|t| t.to_string()).collect();
+        body += &format!("<h2>Pending tasks</h2><p>{}</p>", list.join(", "));
+    }
+    page::page("Batch report", &body)
+}

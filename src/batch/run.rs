@@ -1,0 +1,582 @@
+//! `batch run`: runs a share of a plan's tasks, several in flight, each one
+//! a windowed smoothing job ([`crate::job::smooth`]), skipping tasks whose
+//! output matches its done record, claiming each task before working on it,
+//! and going on past failed tasks (listed at the end).
+
+use super::plan::{MosaicPlan, Plan, Settings, Task};
+use super::records::{Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
+use crate::bail;
+use crate::engine::ClassSource;
+use crate::error::{Error, Result};
+use crate::job::smooth::{self as job, Classes, Silent, SmoothSpec};
+use crate::method::ClassSmoother;
+use crate::method::naive::NaiveHost;
+use crate::output::Target;
+use crate::raster::ClassRaster;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use tiles::Rect;
+
+/// Which tasks a run takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Share {
+    All,
+    /// Tasks whose index modulo `count` is `index`.
+    Shard {
+        index: usize,
+        count: usize,
+    },
+    Task(usize),
+}
+
+impl Share {
+    /// `I/N` as given to `--shard`.
+    pub fn parse_shard(text: &str) -> Result<Share> {
+        let hint = "write --shard I/N with 0 <= I < N, e.g. --shard 0/4";
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| Error::new(format!("--shard {text}: no '/'")).hint(hint))?;
+        let parse = |s: &str| {
+            s.trim().parse::<usize>().map_err(|_| {
+                Error::new(format!("--shard {text}: '{s}' is not a number")).hint(hint)
+            })
+        };
+        Self::shard(parse(i)?, parse(n)?).map_err(|e| e.hint(hint))
+    }
+
+    fn shard(index: usize, count: usize) -> Result<Share> {
+        if count == 0 || index >= count {
+            bail!(format!("shard {index} of {count} does not exist"));
+        }
+        Ok(Share::Shard { index, count })
+    }
+
+    /// The share a job array gives this process: SLURM's
+    /// `SLURM_ARRAY_TASK_ID`/`SLURM_ARRAY_TASK_COUNT` (less
+    /// `SLURM_ARRAY_TASK_MIN`), or Kubernetes' `JOB_COMPLETION_INDEX` with
+    /// the count in `MAPFILTER_SHARDS`. `None` outside a job array.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Share>> {
+        let num = |name: &str| -> Result<Option<usize>> {
+            var(name)
+                .map(|v| {
+                    v.trim().parse::<usize>().map_err(|_| {
+                        Error::new(format!("${name} is '{v}', not a number"))
+                            .hint("run inside a job array, or give --shard I/N")
+                    })
+                })
+                .transpose()
+        };
+        if let (Some(id), Some(count)) =
+            (num("SLURM_ARRAY_TASK_ID")?, num("SLURM_ARRAY_TASK_COUNT")?)
+        {
+            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            return Self::shard(id.saturating_sub(min), count).map(Some);
+        }
+        if let Some(index) = num("JOB_COMPLETION_INDEX")? {
+            let count = num("MAPFILTER_SHARDS")?.ok_or_else(|| {
+                Error::new("JOB_COMPLETION_INDEX is set but MAPFILTER_SHARDS is not")
+                    .hint("set MAPFILTER_SHARDS to the Job's completions")
+            })?;
+            return Self::shard(index, count).map(Some);
+        }
+        Ok(None)
+    }
+
+    fn takes(&self, task: usize) -> bool {
+        match *self {
+            Share::All => true,
+            Share::Shard { index, count } => task % count == index,
+            Share::Task(k) => task == k,
+        }
+    }
+}
+
+/// How to run.
+pub struct RunRequest<'a> {
+    pub dir: &'a Path,
+    pub share: Share,
+    pub retry_failed: bool,
+    /// Tasks in flight at once.
+    pub jobs: usize,
+    pub quiet: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct RunSummary {
+    pub selected: usize,
+    /// Done before this run (output matched its record).
+    pub already_done: usize,
+    pub done_now: usize,
+    /// Failed now, or before and not retried: (task, error).
+    pub failed: Vec<(usize, String)>,
+    /// Held by another live run.
+    pub busy: Vec<usize>,
+    pub seconds: f64,
+    pub pixels_now: u64,
+}
+
+/// Runs the request's share of the plan in `dir`.
+pub fn run(req: &RunRequest) -> Result<RunSummary> {
+    let start = Instant::now();
+    let plan = Plan::load(req.dir)?;
+    if let Share::Task(k) = req.share
+        && k >= plan.tasks.len()
+    {
+        bail!(
+            format!("task {k} is not in the plan ({} tasks)", plan.tasks.len()),
+            hint = "tasks are numbered from 0; see tasks.geojson"
+        );
+    }
+    let settings = plan.options.settings()?;
+    let method = settings.method.build(&settings.kernel)?;
+    let state = State::open(req.dir)?;
+    state.sweep_leftovers();
+    let fingerprint = plan.fingerprint();
+    let mut summary = RunSummary::default();
+    let mut todo = Vec::new();
+    let finished = |task: &Task| {
+        state
+            .done_and_intact(task, fingerprint)
+            .is_some_and(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+    };
+    for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
+        summary.selected += 1;
+        if finished(task) {
+            summary.already_done += 1;
+        } else if let (false, Some(f)) = (req.retry_failed, state.failed(task.id, fingerprint)) {
+            summary.failed.push((task.id, f.error));
+        } else {
+            todo.push(task);
+        }
+    }
+    let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    let ctx = Context {
+        dir: req.dir,
+        plan: &plan,
+        settings: &settings,
+        method: method.as_ref(),
+        state: &state,
+        finished: &finished,
+        fingerprint,
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..req.jobs.clamp(1, todo.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(task) = todo.get(i) else { break };
+                    let outcome = ctx.attempt(task);
+                    progress.finished(task, &outcome);
+                    results
+                        .lock()
+                        .expect("results lock")
+                        .push((task.id, outcome));
+                }
+            });
+        }
+    });
+    progress.finish();
+    for (id, outcome) in results.into_inner().expect("results lock") {
+        match outcome {
+            Outcome::Done(rec) => {
+                summary.done_now += 1;
+                summary.pixels_now += rec.pixels;
+            }
+            Outcome::AlreadyDone => summary.already_done += 1,
+            Outcome::Busy => summary.busy.push(id),
+            Outcome::Failed(e) => summary.failed.push((id, e)),
+        }
+    }
+    summary.failed.sort();
+    summary.busy.sort();
+    summary.seconds = start.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// What one attempt at a task came to.
+enum Outcome {
+    Done(Box<DoneRecord>),
+    AlreadyDone,
+    Busy,
+    Failed(String),
+}
+
+struct Context<'a> {
+    dir: &'a Path,
+    plan: &'a Plan,
+    settings: &'a Settings,
+    method: &'a dyn ClassSmoother,
+    state: &'a State,
+    /// Whether a task counts as finished (its output matches its record).
+    finished: &'a (dyn Fn(&Task) -> bool + Sync),
+    fingerprint: u32,
+}
+
+impl Context<'_> {
+    fn attempt(&self, task: &Task) -> Outcome {
+        let claim = match self.state.claim(task.id) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Outcome::Busy,
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        // Another run may have finished it between the check and the claim.
+        if (self.finished)(task) {
+            return Outcome::AlreadyDone;
+        }
+        let outcome = match self.run_task(task) {
+            Ok(rec) => match self.state.write_done(&rec) {
+                Ok(()) => Outcome::Done(Box::new(rec)),
+                Err(e) => Outcome::Failed(e.to_string()),
+            },
+            Err(e) => {
+                let error = e.to_string();
+                let _ = self.state.write_failed(&FailedRecord {
+                    task: task.id,
+                    plan: self.fingerprint,
+                    error: error.clone(),
+                    host: hostname(),
+                });
+                Outcome::Failed(error)
+            }
+        };
+        drop(claim);
+        outcome
+    }
+
+    fn run_task(&self, task: &Task) -> Result<DoneRecord> {
+        crate::interrupt::check()?;
+        let t0 = Instant::now();
+        let mosaic = &self.plan.mosaics[task.mosaic];
+        let output = self.dir.join(&task.output);
+        let spec = self.spec(mosaic, task, &output)?;
+        let mut missing_halo = Vec::new();
+        let done = match job::run(&spec, self.method, &mut Silent) {
+            Ok(done) => done,
+            Err(e) => {
+                // A neighbour that cannot be read fails this task only if
+                // its halo cannot be taken as nodata instead.
+                let bad = self.unreadable_neighbours(mosaic, task);
+                if bad.is_empty() || mosaic.classes.nodata.is_none() {
+                    let e = match bad.first() {
+                        Some(b) => e.hint(format!(
+                            "its halo reaches {}, which cannot be read (and the mosaic has no nodata to stand in)",
+                            b.display()
+                        )),
+                        None => e,
+                    };
+                    return Err(e.context(format!("task {}", task.id)));
+                }
+                let vrt = self.vrt_without(mosaic, task, &bad)?;
+                let spec = SmoothSpec {
+                    input: vrt.clone(),
+                    ..spec
+                };
+                let done = job::run(&spec, self.method, &mut Silent);
+                let _ = std::fs::remove_file(&vrt);
+                missing_halo = bad;
+                done.map_err(|e| e.context(format!("task {}", task.id)))?
+            }
+        };
+        let engine_seconds = done.stats.wall.as_secs_f64();
+        // The window in the source's pixels.
+        let offset = (mosaic.width - mosaic.output_width) / 2;
+        let center = Rect::new(
+            task.window[0] + offset,
+            task.window[1] + offset,
+            task.window[2],
+            task.window[3],
+        );
+        let mut source = ClassRaster::open_without_projection(&mosaic.source)?;
+        let mut out = ClassRaster::open_without_projection(&output)?;
+        let whole = Rect::new(0, 0, task.window[2], task.window[3]);
+        let input_counts = count(&mut source, center)?;
+        let output_counts = count(&mut out, whole)?;
+        let comparison = match self.plan.compare_with.as_deref() {
+            Some("naive") => Some(self.compare(mosaic, task, &mut out)?),
+            _ => None,
+        };
+        Ok(DoneRecord {
+            task: task.id,
+            plan: self.fingerprint,
+            output: task.output.clone(),
+            size: std::fs::metadata(&output)
+                .map_err(|e| Error::new(format!("{}: {e}", output.display())))?
+                .len(),
+            crc32: super::records::checksum(&output)?,
+            seconds: t0.elapsed().as_secs_f64(),
+            engine_seconds,
+            pixels: task.pixels(),
+            host: hostname(),
+            input_counts,
+            output_counts,
+            nodata: mosaic.classes.nodata,
+            output_nodata: done.job.output_nodata,
+            comparison,
+            missing_halo,
+        })
+    }
+
+    /// The task's window in the mosaic's pixels, with the kernel's halo.
+    fn view(&self, mosaic: &MosaicPlan, task: &Task) -> Rect {
+        let offset = (mosaic.width - mosaic.output_width) / 2;
+        let r = self.settings.kernel.radius();
+        let [x, y, w, h] = task.window;
+        let (x, y) = (x + offset, y + offset);
+        let (x0, y0) = (x.saturating_sub(r), y.saturating_sub(r));
+        let x1 = (x + w + r).min(mosaic.width);
+        let y1 = (y + h + r).min(mosaic.height);
+        Rect::new(x0, y0, x1 - x0, y1 - y0)
+    }
+
+    /// Other inputs of the mosaic under the task's halo whose pixels there
+    /// cannot be read (the task's own input is the task's own failure).
+    fn unreadable_neighbours(&self, mosaic: &MosaicPlan, task: &Task) -> Vec<std::path::PathBuf> {
+        if mosaic.members.len() < 2 || !readable(&task.input, None) {
+            return Vec::new();
+        }
+        let view = self.view(mosaic, task);
+        mosaic
+            .members
+            .iter()
+            .filter(|m| m.path != task.input)
+            .filter_map(|m| {
+                let x0 = view.x.max(m.x);
+                let y0 = view.y.max(m.y);
+                let x1 = (view.x + view.width).min(m.x + m.width);
+                let y1 = (view.y + view.height).min(m.y + m.height);
+                (x0 < x1 && y0 < y1).then(|| (m, Rect::new(x0 - m.x, y0 - m.y, x1 - x0, y1 - y0)))
+            })
+            .filter(|(m, part)| !readable(&m.path, Some(*part)))
+            .map(|(m, _)| m.path.clone())
+            .collect()
+    }
+
+    /// A VRT of the mosaic without `bad` (their pixels read as nodata).
+    fn vrt_without(
+        &self,
+        mosaic: &MosaicPlan,
+        task: &Task,
+        bad: &[std::path::PathBuf],
+    ) -> Result<std::path::PathBuf> {
+        let members: Vec<_> = mosaic
+            .members
+            .iter()
+            .filter(|m| !bad.contains(&m.path))
+            .cloned()
+            .collect();
+        let mut info = super::mosaic::read_infos(std::slice::from_ref(&task.input))?
+            .pop()
+            .ok_or_else(|| Error::new("no input to describe"))?;
+        info.nodata = mosaic.classes.nodata.map(f64::from);
+        let g = mosaic.output_geo_transform;
+        let offset = ((mosaic.width - mosaic.output_width) / 2) as f64;
+        let gt = [
+            g[0] - offset * g[1],
+            g[1],
+            g[2],
+            g[3] - offset * g[5],
+            g[4],
+            g[5],
+        ];
+        let xml = super::mosaic::vrt_xml(&members, (mosaic.width, mosaic.height), gt, &info);
+        let path = self
+            .dir
+            .join("state")
+            .join(format!("task-{}.halo.vrt", task.id));
+        let path = std::path::absolute(&path).unwrap_or(path);
+        crate::output::text::write(
+            &crate::output::Destination::File(Target::check(&path, true, &[])?),
+            &xml,
+        )?;
+        Ok(path)
+    }
+
+    fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
+        // A task's output is replaced: it is only ever a complete output of
+        // this very task (temp file + rename) that lacks its record.
+        let target = Target::check(output, true, &[&mosaic.source, &task.input])?;
+        Ok(SmoothSpec {
+            input: mosaic.source.clone(),
+            target,
+            kernel: self.settings.kernel.clone(),
+            weights: self.settings.weights.clone(),
+            border: self.settings.border,
+            fill_nodata: self.plan.options.fill_nodata,
+            tile: self.plan.options.tile,
+            compression: self.settings.compression,
+            classes: Classes::Given(mosaic.classes.table()?),
+            window: Some(task.rect()),
+        })
+    }
+
+    /// Runs the exact baseline on the task's window into a scratch file and
+    /// counts the pairs of codes against the output.
+    fn compare(
+        &self,
+        mosaic: &MosaicPlan,
+        task: &Task,
+        out: &mut ClassRaster,
+    ) -> Result<Comparison> {
+        let scratch = self
+            .dir
+            .join("state")
+            .join(format!("task-{}.baseline.tif", task.id));
+        let spec = self.spec(mosaic, task, &scratch)?;
+        let result = (|| {
+            job::run(&spec, &NaiveHost, &mut Silent)?;
+            let mut base = ClassRaster::open_without_projection(&scratch)?;
+            let nodata = base.nodata_code();
+            let (w, h) = (task.window[2], task.window[3]);
+            let mut pairs = std::collections::BTreeMap::new();
+            let mut one_only = 0;
+            for (a, b) in strips(&mut base, out, Rect::new(0, 0, w, h))? {
+                for (&p, &q) in a.iter().zip(&b) {
+                    match (Some(p) == nodata, Some(q) == nodata) {
+                        (false, false) => *pairs.entry((p, q)).or_insert(0u64) += 1,
+                        (true, true) => {}
+                        _ => one_only += 1,
+                    }
+                }
+            }
+            Ok(Comparison {
+                pairs: pairs.into_iter().map(|((p, q), n)| (p, q, n)).collect(),
+                one_only,
+            })
+        })();
+        let _ = std::fs::remove_file(&scratch);
+        result
+    }
+}
+
+/// Whether `part` of the raster at `path` (all of it when `None`) reads.
+fn readable(path: &Path, part: Option<Rect>) -> bool {
+    let Ok(mut raster) = ClassRaster::open_without_projection(path) else {
+        return false;
+    };
+    let part = part.unwrap_or(Rect::new(0, 0, raster.meta.width, raster.meta.height));
+    count(&mut raster, part).is_ok()
+}
+
+/// Rows of `window` read from both rasters, in strips.
+fn strips(
+    a: &mut ClassRaster,
+    b: &mut ClassRaster,
+    window: Rect,
+) -> Result<Vec<(Vec<u16>, Vec<u16>)>> {
+    let rows = ((4 << 20) / window.width.max(1)).clamp(1, window.height.max(1));
+    let mut out = Vec::new();
+    for y in (0..window.height).step_by(rows) {
+        let r = Rect::new(
+            window.x,
+            window.y + y,
+            window.width,
+            rows.min(window.height - y),
+        );
+        let mut p = vec![0u16; r.width * r.height];
+        let mut q = vec![0u16; r.width * r.height];
+        a.read(r, &mut p)?;
+        b.read(r, &mut q)?;
+        out.push((p, q));
+    }
+    Ok(out)
+}
+
+/// Pixels of `window` by code.
+fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
+    let mut hist = vec![0u64; 1 << 16];
+    let rows = ((8 << 20) / window.width.max(1)).clamp(1, window.height.max(1));
+    let mut buf = Vec::new();
+    for y in (0..window.height).step_by(rows) {
+        let r = Rect::new(
+            window.x,
+            window.y + y,
+            window.width,
+            rows.min(window.height - y),
+        );
+        buf.resize(r.width * r.height, 0);
+        raster.read(r, &mut buf)?;
+        for &c in &buf {
+            hist[c as usize] += 1;
+        }
+    }
+    Ok(hist
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, &n)| (c as u16, n))
+        .collect())
+}
+
+/// One bar over the batch on a terminal; one line per finished task otherwise.
+struct BatchProgress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    total: usize,
+    finished: AtomicUsize,
+}
+
+impl BatchProgress {
+    fn new(quiet: bool, tasks: usize, pixels: u64) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(pixels), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "     batch [{elapsed_precise}] {wide_bar} {msg} {human_pos}/{human_len} px (eta {eta})",
+                )
+                .expect("static template"),
+            );
+            bar.set_message(format!("0/{tasks} tasks"));
+            bar
+        });
+        BatchProgress {
+            bar,
+            quiet,
+            total: tasks,
+            finished: AtomicUsize::new(0),
+        }
+    }
+
+    fn finished(&self, task: &Task, outcome: &Outcome) {
+        let n = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(bar) = &self.bar {
+            bar.inc(task.pixels());
+            bar.set_message(format!("{n}/{} tasks", self.total));
+            if let Outcome::Failed(e) = outcome {
+                bar.println(format!("task {} failed: {e}", task.id));
+            }
+            return;
+        }
+        if self.quiet {
+            return;
+        }
+        let what = match outcome {
+            Outcome::Done(rec) => format!(
+                "done in {:.2} s ({:.1} Mpx/s)",
+                rec.seconds,
+                rec.pixels as f64 / rec.seconds.max(1e-9) / 1e6
+            ),
+            Outcome::AlreadyDone => "done by another run".into(),
+            Outcome::Busy => "held by another run".into(),
+            Outcome::Failed(e) => format!("FAILED: {e}"),
+        };
+        eprintln!(
+            "[{n}/{}] task {} {}: {what}",
+            self.total,
+            task.id,
+            task.output.display()
+        );
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

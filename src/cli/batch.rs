@@ -1,0 +1,271 @@
+//! `mapfilter batch plan|run|report`: whole datasets as plans of seam-free
+//! tasks (see [`crate::batch`]).
+
+use super::compress_args::CompressArgs;
+use super::fast_args::FastArgs;
+use super::output_args::OverwriteArg;
+use super::smooth::BorderArg;
+use crate::bail;
+use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
+use crate::batch::run::{RunRequest, Share};
+use crate::batch::{report, run as batch_run, slurm};
+use crate::engine::DEFAULT_TILE;
+use crate::error::{Error, Result};
+use crate::output::Target;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    command: BatchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum BatchCommand {
+    /// Plan a dataset: DIR/plan.json (one task per output tile) and DIR/tasks.geojson.
+    Plan(Box<PlanArgs>),
+    /// Run a plan's tasks (all, a shard, or one), skipping those done; resumable.
+    Run(RunArgs),
+    /// Sum a batch up: DIR/report.json, DIR/report.html, DIR/mosaic.vrt (and --cog).
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlanArgs {
+    /// Input rasters: files, directories, globs ('tiles/*.tif'), @list.txt, VRTs.
+    /// Rasters on one grid form one mosaic; tasks read their halo from it.
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// The batch directory (plan, state, outputs under DIR/out/).
+    #[arg(long)]
+    out: PathBuf,
+    /// Cut every single-raster mosaic into N x N tasks.
+    #[arg(long, value_name = "N")]
+    grid: Option<usize>,
+    /// Also run the exact baseline in every task and report agreement and kappa (naive).
+    #[arg(long, value_name = "METHOD")]
+    compare_with: Option<String>,
+    /// Also write a job script: slurm (DIR/batch.sbatch, one array task per shard).
+    #[arg(long, value_enum)]
+    emit: Option<Emit>,
+    /// slurm: array tasks (shards).
+    #[arg(long, default_value_t = 16)]
+    shards: usize,
+    /// slurm: array tasks running at once (the %K of --array).
+    #[arg(long, default_value_t = 8)]
+    slurm_parallel: usize,
+    /// slurm: CPUs per array task.
+    #[arg(long, default_value_t = 4)]
+    slurm_cpus: usize,
+    /// slurm: memory per array task.
+    #[arg(long, default_value = "8G")]
+    slurm_mem: String,
+    /// slurm: time limit per array task.
+    #[arg(long, default_value = "04:00:00")]
+    slurm_time: String,
+    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH.
+    #[arg(long, short)]
+    kernel: String,
+    /// Side of a gaussian kernel (odd).
+    #[arg(long)]
+    size: Option<usize>,
+    /// Class weights as CODE:WEIGHT[,CODE:WEIGHT...].
+    #[arg(long)]
+    class_weights: Option<String>,
+    /// Border handling of the whole mosaic: same or valid.
+    #[arg(long, value_enum, default_value_t = BorderArg::Same)]
+    border: BorderArg,
+    /// Smooth nodata pixels too.
+    #[arg(long)]
+    fill_nodata: bool,
+    /// Engine tile side in pixels.
+    #[arg(long, default_value_t = DEFAULT_TILE)]
+    tile: usize,
+    #[command(flatten)]
+    compression: CompressArgs,
+    /// Where to run: auto, host, cpu, gpu or a device index.
+    #[arg(long)]
+    device: Option<String>,
+    /// Device variant of the method.
+    #[arg(long)]
+    variant: Option<String>,
+    #[command(flatten)]
+    fast: FastArgs,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    Slurm,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The batch directory.
+    dir: PathBuf,
+    /// Run shard I of N (tasks whose number modulo N is I). Default: from
+    /// SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX + MAPFILTER_SHARDS, else all.
+    #[arg(long, conflicts_with = "task")]
+    shard: Option<String>,
+    /// Run this one task.
+    #[arg(long)]
+    task: Option<usize>,
+    /// Run failed tasks again (by default they are listed and left).
+    #[arg(long)]
+    retry_failed: bool,
+    /// Tasks in flight at once (default: 2, or 1 on one CPU).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// No progress bar and no lines per task.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// The batch directory.
+    dir: PathBuf,
+    /// Also write one Cloud Optimized GeoTIFF of the outputs (MODE overviews).
+    #[arg(long)]
+    cog: Option<PathBuf>,
+    #[command(flatten)]
+    overwrite: OverwriteArg,
+}
+
+pub fn run(args: BatchArgs) -> Result<()> {
+    match args.command {
+        BatchCommand::Plan(a) => plan(*a),
+        BatchCommand::Run(a) => run_tasks(a),
+        BatchCommand::Report(a) => report_cmd(a),
+    }
+}
+
+fn plan(a: PlanArgs) -> Result<()> {
+    let options = SmoothOptions {
+        kernel: a.kernel.clone(),
+        size: a.size,
+        class_weights: a.class_weights.clone(),
+        border: match a.border {
+            BorderArg::Same => "same".into(),
+            BorderArg::Valid => "valid".into(),
+        },
+        fill_nodata: a.fill_nodata,
+        tile: a.tile,
+        method: a.fast.method.clone(),
+        rank: a.fast.rank,
+        energy: a.fast.energy,
+        terms: a.fast.terms,
+        exact: a.fast.exact,
+        device: a.device.clone(),
+        variant: a.variant.clone(),
+        compress: a
+            .compression
+            .compress
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default(),
+        compress_level: a.compression.compress_level,
+    };
+    // Every option is checked before anything is written.
+    a.compression.compression()?;
+    let plan = Plan::make(&PlanRequest {
+        inputs: &a.inputs,
+        dir: &a.out,
+        options,
+        grid: a.grid,
+        compare_with: a.compare_with.clone(),
+        overwrite: a.overwrite.overwrite,
+    })?;
+    if let Some(Emit::Slurm) = a.emit {
+        let dir = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+        std::fs::create_dir_all(dir.join("logs"))
+            .map_err(|e| Error::new(format!("cannot make {}/logs: {e}", dir.display())))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::new(format!("cannot tell where mapfilter is: {e}")))?;
+        let text = slurm::script(
+            &dir,
+            &exe,
+            &slurm::SlurmOptions {
+                shards: a.shards.min(plan.tasks.len()).max(1),
+                parallel: a.slurm_parallel,
+                cpus_per_task: a.slurm_cpus,
+                mem: a.slurm_mem.clone(),
+                time: a.slurm_time.clone(),
+            },
+        );
+        let target = Target::check(&dir.join("batch.sbatch"), true, &[])?;
+        crate::output::text::write(&crate::output::Destination::File(target), &text)?;
+        eprintln!("wrote {}", dir.join("batch.sbatch").display());
+    }
+    eprintln!(
+        "planned {} tasks over {} mosaic(s) in {}",
+        plan.tasks.len(),
+        plan.mosaics.len(),
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn run_tasks(a: RunArgs) -> Result<()> {
+    let share = match (&a.shard, a.task) {
+        (Some(s), _) => Share::parse_shard(s)?,
+        (None, Some(k)) => Share::Task(k),
+        (None, None) => Share::from_env(|k| std::env::var(k).ok())?.unwrap_or(Share::All),
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = a.jobs.unwrap_or(if cpus > 1 { 2 } else { 1 });
+    if jobs == 0 {
+        bail!("--jobs 0 runs nothing", hint = "give --jobs 1 or more");
+    }
+    let s = batch_run::run(&RunRequest {
+        dir: &a.dir,
+        share,
+        retry_failed: a.retry_failed,
+        jobs,
+        quiet: a.quiet,
+    })?;
+    if !a.quiet {
+        eprintln!(
+            "batch: {} tasks in this share: {} done now ({:.1} Mpx in {:.2} s), {} done before, {} failed, {} held by another run",
+            s.selected,
+            s.done_now,
+            s.pixels_now as f64 / 1e6,
+            s.seconds,
+            s.already_done,
+            s.failed.len(),
+            s.busy.len()
+        );
+    }
+    if !s.failed.is_empty() {
+        for (id, e) in &s.failed {
+            eprintln!("failed task {id}: {e}");
+        }
+        let ids: Vec<String> = s.failed.iter().map(|f| f.0.to_string()).collect();
+        bail!(
+            format!("{} task(s) failed: {}", s.failed.len(), ids.join(", ")),
+            hint = "fix their inputs and run again with --retry-failed; `batch report` lists them"
+        );
+    }
+    Ok(())
+}
+
+fn report_cmd(a: ReportArgs) -> Result<()> {
+    let plan = Plan::load(&a.dir)?;
+    let cog = a
+        .cog
+        .as_deref()
+        .map(|p| Target::check(p, a.overwrite.overwrite, &[]))
+        .transpose()?;
+    let r = report::write(&a.dir, &plan, cog.as_ref())?;
+    println!(
+        "{} of {} tasks done, {} failed, {} pending; report in {}",
+        r.done,
+        r.tasks,
+        r.failed.len(),
+        r.pending.len(),
+        a.dir.join("report.html").display()
+    );
+    Ok(())
+}

@@ -1,0 +1,347 @@
+//! Comparing two class rasters as a library call: accuracy of a candidate
+//! against a reference (agreement, kappa, confusion, per-class figures, area
+//! change) streamed strip by strip, with a georeferenced mismatch raster and
+//! quick-look maps ([`compare_rasters`]); and [`smooth_report`], the report
+//! of `smooth --report`, which runs the exact baseline beside the chosen
+//! method and compares the two.
+
+use crate::bail;
+use crate::engine::{self, RunStats, SmoothJob};
+use crate::error::Result;
+use crate::method::ClassSmoother;
+use crate::method::naive::NaiveHost;
+use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
+use crate::output::{self, Destination, Target};
+use crate::progress::Progress;
+use crate::raster::{
+    ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
+};
+use crate::report::compare::{CompareReport, Input, Map, RunComparison};
+use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
+use gdal::raster::GdalDataType;
+use gdal::spatial_ref::SpatialRef;
+use std::path::Path;
+use std::time::Instant;
+
+pub fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+pub fn input(role: &str, path: &Path) -> Input {
+    Input {
+        role: role.into(),
+        source: path.display().to_string(),
+    }
+}
+
+/// Refuses rasters that are not on the same grid: size, geotransform, CRS.
+pub fn check_same_grid(a: &ClassRaster, b: &ClassRaster) -> Result<()> {
+    let (ma, mb) = (&a.meta, &b.meta);
+    let names = format!("{} and {}", a.path().display(), b.path().display());
+    if (ma.width, ma.height) != (mb.width, mb.height) {
+        bail!(
+            format!(
+                "{names} differ in size: {}x{} against {}x{}",
+                ma.width, ma.height, mb.width, mb.height
+            ),
+            hint = "compare rasters of the same grid; resample one onto the other with gdalwarp -te ... -ts ..."
+        );
+    }
+    let same_transform = match (ma.geo_transform, mb.geo_transform) {
+        (None, None) => true,
+        (Some(x), Some(y)) => {
+            let tol = 1e-6 * (x[1].abs() + x[5].abs()).max(f64::MIN_POSITIVE);
+            x.iter().zip(&y).all(|(p, q)| (p - q).abs() <= tol)
+        }
+        _ => false,
+    };
+    if !same_transform {
+        bail!(
+            format!(
+                "{names} differ in georeferencing (geotransform {} against {})",
+                show_transform(ma.geo_transform),
+                show_transform(mb.geo_transform)
+            ),
+            hint = "align them first, e.g. gdalwarp with the other raster's -te and -tr"
+        );
+    }
+    if !same_crs(&ma.projection, &mb.projection) {
+        bail!(
+            format!("{names} differ in coordinate system"),
+            hint = "reproject one with gdalwarp -t_srs, or assign the right one with gdal_edit.py -a_srs"
+        );
+    }
+    Ok(())
+}
+
+fn show_transform(gt: Option<[f64; 6]>) -> String {
+    gt.map_or("none".into(), |g| {
+        format!(
+            "[{}, {}, {}, {}, {}, {}]",
+            g[0], g[1], g[2], g[3], g[4], g[5]
+        )
+    })
+}
+
+fn same_crs(a: &str, b: &str) -> bool {
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, true) => true,
+        (false, false) => match (SpatialRef::from_wkt(a), SpatialRef::from_wkt(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        },
+        _ => false,
+    }
+}
+
+/// The pixel area and its unit from a raster's georeferencing.
+fn pixel_area(meta: &RasterMeta) -> PixelArea {
+    let unit = SpatialRef::from_wkt(&meta.projection).ok().and_then(|s| {
+        if s.is_projected() || s.is_local() {
+            s.linear_units_name()
+        } else if s.is_geographic() {
+            Some("degree".into())
+        } else {
+            None
+        }
+    });
+    PixelArea::from_geotransform(meta.geo_transform, unit.as_deref())
+}
+
+/// Figures and pictures of one comparison.
+pub struct Outcome {
+    pub summary: Summary,
+    pub maps: Vec<Map>,
+    pub palette: Palette,
+}
+
+/// Streams both rasters strip by strip: confusion matrix, optional mismatch
+/// GeoTIFF, quick-look maps of both and of the mismatches.
+pub fn compare_rasters(
+    reference: &mut ClassRaster,
+    candidate: &mut ClassRaster,
+    mismatch_target: Option<&Target>,
+    map_side: usize,
+    progress: &Progress,
+) -> Result<Outcome> {
+    let (w, h) = (reference.meta.width, reference.meta.height);
+    let (rn, cn) = (reference.nodata_code(), candidate.nodata_code());
+    let mut mismatch_out = match mismatch_target {
+        Some(p) => Some(OutputRaster::create(p, &mismatch_spec(&reference.meta))?),
+        None => None,
+    };
+    let mut ql_ref = QuickLook::classes(w, h, map_side, rn.unwrap_or(u16::MAX));
+    let mut ql_cand = QuickLook::classes(w, h, map_side, cn.unwrap_or(u16::MAX));
+    let mut ql_mis = QuickLook::mismatch(w, h, map_side);
+    let rows = (metrics::STRIP_PIXELS / w.max(1)).clamp(1, h.max(1));
+    progress.start(h.div_ceil(rows) as u64, "strips");
+    let confusion = metrics::compare(reference, candidate, rn, cn, |strip| {
+        if let Some(out) = mismatch_out.as_mut() {
+            out.write_band(1, strip.window, strip.mismatch.to_vec())?;
+        }
+        ql_ref.add(strip.window, strip.reference);
+        ql_cand.add(strip.window, strip.candidate);
+        ql_mis.add(strip.window, strip.mismatch);
+        progress.inc(1);
+        Ok(())
+    })?;
+    progress.finish();
+    if let Some(out) = mismatch_out {
+        out.finish()?;
+    }
+    // Colours: the reference's table, else the candidate's.
+    let colors = if reference.meta.colors.is_empty() {
+        &candidate.meta.colors
+    } else {
+        &reference.meta.colors
+    };
+    let ref_palette = Palette::from_color_table(colors, rn);
+    let cand_palette = Palette::from_color_table(colors, cn);
+    let names = if reference.meta.category_names.is_empty() {
+        &candidate.meta.category_names
+    } else {
+        &reference.meta.category_names
+    };
+    let summary = Summary::new(&confusion, (w, h), pixel_area(&reference.meta), names);
+    let maps = vec![
+        Map {
+            caption: format!("reference: {}", file_name(reference.path())),
+            png: ql_ref.to_png(&ref_palette)?,
+        },
+        Map {
+            caption: format!("candidate: {}", file_name(candidate.path())),
+            png: ql_cand.to_png(&cand_palette)?,
+        },
+        Map {
+            caption: "mismatches (red: class differs, blue: nodata in one only)".into(),
+            png: ql_mis.to_png(&Palette::mismatch())?,
+        },
+    ];
+    Ok(Outcome {
+        summary,
+        maps,
+        palette: ref_palette,
+    })
+}
+
+/// The mismatch GeoTIFF: Byte, the inputs' grid, nodata 255, a colour table.
+fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
+    let palette = Palette::mismatch();
+    OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: GdalDataType::UInt8,
+        geo_transform: meta.geo_transform,
+        projection: meta.projection.clone(),
+        nodata: Some(MISMATCH_BOTH_NODATA as f64),
+        colors: (0..=255u16)
+            .map(|c| match c {
+                0..=2 => palette.color(c).map(i16::from),
+                _ => [0, 0, 0, 0],
+            })
+            .collect(),
+        // Category names would go to a .aux.xml side file for GeoTIFF; the
+        // values are documented in --help and the report instead.
+        category_names: Vec::new(),
+        compression: OutputCompression::default(),
+    }
+}
+
+/// What `mapfilter smooth --report` knows about the run it reports on.
+pub struct SmoothRun<'a> {
+    pub input: &'a Path,
+    /// The method's output, already written.
+    pub output: &'a Path,
+    pub job: &'a SmoothJob,
+    pub method: &'a dyn ClassSmoother,
+    /// How the user named the method (e.g. `svd@gpu`).
+    pub method_label: &'a str,
+    pub stats: &'a RunStats,
+    pub quiet: bool,
+}
+
+/// Where `smooth --report` writes: `path` as given (its extension picks
+/// the kind: `.json`, `.md`, else HTML) and the checked destination.
+pub struct ReportTarget<'a> {
+    pub path: &'a Path,
+    pub dest: Destination,
+}
+
+impl<'a> ReportTarget<'a> {
+    /// Checks the report's path before the run (it must differ from the output).
+    pub fn check(path: &'a Path, output: &Target, overwrite: bool, input: &Path) -> Result<Self> {
+        let dest = Destination::check(path, overwrite, &[input])?;
+        if let Destination::File(t) = &dest {
+            output::distinct(&[t, output])?;
+        }
+        Ok(ReportTarget { path, dest })
+    }
+}
+
+/// Runs the exact baseline ([`NaiveHost`]) on the same input into a scratch
+/// GeoTIFF beside the output, compares the method's output with it and writes
+/// the report.
+pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
+    let mut method_out = ClassRaster::open(run.output)?;
+    let dir = output::parent_dir(run.output);
+    let meta = &method_out.meta;
+    let spec = OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: match method_out.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: meta.geo_transform,
+        projection: meta.projection.clone(),
+        nodata: meta.nodata,
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
+        compression: OutputCompression::default(),
+    };
+    let baseline = NaiveHost;
+    let progress = Progress::new(run.quiet, "baseline");
+    let mut source = ClassRaster::open(run.input)?;
+    let mut out = OutputRaster::scratch(&dir, &spec)?;
+    let t0 = Instant::now();
+    engine::smooth(&mut source, &mut out, run.job, &baseline, &progress)?;
+    let baseline_file = out.finish_scratch()?;
+    let baseline_seconds = t0.elapsed().as_secs_f64();
+
+    let mut reference = ClassRaster::open(baseline_file.path())?;
+    let progress = Progress::new(run.quiet, "compare");
+    let outcome = compare_rasters(
+        &mut reference,
+        &mut method_out,
+        None,
+        DEFAULT_SIDE,
+        &progress,
+    )?;
+    let nodata = source.nodata_code();
+    let input_palette = Palette::from_color_table(&source.meta.colors, nodata);
+    let input_map = QuickLook::sample(&mut source, DEFAULT_SIDE, nodata.unwrap_or(u16::MAX))?;
+    let mut maps = vec![Map {
+        caption: format!("input: {}", file_name(run.input)),
+        png: input_map.to_png(&input_palette)?,
+    }];
+    maps.extend(outcome.maps.into_iter().enumerate().map(|(i, mut m)| {
+        m.caption = match i {
+            0 => format!("exact baseline ({})", baseline.name()),
+            1 => format!("{}: {}", run.method_label, file_name(run.output)),
+            _ => m.caption,
+        };
+        m
+    }));
+    let method_seconds = run.stats.wall.as_secs_f64();
+    let job = run.job;
+    let report_data = CompareReport {
+        title: format!(
+            "Smoothing report: {} on {}",
+            run.method_label,
+            file_name(run.input)
+        ),
+        inputs: vec![input("input", run.input), input("output", run.output)],
+        run: Some(RunComparison {
+            method: format!("{} ({})", run.method_label, run.method.name()),
+            method_seconds,
+            baseline: format!("naive@host ({})", baseline.name()),
+            baseline_seconds,
+            speedup: baseline_seconds / method_seconds.max(1e-9),
+            settings: vec![
+                ("kernel side".into(), job.kernel.size().to_string()),
+                ("classes".into(), job.classes.len().to_string()),
+                ("tile".into(), job.tile.to_string()),
+                ("border".into(), format!("{:?}", job.border).to_lowercase()),
+                ("fill nodata".into(), job.fill_nodata.to_string()),
+                ("tiles".into(), run.stats.tiles.to_string()),
+                ("method exact".into(), run.method.is_exact().to_string()),
+            ],
+        }),
+        summary: outcome.summary,
+        maps,
+        palette: Some(outcome.palette),
+    };
+    let ext = report
+        .path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let text = match ext.as_deref() {
+        Some("json") => report_data.to_json()?,
+        Some("md" | "markdown") => report_data.to_markdown(),
+        _ => report_data.to_html()?,
+    };
+    output::text::write(&report.dest, &text)?;
+    if !run.quiet {
+        eprintln!(
+            "report {}: {}",
+            report.path.display(),
+            report_data.headline()
+        );
+    }
+    Ok(())
+}

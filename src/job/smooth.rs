@@ -1,0 +1,408 @@
+//! Smoothing one class raster into one GeoTIFF: [`SmoothSpec`] says what,
+//! [`run`] does it (open, decide the classes, make the output on its own
+//! thread, run the engine, finish the output) and returns a [`SmoothReport`].
+//!
+//! A spec may name a window of the input's output grid
+//! ([`SmoothSpec::window`]): only that window is computed and written, from
+//! the window plus the kernel's halo read from the input, so that windows
+//! of one input put side by side equal one run over the whole input (exact
+//! methods). `batch` relies on it.
+
+use crate::classes::{ClassTable, ClassWeights};
+use crate::deferred_output::DeferredOutput;
+use crate::device::DeviceChoice;
+use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::method::ClassSmoother;
+use crate::method::select::{FastOptions, smoother_for};
+use crate::output::Target;
+use crate::progress::Progress;
+use crate::raster::{ClassRaster, ClassType, OutputCompression, OutputSpec};
+use gdal::raster::GdalDataType;
+use std::path::PathBuf;
+use std::time::Instant;
+use tiles::{Border, Rect};
+
+/// The method and where it runs, as named by the user.
+#[derive(Clone, Debug)]
+pub struct MethodChoice {
+    /// naive, svd, dct5 or auto.
+    pub name: String,
+    pub device: DeviceChoice,
+    /// Device variant (naive: fast, buffer, image, local).
+    pub variant: Option<String>,
+    pub options: FastOptions,
+}
+
+impl MethodChoice {
+    /// Builds the smoother for `kernel`.
+    pub fn build(&self, kernel: &Kernel) -> Result<Box<dyn ClassSmoother>> {
+        smoother_for(
+            &self.name,
+            self.device,
+            self.variant.as_deref(),
+            kernel,
+            &self.options,
+        )
+    }
+
+    /// How reports name it, e.g. `dct5@host`.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.device)
+    }
+}
+
+/// Where the class table of a run comes from.
+#[derive(Clone, Debug)]
+pub enum Classes {
+    /// Scan the input when something needs the classes present, else take
+    /// every code but nodata (see [`scan_first`]).
+    Auto {
+        /// The caller needs the classes present (a report, `--explain`).
+        need_present: bool,
+    },
+    /// A table decided by the caller (e.g. once for all windows of a batch).
+    Given(ClassTable),
+}
+
+/// What to smooth, how, and where to write it.
+#[derive(Clone, Debug)]
+pub struct SmoothSpec {
+    pub input: PathBuf,
+    pub target: Target,
+    pub kernel: Kernel,
+    pub weights: ClassWeights,
+    pub border: Border,
+    pub fill_nodata: bool,
+    pub tile: usize,
+    pub compression: OutputCompression,
+    pub classes: Classes,
+    /// A window of the output grid (the whole output's coordinates) to
+    /// compute and write instead of the whole output.
+    pub window: Option<Rect>,
+}
+
+/// What a run reports to whoever started it. Every method has a default
+/// that does nothing.
+pub trait Observer {
+    /// The stage `name` ended now.
+    fn stage(&mut self, _name: &str) {}
+    /// Work `name` ran from `from` to `to` on another thread.
+    fn background(&mut self, _name: &str, _from: Instant, _to: Instant) {}
+    /// The method chosen and the job, before the engine starts.
+    fn before_engine(&mut self, _job: &SmoothJob, _method: &dyn ClassSmoother) -> Result<()> {
+        Ok(())
+    }
+    /// A progress bar for a phase named `label` (hidden by default).
+    fn progress(&self, _label: &str) -> Progress {
+        Progress::hidden()
+    }
+}
+
+/// An observer that observes nothing.
+pub struct Silent;
+
+impl Observer for Silent {}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct SmoothReport {
+    /// Size of what was written.
+    pub width: usize,
+    pub height: usize,
+    pub job: SmoothJob,
+    pub stats: RunStats,
+}
+
+/// Builds the method of `choice` for the spec's kernel and runs the spec.
+pub fn run_with_choice(
+    spec: &SmoothSpec,
+    choice: &MethodChoice,
+    observer: &mut dyn Observer,
+) -> Result<(SmoothReport, Box<dyn ClassSmoother>)> {
+    let method = choice.build(&spec.kernel)?;
+    let report = run(spec, method.as_ref(), observer)?;
+    Ok((report, method))
+}
+
+/// Smooths the spec's input with `method` into its target.
+pub fn run(
+    spec: &SmoothSpec,
+    method: &dyn ClassSmoother,
+    observer: &mut dyn Observer,
+) -> Result<SmoothReport> {
+    observer.stage("setup");
+    std::thread::scope(|scope| {
+        // The output's own thread reads the input's coordinate system and
+        // makes the output (see `DeferredOutput`) while this one goes on.
+        let output = DeferredOutput::spawn(scope, spec.target.clone(), spec.input.clone());
+        smooth_into(spec, method, output, observer)
+    })
+}
+
+/// Opens the input, finds its classes, smooths it into `output` (handing
+/// it its spec as soon as that is known) and finishes the output.
+fn smooth_into(
+    spec: &SmoothSpec,
+    method: &dyn ClassSmoother,
+    mut output: DeferredOutput,
+    observer: &mut dyn Observer,
+) -> Result<SmoothReport> {
+    let mut input = ClassRaster::open_without_projection(&spec.input)?;
+    observer.stage("open");
+    let grid = engine::tile_grid(
+        input.meta.width,
+        input.meta.height,
+        &spec.kernel,
+        spec.border,
+        spec.tile,
+    )?;
+    let (full_width, full_height) = grid.output_size();
+    let offset = grid.offset();
+    // The window written, in the output's coordinates, and where it lies in
+    // the input's.
+    let window = match spec.window {
+        Some(w) => {
+            if w.x + w.width > full_width || w.y + w.height > full_height || w.is_empty() {
+                crate::bail!(
+                    format!(
+                        "window {}x{} at ({}, {}) is not inside the {full_width}x{full_height} output",
+                        w.width, w.height, w.x, w.y
+                    ),
+                    hint = "plan the windows again with `mapfilter batch plan`"
+                );
+            }
+            w
+        }
+        None => Rect::new(0, 0, full_width, full_height),
+    };
+    let (width, height) = (window.width, window.height);
+    let out_spec = OutputSpec {
+        width,
+        height,
+        bands: 1,
+        data_type: match input.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: shifted(
+            input.meta.geo_transform,
+            window.x + offset,
+            window.y + offset,
+        ),
+        projection: String::new(),
+        nodata: None,
+        colors: input.meta.colors.clone(),
+        category_names: input.meta.category_names.clone(),
+        compression: spec.compression,
+    };
+    let with_nodata = |nodata: Option<u16>| OutputSpec {
+        nodata: nodata.map(f64::from),
+        ..out_spec.clone()
+    };
+    // The output's nodata is the input's where it has one, so the output
+    // can be made while the classes are scanned.
+    let input_nodata = input.nodata_code();
+    if input_nodata.is_some() {
+        output.make(with_nodata(input_nodata));
+    }
+    let max_code = input.class_type.max_code();
+    let classes = match &spec.classes {
+        Classes::Given(table) => {
+            observer.stage("classes");
+            table.clone()
+        }
+        Classes::Auto { need_present } => {
+            if scan_first(spec, *need_present, &input) {
+                let classes = input.scan_classes(&observer.progress("scan"))?;
+                observer.stage("scan");
+                classes
+            } else {
+                let classes = ClassTable::every_code(max_code, input_nodata)?;
+                observer.stage("classes");
+                classes
+            }
+        }
+    };
+    let output_nodata = classes.output_nodata(max_code);
+    output.make(with_nodata(output_nodata));
+    let job = SmoothJob {
+        class_weights: spec.weights.quantise(&classes),
+        output_nodata,
+        kernel: spec.kernel.clone(),
+        classes,
+        border: spec.border,
+        fill_nodata: spec.fill_nodata,
+        tile: spec.tile,
+    };
+    observer.before_engine(&job, method)?;
+    let progress = observer.progress("smooth");
+    let stats = if spec.window.is_none() {
+        engine::smooth(&mut input, &mut output, &job, method, &progress)?
+    } else {
+        // The window in the input's pixels, and the part of the input that
+        // reaches it through the kernel: pixels beyond the input contribute
+        // nothing, as in a run over the whole input.
+        let center = Rect::new(window.x + offset, window.y + offset, width, height);
+        let r = spec.kernel.radius();
+        let (w, h) = (input.meta.width, input.meta.height);
+        let x0 = center.x.saturating_sub(r);
+        let y0 = center.y.saturating_sub(r);
+        let x1 = (center.x + center.width + r).min(w);
+        let y1 = (center.y + center.height + r).min(h);
+        let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
+        let crop = Rect::new(center.x - x0, center.y - y0, width, height);
+        let mut source = ViewSource {
+            inner: &mut input,
+            view,
+        };
+        let mut sink = CropSink {
+            inner: &mut output,
+            crop,
+        };
+        // Engine tiles of about the asked side that split the view evenly:
+        // a view one halo larger than `--tile` runs as one tile, not one
+        // tile and three slivers. Exact methods give the same pixels for
+        // any tile side.
+        let side = view.width.max(view.height);
+        let tiles = ((side as f64 / spec.tile.max(1) as f64).round() as usize).max(1);
+        let windowed = SmoothJob {
+            border: Border::Same,
+            tile: side.div_ceil(tiles),
+            ..job.clone()
+        };
+        engine::smooth(&mut source, &mut sink, &windowed, method, &progress)?
+    };
+    observer.stage("engine");
+    let (made_from, made_to) = output.finish()?;
+    observer.stage("finish");
+    observer.background("output", made_from, made_to);
+    Ok(SmoothReport {
+        width,
+        height,
+        job,
+        stats,
+    })
+}
+
+/// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
+fn shifted(gt: Option<[f64; 6]>, x: usize, y: usize) -> Option<[f64; 6]> {
+    gt.map(|g| {
+        let (x, y) = (x as f64, y as f64);
+        [
+            g[0] + x * g[1] + y * g[2],
+            g[1],
+            g[2],
+            g[3] + x * g[4] + y * g[5],
+            g[4],
+            g[5],
+        ]
+    })
+}
+
+/// A window of a source, seen as a source of its own.
+struct ViewSource<'a> {
+    inner: &'a mut dyn ClassSource,
+    view: Rect,
+}
+
+impl ClassSource for ViewSource<'_> {
+    fn size(&self) -> (usize, usize) {
+        (self.view.width, self.view.height)
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        let shifted = Rect::new(w.x + self.view.x, w.y + self.view.y, w.width, w.height);
+        self.inner.read(shifted, buf)
+    }
+}
+
+/// A sink that keeps only the pixels inside `crop`, moved to its origin.
+struct CropSink<'a> {
+    inner: &'a mut dyn ClassSink,
+    crop: Rect,
+}
+
+impl ClassSink for CropSink<'_> {
+    fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
+        let c = self.crop;
+        let x0 = w.x.max(c.x);
+        let y0 = w.y.max(c.y);
+        let x1 = (w.x + w.width).min(c.x + c.width);
+        let y1 = (w.y + w.height).min(c.y + c.height);
+        if x0 >= x1 || y0 >= y1 {
+            return Ok(());
+        }
+        let part = Rect::new(x0 - c.x, y0 - c.y, x1 - x0, y1 - y0);
+        if part.width == w.width && part.height == w.height {
+            return self.inner.write(part, codes);
+        }
+        let mut kept = Vec::with_capacity(part.width * part.height);
+        for y in y0..y1 {
+            let start = (y - w.y) * w.width + (x0 - w.x);
+            kept.extend_from_slice(&codes[start..start + part.width]);
+        }
+        self.inner.write(part, &kept)
+    }
+}
+
+/// Whether to scan the raster for its classes before smoothing.
+///
+/// A Byte band with a nodata value can instead take every other code as a
+/// class (tiles hold only the classes they meet, in code order, so results
+/// are the same) unless something needs the classes actually present:
+/// class weights (scaled by the largest weight of a class present), the
+/// report and `--explain` (which show them). On two threads a raster that
+/// fits in GDAL's block cache is scanned in any case: the scan decodes its
+/// blocks before the engine starts, while the output's thread works on the
+/// other core, and the engine then finds them decoded
+/// (docs/decisions/0007-class-scan.md). Elsewhere the scan is skipped and
+/// with it a whole single-threaded decoding pass.
+fn scan_first(spec: &SmoothSpec, need_present: bool, input: &ClassRaster) -> bool {
+    input.class_type != ClassType::Byte
+        || input.nodata_code().is_none()
+        || !spec.weights.is_empty()
+        || need_present
+        || (input.fits_block_cache() && few_threads())
+}
+
+/// Whether the run has so few threads (rayon's pool: the cores, or
+/// `RAYON_NUM_THREADS`) that decoding the input ahead (the scan) beats
+/// decoding it inside the engine. Measured both ways: on 2 cores the scan
+/// first is faster; on 16 (with the GPU or the host computing) skipping it
+/// is (BENCHMARKS.md, "Whole command against gdal_translate").
+fn few_threads() -> bool {
+    rayon::current_num_threads() <= 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::MemRaster;
+
+    #[test]
+    fn crop_sink_keeps_the_crop_only() {
+        let mut out = MemRaster::filled(2, 2, 0);
+        let mut sink = CropSink {
+            inner: &mut out,
+            crop: Rect::new(1, 1, 2, 2),
+        };
+        // A 3x3 write at the origin: rows 1..3, columns 1..3 are kept.
+        sink.write(Rect::new(0, 0, 3, 3), &[1, 2, 3, 4, 5, 6, 7, 8, 9])
+            .unwrap();
+        assert_eq!(out.data, vec![5, 6, 8, 9]);
+    }
+
+    #[test]
+    fn view_source_reads_shifted() {
+        let mut raster = MemRaster::new(3, 2, vec![1, 2, 3, 4, 5, 6]);
+        let mut view = ViewSource {
+            inner: &mut raster,
+            view: Rect::new(1, 0, 2, 2),
+        };
+        let mut buf = [0u16; 2];
+        view.read(Rect::new(0, 1, 2, 1), &mut buf).unwrap();
+        assert_eq!(buf, [5, 6]);
+    }
+}
