@@ -37,6 +37,10 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Set a GDAL configuration option before any GDAL work (as gdal_translate's --config),
+    /// e.g. --config GDAL_CACHEMAX 2048; repeatable.
+    #[arg(long, global = true, num_args = 2, value_names = ["KEY", "VALUE"])]
+    config: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -84,6 +88,7 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    set_gdal_config(&cli.config)?;
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),
@@ -102,4 +107,26 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::BenchFilter(args) => bench_filter::run(args),
     }
+}
+
+/// Applies `--config KEY VALUE` pairs (clap gives them flat, two by two).
+fn set_gdal_config(pairs: &[String]) -> Result<()> {
+    for pair in pairs.chunks(2) {
+        if let [key, value] = pair {
+            #[cfg(feature = "gdal")]
+            gdal::config::set_config_option(key, value).map_err(|e| {
+                crate::Error::new(format!("--config {key} {value}: {e}"))
+                    .hint("keys and values are plain text without NUL bytes")
+            })?;
+            #[cfg(not(feature = "gdal"))]
+            {
+                let _ = (key, value);
+                crate::bail!(
+                    "--config needs GDAL, which this build leaves out",
+                    hint = "use a build with the gdal feature"
+                );
+            }
+        }
+    }
+    Ok(())
 }
