@@ -606,6 +606,14 @@ impl OutputRaster {
             .rasterband(1)
             .map(|b| b.block_size())
             .unwrap_or((block, block));
+        log::debug!(
+            "writing {} ({}x{}, {} band(s), {})",
+            path.display(),
+            spec.width,
+            spec.height,
+            spec.bands,
+            spec.data_type.name()
+        );
         let mut out = OutputRaster {
             ds: Some(ds),
             temp: Some(temp),
@@ -813,6 +821,10 @@ fn make_cog(
     let mark = Mark::now();
     let temp = TempFile::beside(target)?;
     let shown = target.shown().display();
+    log::info!(
+        "making the COG of {shown} (overviews by {})",
+        encoding.overviews.gdal_name()
+    );
     let input = Dataset::open(source).map_err(gdal_error)?;
     let driver = DriverManager::get_driver_by_name("COG").map_err(gdal_error)?;
     let mut options = RasterCreationOptions::new();

@@ -133,6 +133,11 @@ impl TempFile {
         drop(registry);
         moved?;
         sync_dir(&dir);
+        log::debug!(
+            "moved {} onto {}",
+            self.path.display(),
+            target.path().display()
+        );
         Ok(())
     }
 
@@ -222,8 +227,8 @@ fn sweep(dir: &Path) {
         }
     }
     if swept > 0 {
-        eprintln!(
-            "mapfilter: removed {swept} temp file(s) left in {} by interrupted runs",
+        log::warn!(
+            "removed {swept} temp file(s) left in {} by interrupted runs",
             dir.display()
         );
     }
