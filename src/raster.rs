@@ -116,6 +116,36 @@ impl RasterMeta {
         })
     }
 
+    /// The area of a pixel: in the CRS's unit² for a projected raster, in
+    /// m² on the CRS's ellipsoid (WGS84 where it names none) row by row for
+    /// a north-up geographic one.
+    pub fn pixel_area(&self) -> crate::metrics::PixelArea {
+        use crate::metrics::PixelArea;
+        use gdal::spatial_ref::SpatialRef;
+        let srs = SpatialRef::from_wkt(&self.projection).ok();
+        if let (Some(s), Some(gt)) = (&srs, self.geo_transform)
+            && s.is_geographic()
+            && gt[2] == 0.0
+            && gt[4] == 0.0
+        {
+            let (a, b) = match (s.semi_major(), s.semi_minor()) {
+                (Ok(a), Ok(b)) if a > 0.0 && b > 0.0 && b <= a => (a, b),
+                _ => (6_378_137.0, 6_356_752.314_245_179),
+            };
+            return PixelArea::geographic(gt, self.height, a, b);
+        }
+        let unit = srs.and_then(|s| {
+            if s.is_projected() || s.is_local() {
+                s.linear_units_name()
+            } else if s.is_geographic() {
+                Some("degree".into())
+            } else {
+                None
+            }
+        });
+        PixelArea::from_geotransform(self.geo_transform, unit.as_deref())
+    }
+
     /// The geotransform of an output whose pixel (0,0) is input pixel (offset, offset).
     pub fn shifted_transform(&self, offset: usize) -> Option<[f64; 6]> {
         self.geo_transform.map(|g| {
