@@ -127,6 +127,30 @@ fn verbose_logs_what_the_run_does() {
 }
 
 #[test]
+fn global_options_do_not_clash_with_subcommand_arguments() {
+    // `sweep` has a positional argument named `config`, as the global
+    // `--config KEY VALUE` is called: both must parse.
+    let sweep = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sweeps/smoke.toml");
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["sweep", sweep, "--out", s(dir.path()), "--dry-run"][..],
+        &[
+            "-v",
+            "sweep",
+            sweep,
+            "--out",
+            s(dir.path()),
+            "--dry-run",
+            "--config",
+            "GDAL_CACHEMAX",
+            "64",
+        ][..],
+    ] {
+        mapfilter_ok(args);
+    }
+}
+
+#[test]
 fn min_agreement_gates_the_exit_status() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.tif");

@@ -43,8 +43,9 @@ pub struct Cli {
     command: Command,
     /// Set a GDAL configuration option before any GDAL work (as gdal_translate's --config),
     /// e.g. --config GDAL_CACHEMAX 2048; repeatable.
-    #[arg(long, global = true, num_args = 2, value_names = ["KEY", "VALUE"])]
-    config: Vec<String>,
+    // Its id is not `config`: `sweep` has an argument of that name.
+    #[arg(long = "config", id = "gdal_config", global = true, num_args = 2, value_names = ["KEY", "VALUE"])]
+    gdal_config: Vec<String>,
     /// More log lines on stderr: -v what the run does, -vv details (temp files, GDAL warnings),
     /// -vvv per-tile traces. RUST_LOG overrides it.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -101,7 +102,7 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    set_gdal_config(&cli.config)?;
+    set_gdal_config(&cli.gdal_config)?;
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),

@@ -259,7 +259,7 @@ mod tests {
     fn majority_over_strips() {
         // 8×4 raster shrunk to 4×2: each cell covers 2×2 pixels; three of
         // them hold the cell's class, one a stray code. Strips split cells.
-        let mut data = vec![0u16; 32];
+        let mut data = [0u16; 32];
         for y in 0..4 {
             for x in 0..8 {
                 data[y * 8 + x] = (x / 2 + 4 * (y / 2)) as u16;
