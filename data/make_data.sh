@@ -108,4 +108,11 @@ PAL
 add_palette "$work/igbp.vrt" "$work/igbp.pal"
 gdal_translate -q "${gtiff[@]}" "$work/igbp.vrt" "$data/modis_igbp_2019_2048.tif"
 
-ls -l "$data"/*.tif
+# GeoTIFF has no tag for category names: GDAL writes them into a side file
+# (TIFF.aux.xml, committed beside each real map). Make sure they are there.
+for map in ne_continents_1440x720.tif modis_igbp_2019_2048.tif; do
+  grep -q '<CategoryNames>' "$data/$map.aux.xml" ||
+    { echo "make_data: $map.aux.xml holds no category names" >&2; exit 1; }
+done
+
+ls -l "$data"/*.tif "$data"/*.aux.xml

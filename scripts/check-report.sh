@@ -2,7 +2,8 @@
 # Checks that a mapfilter HTML report renders in headless Chromium (Debian's
 # `chromium`, installed with apt-get if missing): no console errors, no script
 # or resource errors, every <img> (quick-look map) decoded, every inline SVG
-# plot laid out with a real size and drawn content.
+# plot laid out with a real size and drawn content, no table figure wrapped
+# onto two lines, no "-0.0".
 #
 # Usage: scripts/check-report.sh REPORT.html [MIN_IMAGES] [MIN_PLOTS]
 #   MIN_IMAGES / MIN_PLOTS: how many maps and SVG plots the report must have (default 1 / 1).
@@ -40,10 +41,19 @@ addEventListener("load", function () {
     var b = s.getBoundingClientRect();
     return !(b.width > 50 && b.height > 50 && s.querySelectorAll("path,polyline,polygon,rect,circle,line,text").length > 5);
   });
+  // Figures that wrap onto a second line, and "-0.0"-like figures.
+  var cells = Array.prototype.slice.call(document.querySelectorAll("td"));
+  var wrapped = cells.filter(function (td) {
+    var r = document.createRange(); r.selectNodeContents(td);
+    var tops = {}; Array.prototype.forEach.call(r.getClientRects(), function (b) { if (b.width > 0) tops[Math.round(b.top)] = 1; });
+    return td.cellIndex > 0 && Object.keys(tops).length > 1;
+  });
+  var negzero = cells.filter(function (td) { return /(^|\s)-0(\.0+)?(\s|$|%|×)/.test(td.textContent); });
   var pre = document.createElement("pre");
   pre.id = "mapfilter-check";
   pre.textContent = "MAPFILTER-CHECK images=" + imgs.length + " bad_images=" + badImgs.length +
-    " plots=" + svgs.length + " bad_plots=" + badSvgs.length + " errors=" + window.__mfErrors.length +
+    " plots=" + svgs.length + " bad_plots=" + badSvgs.length + " wrapped=" + wrapped.length +
+    " negzero=" + negzero.length + " errors=" + window.__mfErrors.length +
     " END " + window.__mfErrors.join(" | ");
   document.body.appendChild(pre);
 });
@@ -91,6 +101,8 @@ fi
 [ "$(value errors)" = 0 ] || { echo "check-report: script/resource errors" >&2; fail=1; }
 [ "$(value bad_images)" = 0 ] || { echo "check-report: $(value bad_images) image(s) did not render" >&2; fail=1; }
 [ "$(value bad_plots)" = 0 ] || { echo "check-report: $(value bad_plots) plot(s) did not render" >&2; fail=1; }
+[ "$(value wrapped)" = 0 ] || { echo "check-report: $(value wrapped) figure(s) wrap onto two lines" >&2; fail=1; }
+[ "$(value negzero)" = 0 ] || { echo "check-report: $(value negzero) figure(s) show -0" >&2; fail=1; }
 [ "$(value images)" -ge "$min_images" ] || { echo "check-report: $(value images) images, expected at least $min_images" >&2; fail=1; }
 [ "$(value plots)" -ge "$min_plots" ] || { echo "check-report: $(value plots) plots, expected at least $min_plots" >&2; fail=1; }
 if [ $fail -ne 0 ]; then

@@ -8,7 +8,7 @@
 # (the QGIS Processing provider's test), and SLURM with munge (the batch
 # job-array test on a one-node cluster).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis slurm-wlm munge)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis slurm-wlm munge groff-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -28,6 +28,9 @@ pub fn install() {
             if matches!(class, CplErrType::Failure | CplErrType::Fatal) {
                 *LAST.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
                 FAILURES.fetch_add(1, Ordering::SeqCst);
+                log::debug!("GDAL failure: {msg}");
+            } else if class == CplErrType::Warning {
+                log::debug!("GDAL warning: {msg}");
             }
         })
     });

@@ -13,6 +13,8 @@ pub mod classes;
 pub mod cli;
 pub mod cpu;
 #[cfg(feature = "gdal")]
+pub mod creation_options;
+#[cfg(feature = "gdal")]
 pub mod deferred_output;
 pub mod device;
 pub mod engine;

@@ -116,6 +116,36 @@ impl RasterMeta {
         })
     }
 
+    /// The area of a pixel: in the CRS's unit² for a projected raster, in
+    /// m² on the CRS's ellipsoid (WGS84 where it names none) row by row for
+    /// a north-up geographic one.
+    pub fn pixel_area(&self) -> crate::metrics::PixelArea {
+        use crate::metrics::PixelArea;
+        use gdal::spatial_ref::SpatialRef;
+        let srs = SpatialRef::from_wkt(&self.projection).ok();
+        if let (Some(s), Some(gt)) = (&srs, self.geo_transform)
+            && s.is_geographic()
+            && gt[2] == 0.0
+            && gt[4] == 0.0
+        {
+            let (a, b) = match (s.semi_major(), s.semi_minor()) {
+                (Ok(a), Ok(b)) if a > 0.0 && b > 0.0 && b <= a => (a, b),
+                _ => (6_378_137.0, 6_356_752.314_245_179),
+            };
+            return PixelArea::geographic(gt, self.height, a, b);
+        }
+        let unit = srs.and_then(|s| {
+            if s.is_projected() || s.is_local() {
+                s.linear_units_name()
+            } else if s.is_geographic() {
+                Some("degree".into())
+            } else {
+                None
+            }
+        });
+        PixelArea::from_geotransform(self.geo_transform, unit.as_deref())
+    }
+
     /// The geotransform of an output whose pixel (0,0) is input pixel (offset, offset).
     pub fn shifted_transform(&self, offset: usize) -> Option<[f64; 6]> {
         self.geo_transform.map(|g| {
@@ -312,13 +342,59 @@ fn codec_name(codec: Compression) -> String {
 /// (docs/decisions/0002-deflate-level-5.md).
 pub const DEFAULT_DEFLATE_LEVEL: u8 = 5;
 
-/// How an output is compressed: the codec and, for DEFLATE (1–12) and ZSTD
-/// (1–22), its level (`None`: [`DEFAULT_DEFLATE_LEVEL`], GDAL's default
-/// for ZSTD).
+/// Output file formats (`--of`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// A tiled GeoTIFF.
+    #[default]
+    #[value(name = "GTiff")]
+    GTiff,
+    /// A Cloud Optimized GeoTIFF with overviews, made by GDAL's COG driver.
+    #[value(name = "COG")]
+    Cog,
+}
+
+impl OutputFormat {
+    /// GDAL's name of the driver that writes it.
+    pub fn driver(self) -> &'static str {
+        match self {
+            OutputFormat::GTiff => "GTiff",
+            OutputFormat::Cog => "COG",
+        }
+    }
+}
+
+/// How the overviews of a COG are computed: the most frequent value for
+/// class codes (an average of codes is no class), the mean for continuous
+/// data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OverviewResampling {
+    #[default]
+    Mode,
+    Average,
+}
+
+impl OverviewResampling {
+    fn gdal_name(self) -> &'static str {
+        match self {
+            OverviewResampling::Mode => "MODE",
+            OverviewResampling::Average => "AVERAGE",
+        }
+    }
+}
+
+/// How an output is encoded: its format, the codec and, for DEFLATE
+/// (1–12) and ZSTD (1–22), its level (`None`: [`DEFAULT_DEFLATE_LEVEL`],
+/// GDAL's default for ZSTD), the user's own creation options (`--co`,
+/// applied last so they win) and, for a COG, how its overviews are
+/// resampled (MODE unless [`OutputCompression::continuous`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OutputCompression {
     codec: Compression,
     level: Option<u8>,
+    format: OutputFormat,
+    extra: Vec<(String, String)>,
+    overviews: OverviewResampling,
 }
 
 impl OutputCompression {
@@ -344,8 +420,68 @@ impl OutputCompression {
                 ),
                 hint = "higher levels make smaller files, more slowly"
             ),
-            _ => Ok(OutputCompression { codec, level }),
+            _ => Ok(OutputCompression {
+                codec,
+                level,
+                ..Default::default()
+            }),
         }
+    }
+
+    /// The same in `format` with the user's creation options `extra`,
+    /// refused unless the format's driver lists every key (and, where it
+    /// lists the values a key takes, the value).
+    pub fn with_format(self, format: OutputFormat, extra: Vec<(String, String)>) -> Result<Self> {
+        crate::creation_options::check(format.driver(), &extra)?;
+        Ok(OutputCompression {
+            format,
+            extra,
+            ..self
+        })
+    }
+
+    /// The same for continuous data: COG overviews are averaged.
+    pub fn continuous(self) -> Self {
+        OutputCompression {
+            overviews: OverviewResampling::Average,
+            ..self
+        }
+    }
+
+    pub fn format(&self) -> OutputFormat {
+        self.format
+    }
+
+    /// COG driver options: the codec, its level, the overviews' resampling,
+    /// then the user's.
+    fn cog_options(&self) -> Vec<(String, String)> {
+        let mut options = vec![
+            ("BIGTIFF".to_string(), "IF_SAFER".to_string()),
+            ("NUM_THREADS".to_string(), "ALL_CPUS".to_string()),
+            (
+                "OVERVIEW_RESAMPLING".to_string(),
+                self.overviews.gdal_name().to_string(),
+            ),
+        ];
+        let codec = match self.codec {
+            Compression::None => "NONE",
+            Compression::Deflate => "DEFLATE",
+            Compression::Lzw => "LZW",
+            Compression::Zstd => "ZSTD",
+        };
+        options.push(("COMPRESS".to_string(), codec.to_string()));
+        match (self.codec, self.level) {
+            (Compression::Deflate, level) => options.push((
+                "LEVEL".to_string(),
+                level.unwrap_or(DEFAULT_DEFLATE_LEVEL).to_string(),
+            )),
+            (Compression::Zstd, Some(level)) => {
+                options.push(("LEVEL".to_string(), level.to_string()))
+            }
+            _ => {}
+        }
+        options.extend(self.extra.iter().cloned());
+        options
     }
 
     /// GTiff creation options for it.
@@ -399,17 +535,30 @@ pub struct OutputRaster {
     /// it (on any thread: see [`crate::gdal_errors`]) fails the output.
     mark: Mark,
     data_type: GdalDataType,
-    /// Block side of the GeoTIFF (square tiles).
-    block: usize,
+    /// Block width and height of the GeoTIFF.
+    block: (usize, usize),
     size: (usize, usize),
     /// Whether every write so far covered whole blocks, so that flushing
     /// after each never writes a block twice.
     aligned: bool,
+    /// The output's format and options (a COG is made at the end).
+    encoding: OutputCompression,
 }
 
 impl OutputRaster {
     /// A new output for `target`, written to a temp file beside it.
     pub fn create(target: &Target, spec: &OutputSpec) -> Result<Self> {
+        // Category names live in a `NAME.aux.xml` sidecar: its name must fit too.
+        let name = target.path().file_name().unwrap_or_default().len();
+        if !spec.category_names.is_empty() && name + ".aux.xml".len() > crate::output::NAME_MAX {
+            return Err(Error::new(format!(
+                "output name {} is too long to carry the category names ({} bytes; a raster with names takes at most {})",
+                target.shown().display(),
+                name,
+                crate::output::NAME_MAX - ".aux.xml".len()
+            ))
+            .hint("choose a shorter name"));
+        }
         let temp = TempFile::beside(target)?;
         Self::create_in(temp, Some(target.clone()), spec)
     }
@@ -447,6 +596,12 @@ impl OutputRaster {
         }
         for (k, v) in spec.compression.creation_options() {
             options.set_name_value(k, &v).map_err(gdal_error)?;
+        }
+        // A COG takes the user's options when it is made from this file.
+        if spec.compression.format == OutputFormat::GTiff {
+            for (k, v) in &spec.compression.extra {
+                options.set_name_value(k, v).map_err(gdal_error)?;
+            }
         }
         let create = match spec.data_type {
             GdalDataType::UInt8 => driver.create_with_band_type_with_options::<u8, _>(
@@ -487,6 +642,19 @@ impl OutputRaster {
             ))
             .hint("check that the directory is writable and has room")
         })?;
+        // The user's options may have changed the block shape.
+        let block = ds
+            .rasterband(1)
+            .map(|b| b.block_size())
+            .unwrap_or((block, block));
+        log::debug!(
+            "writing {} ({}x{}, {} band(s), {})",
+            path.display(),
+            spec.width,
+            spec.height,
+            spec.bands,
+            spec.data_type.name()
+        );
         let mut out = OutputRaster {
             ds: Some(ds),
             temp: Some(temp),
@@ -496,6 +664,7 @@ impl OutputRaster {
             block,
             size: (spec.width, spec.height),
             aligned: true,
+            encoding: spec.compression.clone(),
         };
         out.set_metadata(spec)?;
         Ok(out)
@@ -533,6 +702,17 @@ impl OutputRaster {
 
     fn set_metadata(&mut self, spec: &OutputSpec) -> Result<()> {
         let ds = self.dataset();
+        if spec.compression.format == OutputFormat::Cog {
+            // Carried into the COG, so that `gdalinfo` tells how its
+            // overviews were made (GDAL records it nowhere else).
+            use gdal::Metadata;
+            ds.set_metadata_item(
+                "OVERVIEW_RESAMPLING",
+                spec.compression.overviews.gdal_name(),
+                "",
+            )
+            .map_err(gdal_error)?;
+        }
         if let Some(gt) = spec.geo_transform {
             ds.set_geo_transform(&gt).map_err(gdal_error)?;
         }
@@ -583,12 +763,13 @@ impl OutputRaster {
     /// window so far covered whole blocks: a partial block flushed early
     /// would be compressed twice.
     pub fn flush_written(&mut self, window: Rect) -> Result<()> {
-        let b = self.block;
+        let (bx, by) = self.block;
         let (w, h) = self.size;
-        let whole = |start: usize, len: usize, size: usize| {
+        let whole = |start: usize, len: usize, size: usize, b: usize| {
             start.is_multiple_of(b) && (len.is_multiple_of(b) || start + len == size)
         };
-        self.aligned &= whole(window.x, window.width, w) && whole(window.y, window.height, h);
+        self.aligned &=
+            whole(window.x, window.width, w, bx) && whole(window.y, window.height, h, by);
         if self.aligned {
             self.dataset().flush_cache().map_err(gdal_error)?;
         }
@@ -614,13 +795,21 @@ impl OutputRaster {
 
     /// Flushes and closes the raster, checks that GDAL reported no failure
     /// and reads the file back (a truncated file fails here), then syncs it
-    /// and moves it onto the target.
+    /// and moves it onto the target. A COG is made from that GeoTIFF into a
+    /// second temp file, checked the same way, and that one is moved.
     pub fn finish(mut self) -> Result<()> {
         self.close_checked()?;
         let temp = self.temp.take().expect("until finished");
-        match &self.target {
-            Some(target) => temp.commit(target),
-            None => Ok(()),
+        let Some(target) = &self.target else {
+            return Ok(());
+        };
+        match self.encoding.format {
+            OutputFormat::GTiff => temp.commit(target),
+            OutputFormat::Cog => {
+                let cog = make_cog(temp.path(), target, &self.encoding, self.size)?;
+                drop(temp);
+                cog.commit(target)
+            }
         }
     }
 
@@ -659,6 +848,60 @@ impl OutputRaster {
             None => self.temp_path().to_path_buf(),
         }
     }
+}
+
+/// Copies the GeoTIFF at `source` into a COG in a new temp file beside
+/// `target` with GDAL's COG driver (overviews, tiles and IFDs laid out as
+/// the COG layout wants), checked and read back before it may be committed.
+fn make_cog(
+    source: &Path,
+    target: &Target,
+    encoding: &OutputCompression,
+    size: (usize, usize),
+) -> Result<TempFile> {
+    let mark = Mark::now();
+    let temp = TempFile::beside(target)?;
+    let shown = target.shown().display();
+    log::info!(
+        "making the COG of {shown} (overviews by {})",
+        encoding.overviews.gdal_name()
+    );
+    let input = Dataset::open(source).map_err(gdal_error)?;
+    let driver = DriverManager::get_driver_by_name("COG").map_err(gdal_error)?;
+    let mut options = RasterCreationOptions::new();
+    for (k, v) in encoding.cog_options() {
+        options.set_name_value(&k, &v).map_err(gdal_error)?;
+    }
+    crate::interrupt::check()?;
+    let made = input
+        .create_copy(&driver, temp.path(), &options)
+        .map_err(|e| {
+            Error::new(format!(
+                "cannot write {shown} as COG: {}",
+                gdal_error(e).cause()
+            ))
+        })?;
+    made.close().map_err(gdal_error)?;
+    let fail = |e: Error| {
+        let dir = parent_dir(temp.path());
+        let written = std::fs::metadata(temp.path()).ok().map(|m| m.len());
+        match crate::output::disk_full_cause(&dir, written) {
+            Some(full) => Error::new(format!("cannot write {shown}: {full}"))
+                .hint("free some space or write to another disk; nothing was replaced"),
+            None => e.hint("nothing was replaced"),
+        }
+    };
+    mark.check(&format!("cannot write {shown} as COG"))
+        .map_err(fail)?;
+    let readable = Dataset::open(temp.path())
+        .ok()
+        .is_some_and(|ds| ds.raster_size() == size);
+    if !readable {
+        return Err(fail(Error::new(format!(
+            "the COG written for {shown} does not read back"
+        ))));
+    }
+    Ok(temp)
 }
 
 impl Drop for OutputRaster {

@@ -200,6 +200,7 @@ fn smooth_report_compares_with_the_exact_baseline() {
             "--report",
             &p(report),
             "--quiet",
+            // The second report's run writes out.tif again.
             "--overwrite",
         ]);
         assert!(

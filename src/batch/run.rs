@@ -410,7 +410,7 @@ impl Context<'_> {
             border: self.settings.border,
             fill_nodata: self.plan.options.fill_nodata,
             tile: self.plan.options.tile,
-            compression: self.settings.compression,
+            compression: self.settings.compression.clone(),
             classes: Classes::Given(mosaic.classes.table()?),
             window: Some(task.rect()),
         })

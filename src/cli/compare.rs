@@ -40,6 +40,8 @@ pub struct CompareArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub overwrite: OverwriteArg,
+    #[command(flatten)]
+    pub min_agreement: super::min_agreement::MinAgreementArg,
 }
 
 /// The report files of one run, checked before any work.
@@ -150,5 +152,5 @@ pub fn run(args: CompareArgs) -> Result<()> {
             println!("{}", report.headline());
         }
     }
-    Ok(())
+    args.min_agreement.check(&report.summary)
 }

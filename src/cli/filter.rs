@@ -11,6 +11,7 @@ use crate::output::{self, Target};
 use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
+use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -42,6 +43,10 @@ pub struct FilterArgs {
     /// Tile side in pixels.
     #[arg(long, default_value_t = DEFAULT_TILE)]
     pub tile: usize,
+    /// Output data type (default: the chain's, e.g. Float32 for scharr): values are rounded and
+    /// clamped to it as gdal_translate -ot does; the nodata value must fit it.
+    #[arg(long = "ot", value_enum, ignore_case = true, value_name = "TYPE")]
+    pub output_type: Option<OutputType>,
     #[command(flatten)]
     pub compression: CompressArgs,
     /// No progress bar and no summary.
@@ -91,17 +96,22 @@ fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
         .map_err(|e| e.context(args.input.display()))?;
     let runner = runner(&args.device)?;
     let (width, height) = chain.out_size((input.meta.width, input.meta.height));
+    let nodata = chain.out_nodata(input.sample_type, nd);
+    let data_type = match args.output_type {
+        Some(t) => t.checked(nodata)?,
+        None => gdal_type(chain.out_type(input.sample_type)),
+    };
     let spec = OutputSpec {
         width,
         height,
         bands: chain.out_bands(input.bands),
-        data_type: gdal_type(chain.out_type(input.sample_type)),
+        data_type,
         geo_transform: input.meta.geo_transform.map(|gt| chain.geo_transform(gt)),
         projection: input.meta.projection.clone(),
-        nodata: chain.out_nodata(input.sample_type, nd),
+        nodata,
         colors: Vec::new(),
         category_names: Vec::new(),
-        compression: args.compression.compression()?,
+        compression: args.compression.compression()?.continuous(),
     };
     let mut output = OutputRaster::create(target, &spec)?;
     let job = FilterJob {
@@ -127,6 +137,44 @@ fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Output data types of `filter --ot`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputType {
+    #[value(name = "Byte")]
+    Byte,
+    #[value(name = "UInt16")]
+    UInt16,
+    #[value(name = "Int16")]
+    Int16,
+    #[value(name = "Float32")]
+    Float32,
+}
+
+impl OutputType {
+    /// GDAL's type, refused where the output's nodata value has no place in it.
+    fn checked(self, nodata: Option<f64>) -> Result<GdalDataType> {
+        let (t, range) = match self {
+            OutputType::Byte => (GdalDataType::UInt8, Some((0.0, 255.0))),
+            OutputType::UInt16 => (GdalDataType::UInt16, Some((0.0, 65535.0))),
+            OutputType::Int16 => (GdalDataType::Int16, Some((-32768.0, 32767.0))),
+            OutputType::Float32 => (GdalDataType::Float32, None),
+        };
+        if let (Some(v), Some((lo, hi))) = (nodata, range)
+            && (v.is_nan() || v.fract() != 0.0 || v < lo || v > hi)
+        {
+            crate::bail!(
+                format!(
+                    "--ot {}: the output's nodata value {v} is not a {} value",
+                    t.name(),
+                    t.name()
+                ),
+                hint = "choose a type that holds it (Float32 holds any), or set another nodata on the input with gdal_edit.py -a_nodata"
+            );
+        }
+        Ok(t)
+    }
 }
 
 /// The runner a `--device` value names.

@@ -20,7 +20,11 @@ mod gen_cmd;
 mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
+mod logging;
+#[cfg(feature = "gdal")]
+mod min_agreement;
 mod output_args;
+mod scripting;
 #[cfg(feature = "gdal")]
 mod sieve;
 #[cfg(feature = "gdal")]
@@ -41,6 +45,15 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Set a GDAL configuration option before any GDAL work (as gdal_translate's --config),
+    /// e.g. --config GDAL_CACHEMAX 2048; repeatable.
+    // Its id is not `config`: `sweep` has an argument of that name.
+    #[arg(long = "config", id = "gdal_config", global = true, num_args = 2, value_names = ["KEY", "VALUE"])]
+    gdal_config: Vec<String>,
+    /// More log lines on stderr: -v what the run does, -vv details (temp files, GDAL warnings),
+    /// -vvv per-tile traces. RUST_LOG overrides it.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 
 #[derive(Subcommand, Debug)]
@@ -77,6 +90,10 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
     Bench(bench::BenchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(scripting::CompletionsArgs),
+    /// Print the man page mapfilter(1) on stdout, or write one page per subcommand with --dir.
+    Man(scripting::ManArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -84,6 +101,7 @@ pub fn main() -> i32 {
     // First: a signal at any moment from here on removes temp files and exits 128 + N.
     crate::interrupt::install();
     let cli = Cli::parse();
+    logging::init(cli.verbose);
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -94,6 +112,7 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    set_gdal_config(&cli.gdal_config)?;
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),
@@ -114,5 +133,30 @@ fn run(cli: Cli) -> Result<()> {
         Command::Devices(args) => devices::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchFilter(args) => bench_filter::run(args),
+        Command::Completions(args) => scripting::completions(args),
+        Command::Man(args) => scripting::man(args),
     }
+}
+
+/// Applies `--config KEY VALUE` pairs (clap gives them flat, two by two).
+fn set_gdal_config(pairs: &[String]) -> Result<()> {
+    for pair in pairs.chunks(2) {
+        if let [key, value] = pair {
+            log::debug!("GDAL config {key}={value}");
+            #[cfg(feature = "gdal")]
+            gdal::config::set_config_option(key, value).map_err(|e| {
+                crate::Error::new(format!("--config {key} {value}: {e}"))
+                    .hint("keys and values are plain text without NUL bytes")
+            })?;
+            #[cfg(not(feature = "gdal"))]
+            {
+                let _ = (key, value);
+                crate::bail!(
+                    "--config needs GDAL, which this build leaves out",
+                    hint = "use a build with the gdal feature"
+                );
+            }
+        }
+    }
+    Ok(())
 }

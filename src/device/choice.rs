@@ -80,7 +80,7 @@ impl DeviceChoice {
         let devices = match list_devices() {
             Ok(d) => d,
             Err(e) if self == DeviceChoice::Auto => {
-                eprintln!("mapfilter: warning: {e}; running on the host");
+                log::warn!("{e}; running on the host");
                 return Ok(None);
             }
             Err(e) => return Err(e),
@@ -97,14 +97,14 @@ impl DeviceChoice {
             (Some(info), DeviceChoice::Auto) => match Device::open(info.index) {
                 Ok(d) => Ok(Some(d)),
                 Err(e) => {
-                    eprintln!("mapfilter: warning: {e}; running on the host");
+                    log::warn!("{e}; running on the host");
                     Ok(None)
                 }
             },
             (Some(info), _) => Device::open(info.index).map(Some),
             (None, DeviceChoice::Auto) => {
                 if devices.is_empty() {
-                    eprintln!("mapfilter: warning: no OpenCL device; running on the host");
+                    log::warn!("no OpenCL device; running on the host");
                 }
                 Ok(None)
             }

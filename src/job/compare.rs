@@ -99,16 +99,7 @@ fn same_crs(a: &str, b: &str) -> bool {
 
 /// The pixel area and its unit from a raster's georeferencing.
 fn pixel_area(meta: &RasterMeta) -> PixelArea {
-    let unit = SpatialRef::from_wkt(&meta.projection).ok().and_then(|s| {
-        if s.is_projected() || s.is_local() {
-            s.linear_units_name()
-        } else if s.is_geographic() {
-            Some("degree".into())
-        } else {
-            None
-        }
-    });
-    PixelArea::from_geotransform(meta.geo_transform, unit.as_deref())
+    meta.pixel_area()
 }
 
 /// Figures and pictures of one comparison.
@@ -136,6 +127,8 @@ pub fn compare_rasters(
     let mut ql_ref = QuickLook::classes(w, h, map_side, rn.unwrap_or(u16::MAX));
     let mut ql_cand = QuickLook::classes(w, h, map_side, cn.unwrap_or(u16::MAX));
     let mut ql_mis = QuickLook::mismatch(w, h, map_side);
+    let area = pixel_area(&reference.meta);
+    let mut areas = metrics::AreaTally::new(&area);
     let rows = (metrics::STRIP_PIXELS / w.max(1)).clamp(1, h.max(1));
     progress.start(h.div_ceil(rows) as u64, "strips");
     let confusion = metrics::compare(reference, candidate, rn, cn, |strip| {
@@ -145,6 +138,7 @@ pub fn compare_rasters(
         ql_ref.add(strip.window, strip.reference);
         ql_cand.add(strip.window, strip.candidate);
         ql_mis.add(strip.window, strip.mismatch);
+        areas.iter_mut().for_each(|a| a.add(strip));
         progress.inc(1);
         Ok(())
     })?;
@@ -165,7 +159,7 @@ pub fn compare_rasters(
     } else {
         &reference.meta.category_names
     };
-    let summary = Summary::new(&confusion, (w, h), pixel_area(&reference.meta), names);
+    let summary = Summary::new(&confusion, (w, h), area, names).with_areas(areas.as_ref());
     let maps = vec![
         Map {
             caption: format!("reference: {}", file_name(reference.path())),

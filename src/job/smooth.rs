@@ -195,7 +195,7 @@ fn smooth_into(
         nodata: None,
         colors: input.meta.colors.clone(),
         category_names: input.meta.category_names.clone(),
-        compression: spec.compression,
+        compression: spec.compression.clone(),
     };
     let with_nodata = |nodata: Option<u16>| OutputSpec {
         nodata: nodata.map(f64::from),

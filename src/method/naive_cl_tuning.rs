@@ -34,7 +34,7 @@ pub struct CpuPaths {
 pub const FAST_SHAPE_ENV: &str = "MAPFILTER_FAST_SHAPE";
 
 pub(super) fn shape_override() -> Option<(usize, usize, usize, bool, bool)> {
-    let text = std::env::var(FAST_SHAPE_ENV).ok()?;
+    let text = knob(FAST_SHAPE_ENV)?;
     let v: Vec<usize> = text
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
@@ -63,9 +63,33 @@ pub const MASK_ENV: &str = "MAPFILTER_MASK";
 /// search over all bins in two vectorisable loops (1) or in one (0).
 pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
 
+/// Every knob above, read from the environment once per process (not on
+/// every tile), and logged at `-vv` where set.
+fn knob(name: &str) -> Option<&'static str> {
+    static KNOBS: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+    KNOBS
+        .get_or_init(|| {
+            [
+                FAST_SHAPE_ENV,
+                TAP_SCAN_ENV,
+                RUNS_ENV,
+                SLIDE_ENV,
+                MASK_ENV,
+                SCAN2_ENV,
+            ]
+            .into_iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k, v)))
+            .inspect(|(k, v)| log::debug!("tuning knob {k}={v}"))
+            .collect()
+        })
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+}
+
 /// A `0|1` tuning knob from the environment; anything else is no override.
 pub(super) fn env_flag(name: &str) -> Option<bool> {
-    match std::env::var(name).ok()?.trim() {
+    match knob(name)?.trim() {
         "0" => Some(false),
         "1" => Some(true),
         _ => None,

@@ -404,12 +404,18 @@ impl SeparableCl {
         // The download waited for every kernel: their events are complete.
         let each = [&e1, &e2, &e3].map(event_ns);
         let kernel_ns: u64 = each.iter().sum();
-        if std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some() {
-            let ms = each.map(|n| n as f64 / 1e6);
-            eprintln!(
+        let ms = each.map(|n| n as f64 / 1e6);
+        let line = || {
+            format!(
                 "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}",
                 ms[0], ms[1], ms[2]
-            );
+            )
+        };
+        if kernel_times() {
+            // scripts/gpu-fast-bench.sh reads these lines whatever -v says.
+            eprintln!("{}", line());
+        } else {
+            log::trace!("{}", line());
         }
         let download_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(kernel_ns);
         self.times.add(DeviceTimes {
@@ -594,4 +600,11 @@ impl ClassSmoother for SeparableCl {
             self.bounds.total()
         ))
     }
+}
+
+/// `MAPFILTER_KERNEL_TIMES` (any value): print every tile's kernel times;
+/// read once per process.
+fn kernel_times() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some())
 }

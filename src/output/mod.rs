@@ -24,5 +24,5 @@ mod temp;
 pub mod text;
 
 pub use space::disk_full_cause;
-pub use target::{Destination, Target, distinct, parent_dir};
+pub use target::{Destination, NAME_MAX, Target, distinct, parent_dir};
 pub use temp::{TempFile, abandon_all};

@@ -143,6 +143,11 @@ impl TempFile {
         drop(registry);
         moved?;
         sync_dir(&dir);
+        log::debug!(
+            "moved {} onto {}",
+            self.path.display(),
+            target.path().display()
+        );
         Ok(())
     }
 
@@ -232,8 +237,8 @@ fn sweep(dir: &Path) {
         }
     }
     if swept > 0 {
-        eprintln!(
-            "mapfilter: removed {swept} temp file(s) left in {} by interrupted runs",
+        log::warn!(
+            "removed {swept} temp file(s) left in {} by interrupted runs",
             dir.display()
         );
     }

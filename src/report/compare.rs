@@ -3,6 +3,7 @@
 //! speed-up where two methods ran, quick-look maps, per-class figures, plots
 //! and the confusion matrix — as JSON, Markdown and self-contained HTML.
 
+use super::numbers::{AreaUnit, Provenance, fixed};
 use super::page::{self, escape};
 use super::plot;
 use super::quicklook::Palette;
@@ -69,21 +70,59 @@ fn pct(v: Option<f64>) -> String {
 }
 
 fn num(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".into(), |v| format!("{v:.digits$}"))
+    v.map_or("–".into(), |v| fixed(v, digits))
 }
 
-fn area(v: f64) -> String {
-    if v.abs() >= 1e6 {
-        format!("{v:.4e}")
-    } else {
-        format!("{v:.1}")
+impl RunComparison {
+    /// Whether a speed-up means anything: not when the method is the baseline.
+    pub fn has_speedup(&self) -> bool {
+        self.method != self.baseline
+    }
+
+    /// "speed-up 4.00x", or why there is none.
+    fn speedup_text(&self, times: &str) -> String {
+        if self.has_speedup() {
+            format!("speed-up {:.2}{times}", self.speedup)
+        } else {
+            "the method is the baseline: no speed-up".to_string()
+        }
+    }
+}
+
+/// "900 m²", or for a geographic raster (whose pixels shrink towards the
+/// poles) the mean over the raster and how it was measured.
+fn pixel_area_text(s: &Summary) -> String {
+    let p = &s.pixel_area;
+    let unit = AreaUnit::for_values(&p.unit, [p.area]);
+    match &p.note {
+        Some(note) => format!("{} {} on average ({note})", unit.show(p.area), unit.name),
+        None => format!("{} {}", unit.show(p.area), unit.name),
     }
 }
 
 impl CompareReport {
+    /// The report as JSON, with its [`Provenance`].
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string_pretty(self)
-            .map_err(|e| Error::new(format!("cannot write the JSON report: {e}")))
+        let fail = |e: serde_json::Error| Error::new(format!("cannot write the JSON report: {e}"));
+        let mut value = serde_json::to_value(self).map_err(fail)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "provenance".into(),
+                serde_json::to_value(Provenance::now()).map_err(fail)?,
+            );
+        }
+        serde_json::to_string_pretty(&value).map_err(fail)
+    }
+
+    /// The unit every area of this report is shown in.
+    fn area_unit(&self) -> AreaUnit {
+        let s = &self.summary;
+        AreaUnit::for_values(
+            &s.pixel_area.unit,
+            s.classes
+                .iter()
+                .flat_map(|c| [c.reference_area, c.candidate_area]),
+        )
     }
 
     fn class_label(&self, code: u16) -> String {
@@ -111,8 +150,12 @@ impl CompareReport {
         if let Some(r) = &self.run {
             let _ = write!(
                 text,
-                "; {} {:.3} s, {} {:.3} s, speed-up {:.2}x",
-                r.method, r.method_seconds, r.baseline, r.baseline_seconds, r.speedup
+                "; {} {:.3} s, {} {:.3} s, {}",
+                r.method,
+                r.method_seconds,
+                r.baseline,
+                r.baseline_seconds,
+                r.speedup_text("x")
             );
         }
         text
@@ -124,10 +167,17 @@ impl CompareReport {
         for i in &self.inputs {
             let _ = writeln!(md, "- {}: `{}`", i.role, i.source);
         }
+        let units = self.area_unit();
+        let provenance = Provenance::now();
         let _ = writeln!(
             md,
-            "- size: {} x {} pixels, pixel area {} {}\n",
-            s.width, s.height, s.pixel_area.area, s.pixel_area.unit
+            "- size: {} x {} pixels, pixel area {}\n- command: `{}`\n- {}, {}\n",
+            s.width,
+            s.height,
+            pixel_area_text(s),
+            provenance.command_line,
+            provenance.version,
+            provenance.date
         );
         let _ = writeln!(md, "**{}**\n", self.headline());
         if let Some(r) = &self.run {
@@ -138,7 +188,7 @@ impl CompareReport {
                 "| {} (baseline) | {:.3} |",
                 r.baseline, r.baseline_seconds
             );
-            let _ = writeln!(md, "\nSpeed-up: {:.2}x\n", r.speedup);
+            let _ = writeln!(md, "\n{}\n", r.speedup_text("x"));
             for (k, v) in &r.settings {
                 let _ = writeln!(md, "- {k}: {v}");
             }
@@ -147,7 +197,7 @@ impl CompareReport {
         let _ = writeln!(
             md,
             "## Classes\n\n| class | reference px | candidate px | precision | recall | IoU | area change ({}) | change % |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-            s.pixel_area.unit
+            units.name
         );
         for c in &s.classes {
             let _ = writeln!(
@@ -159,7 +209,7 @@ impl CompareReport {
                 pct(c.precision),
                 pct(c.recall),
                 num(c.iou, 4),
-                area(c.area_change),
+                units.show(c.area_change),
                 num(c.area_change_percent, 3)
             );
         }
@@ -200,14 +250,19 @@ impl CompareReport {
                 escape(&i.source)
             );
         }
+        let provenance = Provenance::now();
         let _ = write!(
             body,
-            "<li>size: {} × {} pixels, pixel area {} {}</li></ul>",
+            "<li>size: {} × {} pixels, pixel area {}</li>\
+             <li>command: <code>{}</code></li><li>{}, {}</li></ul>",
             s.width,
             s.height,
-            s.pixel_area.area,
-            escape(&s.pixel_area.unit)
+            escape(&pixel_area_text(s)),
+            escape(&provenance.command_line),
+            escape(&provenance.version),
+            escape(&provenance.date)
         );
+        let units = self.area_unit();
         let headline = [
             vec![
                 "agreement".into(),
@@ -240,7 +295,14 @@ impl CompareReport {
                     format!("{} (exact baseline)", escape(&r.baseline)),
                     format!("{:.3}", r.baseline_seconds),
                 ],
-                vec!["speed-up".into(), format!("<b>{:.2}×</b>", r.speedup)],
+                vec![
+                    "speed-up".into(),
+                    if r.has_speedup() {
+                        format!("<b>{:.2}×</b>", r.speedup)
+                    } else {
+                        "– (the method is the baseline)".into()
+                    },
+                ],
             ];
             body.push_str(&page::table(&["method", "seconds"], &rows));
             if !r.settings.is_empty() {
@@ -283,14 +345,14 @@ impl CompareReport {
                     pct(c.precision),
                     pct(c.recall),
                     num(c.iou, 4),
-                    area(c.reference_area),
-                    area(c.candidate_area),
-                    area(c.area_change),
+                    units.show(c.reference_area),
+                    units.show(c.candidate_area),
+                    units.show(c.area_change),
                     num(c.area_change_percent, 3),
                 ]
             })
             .collect();
-        let unit = escape(&s.pixel_area.unit);
+        let unit = escape(&units.name);
         let header = [
             "class".to_string(),
             "reference px".into(),
@@ -319,7 +381,11 @@ impl CompareReport {
                 })
                 .collect();
             let iou: Vec<f64> = s.classes.iter().map(|c| c.iou.unwrap_or(0.0)).collect();
-            let change: Vec<f64> = s.classes.iter().map(|c| c.area_change).collect();
+            let change: Vec<f64> = s
+                .classes
+                .iter()
+                .map(|c| c.area_change / units.per)
+                .collect();
             body.push_str("<h2>Plots</h2><div class=\"plots\">");
             body.push_str(&page::inline_svg(&plot::bar_chart(
                 "IoU per class",
@@ -330,7 +396,7 @@ impl CompareReport {
             )?));
             body.push_str(&page::inline_svg(&plot::bar_chart(
                 "Area change per class (candidate − reference)",
-                &s.pixel_area.unit,
+                &units.name,
                 &labels,
                 &change,
                 &colors,

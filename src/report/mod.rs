@@ -5,6 +5,7 @@
 
 pub mod colour;
 pub mod compare;
+pub mod numbers;
 pub mod page;
 pub mod plot;
 pub mod quicklook;

@@ -85,6 +85,9 @@ h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid 
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+/* Figures never break across lines: a wrapped percentage reads as two numbers. */
+td:not(:first-child){white-space:nowrap}
+table{max-width:100%;overflow-x:auto;display:block}
 .maps{display:flex;flex-wrap:wrap;gap:1em}
 figure{margin:0;flex:1 1 300px;max-width:520px}
 figcaption{font-size:.9em;color:#555}

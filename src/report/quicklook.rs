@@ -2,9 +2,11 @@
 //! rasters for reports, built while the raster streams past (strips in any
 //! size, top to bottom) so no whole raster is ever held.
 //!
-//! Class maps are sampled at the nearest pixel; mismatch maps keep, per
-//! picture cell, the worst mismatch of the pixels it covers, so a single
-//! differing pixel in a large raster still shows. Colours come from the
+//! Class maps show, per picture cell, the most frequent class of the
+//! pixels it covers (MODE, as GDAL's overviews of class rasters): a map
+//! sampled at single pixels looks like noise when each cell covers hundreds.
+//! Mismatch maps keep, per picture cell, the worst mismatch of the pixels it
+//! covers, so a single differing pixel in a large raster still shows. Colours come from the
 //! raster's colour table where it has one.
 
 use crate::engine::ClassSource;
@@ -18,8 +20,8 @@ pub const DEFAULT_SIDE: usize = 512;
 /// How a picture cell summarises the source pixels it covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// The pixel nearest to the cell centre.
-    Nearest,
+    /// The most frequent value among the covered pixels (ties: the lowest).
+    Majority,
     /// The worst mismatch code among the covered pixels.
     WorstMismatch,
 }
@@ -32,17 +34,21 @@ pub struct QuickLook {
     src_width: usize,
     src_height: usize,
     mode: Mode,
-    /// Picture cell → source column (nearest) or source column → cell (worst).
+    /// Source column → picture cell.
     col_map: Vec<usize>,
     cells: Vec<u16>,
+    /// Majority: the picture row being tallied and, per cell of it, the
+    /// counts of the values seen (few per cell: a short list beats a map).
+    tally_row: usize,
+    tally: Vec<Vec<(u16, u32)>>,
 }
 
 impl QuickLook {
-    /// A picture of a `src_width × src_height` class raster, nearest-sampled
-    /// to at most `max_side` pixels on its longer side; `fill` marks cells not
-    /// yet seen (use the nodata code).
+    /// A picture of a `src_width × src_height` class raster, downsampled by
+    /// majority to at most `max_side` pixels on its longer side; `fill`
+    /// marks cells not yet seen (use the nodata code).
     pub fn classes(src_width: usize, src_height: usize, max_side: usize, fill: u16) -> Self {
-        Self::new(src_width, src_height, max_side, Mode::Nearest, fill)
+        Self::new(src_width, src_height, max_side, Mode::Majority, fill)
     }
 
     /// A picture of a mismatch raster (values of [`crate::metrics`]).
@@ -61,10 +67,7 @@ impl QuickLook {
         let scale = (long as f64 / max_side.max(1) as f64).max(1.0);
         let width = ((src_width as f64 / scale).round() as usize).clamp(1, src_width.max(1));
         let height = ((src_height as f64 / scale).round() as usize).clamp(1, src_height.max(1));
-        let col_map = match mode {
-            Mode::Nearest => (0..width).map(|x| nearest(x, width, src_width)).collect(),
-            Mode::WorstMismatch => (0..src_width).map(|x| x * width / src_width).collect(),
-        };
+        let col_map = (0..src_width).map(|x| x * width / src_width).collect();
         QuickLook {
             width,
             height,
@@ -73,6 +76,25 @@ impl QuickLook {
             mode,
             col_map,
             cells: vec![fill; width * height],
+            tally_row: 0,
+            tally: match mode {
+                Mode::Majority => vec![Vec::new(); width],
+                Mode::WorstMismatch => Vec::new(),
+            },
+        }
+    }
+
+    /// Writes the tallied picture row's majorities into its cells.
+    fn flush_tally(&mut self) {
+        let cells = &mut self.cells[self.tally_row * self.width..][..self.width];
+        for (cell, counts) in cells.iter_mut().zip(&mut self.tally) {
+            if let Some(&(v, _)) = counts
+                .iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            {
+                *cell = v;
+            }
+            counts.clear();
         }
     }
 
@@ -81,16 +103,24 @@ impl QuickLook {
         debug_assert_eq!(window.width, self.src_width);
         let w = self.src_width;
         match self.mode {
-            Mode::Nearest => {
-                for cy in 0..self.height {
-                    let sy = nearest(cy, self.height, self.src_height);
-                    if sy < window.y || sy >= window.y + window.height {
-                        continue;
+            Mode::Majority => {
+                for (r, row) in data.chunks_exact(w.max(1)).enumerate() {
+                    let sy = window.y + r;
+                    let cy = sy * self.height / self.src_height;
+                    if cy != self.tally_row {
+                        self.flush_tally();
+                        self.tally_row = cy;
                     }
-                    let row = &data[(sy - window.y) * w..][..w];
-                    let cells = &mut self.cells[cy * self.width..][..self.width];
-                    for (cell, &sx) in cells.iter_mut().zip(&self.col_map) {
-                        *cell = row[sx].into();
+                    for (&v, &cx) in row.iter().zip(&self.col_map) {
+                        let v: u16 = v.into();
+                        let counts = &mut self.tally[cx];
+                        match counts.iter_mut().find(|(c, _)| *c == v) {
+                            Some((_, n)) => *n += 1,
+                            None => counts.push((v, 1)),
+                        }
+                    }
+                    if sy + 1 == self.src_height {
+                        self.flush_tally();
                     }
                 }
             }
@@ -109,16 +139,19 @@ impl QuickLook {
         }
     }
 
-    /// A class picture of `source` that reads only the rows it samples (one
-    /// full-width row at a time).
+    /// A class picture of `source`, read in full-width strips of about
+    /// 8 MiB.
     pub fn sample(source: &mut dyn ClassSource, max_side: usize, fill: u16) -> Result<Self> {
         let (w, h) = source.size();
         let mut q = Self::classes(w, h, max_side, fill);
-        let mut row = vec![0u16; w];
-        for cy in 0..q.height {
-            let window = Rect::new(0, nearest(cy, q.height, h), w, 1);
-            source.read(window, &mut row)?;
-            q.add(window, &row);
+        let rows = ((4 << 20) / w.max(1)).clamp(1, h.max(1));
+        let mut strip = Vec::new();
+        for y in (0..h).step_by(rows) {
+            let window = Rect::new(0, y, w, rows.min(h - y));
+            strip.resize(window.width * window.height, 0u16);
+            crate::interrupt::check()?;
+            source.read(window, &mut strip)?;
+            q.add(window, &strip);
         }
         Ok(q)
     }
@@ -133,11 +166,6 @@ impl QuickLook {
         let rgba: Vec<u8> = self.cells.iter().flat_map(|&c| palette.color(c)).collect();
         encode_png(self.width, self.height, &rgba)
     }
-}
-
-/// Source index of picture cell `i` of `n` over `src` pixels (cell centre).
-fn nearest(i: usize, n: usize, src: usize) -> usize {
-    (((2 * i + 1) * src) / (2 * n)).min(src.saturating_sub(1))
 }
 
 /// Which mismatch shows when several fall in one cell: differs > nodata
@@ -228,17 +256,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_sampling_over_strips() {
-        // 8×4 raster, value = x + 10·y, shrunk to 4×2: cell centres hit
-        // source columns 1,3,5,7 and rows 1,3.
-        let data: Vec<u16> = (0..4)
-            .flat_map(|y| (0..8).map(move |x| x + 10 * y))
-            .collect();
+    fn majority_over_strips() {
+        // 8×4 raster shrunk to 4×2: each cell covers 2×2 pixels; three of
+        // them hold the cell's class, one a stray code. Strips split cells.
+        let mut data = [0u16; 32];
+        for y in 0..4 {
+            for x in 0..8 {
+                data[y * 8 + x] = (x / 2 + 4 * (y / 2)) as u16;
+            }
+        }
+        for (x, y) in [
+            (0, 0),
+            (3, 1),
+            (4, 0),
+            (7, 1),
+            (1, 2),
+            (2, 3),
+            (5, 3),
+            (6, 2),
+        ] {
+            data[y * 8 + x] = 99;
+        }
         let mut q = QuickLook::classes(8, 4, 4, 999);
-        q.add(Rect::new(0, 0, 8, 2), &data[..16]);
-        q.add(Rect::new(0, 2, 8, 2), &data[16..]);
+        q.add(Rect::new(0, 0, 8, 1), &data[..8]);
+        q.add(Rect::new(0, 1, 8, 3), &data[8..]);
         assert_eq!((q.width, q.height), (4, 2));
-        assert_eq!(q.cells(), &[11, 13, 15, 17, 31, 33, 35, 37]);
+        assert_eq!(q.cells(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn salt_noise_does_not_show_in_a_large_map() {
+        // 1 pixel in 5 a stray class: nearest sampling would show about a
+        // fifth of the cells stray; the majority shows none.
+        let data: Vec<u16> = (0..400 * 400)
+            .map(|i| if i % 5 == 0 { 7 } else { 2 })
+            .collect();
+        let mut q = QuickLook::classes(400, 400, 40, 0);
+        q.add(Rect::new(0, 0, 400, 400), &data);
+        assert!(q.cells().iter().all(|&c| c == 2));
     }
 
     #[test]
