@@ -398,7 +398,7 @@ fn signals_at_any_moment_leave_nothing_behind() {
     let old = dir.path().join("old.tif");
     std::fs::write(&old, b"the old output").unwrap();
     let o = old.to_str().unwrap();
-    let commands: [&[&str]; 4] = [
+    let commands: [&[&str]; 6] = [
         &["smooth", MODIS, o, "-k", "gaussian:5", "--overwrite", "-q"],
         &["gen", o, "--size", "6000x6000", "--overwrite", "-q"],
         &["filter", PHOTO, o, "--op", "median:5", "--overwrite", "-q"],
@@ -411,6 +411,8 @@ fn signals_at_any_moment_leave_nothing_behind() {
             "--overwrite",
             "-q",
         ],
+        &["sieve", MODIS, o, "-s", "50", "--overwrite", "-q"],
+        &["histogram", PHOTO, "--json", o, "--overwrite"],
     ];
     let delays = [0u64, 5, 10, 30, 60, 120, 250];
     for args in commands {
@@ -437,7 +439,12 @@ fn signals_at_any_moment_leave_nothing_behind() {
             );
             if done {
                 // Finished before the signal: a complete new output.
-                assert!(mapfilter(&["info", o]).status.success());
+                if args[0] == "histogram" {
+                    let text = std::fs::read(&old).unwrap();
+                    assert!(serde_json::from_slice::<serde_json::Value>(&text).is_ok());
+                } else {
+                    assert!(mapfilter(&["info", o]).status.success());
+                }
                 std::fs::write(&old, b"the old output").unwrap();
             } else {
                 assert_eq!(
@@ -494,6 +501,31 @@ fn concurrent_writers_never_leave_a_partial_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.tif");
     let o = out.to_str().unwrap().to_string();
+    // Every raster writer, three processes at once on one path.
+    for (name, base) in [
+        ("filter", vec!["filter", PHOTO, &o, "--op", "box:5", "-q"]),
+        ("gen", vec!["gen", &o, "--size", "800x800", "-q"]),
+        ("sieve", vec!["sieve", MODIS, &o, "-s", "20", "-q"]),
+    ] {
+        let _ = std::fs::remove_file(&out);
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                Command::new(BIN)
+                    .args(&base)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let ok = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .filter(|o| o.status.success())
+            .count();
+        assert!(ok >= 1, "{name}");
+        assert!(temps(dir.path()).is_empty(), "{name}");
+        assert!(mapfilter(&["info", &o]).status.success(), "{name}");
+    }
     for overwrite in [false, true] {
         let _ = std::fs::remove_file(&out);
         let mut args = vec!["smooth", MODIS, &o, "-k", "box:5", "-q"];
