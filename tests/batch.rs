@@ -2,6 +2,7 @@
 //! `smooth` of the whole map, byte for byte), resume after SIGKILL at random
 //! moments, failure isolation, and two runs on one plan at once.
 
+#![cfg(feature = "gdal")]
 mod common;
 
 use common::*;

@@ -4,6 +4,7 @@
 //! munge: without them it says so and passes, unless
 //! `MAPFILTER_REQUIRE_SLURM` is set (CI sets it when running as root).
 
+#![cfg(feature = "gdal")]
 use std::process::Command;
 
 #[test]

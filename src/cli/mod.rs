@@ -118,6 +118,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Smooth(args) => smooth::run(*args),
         #[cfg(feature = "gdal")]
         Command::Sieve(args) => sieve::run(args),
+        #[cfg(feature = "gdal")]
         Command::Batch(args) => batch::run(args),
         #[cfg(feature = "gdal")]
         Command::Info(args) => info::run(args),

@@ -215,7 +215,7 @@ fn smooth_into(
         }
         Classes::Auto { need_present } => {
             if scan_first(spec, *need_present, &input) {
-                let classes = input.scan_classes(&observer.progress("scan"))?;
+                let classes = input.scan_classes(&observer.progress("smooth"))?;
                 observer.stage("scan");
                 classes
             } else {

@@ -99,7 +99,9 @@ class SmoothAlgorithm(MapfilterAlgorithm):
         )
         self.add(self.flag_parameter("EXACT", "Certified exact mode"), "exact", advanced=True)
         self.add(
-            self.integer_parameter("TILE", "Tile side (pixels)", "tile", minValue=1),
+            self.integer_parameter(
+                "TILE", "Tile side (pixels; empty: 2048 on a GPU, else 512)", "tile", minValue=1, optional=True
+            ),
             "tile",
             advanced=True,
         )
