@@ -6,19 +6,36 @@
 //! return value: writing cached blocks on flush, and closing a dataset
 //! (`GDALClose` returns nothing in GDAL 3.6). A full disk shows only there.
 //! And a dirty block may be written out by whichever thread next needs room
-//! in GDAL's block cache. So every failure, on any thread, is counted here;
-//! a writer takes a [`Mark`] when it starts and fails at [`Mark::check`] if
-//! any failure came after it.
+//! in GDAL's block cache. So failures are counted twice: every failure on
+//! the thread it happened on ([`on_this_thread`] wraps a writer's own GDAL
+//! calls), and every failure that is not a read on any thread (a writer
+//! takes a [`Mark`] when it starts and fails at [`Mark::check`] if one came
+//! after it). Read failures of other threads are left out of the second
+//! count: in a batch, another task's corrupt input must not fail this
+//! task's output.
 
 use crate::error::{Error, Result};
 use gdal::errors::CplErrType;
+use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Failures (`CE_Failure`, `CE_Fatal`) GDAL reported so far.
+/// Failures (`CE_Failure`, `CE_Fatal`) other than reads GDAL reported so far.
 static FAILURES: AtomicU64 = AtomicU64::new(0);
-/// The latest failure's message.
+/// The latest such failure's message.
 static LAST: Mutex<String> = Mutex::new(String::new());
+
+thread_local! {
+    /// Every failure GDAL reported on this thread, and the latest message.
+    static LOCAL: Cell<u64> = const { Cell::new(0) };
+    static LOCAL_LAST: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Whether a failure is a read (of an input), not a write.
+fn is_read(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("read") && !m.contains("writ")
+}
 
 /// Installs the handler (once; later calls do nothing).
 pub fn install() {
@@ -26,8 +43,12 @@ pub fn install() {
     ONCE.call_once(|| {
         gdal::config::set_error_handler(|class, _, msg| {
             if matches!(class, CplErrType::Failure | CplErrType::Fatal) {
-                *LAST.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
-                FAILURES.fetch_add(1, Ordering::SeqCst);
+                LOCAL.with(|n| n.set(n.get() + 1));
+                LOCAL_LAST.with(|l| *l.borrow_mut() = msg.to_string());
+                if !is_read(msg) {
+                    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
+                    FAILURES.fetch_add(1, Ordering::SeqCst);
+                }
                 log::debug!("GDAL failure: {msg}");
             } else if class == CplErrType::Warning {
                 log::debug!("GDAL warning: {msg}");
@@ -58,5 +79,32 @@ impl Mark {
             last
         };
         Err(Error::new(format!("{what}: {cause}")))
+    }
+}
+
+/// Runs `call` (a writer's own GDAL call) and fails, with GDAL's message, if
+/// GDAL reported any failure on this thread meanwhile.
+pub fn on_this_thread<T>(what: &str, call: impl FnOnce() -> T) -> Result<T> {
+    install();
+    let before = LOCAL.with(Cell::get);
+    let value = call();
+    if LOCAL.with(Cell::get) == before {
+        return Ok(value);
+    }
+    let last = LOCAL_LAST.with(|l| l.borrow().clone());
+    Err(Error::new(format!("{what}: {last}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_told_from_writes() {
+        assert!(is_read(
+            "IReadBlock failed at X offset 0, Y offset 0: TIFFReadEncodedStrip() failed."
+        ));
+        assert!(!is_read("TIFFAppendToStrip:Write error at scanline 3"));
+        assert!(!is_read("Failed to write 65536 bytes"));
     }
 }

@@ -679,7 +679,7 @@ impl OutputRaster {
     /// keys goes through PROJ's database, which a caller may want done on
     /// its own thread, before the tiles come.
     pub fn write_header(&mut self) -> Result<()> {
-        self.dataset().flush_cache().map_err(gdal_error)?;
+        self.flush()?;
         self.checked()
     }
 
@@ -689,15 +689,35 @@ impl OutputRaster {
         let shown = self.shown();
         self.mark
             .check(&format!("cannot write {}", shown.display()))
-            .map_err(|e| {
-                let dir = parent_dir(self.temp_path());
-                let written = std::fs::metadata(self.temp_path()).ok().map(|m| m.len());
-                match crate::output::disk_full_cause(&dir, written) {
-                    Some(full) => Error::new(format!("cannot write {}: {full}", shown.display()))
-                        .hint("free some space or write to another disk; nothing was replaced"),
-                    None => e.hint("nothing was replaced"),
-                }
-            })
+            .map_err(|e| self.write_failure(e))
+    }
+
+    /// Hands GDAL's cached blocks of this output to the file.
+    fn flush(&mut self) -> Result<()> {
+        let what = format!("cannot write {}", self.shown().display());
+        let ds = self.ds.as_mut().expect("dataset open until finish");
+        let flushed = crate::gdal_errors::on_this_thread(&what, || ds.flush_cache());
+        self.own(flushed)
+    }
+
+    /// A failure of this output, saying so when the disk is full.
+    fn write_failure(&self, cause: Error) -> Error {
+        let dir = parent_dir(self.temp_path());
+        let written = std::fs::metadata(self.temp_path()).ok().map(|m| m.len());
+        match crate::output::disk_full_cause(&dir, written) {
+            Some(full) => Error::new(format!("cannot write {}: {full}", self.shown().display()))
+                .hint("free some space or write to another disk; nothing was replaced"),
+            None => cause.hint("nothing was replaced"),
+        }
+    }
+
+    /// The result of one of this output's own GDAL calls, failed also when
+    /// GDAL reported a failure on this thread during it.
+    fn own<T>(&self, call: Result<Result<T, gdal::errors::GdalError>>) -> Result<T> {
+        match call {
+            Ok(result) => result.map_err(|e| self.write_failure(gdal_error(e))),
+            Err(e) => Err(self.write_failure(e)),
+        }
     }
 
     fn set_metadata(&mut self, spec: &OutputSpec) -> Result<()> {
@@ -771,7 +791,7 @@ impl OutputRaster {
         self.aligned &=
             whole(window.x, window.width, w, bx) && whole(window.y, window.height, h, by);
         if self.aligned {
-            self.dataset().flush_cache().map_err(gdal_error)?;
+            self.flush()?;
         }
         self.checked()
     }
@@ -784,13 +804,16 @@ impl OutputRaster {
         data: Vec<T>,
     ) -> Result<()> {
         let mut buffer = gdal::raster::Buffer::new((window.width, window.height), data);
+        let what = format!("cannot write {}", self.shown().display());
         let mut b = self.dataset().rasterband(band).map_err(gdal_error)?;
-        b.write(
-            (window.x as isize, window.y as isize),
-            (window.width, window.height),
-            &mut buffer,
-        )
-        .map_err(gdal_error)
+        let written = crate::gdal_errors::on_this_thread(&what, || {
+            b.write(
+                (window.x as isize, window.y as isize),
+                (window.width, window.height),
+                &mut buffer,
+            )
+        });
+        self.own(written)
     }
 
     /// Flushes and closes the raster, checks that GDAL reported no failure
@@ -822,7 +845,9 @@ impl OutputRaster {
 
     fn close_checked(&mut self) -> Result<()> {
         if let Some(ds) = self.ds.take() {
-            ds.close().map_err(gdal_error)?;
+            let what = format!("cannot write {}", self.shown().display());
+            let closed = crate::gdal_errors::on_this_thread(&what, || ds.close());
+            self.own(closed)?;
         }
         self.checked()?;
         let (width, height) = self.size;
