@@ -464,21 +464,27 @@ fn readable(path: &Path, part: Option<Rect>) -> bool {
     count(&mut raster, part).is_ok()
 }
 
+/// `window` cut into strips of about `pixels` pixels, top to bottom.
+fn strip_rects(window: Rect, pixels: usize) -> impl Iterator<Item = Rect> {
+    let rows = (pixels / window.width.max(1)).clamp(1, window.height.max(1));
+    (0..window.height).step_by(rows).map(move |y| {
+        Rect::new(
+            window.x,
+            window.y + y,
+            window.width,
+            rows.min(window.height - y),
+        )
+    })
+}
+
 /// Rows of `window` read from both rasters, in strips.
 fn strips(
     a: &mut ClassRaster,
     b: &mut ClassRaster,
     window: Rect,
 ) -> Result<Vec<(Vec<u16>, Vec<u16>)>> {
-    let rows = ((4 << 20) / window.width.max(1)).clamp(1, window.height.max(1));
     let mut out = Vec::new();
-    for y in (0..window.height).step_by(rows) {
-        let r = Rect::new(
-            window.x,
-            window.y + y,
-            window.width,
-            rows.min(window.height - y),
-        );
+    for r in strip_rects(window, 4 << 20) {
         let mut p = vec![0u16; r.width * r.height];
         let mut q = vec![0u16; r.width * r.height];
         a.read(r, &mut p)?;
@@ -491,15 +497,8 @@ fn strips(
 /// Pixels of `window` by code.
 fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
     let mut hist = vec![0u64; 1 << 16];
-    let rows = ((8 << 20) / window.width.max(1)).clamp(1, window.height.max(1));
     let mut buf = Vec::new();
-    for y in (0..window.height).step_by(rows) {
-        let r = Rect::new(
-            window.x,
-            window.y + y,
-            window.width,
-            rows.min(window.height - y),
-        );
+    for r in strip_rects(window, 8 << 20) {
         buf.resize(r.width * r.height, 0);
         raster.read(r, &mut buf)?;
         for &c in &buf {
