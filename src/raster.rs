@@ -54,6 +54,18 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// The geotransform `g` moved so that pixel (0, 0) is `g`'s pixel (x, y).
+pub fn shift_transform(g: [f64; 6], x: f64, y: f64) -> [f64; 6] {
+    [
+        g[0] + x * g[1] + y * g[2],
+        g[1],
+        g[2],
+        g[3] + x * g[4] + y * g[5],
+        g[4],
+        g[5],
+    ]
+}
+
 /// Georeferencing and display metadata that outputs inherit from inputs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RasterMeta {
@@ -148,17 +160,8 @@ impl RasterMeta {
 
     /// The geotransform of an output whose pixel (0,0) is input pixel (offset, offset).
     pub fn shifted_transform(&self, offset: usize) -> Option<[f64; 6]> {
-        self.geo_transform.map(|g| {
-            let o = offset as f64;
-            [
-                g[0] + o * g[1] + o * g[2],
-                g[1],
-                g[2],
-                g[3] + o * g[4] + o * g[5],
-                g[4],
-                g[5],
-            ]
-        })
+        self.geo_transform
+            .map(|g| shift_transform(g, offset as f64, offset as f64))
     }
 }
 

@@ -115,16 +115,8 @@ pub fn group(infos: &[InputInfo]) -> Vec<Group> {
                     }
                 })
                 .collect();
-            let g = first.geo_transform;
-            let (ox, oy) = (x0 as f64, y0 as f64);
-            let geo_transform = [
-                g[0] + ox * g[1] + oy * g[2],
-                g[1],
-                g[2],
-                g[3] + ox * g[4] + oy * g[5],
-                g[4],
-                g[5],
-            ];
+            let geo_transform =
+                crate::raster::shift_transform(first.geo_transform, x0 as f64, y0 as f64);
             Group {
                 members,
                 width,

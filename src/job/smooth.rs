@@ -288,17 +288,7 @@ fn smooth_into(
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
 fn shifted(gt: Option<[f64; 6]>, x: usize, y: usize) -> Option<[f64; 6]> {
-    gt.map(|g| {
-        let (x, y) = (x as f64, y as f64);
-        [
-            g[0] + x * g[1] + y * g[2],
-            g[1],
-            g[2],
-            g[3] + x * g[4] + y * g[5],
-            g[4],
-            g[5],
-        ]
-    })
+    gt.map(|g| crate::raster::shift_transform(g, x as f64, y as f64))
 }
 
 /// A window of a source, seen as a source of its own.
