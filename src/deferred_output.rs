@@ -7,37 +7,41 @@
 //! PROJ context, so the database is opened once): it opens a second handle
 //! of the input (GDAL handles are not thread-safe; distinct ones are), reads
 //! its coordinate system, waits for the rest of the [`OutputSpec`], creates
-//! the [`OutputRaster`] and writes its header. The caller meanwhile scans
+//! the [`OutputRaster`] and writes its header. The thread is one of
+//! [`crate::gdal_threads`]', which outlive the output, so that a batch of
+//! outputs opens PROJ's database once per thread, not once per output. The caller meanwhile scans
 //! and starts the engine. Tiles that come before the output is ready are
 //! held in memory (up to [`HOLD_BYTES`], then the writer waits), so a slow
 //! start of the output does not stall the computation.
 //!
 //! The output keeps [`OutputRaster`]'s guarantees: a temp file beside the
 //! target, renamed by [`DeferredOutput::finish`] only; a run that fails or
-//! never sends the spec leaves nothing behind (dropping joins the thread
-//! and drops what it made).
+//! never sends the spec leaves nothing behind (dropping waits for the
+//! thread's job and drops what it made).
 
 use crate::engine::ClassSink;
 use crate::error::{Error, Result};
 use crate::output::Target;
 use crate::raster::{self, OutputRaster, OutputSpec};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::{Scope, ScopedJoinHandle};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::Instant;
 use tiles::Rect;
 
 /// Most bytes of tiles held while the output is being made.
 pub const HOLD_BYTES: usize = 64 << 20;
 
-/// An output being created on a scoped thread; a [`ClassSink`] that holds
+/// An output being created on another thread; a [`ClassSink`] that holds
 /// tiles until it is ready.
-pub struct DeferredOutput<'scope> {
+pub struct DeferredOutput {
     /// Where the spec goes; dropped once sent, or before waiting for the
     /// thread, so that it never waits for a spec that cannot come.
     send_spec: Option<Sender<OutputSpec>>,
-    making: Option<ScopedJoinHandle<'scope, Result<Made>>>,
+    /// The thread's answer, until taken.
+    making: Option<Receiver<Result<Made>>>,
     made: Option<OutputRaster>,
+    /// The thread's error, seen by a write that did not wait for it.
+    failed: Option<Error>,
     /// When the thread started and finished making the output.
     span: Option<(Instant, Instant)>,
     /// Tiles written before the output was ready, in order.
@@ -48,18 +52,14 @@ pub struct DeferredOutput<'scope> {
 /// What the thread hands back: the output and when it started and finished.
 type Made = (OutputRaster, Instant, Instant);
 
-impl<'scope> DeferredOutput<'scope> {
+impl DeferredOutput {
     /// Starts the thread: it reads the coordinate system of `srs_of` (the
     /// input), then creates `target` from the spec given to
     /// [`DeferredOutput::make`], with that coordinate system in place of
     /// `spec.projection`. Without a spec nothing is created.
-    pub fn spawn<'env>(
-        scope: &'scope Scope<'scope, 'env>,
-        target: Target,
-        srs_of: PathBuf,
-    ) -> Self {
+    pub fn spawn(target: Target, srs_of: PathBuf) -> Self {
         let (send, spec): (Sender<OutputSpec>, Receiver<OutputSpec>) = channel();
-        let making = scope.spawn(move || {
+        let making = crate::gdal_threads::run(move || {
             let start = Instant::now();
             let projection = raster::open(&srs_of)?.projection();
             let mut spec = spec
@@ -74,6 +74,7 @@ impl<'scope> DeferredOutput<'scope> {
             send_spec: Some(send),
             making: Some(making),
             made: None,
+            failed: None,
             span: None,
             held: Vec::new(),
             held_bytes: 0,
@@ -93,11 +94,11 @@ impl<'scope> DeferredOutput<'scope> {
     fn output(&mut self) -> Result<&mut OutputRaster> {
         self.send_spec = None;
         if let Some(making) = self.making.take() {
-            let (made, start, end) = making
-                .join()
-                .map_err(|_| Error::new("the thread creating the output panicked"))??;
-            self.made = Some(made);
-            self.span = Some((start, end));
+            let answer = making.recv();
+            self.take(answer)?;
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
         }
         let out = self
             .made
@@ -110,6 +111,32 @@ impl<'scope> DeferredOutput<'scope> {
         Ok(out)
     }
 
+    fn take(&mut self, answer: Result<Result<Made>, impl Sized>) -> Result<()> {
+        let (made, start, end) =
+            answer.map_err(|_| Error::new("the thread creating the output panicked"))??;
+        self.made = Some(made);
+        self.span = Some((start, end));
+        Ok(())
+    }
+
+    /// Whether the output is still being made (takes it when it is ready).
+    fn pending(&mut self) -> bool {
+        let Some(making) = &self.making else {
+            return false;
+        };
+        match making.try_recv() {
+            Err(TryRecvError::Empty) => true,
+            answer => {
+                self.making = None;
+                // An error stays for the next write that waits to report.
+                if let Err(e) = self.take(answer) {
+                    self.failed = Some(e);
+                }
+                false
+            }
+        }
+    }
+
     /// Waits for the output, writes the tiles held, closes it and moves it
     /// onto the target. Returns when the thread started and finished making
     /// the output.
@@ -120,22 +147,21 @@ impl<'scope> DeferredOutput<'scope> {
     }
 }
 
-impl Drop for DeferredOutput<'_> {
+impl Drop for DeferredOutput {
     fn drop(&mut self) {
         // An unfinished output: wait for its thread, then drop what it made
         // (OutputRaster's own drop removes the temp file).
         self.send_spec = None;
         if let Some(making) = self.making.take() {
-            let _ = making.join();
+            drop(making.recv());
         }
     }
 }
 
-impl ClassSink for DeferredOutput<'_> {
+impl ClassSink for DeferredOutput {
     fn write(&mut self, window: Rect, codes: &[u16]) -> Result<()> {
         let bytes = std::mem::size_of_val(codes);
-        let pending = self.making.as_ref().is_some_and(|m| !m.is_finished());
-        if pending && self.held_bytes + bytes <= HOLD_BYTES {
+        if self.pending() && self.held_bytes + bytes <= HOLD_BYTES {
             self.held.push((window, codes.to_vec()));
             self.held_bytes += bytes;
             return Ok(());
@@ -192,15 +218,15 @@ mod tests {
         let (input, spec) = input(dir.path());
         let target = dir.path().join("out.tif");
         let checked = Target::check(&target, false, &[&input]).unwrap();
-        std::thread::scope(|scope| {
-            let mut out = DeferredOutput::spawn(scope, checked.clone(), input.clone());
+        {
+            let mut out = DeferredOutput::spawn(checked.clone(), input.clone());
             // Written before the spec is given: held, whatever the thread does.
             out.write(Rect::new(0, 0, 40, 10), &[3; 400]).unwrap();
             assert_eq!(out.held.len(), 1);
             out.make(spec);
             out.write(Rect::new(0, 10, 40, 20), &[7; 800]).unwrap();
             out.finish().unwrap();
-        });
+        }
         assert_eq!(files(dir.path()), ["in.tif", "out.tif"]);
         let made = ClassRaster::open(&target).unwrap();
         let source = ClassRaster::open(&input).unwrap();
@@ -224,14 +250,14 @@ mod tests {
         let (input, spec) = input(dir.path());
         let target = Target::check(&dir.path().join("out.tif"), false, &[&input]).unwrap();
         // Never given a spec: nothing is made, and dropping does not wait forever.
-        std::thread::scope(|scope| {
-            let mut out = DeferredOutput::spawn(scope, target.clone(), input.clone());
+        {
+            let mut out = DeferredOutput::spawn(target.clone(), input.clone());
             out.write(Rect::new(0, 0, 40, 1), &[1; 40]).unwrap();
-        });
+        }
         assert_eq!(files(dir.path()), ["in.tif"]);
         // Made and written to, then dropped unfinished: the temp file goes.
-        std::thread::scope(|scope| {
-            let mut out = DeferredOutput::spawn(scope, target.clone(), input.clone());
+        {
+            let mut out = DeferredOutput::spawn(target.clone(), input.clone());
             out.make(spec.clone());
             out.write(Rect::new(0, 0, 40, 30), &[1; 1200]).unwrap();
             out.output().unwrap();
@@ -240,15 +266,15 @@ mod tests {
                     .iter()
                     .any(|f| f.starts_with(".mapfilter-tmp."))
             );
-        });
+        }
         assert_eq!(files(dir.path()), ["in.tif"]);
         // An input that is gone: the error comes at the first write that waits.
-        std::thread::scope(|scope| {
-            let mut out = DeferredOutput::spawn(scope, target.clone(), dir.path().join("gone.tif"));
+        {
+            let mut out = DeferredOutput::spawn(target.clone(), dir.path().join("gone.tif"));
             out.make(spec);
             let err = out.finish().unwrap_err();
             assert!(err.to_string().contains("no such file"), "{err}");
-        });
+        }
         assert_eq!(files(dir.path()), ["in.tif"]);
     }
 }

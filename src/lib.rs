@@ -23,6 +23,8 @@ pub mod filter;
 #[cfg(feature = "gdal")]
 pub mod gdal_errors;
 #[cfg(feature = "gdal")]
+pub mod gdal_threads;
+#[cfg(feature = "gdal")]
 pub mod image_raster;
 pub mod interrupt;
 pub mod job;

@@ -133,12 +133,10 @@ pub fn run(
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("setup");
-    std::thread::scope(|scope| {
-        // The output's own thread reads the input's coordinate system and
-        // makes the output (see `DeferredOutput`) while this one goes on.
-        let output = DeferredOutput::spawn(scope, spec.target.clone(), spec.input.clone());
-        smooth_into(spec, method, output, observer)
-    })
+    // Another thread reads the input's coordinate system and makes the
+    // output (see `DeferredOutput`) while this one goes on.
+    let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
+    smooth_into(spec, method, output, observer)
 }
 
 /// Opens the input, finds its classes, smooths it into `output` (handing
