@@ -2,10 +2,13 @@
 """End-to-end check of the QGIS provider, headless: installs the plugin into a
 temporary QGIS profile, runs every algorithm with `qgis_process run` on the
 bundled maps in data/ and checks that its outputs are byte-identical to the
-same command run directly; then an error case (mapfilter's one-line message
-reaches QGIS), a missing binary (explained, with how to build it), and, in
-PyQGIS, progress and Cancel (SIGINT; the existing output stays untouched and
-no temp file is left). Prints one line per check; exit 0 when all pass.
+same command run directly (batch: its three steps, compared tile by tile,
+with the report's figures less timings); then an error case (mapfilter's
+one-line message reaches QGIS), a missing binary (explained, with how to
+build it), and, in PyQGIS (pyqgis_checks.py), progress, colour tables, HTML
+outputs and Cancel (SIGINT; the existing output stays untouched, no temp
+file is left, a cancelled batch leaves nothing in its folder). Prints one
+line per check; exit 0 when all pass.
 
     python3 qgis/tests/check_provider.py --bin target/debug/mapfilter
 """
