@@ -1,13 +1,15 @@
 """Runs inside QGIS desktop (`qgis --code qgis/tools/screenshots.py`, see
 screenshots.sh): loads the bundled MODIS land-cover map, runs the smooth
 algorithm on it (its output loads with the colour table), filters the
-Processing toolbox to mapfilter, and saves four pictures into
+Processing toolbox to mapfilter, and saves six pictures into
 $SCREENSHOT_DIR: the main window with the toolbox entry, the smooth
 algorithm's dialog, the compare algorithm's dialog after a run (its log),
-and the main window with the mismatch raster and the HTML report in the
-Results Viewer. Then quits QGIS."""
+the main window with the mismatch raster and the HTML report in the
+Results Viewer, and the batch algorithm's dialog on a folder of tiles
+before and after its run. Then quits QGIS."""
 
 import os
+import subprocess
 import traceback
 
 import processing
@@ -108,6 +110,40 @@ def wait_for_compare():
 
 def shoot_results():
     iface.mainWindow().grab().save(os.path.join(OUT, "qgis-results.png"))
+    plugins["processing"].resultsDock.hide()
+    # The MODIS map as a folder of 2 x 2 tiles, as a tiled product comes.
+    tiles = os.path.join(OUT, "tiles")
+    os.makedirs(tiles)
+    for row in range(2):
+        for col in range(2):
+            subprocess.run(["gdal_translate", "-q", "-srcwin", str(1024 * col),
+                            str(1024 * row), "1024", "1024", MODIS,
+                            os.path.join(tiles, f"modis_r{row}c{col}.tif")], check=True)
+    dialog = processing.createAlgorithmDialog(
+        "mapfilter:batch",
+        {"INPUT": tiles, "METHOD": 2, "EXACT": True, "COMPARE": True,
+         "OUTPUT": os.path.join(OUT, "batch")},
+    )
+    dialog.resize(1100, 820)
+    dialog.show()
+    state["dialog"] = dialog
+    step(2500, run_batch)
+
+
+def run_batch():
+    state["dialog"].grab().save(os.path.join(OUT, "qgis-batch-dialog.png"))
+    state["dialog"].runButton().click()
+    state["waited"] = 0
+    step(1000, wait_for_batch)
+
+
+def wait_for_batch():
+    dialog = state["dialog"]
+    if not dialog.wasExecuted() and state["waited"] < 120:
+        state["waited"] += 1
+        step(1000, wait_for_batch)
+        return
+    dialog.grab().save(os.path.join(OUT, "qgis-batch-run.png"))
     # QGIS's own exit asks to save the project or crashes on the way out under
     # Xvfb; the pictures are saved by now.
     os._exit(0)
