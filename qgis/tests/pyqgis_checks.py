@@ -114,10 +114,16 @@ def main():
     )
 
     check(same_palette(out, modis), "output loads as a layer with the input's colour table")
-    sieved = os.path.join(args.work, "sieved.tif")
+    # sieve at its defaults (the dialog's start: 25 pixels, 4-connected).
+    sieved, cli = (os.path.join(args.work, f"sieved-{w}.tif") for w in ("qgis", "cli"))
     results, error = run({"INPUT": modis, "OUTPUT": sieved}, Feedback(), "mapfilter:sieve")
-    check(error is None and same_palette(sieved, modis),
-          "sieve: output loads as a layer with the input's colour table", str(error))
+    subprocess.run([os.environ["MAPFILTER"], "sieve", modis, cli, "--threshold", "25", "-q"],
+                   check=True)
+    with open(sieved, "rb") as a, open(cli, "rb") as b:
+        check(error is None and a.read() == b.read(),
+              "sieve at its defaults: byte-identical to `sieve --threshold 25`", str(error))
+    check(same_palette(sieved, modis),
+          "sieve: output loads as a layer with the input's colour table")
     registry = QgsApplication.processingRegistry()
     for alg_id, name in (("mapfilter:smooth", "REPORT"), ("mapfilter:compare", "HTML"),
                          ("mapfilter:batch", "REPORT")):
@@ -173,25 +179,16 @@ def check_mmu_progress(work):
           "smooth --mmu --report: progress in order, ending at 100", f"{error} {fb.values}")
 
 
-def batch_tiles(work, modis):
-    """The MODIS map as a folder of 2 x 2 tiles."""
-    folder = os.path.join(work, "tiles")
-    os.makedirs(folder)
-    for row in range(2):
-        for col in range(2):
-            subprocess.run(["gdal_translate", "-q", "-srcwin", str(1024 * col), str(1024 * row),
-                            "1024", "1024", modis,
-                            os.path.join(folder, f"t{row}{col}.tif")], check=True)
-    return folder
-
-
 def check_batch(work, modis):
     """batch: progress through the run, the mosaic loaded with the input's
     colours; Cancel mid-run leaves nothing in a new folder, and puts an
     earlier batch back as it was."""
     from mapfilter_provider.algorithms.batch import PLAN_SPAN, RUN_SPAN
+    from check_provider import tiles_of
 
-    tiles = batch_tiles(work, modis)
+    continents = os.path.join(DATA, "ne_continents_1440x720.tif")
+    tiles = os.path.join(work, "tiles")
+    tiles_of(continents, tiles, 2)
     out = os.path.join(work, "batch")
     fb = Feedback()
     context = QgsProcessingContext()
@@ -206,7 +203,19 @@ def check_batch(work, modis):
     check(mosaic in context.layersToLoadOnCompletion(),
           "batch: the mosaic is loaded as a layer on completion",
           str(list(context.layersToLoadOnCompletion())))
-    check(same_palette(mosaic, modis), "batch: the mosaic loads with the input's colour table")
+    check(same_palette(mosaic, continents),
+          "batch: the mosaic loads with the input's colour table")
+
+    # A folder holding other files is refused, and left as it was.
+    other = os.path.join(work, "not-a-batch")
+    os.makedirs(other)
+    with open(os.path.join(other, "keep.txt"), "w") as f:
+        f.write("mine\n")
+    fb = Feedback()
+    results, error = run({"INPUT": tiles, "OUTPUT": other}, fb, "mapfilter:batch")
+    check(error is not None and "no mapfilter batch" in " ".join(fb.errors + [str(error)])
+          and os.listdir(other) == ["keep.txt"],
+          "batch: a folder of other files is refused and left as it was", f"{error} {fb.errors}")
 
     # Cancel at the first finished task: slow tasks (a wide kernel, small
     # engine tiles) so that the others are in flight.
