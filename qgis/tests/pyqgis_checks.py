@@ -24,6 +24,7 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 DATA = os.path.join(REPO, "data")
 
 from qgis.core import (  # noqa: E402
+    NULL,
     QgsApplication,
     QgsProcessingContext,
     QgsProcessingFeedback,
@@ -177,6 +178,12 @@ def check_mmu_progress(work):
                           "REPORT": os.path.join(work, "mmu.json")}, fb)
     check(error is None and fb.values == sorted(fb.values) and fb.values[-1] == 100.0,
           "smooth --mmu --report: progress in order, ending at 100", f"{error} {fb.values}")
+    # The dialog gives an empty class-weights table as [NULL].
+    fb = Feedback()
+    results, error = run({"INPUT": simplex, "CLASS_WEIGHTS": [NULL],
+                          "OUTPUT": os.path.join(work, "no-weights.tif")}, fb)
+    check(error is None, "smooth: an empty class-weights table from the dialog is no weight",
+          f"{error} {fb.errors}")
 
 
 def check_batch(work, modis):

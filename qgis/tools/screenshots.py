@@ -9,7 +9,7 @@ Results Viewer, and the batch algorithm's dialog on a folder of tiles
 before and after its run. Then quits QGIS."""
 
 import os
-import subprocess
+import sys
 import traceback
 
 import processing
@@ -112,13 +112,11 @@ def shoot_results():
     iface.mainWindow().grab().save(os.path.join(OUT, "qgis-results.png"))
     plugins["processing"].resultsDock.hide()
     # The MODIS map as a folder of 2 x 2 tiles, as a tiled product comes.
-    tiles = os.path.join(OUT, "tiles")
-    os.makedirs(tiles)
-    for row in range(2):
-        for col in range(2):
-            subprocess.run(["gdal_translate", "-q", "-srcwin", str(1024 * col),
-                            str(1024 * row), "1024", "1024", MODIS,
-                            os.path.join(tiles, f"modis_r{row}c{col}.tif")], check=True)
+    sys.path.insert(0, os.path.join(REPO, "qgis", "tests"))
+    from check_provider import tiles_of
+
+    tiles = os.path.join(OUT, "modis_tiles")
+    tiles_of(MODIS, tiles, 2)
     dialog = processing.createAlgorithmDialog(
         "mapfilter:batch",
         {"INPUT": tiles, "METHOD": 2, "EXACT": True, "COMPARE": True,

@@ -3,6 +3,7 @@ weights, border, nodata, method and its knobs, device, tile, compression):
 their parameters and the CLI arguments they become. Each command reads the
 help of its own options, so the texts and defaults stay the command's."""
 
+from qgis.PyQt.QtCore import QVariant
 from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterFile,
@@ -112,11 +113,19 @@ def kernel_spec(alg, parameters, context):
     return f"{kind}:{number_text(value)}"
 
 
+def _cell(value):
+    """A matrix cell as a plain value: the dialog gives empty cells as NULL
+    QVariants (an empty table is [NULL]), qgis_process as strings."""
+    if isinstance(value, QVariant):
+        return None if value.isNull() else value.value()
+    return value
+
+
 def class_weights(alg, parameters, context):
     if not alg.given(parameters, "CLASS_WEIGHTS"):
         return ""
     cells = [
-        c for c in alg.parameterAsMatrix(parameters, "CLASS_WEIGHTS", context)
+        c for c in map(_cell, alg.parameterAsMatrix(parameters, "CLASS_WEIGHTS", context))
         if c is not None and str(c).strip() != ""
     ]
     if len(cells) % 2:
