@@ -1,12 +1,13 @@
 """Runs inside QGIS desktop (`qgis --code qgis/tools/screenshots.py`, see
 screenshots.sh): loads the bundled MODIS land-cover map, runs the smooth
 algorithm on it (its output loads with the colour table), filters the
-Processing toolbox to mapfilter, and saves six pictures into
+Processing toolbox to mapfilter, and saves seven pictures into
 $SCREENSHOT_DIR: the main window with the toolbox entry, the smooth
 algorithm's dialog, the compare algorithm's dialog after a run (its log),
 the main window with the mismatch raster and the HTML report in the
-Results Viewer, and the batch algorithm's dialog on a folder of tiles
-before and after its run. Then quits QGIS."""
+Results Viewer, the batch algorithm's dialog on a folder of tiles before
+and after its run, and the main window with the batch's mosaic loaded and
+its report in the Results Viewer. Then quits QGIS."""
 
 import os
 import sys
@@ -142,6 +143,18 @@ def wait_for_batch():
         step(1000, wait_for_batch)
         return
     dialog.grab().save(os.path.join(OUT, "qgis-batch-run.png"))
+    dialog.close()
+    # The input map hidden: the smoothed mosaic shows, with its legend open.
+    for node in QgsProject.instance().layerTreeRoot().findLayers():
+        node.setItemVisibilityChecked(node.name() == "Smoothed mosaic")
+        node.setExpanded(node.name() == "Smoothed mosaic")
+    plugins["processing"].resultsDock.show()
+    iface.mapCanvas().refreshAllLayers()
+    step(3000, shoot_batch_results)
+
+
+def shoot_batch_results():
+    iface.mainWindow().grab().save(os.path.join(OUT, "qgis-batch-results.png"))
     # QGIS's own exit asks to save the project or crashes on the way out under
     # Xvfb; the pictures are saved by now.
     os._exit(0)
