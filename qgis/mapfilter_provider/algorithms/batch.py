@@ -56,26 +56,40 @@ class BatchFolder:
                     "empty folder; an earlier batch there is replaced once the new one is done)"
                 )
             parent, name = os.path.split(path)
-            self.aside = os.path.join(parent, f".{name}.mapfilter-old-{uuid.uuid4().hex[:8]}")
-            os.rename(path, self.aside)
+            aside = os.path.join(parent, f".{name}.mapfilter-old-{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(path, aside)
+            except OSError as e:
+                raise QgsProcessingException(
+                    f"cannot set the earlier batch in {path} aside: {e} "
+                    "(hint: choose a new or empty folder)"
+                ) from e
+            self.aside = aside
             self.existed = False
 
-    def abandon(self, feedback):
-        """Removes what this run wrote; puts an earlier batch back."""
-        if self.existed:
-            for entry in os.listdir(self.path):
-                full = os.path.join(self.path, entry)
-                if os.path.isdir(full) and not os.path.islink(full):
-                    shutil.rmtree(full)
-                else:
-                    os.remove(full)
-        elif os.path.exists(self.path):
-            shutil.rmtree(self.path)
-        if self.aside is not None:
-            os.rename(self.aside, self.path)
-            feedback.pushInfo(f"the earlier batch in {self.path} is back as it was")
-        else:
-            feedback.pushInfo(f"nothing of this run is left in {self.path}")
+    def abandon(self, feedback, extra=None):
+        """Removes what this run wrote (and `extra`, a file outside the
+        folder it made); puts an earlier batch back."""
+        try:
+            if self.existed:
+                for entry in os.listdir(self.path):
+                    full = os.path.join(self.path, entry)
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        shutil.rmtree(full)
+                    else:
+                        os.remove(full)
+            elif os.path.exists(self.path):
+                shutil.rmtree(self.path)
+            if extra is not None and os.path.exists(extra):
+                os.remove(extra)
+            if self.aside is not None:
+                os.rename(self.aside, self.path)
+                feedback.pushInfo(f"the earlier batch in {self.path} is back as it was")
+            else:
+                feedback.pushInfo(f"nothing of this run is left in {self.path}")
+        except OSError as e:
+            kept = f"; the earlier batch is in {self.aside}" if self.aside else ""
+            feedback.reportError(f"cannot clear {self.path}: {e}{kept}")
 
     def commit(self):
         if self.aside is not None:
@@ -191,6 +205,8 @@ class BatchAlgorithm(MapfilterAlgorithm):
         folder = os.path.abspath(self.parameterAsFileOutput(parameters, "OUTPUT", context))
         steps, cog = self.steps(parameters, context, inputs, folder)
         batch = BatchFolder(folder, inputs)
+        # A COG made by this run (not one it would replace) goes with it.
+        new_cog = cog if cog and not os.path.exists(cog) else None
         try:
             for args, phases in steps:
                 if feedback.isCanceled():
@@ -198,7 +214,7 @@ class BatchAlgorithm(MapfilterAlgorithm):
                 runner.run(binary, args, feedback, phases)
                 feedback.setProgress(phases.rest[1])
         except BaseException:
-            batch.abandon(feedback)
+            batch.abandon(feedback, new_cog)
             raise
         batch.commit()
         mosaic = os.path.join(folder, "mosaic.vrt")
