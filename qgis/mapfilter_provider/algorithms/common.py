@@ -76,7 +76,8 @@ def add_threshold(alg, prefix, descriptions, option, default=None, optional=Fals
 def threshold_text(alg, parameters, prefix, context):
     """PIXELS|AREA as the CLI reads it (the parameter's default when not
     given), or None when unset and without a default."""
-    if not alg.given(parameters, prefix) and alg.parameterDefinition(prefix).defaultValue() is None:
+    unset = not alg.given(parameters, prefix)
+    if unset and alg.parameterDefinition(prefix).defaultValue() is None:
         return None
     value = number_text(alg.parameterAsDouble(parameters, prefix, context))
     unit = alg.enum_text(parameters, f"{prefix}_UNIT", context)

@@ -31,7 +31,8 @@ class SieveAlgorithm(MapfilterAlgorithm):
     def arguments(self, parameters, context, feedback):
         source = self.raster_path(parameters, "INPUT", context)
         output = self.parameterAsOutputLayer(parameters, "OUTPUT", context)
-        args = [source, output, "--threshold", threshold_text(self, parameters, "THRESHOLD", context)]
+        threshold = threshold_text(self, parameters, "THRESHOLD", context)
+        args = [source, output, "--threshold", threshold]
         args += ["--connectivity", self.enum_text(parameters, "CONNECTIVITY", context)]
         args += compression_args(self, parameters, context)
         return args, {"OUTPUT": output}, [output]
