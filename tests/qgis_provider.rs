@@ -2,9 +2,10 @@
 //! qgis/tests/run.sh, which installs the plugin into a temporary QGIS profile,
 //! runs every algorithm headless with `qgis_process run` on the bundled maps
 //! and checks the outputs byte-identical to the same CLI commands, then an
-//! error, a missing binary, progress and Cancel. Without QGIS it prints a
-//! skip message, unless `MAPFILTER_REQUIRE_QGIS` is set (as `scripts/test.sh`
-//! and CI do), where a missing QGIS fails the test.
+//! error, a missing binary, progress and Cancel (a cancelled batch leaves
+//! nothing in its folder). Without QGIS it prints a skip message, unless
+//! `MAPFILTER_REQUIRE_QGIS` is set (as `scripts/test.sh` and CI do), where a
+//! missing QGIS fails the test.
 #![cfg(feature = "gdal")]
 
 use std::process::Command;

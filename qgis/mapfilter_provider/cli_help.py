@@ -13,8 +13,8 @@ import re
 
 HELP_FILE = os.path.join(os.path.dirname(__file__), "cli_help.json")
 
-_OPTION = re.compile(r"^\s+(?:-(\w), )?--([\w-]+)(?: <([^>]+)>)?(?:\s{2,}(.*))?$")
-_ARGUMENT = re.compile(r"^\s+<([^>]+)>(?:\s{2,}(.*))?$")
+_OPTION = re.compile(r"^\s+(?:-(\w), )?--([\w-]+)((?: <[^>]+>)*)(?:\.\.\.)?(?:\s{2,}(.*))?$")
+_ARGUMENT = re.compile(r"^\s+<([^>]+)>(?:\.\.\.)?(?:\s{2,}(.*))?$")
 _DEFAULT = re.compile(r"\[default: ([^\]]*)\]")
 _POSSIBLE = re.compile(r"\[possible values: ([^\]]*)\]")
 _VALUE_ITEM = re.compile(r"^- ([\w-]+):\s*(.*)$")
@@ -96,7 +96,7 @@ def _parse(text):
         if section == "options":
             m = _OPTION.match(line)
             if m and len(line) - len(line.lstrip()) <= 6:
-                current = Option(m.group(2), m.group(1), m.group(3))
+                current = Option(m.group(2), m.group(1), m.group(3).strip() or None)
                 options[current.name] = current
                 if m.group(4):
                     current.lines.append(m.group(4))

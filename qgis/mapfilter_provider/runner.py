@@ -1,5 +1,7 @@
 """Runs one mapfilter command for an algorithm: progress lines
-(MAPFILTER_PROGRESS=lines) drive the feedback's progress bar, other output
+(MAPFILTER_PROGRESS=lines), and `batch run`'s line per finished task
+(`[3/16] task 2 out/x.tif: done in ...`, phase "batch tasks"), drive the
+feedback's progress bar, other output
 goes to the log, Cancel sends SIGINT (mapfilter stops at the next tile,
 removes its temp files and leaves existing outputs untouched), and a failure
 raises QgsProcessingException with mapfilter's one-line error and hint."""
@@ -16,6 +18,7 @@ import time
 from qgis.core import QgsProcessingException, QgsProcessingFeedback
 
 PROGRESS = re.compile(r"^progress: (\d+(?:\.\d+)?)(?: (\S+))?(?: (\S+))?\s*$")
+BATCH_TASK = re.compile(r"^\[(\d+)/(\d+)\] task ")
 ERROR_PREFIX = "mapfilter: error: "
 
 # After Cancel: how long mapfilter gets to stop at a tile boundary before a
@@ -27,13 +30,14 @@ KILL_SECONDS = 5.0
 class Phases:
     """Maps mapfilter's progress phases (label, unit) onto parts of the
     algorithm's bar, e.g. {("smooth", "scan"): (0, 10), ("smooth", "tiles"):
-    (10, 100)}; a phase not listed spans the whole bar."""
+    (10, 100)}; a phase not listed spans `rest` (the whole bar unless given)."""
 
-    def __init__(self, spans=None):
+    def __init__(self, spans=None, rest=(0.0, 100.0)):
         self.spans = spans or {}
+        self.rest = rest
 
     def overall(self, percent, label, unit):
-        lo, hi = self.spans.get((label, unit), self.spans.get(label, (0.0, 100.0)))
+        lo, hi = self.spans.get((label, unit), self.spans.get(label, self.rest))
         return lo + (hi - lo) * min(max(percent, 0.0), 100.0) / 100.0
 
 
@@ -93,7 +97,11 @@ def run(binary, args, feedback, phases=None):
             feedback.pushConsoleInfo(line)
         else:
             m = PROGRESS.match(line)
-            if m:
+            task = BATCH_TASK.match(line)
+            if task:
+                done, total = int(task.group(1)), int(task.group(2))
+                feedback.setProgress(phases.overall(100.0 * done / total, "batch", "tasks"))
+            elif m:
                 label, unit = m.group(2) or "", m.group(3) or ""
                 feedback.setProgress(phases.overall(float(m.group(1)), label, unit))
                 # The dialog logs each progress text: once per phase.

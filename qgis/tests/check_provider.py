@@ -2,10 +2,13 @@
 """End-to-end check of the QGIS provider, headless: installs the plugin into a
 temporary QGIS profile, runs every algorithm with `qgis_process run` on the
 bundled maps in data/ and checks that its outputs are byte-identical to the
-same command run directly; then an error case (mapfilter's one-line message
-reaches QGIS), a missing binary (explained, with how to build it), and, in
-PyQGIS, progress and Cancel (SIGINT; the existing output stays untouched and
-no temp file is left). Prints one line per check; exit 0 when all pass.
+same command run directly (batch: its three steps, compared tile by tile,
+with the report's figures less timings); then an error case (mapfilter's
+one-line message reaches QGIS), a missing binary (explained, with how to
+build it), and, in PyQGIS (pyqgis_checks.py), progress, colour tables, HTML
+outputs and Cancel (SIGINT; the existing output stays untouched, no temp
+file is left, a cancelled batch leaves nothing in its folder). Prints one
+line per check; exit 0 when all pass.
 
     python3 qgis/tests/check_provider.py --bin target/debug/mapfilter
 """
@@ -233,6 +236,9 @@ def check_algorithms(env):
              ["gen", c, "--size", "300x200", "--classes", "5", "--pattern", "random",
               "--seed", "7", "-q"], {"OUTPUT": c})
 
+    check_sieve(env, modis, simplex)
+    check_batch(env, continents)
+
     # info: the JSON file is what `mapfilter info --json` prints.
     q, c = env.path("q", "info.json"), env.path("c", "info.json")
     out, results = env.algorithm("info", {"INPUT": modis, "JSON": q})
@@ -240,6 +246,109 @@ def check_algorithms(env):
         with open(c, "w", encoding="utf-8") as f:
             f.write(env.cli(["info", modis, "--json"]).stdout)
         same_file(q, c, "info: JSON byte-identical to the CLI's stdout")
+
+
+def check_sieve(env, modis, simplex):
+    # sieve by an area, 8-connected, on the geographic MODIS map (its
+    # defaults: pyqgis_checks.py).
+    q, c = env.path("q", "sieve2.tif"), env.path("c", "sieve2.tif")
+    run_pair(env, "sieve",
+             {"INPUT": modis, "THRESHOLD": 100, "THRESHOLD_UNIT": 3, "CONNECTIVITY": 1,
+              "COMPRESS": 2, "OUTPUT": q},
+             ["sieve", modis, c, "--threshold", "100km2", "--connectivity", "8",
+              "--compress", "lzw"], {"OUTPUT": c})
+    check(not filecmp.cmp(env.path("c", "sieve2.tif"), modis, shallow=False),
+          "sieve: the MODIS map changed")
+    # smooth with a minimum mapping unit in hectares.
+    q, c = env.path("q", "smooth_mmu.tif"), env.path("c", "smooth_mmu.tif")
+    run_pair(env, "smooth",
+             {"INPUT": simplex, "MMU": 2, "MMU_UNIT": 1, "MMU_CONNECTIVITY": 1, "OUTPUT": q},
+             ["smooth", simplex, c, "--kernel", "gaussian:2.5", "--mmu", "2ha",
+              "--mmu-connectivity", "8"], {"OUTPUT": c})
+
+
+def tiles_of(source, folder, n):
+    """Cuts `source` into n x n GeoTIFF tiles in `folder` (a folder of tiles
+    on one grid, as a tiled product comes). Also used by pyqgis_checks.py
+    and qgis/tools/screenshots.py."""
+    os.makedirs(folder, exist_ok=True)
+    info = json.loads(subprocess.run(["gdalinfo", "-json", source], capture_output=True,
+                                     text=True, check=True).stdout)
+    width, height = info["size"]
+    for row in range(n):
+        for col in range(n):
+            x0, x1 = width * col // n, width * (col + 1) // n
+            y0, y1 = height * row // n, height * (row + 1) // n
+            subprocess.run(["gdal_translate", "-q", "-srcwin", str(x0), str(y0), str(x1 - x0),
+                            str(y1 - y0), "-co", "TILED=YES", "-co", "COMPRESS=DEFLATE", source,
+                            os.path.join(folder, f"tile_r{row}c{col}.tif")], check=True)
+
+
+def report_figures(path):
+    """A batch report.json less its timings, which differ between runs."""
+    with open(path, encoding="utf-8") as f:
+        report = json.load(f)
+    for key in ("task_seconds", "megapixels_per_second", "slowest"):
+        report.pop(key, None)
+    return report
+
+
+def same_batch(q, c, what):
+    """Two batch folders: the same tiles under out/ byte for byte, the same
+    report figures, the same mosaic (less the folder's own path)."""
+    names = sorted(os.listdir(os.path.join(c, "out")))
+    check(names and sorted(os.listdir(os.path.join(q, "out"))) == names,
+          f"{what}: the CLI's tiles under out/", str(names))
+    for name in names:
+        if name.endswith(".tif"):
+            same_file(os.path.join(q, "out", name), os.path.join(c, "out", name),
+                      f"{what}: out/{name} byte-identical to the CLI's")
+    check(report_figures(os.path.join(q, "report.json"))
+          == report_figures(os.path.join(c, "report.json")),
+          f"{what}: report.json has the CLI's figures (less timings)")
+    vrts = []
+    for folder in (q, c):
+        with open(os.path.join(folder, "mosaic.vrt"), encoding="utf-8") as f:
+            vrts.append(f.read().replace(folder, "FOLDER"))
+    check(vrts[0] == vrts[1] and "FOLDER/out/" in vrts[0],
+          f"{what}: mosaic.vrt is the CLI's (less the folder's path)")
+    with open(os.path.join(q, "report.html"), encoding="utf-8") as f:
+        check(f.read().startswith("<!DOCTYPE html>"), f"{what}: report.html written")
+
+
+def check_batch(env, continents):
+    tiles = env.path("tiles", "x")[:-2]
+    tiles_of(continents, tiles, 2)
+    # A folder of tiles, dct5 --exact.
+    q, c = env.path("q", "batch"), env.path("c", "batch")
+    out, results = env.algorithm(
+        "batch", {"INPUT": tiles, "METHOD": 2, "EXACT": 1, "OUTPUT": q})
+    if check(out.returncode == 0, "batch (folder): qgis_process run", out.stderr + out.stdout):
+        check(results.get("MOSAIC") == os.path.join(q, "mosaic.vrt")
+              and results.get("REPORT") == os.path.join(q, "report.html"),
+              "batch (folder): MOSAIC and REPORT outputs", str(results))
+        for args in (["plan", tiles, "--out", c, "--kernel", "gaussian:2.5", "--method", "dct5",
+                      "--exact"], ["run", c], ["report", c]):
+            cli = env.cli(["batch"] + args)
+            check(cli.returncode == 0, f"batch (folder): CLI batch {args[0]}", cli.stderr)
+        same_batch(q, c, "batch (folder)")
+    # One raster cut into 2 x 2 tasks, compared with the exact baseline,
+    # and a COG of the mosaic.
+    q, c = env.path("q", "batch2"), env.path("c", "batch2")
+    qc, cc = env.path("q", "batch2.tif"), env.path("c", "batch2.tif")
+    out, results = env.algorithm(
+        "batch", {"LAYERS": continents, "GRID": 2, "KERNEL": 1, "KERNEL_VALUE": 5, "COMPARE": 1,
+                  "JOBS": 1, "COG": qc, "OUTPUT": q})
+    if check(out.returncode == 0, "batch (layers, grid): qgis_process run",
+             out.stderr + out.stdout):
+        for args in (["plan", continents, "--out", c, "--grid", "2", "--compare-with", "naive",
+                      "--kernel", "box:5"], ["run", c, "--jobs", "1"], ["report", c, "--cog", cc]):
+            cli = env.cli(["batch"] + args)
+            check(cli.returncode == 0, f"batch (layers, grid): CLI batch {args[0]}", cli.stderr)
+        same_batch(q, c, "batch (layers, grid)")
+        check(report_figures(os.path.join(q, "report.json")).get("comparison") is not None,
+              "batch (layers, grid): the report compares with the exact baseline")
+        same_file(qc, cc, "batch (layers, grid): COG byte-identical to the CLI's")
 
 
 def check_errors(env):

@@ -18,15 +18,18 @@ PLUGIN = os.path.join(HERE, "..", "mapfilter_provider")
 sys.path.insert(0, PLUGIN)
 import cli_help  # noqa: E402  (plain Python, no QGIS)
 
-# The commands the provider has algorithms for.
-COMMANDS = ["smooth", "compare", "filter", "gen", "info"]
+# The commands the provider has algorithms for (batch: its three steps).
+COMMANDS = [
+    "smooth", "compare", "filter", "gen", "info", "sieve",
+    "batch", "batch plan", "batch run", "batch report",
+]
 
 
 def current(binary):
     texts = {}
     for name in COMMANDS:
         out = subprocess.run(
-            [binary, name, "--help"], capture_output=True, text=True, check=True
+            [binary] + name.split() + ["--help"], capture_output=True, text=True, check=True
         )
         texts[name] = out.stdout
         cli_help.Command(name, out.stdout)  # parses

@@ -1,13 +1,16 @@
 """Runs inside QGIS desktop (`qgis --code qgis/tools/screenshots.py`, see
 screenshots.sh): loads the bundled MODIS land-cover map, runs the smooth
 algorithm on it (its output loads with the colour table), filters the
-Processing toolbox to mapfilter, and saves four pictures into
+Processing toolbox to mapfilter, and saves seven pictures into
 $SCREENSHOT_DIR: the main window with the toolbox entry, the smooth
 algorithm's dialog, the compare algorithm's dialog after a run (its log),
-and the main window with the mismatch raster and the HTML report in the
-Results Viewer. Then quits QGIS."""
+the main window with the mismatch raster and the HTML report in the
+Results Viewer, the batch algorithm's dialog on a folder of tiles before
+and after its run, and the main window with the batch's mosaic loaded and
+its report in the Results Viewer. Then quits QGIS."""
 
 import os
+import sys
 import traceback
 
 import processing
@@ -108,6 +111,50 @@ def wait_for_compare():
 
 def shoot_results():
     iface.mainWindow().grab().save(os.path.join(OUT, "qgis-results.png"))
+    plugins["processing"].resultsDock.hide()
+    # The MODIS map as a folder of 2 x 2 tiles, as a tiled product comes.
+    sys.path.insert(0, os.path.join(REPO, "qgis", "tests"))
+    from check_provider import tiles_of
+
+    tiles = os.path.join(OUT, "modis_tiles")
+    tiles_of(MODIS, tiles, 2)
+    dialog = processing.createAlgorithmDialog(
+        "mapfilter:batch",
+        {"INPUT": tiles, "METHOD": 2, "EXACT": True, "COMPARE": True,
+         "OUTPUT": os.path.join(OUT, "batch")},
+    )
+    dialog.resize(1100, 820)
+    dialog.show()
+    state["dialog"] = dialog
+    step(2500, run_batch)
+
+
+def run_batch():
+    state["dialog"].grab().save(os.path.join(OUT, "qgis-batch-dialog.png"))
+    state["dialog"].runButton().click()
+    state["waited"] = 0
+    step(1000, wait_for_batch)
+
+
+def wait_for_batch():
+    dialog = state["dialog"]
+    if not dialog.wasExecuted() and state["waited"] < 120:
+        state["waited"] += 1
+        step(1000, wait_for_batch)
+        return
+    dialog.grab().save(os.path.join(OUT, "qgis-batch-run.png"))
+    dialog.close()
+    # The input map hidden: the smoothed mosaic shows, with its legend open.
+    for node in QgsProject.instance().layerTreeRoot().findLayers():
+        node.setItemVisibilityChecked(node.name() == "Smoothed mosaic")
+        node.setExpanded(node.name() == "Smoothed mosaic")
+    plugins["processing"].resultsDock.show()
+    iface.mapCanvas().refreshAllLayers()
+    step(3000, shoot_batch_results)
+
+
+def shoot_batch_results():
+    iface.mainWindow().grab().save(os.path.join(OUT, "qgis-batch-results.png"))
     # QGIS's own exit asks to save the project or crashes on the way out under
     # Xvfb; the pictures are saved by now.
     os._exit(0)

@@ -3,7 +3,8 @@
 # provider installed into a temporary profile; see screenshots.py):
 #   bash qgis/tools/screenshots.sh [MAPFILTER_BINARY] [OUT_DIR]   (KEEP=1 keeps the work directory)
 # Needs: apt-get install qgis python3-qgis xvfb xauth. Writes
-# qgis-toolbox.png, qgis-smooth-dialog.png, qgis-compare-run.png, qgis-results.png.
+# qgis-toolbox.png, qgis-smooth-dialog.png, qgis-compare-run.png, qgis-results.png,
+# qgis-batch-dialog.png, qgis-batch-run.png, qgis-batch-results.png.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(realpath "${1:-target/release/mapfilter}")
@@ -36,7 +37,8 @@ if [ -f "$work/shots/error.txt" ]; then
   cat "$work/shots/error.txt"
   exit 1
 fi
-for f in qgis-toolbox.png qgis-smooth-dialog.png qgis-compare-run.png qgis-results.png; do
+for f in qgis-toolbox.png qgis-smooth-dialog.png qgis-compare-run.png qgis-results.png \
+  qgis-batch-dialog.png qgis-batch-run.png qgis-batch-results.png; do
   [ -s "$work/shots/$f" ] || { echo "no $f was rendered"; exit 1; }
   cp "$work/shots/$f" "$out/$f"
   echo "wrote $out/$f"

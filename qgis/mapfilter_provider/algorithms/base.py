@@ -37,6 +37,9 @@ class MapfilterAlgorithm(QgsProcessingAlgorithm):
     command = None
     label = None
     group_key = "classes"
+    # The `--help` whose options the parameters stand for, when it is not
+    # `mapfilter COMMAND --help` (batch: `batch plan`).
+    help_command = None
 
     def __init__(self):
         super().__init__()
@@ -68,24 +71,32 @@ class MapfilterAlgorithm(QgsProcessingAlgorithm):
     # --- help from the CLI ------------------------------------------------
     @property
     def cli(self):
-        return cli_help.command(self.command)
+        return cli_help.command(self.help_command or self.command)
 
     def cli_entry(self, option):
-        """The `--help` entry of an option, or of an argument given as <NAME>."""
+        """The `--help` entry of an option, of an argument given as <NAME>, or
+        of another command's option given as COMMAND:OPTION."""
         if option.startswith("<"):
             return self.cli.argument(option.strip("<>"))
+        if ":" in option:
+            command, name = option.split(":")
+            return cli_help.command(command).option(name)
         return self.cli.option(option)
+
+    def about(self):
+        """The first paragraph of the help (the command's summary)."""
+        return f"<p>{html.escape(self.cli.about)}.</p>"
 
     def shortHelpString(self):
         parts = [
-            f"<p>{html.escape(self.cli.about)}.</p>",
-            f"<p><code>mapfilter {self.command}</code>:</p><ul>",
+            self.about(),
+            f"<p><code>mapfilter {self.help_command or self.command}</code>:</p><ul>",
         ]
         for definition in self.parameterDefinitions():
             option = self._cli.get(definition.name())
             if option is None:
                 continue
-            flag = option if option.startswith("<") else f"--{option}"
+            flag = option if option.startswith("<") else f"--{option.split(':')[-1]}"
             parts.append(
                 f"<li><b>{html.escape(definition.description())}</b> "
                 f"(<code>{html.escape(flag)}</code>): "
@@ -216,11 +227,16 @@ class MapfilterAlgorithm(QgsProcessingAlgorithm):
     def initAlgorithm(self, config=None):
         self.define()
 
-    def processAlgorithm(self, parameters, context, feedback):
+    @staticmethod
+    def binary():
+        """The mapfilter binary, or QgsProcessingException saying how to install it."""
         try:
-            binary = binaries.find_binary()
+            return binaries.find_binary()
         except binaries.BinaryNotFound as e:
             raise QgsProcessingException(str(e)) from e
+
+    def processAlgorithm(self, parameters, context, feedback):
+        binary = self.binary()
         args, results, outputs = self.arguments(parameters, context, feedback)
         if any(os.path.exists(p) for p in outputs) and binaries.supports_overwrite(
             binary, self.command
