@@ -77,6 +77,10 @@ impl DeviceChoice {
         if self == DeviceChoice::Host {
             return Ok(None);
         }
+        if self == DeviceChoice::Auto && !super::icd::gpu_possible() {
+            log::info!("no installed OpenCL driver offers a GPU; running on the host");
+            return Ok(None);
+        }
         let devices = match list_devices() {
             Ok(d) => d,
             Err(e) if self == DeviceChoice::Auto => {

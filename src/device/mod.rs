@@ -24,6 +24,7 @@
 //!   has no OpenCL at all.
 
 mod choice;
+mod icd;
 mod info;
 mod pinned;
 mod sources;
