@@ -25,6 +25,7 @@ use super::border::{BorderMode, Win};
 use super::color::Color;
 use super::engine::ChainRunner;
 use super::histogram::{BandHistogram, Binning};
+use super::laplacian::Detail;
 use super::median;
 use super::op::{Chain, Op, Step, TileAt};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
@@ -148,6 +149,7 @@ impl DeviceRunner {
             .define("T", t.cl_type())
             .define("TO", to.cl_type())
             .define("TO_INT", (to != SampleType::F32) as u8)
+            .define("T_INT", (t != SampleType::F32) as u8)
             .define("R", op.radius())
             .define("LX", LOCAL)
             .define("LY", LOCAL)
@@ -205,6 +207,8 @@ impl DeviceRunner {
             }
             Op::Pyr(Pyr::Down) => ("filter_pyramid", "pyrdown", String::new()),
             Op::Pyr(Pyr::Up) => ("filter_pyramid", "pyrup", String::new()),
+            Op::Detail(Detail::Level) => ("filter_pyramid", "laplacian_level", String::new()),
+            Op::Detail(Detail::Top) => ("filter_pyramid", "laplacian_top", String::new()),
             Op::Bilateral(b) => {
                 let sim = b.similarity_table(t, bands);
                 opts = opts
@@ -264,21 +268,17 @@ impl DeviceRunner {
         rows: Range<usize>,
         wait: &[&Event],
     ) -> Result<Event> {
-        let to = op.out_type(t);
         let fill = match border {
             BorderMode::Constant(v) => round_to(t, v as f32),
             BorderMode::Nodata => nd.unwrap_or(0.0) as f32,
             _ => 0.0,
         };
-        let nd_out = match (nd, to == t) {
-            (Some(v), true) => v as f32,
-            _ => f32::NAN,
-        };
+        let nd_out = op.out_nodata(t, nd).map_or(f32::NAN, |v| v as f32);
         let kernel = &built.kernel;
         let mut args = Args::new(kernel).mem(src).mem(dst);
         match op {
             Op::Conv(c) => args = args.mem(&built.consts[0]).scalar(c.scale),
-            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) | Op::Demosaic(_) => {}
+            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) => {}
             Op::Color(_) => args = args.mem(&built.consts[0]),
             Op::Bilateral(b) => {
                 let inv2 = (0.5 / (b.sigma_r * b.sigma_r)) as f32;
@@ -498,10 +498,8 @@ impl ChainRunner for DeviceRunner {
         // The other ops, each over its whole window, ping-ponging between
         // buffers 0 and 1 (in order on the compute queue).
         let mut from = 1;
+        nd = op0.out_nodata(t, nd);
         (t, bands, have) = (op0.out_type(t), op0.out_bands(bands), target0);
-        if t != t_in {
-            nd = nd.map(|_| f64::NAN);
-        }
         for &Step { op, target, image } in &steps[1..] {
             let geo = Geo {
                 have,
@@ -527,9 +525,7 @@ impl ChainRunner for DeviceRunner {
             )?);
             flush(dev, Queue::Compute)?;
             from = 1 - from;
-            if to != t {
-                nd = nd.map(|_| f64::NAN);
-            }
+            nd = op.out_nodata(t, nd);
             (t, bands, have) = (to, op.out_bands(bands), target);
         }
         if !single {

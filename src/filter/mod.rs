@@ -2,7 +2,8 @@
 //! Float32): what each op computes, apart from how it is run.
 //!
 //! One module per op family ([`conv`], [`median`], [`bilateral`], [`scharr`],
-//! [`oil`], [`histogram`], [`pyramid`], [`color`], [`demosaic`]); each has a
+//! [`oil`], [`histogram`], [`pyramid`], [`laplacian`], [`color`],
+//! [`demosaic`]); each has a
 //! plain per-pixel host reference (rayon over rows) and, where it pays, a
 //! faster host path tested against it. An [`op::Chain`] strings ops together and
 //! maps a tile's output window back to the input it needs (its ops' radii,
@@ -26,6 +27,7 @@ pub mod demosaic;
 pub mod device;
 pub mod engine;
 pub mod histogram;
+pub mod laplacian;
 pub mod levels;
 pub mod median;
 pub mod oil;

@@ -3,7 +3,7 @@
 //! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
 //! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
 //! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`, `gray`, `ycbcr`,
-//! `hsv`, `demosaic:PATTERN[:METHOD]` (level ops, which stand for one chain
+//! `hsv`, `demosaic:PATTERN[:METHOD]`, `laplacian-level`, `laplacian-top` (level ops, which stand for one chain
 //! per level, are [`super::levels`]'s). A [`Chain`] maps a
 //! tile's output window back through its ops to the input window it needs
 //! (grown by each op's radius, or mapped between resolutions by the pyramid
@@ -16,6 +16,7 @@ use super::border::{BorderMode, Win, pad};
 use super::color::Color;
 use super::conv::Conv;
 use super::demosaic::Demosaic;
+use super::laplacian::{Detail, diff_nodata};
 use super::median::Median;
 use super::oil::Oil;
 use super::pixel::{Bands, Pixel, Plane, SampleType};
@@ -42,9 +43,11 @@ pub enum Op {
     Color(Color),
     /// Bayer demosaicing of one band into R, G, B.
     Demosaic(Demosaic),
+    /// A Laplacian pyramid level (`laplacian-level`, `laplacian-top`).
+    Detail(Detail),
 }
 
-const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]";
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top";
 
 impl FromStr for Op {
     type Err = Error;
@@ -157,6 +160,14 @@ impl FromStr for Op {
                 }
                 Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
             }
+            "laplacian-level" | "laplacian-top" => {
+                max_args(0)?;
+                Op::Detail(if name == "laplacian-level" {
+                    Detail::Level
+                } else {
+                    Detail::Top
+                })
+            }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
@@ -174,6 +185,7 @@ impl Op {
             Op::Pyr(p) => p.radius(),
             Op::Color(_) => 0,
             Op::Demosaic(d) => d.radius(),
+            Op::Detail(d) => d.radius(),
         }
     }
 
@@ -213,8 +225,16 @@ impl Op {
     pub fn out_type(&self, t: SampleType) -> SampleType {
         match self {
             Op::Scharr(_) => SampleType::F32,
+            Op::Detail(_) => super::laplacian::diff_type(t),
             _ => t,
         }
+    }
+
+    /// Nodata of the output for an input of type `t` with nodata `nd`: the
+    /// same value where the type stays, else NaN (Float32) or −32768 (Int16).
+    pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
+        let to = self.out_type(t);
+        nd.map(|v| if to == t { v } else { diff_nodata(to) })
     }
 
     /// Refuses inputs the op cannot take.
@@ -231,7 +251,7 @@ impl Op {
     /// Whether the op reads its input window itself, mapping coordinates
     /// its own way (pyramid steps, demosaicing), instead of a padded copy.
     pub fn windowed(&self) -> bool {
-        matches!(self, Op::Pyr(_) | Op::Demosaic(_))
+        matches!(self, Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_))
     }
 
     /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
@@ -258,6 +278,7 @@ impl Op {
             Op::Demosaic(d) => {
                 with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, nd)))
             }
+            Op::Detail(d) => with_bands!(bands, q => d.apply(q, have, image, target, border, nd)),
             _ => return None,
         })
     }
@@ -284,7 +305,7 @@ impl Op {
             Op::Oil(o) => T::wrap(o.fast(p)),
             Op::Color(c) if plain => T::wrap(c.reference(p, nd)),
             Op::Color(c) => T::wrap(c.fast(p)),
-            Op::Pyr(_) | Op::Demosaic(_) => {
+            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) => {
                 let size = p.first().map_or((0, 0), |b| (b.width, b.height));
                 let all = Win::new(0, 0, size.0, size.1);
                 let (ow, oh) = self.out_size(size);
@@ -330,10 +351,13 @@ impl Chain {
         self.ops.iter().fold(t, |t, op| op.out_type(t))
     }
 
-    /// Nodata of the output: the input's, or NaN once a Float32 op made it.
+    /// Nodata of the output: the input's, or what the ops changing the
+    /// type made of it ([`Op::out_nodata`]).
     pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
-        let nd = nd?;
-        Some(if self.out_type(t) != t { f64::NAN } else { nd })
+        self.ops
+            .iter()
+            .fold((t, nd), |(t, nd), op| (op.out_type(t), op.out_nodata(t, nd)))
+            .1
     }
 
     /// Checks every op against what reaches it.
@@ -432,14 +456,12 @@ impl Chain {
             let in_type = bands.sample_type();
             if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
                 bands = out;
-                have = target;
-                continue;
+            } else {
+                let want = target.grow(op.radius());
+                let padded = pad_bands(&bands, have, image, want, at.border, nd);
+                bands = step(op, &padded, nd)?;
             }
-            let padded = pad_bands(&bands, have, image, target.grow(op.radius()), at.border, nd);
-            bands = step(op, &padded, nd)?;
-            if bands.sample_type() != in_type {
-                nd = nd.map(|_| f64::NAN);
-            }
+            nd = op.out_nodata(in_type, nd);
             have = target;
         }
         Ok(bands)
