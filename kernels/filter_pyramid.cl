@@ -182,3 +182,45 @@ __kernel void laplacian_top(__global const T *src, __global TO *dst, float nd_ou
     float v = convert_float(src[plane + (size_t)(out_y + y - have_y) * have_w + (out_x + x - have_x)]);
     dst[(size_t)band * out_w * out_h + (size_t)y * out_w + x] = IS_ND(v) ? CAST_OUT(nd_out) : CAST_OUT(v);
 }
+
+// Denoising steps (see src/filter/denoise.rs), in Float32: out = a − pyrup(b)
+// (SUB 1, a detail level) or a + pyrup(b) (SUB 0, a reconstruction step),
+// pyrup cut to a's raster without rounding. `a` holds window (a_x, a_y,
+// a_w × a_h) of a's raster, `b` window (b_x, b_y, b_w × b_h) of the coarse
+// raster, b_img_w × b_img_h; the output covers window (out_x, out_y,
+// out_w × out_h). Bands one after another in every buffer.
+#ifdef SUB
+__kernel void add_up(__global const float *a, __global const float *b, __global TO *dst,
+                     int a_x, int a_y, int a_w, int a_h, int b_x, int b_y, int b_w, int b_h,
+                     int b_img_w, int b_img_h, int out_x, int out_y, int out_w, int out_h,
+                     float fill) {
+    int band = get_global_id(2);
+    int x = get_global_id(0), y = get_global_id(1);
+    if (x >= out_w || y >= out_h) return;
+    int ox = out_x + x, oy = out_y + y;
+    float v = a[(size_t)band * a_w * a_h + (size_t)(oy - a_y) * a_w + (ox - a_x)];
+    size_t bp = (size_t)band * b_w * b_h;
+    int ix = ox / 2, iy = oy / 2;
+    int cx[3], ry[3];
+    for (int k = 0; k < 3; k++) {
+        cx[k] = up_map(ix + k - 1, b_img_w);
+        ry[k] = up_map(iy + k - 1, b_img_h);
+    }
+    float row[3];
+    for (int j = 0; j < 3; j++) {
+        float s[3];
+        for (int k = 0; k < 3; k++)
+            s[k] = (cx[k] >= 0 && ry[j] >= 0)
+                       ? b[bp + (size_t)(ry[j] - b_y) * b_w + (cx[k] - b_x)]
+                       : fill;
+        row[j] = up3(ox, s[0], s[1], s[2]);
+    }
+    float u = up3(oy, row[0], row[1], row[2]) * (1.0f / 64.0f);
+    size_t o = (size_t)band * out_w * out_h + (size_t)y * out_w + x;
+#if SUB
+    dst[o] = CAST_OUT(v - u);
+#else
+    dst[o] = CAST_OUT(v + u);
+#endif
+}
+#endif

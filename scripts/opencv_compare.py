@@ -293,6 +293,22 @@ def main():
             label = f"noise {np.dtype(dtype).name} {shape[1]}x{shape[0]}"
             laplacian(label, path, img, levels)
 
+        print("\n== blend (cv2.addWeighted, 8-bit)")
+        photo = read_raster(photo_path, tmp)
+        # The second raster: the photo's bands in another order (the same grid).
+        other_path = os.path.join(tmp, "other.tif")
+        subprocess.run(["gdal_translate", "-q", "-b", "3", "-b", "1", "-b", "2", photo_path, other_path], check=True)
+        other = photo[:, :, [2, 0, 1]].copy()
+        for alpha, beta, gamma in [(0.7, 0.3, 0.0), (0.33, 0.77, -12.5), (1.3, -0.4, 7.25), (0.5, 0.5, 0.0)]:
+            out = os.path.join(tmp, "blend.tif")
+            cmd = [args.bin, "blend", photo_path, other_path, out,
+                   "--weights", f"{alpha},{beta},{gamma}", "--compress", "none", "-q", "--overwrite"]
+            print("  mapfilter:", " ".join(cmd[1:]).replace(tmp + "/", ""))
+            subprocess.run(cmd, check=True)
+            print(f"  OpenCV: cv2.addWeighted(photo, {alpha}, other, {beta}, {gamma})")
+            check(f"addWeighted {alpha} {beta} {gamma}", read_raster(out, tmp),
+                  cv2.addWeighted(photo, alpha, other, beta, gamma), "identical")
+
     print()
     if failures:
         print("FAILED:", ", ".join(failures))

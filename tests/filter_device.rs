@@ -448,3 +448,34 @@ fn laplacian_levels_match_the_host_reference() {
         }
     }
 }
+
+#[test]
+fn denoising_matches_the_host() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 2, 51)), None),
+        MemImage::new(Bands::U16(noise(23, 18, 1, 52)), None),
+        MemImage::new(Bands::F32(noise(19, 26, 1, 53)), None),
+    ];
+    let chains: [&[&str]; 3] = [
+        &["denoise:3:1:30"],
+        &["denoise:2:1.5:400"],
+        &["box:3", "denoise:3:1:20", "pyrdown"],
+    ];
+    for img in &images {
+        for ops in chains {
+            for border in [BorderMode::Reflect101, BorderMode::Constant(7.0)] {
+                let want = run(img, ops, border, 1 << 20, None);
+                for tile in [16, 1 << 20] {
+                    let got = run(img, ops, border, tile, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}, {border:?}, tile {tile}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -127,7 +127,13 @@ pub fn reconstruct<T: Pixel>(levels: &[Vec<Plane<f32>>], border: BorderMode) -> 
     let top = levels.last().expect("a pyramid has a top");
     let mut g: Vec<Plane<T>> = top
         .iter()
-        .map(|p| Plane::new(p.width, p.height, p.data.iter().map(|&v| T::from_f32(v)).collect()))
+        .map(|p| {
+            Plane::new(
+                p.width,
+                p.height,
+                p.data.iter().map(|&v| T::from_f32(v)).collect(),
+            )
+        })
         .collect();
     for l in levels.iter().rev().skip(1) {
         let (w, h) = (l[0].width, l[0].height);
@@ -139,7 +145,11 @@ pub fn reconstruct<T: Pixel>(levels: &[Vec<Plane<f32>>], border: BorderMode) -> 
             .zip(&up)
             .map(|(l, u)| {
                 let data = l.data.iter().zip(&u.data);
-                Plane::new(w, h, data.map(|(&d, &u)| T::from_f32(d + u.to_f32())).collect())
+                Plane::new(
+                    w,
+                    h,
+                    data.map(|(&d, &u)| T::from_f32(d + u.to_f32())).collect(),
+                )
             })
             .collect();
     }
@@ -164,8 +174,19 @@ mod tests {
         for k in 0..levels {
             let size = (g[0].width, g[0].height);
             let all = Win::new(0, 0, size.0, size.1);
-            let op = if k + 1 == levels { Detail::Top } else { Detail::Level };
-            out.push(as_f32(op.apply(&g, all, size, all, BorderMode::Reflect101, None)));
+            let op = if k + 1 == levels {
+                Detail::Top
+            } else {
+                Detail::Level
+            };
+            out.push(as_f32(op.apply(
+                &g,
+                all,
+                size,
+                all,
+                BorderMode::Reflect101,
+                None,
+            )));
             let small = Pyr::Down.out_size(size);
             let s = Win::new(0, 0, small.0, small.1);
             g = Pyr::Down.apply(&g, all, size, s, BorderMode::Reflect101, None);
@@ -208,7 +229,9 @@ mod tests {
                     let want = &whole[0].row(9 + y)[4..13];
                     let got = got[0].row(y);
                     assert!(
-                        want.iter().zip(got).all(|(a, b)| a == b || a.is_nan() && b.is_nan()),
+                        want.iter()
+                            .zip(got)
+                            .all(|(a, b)| a == b || a.is_nan() && b.is_nan()),
                         "{nd:?} {border:?}"
                     );
                 }

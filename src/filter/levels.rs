@@ -90,6 +90,16 @@ impl Levels {
         }
     }
 
+    /// How many levels the op makes.
+    pub fn count(&self) -> usize {
+        match *self {
+            Levels::Gaussian { levels } | Levels::Laplacian { levels } => levels,
+            Levels::ScaleSpace {
+                octaves, scales, ..
+            } => octaves * scales,
+        }
+    }
+
     /// Splits `specs` at its level op: (the level op, ops before, ops after).
     pub fn split(specs: &[String]) -> Result<Option<Split>> {
         let mut found = None;

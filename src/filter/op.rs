@@ -3,7 +3,7 @@
 //! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
 //! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
 //! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`, `gray`, `ycbcr`,
-//! `hsv`, `demosaic:PATTERN[:METHOD]`, `laplacian-level`, `laplacian-top` (level ops, which stand for one chain
+//! `hsv`, `demosaic:PATTERN[:METHOD]`, `laplacian-level`, `laplacian-top`, `denoise:LEVELS:SD:SR` (level ops, which stand for one chain
 //! per level, are [`super::levels`]'s). A [`Chain`] maps a
 //! tile's output window back through its ops to the input window it needs
 //! (grown by each op's radius, or mapped between resolutions by the pyramid
@@ -16,6 +16,7 @@ use super::border::{BorderMode, Win, pad};
 use super::color::Color;
 use super::conv::Conv;
 use super::demosaic::Demosaic;
+use super::denoise::Denoise;
 use super::laplacian::{Detail, diff_nodata};
 use super::median::Median;
 use super::oil::Oil;
@@ -45,9 +46,11 @@ pub enum Op {
     Demosaic(Demosaic),
     /// A Laplacian pyramid level (`laplacian-level`, `laplacian-top`).
     Detail(Detail),
+    /// Laplacian-pyramid bilateral denoising.
+    Denoise(Denoise),
 }
 
-const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top";
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top, denoise:LEVELS:SD:SR";
 
 impl FromStr for Op {
     type Err = Error;
@@ -168,6 +171,12 @@ impl FromStr for Op {
                     Detail::Top
                 })
             }
+            "denoise" => {
+                if args.len() != 3 {
+                    bail!(format!("op '{spec}' needs LEVELS:SD:SR"), hint = OPS_HINT);
+                }
+                Op::Denoise(Denoise::new(num(0)?, num(1)?, num(2)?)?)
+            }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
@@ -186,6 +195,7 @@ impl Op {
             Op::Color(_) => 0,
             Op::Demosaic(d) => d.radius(),
             Op::Detail(d) => d.radius(),
+            Op::Denoise(d) => d.radius(),
         }
     }
 
@@ -251,7 +261,10 @@ impl Op {
     /// Whether the op reads its input window itself, mapping coordinates
     /// its own way (pyramid steps, demosaicing), instead of a padded copy.
     pub fn windowed(&self) -> bool {
-        matches!(self, Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_))
+        matches!(
+            self,
+            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) | Op::Denoise(_)
+        )
     }
 
     /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
@@ -279,6 +292,9 @@ impl Op {
                 with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, nd)))
             }
             Op::Detail(d) => with_bands!(bands, q => d.apply(q, have, image, target, border, nd)),
+            Op::Denoise(d) => {
+                with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, border)))
+            }
             _ => return None,
         })
     }
@@ -305,7 +321,7 @@ impl Op {
             Op::Oil(o) => T::wrap(o.fast(p)),
             Op::Color(c) if plain => T::wrap(c.reference(p, nd)),
             Op::Color(c) => T::wrap(c.fast(p)),
-            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) => {
+            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) | Op::Denoise(_) => {
                 let size = p.first().map_or((0, 0), |b| (b.width, b.height));
                 let all = Win::new(0, 0, size.0, size.1);
                 let (ow, oh) = self.out_size(size);
@@ -356,7 +372,9 @@ impl Chain {
     pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
         self.ops
             .iter()
-            .fold((t, nd), |(t, nd), op| (op.out_type(t), op.out_nodata(t, nd)))
+            .fold((t, nd), |(t, nd), op| {
+                (op.out_type(t), op.out_nodata(t, nd))
+            })
             .1
     }
 
@@ -372,6 +390,12 @@ impl Chain {
             bail!(
                 "--border nodata needs a nodata value on the input",
                 hint = "set one with gdal_edit.py -a_nodata VALUE, or use --border replicate"
+            );
+        }
+        if nd.is_some() && self.ops.iter().any(|op| matches!(op, Op::Denoise(_))) {
+            bail!(
+                "denoise does not take rasters with a nodata value",
+                hint = "fill the nodata pixels first (gdal_fillnodata.py), or unset it with gdal_edit.py -unsetnodata"
             );
         }
         let (mut b, mut ty) = (bands, t);
