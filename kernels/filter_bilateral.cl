@@ -1,6 +1,7 @@
 // Bilateral filter over a disc of taps. Closeness per tap lives in constant
 // memory (`taps`: dx, dy, closeness); similarity comes from the table `sim`
-// indexed by the integer difference when SIM_TABLE, else from exp().
+// indexed by the integer difference when SIM_TABLE is 1, by the quantised
+// difference when it is 2 (SIM_Q steps per unit, SIM_N entries), else from exp().
 // Extra options: DIST (0 gray: band-wise; 1 luma; 2 color: Σ|δ|), NTAPS,
 // SIM_TABLE, NBANDS (bands of the image; NB = NBANDS for luma and color).
 
@@ -8,7 +9,10 @@
                      + 0.11f * tile[((b0) + 2) * TW * TH + (i)])
 
 inline float similarity(__global const float *sim, float delta, float inv2) {
-#if SIM_TABLE
+#if SIM_TABLE == 2
+    // Quantised (denoise): position ⌊δ·SIM_Q + ½⌋, at most SIM_N − 1.
+    return sim[(int)fmin(delta * SIM_Q + 0.5f, (float)(SIM_N - 1))];
+#elif SIM_TABLE
     return sim[(int)delta];
 #else
     return (float)exp(-(double)delta * (double)delta * (double)inv2);

@@ -90,7 +90,33 @@ def bayer(code):
 # issue 23 at their reference sizes. OpenCV's arrays are random of that
 # shape (ours: bench-filter's synthetic image); its Bayer codes are named by
 # the second row (our RGGB is its BayerBG), its RGB codes take our band order.
+def cv_denoise(levels, sd, sr):
+    """The reference's multiresolution denoise in OpenCV, in Float32: Laplacian
+    levels (pyrDown, pyrUp to size, subtract), bilateralFilter on each with
+    our disc diameter 2·round(2·SD)+1, reconstruction, rounded to 8 bits."""
+    d = 2 * max(1, round(2 * sd)) + 1
+
+    def run(img):
+        g = [img.astype(np.float32) if not isinstance(img, cv2.UMat) else cv2.UMat(img.get().astype(np.float32))]
+        for _ in range(levels - 1):
+            g.append(cv2.pyrDown(g[-1]))
+        r = g[-1]
+        for k in range(levels - 2, -1, -1):
+            size = (g[k].shape[1], g[k].shape[0]) if not isinstance(g[k], cv2.UMat) else g[k].get().shape[1::-1]
+            detail = cv2.subtract(g[k], cv2.pyrUp(g[k + 1], dstsize=size))
+            smooth = cv2.bilateralFilter(detail, d, sr, sd, borderType=R101)
+            r = cv2.add(smooth, cv2.pyrUp(r, dstsize=size))
+        return cv2.convertScaleAbs(r) if not isinstance(r, cv2.UMat) else r
+    return run
+
+
 IMGOPS = [
+    ("laplacian-level 4096² RGB", ["laplacian-level"], (4096, 4096), 3,
+     "cv2.subtract(img, cv2.pyrUp(cv2.pyrDown(img)), dtype=cv2.CV_16S)",
+     lambda i: cv2.subtract(i, cv2.pyrUp(cv2.pyrDown(i)), dtype=cv2.CV_16S)),
+    ("denoise:4:1:20 1024² gray", ["denoise:4:1:20"], (1024, 1024), 1,
+     "pyrDown/pyrUp/subtract/bilateralFilter(d 5)/add on Float32 levels", cv_denoise(4, 1.0, 20.0)),
+
     ("pyrdown 4096² RGB", ["pyrdown"], (4096, 4096), 3, "cv2.pyrDown(img)", cv2.pyrDown),
     ("pyrup 2048² RGB", ["pyrup"], (2048, 2048), 3, "cv2.pyrUp(img)", cv2.pyrUp),
     ("gray 4096² RGB", ["gray"], (4096, 4096), 3, "cv2.cvtColor(img, COLOR_RGB2GRAY)", lambda i: cv2.cvtColor(i, cv2.COLOR_RGB2GRAY)),

@@ -19,7 +19,11 @@ COLOR_RGB2HSV: GDAL's band order is R, G, B) on the photo and on generated
 8-bit colours, UInt16 gray/ycbcr, and Float32 within rounding; identical
 demosaic bilinear and ea (COLOR_Bayer??2RGB and ..._EA, OpenCV's name for
 each of our patterns: RGGB BayerBG, BGGR BayerRG, GRBG BayerGB, GBRG
-BayerGR) on mosaics made from the photo (odd crop) and on 8/16-bit noise.
+BayerGR) on mosaics made from the photo (odd crop) and on 8/16-bit noise;
+identical Laplacian pyramid levels (laplacian-pyramid:LEVELS against
+pyrDown, pyrUp cut to the finer level's size and cv2.subtract into Int16 for
+Byte, Float32 otherwise; the top level is the last pyrDown) on the photo and
+on noise of odd sizes; identical addWeighted (mapfilter blend) on 8-bit.
 Exit status 1 if any check fails.
 """
 import argparse
@@ -255,6 +259,55 @@ def main():
                     code = f"COLOR_Bayer{cv_name[pattern]}2RGB{suffix}"
                     print(f"  OpenCV: cv2.cvtColor(mosaic, cv2.{code})")
                     check(f"{label} {pattern} {method}", got, cv2.cvtColor(m, getattr(cv2, code)), "identical")
+
+        print("\n== Laplacian pyramid (pyrDown, pyrUp cut to size, cv2.subtract)")
+
+        def laplacian(label, path, img, levels):
+            out = os.path.join(tmp, "lap.tif")
+            cmd = [args.bin, "filter", path, out, "--op", f"laplacian-pyramid:{levels}",
+                   "--compress", "none", "-q", "--overwrite"]
+            print("  mapfilter:", " ".join(cmd[1:]).replace(tmp + "/", ""))
+            subprocess.run(cmd, check=True)
+            g = [img]
+            for _ in range(levels - 1):
+                g.append(cv2.pyrDown(g[-1]))
+            signed = cv2.CV_16S if img.dtype == np.uint8 else cv2.CV_32F
+            np_signed = np.int16 if img.dtype == np.uint8 else np.float32
+            for k in range(levels):
+                got = read_raster(os.path.join(tmp, f"lap_L{k}.tif"), tmp)
+                if k + 1 == levels:
+                    print(f"  OpenCV: top = g[{k}] (pyrDown {k} times) as {np.dtype(np_signed).name}")
+                    want = g[k].astype(np_signed)
+                else:
+                    h, w = g[k].shape[:2]
+                    print(f"  OpenCV: cv2.subtract(g[{k}], cv2.pyrUp(g[{k + 1}])[:{h}, :{w}], "
+                          f"dtype=cv2.{'CV_16S' if signed == cv2.CV_16S else 'CV_32F'})")
+                    want = cv2.subtract(g[k], cv2.pyrUp(g[k + 1])[:h, :w], dtype=signed)
+                check(f"{label} laplacian L{k}", got, want.reshape(got.shape), "identical")
+
+        laplacian("photo", photo_path, read_raster(photo_path, tmp), 4)
+        for dtype, shape, levels in [(np.uint8, (37, 23, 3), 3), (np.uint16, (29, 31), 3),
+                                     (np.int16, (19, 9), 2), (np.uint8, (5, 7), 3)]:
+            img = noise(rng, shape, dtype)
+            path = write_raster(img, os.path.join(tmp, "noise.tif"), tmp)
+            label = f"noise {np.dtype(dtype).name} {shape[1]}x{shape[0]}"
+            laplacian(label, path, img, levels)
+
+        print("\n== blend (cv2.addWeighted, 8-bit)")
+        photo = read_raster(photo_path, tmp)
+        # The second raster: the photo's bands in another order (the same grid).
+        other_path = os.path.join(tmp, "other.tif")
+        subprocess.run(["gdal_translate", "-q", "-b", "3", "-b", "1", "-b", "2", photo_path, other_path], check=True)
+        other = photo[:, :, [2, 0, 1]].copy()
+        for alpha, beta, gamma in [(0.7, 0.3, 0.0), (0.33, 0.77, -12.5), (1.3, -0.4, 7.25), (0.5, 0.5, 0.0)]:
+            out = os.path.join(tmp, "blend.tif")
+            cmd = [args.bin, "blend", photo_path, other_path, out,
+                   "--weights", f"{alpha},{beta},{gamma}", "--compress", "none", "-q", "--overwrite"]
+            print("  mapfilter:", " ".join(cmd[1:]).replace(tmp + "/", ""))
+            subprocess.run(cmd, check=True)
+            print(f"  OpenCV: cv2.addWeighted(photo, {alpha}, other, {beta}, {gamma})")
+            check(f"addWeighted {alpha} {beta} {gamma}", read_raster(out, tmp),
+                  cv2.addWeighted(photo, alpha, other, beta, gamma), "identical")
 
     print()
     if failures:

@@ -1,7 +1,8 @@
 //! GDAL I/O of continuous multi-band rasters (Byte, UInt16, Int16, Float32)
 //! for the image filters, through windows only: [`ImageRaster`] is an
 //! [`ImageSource`], and [`OutputRaster`] (from [`crate::raster`]) is an
-//! [`ImageSink`] writing every band of a tile.
+//! [`ImageSink`] writing every band of a tile; [`LevelSink`] writes one of
+//! its overview levels.
 
 use crate::bail;
 use crate::error::Result;
@@ -120,6 +121,24 @@ impl ImageSink for OutputRaster {
         with_bands!(bands, planes => {
             for (i, p) in planes.iter().enumerate() {
                 self.write_band(i + 1, window, p.data.clone())?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// One level of an [`OutputRaster`] as an [`ImageSink`]: 0 the raster, k its
+/// k-th overview.
+pub struct LevelSink<'a> {
+    pub raster: &'a mut OutputRaster,
+    pub level: usize,
+}
+
+impl ImageSink for LevelSink<'_> {
+    fn write(&mut self, window: Rect, bands: &Bands) -> Result<()> {
+        with_bands!(bands, planes => {
+            for (i, p) in planes.iter().enumerate() {
+                self.raster.write_level_band(self.level, i + 1, window, p.data.clone())?;
             }
             Ok(())
         })

@@ -806,9 +806,35 @@ impl OutputRaster {
         window: Rect,
         data: Vec<T>,
     ) -> Result<()> {
+        self.write_level_band(0, band, window, data)
+    }
+
+    /// Adds `count` overview levels (factors 2, 4, …, each ⌈size/factor⌉),
+    /// left empty ("NONE") for [`OutputRaster::write_level_band`] to fill.
+    pub fn add_overviews(&mut self, count: usize) -> Result<()> {
+        let factors: Vec<i32> = (1..=count).map(|k| 1 << k).collect();
+        let what = format!("cannot add overviews to {}", self.shown().display());
+        let ds = self.dataset();
+        let made =
+            crate::gdal_errors::on_this_thread(&what, || ds.build_overviews("NONE", &factors, &[]));
+        self.own(made)
+    }
+
+    /// [`OutputRaster::write_band`] into level `level`: 0 the raster
+    /// itself, k its k-th overview ([`OutputRaster::add_overviews`]).
+    pub fn write_level_band<T: gdal::raster::GdalType + Copy>(
+        &mut self,
+        level: usize,
+        band: usize,
+        window: Rect,
+        data: Vec<T>,
+    ) -> Result<()> {
         let mut buffer = gdal::raster::Buffer::new((window.width, window.height), data);
         let what = format!("cannot write {}", self.shown().display());
         let mut b = self.dataset().rasterband(band).map_err(gdal_error)?;
+        if level > 0 {
+            b = b.overview(level - 1).map_err(gdal_error)?;
+        }
         let written = crate::gdal_errors::on_this_thread(&what, || {
             b.write(
                 (window.x as isize, window.y as isize),

@@ -205,3 +205,97 @@ fn pyramid_steps_resize_and_georeference_and_levels_go_to_files() {
     assert!(o.status.success());
     assert_eq!(read_all(&one), read_all(&dir.path().join("pyr_L1.tif")));
 }
+
+#[test]
+fn levels_as_overviews_equal_the_level_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("lap.tif");
+    let one = dir.path().join("one.tif");
+    let ops = ["--op", "laplacian-pyramid:3", "--quiet", "--tile", "96"];
+    let o = mapfilter(
+        &[
+            &[
+                "filter",
+                "data/photo_grace_hopper.tif",
+                files.to_str().unwrap(),
+            ],
+            &ops[..],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = mapfilter(
+        &[
+            &[
+                "filter",
+                "data/photo_grace_hopper.tif",
+                one.to_str().unwrap(),
+            ],
+            &ops[..],
+            &["--levels", "overviews"],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let info = gdalinfo(&one);
+    assert!(info.contains("Overviews: 256x300, 128x150"), "{info}");
+    assert!(info.contains("Type=Int16"), "{info}");
+    for k in 0..3 {
+        let level = dir.path().join(format!("level{k}.tif"));
+        let mut cmd = Command::new("gdal_translate");
+        cmd.arg("-q");
+        if k > 0 {
+            cmd.args(["-ovr", &(k - 1).to_string()]);
+        }
+        assert!(cmd.arg(&one).arg(&level).status().unwrap().success());
+        let file = dir.path().join(format!("lap_L{k}.tif"));
+        assert_eq!(read_all(&level), read_all(&file), "level {k}");
+    }
+    // A scale space has several levels of one size: refused in one line.
+    let o = mapfilter(&[
+        "filter",
+        "data/photo_grace_hopper.tif",
+        dir.path().join("ss.tif").to_str().unwrap(),
+        "--op",
+        "scale-space:2:2",
+        "--levels",
+        "overviews",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--levels files"),
+        "{err}"
+    );
+}
+
+#[test]
+fn blend_mixes_rasters_of_one_grid_and_refuses_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mix.tif");
+    let o = mapfilter(&[
+        "blend",
+        "data/photo_grace_hopper.tif",
+        "data/photo_grace_hopper.tif",
+        out.to_str().unwrap(),
+        "--weights",
+        "0.25,0.75",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // a·¼ + a·¾ = a (the photo read through a copy: read_all writes beside its file).
+    let photo = dir.path().join("photo.tif");
+    std::fs::copy("data/photo_grace_hopper.tif", &photo).unwrap();
+    assert_eq!(read_all(&out), read_all(&photo));
+    let o = mapfilter(&[
+        "blend",
+        "data/photo_grace_hopper.tif",
+        "data/dem_jacksboro.tif",
+        dir.path().join("bad.tif").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("is not on the grid") && err.contains("gdalwarp"),
+        "{err}"
+    );
+}

@@ -405,3 +405,77 @@ fn demosaicing_matches_the_host_reference() {
         }
     }
 }
+
+#[test]
+fn laplacian_levels_match_the_host_reference() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let mut i = noise::<i16>(25, 19, 2, 41);
+    i[1].data.iter_mut().step_by(4).for_each(|v| *v = -9999);
+    let mut f = noise::<f32>(17, 22, 1, 42);
+    f[0].data.iter_mut().step_by(6).for_each(|v| *v = f32::NAN);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 3, 43)), None),
+        MemImage::new(Bands::U16(noise(23, 30, 1, 44)), None),
+        MemImage::new(Bands::U8(noise(3, 2, 1, 45)), None),
+        MemImage::new(Bands::I16(i), Some(-9999.0)),
+        MemImage::new(Bands::F32(f), Some(f64::NAN)),
+    ];
+    let chains: [&[&str]; 4] = [
+        &["laplacian-level"],
+        &["pyrdown", "laplacian-level"],
+        &["pyrdown", "pyrdown", "laplacian-top"],
+        &["box:3", "laplacian-level", "scharr:3"],
+    ];
+    for img in &images {
+        let mut borders = vec![BorderMode::Reflect101, BorderMode::Replicate];
+        match img.nodata {
+            Some(_) => borders.push(BorderMode::Nodata),
+            None => borders.push(BorderMode::Constant(-3.5)),
+        }
+        for ops in chains {
+            for &border in &borders {
+                let want = run(img, ops, border, 1 << 20, None);
+                for tile in [16, 1 << 20] {
+                    let got = run(img, ops, border, tile, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}, {border:?}, tile {tile}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn denoising_matches_the_host() {
+    let Some(dev) = test_device() else { return };
+    let dev = DeviceRunner::new(dev);
+    let images = [
+        MemImage::new(Bands::U8(noise(37, 29, 2, 51)), None),
+        MemImage::new(Bands::U16(noise(23, 18, 1, 52)), None),
+        MemImage::new(Bands::F32(noise(19, 26, 1, 53)), None),
+    ];
+    let chains: [&[&str]; 3] = [
+        &["denoise:3:1:30"],
+        &["denoise:2:1.5:400"],
+        &["box:3", "denoise:3:1:20", "pyrdown"],
+    ];
+    for img in &images {
+        for ops in chains {
+            for border in [BorderMode::Reflect101, BorderMode::Constant(7.0)] {
+                let want = run(img, ops, border, 1 << 20, None);
+                for tile in [16, 1 << 20] {
+                    let got = run(img, ops, border, tile, Some(&dev));
+                    assert!(
+                        same(&got, &want),
+                        "{ops:?} on {:?}, {border:?}, tile {tile}",
+                        img.bands.sample_type()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
 use crate::filter::levels::Levels;
 use crate::filter::{BorderMode, Chain};
-use crate::image_raster::{ImageRaster, gdal_type};
+use crate::image_raster::{ImageRaster, LevelSink, gdal_type};
 use crate::output::{self, Target};
 use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
@@ -26,16 +26,27 @@ pub struct FilterArgs {
     /// pyrdown (half the size, ⌈w/2⌉×⌈h/2⌉), pyrup (twice the size): OpenCV's
     /// pyrDown/pyrUp; the geotransform follows (pixel size ×2 or ×½);
     /// gray, ycbcr (Y, Cb, Cr), hsv: bands 1-3 as R, G, B, as OpenCV's cvtColor;
-    /// demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]: one Bayer band to R, G, B.
+    /// demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]: one Bayer band to R, G, B;
+    /// denoise:LEVELS:SD:SR: bilateral (σ_d SD, σ_r SR) on every level of a
+    /// Laplacian pyramid of LEVELS (2-8) levels, then its reconstruction;
+    /// laplacian-level (g − pyrup(pyrdown(g))), laplacian-top: one Laplacian level,
+    /// signed (Byte gives Int16, other types Float32; nodata −32768 or NaN).
     /// Level ops (one per command; the ops after it run on every level, each
     /// level to its own file OUTPUT_L0.tif, OUTPUT_L1.tif, …, or
-    /// OUTPUT_O0_S0.tif, …): gaussian-pyramid:LEVELS,
+    /// OUTPUT_O0_S0.tif, …, or with --levels overviews into OUTPUT and its
+    /// overviews): gaussian-pyramid:LEVELS, laplacian-pyramid:LEVELS
+    /// (LEVELS−1 detail levels and the Gaussian top, all signed as laplacian-level),
     /// scale-space:OCTAVES:SCALES[:SIGMA0] (σ = SIGMA0·2^(s/SCALES), SIGMA0 1.6).
     #[arg(long = "op", required = true)]
     pub ops: Vec<String>,
     /// What ops see beyond the edge: replicate, reflect101, constant:V, nodata.
     #[arg(long, default_value = "reflect101")]
     pub border: String,
+    /// Where a level op's levels go: files (OUTPUT_L0.tif, … with the geotransform of
+    /// each level) or overviews (level 0 in OUTPUT, level k as its k-th GeoTIFF overview,
+    /// which GDAL places over the base's extent; pyramids only, not scale-space).
+    #[arg(long, value_enum, default_value = "files")]
+    pub levels: LevelOutput,
     /// Where to run: host (fast host paths), host-reference (plain per-pixel references),
     /// or an OpenCL device: auto, cpu, gpu, INDEX.
     #[arg(long, default_value = "host")]
@@ -62,6 +73,14 @@ pub fn run(args: FilterArgs) -> Result<()> {
         let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
         return run_chain(&args, chain, &target);
     };
+    if args.levels == LevelOutput::Overviews {
+        let chains = levels
+            .chains(&before, &after)
+            .iter()
+            .map(|l| Chain::parse(&l.ops))
+            .collect::<Result<Vec<_>>>()?;
+        return run_overviews(&args, &levels, chains);
+    }
     // Every level's chain and path checked before the first one runs.
     let mut runs = Vec::new();
     for level in levels.chains(&before, &after) {
@@ -86,15 +105,84 @@ fn level_path(output: &Path, suffix: &str) -> PathBuf {
     output.with_file_name(name)
 }
 
-/// Runs one chain from the input into `output`.
-fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
-    let border: BorderMode = args.border.parse()?;
+/// Where the levels of a level op go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LevelOutput {
+    Files,
+    Overviews,
+}
+
+/// Runs every level's chain into one GeoTIFF: level 0 the raster, level k
+/// its k-th overview (each level ⌈size/2^k⌉, as GDAL sizes overviews).
+fn run_overviews(args: &FilterArgs, levels: &Levels, chains: Vec<Chain>) -> Result<()> {
+    let hint = "write the levels as files (--levels files)";
+    if matches!(levels, Levels::ScaleSpace { .. }) {
+        crate::bail!(
+            "a scale space has several levels of one size, which overviews cannot hold",
+            hint = hint
+        );
+    }
+    let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
     let mut input = ImageRaster::open(&args.input)?;
+    let size = (input.meta.width, input.meta.height);
+    for (k, chain) in chains.iter().enumerate() {
+        let want = (size.0.div_ceil(1 << k), size.1.div_ceil(1 << k));
+        if chain.out_size(size) != want
+            || chain.out_type(input.sample_type) != chains[0].out_type(input.sample_type)
+        {
+            crate::bail!(
+                format!(
+                    "level {k} is not an overview of level 0 (the ops after the level op change its size or type)"
+                ),
+                hint = hint
+            );
+        }
+    }
+    let (spec, border) = output_spec(args, &chains[0], &input)?;
+    let runner = runner(&args.device)?;
+    let mut output = OutputRaster::create(&target, &spec)?;
+    output.add_overviews(chains.len() - 1)?;
+    let progress = Progress::new(args.quiet, "filter");
+    let start = std::time::Instant::now();
+    for (level, chain) in chains.into_iter().enumerate() {
+        let job = FilterJob {
+            chain,
+            border,
+            tile: args.tile,
+        };
+        let mut sink = LevelSink {
+            raster: &mut output,
+            level,
+        };
+        engine::filter(&mut input, &mut sink, &job, runner.as_ref(), &progress)?;
+    }
+    output.finish()?;
+    if !args.quiet {
+        eprintln!(
+            "wrote {} ({}x{}, {} bands, {} levels as overviews, {} in {:.3} s)",
+            target.shown().display(),
+            spec.width,
+            spec.height,
+            spec.bands,
+            levels.count(),
+            runner.name(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The output of `chain` on `input` (checked), and the border mode.
+fn output_spec(
+    args: &FilterArgs,
+    chain: &Chain,
+    input: &ImageRaster,
+) -> Result<(OutputSpec, BorderMode)> {
+    let border: BorderMode = args.border.parse()?;
     let nd = input.meta.nodata;
     chain
         .check(input.bands, input.sample_type, border, nd)
         .map_err(|e| e.context(args.input.display()))?;
-    let runner = runner(&args.device)?;
     let (width, height) = chain.out_size((input.meta.width, input.meta.height));
     let nodata = chain.out_nodata(input.sample_type, nd);
     let data_type = match args.output_type {
@@ -113,6 +201,14 @@ fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
         category_names: Vec::new(),
         compression: args.compression.compression()?.continuous(),
     };
+    Ok((spec, border))
+}
+
+/// Runs one chain from the input into `output`.
+fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
+    let mut input = ImageRaster::open(&args.input)?;
+    let (spec, border) = output_spec(args, &chain, &input)?;
+    let runner = runner(&args.device)?;
     let mut output = OutputRaster::create(target, &spec)?;
     let job = FilterJob {
         chain,

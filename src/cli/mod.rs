@@ -7,6 +7,8 @@ mod batch;
 mod bench;
 mod bench_filter;
 #[cfg(feature = "gdal")]
+mod blend;
+#[cfg(feature = "gdal")]
 pub mod compare;
 #[cfg(feature = "gdal")]
 mod compress_args;
@@ -76,6 +78,9 @@ enum Command {
     /// Filter a continuous raster (imagery, elevation) with a chain of image ops in one pass.
     #[cfg(feature = "gdal")]
     Filter(filter::FilterArgs),
+    /// Blend two rasters of one grid: weighted sum (as OpenCV's addWeighted) or alpha blending.
+    #[cfg(feature = "gdal")]
+    Blend(blend::BlendArgs),
     /// Per-band histograms of a raster as JSON or CSV.
     #[cfg(feature = "gdal")]
     Histogram(histogram::HistogramArgs),
@@ -128,6 +133,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Filter(args) => filter::run(args),
         #[cfg(feature = "gdal")]
         Command::Histogram(args) => histogram::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Blend(args) => blend::run(args),
         #[cfg(feature = "gdal")]
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => sweep::run(args),

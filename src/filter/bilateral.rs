@@ -109,14 +109,23 @@ impl Bilateral {
 
     /// The plain per-pixel reference.
     pub fn reference<T: Pixel>(&self, input: &[Plane<T>], nd: Option<T>) -> Vec<Plane<T>> {
+        let table = self.similarity_table(T::TYPE, input.len());
+        self.reference_with(input, nd, |delta: f32| match &table {
+            Some(t) => t[delta as usize],
+            None => self.similarity(delta),
+        })
+    }
+
+    /// [`Bilateral::reference`] with the similarity of a difference given by `sim`.
+    pub fn reference_with<T: Pixel>(
+        &self,
+        input: &[Plane<T>],
+        nd: Option<T>,
+        sim: impl Fn(f32) -> f32 + Sync,
+    ) -> Vec<Plane<T>> {
         let n = 2 * self.radius + 1;
         let nn = n * n;
         let bands = input.len();
-        let table = self.similarity_table(T::TYPE, bands);
-        let sim = |delta: f32| match &table {
-            Some(t) => t[delta as usize],
-            None => self.similarity(delta),
-        };
         let taps: Vec<(usize, f32)> = self
             .taps()
             .iter()

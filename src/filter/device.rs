@@ -23,8 +23,10 @@ mod staging;
 use super::bilateral::Distance;
 use super::border::{BorderMode, Win};
 use super::color::Color;
+use super::denoise::Denoise;
 use super::engine::ChainRunner;
 use super::histogram::{BandHistogram, Binning};
+use super::laplacian::Detail;
 use super::median;
 use super::op::{Chain, Op, Step, TileAt};
 use super::pixel::{Bands, Pixel, Plane, SampleType};
@@ -144,20 +146,7 @@ impl DeviceRunner {
         let dev = &self.device;
         let to = op.out_type(t);
         let nb = joint_bands(op, bands);
-        let mut opts = BuildOptions::new()
-            .define("T", t.cl_type())
-            .define("TO", to.cl_type())
-            .define("TO_INT", (to != SampleType::F32) as u8)
-            .define("R", op.radius())
-            .define("LX", LOCAL)
-            .define("LY", LOCAL)
-            .define("BORDER", border.cl_code())
-            .define("HAS_ND", nd.is_some() as u8)
-            .define("NB", nb)
-            .raw("-cl-fp32-correctly-rounded-divide-sqrt");
-        if let Some(v) = nd {
-            opts = opts.define("ND", cl_float(v));
-        }
+        let mut opts = tile_options(t, to, op.radius(), border, nd, nb);
         let mut consts = Vec::new();
         let (file, name, prelude) = match op {
             Op::Conv(c) => {
@@ -203,8 +192,14 @@ impl DeviceRunner {
                     .define("METHOD", d.method as u8);
                 ("filter_demosaic", "demosaic", String::new())
             }
+            Op::Denoise(_) => bail!(
+                "denoise runs as several kernels, not one",
+                hint = "this is a bug: please report it"
+            ),
             Op::Pyr(Pyr::Down) => ("filter_pyramid", "pyrdown", String::new()),
             Op::Pyr(Pyr::Up) => ("filter_pyramid", "pyrup", String::new()),
+            Op::Detail(Detail::Level) => ("filter_pyramid", "laplacian_level", String::new()),
+            Op::Detail(Detail::Top) => ("filter_pyramid", "laplacian_top", String::new()),
             Op::Bilateral(b) => {
                 let sim = b.similarity_table(t, bands);
                 opts = opts
@@ -234,19 +229,246 @@ impl DeviceRunner {
                 ("filter_oil", "oil", String::new())
             }
         };
-        let text = format!(
-            "{}\n{prelude}{}",
-            source("filter_tile").expect("embedded"),
-            raw_source(file).expect("embedded")
-        );
         let cache_name = match op {
             Op::Median(m) if m.size <= 5 => format!("{file}_{}", m.size),
             _ => file.to_string(),
         };
-        let program = dev.program_from_source(&cache_name, &text, &opts)?;
-        let kernel =
-            Kernel::create(&program, name).map_err(crate::device::cl_error("creating a kernel"))?;
+        let kernel = compile(dev, file, &cache_name, name, &prelude, &opts)?;
         Ok(Built { kernel, consts })
+    }
+
+    /// Runs one op (several kernels for denoising) from `src` into `dst`:
+    /// the launches' events, the last one ending last.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        kernels: &mut HashMap<String, Built>,
+        op: &Op,
+        pair: (&Buffer<u8>, &Buffer<u8>),
+        t: SampleType,
+        bands: usize,
+        geo: Geo,
+        mode: (BorderMode, Option<f64>),
+        rows: Range<usize>,
+        wait: &[&Event],
+    ) -> Result<Vec<Event>> {
+        if let Op::Denoise(d) = op {
+            return self.denoise(kernels, d, pair, t, bands, geo, mode.0, wait);
+        }
+        let built = self.kernel(kernels, op, t, bands, mode.0, mode.1)?;
+        Ok(vec![self.launch(
+            built, op, pair, t, bands, geo, mode, rows, wait,
+        )?])
+    }
+
+    /// A kernel built once per `key` from `kernels/FILE.cl` with the tile
+    /// options and `extra` defines (denoising's steps).
+    #[allow(clippy::too_many_arguments)]
+    fn denoise_kernel<'a>(
+        &self,
+        cache: &'a mut HashMap<String, Built>,
+        (file, name): (&str, &str),
+        (t, to): (SampleType, SampleType),
+        r: usize,
+        border: BorderMode,
+        extra: &[(&str, String)],
+        consts: impl FnOnce() -> Result<Vec<Buffer<f32>>>,
+    ) -> Result<&'a Built> {
+        let key = format!("denoise {file} {name} {t:?} {to:?} {r} {border:?} {extra:?}");
+        if !cache.contains_key(&key) {
+            let mut opts = tile_options(t, to, r, border, None, 1);
+            for (k, v) in extra {
+                opts = opts.define(k, v);
+            }
+            let kernel = compile(&self.device, file, file, name, "", &opts)?;
+            let consts = consts()?;
+            cache.insert(key.clone(), Built { kernel, consts });
+        }
+        Ok(&cache[&key])
+    }
+
+    /// Denoising on the device, step for step as [`super::denoise`]'s host
+    /// path: widen the input to Float32, pyrdown per level, the detail
+    /// levels, the bilateral on each, the reconstruction into `dst`. Waits
+    /// for the last kernel (the level buffers are freed on return).
+    #[allow(clippy::too_many_arguments)]
+    fn denoise(
+        &self,
+        kernels: &mut HashMap<String, Built>,
+        d: &Denoise,
+        (src, dst): (&Buffer<u8>, &Buffer<u8>),
+        t: SampleType,
+        bands: usize,
+        geo: Geo,
+        border: BorderMode,
+        wait: &[&Event],
+    ) -> Result<Vec<Event>> {
+        let dev = &self.device;
+        let f = SampleType::F32;
+        let p = d.plan(geo.out, geo.image);
+        let l = d.levels;
+        let fill = match border {
+            BorderMode::Constant(v) => v as f32,
+            _ => 0.0,
+        };
+        let alloc = |w: Win| dev.buffer::<u8>(bands * w.width * w.height * 4, CL_MEM_READ_WRITE);
+        let size = |w: Win| [w.width, w.height, bands];
+        let local = Some(&[LOCAL, LOCAL, 1][..]);
+        let mut events = Vec::new();
+        // g_0: the input window, widened.
+        let mut gwin = vec![geo.have];
+        let mut g = vec![alloc(geo.have)?];
+        let k = self.denoise_kernel(
+            kernels,
+            ("filter_pyramid", "laplacian_top"),
+            (t, f),
+            0,
+            border,
+            &[],
+            || Ok(Vec::new()),
+        )?;
+        let args = Args::new(&k.kernel).mem(src).mem(&g[0]);
+        let whole = Geo {
+            have: geo.have,
+            image: geo.image,
+            out: geo.have,
+        };
+        geo_args(args, whole, fill).done()?;
+        events.push(dev.launch(Queue::Compute, &k.kernel, &size(geo.have), local, wait)?);
+        for lv in 1..l {
+            let k = self.denoise_kernel(
+                kernels,
+                ("filter_pyramid", "pyrdown"),
+                (f, f),
+                0,
+                border,
+                &[],
+                || Ok(Vec::new()),
+            )?;
+            let buf = alloc(p.g[lv])?;
+            let args = Args::new(&k.kernel).mem(&g[lv - 1]).mem(&buf);
+            let at = Geo {
+                have: gwin[lv - 1],
+                image: p.sizes[lv - 1],
+                out: p.g[lv],
+            };
+            geo_args(args, at, fill).done()?;
+            events.push(dev.launch(Queue::Compute, &k.kernel, &size(p.g[lv]), local, &[])?);
+            g.push(buf);
+            gwin.push(p.g[lv]);
+        }
+        // a ± pyrup(b) into `out` (window `w`).
+        let add_up = |kernels: &mut HashMap<String, Built>,
+                      (a, aw): (&Buffer<u8>, Win),
+                      (b, bw, bsize): (&Buffer<u8>, Win, (usize, usize)),
+                      (out, w, to): (&Buffer<u8>, Win, SampleType),
+                      sub: bool|
+         -> Result<Event> {
+            let k = self.denoise_kernel(
+                kernels,
+                ("filter_pyramid", "add_up"),
+                (f, to),
+                0,
+                border,
+                &[("SUB", (sub as u8).to_string())],
+                || Ok(Vec::new()),
+            )?;
+            Args::new(&k.kernel)
+                .mem(a)
+                .mem(b)
+                .mem(out)
+                .scalar(aw.x as i32)
+                .scalar(aw.y as i32)
+                .scalar(aw.width as i32)
+                .scalar(aw.height as i32)
+                .scalar(bw.x as i32)
+                .scalar(bw.y as i32)
+                .scalar(bw.width as i32)
+                .scalar(bw.height as i32)
+                .scalar(bsize.0 as i32)
+                .scalar(bsize.1 as i32)
+                .scalar(w.x as i32)
+                .scalar(w.y as i32)
+                .scalar(w.width as i32)
+                .scalar(w.height as i32)
+                .scalar(fill)
+                .done()?;
+            dev.launch(Queue::Compute, &k.kernel, &size(w), local, &[])
+        };
+        let b = &d.bilateral;
+        let extra = [
+            ("DIST", "0".to_string()),
+            ("NTAPS", b.taps().len().to_string()),
+            ("SIM_TABLE", "2".to_string()),
+            ("SIM_Q", cl_float(d.scale() as f64)),
+            ("SIM_N", d.table().len().to_string()),
+        ];
+        let mut r: Option<Buffer<u8>> = None;
+        let mut rwin = gwin[l - 1];
+        for lv in (0..l - 1).rev() {
+            let detail = alloc(p.b[lv])?;
+            events.push(add_up(
+                kernels,
+                (&g[lv], gwin[lv]),
+                (&g[lv + 1], gwin[lv + 1], p.sizes[lv + 1]),
+                (&detail, p.b[lv], f),
+                true,
+            )?);
+            let smooth = alloc(p.t[lv])?;
+            let k = self.denoise_kernel(
+                kernels,
+                ("filter_bilateral", "bilateral"),
+                (f, f),
+                b.radius,
+                border,
+                &extra,
+                || {
+                    let taps: Vec<f32> = b
+                        .taps()
+                        .iter()
+                        .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
+                        .collect();
+                    Ok(vec![
+                        dev.buffer_from(&taps, CL_MEM_READ_ONLY)?,
+                        dev.buffer_from(&d.table(), CL_MEM_READ_ONLY)?,
+                    ])
+                },
+            )?;
+            let args = Args::new(&k.kernel)
+                .mem(&detail)
+                .mem(&smooth)
+                .mem(&k.consts[0])
+                .mem(&k.consts[1])
+                .scalar(0f32);
+            let at = Geo {
+                have: p.b[lv],
+                image: p.sizes[lv],
+                out: p.t[lv],
+            };
+            geo_args(args, at, fill).done()?;
+            events.push(dev.launch(Queue::Compute, &k.kernel, &size(p.t[lv]), local, &[])?);
+            let next = if lv == 0 { None } else { Some(alloc(p.t[lv])?) };
+            let coarse = r.as_ref().unwrap_or(&g[l - 1]);
+            let (out, to) = match &next {
+                Some(n) => (n, f),
+                None => (dst, t),
+            };
+            events.push(add_up(
+                kernels,
+                (&smooth, p.t[lv]),
+                (coarse, rwin, p.sizes[lv + 1]),
+                (out, p.t[lv], to),
+                false,
+            )?);
+            r = next;
+            rwin = p.t[lv];
+        }
+        events
+            .last()
+            .expect("launched")
+            .wait()
+            .map_err(crate::device::cl_error("denoising on the device"))?;
+        Ok(events)
     }
 
     /// Launches one op from device buffer `src` (window `geo.have`) into
@@ -264,21 +486,22 @@ impl DeviceRunner {
         rows: Range<usize>,
         wait: &[&Event],
     ) -> Result<Event> {
-        let to = op.out_type(t);
         let fill = match border {
             BorderMode::Constant(v) => round_to(t, v as f32),
             BorderMode::Nodata => nd.unwrap_or(0.0) as f32,
             _ => 0.0,
         };
-        let nd_out = match (nd, to == t) {
-            (Some(v), true) => v as f32,
-            _ => f32::NAN,
-        };
+        let nd_out = op.out_nodata(t, nd).map_or(f32::NAN, |v| v as f32);
         let kernel = &built.kernel;
         let mut args = Args::new(kernel).mem(src).mem(dst);
         match op {
             Op::Conv(c) => args = args.mem(&built.consts[0]).scalar(c.scale),
-            Op::Median(_) | Op::Scharr(_) | Op::Pyr(_) | Op::Demosaic(_) => {}
+            Op::Median(_)
+            | Op::Scharr(_)
+            | Op::Pyr(_)
+            | Op::Demosaic(_)
+            | Op::Detail(_)
+            | Op::Denoise(_) => {}
             Op::Color(_) => args = args.mem(&built.consts[0]),
             Op::Bilateral(b) => {
                 let inv2 = (0.5 / (b.sigma_r * b.sigma_r)) as f32;
@@ -316,6 +539,70 @@ impl DeviceRunner {
             wait,
         )
     }
+}
+
+/// `GEO_ARGS` (see `filter_tile.cl`) after a NaN `nd_out`, for a whole
+/// window from row 0.
+fn geo_args(a: Args<'_>, g: Geo, fill: f32) -> Args<'_> {
+    a.scalar(f32::NAN)
+        .scalar(g.have.x as i32)
+        .scalar(g.have.y as i32)
+        .scalar(g.have.width as i32)
+        .scalar(g.have.height as i32)
+        .scalar(g.image.0 as i32)
+        .scalar(g.image.1 as i32)
+        .scalar(g.out.x as i32)
+        .scalar(g.out.y as i32)
+        .scalar(g.out.width as i32)
+        .scalar(g.out.height as i32)
+        .scalar(fill)
+        .scalar(0i32)
+}
+
+/// The build options every `filter_*.cl` kernel takes (see `filter_tile.cl`).
+fn tile_options(
+    t: SampleType,
+    to: SampleType,
+    r: usize,
+    border: BorderMode,
+    nd: Option<f64>,
+    nb: usize,
+) -> BuildOptions {
+    let opts = BuildOptions::new()
+        .define("T", t.cl_type())
+        .define("TO", to.cl_type())
+        .define("TO_INT", (to != SampleType::F32) as u8)
+        .define("T_INT", (t != SampleType::F32) as u8)
+        .define("R", r)
+        .define("LX", LOCAL)
+        .define("LY", LOCAL)
+        .define("BORDER", border.cl_code())
+        .define("HAS_ND", nd.is_some() as u8)
+        .define("NB", nb)
+        .raw("-cl-fp32-correctly-rounded-divide-sqrt");
+    match nd {
+        Some(v) => opts.define("ND", cl_float(v)),
+        None => opts,
+    }
+}
+
+/// Kernel `name` of `kernels/FILE.cl` (after `filter_tile.cl` and `prelude`),
+/// built with `opts` through the device's program cache under `cache_name`.
+fn compile(
+    dev: &Device,
+    file: &str,
+    cache_name: &str,
+    name: &str,
+    prelude: &str,
+    opts: &BuildOptions,
+) -> Result<Kernel> {
+    let text = format!(
+        "{}\n{prelude}{}",
+        source("filter_tile").expect("embedded"),
+        raw_source(file).expect("embedded")
+    );
+    let program = dev.program_from_source(cache_name, &text, opts)?;
+    Kernel::create(&program, name).map_err(crate::device::cl_error("creating a kernel"))
 }
 
 /// Bands one work-item reads together: all for ops that mix bands, else 1.
@@ -446,11 +733,12 @@ impl ChainRunner for DeviceRunner {
         } = steps[0];
         let have = at.have;
         let row_in = have.width * t_in.size();
-        // A pyramid step's rows map to input rows at another scale: it
-        // takes its input whole, in one strip.
-        let per = match op0.resampling() {
-            Some(_) => target0.height.max(1),
-            None => staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL),
+        // A pyramid step's rows map to input rows at another scale, and
+        // denoising reads every level: they take their input whole, in one strip.
+        let per = match op0 {
+            _ if op0.resampling().is_some() => target0.height.max(1),
+            Op::Denoise(_) => target0.height.max(1),
+            _ => staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL),
         };
         let lead = (target0.y - have.y).max(0) as usize;
         let plan = staging::strips(target0.height, per, lead, have.height, op0.radius());
@@ -468,7 +756,6 @@ impl ChainRunner for DeviceRunner {
         };
         let len0 = op0.out_bands(bands) * target0.width * target0.height * op0.out_type(t).size();
         staging.buffer(dev, 1, len0)?;
-        let built = self.kernel(kernels, op0, t, bands, at.border, nd)?;
         let mut staged = 0;
         for s in &plan {
             if s.need > staged {
@@ -477,7 +764,19 @@ impl ChainRunner for DeviceRunner {
             }
             let pair = (staging.get(0), staging.get(1));
             let wait: Vec<&Event> = up.last().into_iter().collect();
-            let e = self.launch(built, op0, pair, t, bands, geo, mode, s.rows.clone(), &wait)?;
+            let mut events = self.step(
+                kernels,
+                op0,
+                pair,
+                t,
+                bands,
+                geo,
+                mode,
+                s.rows.clone(),
+                &wait,
+            )?;
+            let e = events.pop().expect("a step launches a kernel");
+            computed.extend(events);
             flush(dev, Queue::Compute)?;
             if single {
                 let r = staging.stage_out(
@@ -498,10 +797,8 @@ impl ChainRunner for DeviceRunner {
         // The other ops, each over its whole window, ping-ponging between
         // buffers 0 and 1 (in order on the compute queue).
         let mut from = 1;
+        nd = op0.out_nodata(t, nd);
         (t, bands, have) = (op0.out_type(t), op0.out_bands(bands), target0);
-        if t != t_in {
-            nd = nd.map(|_| f64::NAN);
-        }
         for &Step { op, target, image } in &steps[1..] {
             let geo = Geo {
                 have,
@@ -511,25 +808,13 @@ impl ChainRunner for DeviceRunner {
             let to = op.out_type(t);
             let len = op.out_bands(bands) * target.width * target.height * to.size();
             staging.buffer(dev, 1 - from, len)?;
-            let built = self.kernel(kernels, op, t, bands, at.border, nd)?;
             let pair = (staging.get(from), staging.get(1 - from));
             let mode = (at.border, nd);
-            computed.push(self.launch(
-                built,
-                op,
-                pair,
-                t,
-                bands,
-                geo,
-                mode,
-                0..target.height,
-                &[],
-            )?);
+            let rows = 0..target.height;
+            computed.extend(self.step(kernels, op, pair, t, bands, geo, mode, rows, &[])?);
             flush(dev, Queue::Compute)?;
             from = 1 - from;
-            if to != t {
-                nd = nd.map(|_| f64::NAN);
-            }
+            nd = op.out_nodata(t, nd);
             (t, bands, have) = (to, op.out_bands(bands), target);
         }
         if !single {

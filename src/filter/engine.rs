@@ -80,18 +80,16 @@ fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
         let in_type = bands.sample_type();
         if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, false) {
             bands = out;
-            have = target;
-            continue;
+        } else {
+            let direct =
+                with_bands!(&bands, p => by_rows(op, p, have, image, at.border, target, nd));
+            bands = direct.unwrap_or_else(|| {
+                let want = target.grow(op.radius());
+                let padded = pad_bands(&bands, have, image, want, at.border, nd);
+                op.apply_host(&padded, nd, false)
+            });
         }
-        let direct = with_bands!(&bands, p => by_rows(op, p, have, image, at.border, target, nd));
-        bands = direct.unwrap_or_else(|| {
-            let want = target.grow(op.radius());
-            let padded = pad_bands(&bands, have, image, want, at.border, nd);
-            op.apply_host(&padded, nd, false)
-        });
-        if bands.sample_type() != in_type {
-            nd = nd.map(|_| f64::NAN);
-        }
+        nd = op.out_nodata(in_type, nd);
         have = target;
     }
     bands

@@ -1,5 +1,6 @@
-//! Multi-level outputs: `gaussian-pyramid:LEVELS` and
-//! `scale-space:OCTAVES:SCALES[:SIGMA0]` among a command's ops.
+//! Multi-level outputs: `gaussian-pyramid:LEVELS`,
+//! `laplacian-pyramid:LEVELS` and `scale-space:OCTAVES:SCALES[:SIGMA0]`
+//! among a command's ops.
 //!
 //! A level op splits the ops into those before it (run at full resolution)
 //! and those after it (run on every level), and stands for one chain per
@@ -22,6 +23,9 @@ pub enum Levels {
     Gaussian {
         levels: usize,
     },
+    Laplacian {
+        levels: usize,
+    },
     ScaleSpace {
         octaves: usize,
         scales: usize,
@@ -29,7 +33,7 @@ pub enum Levels {
     },
 }
 
-const HINT: &str = "write gaussian-pyramid:LEVELS or scale-space:OCTAVES:SCALES[:SIGMA0]";
+const HINT: &str = "write gaussian-pyramid:LEVELS, laplacian-pyramid:LEVELS or scale-space:OCTAVES:SCALES[:SIGMA0]";
 
 /// A level op with the ops before and after it.
 pub type Split = (Levels, Vec<String>, Vec<String>);
@@ -45,7 +49,7 @@ impl Levels {
     /// The level op `spec` names, `None` for other ops.
     pub fn parse(spec: &str) -> Option<Result<Self>> {
         let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
-        if name != "gaussian-pyramid" && name != "scale-space" {
+        if !["gaussian-pyramid", "laplacian-pyramid", "scale-space"].contains(&name) {
             return None;
         }
         Some(Self::parse_args(spec, name, rest))
@@ -64,6 +68,7 @@ impl Levels {
         };
         match (name, args.as_slice()) {
             ("gaussian-pyramid", [l]) => Ok(Levels::Gaussian { levels: count(l)? }),
+            ("laplacian-pyramid", [l]) => Ok(Levels::Laplacian { levels: count(l)? }),
             ("scale-space", [o, s, rest @ ..]) if rest.len() <= 1 => {
                 let sigma0 = match rest.first() {
                     Some(v) => match v.parse::<f64>() {
@@ -85,6 +90,16 @@ impl Levels {
         }
     }
 
+    /// How many levels the op makes.
+    pub fn count(&self) -> usize {
+        match *self {
+            Levels::Gaussian { levels } | Levels::Laplacian { levels } => levels,
+            Levels::ScaleSpace {
+                octaves, scales, ..
+            } => octaves * scales,
+        }
+    }
+
     /// Splits `specs` at its level op: (the level op, ops before, ops after).
     pub fn split(specs: &[String]) -> Result<Option<Split>> {
         let mut found = None;
@@ -92,7 +107,7 @@ impl Levels {
             if let Some(l) = Self::parse(s) {
                 if found.is_some() {
                     bail!(
-                        "only one level op (gaussian-pyramid, scale-space) per command",
+                        "only one level op (gaussian-pyramid, laplacian-pyramid, scale-space) per command",
                         hint = HINT
                     );
                 }
@@ -117,6 +132,16 @@ impl Levels {
         match *self {
             Levels::Gaussian { levels } => (0..levels)
                 .map(|k| level(format!("L{k}"), down(k).collect()))
+                .collect(),
+            Levels::Laplacian { levels } => (0..levels)
+                .map(|k| {
+                    let own = if k + 1 == levels {
+                        "laplacian-top"
+                    } else {
+                        "laplacian-level"
+                    };
+                    level(format!("L{k}"), down(k).chain([own.to_string()]).collect())
+                })
                 .collect(),
             Levels::ScaleSpace {
                 octaves,
@@ -172,6 +197,15 @@ mod tests {
         for c in chains {
             assert!(crate::filter::Chain::parse(&c.ops).is_ok());
         }
+        let (l, before, after) = Levels::split(&specs(&["laplacian-pyramid:3"]))
+            .unwrap()
+            .unwrap();
+        let chains = l.chains(&before, &after);
+        assert_eq!(chains[0].ops, specs(&["laplacian-level"]));
+        assert_eq!(
+            chains[2].ops,
+            specs(&["pyrdown", "pyrdown", "laplacian-top"])
+        );
         assert_eq!(Levels::split(&specs(&["box:3"])).unwrap(), None);
         for bad in [
             "gaussian-pyramid",

@@ -2,7 +2,9 @@
 //! Float32): what each op computes, apart from how it is run.
 //!
 //! One module per op family ([`conv`], [`median`], [`bilateral`], [`scharr`],
-//! [`oil`], [`histogram`], [`pyramid`], [`color`], [`demosaic`]); each has a
+//! [`blend`] (two rasters into one),
+//! [`oil`], [`histogram`], [`pyramid`], [`laplacian`], [`denoise`],
+//! [`color`], [`demosaic`]); each has a
 //! plain per-pixel host reference (rayon over rows) and, where it pays, a
 //! faster host path tested against it. An [`op::Chain`] strings ops together and
 //! maps a tile's output window back to the input it needs (its ops' radii,
@@ -19,13 +21,16 @@
 //! pixel as missing when any of its bands is nodata.
 
 pub mod bilateral;
+pub mod blend;
 pub mod border;
 pub mod color;
 pub mod conv;
 pub mod demosaic;
+pub mod denoise;
 pub mod device;
 pub mod engine;
 pub mod histogram;
+pub mod laplacian;
 pub mod levels;
 pub mod median;
 pub mod oil;

@@ -3,7 +3,7 @@
 //! Specs: `box:N`, `gaussian:SIGMA[:SIZE]`, `sharpen:3|5`, `kernel:PATH`,
 //! `median:N`, `bilateral:SIGMA_D:SIGMA_R[:gray|luma|color]`, `scharr:N`,
 //! `oil:RADIUS:LEVELS[:MIN:MAX]`, `pyrdown`, `pyrup`, `gray`, `ycbcr`,
-//! `hsv`, `demosaic:PATTERN[:METHOD]` (level ops, which stand for one chain
+//! `hsv`, `demosaic:PATTERN[:METHOD]`, `laplacian-level`, `laplacian-top`, `denoise:LEVELS:SD:SR` (level ops, which stand for one chain
 //! per level, are [`super::levels`]'s). A [`Chain`] maps a
 //! tile's output window back through its ops to the input window it needs
 //! (grown by each op's radius, or mapped between resolutions by the pyramid
@@ -16,6 +16,8 @@ use super::border::{BorderMode, Win, pad};
 use super::color::Color;
 use super::conv::Conv;
 use super::demosaic::Demosaic;
+use super::denoise::Denoise;
+use super::laplacian::{Detail, diff_nodata};
 use super::median::Median;
 use super::oil::Oil;
 use super::pixel::{Bands, Pixel, Plane, SampleType};
@@ -42,9 +44,13 @@ pub enum Op {
     Color(Color),
     /// Bayer demosaicing of one band into R, G, B.
     Demosaic(Demosaic),
+    /// A Laplacian pyramid level (`laplacian-level`, `laplacian-top`).
+    Detail(Detail),
+    /// Laplacian-pyramid bilateral denoising.
+    Denoise(Denoise),
 }
 
-const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]";
+const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top, denoise:LEVELS:SD:SR";
 
 impl FromStr for Op {
     type Err = Error;
@@ -157,6 +163,20 @@ impl FromStr for Op {
                 }
                 Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
             }
+            "laplacian-level" | "laplacian-top" => {
+                max_args(0)?;
+                Op::Detail(if name == "laplacian-level" {
+                    Detail::Level
+                } else {
+                    Detail::Top
+                })
+            }
+            "denoise" => {
+                if args.len() != 3 {
+                    bail!(format!("op '{spec}' needs LEVELS:SD:SR"), hint = OPS_HINT);
+                }
+                Op::Denoise(Denoise::new(num(0)?, num(1)?, num(2)?)?)
+            }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
@@ -174,6 +194,8 @@ impl Op {
             Op::Pyr(p) => p.radius(),
             Op::Color(_) => 0,
             Op::Demosaic(d) => d.radius(),
+            Op::Detail(d) => d.radius(),
+            Op::Denoise(d) => d.radius(),
         }
     }
 
@@ -213,8 +235,16 @@ impl Op {
     pub fn out_type(&self, t: SampleType) -> SampleType {
         match self {
             Op::Scharr(_) => SampleType::F32,
+            Op::Detail(_) => super::laplacian::diff_type(t),
             _ => t,
         }
+    }
+
+    /// Nodata of the output for an input of type `t` with nodata `nd`: the
+    /// same value where the type stays, else NaN (Float32) or −32768 (Int16).
+    pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
+        let to = self.out_type(t);
+        nd.map(|v| if to == t { v } else { diff_nodata(to) })
     }
 
     /// Refuses inputs the op cannot take.
@@ -231,7 +261,10 @@ impl Op {
     /// Whether the op reads its input window itself, mapping coordinates
     /// its own way (pyramid steps, demosaicing), instead of a padded copy.
     pub fn windowed(&self) -> bool {
-        matches!(self, Op::Pyr(_) | Op::Demosaic(_))
+        matches!(
+            self,
+            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) | Op::Denoise(_)
+        )
     }
 
     /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
@@ -257,6 +290,10 @@ impl Op {
             }
             Op::Demosaic(d) => {
                 with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, nd)))
+            }
+            Op::Detail(d) => with_bands!(bands, q => d.apply(q, have, image, target, border, nd)),
+            Op::Denoise(d) => {
+                with_bands!(bands, q => Pixel::wrap(d.apply(q, have, image, target, border)))
             }
             _ => return None,
         })
@@ -284,7 +321,7 @@ impl Op {
             Op::Oil(o) => T::wrap(o.fast(p)),
             Op::Color(c) if plain => T::wrap(c.reference(p, nd)),
             Op::Color(c) => T::wrap(c.fast(p)),
-            Op::Pyr(_) | Op::Demosaic(_) => {
+            Op::Pyr(_) | Op::Demosaic(_) | Op::Detail(_) | Op::Denoise(_) => {
                 let size = p.first().map_or((0, 0), |b| (b.width, b.height));
                 let all = Win::new(0, 0, size.0, size.1);
                 let (ow, oh) = self.out_size(size);
@@ -330,10 +367,15 @@ impl Chain {
         self.ops.iter().fold(t, |t, op| op.out_type(t))
     }
 
-    /// Nodata of the output: the input's, or NaN once a Float32 op made it.
+    /// Nodata of the output: the input's, or what the ops changing the
+    /// type made of it ([`Op::out_nodata`]).
     pub fn out_nodata(&self, t: SampleType, nd: Option<f64>) -> Option<f64> {
-        let nd = nd?;
-        Some(if self.out_type(t) != t { f64::NAN } else { nd })
+        self.ops
+            .iter()
+            .fold((t, nd), |(t, nd), op| {
+                (op.out_type(t), op.out_nodata(t, nd))
+            })
+            .1
     }
 
     /// Checks every op against what reaches it.
@@ -348,6 +390,12 @@ impl Chain {
             bail!(
                 "--border nodata needs a nodata value on the input",
                 hint = "set one with gdal_edit.py -a_nodata VALUE, or use --border replicate"
+            );
+        }
+        if nd.is_some() && self.ops.iter().any(|op| matches!(op, Op::Denoise(_))) {
+            bail!(
+                "denoise does not take rasters with a nodata value",
+                hint = "fill the nodata pixels first (gdal_fillnodata.py), or unset it with gdal_edit.py -unsetnodata"
             );
         }
         let (mut b, mut ty) = (bands, t);
@@ -432,14 +480,12 @@ impl Chain {
             let in_type = bands.sample_type();
             if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
                 bands = out;
-                have = target;
-                continue;
+            } else {
+                let want = target.grow(op.radius());
+                let padded = pad_bands(&bands, have, image, want, at.border, nd);
+                bands = step(op, &padded, nd)?;
             }
-            let padded = pad_bands(&bands, have, image, target.grow(op.radius()), at.border, nd);
-            bands = step(op, &padded, nd)?;
-            if bands.sample_type() != in_type {
-                nd = nd.map(|_| f64::NAN);
-            }
+            nd = op.out_nodata(in_type, nd);
             have = target;
         }
         Ok(bands)
