@@ -10,6 +10,7 @@ pub mod dct5;
 mod dct5_band;
 pub mod dct5_rot;
 pub mod exact;
+pub mod multi;
 pub mod naive;
 pub mod naive_cl;
 pub mod naive_cl_runs;
@@ -129,7 +130,23 @@ pub trait ClassSmoother: Send + Sync {
     fn take_device_times(&self) -> Option<crate::device::DeviceTimes> {
         None
     }
+
+    /// Tiles the engine keeps submitted beyond the one it waits for: with
+    /// the default 2, a device uploads tile i+1 and downloads tile i−1
+    /// while tile i runs. Several devices need more to stay busy.
+    fn depth(&self) -> usize {
+        DEFAULT_DEPTH
+    }
+
+    /// What each device of a run on several did since the last call
+    /// (empty for a method on one device).
+    fn take_shares(&self) -> Vec<multi::Share> {
+        Vec::new()
+    }
 }
+
+/// [`ClassSmoother::depth`]'s default.
+pub const DEFAULT_DEPTH: usize = 2;
 
 /// A tile handed to [`ClassSmoother::submit`] that may still be running.
 pub trait PendingTile: Send {
@@ -157,6 +174,26 @@ impl PendingTile for Finished {
     fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
         debug_assert_eq!(self.0.len(), len);
         Ok(self.0)
+    }
+}
+
+/// A tile computed on another thread, which sends its result (or its
+/// error) once: tiles on the rayon pool, tiles on one of several devices.
+pub struct Promised(pub crossbeam_channel::Receiver<Result<Vec<u16>>>);
+
+impl PendingTile for Promised {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        out.copy_from_slice(&self.into_output(out.len())?);
+        Ok(())
+    }
+
+    fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
+        let smoothed = self.0.recv().map_err(|_| {
+            crate::error::Error::new("a tile's job ended without a result")
+                .hint("an earlier error or a crash of a worker thread stopped it")
+        })??;
+        debug_assert_eq!(smoothed.len(), len);
+        Ok(smoothed)
     }
 }
 
