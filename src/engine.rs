@@ -33,8 +33,12 @@ pub const DEFAULT_TILE: usize = 512;
 /// run there (BENCHMARKS.md, "Whole command against gdal_translate").
 pub const GPU_TILE: usize = 2048;
 
-/// The tile side a run of `method` uses unless told otherwise.
+/// The tile side a run of `method` uses unless told otherwise: a tuned one
+/// (the largest, on several devices), else by the kind of device.
 pub fn default_tile(method: &dyn ClassSmoother) -> usize {
+    if let Some(tile) = method.tuned().iter().filter_map(|s| s.tile).max() {
+        return tile;
+    }
     match method.runs_on() {
         Some(crate::device::DeviceKind::Gpu) => GPU_TILE,
         _ => DEFAULT_TILE,

@@ -140,3 +140,72 @@ fn several_devices_where_one_is_needed_is_a_one_line_error() {
         "{err}"
     );
 }
+
+/// A tune database that cannot be used (not JSON, another format) is
+/// ignored with one warning; a usable one is named at -v; MAPFILTER_TUNE=off
+/// ignores it.
+#[test]
+fn tune_database_is_used_or_ignored_never_fatal() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let index = dev.info().index.to_string();
+    let run = |db: &std::path::Path, env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args([
+                "bench",
+                "--device",
+                &index,
+                "--method",
+                "dct5",
+                "--kernel",
+                "gaussian:2",
+                "--size",
+                "48",
+                "--classes",
+                "4",
+                "--tile",
+                "24",
+                "--repeat",
+                "1",
+                "--warmup",
+                "0",
+                "-v",
+            ])
+            .env_remove("MAPFILTER_DEVICE")
+            .env_remove("MAPFILTER_TUNE")
+            .env("MAPFILTER_TUNE_DB", db)
+            .envs(env.iter().copied())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{\"format\": 1, \"settings\": [tru").unwrap();
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, r#"{"format": 7, "settings": []}"#).unwrap();
+    for bad in [&corrupt, &foreign] {
+        let err = run(bad, &[]);
+        assert_eq!(
+            err.matches("ignoring the tune database").count(),
+            1,
+            "{err}"
+        );
+    }
+    let good = dir.path().join("tune.json");
+    let text = serde_json::json!({"format": 1, "settings": [{
+        "device": dev.info().name, "driver": dev.info().driver, "kernel": "dct5",
+        "shape": [32], "tile": 512
+    }]});
+    std::fs::write(&good, text.to_string()).unwrap();
+    let err = run(&good, &[]);
+    assert!(err.contains("tuned dct5 shape 32, tile 512"), "{err}");
+    let err = run(&good, &[("MAPFILTER_TUNE", "off")]);
+    assert!(
+        !err.contains("tuned dct5") && !err.contains("ignoring"),
+        "{err}"
+    );
+}

@@ -230,6 +230,9 @@ fn explain(
         "approximate"
     };
     let mut text = format!("method: {} ({exact})", method.name());
+    for setting in method.tuned() {
+        text += &format!("\ntuned setting used: {setting} ({})", setting.device);
+    }
     if name == "auto" {
         let auto = crate::method::select::auto(&device, variant, &job.kernel, options)?;
         text += "\n";

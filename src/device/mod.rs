@@ -21,6 +21,8 @@
 //!   [`Device::launch`] enqueues an ND-range returning its [`Event`];
 //!   [`event_ns`] reads an event's profiled duration; [`TimeCounters`]
 //!   sums [`DeviceTimes`] (upload, kernel, download) for reports.
+//! - [`tune`]: the per-device database of tuned work-group shapes and
+//!   tile sides (`mapfilter tune` writes it, runs read it).
 //! - [`test_device`]: the device tests run on (the OpenCL CPU device, i.e.
 //!   PoCL, when present), or `None` with a printed reason when the machine
 //!   has no OpenCL at all.
@@ -29,6 +31,7 @@ mod choice;
 mod info;
 mod pinned;
 mod sources;
+pub mod tune;
 
 pub use pinned::PinnedHost;
 

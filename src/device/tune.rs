@@ -29,7 +29,7 @@ pub const NAIVE_FAST: &str = "naive_fast";
 pub const DCT5: &str = "dct5";
 
 /// One measured setting.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Setting {
     /// `DeviceInfo::name`.
     pub device: String,
@@ -121,7 +121,8 @@ impl TuneDb {
             })?;
         }
         let text = serde_json::to_string_pretty(self).expect("plain data serialises");
-        let target = crate::output::Target::check(path, true, &[])?;
+        let target =
+            crate::output::Destination::File(crate::output::Target::check(path, true, &[])?);
         crate::output::text::write(&target, &(text + "\n"))
     }
 }
@@ -157,7 +158,11 @@ pub fn active() -> &'static TuneDb {
         };
         match TuneDb::load(&path) {
             Ok(Some(db)) => {
-                log::debug!("tune database {}: {} settings", path.display(), db.settings.len());
+                log::debug!(
+                    "tune database {}: {} settings",
+                    path.display(),
+                    db.settings.len()
+                );
                 db
             }
             Ok(None) => TuneDb::new(),

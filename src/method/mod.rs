@@ -138,6 +138,12 @@ pub trait ClassSmoother: Send + Sync {
         DEFAULT_DEPTH
     }
 
+    /// The settings from the tune database the method uses (`--explain`
+    /// names them; a tuned tile side becomes the default `--tile`).
+    fn tuned(&self) -> Vec<crate::device::tune::Setting> {
+        Vec::new()
+    }
+
     /// What each device of a run on several did since the last call
     /// (empty for a method on one device).
     fn take_shares(&self) -> Vec<multi::Share> {

@@ -298,6 +298,10 @@ impl ClassSmoother for Shared {
             .saturating_sub(1)
     }
 
+    fn tuned(&self) -> Vec<crate::device::tune::Setting> {
+        self.members.iter().flat_map(|m| m.tuned()).collect()
+    }
+
     fn take_shares(&self) -> Vec<Share> {
         self.collect_times();
         self.members

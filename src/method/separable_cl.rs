@@ -17,6 +17,7 @@ use super::separable::{Bounds, Filter, SeparablePlan};
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::bail;
 use crate::classes::NO_CLASS;
+use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
     DeviceTimes, PinnedHost, Queue, TimeCounters, event_ns,
@@ -79,7 +80,13 @@ pub struct SeparableCl {
     recomputed: AtomicU64,
     /// dct5's device and staging buffers, kept from tile to tile.
     dct5: Mutex<Dct5Buffers>,
+    /// dct5's setting from the tune database, if any.
+    tuned: Option<Setting>,
 }
+
+/// Work-group size of dct5's row pass unless tuned (the column pass is
+/// fixed at 32 by its kernel, which transposes 32 columns in local memory).
+const DCT5_ROWS_GROUP: usize = 64;
 
 /// A device buffer that grows on demand and is otherwise reused.
 struct Grow<T> {
@@ -180,6 +187,14 @@ impl SeparableCl {
             pixels: AtomicU64::new(0),
             recomputed: AtomicU64::new(0),
             dct5: Mutex::default(),
+            tuned: None,
+        };
+        let me = match me.shape {
+            Shape::Dct5(_) => {
+                let tuned = tune::tuned(me.device.info(), tune::DCT5);
+                me.with_tuning(tuned)
+            }
+            Shape::Svd { .. } => me,
         };
         // Build the programs now: a compiler error surfaces here, not mid-run.
         me.device.program(me.source(), &me.options())?;
@@ -189,6 +204,22 @@ impl SeparableCl {
 
     pub fn bounds(&self) -> Bounds {
         self.bounds
+    }
+
+    /// Takes dct5's launch setting from `setting` (a tune database entry)
+    /// instead of the database runs read (tests, `mapfilter tune`).
+    pub fn with_tuning(mut self, setting: Option<Setting>) -> Self {
+        self.tuned = setting;
+        self
+    }
+
+    /// The row pass's work-group size: the tuned one where it is well-formed
+    /// and fits the device.
+    fn rows_group(&self) -> usize {
+        match self.tuned.as_ref().map(|s| s.shape.as_slice()) {
+            Some(&[g]) if g > 0 && g <= self.device.info().max_work_group => g,
+            _ => DCT5_ROWS_GROUP,
+        }
     }
 
     fn source(&self) -> &'static str {
@@ -360,7 +391,7 @@ impl SeparableCl {
             Queue::Compute,
             &rows,
             &[oh, ow.div_ceil(seg2), planes],
-            Some(&[64, 1, 1]),
+            Some(&[self.rows_group(), 1, 1]),
             &[],
         )?;
         let eps = self.bounds.total();
@@ -583,6 +614,10 @@ impl ClassSmoother for SeparableCl {
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
         Some(self.times.take())
+    }
+
+    fn tuned(&self) -> Vec<Setting> {
+        self.tuned.iter().cloned().collect()
     }
 
     fn summary(&self) -> Option<String> {
