@@ -207,3 +207,42 @@ fn every_tuned_shape_gives_the_same_bytes() {
 fn job_for(kernel: &Kernel, raster: &MemRaster) -> SmoothJob {
     job(kernel, &raster.data, "", 33, false)
 }
+
+/// A method seen through `smooth` only: the engine then runs its tiles one
+/// at a time, never in flight.
+struct AtOnce<'a>(&'a dyn ClassSmoother);
+
+impl ClassSmoother for AtOnce<'_> {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn is_exact(&self) -> bool {
+        self.0.is_exact()
+    }
+    fn smooth(
+        &self,
+        tile: &mapfilter::method::ClassTile,
+        params: &mapfilter::method::SmoothParams,
+        out: &mut [u16],
+    ) -> mapfilter::Result<()> {
+        self.0.smooth(tile, params, out)
+    }
+}
+
+/// dct5 tiles left in flight on the device (buffers reused from tile to
+/// tile, several sets at once) give the bytes of tiles run one at a time,
+/// with few classes and with more than 254 (codes as 16 bits).
+#[test]
+fn dct5_tiles_in_flight_match_tiles_at_once() {
+    let Some(dev) = test_device() else { return };
+    let kernel: Kernel = "gaussian:2".parse::<KernelSpec>().unwrap().build().unwrap();
+    let plan = dct5::plan(&kernel, 3).unwrap();
+    for (classes, tile) in [(5, 24), (300, 40)] {
+        let raster = input(90, 71, classes, Pattern::Random, 9);
+        let job = job(&kernel, &raster.data, "", tile, false);
+        let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
+        let in_flight = smooth_in_memory(&raster, &job, &cl).unwrap();
+        let at_once = smooth_in_memory(&raster, &job, &AtOnce(&cl)).unwrap();
+        assert_eq!(in_flight, at_once, "{classes} classes");
+    }
+}
