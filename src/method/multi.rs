@@ -189,7 +189,9 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
             match member.submit(&tile, &params) {
                 Ok(pending) => in_flight.push_back((pending, len, job.reply)),
                 // The caller is gone only when the run already failed.
-                Err(e) => drop(job.reply.send(Err(e))),
+                Err(e) => {
+                    let _ = job.reply.send(Err(e));
+                }
             }
         } else if let Some((pending, len, reply)) = in_flight.pop_front() {
             let out = pending.into_output(len);
@@ -197,7 +199,7 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
                 counters.tiles.fetch_add(1, Ordering::Relaxed);
                 counters.pixels.fetch_add(len as u64, Ordering::Relaxed);
             }
-            drop(reply.send(out));
+            let _ = reply.send(out);
         }
         if in_flight.is_empty()
             && let Some(from) = busy_from.take()
