@@ -166,6 +166,12 @@ pub trait PendingTile: Send {
         self.wait(&mut out)?;
         Ok(out)
     }
+
+    /// Whether the result is known to be there already (waiting costs
+    /// nothing); false when it may still be computing.
+    fn ready(&self) -> bool {
+        false
+    }
 }
 
 /// A tile whose output is already computed.
@@ -180,6 +186,10 @@ impl PendingTile for Finished {
     fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
         debug_assert_eq!(self.0.len(), len);
         Ok(self.0)
+    }
+
+    fn ready(&self) -> bool {
+        true
     }
 }
 

@@ -149,6 +149,9 @@ impl Shared {
     }
 }
 
+/// A tile a worker holds: its pending result, output length and caller.
+type Held<'m> = (Box<dyn PendingTile + 'm>, usize, Sender<Result<Vec<u16>>>);
+
 /// A member's worker: pulls tiles while it has room for them, waits for
 /// its oldest otherwise, and sends each result back to the tile's caller.
 fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) {
@@ -157,8 +160,7 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
         Some(_) => member.depth() + 1,
         None => 1,
     };
-    let mut in_flight: VecDeque<(Box<dyn PendingTile + '_>, usize, Sender<Result<Vec<u16>>>)> =
-        VecDeque::new();
+    let mut in_flight: VecDeque<Held> = VecDeque::new();
     let mut busy_from: Option<Instant> = None;
     loop {
         let job = if in_flight.is_empty() {
@@ -193,13 +195,13 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
                     let _ = job.reply.send(Err(e));
                 }
             }
-        } else if let Some((pending, len, reply)) = in_flight.pop_front() {
-            let out = pending.into_output(len);
-            if out.is_ok() {
-                counters.tiles.fetch_add(1, Ordering::Relaxed);
-                counters.pixels.fetch_add(len as u64, Ordering::Relaxed);
-            }
-            let _ = reply.send(out);
+        } else if let Some(oldest) = in_flight.pop_front() {
+            deliver(oldest, counters);
+        }
+        // Tiles computed in `submit` itself (host members, synchronous
+        // paths) go back at once, not after the tiles pulled behind them.
+        while in_flight.front().is_some_and(|(p, _, _)| p.ready()) {
+            deliver(in_flight.pop_front().expect("checked"), counters);
         }
         if in_flight.is_empty()
             && let Some(from) = busy_from.take()
@@ -208,6 +210,17 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
             counters.busy_ns.fetch_add(ns, Ordering::Relaxed);
         }
     }
+}
+
+/// Waits for a tile and sends its result to the tile's caller.
+fn deliver((pending, len, reply): Held, counters: &Counters) {
+    let out = pending.into_output(len);
+    if out.is_ok() {
+        counters.tiles.fetch_add(1, Ordering::Relaxed);
+        counters.pixels.fetch_add(len as u64, Ordering::Relaxed);
+    }
+    // The caller is gone only when the run already failed.
+    let _ = reply.send(out);
 }
 
 impl Drop for Shared {
