@@ -4,7 +4,7 @@
 //! window only, never the whole raster) while the calling thread smooths
 //! tile i and a writer thread writes tile i−1, so memory is bounded by tile
 //! size × pipeline depth. The compute thread itself keeps up to
-//! `METHOD_DEPTH` + 1 tiles submitted to the method
+//! [`ClassSmoother::depth`] + 1 tiles submitted to the method
 //! ([`ClassSmoother::submit`]): a device method enqueues each tile's upload,
 //! kernel and download on separate queues and returns, so its transfers
 //! overlap the previous tile's kernel. Host methods
@@ -18,7 +18,7 @@
 use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
+use crate::method::{ClassSmoother, ClassTile, PendingTile, Promised, SmoothParams};
 use crate::pipeline;
 use crate::progress::Progress;
 use rayon::prelude::*;
@@ -33,17 +33,17 @@ pub const DEFAULT_TILE: usize = 512;
 /// run there (BENCHMARKS.md, "Whole command against gdal_translate").
 pub const GPU_TILE: usize = 2048;
 
-/// The tile side a run of `method` uses unless told otherwise.
+/// The tile side a run of `method` uses unless told otherwise: a tuned one
+/// (the largest, on several devices), else by the kind of device.
 pub fn default_tile(method: &dyn ClassSmoother) -> usize {
+    if let Some(tile) = method.tuned().iter().filter_map(|s| s.tile).max() {
+        return tile;
+    }
     match method.runs_on() {
         Some(crate::device::DeviceKind::Gpu) => GPU_TILE,
         _ => DEFAULT_TILE,
     }
 }
-
-/// Tiles submitted to a method beyond the one being waited for: with 2, a
-/// device uploads tile i+1 and downloads tile i−1 while tile i runs.
-const METHOD_DEPTH: usize = 2;
 
 /// Largest tile side whose host tiles go to the pool several at once. A
 /// larger tile has so many bands that its last ones cost little, and three
@@ -266,7 +266,7 @@ pub fn smooth(
                 to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
                 Ok(out)
             },
-            METHOD_DEPTH,
+            method.depth(),
             |tile, codes| {
                 sink.write(tile.output, &codes)?;
                 progress.inc(1);
@@ -308,26 +308,7 @@ fn spawn_on_pool<'s>(
         // The receiver is gone only when the run already failed.
         let _ = done.send(smoothed);
     });
-    Box::new(OnPool(result))
-}
-
-/// A tile running on the pool: [`spawn_on_pool`]'s handle.
-struct OnPool(crossbeam_channel::Receiver<Result<Vec<u16>>>);
-
-impl PendingTile for OnPool {
-    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
-        out.copy_from_slice(&self.into_output(out.len())?);
-        Ok(())
-    }
-
-    fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
-        let smoothed = self
-            .0
-            .recv()
-            .map_err(|_| Error::new("a tile's job ended without a result"))??;
-        debug_assert_eq!(smoothed.len(), len);
-        Ok(smoothed)
-    }
+    Box::new(Promised(result))
 }
 
 /// Local indices (or [`NO_CLASS`]) to class codes (or the output nodata code).

@@ -493,3 +493,51 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
         Some("COG")
     );
 }
+
+/// `batch run` on two devices (the test device opened twice, sharing the
+/// tiles of every task) puts together to `smooth` of the whole map on one.
+#[test]
+fn seam_free_on_two_devices() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let one = dev.info().index.to_string();
+    let two = format!("{one},{one}");
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (151, 113), Some(9), 7);
+    let opts = [
+        "-k",
+        "gaussian:2",
+        "--tile",
+        "32",
+        "--method",
+        "dct5",
+        "--exact",
+    ];
+    let whole = dir.path().join("whole.tif");
+    let mut args = vec![
+        "smooth",
+        map.to_str().unwrap(),
+        whole.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(opts);
+    args.extend(["--device", &one]);
+    mapfilter_ok(&args);
+    let batch = dir.path().join("batch");
+    let tiles = cut(&map, &[0, 37, 100, 151], &[0, 45, 113]);
+    let mut plan = vec![
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+    ];
+    plan.extend(opts);
+    plan.extend(["--device", &two]);
+    mapfilter_ok(&plan);
+    let run = mapfilter_ok(&["batch", "run", batch.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(said.matches("batch: device #").count(), 2, "{said}");
+    assert_mosaic_equals(&batch, &whole);
+}

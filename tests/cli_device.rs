@@ -74,3 +74,138 @@ fn devices_lists_and_bench_checks() {
         "{out}"
     );
 }
+
+/// `--device I,I` on the test device (PoCL here) opens it twice as two
+/// devices sharing the tiles: exact methods give the host reference's bytes
+/// and every device reports its share of the tiles.
+#[test]
+fn two_contexts_share_the_tiles_of_exact_methods() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let list = format!("{0},{0}", dev.info().index);
+    for method in [
+        &["--method", "naive"][..],
+        &["--method", "dct5", "--exact"],
+        &["--method", "svd", "--exact"],
+    ] {
+        let mut args = vec![
+            "bench",
+            "--device",
+            &list,
+            "--size",
+            "70",
+            "--classes",
+            "5",
+            "--kernel",
+            "gaussian:2",
+            "--tile",
+            "16",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--check",
+        ];
+        args.extend_from_slice(method);
+        let (ok, out, err) = mapfilter(&args);
+        assert!(ok, "{method:?}: {err}");
+        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(line["check"], "identical", "{method:?}: {out}");
+        let devices = line["devices"].as_array().expect("one share per device");
+        assert_eq!(devices.len(), 2, "{out}");
+        let tiles: u64 = devices.iter().map(|d| d["tiles"].as_u64().unwrap()).sum();
+        assert_eq!(tiles, line["tiles"].as_u64().unwrap(), "{out}");
+    }
+}
+
+/// Several devices are for the class methods: a command on one device says
+/// so in one line.
+#[test]
+fn several_devices_where_one_is_needed_is_a_one_line_error() {
+    let (ok, _, err) = mapfilter(&[
+        "bench-filter",
+        "--device",
+        "0,1",
+        "--op",
+        "median:3",
+        "--size",
+        "16",
+    ]);
+    assert!(!ok, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (ok, _, err) = mapfilter(&["bench", "--device", "0,all", "--size", "16"]);
+    assert!(
+        !ok && err.contains("cannot be part of the device list"),
+        "{err}"
+    );
+}
+
+/// A tune database that cannot be used (not JSON, another format) is
+/// ignored with one warning; a usable one is named at -v; MAPFILTER_TUNE=off
+/// ignores it.
+#[test]
+fn tune_database_is_used_or_ignored_never_fatal() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let index = dev.info().index.to_string();
+    let run = |db: &std::path::Path, env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args([
+                "bench",
+                "--device",
+                &index,
+                "--method",
+                "dct5",
+                "--kernel",
+                "gaussian:2",
+                "--size",
+                "48",
+                "--classes",
+                "4",
+                "--tile",
+                "24",
+                "--repeat",
+                "1",
+                "--warmup",
+                "0",
+                "-v",
+            ])
+            .env_remove("MAPFILTER_DEVICE")
+            .env_remove("MAPFILTER_TUNE")
+            .env("MAPFILTER_TUNE_DB", db)
+            .envs(env.iter().copied())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{\"format\": 1, \"settings\": [tru").unwrap();
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, r#"{"format": 7, "settings": []}"#).unwrap();
+    for bad in [&corrupt, &foreign] {
+        let err = run(bad, &[]);
+        assert_eq!(
+            err.matches("ignoring the tune database").count(),
+            1,
+            "{err}"
+        );
+    }
+    let good = dir.path().join("tune.json");
+    let text = serde_json::json!({"format": 1, "settings": [{
+        "device": dev.info().name, "driver": dev.info().driver, "kernel": "dct5",
+        "shape": [32], "tile": 512
+    }]});
+    std::fs::write(&good, text.to_string()).unwrap();
+    let err = run(&good, &[]);
+    assert!(err.contains("tuned dct5 shape 32, tile 512"), "{err}");
+    let err = run(&good, &[("MAPFILTER_TUNE", "off")]);
+    assert!(
+        !err.contains("tuned dct5") && !err.contains("ignoring"),
+        "{err}"
+    );
+}

@@ -130,3 +130,119 @@ fn dct5_scores_within_the_device_bound() {
         eprintln!("σ={sigma}: worst score error {worst:.2e}, bound {bound:.2e}");
     }
 }
+
+/// Settings forced from tune database files (written, read back, looked up
+/// for the test device) change how the kernels are launched, never a byte:
+/// dct5's row-pass work-groups against the untuned run, naive's fast
+/// shapes (CPU and GPU-style, local memory or not) against the host.
+#[test]
+fn every_tuned_shape_gives_the_same_bytes() {
+    use mapfilter::device::tune::{self, Setting, TuneDb};
+    use mapfilter::method::naive_cl::{NaiveCl, Variant};
+    let Some(dev) = test_device() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let raster = input(101, 77, 6, Pattern::Simplex, 5);
+    // Forced through a file, as runs read it: the lookup must find it.
+    let forced = |kernel: &str, shape: Vec<usize>| -> Option<Setting> {
+        let mut db = TuneDb::new();
+        db.put(Setting {
+            device: dev.info().name.clone(),
+            driver: dev.info().driver.clone(),
+            kernel: kernel.into(),
+            shape,
+            tile: Some(512),
+            mpix_s: None,
+        });
+        let path = dir.path().join("tune.json");
+        db.save(&path).unwrap();
+        let read = TuneDb::load(&path).unwrap().unwrap();
+        let found = read.lookup(dev.info(), kernel).cloned();
+        assert!(found.is_some(), "{kernel}: not found again");
+        found
+    };
+    let kernel: Kernel = "gaussian:3".parse::<KernelSpec>().unwrap().build().unwrap();
+    let job = job(&kernel, &raster.data, "", 40, false);
+    let plan = dct5::plan(&kernel, 3).unwrap();
+    let untuned = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false)
+        .unwrap()
+        .with_tuning(None);
+    let want = smooth_in_memory(&raster, &job, &untuned).unwrap();
+    for group in [32, 128, 256, 1] {
+        let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false)
+            .unwrap()
+            .with_tuning(forced(tune::DCT5, vec![group]));
+        assert_eq!(cl.tuned().len(), 1);
+        assert_eq!(
+            smooth_in_memory(&raster, &job, &cl).unwrap(),
+            want,
+            "dct5 rows {group}"
+        );
+    }
+    let kernel: Kernel = "gaussian:1.5"
+        .parse::<KernelSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let job = job_for(&kernel, &raster);
+    let naive = smooth_in_memory(&raster, &job, &NaiveHost).unwrap();
+    for shape in [
+        vec![16, 1, 16, 0, 0],
+        vec![4, 1, 8, 0, 0],
+        vec![32, 4, 8, 1, 1],
+        vec![16, 8, 2, 1, 0],
+        // Does not fit any work-group: the default shape runs instead.
+        vec![4096, 4096, 1, 1, 1],
+    ] {
+        let cl = NaiveCl::new(dev.clone(), Variant::Fast)
+            .unwrap()
+            .with_tuning(forced(tune::NAIVE_FAST, shape.clone()));
+        assert_eq!(
+            smooth_in_memory(&raster, &job, &cl).unwrap(),
+            naive,
+            "naive {shape:?}"
+        );
+    }
+}
+
+fn job_for(kernel: &Kernel, raster: &MemRaster) -> SmoothJob {
+    job(kernel, &raster.data, "", 33, false)
+}
+
+/// A method seen through `smooth` only: the engine then runs its tiles one
+/// at a time, never in flight.
+struct AtOnce<'a>(&'a dyn ClassSmoother);
+
+impl ClassSmoother for AtOnce<'_> {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn is_exact(&self) -> bool {
+        self.0.is_exact()
+    }
+    fn smooth(
+        &self,
+        tile: &mapfilter::method::ClassTile,
+        params: &mapfilter::method::SmoothParams,
+        out: &mut [u16],
+    ) -> mapfilter::Result<()> {
+        self.0.smooth(tile, params, out)
+    }
+}
+
+/// dct5 tiles left in flight on the device (buffers reused from tile to
+/// tile, several sets at once) give the bytes of tiles run one at a time,
+/// with few classes and with 255 (codes as 16 bits).
+#[test]
+fn dct5_tiles_in_flight_match_tiles_at_once() {
+    let Some(dev) = test_device() else { return };
+    let kernel: Kernel = "gaussian:2".parse::<KernelSpec>().unwrap().build().unwrap();
+    let plan = dct5::plan(&kernel, 3).unwrap();
+    for (classes, tile) in [(5, 24), (256, 64)] {
+        let raster = input(90, 71, classes, Pattern::Random, 9);
+        let job = job(&kernel, &raster.data, "", tile, false);
+        let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
+        let in_flight = smooth_in_memory(&raster, &job, &cl).unwrap();
+        let at_once = smooth_in_memory(&raster, &job, &AtOnce(&cl)).unwrap();
+        assert_eq!(in_flight, at_once, "{classes} classes");
+    }
+}

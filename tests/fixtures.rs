@@ -41,7 +41,7 @@ fn exact_methods(kernel: &Kernel) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
         vec![("naive/host".into(), Box::new(NaiveHost))];
     let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
-    if let Some(device) = device {
+    if let Some(device) = &device {
         for variant in variants_of("naive") {
             let m = class_smoother("naive", device, Some(variant)).unwrap();
             methods.push((format!("{} ({variant})", m.name()), m));
@@ -52,8 +52,11 @@ fn exact_methods(kernel: &Kernel) -> Vec<(String, Box<dyn ClassSmoother>)> {
         ..FastOptions::default()
     };
     for method in ["svd", "dct5", "auto"] {
-        for dev in [Some(DeviceChoice::Host), device].into_iter().flatten() {
-            match smoother_for(method, dev, None, kernel, &exact) {
+        for dev in [Some(DeviceChoice::Host), device.clone()]
+            .into_iter()
+            .flatten()
+        {
+            match smoother_for(method, &dev, None, kernel, &exact) {
                 Ok(m) => methods.push((format!("{method} --exact on {dev:?}"), m)),
                 Err(e) if method == "dct5" => eprintln!("dct5 skipped: {e}"),
                 Err(e) => panic!("{method} --exact on {dev:?}: {e}"),

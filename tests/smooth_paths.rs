@@ -203,3 +203,46 @@ fn plain_lanes_write_the_same_file() {
         assert_eq!(contents(&fast), contents(&plain), "{extra:?}");
     }
 }
+
+/// `--device I,I` (the test device opened twice, two devices sharing the
+/// tiles) writes one device's bytes for every method, exact or not, and
+/// `--timings` says what each device did.
+#[test]
+fn two_devices_write_one_device_bytes() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let one = dev.info().index.to_string();
+    let two = format!("{one},{one}");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    byte_input(&input, 255);
+    let methods: [&[&str]; 4] = [
+        &["--method", "naive"],
+        &["--method", "dct5"],
+        &["--method", "dct5", "--exact"],
+        &["--method", "svd"],
+    ];
+    for (i, method) in methods.into_iter().enumerate() {
+        let (a, b) = (
+            dir.path().join(format!("one{i}.tif")),
+            dir.path().join(format!("two{i}.tif")),
+        );
+        smooth(&input, &a, &[method, &["--device", &one]].concat());
+        let said = smooth(
+            &input,
+            &b,
+            &[method, &["--device", &two, "--timings"]].concat(),
+        );
+        assert_eq!(contents(&a), contents(&b), "{method:?}");
+        let shares: Vec<&str> = said
+            .lines()
+            .filter(|l| l.starts_with("timing device"))
+            .collect();
+        assert_eq!(shares.len(), 2, "{said}");
+        assert!(
+            shares[0].contains("#0 ") && shares[1].contains("#1 ") && shares[0].contains("busy"),
+            "{said}"
+        );
+    }
+}

@@ -118,6 +118,8 @@ pub struct RunSummary {
     pub busy: Vec<usize>,
     pub seconds: f64,
     pub pixels_now: u64,
+    /// What each device did when several shared the tiles (else empty).
+    pub devices: Vec<crate::method::multi::Share>,
 }
 
 /// Runs the request's share of the plan in `dir`.
@@ -183,6 +185,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         }
     });
     progress.finish();
+    summary.devices = method.take_shares();
     for (id, outcome) in results.into_inner().expect("results lock") {
         match outcome {
             Outcome::Done(rec) => {

@@ -84,7 +84,8 @@ struct PlanArgs {
     tile: usize,
     #[command(flatten)]
     compression: CompressArgs,
-    /// Where to run: auto, host, cpu, gpu or a device index.
+    /// Where to run: auto, host, cpu, gpu, a device index, all (every OpenCL
+    /// device) or a list such as 0,1 (the devices share the tiles).
     #[arg(long)]
     device: Option<String>,
     /// Device variant of the method.
@@ -237,6 +238,9 @@ fn run_tasks(a: RunArgs) -> Result<()> {
             s.failed.len(),
             s.busy.len()
         );
+        for device in &s.devices {
+            eprintln!("batch: device {device}");
+        }
     }
     if !s.failed.is_empty() {
         for (id, e) in &s.failed {

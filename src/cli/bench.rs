@@ -35,7 +35,8 @@ pub struct BenchArgs {
     pub kernel: String,
     #[command(flatten)]
     pub fast: FastArgs,
-    /// auto, host, cpu, gpu or a device index (default: $MAPFILTER_DEVICE or auto).
+    /// auto, host, cpu, gpu, a device index, all or a list such as 0,1 (devices
+    /// sharing the tiles) (default: $MAPFILTER_DEVICE or auto).
     #[arg(long)]
     pub device: Option<String>,
     /// Device variant of the method (naive: fast, buffer, image, local).
@@ -151,7 +152,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             };
             let method = smoother_for(
                 &args.fast.method,
-                device,
+                &device,
                 args.variant.as_deref(),
                 &job.kernel,
                 &args.fast.options(),
@@ -228,8 +229,20 @@ fn bench_one(
     }
     method.take_device_times();
     for rep in 0..args.repeat {
+        method.take_shares();
         let stats = run(&mut out, method)?;
         let times = method.take_device_times();
+        let devices: Vec<serde_json::Value> = method
+            .take_shares()
+            .iter()
+            .map(|s| {
+                json!({
+                    "device": s.device, "tiles": s.tiles, "pixels": s.pixels,
+                    "busy_ms": s.busy.as_secs_f64() * 1e3,
+                    "kernel_ms": s.times.map(|t| t.kernel_ns as f64 / 1e6),
+                })
+            })
+            .collect();
         let ms = |ns: u64| ns as f64 / 1e6;
         let total = stats.wall.as_secs_f64() * 1e3;
         let mut line = config.clone();
@@ -247,6 +260,7 @@ fn bench_one(
             "check": check,
             "shape": std::env::var(crate::method::naive_cl::FAST_SHAPE_ENV).ok(),
             "summary": method.summary(),
+            "devices": (!devices.is_empty()).then_some(devices),
         });
         if let (Some(l), Some(f)) = (line.as_object_mut(), fields.as_object()) {
             l.extend(f.clone());

@@ -34,6 +34,7 @@ mod smooth;
 mod sweep;
 #[cfg(feature = "gdal")]
 mod timings;
+mod tune;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};
@@ -95,6 +96,8 @@ enum Command {
     Devices(devices::DevicesArgs),
     /// Time a method on synthetic rasters (no GDAL needed); one JSON line per run.
     Bench(bench::BenchArgs),
+    /// Measure work-group shapes and tile sides per OpenCL device and store the fastest in the tune database later runs use.
+    Tune(tune::TuneArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(scripting::CompletionsArgs),
     /// Print the man page mapfilter(1) on stdout, or write one page per subcommand with --dir.
@@ -140,6 +143,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Sweep(args) => sweep::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::BenchFilter(args) => bench_filter::run(args),
         Command::Completions(args) => scripting::completions(args),
         Command::Man(args) => scripting::man(args),

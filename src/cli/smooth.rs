@@ -46,7 +46,9 @@ pub struct SmoothArgs {
     pub tile: Option<usize>,
     #[command(flatten)]
     pub compression: CompressArgs,
-    /// Where to run: auto, host, cpu, gpu or an index from `mapfilter devices`
+    /// Where to run: auto, host, cpu, gpu, an index from `mapfilter devices`,
+    /// all (every OpenCL device) or a list such as 0,1: several devices share
+    /// the tiles, each pulling the next when it has room
     /// (default: $MAPFILTER_DEVICE, else auto).
     #[arg(long)]
     pub device: Option<String>,
@@ -58,7 +60,8 @@ pub struct SmoothArgs {
     /// Print the method chosen (and, for auto, the cost model's reasons) before running.
     #[arg(long)]
     pub explain: bool,
-    /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr.
+    /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr,
+    /// and on several devices one line per device (tiles, busy time, kernel time).
     #[arg(long)]
     pub timings: bool,
     /// No progress bar and no summary.
@@ -110,7 +113,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         variant: args.variant.clone(),
         options: args.fast.options(),
     };
-    observer.device = choice.device;
+    observer.device = choice.device.clone();
     let method = choice.build(&kernel)?;
     let overwrite = args.overwrite.overwrite;
     let target = Target::check(&args.output, overwrite, &[&args.input])?;
@@ -137,6 +140,9 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         window: None,
     };
     let done = job::run(&spec, method.as_ref(), &mut observer)?;
+    for share in method.take_shares() {
+        observer.timings.device(&share);
+    }
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
     mmu.apply(&target, args.compression.compression()?, args.quiet)?;
     if let Some(report) = &report {
@@ -193,7 +199,7 @@ impl Observer for CliObserver {
             let text = explain(
                 name,
                 variant.as_deref(),
-                self.device,
+                self.device.clone(),
                 &self.options,
                 job,
                 method,
@@ -224,8 +230,11 @@ fn explain(
         "approximate"
     };
     let mut text = format!("method: {} ({exact})", method.name());
+    for setting in method.tuned() {
+        text += &format!("\ntuned setting used: {setting} ({})", setting.device);
+    }
     if name == "auto" {
-        let auto = crate::method::select::auto(device, variant, &job.kernel, options)?;
+        let auto = crate::method::select::auto(&device, variant, &job.kernel, options)?;
         text += "\n";
         text += &auto.explain_tile(job.classes.len(), job.tile);
     }

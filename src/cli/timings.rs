@@ -1,6 +1,7 @@
 //! `--timings`: one line per stage of a command on stderr (stage name,
 //! milliseconds in the stage, milliseconds since the command started), so
-//! users see where the fixed costs of a run go. Prints nothing unless enabled.
+//! users see where the fixed costs of a run go; on several devices, one
+//! line per device. Prints nothing unless enabled.
 
 use std::time::Instant;
 
@@ -33,6 +34,13 @@ impl Timings {
             );
         }
         self.last = now;
+    }
+
+    /// Prints what one device of a run on several did.
+    pub fn device(&self, share: &crate::method::multi::Share) {
+        if self.enabled {
+            eprintln!("timing device   {share}");
+        }
     }
 
     /// Prints the line of work `name` that ran from `from` to `to` on another thread.

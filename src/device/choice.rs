@@ -1,5 +1,15 @@
-//! `--device auto|host|cpu|gpu|INDEX` (default from `MAPFILTER_DEVICE`):
-//! parsing, and resolving a choice to an open [`Device`] or the host path.
+//! `--device auto|host|cpu|gpu|INDEX|all|LIST` (default from
+//! `MAPFILTER_DEVICE`): parsing, and resolving a choice to open
+//! [`Device`]s or the host path.
+//!
+//! `all` and comma lists (`1,2`, `gpu,cpu`, `0,host`) name several devices
+//! that share one run's tiles (`method::multi`). `all` is every OpenCL
+//! device and not the host: an OpenCL CPU device already computes on the
+//! host's cores, and the host's threads read, compact and write tiles for
+//! the devices; a list may still name `host` as one of its members. A
+//! device named twice in a list is opened twice, as two contexts with their
+//! own queues and program caches: two streams of tiles on one device, and
+//! how the tests share tiles between two devices on a machine with one.
 
 use super::{Device, DeviceInfo, DeviceKind, list_devices};
 use crate::bail;
@@ -10,7 +20,7 @@ use std::str::FromStr;
 pub const DEVICE_ENV: &str = "MAPFILTER_DEVICE";
 
 /// Where a method should run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
     /// The first GPU, else the host. An OpenCL CPU device pays its platform
     /// listing and program build on every run and speeds up naive only
@@ -26,22 +36,56 @@ pub enum DeviceChoice {
     Gpu,
     /// A device by its index in `mapfilter devices`.
     Index(usize),
+    /// Every OpenCL device, sharing the tiles (the host when there is none).
+    All,
+    /// Several devices sharing the tiles, each `host`, `cpu`, `gpu` or an index.
+    List(Vec<DeviceChoice>),
 }
+
+/// One member of a run's devices: an open device, or the host (`None`).
+pub type Member = Option<Device>;
 
 impl FromStr for DeviceChoice {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => Ok(DeviceChoice::Auto),
-            "host" => Ok(DeviceChoice::Host),
-            "cpu" => Ok(DeviceChoice::Cpu),
-            "gpu" => Ok(DeviceChoice::Gpu),
-            other => other.parse().map(DeviceChoice::Index).map_err(|_| {
-                Error::new(format!("unknown device '{text}'"))
-                    .hint("use auto, host, cpu, gpu or an index from `mapfilter devices`")
-            }),
+        let lower = text.trim().to_ascii_lowercase();
+        if lower.contains(',') {
+            let items = lower
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|item| match one(item, text)? {
+                    c @ (DeviceChoice::Auto | DeviceChoice::All) => bail!(
+                        format!("'{c}' cannot be part of the device list '{text}'"),
+                        hint = "list host, cpu, gpu or indices from `mapfilter devices`, e.g. 0,1"
+                    ),
+                    c => Ok(c),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(match <[DeviceChoice; 1]>::try_from(items) {
+                Ok([single]) => single,
+                Err(items) if items.is_empty() => DeviceChoice::Auto,
+                Err(items) => DeviceChoice::List(items),
+            });
         }
+        one(&lower, text)
+    }
+}
+
+/// One device name of `--device` (`text`: the whole value, for the error).
+fn one(item: &str, text: &str) -> Result<DeviceChoice> {
+    match item {
+        "auto" | "" => Ok(DeviceChoice::Auto),
+        "host" => Ok(DeviceChoice::Host),
+        "cpu" => Ok(DeviceChoice::Cpu),
+        "gpu" => Ok(DeviceChoice::Gpu),
+        "all" => Ok(DeviceChoice::All),
+        other => other.parse().map(DeviceChoice::Index).map_err(|_| {
+            Error::new(format!("unknown device '{text}'")).hint(
+                "use auto, host, cpu, gpu, all, an index from `mapfilter devices`, or a list such as 0,1",
+            )
+        }),
     }
 }
 
@@ -53,6 +97,11 @@ impl std::fmt::Display for DeviceChoice {
             DeviceChoice::Cpu => f.write_str("cpu"),
             DeviceChoice::Gpu => f.write_str("gpu"),
             DeviceChoice::Index(i) => write!(f, "{i}"),
+            DeviceChoice::All => f.write_str("all"),
+            DeviceChoice::List(items) => {
+                let names: Vec<String> = items.iter().map(ToString::to_string).collect();
+                f.write_str(&names.join(","))
+            }
         }
     }
 }
@@ -69,21 +118,80 @@ impl DeviceChoice {
         }
     }
 
+    /// Whether the choice names several devices (`all` or a list).
+    pub fn is_several(&self) -> bool {
+        matches!(self, DeviceChoice::All | DeviceChoice::List(_))
+    }
+
+    /// The devices of the run, in order: one for a single choice, every
+    /// OpenCL device for `all` (the host when there is none, with a
+    /// warning), each item of a list (a device listed again is opened as
+    /// another context).
+    pub fn members(&self) -> Result<Vec<Member>> {
+        match self {
+            DeviceChoice::All => {
+                let devices = match list_devices() {
+                    Ok(d) => d,
+                    Err(e) => {
+                        log::warn!("{e}; running on the host");
+                        return Ok(vec![None]);
+                    }
+                };
+                if devices.is_empty() {
+                    log::warn!("no OpenCL device; running on the host");
+                    return Ok(vec![None]);
+                }
+                devices
+                    .iter()
+                    .map(|d| Device::open(d.index).map(Some))
+                    .collect()
+            }
+            DeviceChoice::List(items) => {
+                let mut opened: Vec<usize> = Vec::new();
+                items
+                    .iter()
+                    .map(|item| {
+                        let Some(dev) = item.resolve()? else {
+                            return Ok(None);
+                        };
+                        let index = dev.info().index;
+                        let instance = opened.iter().filter(|&&i| i == index).count();
+                        opened.push(index);
+                        if instance == 0 {
+                            Ok(Some(dev))
+                        } else {
+                            Device::open_instance(index, instance).map(Some)
+                        }
+                    })
+                    .collect()
+            }
+            single => Ok(vec![single.resolve()?]),
+        }
+    }
+
     /// Opens the chosen device; `None` means the host path.
     ///
     /// `auto` never fails for lack of OpenCL: it falls back to the host and
-    /// prints one warning line. Explicit `cpu`, `gpu` and indices fail with a hint.
-    pub fn resolve(self) -> Result<Option<Device>> {
-        if self == DeviceChoice::Host {
+    /// prints one warning line. Explicit `cpu`, `gpu` and indices fail with
+    /// a hint, as do `all` and lists (they name several devices: see
+    /// [`DeviceChoice::members`]).
+    pub fn resolve(&self) -> Result<Option<Device>> {
+        if *self == DeviceChoice::Host {
             return Ok(None);
         }
-        if self == DeviceChoice::Auto && !super::icd::gpu_possible() {
+        if self.is_several() {
+            bail!(
+                format!("--device {self} names several devices, and this command runs on one"),
+                hint = "several devices apply to smooth, batch and bench; name one device here"
+            );
+        }
+        if *self == DeviceChoice::Auto && !super::icd::gpu_possible() {
             log::info!("no installed OpenCL driver offers a GPU; running on the host");
             return Ok(None);
         }
         let devices = match list_devices() {
             Ok(d) => d,
-            Err(e) if self == DeviceChoice::Auto => {
+            Err(e) if *self == DeviceChoice::Auto => {
                 log::warn!("{e}; running on the host");
                 return Ok(None);
             }
@@ -94,8 +202,8 @@ impl DeviceChoice {
             DeviceChoice::Auto => first(DeviceKind::Gpu),
             DeviceChoice::Cpu => first(DeviceKind::Cpu),
             DeviceChoice::Gpu => first(DeviceKind::Gpu),
-            DeviceChoice::Index(i) => devices.get(i),
-            DeviceChoice::Host => unreachable!("handled above"),
+            DeviceChoice::Index(i) => devices.get(*i),
+            _ => unreachable!("handled above"),
         };
         match (pick, self) {
             (Some(info), DeviceChoice::Auto) => match Device::open(info.index) {
@@ -135,17 +243,43 @@ mod tests {
         assert_eq!(" gpu".parse::<DeviceChoice>().unwrap(), DeviceChoice::Gpu);
         assert_eq!("cpu".parse::<DeviceChoice>().unwrap(), DeviceChoice::Cpu);
         assert_eq!("2".parse::<DeviceChoice>().unwrap(), DeviceChoice::Index(2));
+        assert_eq!("All".parse::<DeviceChoice>().unwrap(), DeviceChoice::All);
+        let list = "1, 2,gpu,host".parse::<DeviceChoice>().unwrap();
+        assert_eq!(
+            list,
+            DeviceChoice::List(vec![
+                DeviceChoice::Index(1),
+                DeviceChoice::Index(2),
+                DeviceChoice::Gpu,
+                DeviceChoice::Host
+            ])
+        );
+        assert_eq!(list.to_string(), "1,2,gpu,host");
+        assert!(list.is_several() && DeviceChoice::All.is_several());
+        assert_eq!(
+            "3,".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::Index(3)
+        );
         let e = "tpu".parse::<DeviceChoice>().unwrap_err().to_string();
         assert!(
             e.starts_with("unknown device 'tpu'") && !e.contains('\n'),
             "{e}"
         );
         assert!("-1".parse::<DeviceChoice>().is_err());
+        for bad in ["0,all", "auto,1", "0,tpu"] {
+            let e = bad.parse::<DeviceChoice>().unwrap_err().to_string();
+            assert!(e.contains(bad) && !e.contains('\n'), "{e}");
+        }
     }
 
     #[test]
     fn host_needs_no_opencl() {
         assert!(DeviceChoice::Host.resolve().unwrap().is_none());
+        let list = DeviceChoice::List(vec![DeviceChoice::Host, DeviceChoice::Host]);
+        let members = list.members().unwrap();
+        assert!(members.len() == 2 && members.iter().all(Option::is_none));
+        let e = list.resolve().unwrap_err().to_string();
+        assert!(e.contains("several devices"), "{e}");
     }
 
     #[test]
@@ -154,5 +288,22 @@ mod tests {
             let e = DeviceChoice::Index(list.len() + 7).resolve().unwrap_err();
             assert!(e.to_string().contains("no OpenCL device"), "{e}");
         }
+    }
+
+    /// A device listed twice is two contexts: separate handles, same device.
+    #[test]
+    fn a_device_listed_twice_opens_twice() {
+        let Some(dev) = super::super::test_device() else {
+            return;
+        };
+        let i = dev.info().index;
+        let list = DeviceChoice::List(vec![DeviceChoice::Index(i), DeviceChoice::Index(i)]);
+        let members = list.members().unwrap();
+        let (a, b) = (members[0].as_ref().unwrap(), members[1].as_ref().unwrap());
+        assert_eq!(a.info().index, b.info().index);
+        assert!(!a.same_context(b));
+        // Opening the list again gives the same two contexts.
+        let again = list.members().unwrap();
+        assert!(again[1].as_ref().unwrap().same_context(b));
     }
 }

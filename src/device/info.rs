@@ -49,6 +49,8 @@ pub struct DeviceInfo {
     pub image_support: bool,
     /// Device version string, e.g. `OpenCL 3.0 CUDA`.
     pub version: String,
+    /// The driver's version string (keys the tune database).
+    pub driver: String,
     /// Highest OpenCL C version, e.g. `OpenCL C 1.2`.
     pub c_version: String,
     pub(super) raw: ClDevice,
@@ -79,6 +81,7 @@ impl DeviceInfo {
             max_work_group: raw.max_work_group_size().map_err(&e)?,
             image_support: raw.image_support().unwrap_or(false),
             version: raw.version().map_err(&e)?.trim().to_string(),
+            driver: raw.driver_version().unwrap_or_default().trim().to_string(),
             c_version: raw
                 .opencl_c_version()
                 .unwrap_or_default()

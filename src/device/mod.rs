@@ -6,10 +6,12 @@
 //!
 //! - [`list_devices`] / [`DeviceInfo`]: enumeration in a stable order
 //!   (the `INDEX` of `--device`); [`device_table`] prints it.
-//! - [`DeviceChoice`]: `auto|host|cpu|gpu|INDEX` (default `MAPFILTER_DEVICE`),
-//!   [`DeviceChoice::resolve`] gives `Some(Device)` or `None` for the host path.
-//! - [`Device`]: a cheap clonable handle (one per device per process, see
-//!   [`Device::open`]) holding a context, three in-order queues (upload,
+//! - [`DeviceChoice`]: `auto|host|cpu|gpu|INDEX|all|LIST` (default
+//!   `MAPFILTER_DEVICE`), [`DeviceChoice::resolve`] gives `Some(Device)` or
+//!   `None` for the host path; [`DeviceChoice::members`] the devices of a
+//!   run on several.
+//! - [`Device`]: a cheap clonable handle (one per device and instance per
+//!   process, see [`Device::open`], [`Device::open_instance`]) holding a context, three in-order queues (upload,
 //!   compute, download: see [`Queue`]) with profiling on, and a program cache
 //!   keyed by (source name, build options). [`Device::program`] builds an
 //!   embedded `kernels/*.cl` source with [`BuildOptions`] (`-D` defines);
@@ -19,6 +21,8 @@
 //!   [`Device::launch`] enqueues an ND-range returning its [`Event`];
 //!   [`event_ns`] reads an event's profiled duration; [`TimeCounters`]
 //!   sums [`DeviceTimes`] (upload, kernel, download) for reports.
+//! - [`tune`]: the per-device database of tuned work-group shapes and
+//!   tile sides (`mapfilter tune` writes it, runs read it).
 //! - [`test_device`]: the device tests run on (the OpenCL CPU device, i.e.
 //!   PoCL, when present), or `None` with a printed reason when the machine
 //!   has no OpenCL at all.
@@ -28,10 +32,11 @@ mod icd;
 mod info;
 mod pinned;
 mod sources;
+pub mod tune;
 
 pub use pinned::PinnedHost;
 
-pub use choice::{DEVICE_ENV, DeviceChoice};
+pub use choice::{DEVICE_ENV, DeviceChoice, Member};
 pub use info::{DeviceInfo, DeviceKind, device_table, human_bytes, list_devices, opencl_available};
 pub use opencl3::event::Event;
 pub use opencl3::kernel::Kernel;
@@ -76,6 +81,8 @@ pub struct Device {
 
 struct Inner {
     info: DeviceInfo,
+    /// 0 for the device's first context; 1, 2, ... for further ones.
+    instance: usize,
     context: Context,
     queues: [CommandQueue; 3],
     programs: Mutex<HashMap<(String, String), Arc<Program>>>,
@@ -84,23 +91,35 @@ struct Inner {
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Device({}: {})", self.info().index, self.info().name)
+        write!(f, "Device({}: {}", self.info().index, self.info().name)?;
+        match self.inner.instance {
+            0 => f.write_str(")"),
+            n => write!(f, ", context {})", n + 1),
+        }
     }
 }
 
-/// Devices opened so far, by index: each is opened once per process so its
-/// program cache is shared by every method and test that uses it.
-static OPEN: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
+/// Devices opened so far, by index and instance: each is opened once per
+/// process so its program cache is shared by every method and test that uses it.
+static OPEN: OnceLock<Mutex<HashMap<(usize, usize), Device>>> = OnceLock::new();
 
 impl Device {
     /// Opens device `index` of [`list_devices`] (or returns the handle
     /// already open in this process).
     pub fn open(index: usize) -> Result<Device> {
+        Self::open_instance(index, 0)
+    }
+
+    /// Opens context `instance` of device `index`: instance 0 is
+    /// [`Device::open`]'s; others are further contexts on the same device,
+    /// each with its own queues and program cache (a device named twice in
+    /// `--device` shares tiles with itself as two devices).
+    pub fn open_instance(index: usize, instance: usize) -> Result<Device> {
         let mut open = OPEN
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = open.get(&index) {
+        if let Some(d) = open.get(&(index, instance)) {
             return Ok(d.clone());
         }
         let info = list_devices()?.into_iter().nth(index).ok_or_else(|| {
@@ -121,18 +140,29 @@ impl Device {
         let device = Device {
             inner: Arc::new(Inner {
                 info,
+                instance,
                 context,
                 queues,
                 programs: Mutex::default(),
                 builds: AtomicUsize::new(0),
             }),
         };
-        open.insert(index, device.clone());
+        open.insert((index, instance), device.clone());
         Ok(device)
     }
 
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info
+    }
+
+    /// Which context of its device this is (0: [`Device::open`]'s).
+    pub fn instance(&self) -> usize {
+        self.inner.instance
+    }
+
+    /// Whether `other` is this very context (not only the same device).
+    pub fn same_context(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     pub fn context(&self) -> &Context {

@@ -40,7 +40,7 @@ impl MethodChoice {
     pub fn build(&self, kernel: &Kernel) -> Result<Box<dyn ClassSmoother>> {
         smoother_for(
             &self.name,
-            self.device,
+            &self.device,
             self.variant.as_deref(),
             kernel,
             &self.options,

@@ -10,6 +10,7 @@ pub mod dct5;
 mod dct5_band;
 pub mod dct5_rot;
 pub mod exact;
+pub mod multi;
 pub mod naive;
 pub mod naive_cl;
 pub mod naive_cl_runs;
@@ -129,7 +130,29 @@ pub trait ClassSmoother: Send + Sync {
     fn take_device_times(&self) -> Option<crate::device::DeviceTimes> {
         None
     }
+
+    /// Tiles the engine keeps submitted beyond the one it waits for: with
+    /// the default 2, a device uploads tile i+1 and downloads tile i−1
+    /// while tile i runs. Several devices need more to stay busy.
+    fn depth(&self) -> usize {
+        DEFAULT_DEPTH
+    }
+
+    /// The settings from the tune database the method uses (`--explain`
+    /// names them; a tuned tile side becomes the default `--tile`).
+    fn tuned(&self) -> Vec<crate::device::tune::Setting> {
+        Vec::new()
+    }
+
+    /// What each device of a run on several did since the last call
+    /// (empty for a method on one device).
+    fn take_shares(&self) -> Vec<multi::Share> {
+        Vec::new()
+    }
 }
+
+/// [`ClassSmoother::depth`]'s default.
+pub const DEFAULT_DEPTH: usize = 2;
 
 /// A tile handed to [`ClassSmoother::submit`] that may still be running.
 pub trait PendingTile: Send {
@@ -142,6 +165,12 @@ pub trait PendingTile: Send {
         let mut out = vec![0u16; len];
         self.wait(&mut out)?;
         Ok(out)
+    }
+
+    /// Whether the result is known to be there already (waiting costs
+    /// nothing); false when it may still be computing.
+    fn ready(&self) -> bool {
+        false
     }
 }
 
@@ -157,6 +186,30 @@ impl PendingTile for Finished {
     fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
         debug_assert_eq!(self.0.len(), len);
         Ok(self.0)
+    }
+
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+/// A tile computed on another thread, which sends its result (or its
+/// error) once: tiles on the rayon pool, tiles on one of several devices.
+pub struct Promised(pub crossbeam_channel::Receiver<Result<Vec<u16>>>);
+
+impl PendingTile for Promised {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        out.copy_from_slice(&self.into_output(out.len())?);
+        Ok(())
+    }
+
+    fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
+        let smoothed = self.0.recv().map_err(|_| {
+            crate::error::Error::new("a tile's job ended without a result")
+                .hint("an earlier error or a crash of a worker thread stopped it")
+        })??;
+        debug_assert_eq!(smoothed.len(), len);
+        Ok(smoothed)
     }
 }
 

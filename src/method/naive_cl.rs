@@ -34,6 +34,7 @@ use super::naive_cl_tuning::{
 };
 use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
+use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
     DeviceTimes, Event, Image, Kernel, Queue, TimeCounters, cl_error, event_ns,
@@ -97,6 +98,8 @@ pub struct NaiveCl {
     variant: Variant,
     shape: FastShape,
     paths: CpuPaths,
+    /// The fast variant's shape from the tune database, if any.
+    tuned: Option<Setting>,
     state: Mutex<State>,
     times: TimeCounters,
 }
@@ -174,11 +177,16 @@ impl NaiveCl {
                 hint = "use --variant buffer, local or fast"
             );
         }
+        let tuned = match variant {
+            Variant::Fast => tune::tuned(device.info(), tune::NAIVE_FAST),
+            _ => None,
+        };
         Ok(NaiveCl {
             device,
             variant,
             shape: FastShape::Auto,
             paths: CpuPaths::default(),
+            tuned,
             state: Mutex::default(),
             times: TimeCounters::default(),
         })
@@ -188,6 +196,35 @@ impl NaiveCl {
     pub fn with_shape(mut self, shape: FastShape) -> Self {
         self.shape = shape;
         self
+    }
+
+    /// Takes the fast variant's shape from `setting` (a tune database entry)
+    /// instead of the database runs read (tests, `mapfilter tune`).
+    pub fn with_tuning(mut self, setting: Option<Setting>) -> Self {
+        self.tuned = setting;
+        self
+    }
+
+    /// The tuned fast shape, where it is well-formed, fits the device's
+    /// work-groups and leaves the local memory of this tile within `budget`.
+    fn tuned_shape(
+        &self,
+        k: usize,
+        elem: usize,
+        nb: usize,
+        budget: usize,
+    ) -> Option<(usize, usize, usize, bool, bool)> {
+        let &[tx, ty, py, tl, hl] = self.tuned.as_ref()?.shape.as_slice() else {
+            return None;
+        };
+        let fits = tx > 0
+            && ty > 0
+            && py > 0
+            && tx * ty <= self.device.info().max_work_group
+            && (tl != 0) as usize * (tx + k - 1) * (ty * py + k - 1) * elem
+                + (hl != 0) as usize * nb * tx * ty * 4
+                <= budget;
+        fits.then_some((tx, ty, py, tl != 0, hl != 0))
     }
 
     /// Forces the fast variant's CPU paths (tests, studies).
@@ -380,6 +417,11 @@ impl NaiveCl {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
                     (t, y, p, tl, hl)
+                } else if let Some(tuned) = (self.shape == FastShape::Auto)
+                    .then(|| self.tuned_shape(k, elem, nb, budget))
+                    .flatten()
+                {
+                    tuned
                 } else if gpu || self.shape == FastShape::Gpu {
                     gpu_fast_shape(k, elem, nb, budget)
                 } else {
@@ -528,6 +570,10 @@ impl ClassSmoother for NaiveCl {
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
         Some(self.times.take())
+    }
+
+    fn tuned(&self) -> Vec<Setting> {
+        self.tuned.iter().cloned().collect()
     }
 }
 

@@ -1,11 +1,14 @@
 //! Turns `--method`, `--device` and `--variant` into a class smoother.
 //!
 //! One place decides which implementation runs where; other methods add an
-//! arm to [`class_smoother`] (and their variants to [`variants_of`]).
+//! arm to [`class_smoother`] (and their variants to [`variants_of`]). A
+//! device choice naming several devices builds the method once per device,
+//! sharing the tiles ([`Shared`]).
 
 use super::ClassSmoother;
 use super::auto::{Auto, Candidate, Dct5Passes, DeviceCosts, Shape};
 use super::exact::Certified;
+use super::multi::Shared;
 use super::naive::NaiveHost;
 use super::naive_cl::{NaiveCl, Variant};
 use super::separable::{Filter, SeparableHost};
@@ -13,7 +16,7 @@ use super::separable_cl::SeparableCl;
 use super::svd::{self, RankChoice};
 use super::{dct5, dct5_rot};
 use crate::bail;
-use crate::device::DeviceChoice;
+use crate::device::{Device, DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
 
@@ -29,14 +32,45 @@ pub fn variants_of(method: &str) -> &'static [&'static str] {
 }
 
 /// The smoother for `method` on `device` (`variant`: `None` for the default).
-/// `host` (or `auto` without OpenCL) gives the plain Rust implementation.
+/// `host` (or `auto` without OpenCL) gives the plain Rust implementation;
+/// several devices share the tiles (see [`on_members`]).
 pub fn class_smoother(
     method: &str,
-    device: DeviceChoice,
+    device: &DeviceChoice,
     variant: Option<&str>,
 ) -> Result<Box<dyn ClassSmoother>> {
+    on_members(device, |member| naive_on(method, member, variant))
+}
+
+/// `build` for the device of `device`, or for each of its devices sharing
+/// the tiles ([`Shared`]) when it names several.
+fn on_members(
+    device: &DeviceChoice,
+    build: impl Fn(Member) -> Result<Box<dyn ClassSmoother>>,
+) -> Result<Box<dyn ClassSmoother>> {
+    if !device.is_several() {
+        return build(device.resolve()?);
+    }
+    let mut members = device.members()?;
+    if members.len() == 1 {
+        return build(members.pop().expect("one member"));
+    }
+    let built = members.into_iter().map(build).collect::<Result<Vec<_>>>()?;
+    Ok(Box::new(Shared::new(built)?))
+}
+
+/// The first device of `device` (the one `--explain` describes).
+fn first_member(device: &DeviceChoice) -> Result<Member> {
+    if !device.is_several() {
+        return device.resolve();
+    }
+    Ok(device.members()?.into_iter().next().flatten())
+}
+
+/// Naive (the only method not built for a kernel) on one device.
+fn naive_on(method: &str, member: Member, variant: Option<&str>) -> Result<Box<dyn ClassSmoother>> {
     match method {
-        "naive" => match device.resolve()? {
+        "naive" => match member {
             None => {
                 if let Some(v) = variant {
                     v.parse::<Variant>()?; // still reject nonsense
@@ -74,30 +108,32 @@ pub struct FastOptions {
 /// explanation for a tile holding `explain_classes` classes).
 pub fn smoother_for(
     method: &str,
-    device: DeviceChoice,
+    device: &DeviceChoice,
     variant: Option<&str>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Box<dyn ClassSmoother>> {
-    Ok(match method {
-        "svd" | "dct5" => fast_smoother(method, device, kernel, fast)?.smoother,
-        "auto" => Box::new(auto(device, variant, kernel, fast)?),
-        _ => {
-            if fast.rank.is_some() || fast.energy.is_some() || fast.terms.is_some() {
-                bail!(
-                    "--rank, --energy and --terms apply to --method svd, dct5 or auto",
-                    hint = "drop them, or choose a fast method"
-                );
-            }
-            class_smoother(method, device, variant)?
-        }
+    if !matches!(method, "svd" | "dct5" | "auto")
+        && (fast.rank.is_some() || fast.energy.is_some() || fast.terms.is_some())
+    {
+        bail!(
+            "--rank, --energy and --terms apply to --method svd, dct5 or auto",
+            hint = "drop them, or choose a fast method"
+        );
+    }
+    on_members(device, |member| {
+        Ok(match method {
+            "svd" | "dct5" => fast_smoother(method, member.as_ref(), kernel, fast)?.smoother,
+            "auto" => Box::new(auto_on(member, variant, kernel, fast)?),
+            _ => naive_on(method, member, variant)?,
+        })
     })
 }
 
 /// svd or dct5 (certified when `fast.exact`), with its cost shape.
 fn fast_smoother(
     method: &str,
-    device: DeviceChoice,
+    device: Option<&Device>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Candidate> {
@@ -136,7 +172,7 @@ fn fast_smoother(
             (format!("dct5/host (K={terms})"), plan, shape)
         }
     };
-    if let Some(dev) = device.resolve()? {
+    if let Some(dev) = device {
         // On a device dct5 runs the OpenCL kernels' segments, not the host's.
         let shape = match shape {
             Shape::Dct5 { size, terms, .. } => Shape::Dct5 {
@@ -148,7 +184,7 @@ fn fast_smoother(
             },
             other => other,
         };
-        let cl = SeparableCl::new(dev, method, &plan, kernel, fast.exact)?;
+        let cl = SeparableCl::new(dev.clone(), method, &plan, kernel, fast.exact)?;
         return Ok(Candidate {
             bounds: Some(cl.bounds()),
             smoother: Box::new(cl),
@@ -171,17 +207,28 @@ fn fast_smoother(
     })
 }
 
-/// `--method auto`: naive, svd and (for Gaussian and box kernels) dct5, chosen per tile.
+/// `--method auto`: naive, svd and (for Gaussian and box kernels) dct5,
+/// chosen per tile; on several devices, auto on the first.
 pub fn auto(
-    device: DeviceChoice,
+    device: &DeviceChoice,
     variant: Option<&str>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Auto> {
-    let kind = device.resolve()?.map(|d| d.info().kind);
+    auto_on(first_member(device)?, variant, kernel, fast)
+}
+
+/// [`auto`] on one device.
+fn auto_on(
+    device: Member,
+    variant: Option<&str>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Auto> {
+    let kind = device.as_ref().map(|d| d.info().kind);
     let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
     let mut candidates = vec![Candidate {
-        smoother: class_smoother("naive", device, variant)?,
+        smoother: naive_on("naive", device.clone(), variant)?,
         shape: Shape::Naive { taps },
         bounds: None,
         certified: false,
@@ -190,13 +237,13 @@ pub fn auto(
         terms: None,
         ..*fast
     };
-    candidates.push(fast_smoother("svd", device, kernel, &svd_opts)?);
+    candidates.push(fast_smoother("svd", device.as_ref(), kernel, &svd_opts)?);
     let dct_opts = FastOptions {
         rank: None,
         energy: None,
         ..*fast
     };
-    if let Ok(c) = fast_smoother("dct5", device, kernel, &dct_opts) {
+    if let Ok(c) = fast_smoother("dct5", device.as_ref(), kernel, &dct_opts) {
         candidates.push(c);
     }
     Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
@@ -208,10 +255,10 @@ mod tests {
 
     #[test]
     fn host_and_errors() {
-        let m = class_smoother("naive", DeviceChoice::Host, None).unwrap();
+        let m = class_smoother("naive", &DeviceChoice::Host, None).unwrap();
         assert_eq!(m.name(), "naive/host");
-        assert!(class_smoother("nope", DeviceChoice::Host, None).is_err());
-        let e = class_smoother("naive", DeviceChoice::Host, Some("warp"))
+        assert!(class_smoother("nope", &DeviceChoice::Host, None).is_err());
+        let e = class_smoother("naive", &DeviceChoice::Host, Some("warp"))
             .err()
             .unwrap()
             .to_string();
@@ -232,35 +279,35 @@ mod tests {
             .build()
             .unwrap();
         let opts = FastOptions::default();
-        let m = smoother_for("dct5", DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        let m = smoother_for("dct5", &DeviceChoice::Host, None, &gauss, &opts).unwrap();
         assert_eq!(m.name(), "dct5/host (K=3)");
         assert!(!m.is_exact());
         let exact = FastOptions {
             exact: true,
             ..opts
         };
-        let m = smoother_for("svd", DeviceChoice::Host, None, &disc, &exact).unwrap();
+        let m = smoother_for("svd", &DeviceChoice::Host, None, &disc, &exact).unwrap();
         assert!(m.is_exact() && m.name().starts_with("exact(svd/host"));
-        assert!(smoother_for("dct5", DeviceChoice::Host, None, &disc, &opts).is_err());
+        assert!(smoother_for("dct5", &DeviceChoice::Host, None, &disc, &opts).is_err());
         let bad = FastOptions {
             rank: Some(2),
             ..opts
         };
-        assert!(smoother_for("dct5", DeviceChoice::Host, None, &gauss, &bad).is_err());
-        assert!(smoother_for("naive", DeviceChoice::Host, None, &gauss, &bad).is_err());
+        assert!(smoother_for("dct5", &DeviceChoice::Host, None, &gauss, &bad).is_err());
+        assert!(smoother_for("naive", &DeviceChoice::Host, None, &gauss, &bad).is_err());
         // A 31×31 Gaussian over 17 classes: dct5 beats 961 histogram updates;
         // a 3×3 box over 17 classes: naive's 9 taps win.
-        let a = auto(DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        let a = auto(&DeviceChoice::Host, None, &gauss, &opts).unwrap();
         assert!(a.explain(17).contains("=> dct5"), "{}", a.explain(17));
         let small: Kernel = "box:3"
             .parse::<crate::kernel::KernelSpec>()
             .unwrap()
             .build()
             .unwrap();
-        let a = auto(DeviceChoice::Host, None, &small, &opts).unwrap();
+        let a = auto(&DeviceChoice::Host, None, &small, &opts).unwrap();
         assert!(a.explain(17).contains("=> naive"), "{}", a.explain(17));
         // Certified candidates with a loose bound pay for their recomputation.
-        let a = auto(DeviceChoice::Host, None, &gauss, &exact).unwrap();
+        let a = auto(&DeviceChoice::Host, None, &gauss, &exact).unwrap();
         assert!(a.is_exact());
     }
 }

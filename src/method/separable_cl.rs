@@ -14,15 +14,17 @@
 use super::dct5_rot::{self, Rot};
 use super::naive::{exact_pixel, taps};
 use super::separable::{Bounds, Filter, SeparablePlan};
-use super::{ClassSmoother, ClassTile, SmoothParams};
+use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::classes::NO_CLASS;
+use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
-    DeviceTimes, PinnedHost, Queue, TimeCounters, event_ns,
+    DeviceTimes, Event, PinnedHost, Queue, TimeCounters, cl_error, event_ns,
 };
 use crate::error::Result;
 use crate::kernel::Kernel;
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use rayon::prelude::*;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,9 +79,16 @@ pub struct SeparableCl {
     times: TimeCounters,
     pixels: AtomicU64,
     recomputed: AtomicU64,
-    /// dct5's device and staging buffers, kept from tile to tile.
-    dct5: Mutex<Dct5Buffers>,
+    /// dct5's device and staging buffers of tiles no longer in flight,
+    /// reused by the next ones (one set per tile in flight).
+    dct5: Mutex<Vec<Dct5Buffers>>,
+    /// dct5's setting from the tune database, if any.
+    tuned: Option<Setting>,
 }
+
+/// Work-group size of dct5's row pass unless tuned (the column pass is
+/// fixed at 32 by its kernel, which transposes 32 columns in local memory).
+const DCT5_ROWS_GROUP: usize = 64;
 
 /// A device buffer that grows on demand and is otherwise reused.
 struct Grow<T> {
@@ -122,6 +131,8 @@ struct Dct5Buffers {
     /// Page-locked staging of the byte-narrowed codes (up) and winners (down).
     pinned8: Option<PinnedHost<u8>>,
     flags_host: Vec<u8>,
+    /// The class weights as uploaded.
+    cw: Vec<f32>,
 }
 
 impl SeparableCl {
@@ -180,6 +191,14 @@ impl SeparableCl {
             pixels: AtomicU64::new(0),
             recomputed: AtomicU64::new(0),
             dct5: Mutex::default(),
+            tuned: None,
+        };
+        let me = match me.shape {
+            Shape::Dct5(_) => {
+                let tuned = tune::tuned(me.device.info(), tune::DCT5);
+                me.with_tuning(tuned)
+            }
+            Shape::Svd { .. } => me,
         };
         // Build the programs now: a compiler error surfaces here, not mid-run.
         me.device.program(me.source(), &me.options())?;
@@ -189,6 +208,22 @@ impl SeparableCl {
 
     pub fn bounds(&self) -> Bounds {
         self.bounds
+    }
+
+    /// Takes dct5's launch setting from `setting` (a tune database entry)
+    /// instead of the database runs read (tests, `mapfilter tune`).
+    pub fn with_tuning(mut self, setting: Option<Setting>) -> Self {
+        self.tuned = setting;
+        self
+    }
+
+    /// The row pass's work-group size: the tuned one where it is well-formed
+    /// and fits the device.
+    fn rows_group(&self) -> usize {
+        match self.tuned.as_ref().map(|s| s.shape.as_slice()) {
+            Some(&[g]) if g > 0 && g <= self.device.info().max_work_group => g,
+            _ => DCT5_ROWS_GROUP,
+        }
     }
 
     fn source(&self) -> &'static str {
@@ -241,12 +276,10 @@ impl SeparableCl {
         self.recomputed.fetch_add(redone, Ordering::Relaxed);
     }
 
-    /// dct5 on one tile: the codes go up once, pass 1 and pass 2 run for
-    /// every class in one launch each (planes stored transposed, so every
-    /// access is coalesced), the ranking in a third; winners (and, in the
-    /// certified mode, the flags) come down. Buffers are reused across tiles.
-    /// With `scores`, the weighted score planes also come down, as
-    /// `ST[c][x][y]` with columns `ohp` (the output height rounded up to 32) apart.
+    /// dct5 on one tile, at once: [`SeparableCl::enqueue_dct5`], then
+    /// [`SeparableCl::finish_dct5`]. With `scores`, the weighted score
+    /// planes also come down, as `ST[c][x][y]` with columns `ohp` (the
+    /// output height rounded up to 32) apart.
     fn smooth_dct5(
         &self,
         tile: &ClassTile,
@@ -254,8 +287,54 @@ impl SeparableCl {
         out: &mut [u16],
         scores: Option<&mut Vec<f32>>,
     ) -> Result<()> {
+        let mut bufs = self.take_slot();
+        let flight = self.enqueued(self.enqueue_dct5(&mut bufs, tile, params, Some(&mut *out)))?;
+        if let Some(v) = scores {
+            let planes = tile.n_classes.max(1);
+            let ohp = tile.output_height().next_multiple_of(32);
+            v.resize(planes * tile.output_width() * ohp, 0.0);
+            let p2 = bufs.planes2.buf.as_ref().expect("allocated");
+            self.device.download(p2, v)?;
+        }
+        let flags = self.finish_dct5(bufs, flight, out)?;
+        if self.exact {
+            self.recompute(tile, params, out, &flags);
+        }
+        Ok(())
+    }
+
+    /// `enqueued` as it is, or on an error, after the device has finished
+    /// what was enqueued (its host memory is about to be freed).
+    fn enqueued<T>(&self, enqueued: Result<T>) -> Result<T> {
+        if enqueued.is_err() {
+            let _ = self.device.finish();
+        }
+        enqueued
+    }
+
+    /// A set of dct5 buffers no tile in flight uses (new ones if all are).
+    fn take_slot(&self) -> Dct5Buffers {
+        let mut free = self.dct5.lock().unwrap_or_else(|e| e.into_inner());
+        free.pop().unwrap_or_default()
+    }
+
+    /// dct5 on one tile, enqueued: the codes go up once (as bytes from
+    /// pinned memory where the classes fit), pass 1 and pass 2 run for
+    /// every class in one launch each (planes stored transposed, so every
+    /// access is coalesced), the ranking in a third; winners (and, in the
+    /// certified mode, the flags) come down into `bufs`, or for more than
+    /// 254 classes into `wide_out`, which the caller keeps until
+    /// [`SeparableCl::finish_dct5`]. Nothing here waits for the device, so
+    /// the next tile's host work overlaps this one's transfers and kernels.
+    fn enqueue_dct5(
+        &self,
+        bufs: &mut Dct5Buffers,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        wide_out: Option<&mut [u16]>,
+    ) -> Result<Dct5Flight> {
         let Shape::Dct5(rot) = &self.shape else {
-            unreachable!("smooth_dct5 runs dct5 shapes only")
+            unreachable!("enqueue_dct5 runs dct5 shapes only")
         };
         let dev = &self.device;
         let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
@@ -267,7 +346,7 @@ impl SeparableCl {
             .define("CODE", if narrow { "uchar" } else { "ushort" });
         let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
         let wmax = params.max_class_weight();
-        let cw: Vec<f32> = (0..classes.max(1))
+        bufs.cw = (0..classes.max(1))
             .map(|c| {
                 params
                     .class_weights
@@ -275,31 +354,49 @@ impl SeparableCl {
                     .map_or(0.0, |&v| (v as f64 / wmax) as f32)
             })
             .collect();
-        let mut guard = self.dct5.lock().unwrap_or_else(|e| e.into_inner());
-        let bufs = &mut *guard;
         if bufs.consts.is_none() {
             bufs.consts = Some(dev.buffer_from(&rot.constants(), CL_MEM_READ_ONLY)?);
         }
         let n_codes = w * tile.height;
+        let up = dev.queue(Queue::Upload);
+        let up_err = cl_error("uploading a tile");
+        let mut uploads = Vec::with_capacity(2);
+        // SAFETY (every non-blocking transfer below): the host memory lies in
+        // `bufs` (or `wide_out`, `tile.classes`), which the caller keeps
+        // untouched until `finish_dct5` has waited for every event.
         if narrow {
             let staging = PinnedHost::ensure(&mut bufs.pinned8, dev, n_codes.max(ow * oh))?;
             staging.as_mut_slice()[..n_codes]
                 .par_iter_mut()
                 .zip(tile.classes.par_iter())
                 .for_each(|(s, &c)| *s = c as u8);
-        }
-        let t0 = Instant::now();
-        if narrow {
             let b = bufs.codes8.get(dev, n_codes, CL_MEM_READ_ONLY)?;
             let staging = bufs.pinned8.as_ref().expect("staged above");
-            dev.upload(b, &staging.as_slice()[..n_codes])?;
+            uploads.push(
+                unsafe {
+                    up.enqueue_write_buffer(
+                        b,
+                        CL_NON_BLOCKING,
+                        0,
+                        &staging.as_slice()[..n_codes],
+                        &[],
+                    )
+                }
+                .map_err(&up_err)?,
+            );
         } else {
-            let b = bufs.codes16.get(dev, w * tile.height, CL_MEM_READ_ONLY)?;
-            dev.upload(b, tile.classes)?;
+            let b = bufs.codes16.get(dev, n_codes, CL_MEM_READ_ONLY)?;
+            uploads.push(
+                unsafe { up.enqueue_write_buffer(b, CL_BLOCKING, 0, tile.classes, &[]) }
+                    .map_err(&up_err)?,
+            );
         }
-        let weights = bufs.weights.get(dev, cw.len(), CL_MEM_READ_ONLY)?;
-        dev.upload(weights, &cw)?;
-        let upload_ns = t0.elapsed().as_nanos() as u64;
+        let weights = bufs.weights.get(dev, bufs.cw.len(), CL_MEM_READ_ONLY)?;
+        uploads.push(
+            unsafe { up.enqueue_write_buffer(weights, CL_NON_BLOCKING, 0, &bufs.cw, &[]) }
+                .map_err(&up_err)?,
+        );
+        up.flush().map_err(&up_err)?;
         let planes = classes.max(1);
         bufs.planes1.get(dev, planes * w * ohp, CL_MEM_READ_WRITE)?;
         bufs.planes2
@@ -338,12 +435,13 @@ impl SeparableCl {
             .mem(co)
             .mem(p1)
             .done()?;
+        let waits: Vec<&Event> = uploads.iter().collect();
         let e1 = dev.launch(
             Queue::Compute,
             &cols,
             &[w, oh.div_ceil(seg1), planes],
             Some(&[32, 1, 1]),
-            &[],
+            &waits,
         )?;
         Args::new(&rows)
             .mem(p1)
@@ -360,7 +458,7 @@ impl SeparableCl {
             Queue::Compute,
             &rows,
             &[oh, ow.div_ceil(seg2), planes],
-            Some(&[64, 1, 1]),
+            Some(&[self.rows_group(), 1, 1]),
             &[],
         )?;
         let eps = self.bounds.total();
@@ -383,27 +481,79 @@ impl SeparableCl {
         };
         a.mem(flags).done()?;
         let e3 = dev.launch(Queue::Compute, &rank, &[oh, ow], None, &[])?;
-        if let Some(v) = scores {
-            v.resize(planes * ow * ohp, 0.0);
-            dev.download(p2, v)?;
-        }
-        let t1 = Instant::now();
+        dev.queue(Queue::Compute)
+            .flush()
+            .map_err(cl_error("starting a kernel"))?;
+        let down = dev.queue(Queue::Download);
+        let down_err = cl_error("downloading a tile");
+        let mut downloads = Vec::with_capacity(2);
         if narrow {
             let staging = bufs.pinned8.as_mut().expect("staged above");
-            dev.download(
-                bufs.winners8.buf.as_ref().expect("allocated"),
-                &mut staging.as_mut_slice()[..ow * oh],
-            )?;
+            let winners = bufs.winners8.buf.as_ref().expect("allocated");
+            downloads.push(
+                unsafe {
+                    down.enqueue_read_buffer(
+                        winners,
+                        CL_NON_BLOCKING,
+                        0,
+                        &mut staging.as_mut_slice()[..ow * oh],
+                        &[e3.get()],
+                    )
+                }
+                .map_err(&down_err)?,
+            );
         } else {
-            dev.download(bufs.winners16.buf.as_ref().expect("allocated"), out)?;
+            let out = wide_out.expect("more than 254 classes come down into the caller's output");
+            let winners = bufs.winners16.buf.as_ref().expect("allocated");
+            downloads.push(
+                unsafe { down.enqueue_read_buffer(winners, CL_NON_BLOCKING, 0, out, &[e3.get()]) }
+                    .map_err(&down_err)?,
+            );
         }
         bufs.flags_host.resize(ow * oh, 0);
         if self.exact {
-            dev.download(flags, &mut bufs.flags_host)?;
+            downloads.push(
+                unsafe {
+                    down.enqueue_read_buffer(
+                        flags,
+                        CL_NON_BLOCKING,
+                        0,
+                        &mut bufs.flags_host,
+                        &[e3.get()],
+                    )
+                }
+                .map_err(&down_err)?,
+            );
         }
-        // The download waited for every kernel: their events are complete.
-        let each = [&e1, &e2, &e3].map(event_ns);
-        let kernel_ns: u64 = each.iter().sum();
+        down.flush().map_err(&down_err)?;
+        Ok(Dct5Flight {
+            uploads,
+            kernels: [e1, e2, e3],
+            downloads,
+            _programs: [cols, rows, rank],
+            outputs: ow * oh,
+            narrow,
+        })
+    }
+
+    /// Waits for a tile [`SeparableCl::enqueue_dct5`] started, adds its
+    /// device times, widens its winners into `out`, gives `bufs` back for
+    /// the next tile and returns the certified mode's flags (else nothing).
+    fn finish_dct5(
+        &self,
+        mut bufs: Dct5Buffers,
+        flight: Dct5Flight,
+        out: &mut [u16],
+    ) -> Result<Vec<u8>> {
+        for e in flight
+            .downloads
+            .iter()
+            .chain(&flight.kernels)
+            .chain(&flight.uploads)
+        {
+            e.wait().map_err(cl_error("running a tile"))?;
+        }
+        let each = flight.kernels.each_ref().map(event_ns);
         let ms = each.map(|n| n as f64 / 1e6);
         let line = || {
             format!(
@@ -417,22 +567,72 @@ impl SeparableCl {
         } else {
             log::trace!("{}", line());
         }
-        let download_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(kernel_ns);
         self.times.add(DeviceTimes {
-            upload_ns,
-            kernel_ns,
-            download_ns,
+            upload_ns: flight.uploads.iter().map(event_ns).sum(),
+            kernel_ns: each.iter().sum(),
+            download_ns: flight.downloads.iter().map(event_ns).sum(),
         });
-        if narrow {
+        if flight.narrow {
+            let staged = &bufs.pinned8.as_ref().expect("staged above").as_slice()[..flight.outputs];
             out.par_iter_mut()
-                .zip(bufs.pinned8.as_ref().expect("staged above").as_slice()[..ow * oh].par_iter())
+                .zip(staged.par_iter())
                 .for_each(|(o, &v)| *o = if v == u8::MAX { NO_CLASS } else { v as u16 });
         }
-        if self.exact {
-            self.recompute(tile, params, out, &bufs.flags_host);
+        self.pixels
+            .fetch_add(flight.outputs as u64, Ordering::Relaxed);
+        let flags = if self.exact {
+            std::mem::take(&mut bufs.flags_host)
+        } else {
+            Vec::new()
+        };
+        self.dct5
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(bufs);
+        Ok(flags)
+    }
+}
+
+/// The events and kernels of a dct5 tile in flight.
+struct Dct5Flight {
+    uploads: Vec<Event>,
+    kernels: [Event; 3],
+    downloads: Vec<Event>,
+    /// Kept until the tile is done.
+    _programs: [crate::device::Kernel; 3],
+    outputs: usize,
+    narrow: bool,
+}
+
+/// A dct5 tile in flight ([`ClassSmoother::submit`]): its buffers and events.
+struct Dct5Pending<'a> {
+    method: &'a SeparableCl,
+    bufs: Option<Dct5Buffers>,
+    flight: Option<Dct5Flight>,
+}
+
+impl PendingTile for Dct5Pending<'_> {
+    fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        let (bufs, flight) = (self.bufs.take(), self.flight.take());
+        self.method
+            .finish_dct5(
+                bufs.expect("present until waited"),
+                flight.expect("present until waited"),
+                out,
+            )
+            .map(drop)
+    }
+}
+
+impl Drop for Dct5Pending<'_> {
+    fn drop(&mut self) {
+        // A tile dropped unwaited (the run failed): its transfers must end
+        // before their host memory is reused or freed.
+        if let Some(f) = &self.flight {
+            for e in f.downloads.iter().chain(&f.kernels).chain(&f.uploads) {
+                let _ = e.wait();
+            }
         }
-        self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
-        Ok(())
     }
 }
 
@@ -473,6 +673,29 @@ impl ClassSmoother for SeparableCl {
 
     fn is_exact(&self) -> bool {
         self.exact
+    }
+
+    /// Approximate dct5 tiles of fewer than 255 classes are enqueued and
+    /// left running, so the engine's next tiles overlap them; the rest run
+    /// at once.
+    fn submit(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Box<dyn PendingTile + '_>> {
+        let in_flight = matches!(self.shape, Shape::Dct5(_))
+            && !self.exact
+            && tile.n_classes < 255
+            && tile.output_len() > 0
+            && tile.halo == self.size / 2;
+        if !in_flight {
+            let mut out = vec![0u16; tile.output_len()];
+            self.smooth(tile, params, &mut out)?;
+            return Ok(Box::new(Finished(out)));
+        }
+        let mut bufs = self.take_slot();
+        let flight = self.enqueued(self.enqueue_dct5(&mut bufs, tile, params, None))?;
+        Ok(Box::new(Dct5Pending {
+            method: self,
+            bufs: Some(bufs),
+            flight: Some(flight),
+        }))
     }
 
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
@@ -583,6 +806,10 @@ impl ClassSmoother for SeparableCl {
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
         Some(self.times.take())
+    }
+
+    fn tuned(&self) -> Vec<Setting> {
+        self.tuned.iter().cloned().collect()
     }
 
     fn summary(&self) -> Option<String> {

@@ -94,7 +94,7 @@ pub fn resolve(
             .filter(|_| spec.method == "dct5" || spec.method == "auto"),
         exact,
     };
-    select::smoother_for(&spec.method, device, variant, kernel, &fast)
+    select::smoother_for(&spec.method, &device, variant, kernel, &fast)
         .map_err(|e| e.context(format!("method {spec}")))
 }
 

@@ -1,0 +1,488 @@
+//! Several devices in one run: [`Shared`] is a [`ClassSmoother`] over one
+//! smoother per device (`--device all`, `--device 1,2`).
+//!
+//! Tiles submitted to it go into one queue. Each device has a worker thread
+//! that pulls the next tile whenever it has room (as many tiles as its own
+//! method keeps in flight), so a fast GPU takes many tiles and a slow CPU
+//! device few, and both stay busy. The engine still finishes tiles in
+//! order, so a tile's result does not depend on which device computed it
+//! beyond what the method itself guarantees: exact methods (naive, svd and
+//! dct5 with `--exact`) give the same bytes on every device, so a shared
+//! run gives the bytes of a run on one. Approximate methods give, tile by
+//! tile, what the device that took the tile gives.
+
+use super::{ClassSmoother, ClassTile, PendingTile, Promised, SmoothParams};
+use crate::device::DeviceTimes;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What one device of a shared run did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Share {
+    /// The member's position in the list and its method's name, e.g.
+    /// `#1 naive/pthread-... (fast)`.
+    pub device: String,
+    pub tiles: u64,
+    pub pixels: u64,
+    /// Wall time during which the device held at least one tile.
+    pub busy: Duration,
+    /// Its profiled device time (`None` on the host).
+    pub times: Option<DeviceTimes>,
+}
+
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} tiles, {:.1} Mpx, busy {:.1} ms",
+            self.device,
+            self.tiles,
+            self.pixels as f64 / 1e6,
+            self.busy.as_secs_f64() * 1e3
+        )?;
+        if let Some(t) = self.times {
+            write!(f, ", kernels {:.1} ms", t.kernel_ns as f64 / 1e6)?;
+        }
+        Ok(())
+    }
+}
+
+/// A tile handed to the workers, with everything it needs owned.
+struct Job {
+    classes: Vec<u16>,
+    width: usize,
+    height: usize,
+    halo: usize,
+    n_classes: usize,
+    weights: Vec<u32>,
+    kernel: Arc<Kernel>,
+    fill_nodata: bool,
+    reply: Sender<Result<Vec<u16>>>,
+}
+
+/// One member's figures, written by its worker.
+#[derive(Default)]
+struct Counters {
+    tiles: AtomicU64,
+    pixels: AtomicU64,
+    busy_ns: AtomicU64,
+    /// Device times taken from the member and not yet reported.
+    times: Mutex<Option<DeviceTimes>>,
+}
+
+/// One smoother per device sharing the tiles through a queue.
+pub struct Shared {
+    members: Vec<Arc<dyn ClassSmoother>>,
+    counters: Vec<Arc<Counters>>,
+    /// `None` only while dropping (closing it stops the workers).
+    jobs: Option<Sender<Job>>,
+    workers: Vec<JoinHandle<()>>,
+    /// The kernel of the last tile, shared by the jobs of a run.
+    kernel: Mutex<Option<Arc<Kernel>>>,
+}
+
+impl Shared {
+    /// Shares tiles between `members` (at least one), each on its own device.
+    pub fn new(members: Vec<Box<dyn ClassSmoother>>) -> Result<Self> {
+        if members.is_empty() {
+            crate::bail!("a shared run needs at least one device");
+        }
+        let members: Vec<Arc<dyn ClassSmoother>> = members.into_iter().map(Arc::from).collect();
+        let counters: Vec<Arc<Counters>> = members.iter().map(|_| Arc::default()).collect();
+        let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
+        let workers = members
+            .iter()
+            .zip(&counters)
+            .enumerate()
+            .map(|(i, (member, counters))| {
+                let (member, counters, queue) = (member.clone(), counters.clone(), queue.clone());
+                std::thread::Builder::new()
+                    .name(format!("mapfilter-device-{i}"))
+                    .spawn(move || work(member.as_ref(), &queue, &counters))
+                    .map_err(|e| {
+                        Error::new(format!("starting a device's worker thread: {e}"))
+                            .hint("the system is out of threads; use one device")
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Shared {
+            members,
+            counters,
+            jobs: Some(jobs),
+            workers,
+            kernel: Mutex::default(),
+        })
+    }
+
+    /// The members' device times so far, moved into their counters (so
+    /// that both the run's sum and the shares see them).
+    fn collect_times(&self) {
+        for (m, c) in self.members.iter().zip(&self.counters) {
+            if let Some(t) = m.take_device_times() {
+                let mut held = c.times.lock().unwrap_or_else(|p| p.into_inner());
+                let sum = held.get_or_insert_with(DeviceTimes::default);
+                sum.upload_ns += t.upload_ns;
+                sum.kernel_ns += t.kernel_ns;
+                sum.download_ns += t.download_ns;
+            }
+        }
+    }
+
+    /// The run's kernel as one shared copy (a run has one kernel; another
+    /// replaces it).
+    fn kernel(&self, kernel: &Kernel) -> Arc<Kernel> {
+        let mut held = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
+        match &*held {
+            Some(k) if **k == *kernel => k.clone(),
+            _ => {
+                let k = Arc::new(kernel.clone());
+                *held = Some(k.clone());
+                k
+            }
+        }
+    }
+}
+
+/// A tile a worker holds: its pending result, output length and caller.
+type Held<'m> = (Box<dyn PendingTile + 'm>, usize, Sender<Result<Vec<u16>>>);
+
+/// A member's worker: pulls tiles while it has room for them, waits for
+/// its oldest otherwise, and sends each result back to the tile's caller.
+fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) {
+    // A host member computes in `submit` itself: one tile at a time.
+    let room = match member.runs_on() {
+        Some(_) => member.depth() + 1,
+        None => 1,
+    };
+    let mut in_flight: VecDeque<Held> = VecDeque::new();
+    let mut busy_from: Option<Instant> = None;
+    loop {
+        let job = if in_flight.is_empty() {
+            match queue.recv() {
+                Ok(job) => Some(job),
+                Err(_) => break,
+            }
+        } else if in_flight.len() < room {
+            queue.try_recv().ok()
+        } else {
+            None
+        };
+        if let Some(job) = job {
+            busy_from.get_or_insert_with(Instant::now);
+            let tile = ClassTile {
+                width: job.width,
+                height: job.height,
+                halo: job.halo,
+                n_classes: job.n_classes,
+                classes: &job.classes,
+            };
+            let params = SmoothParams {
+                kernel: &job.kernel,
+                class_weights: &job.weights,
+                fill_nodata: job.fill_nodata,
+            };
+            let len = tile.output_len();
+            match member.submit(&tile, &params) {
+                Ok(pending) => in_flight.push_back((pending, len, job.reply)),
+                // The caller is gone only when the run already failed.
+                Err(e) => {
+                    let _ = job.reply.send(Err(e));
+                }
+            }
+        } else if let Some(oldest) = in_flight.pop_front() {
+            deliver(oldest, counters);
+        }
+        // Tiles computed in `submit` itself (host members, synchronous
+        // paths) go back at once, not after the tiles pulled behind them.
+        while in_flight.front().is_some_and(|(p, _, _)| p.ready()) {
+            deliver(in_flight.pop_front().expect("checked"), counters);
+        }
+        if in_flight.is_empty()
+            && let Some(from) = busy_from.take()
+        {
+            let ns = from.elapsed().as_nanos() as u64;
+            counters.busy_ns.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Waits for a tile and sends its result to the tile's caller.
+fn deliver((pending, len, reply): Held, counters: &Counters) {
+    let out = pending.into_output(len);
+    if out.is_ok() {
+        counters.tiles.fetch_add(1, Ordering::Relaxed);
+        counters.pixels.fetch_add(len as u64, Ordering::Relaxed);
+    }
+    // The caller is gone only when the run already failed.
+    let _ = reply.send(out);
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Closing the queue ends every worker once its tiles are done.
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+impl ClassSmoother for Shared {
+    fn name(&self) -> String {
+        let names: Vec<String> = self.members.iter().map(|m| m.name()).collect();
+        names.join(" + ")
+    }
+
+    fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+        self.submit(tile, params)?.wait(out)
+    }
+
+    fn is_exact(&self) -> bool {
+        self.members.iter().all(|m| m.is_exact())
+    }
+
+    fn summary(&self) -> Option<String> {
+        let lines: Vec<String> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.summary().map(|s| format!("#{i}: {s}")))
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
+    }
+
+    fn submit(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Box<dyn PendingTile + '_>> {
+        let (reply, result) = crossbeam_channel::bounded(1);
+        let job = Job {
+            classes: tile.classes.to_vec(),
+            width: tile.width,
+            height: tile.height,
+            halo: tile.halo,
+            n_classes: tile.n_classes,
+            weights: params.class_weights.to_vec(),
+            kernel: self.kernel(params.kernel),
+            fill_nodata: params.fill_nodata,
+            reply,
+        };
+        self.jobs
+            .as_ref()
+            .and_then(|q| q.send(job).ok())
+            .ok_or_else(|| Error::new("every device of the run has stopped"))?;
+        Ok(Box::new(Promised(result)))
+    }
+
+    /// A GPU among the members sizes the tiles for it.
+    fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+        let kinds: Vec<_> = self.members.iter().map(|m| m.runs_on()).collect();
+        if kinds.contains(&Some(crate::device::DeviceKind::Gpu)) {
+            return Some(crate::device::DeviceKind::Gpu);
+        }
+        kinds.into_iter().flatten().next()
+    }
+
+    fn take_device_times(&self) -> Option<DeviceTimes> {
+        self.collect_times();
+        let mut sum: Option<DeviceTimes> = None;
+        for c in &self.counters {
+            if let Some(t) = *c.times.lock().unwrap_or_else(|p| p.into_inner()) {
+                let s = sum.get_or_insert_with(DeviceTimes::default);
+                s.upload_ns += t.upload_ns;
+                s.kernel_ns += t.kernel_ns;
+                s.download_ns += t.download_ns;
+            }
+        }
+        sum
+    }
+
+    /// Every member's room and one tile waiting for each, so that a device
+    /// finishing a tile finds the next one queued.
+    fn depth(&self) -> usize {
+        self.members
+            .iter()
+            .map(|m| match m.runs_on() {
+                Some(_) => m.depth() + 2,
+                None => 2,
+            })
+            .sum::<usize>()
+            .saturating_sub(1)
+    }
+
+    fn tuned(&self) -> Vec<crate::device::tune::Setting> {
+        self.members.iter().flat_map(|m| m.tuned()).collect()
+    }
+
+    fn take_shares(&self) -> Vec<Share> {
+        self.collect_times();
+        self.members
+            .iter()
+            .zip(&self.counters)
+            .enumerate()
+            .map(|(i, (m, c))| Share {
+                device: format!("#{i} {}", m.name()),
+                tiles: c.tiles.swap(0, Ordering::Relaxed),
+                pixels: c.pixels.swap(0, Ordering::Relaxed),
+                busy: Duration::from_nanos(c.busy_ns.swap(0, Ordering::Relaxed)),
+                times: c.times.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classes::ClassTable;
+    use crate::engine::{MemRaster, SmoothJob, smooth_in_memory, smooth_in_memory_with_stats};
+    use crate::kernel::KernelSpec;
+    use crate::method::naive::NaiveHost;
+    use std::sync::atomic::AtomicUsize;
+    use tiles::Border;
+
+    fn input() -> (MemRaster, SmoothJob) {
+        let (w, h) = (90, 70);
+        let data: Vec<u16> = (0..w * h)
+            .map(|i| [2, 5, 7, 11][((i % w) / 4 + (i / w) / 3 + i % 7) % 4])
+            .collect();
+        let classes = ClassTable::from_codes(&data, None).unwrap();
+        let job = SmoothJob {
+            kernel: "gaussian:1".parse::<KernelSpec>().unwrap().build().unwrap(),
+            class_weights: vec![1; classes.len()],
+            output_nodata: classes.nodata(),
+            classes,
+            border: Border::Same,
+            fill_nodata: false,
+            tile: 10,
+        };
+        (MemRaster::new(w, h, data), job)
+    }
+
+    /// The host method, slowed down: each of its tiles waits (up to a
+    /// second) until the fast member has finished two more tiles.
+    struct Slow {
+        fast: Arc<AtomicUsize>,
+        done: AtomicUsize,
+    }
+
+    impl ClassSmoother for Slow {
+        fn name(&self) -> String {
+            "slow".into()
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            let goal = 2 * (self.done.fetch_add(1, Ordering::SeqCst) + 1);
+            let until = Instant::now() + Duration::from_secs(1);
+            while self.fast.load(Ordering::SeqCst) < goal && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            NaiveHost.smooth(tile, params, out)
+        }
+    }
+
+    /// The host method, counting its tiles.
+    struct Counted(Arc<AtomicUsize>);
+
+    impl ClassSmoother for Counted {
+        fn name(&self) -> String {
+            "counted".into()
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            NaiveHost.smooth(tile, params, out)?;
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// Devices pull tiles: the fast member takes more than the slow one,
+    /// and the result is the one-device result.
+    #[test]
+    fn the_faster_member_takes_more_tiles_and_the_result_is_the_same() {
+        let (input, job) = input();
+        let want = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
+        let fast = Arc::new(AtomicUsize::new(0));
+        let shared = Shared::new(vec![
+            Box::new(Slow {
+                fast: fast.clone(),
+                done: AtomicUsize::new(0),
+            }),
+            Box::new(Counted(fast.clone())),
+        ])
+        .unwrap();
+        let (got, stats) = smooth_in_memory_with_stats(&input, &job, &shared).unwrap();
+        assert_eq!(got, want);
+        let shares = shared.take_shares();
+        assert_eq!(shares.len(), 2);
+        assert_eq!(
+            shares.iter().map(|s| s.tiles).sum::<u64>(),
+            stats.tiles as u64
+        );
+        assert_eq!(shares.iter().map(|s| s.pixels).sum::<u64>(), stats.pixels);
+        // Each slow tile waited for two fast ones, but for its last one,
+        // which may have found the queue empty.
+        assert!(
+            shares[1].tiles + 2 >= 2 * shares[0].tiles && shares[0].tiles > 0,
+            "{shares:?}"
+        );
+        assert!(shares[0].busy > Duration::ZERO && shares[0].device.starts_with("#0 slow"));
+        // Taken: the next call starts from zero.
+        assert!(shared.take_shares().iter().all(|s| s.tiles == 0));
+    }
+
+    /// A member that fails stops the run with its error; dropping the
+    /// shared method afterwards ends its workers.
+    #[test]
+    fn a_failing_member_stops_the_run() {
+        struct Failing;
+        impl ClassSmoother for Failing {
+            fn name(&self) -> String {
+                "failing".into()
+            }
+            fn is_exact(&self) -> bool {
+                true
+            }
+            fn smooth(&self, _: &ClassTile, _: &SmoothParams, _: &mut [u16]) -> Result<()> {
+                Err(Error::new("this device fails"))
+            }
+        }
+        let (input, job) = input();
+        let shared = Shared::new(vec![Box::new(Failing), Box::new(NaiveHost)]).unwrap();
+        let e = smooth_in_memory(&input, &job, &shared).unwrap_err();
+        assert!(e.to_string().contains("this device fails"), "{e}");
+        drop(shared);
+    }
+
+    /// Two contexts of the test device (PoCL) share the tiles of the
+    /// OpenCL naive method and give the host's bytes.
+    #[test]
+    fn two_contexts_of_one_device_give_the_host_result() {
+        let Some(dev) = crate::device::test_device() else {
+            return;
+        };
+        let (input, job) = input();
+        let want = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
+        let second = crate::device::Device::open_instance(dev.info().index, 1).unwrap();
+        let members: Vec<Box<dyn ClassSmoother>> = [dev, second]
+            .into_iter()
+            .map(|d| {
+                Box::new(crate::method::naive_cl::NaiveCl::new(d, Default::default()).unwrap())
+                    as Box<dyn ClassSmoother>
+            })
+            .collect();
+        let shared = Shared::new(members).unwrap();
+        assert!(shared.is_exact());
+        let got = smooth_in_memory(&input, &job, &shared).unwrap();
+        assert_eq!(got, want);
+        let shares = shared.take_shares();
+        assert!(shares.iter().all(|s| s.times.is_some()), "{shares:?}");
+    }
+}
