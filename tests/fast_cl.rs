@@ -24,6 +24,7 @@ fn input(w: usize, h: usize, classes: u16, pattern: Pattern, seed: u64) -> MemRa
 
 fn job(kernel: &Kernel, data: &[u16], weights: &str, tile: usize, fill: bool) -> SmoothJob {
     common::class_job(kernel, data, weights, (Border::Same, fill), tile, NODATA)
+    policies: Default::default(),
 }
 
 #[test]
@@ -96,6 +97,7 @@ fn dct5_scores_within_the_device_bound() {
             kernel: &kernel,
             class_weights: &weights,
             fill_nodata: false,
+            ties: Default::default(),
         };
         let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
         let got = cl.dct5_scores(&tile, &params).unwrap();

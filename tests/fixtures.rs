@@ -97,6 +97,7 @@ fn every_exact_method_and_tile_size_reproduces_the_fixtures() {
                         border,
                         fill_nodata: false,
                         tile,
+                        policies: Default::default(),
                     };
                     let mut out = MemRaster::filled(ew, eh, 0);
                     engine::smooth(

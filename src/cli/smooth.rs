@@ -55,6 +55,8 @@ pub struct SmoothArgs {
     pub variant: Option<String>,
     #[command(flatten)]
     pub fast: FastArgs,
+    #[command(flatten)]
+    pub policies: super::policy_args::PolicyArgs,
     /// Print the method chosen (and, for auto, the cost model's reasons) before running.
     #[arg(long)]
     pub explain: bool,
@@ -104,6 +106,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .with_size(args.size)?
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
+    let policies = args.policies.policies()?;
     let choice = MethodChoice {
         name: args.fast.method.clone(),
         device: DeviceChoice::from_arg(args.device.as_deref())?,
@@ -112,6 +115,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     };
     observer.device = choice.device;
     let method = choice.build(&kernel)?;
+    crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
     let overwrite = args.overwrite.overwrite;
     let target = Target::check(&args.output, overwrite, &[&args.input])?;
     let report = args
@@ -135,6 +139,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             need_present: args.report.is_some() || args.explain,
         },
         window: None,
+        policies,
     };
     let done = job::run(&spec, method.as_ref(), &mut observer)?;
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);

@@ -15,6 +15,7 @@ use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
+use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;
 use crate::progress::Progress;
@@ -81,6 +82,8 @@ pub struct SmoothSpec {
     /// A window of the output grid (the whole output's coordinates) to
     /// compute and write instead of the whole output.
     pub window: Option<Rect>,
+    /// Ties, kept and silent classes, isolated pixels, iterations.
+    pub policies: Policies,
 }
 
 /// What a run reports to whoever started it. Every method has a default
@@ -151,10 +154,12 @@ fn smooth_into(
 ) -> Result<SmoothReport> {
     let mut input = ClassRaster::open_without_projection(&spec.input)?;
     observer.stage("open");
+    spec.policies.check()?;
+    let halo = spec.policies.halo(spec.kernel.radius());
     let grid = engine::tile_grid(
         input.meta.width,
         input.meta.height,
-        &spec.kernel,
+        halo,
         spec.border,
         spec.tile,
     )?;
@@ -204,6 +209,7 @@ fn smooth_into(
     // The output's nodata is the input's where it has one, so the output
     // can be made while the classes are scanned.
     let input_nodata = input.nodata_code();
+    spec.policies.check_nodata(input_nodata)?;
     if input_nodata.is_some() {
         output.make(with_nodata(input_nodata));
     }
@@ -225,6 +231,12 @@ fn smooth_into(
             }
         }
     };
+    // The undecided code is a class: a later pass reads it, and the
+    // output's nodata must not be it.
+    let classes = match spec.policies.ties.undecided() {
+        Some(code) => classes.with_code(code, max_code)?,
+        None => classes,
+    };
     let output_nodata = classes.output_nodata(max_code);
     output.make(with_nodata(output_nodata));
     let job = SmoothJob {
@@ -235,6 +247,7 @@ fn smooth_into(
         border: spec.border,
         fill_nodata: spec.fill_nodata,
         tile: spec.tile,
+        policies: spec.policies.clone(),
     };
     observer.before_engine(&job, method)?;
     let progress = observer.progress("smooth");
@@ -245,7 +258,7 @@ fn smooth_into(
         // reaches it through the kernel: pixels beyond the input contribute
         // nothing, as in a run over the whole input.
         let center = Rect::new(window.x + offset, window.y + offset, width, height);
-        let r = spec.kernel.radius();
+        let r = halo;
         let (w, h) = (input.meta.width, input.meta.height);
         let x0 = center.x.saturating_sub(r);
         let y0 = center.y.saturating_sub(r);

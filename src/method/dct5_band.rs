@@ -1134,6 +1134,7 @@ mod tests {
                 kernel: &kernel,
                 class_weights: &weights,
                 fill_nodata,
+                ties: Default::default(),
             };
             let rank = |isa| {
                 let mut ranking = Ranking::default();

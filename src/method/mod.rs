@@ -14,6 +14,7 @@ pub mod naive;
 pub mod naive_cl;
 pub mod naive_cl_runs;
 pub mod naive_cl_tuning;
+pub mod policy;
 pub mod ranking;
 pub mod select;
 pub mod separable;
@@ -72,6 +73,8 @@ pub struct SmoothParams<'a> {
     pub class_weights: &'a [u32],
     /// Smooth nodata centre pixels too instead of keeping them nodata.
     pub fill_nodata: bool,
+    /// Who wins a tie (docs/semantics.md#the-winner-and-ties).
+    pub ties: policy::Ties,
 }
 
 impl SmoothParams<'_> {
@@ -161,12 +164,15 @@ impl PendingTile for Finished {
 }
 
 /// The winning class from exact integer scores `raw[c]·weights[c]`
-/// (docs/semantics.md#the-winner-and-ties): the highest score; on a tie
-/// the centre class if it is among the best, else the smallest index; no
-/// positive score gives [`NO_CLASS`].
+/// (docs/semantics.md#the-winner-and-ties): the highest score; a tie by
+/// `ties` (the default: the centre class if it is among the best, else the
+/// smallest index); no positive score gives [`NO_CLASS`].
 /// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
 #[inline]
-pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16) -> u16 {
+pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
+    if ties != policy::Ties::Centre {
+        return pick_winner_by(raw, weights, ties);
+    }
     let mut best = NO_CLASS;
     let mut best_score = 0u64;
     for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
@@ -185,21 +191,50 @@ pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16) -> u16 {
     best
 }
 
+/// [`pick_winner`] for the tie rules that ignore the centre: the smallest
+/// or largest index among the best, or [`policy::UNDECIDED`] on a tie.
+fn pick_winner_by(raw: &[u32], weights: &[u32], ties: policy::Ties) -> u16 {
+    let (mut first, mut last, mut best_score, mut n) = (NO_CLASS, NO_CLASS, 0u64, 0);
+    for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
+        let s = r as u64 * w as u64;
+        if s > best_score {
+            (first, last, best_score, n) = (c as u16, c as u16, s, 1);
+        } else if s == best_score && s > 0 {
+            (last, n) = (c as u16, n + 1);
+        }
+    }
+    match ties {
+        policy::Ties::Largest => last,
+        policy::Ties::Undecided(_) if n > 1 => policy::UNDECIDED,
+        _ => first,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn winner_rules() {
+        use policy::Ties::*;
         let w = [1, 1, 1];
-        assert_eq!(pick_winner(&[1, 5, 2], &w, 0), 1);
+        let centre = |raw: &[u32], weights: &[u32], c| pick_winner(raw, weights, c, Centre);
+        assert_eq!(centre(&[1, 5, 2], &w, 0), 1);
         // Tie between 1 and 2: centre 2 wins, otherwise the smallest index.
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 2), 2);
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 0), 1);
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 3), 1);
+        assert_eq!(centre(&[0, 4, 4], &w, 2), 2);
+        assert_eq!(centre(&[0, 4, 4], &w, 0), 1);
+        assert_eq!(centre(&[0, 4, 4], &w, 3), 1);
         // No positive score: no class.
-        assert_eq!(pick_winner(&[0, 0, 0], &w, 1), NO_CLASS);
+        assert_eq!(centre(&[0, 0, 0], &w, 1), NO_CLASS);
         // Weights decide.
-        assert_eq!(pick_winner(&[3, 2, 0], &[1, 2, 1], 0), 1);
+        assert_eq!(centre(&[3, 2, 0], &[1, 2, 1], 0), 1);
+        // The other rules ignore the centre.
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 2, Smallest), 1);
+        assert_eq!(pick_winner(&[4, 4, 1], &w, 0, Largest), 1);
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 1, Undecided(9)), policy::UNDECIDED);
+        assert_eq!(pick_winner(&[0, 4, 3], &w, 2, Undecided(9)), 1);
+        assert_eq!(pick_winner(&[0, 0, 0], &w, 1, Largest), NO_CLASS);
+        // A class without a vote (weight 0) never wins.
+        assert_eq!(pick_winner(&[5, 0, 0], &[0, 1, 1], 0, Undecided(9)), NO_CLASS);
     }
 }

@@ -51,7 +51,7 @@ pub fn exact_pixel(
     }
     acc.iter_mut().for_each(|a| *a = 0);
     add_taps(taps, &tile.classes[origin..], acc);
-    pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
+    pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties)
 }
 
 /// The direct histogram method on the host.
@@ -111,7 +111,7 @@ impl ClassSmoother for NaiveHost {
                 } else {
                     kernel.add_by_taps(&tile.classes[origin..], &mut acc);
                 }
-                *slot = pick_winner(&acc[..tile.n_classes], params.class_weights, centre);
+                *slot = pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties);
             }
         });
         Ok(())
@@ -303,7 +303,7 @@ mod tests {
                             acc[at(dx, dy) as usize] += q[dy * n + dx];
                         }
                     }
-                    pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
+                    pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties)
                 };
             }
         }
@@ -360,6 +360,7 @@ mod tests {
             kernel,
             class_weights: weights,
             fill_nodata,
+            ties: Default::default(),
         };
         let mut out = vec![0u16; tile.output_len()];
         NaiveHost.smooth(&tile, &params, &mut out).unwrap();

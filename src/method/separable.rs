@@ -538,6 +538,7 @@ mod tests {
                 kernel: &kernel,
                 class_weights: &weights,
                 fill_nodata,
+                ties: Default::default(),
             };
             let (mut banded, mut whole) = (Ranking::default(), Ranking::default());
             plan.rank(&tile, &params, tau, &mut banded);

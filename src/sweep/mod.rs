@@ -329,6 +329,7 @@ impl Point {
             border: self.border,
             fill_nodata: false,
             tile: self.tile,
+            policies: Default::default(),
         })
     }
 

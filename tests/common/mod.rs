@@ -244,5 +244,6 @@ pub fn class_job(
         border,
         fill_nodata,
         tile,
+        policies: Default::default(),
     }
 }
