@@ -1,0 +1,310 @@
+//! The smoothing policies (docs/semantics.md#policies: `--ties`, `--keep`,
+//! `--no-vote`, `--only-isolated`, `--iterations`) against the fixtures of
+//! tests/fixtures (`expected_policy_*.tif`, from the independent numpy
+//! generator): every exact method, on the host and PoCL, with several tile
+//! sizes and the naive OpenCL kernel's CPU paths forced on and off, and the
+//! CLI; and the refusals.
+#![cfg(feature = "gdal")]
+
+mod common;
+
+use common::{exact_methods, fixture, mapfilter, mapfilter_ok, read_raster};
+use mapfilter::classes::ClassWeights;
+use mapfilter::device::test_device;
+use mapfilter::engine::{self, MemRaster, SmoothJob};
+use mapfilter::kernel::KernelSpec;
+use mapfilter::method::ClassSmoother;
+use mapfilter::method::naive_cl::{NaiveCl, Variant};
+use mapfilter::method::naive_cl_tuning::CpuPaths;
+use mapfilter::method::policy::PolicyText;
+use mapfilter::progress::Progress;
+use mapfilter::raster::ClassRaster;
+use tiles::Border;
+
+/// One case of `POLICY_CASES` in tests/fixtures/generate.py.
+struct Case {
+    name: &'static str,
+    input: &'static str,
+    kernel: &'static str,
+    options: &'static [&'static str],
+}
+
+const INPUT: &str = "classes_72x64.tif";
+const MODIS: &str = "modis_80x64.tif";
+
+/// The cases, as `POLICY_CASES` of generate.py lists them.
+const CASES: &[Case] = &[
+    Case {
+        name: "ties_smallest",
+        input: INPUT,
+        kernel: "box:3",
+        options: &["--ties", "smallest"],
+    },
+    Case {
+        name: "ties_largest",
+        input: MODIS,
+        kernel: "box:3",
+        options: &["--ties", "largest"],
+    },
+    Case {
+        name: "ties_undecided",
+        input: MODIS,
+        kernel: "box:3",
+        options: &["--ties", "undecided:250"],
+    },
+    Case {
+        name: "ties_undecided_fill",
+        input: INPUT,
+        kernel: "box:5",
+        options: &["--ties", "undecided:9", "--fill-nodata"],
+    },
+    Case {
+        name: "keep",
+        input: MODIS,
+        kernel: "gaussian:1.5",
+        options: &["--keep", "0,13"],
+    },
+    Case {
+        name: "no_vote",
+        input: INPUT,
+        kernel: "file:kernel_disc_r3.txt",
+        options: &["--no-vote", "3,40"],
+    },
+    Case {
+        name: "no_vote_modis",
+        input: MODIS,
+        kernel: "box:5",
+        options: &["--no-vote", "8,9,10"],
+    },
+    Case {
+        name: "only_isolated",
+        input: MODIS,
+        kernel: "box:5",
+        options: &["--only-isolated", "4"],
+    },
+    Case {
+        name: "only_isolated_disc",
+        input: INPUT,
+        kernel: "disc:2",
+        options: &["--only-isolated", "2", "--fill-nodata"],
+    },
+    Case {
+        name: "iterations",
+        input: MODIS,
+        kernel: "box:3",
+        options: &["--iterations", "3"],
+    },
+    Case {
+        name: "iterations_valid",
+        input: INPUT,
+        kernel: "file:kernel_thesis_3x3.txt",
+        options: &["--iterations", "2", "--border", "valid", "--fill-nodata"],
+    },
+    Case {
+        name: "combined",
+        input: MODIS,
+        kernel: "disc:2",
+        options: &[
+            "--ties",
+            "undecided:250",
+            "--keep",
+            "0",
+            "--no-vote",
+            "16",
+            "--only-isolated",
+            "6",
+            "--iterations",
+            "2",
+            "--class-weights",
+            "12:2",
+        ],
+    },
+];
+
+impl Case {
+    /// The kernel spec with a file kernel's path made absolute.
+    fn kernel_spec(&self) -> String {
+        match self.kernel.strip_prefix("file:") {
+            Some(name) => format!("file:{}", fixture(name).display()),
+            None => self.kernel.to_string(),
+        }
+    }
+
+    /// The value of `flag`, if the case gives it.
+    fn option(&self, flag: &str) -> Option<&'static str> {
+        let at = self.options.iter().position(|o| *o == flag)?;
+        self.options.get(at + 1).copied()
+    }
+
+    fn job(&self, tile: usize) -> (ClassRaster, SmoothJob) {
+        let mut input = ClassRaster::open(&fixture(self.input)).unwrap();
+        let mut classes = input.scan_classes(&Progress::hidden()).unwrap();
+        let policies = PolicyText {
+            ties: self.option("--ties"),
+            keep: self.option("--keep"),
+            no_vote: self.option("--no-vote"),
+            only_isolated: self.option("--only-isolated").map(|t| t.parse().unwrap()),
+            iterations: self.option("--iterations").map(|n| n.parse().unwrap()),
+        }
+        .parse()
+        .unwrap();
+        if let Some(code) = policies.ties.undecided() {
+            classes = classes.with_code(code, 255).unwrap();
+        }
+        let weights: ClassWeights = self.option("--class-weights").unwrap_or("").parse().unwrap();
+        let job = SmoothJob {
+            class_weights: weights.quantise(&classes),
+            output_nodata: classes.output_nodata(255),
+            kernel: self.kernel_spec().parse::<KernelSpec>().unwrap().build().unwrap(),
+            classes,
+            border: match self.option("--border") {
+                Some("valid") => Border::Valid,
+                _ => Border::Same,
+            },
+            fill_nodata: self.options.contains(&"--fill-nodata"),
+            tile,
+            policies,
+        };
+        (input, job)
+    }
+}
+
+/// The naive OpenCL kernel with its CPU paths forced, so that the tie rule
+/// of `-D TIES` meets the run path and the sliding histogram whatever the
+/// tiles look like.
+fn forced_paths() -> Vec<(String, Box<dyn ClassSmoother>)> {
+    let Some(dev) = test_device() else {
+        return Vec::new();
+    };
+    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> = Vec::new();
+    for (runs, slide) in [(true, false), (false, true), (false, false)] {
+        let paths = CpuPaths {
+            runs: Some(runs),
+            mask: Some(true),
+            slide: Some(slide),
+        };
+        let m = NaiveCl::new(dev.clone(), Variant::Fast)
+            .unwrap()
+            .with_cpu_paths(paths);
+        methods.push((format!("naive fast runs={runs} slide={slide}"), Box::new(m)));
+    }
+    methods
+}
+
+#[test]
+fn every_exact_method_and_tile_size_reproduces_the_policy_fixtures() {
+    for case in CASES {
+        let (_, job) = case.job(1);
+        let (ew, eh, expected) = read_raster(&fixture(&format!("expected_policy_{}.tif", case.name)));
+        let mut methods = exact_methods(&job.kernel);
+        methods.extend(forced_paths());
+        for (method_name, method) in methods {
+            let tiles: &[usize] = if method_name == "naive/host" {
+                &[1, 6, 13, 1000]
+            } else {
+                &[9, 1000]
+            };
+            for &tile in tiles {
+                let (mut input, job) = case.job(tile);
+                let mut out = MemRaster::filled(ew, eh, 0);
+                engine::smooth(
+                    &mut input,
+                    &mut out,
+                    &job,
+                    method.as_ref(),
+                    &Progress::hidden(),
+                )
+                .unwrap();
+                let differ = out.data.iter().zip(&expected).filter(|(a, b)| a != b).count();
+                assert_eq!(differ, 0, "{}: {method_name}, tile {tile}", case.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_cli_reproduces_the_policy_fixtures() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in CASES {
+        let out = dir.path().join(format!("{}.tif", case.name));
+        let input = fixture(case.input);
+        let spec = case.kernel_spec();
+        let mut args = vec![
+            "smooth",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--kernel",
+            &spec,
+            "--tile",
+            "17",
+            "-q",
+        ];
+        args.extend_from_slice(case.options);
+        mapfilter_ok(&args);
+        let expected = fixture(&format!("expected_policy_{}.tif", case.name));
+        assert_eq!(read_raster(&out), read_raster(&expected), "{}", case.name);
+        let (ours, theirs) = (
+            gdal::Dataset::open(&out).unwrap(),
+            gdal::Dataset::open(&expected).unwrap(),
+        );
+        assert_eq!(
+            ours.geo_transform().unwrap(),
+            theirs.geo_transform().unwrap(),
+            "{}",
+            case.name
+        );
+        assert_eq!(
+            ours.rasterband(1).unwrap().no_data_value(),
+            theirs.rasterband(1).unwrap().no_data_value(),
+            "{}",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn policies_a_method_cannot_honour_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture(MODIS);
+    let out = dir.path().join("out.tif");
+    let refused = |extra: &[&str], says: &str| {
+        let mut args = vec![
+            "smooth",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "-k",
+            "gaussian:1",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let run = mapfilter(&args);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains(says) && err.contains("hint:"), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!out.exists());
+    };
+    refused(
+        &["--method", "dct5", "--ties", "smallest"],
+        "--ties smallest needs exact scores",
+    );
+    refused(&["--iterations", "0"], "--iterations must be at least 1");
+    refused(&["--only-isolated", "0"], "--only-isolated 0");
+    refused(&["--ties", "undecided:255"], "names the input's nodata value");
+    refused(&["--ties", "first"], "unknown tie rule");
+    refused(&["--keep", "water"], "'water' is not a class code");
+    // With --exact the fast methods take every policy.
+    mapfilter_ok(&[
+        "smooth",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-k",
+        "gaussian:1",
+        "-q",
+        "--method",
+        "dct5",
+        "--exact",
+        "--ties",
+        "largest",
+    ]);
+}
