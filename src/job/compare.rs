@@ -306,15 +306,20 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
             baseline: format!("naive@host ({})", baseline.name()),
             baseline_seconds,
             speedup: baseline_seconds / method_seconds.max(1e-9),
-            settings: vec![
+            settings: [
                 ("kernel side".into(), job.kernel.size().to_string()),
                 ("classes".into(), job.classes.len().to_string()),
                 ("tile".into(), job.tile.to_string()),
                 ("border".into(), format!("{:?}", job.border).to_lowercase()),
                 ("fill nodata".into(), job.fill_nodata.to_string()),
+            ]
+            .into_iter()
+            .chain(job.policies.settings())
+            .chain([
                 ("tiles".into(), run.stats.tiles.to_string()),
                 ("method exact".into(), run.method.is_exact().to_string()),
-            ],
+            ])
+            .collect(),
         }),
         summary: outcome.summary,
         maps,

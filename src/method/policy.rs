@@ -198,6 +198,27 @@ impl Policies {
             .collect()
     }
 
+    /// The policies as (name, value) pairs, for reports.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let codes = |c: &[u16]| {
+            if c.is_empty() {
+                "none".to_string()
+            } else {
+                c.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+            }
+        };
+        vec![
+            ("ties".into(), self.ties.to_string()),
+            ("keep".into(), codes(&self.keep)),
+            ("no vote".into(), codes(&self.no_vote)),
+            (
+                "only isolated".into(),
+                self.only_isolated.map_or("off".into(), |t| t.to_string()),
+            ),
+            ("iterations".into(), self.iterations.to_string()),
+        ]
+    }
+
     /// The halo the whole smoothing needs for a kernel of radius `r`.
     pub fn halo(&self, r: usize) -> usize {
         r * self.iterations
@@ -393,11 +414,12 @@ mod tests {
         settle(&tile, &rules, &mut out);
         // Centre (3, 1) holds 2: kept.
         assert_eq!(out, [0, 0, 2, 0, 0, 0]);
-        // Only isolated: class 1 at (2, 1) has 4 like neighbours.
+        // Only isolated: class 1 at tile (2, 1) and (3, 2) has 3 like
+        // neighbours, class 0 at (3, 2) two.
         let mut out = method;
         let rules = Settle {
             keep: &[false, false, false],
-            only_isolated: Some(4),
+            only_isolated: Some(3),
             ..rules
         };
         settle(&tile, &rules, &mut out);
