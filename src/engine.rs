@@ -194,14 +194,35 @@ pub fn smooth(
     method: &dyn ClassSmoother,
     progress: &Progress,
 ) -> Result<RunStats> {
+    smooth_weighted(source, None, sink, job, method, progress)
+}
+
+/// [`smooth`] with each pixel's vote weighted by `confidence` (quantised
+/// weights on the source's grid, docs/semantics.md#confidence); only the
+/// naive host method takes them.
+pub fn smooth_weighted(
+    source: &mut dyn ClassSource,
+    mut confidence: Option<&mut dyn ClassSource>,
+    sink: &mut dyn ClassSink,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    progress: &Progress,
+) -> Result<RunStats> {
     let start = Instant::now();
     let (width, height) = source.size();
+    if let Some(c) = &confidence {
+        if c.size() != (width, height) {
+            return Err(Error::new("the confidence raster is not on the class raster's grid")
+                .hint("give a confidence raster of the same size"));
+        }
+        policy::check_confidence(true, &method.name())?;
+    }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();
     progress.start(grid.len() as u64, "tiles");
     let mut class_weights = job.class_weights.clone();
     job.policies.apply_no_vote(&job.classes, &mut class_weights);
-    let around = job.policies.around_method().then(|| Around {
+    let around = (job.policies.around_method() || confidence.is_some()).then(|| Around {
         keep: job.policies.keep_mask(&job.classes),
         undecided: job
             .policies
@@ -236,9 +257,20 @@ pub fn smooth(
             |tile| {
                 let mut raw = vec![0u16; tile.source.area() as usize];
                 source.read(tile.source, &mut raw)?;
-                Ok(raw)
+                // Votes weigh nothing beyond the raster.
+                let weights = match confidence.as_deref_mut() {
+                    Some(c) => {
+                        let mut read = vec![0u16; raw.len()];
+                        c.read(tile.source, &mut read)?;
+                        let mut padded = Vec::new();
+                        tile.pad(&read, 0, &mut padded);
+                        Some(padded)
+                    }
+                    None => None,
+                };
+                Ok((raw, weights))
             },
-            |tile, raw| -> Result<InFlight> {
+            |tile, (raw, votes)| -> Result<InFlight> {
                 crate::interrupt::check()?;
                 // A tile run on the pool needs its own classes; a tile
                 // submitted at once can reuse one buffer.
@@ -251,7 +283,7 @@ pub fn smooth(
                 if let Some(around) = &around {
                     let t0 = Instant::now();
                     let (local, out) =
-                        around.smooth(method, job, &class_weights, &tile, local, padded)?;
+                        around.smooth(method, job, &class_weights, &tile, local, padded, votes)?;
                     return Ok(InFlight {
                         local,
                         pending: Box::new(Finished(out)),
@@ -279,6 +311,7 @@ pub fn smooth(
                         class_weights: &weights,
                         fill_nodata: job.fill_nodata,
                         ties: job.policies.ties,
+                        confidence: None,
                     };
                     let pending = method.submit(
                         &ClassTile {
@@ -353,6 +386,7 @@ fn spawn_on_pool<'s>(
             class_weights: &weights,
             fill_nodata: job.fill_nodata,
             ties: job.policies.ties,
+            confidence: None,
         };
         let mut out = vec![0u16; tile.output_len()];
         let smoothed = method.smooth(&tile, &params, &mut out).map(|()| out);
@@ -404,6 +438,7 @@ impl Around {
         tile: &tiles::Tile,
         mut local: TileCompaction,
         mut padded: Vec<u16>,
+        mut votes: Option<Vec<u16>>,
     ) -> Result<(TileCompaction, Vec<u16>)> {
         let r = job.kernel.radius();
         let (mut w, mut h) = (tile.padded_width, tile.padded_height);
@@ -434,6 +469,7 @@ impl Around {
                 class_weights: &weights,
                 fill_nodata: job.fill_nodata,
                 ties: job.policies.ties,
+                confidence: votes.as_deref(),
             };
             let mut out = vec![0u16; class_tile.output_len()];
             method.smooth(&class_tile, &params, &mut out)?;
@@ -467,6 +503,15 @@ impl Around {
             ];
             let mut next = Vec::new();
             local = policy::next_iteration(&out, ow, raster, &local, self.undecided, &mut next)?;
+            // A pixel's confidence stays with it: the next pass's window
+            // of weights is this one's less the radius each side.
+            votes = votes.map(|v| {
+                v.chunks_exact(w)
+                    .skip(r)
+                    .take(oh)
+                    .flat_map(|row| row[r..r + ow].iter().copied())
+                    .collect()
+            });
             (padded, w, h) = (next, ow, oh);
         }
     }

@@ -11,7 +11,8 @@ mod common;
 use common::{exact_methods, fixture, mapfilter, mapfilter_ok, read_raster};
 use mapfilter::classes::ClassWeights;
 use mapfilter::device::test_device;
-use mapfilter::engine::{self, MemRaster, SmoothJob};
+use mapfilter::confidence::ConfidenceSpec;
+use mapfilter::engine::{self, ClassSource, MemRaster, SmoothJob};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive_cl::{NaiveCl, Variant};
@@ -119,6 +120,42 @@ const CASES: &[Case] = &[
             "12:2",
         ],
     },
+    Case {
+        name: "confidence_pct",
+        input: MODIS,
+        kernel: "gaussian:1.5",
+        options: &[
+            "--confidence",
+            "modis_80x64_confidence_pct.tif",
+            "--confidence-scale",
+            "100",
+        ],
+    },
+    Case {
+        name: "confidence_float",
+        input: INPUT,
+        kernel: "box:5",
+        options: &[
+            "--confidence",
+            "classes_72x64_confidence.tif:1",
+            "--fill-nodata",
+        ],
+    },
+    Case {
+        name: "confidence_iterations",
+        input: INPUT,
+        kernel: "file:kernel_thesis_3x3.txt",
+        options: &[
+            "--confidence",
+            "classes_72x64_confidence.tif",
+            "--iterations",
+            "2",
+            "--border",
+            "valid",
+            "--ties",
+            "largest",
+        ],
+    },
 ];
 
 impl Case {
@@ -128,6 +165,24 @@ impl Case {
             Some(name) => format!("file:{}", fixture(name).display()),
             None => self.kernel.to_string(),
         }
+    }
+
+    /// The options with the confidence raster's path made absolute.
+    fn cli_options(&self) -> Vec<String> {
+        let mut options: Vec<String> = self.options.iter().map(|o| o.to_string()).collect();
+        if let Some(at) = options.iter().position(|o| o == "--confidence") {
+            options[at + 1] = fixture(&options[at + 1]).display().to_string();
+        }
+        options
+    }
+
+    /// The confidence raster, opened for the case's input.
+    fn confidence(&self) -> Option<mapfilter::confidence::ConfidenceRaster> {
+        let text = self.option("--confidence")?;
+        let scale = self.option("--confidence-scale").map(|s| s.parse().unwrap());
+        let spec = ConfidenceSpec::parse(&fixture(text).display().to_string(), scale).unwrap();
+        let input = ClassRaster::open(&fixture(self.input)).unwrap();
+        Some(spec.open(input.meta.width, input.meta.height).unwrap())
     }
 
     /// The value of `flag`, if the case gives it.
@@ -200,6 +255,11 @@ fn methods_for(
     kernel: &mapfilter::kernel::Kernel,
 ) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods = exact_methods(kernel);
+    if case.option("--confidence").is_some() {
+        // Only naive on the host weighs votes (the others are refused).
+        methods.retain(|(name, _)| name == "naive/host");
+        return methods;
+    }
     if case.option("--ties").is_some() {
         methods.extend(forced_paths());
         return methods;
@@ -227,8 +287,10 @@ fn every_exact_method_and_tile_size_reproduces_the_policy_fixtures() {
             for &tile in tiles {
                 let (mut input, job) = case.job(tile);
                 let mut out = MemRaster::filled(ew, eh, 0);
-                engine::smooth(
+                let mut votes = case.confidence();
+                engine::smooth_weighted(
                     &mut input,
+                    votes.as_mut().map(|v| v as &mut dyn ClassSource),
                     &mut out,
                     &job,
                     method.as_ref(),
@@ -249,6 +311,7 @@ fn the_cli_reproduces_the_policy_fixtures() {
         let out = dir.path().join(format!("{}.tif", case.name));
         let input = fixture(case.input);
         let spec = case.kernel_spec();
+        let options = case.cli_options();
         let mut args = vec![
             "smooth",
             input.to_str().unwrap(),
@@ -258,8 +321,10 @@ fn the_cli_reproduces_the_policy_fixtures() {
             "--tile",
             "17",
             "-q",
+            "--device",
+            "host",
         ];
-        args.extend_from_slice(case.options);
+        args.extend(options.iter().map(String::as_str));
         mapfilter_ok(&args);
         let expected = fixture(&format!("expected_policy_{}.tif", case.name));
         assert_eq!(read_raster(&out), read_raster(&expected), "{}", case.name);
@@ -280,6 +345,55 @@ fn the_cli_reproduces_the_policy_fixtures() {
             case.name
         );
     }
+}
+
+/// The report records the policies and the confidence raster, and its
+/// baseline weighs votes as the run did (agreement 100 %).
+#[test]
+fn reports_record_the_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture(MODIS);
+    let conf = fixture("modis_80x64_confidence_pct.tif");
+    let (out, report) = (dir.path().join("out.tif"), dir.path().join("r.json"));
+    mapfilter_ok(&[
+        "smooth",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-k",
+        "box:3",
+        "-q",
+        "--device",
+        "host",
+        "--ties",
+        "undecided:250",
+        "--iterations",
+        "2",
+        "--confidence",
+        conf.to_str().unwrap(),
+        "--confidence-scale",
+        "100",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let settings = json["run"]["settings"].as_array().unwrap();
+    let get = |key: &str| {
+        settings
+            .iter()
+            .find(|kv| kv[0] == key)
+            .unwrap_or_else(|| panic!("{key} missing: {settings:?}"))[1]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(get("ties"), "undecided:250");
+    assert_eq!(get("iterations"), "2");
+    assert_eq!(get("keep"), "none");
+    assert!(get("confidence").ends_with("modis_80x64_confidence_pct.tif:1"));
+    let summary = &json["summary"];
+    assert_eq!(summary["agreement_percent"].as_f64(), Some(100.0), "{summary}");
+    assert_eq!(summary["differing_pixels"], 0, "{summary}");
 }
 
 #[test]
@@ -313,6 +427,24 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
     refused(&["--ties", "undecided:255"], "names the input's nodata value");
     refused(&["--ties", "first"], "unknown tie rule");
     refused(&["--keep", "water"], "'water' is not a class code");
+    let pct = fixture("modis_80x64_confidence_pct.tif");
+    let pct = pct.to_str().unwrap();
+    refused(
+        &["--confidence", pct, "--device", "host"],
+        "the scale of its integer confidences is not known",
+    );
+    refused(
+        &["--confidence", pct, "--confidence-scale", "50", "--device", "host"],
+        "is outside 0..50",
+    );
+    refused(
+        &["--confidence", pct, "--confidence-scale", "100", "--method", "dct5"],
+        "--confidence weights votes in naive on the host only",
+    );
+    refused(
+        &["--confidence", &fixture("classes_72x64_confidence.tif").display().to_string()],
+        "is 64x72, the class raster 80x64",
+    );
     // With --exact the fast methods take every policy.
     mapfilter_ok(&[
         "smooth",

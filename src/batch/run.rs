@@ -414,6 +414,7 @@ impl Context<'_> {
             classes: Classes::Given(mosaic.classes.table()?),
             window: Some(task.rect()),
             policies: self.settings.policies.clone(),
+            confidence: None,
         })
     }
 

@@ -178,6 +178,12 @@ fn plan(a: PlanArgs) -> Result<()> {
     // Every option is checked before anything is written.
     a.compression.compression()?;
     let policies = a.policies.policies()?;
+    if a.policies.confidence.is_some() {
+        crate::bail!(
+            "batch plan does not take --confidence",
+            hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
+        );
+    }
     // Naive is exact; the fast methods only with --exact.
     let exact = a.fast.method == "naive" || a.fast.exact;
     crate::method::policy::check_method(&policies, exact, &a.fast.method)?;

@@ -2,6 +2,7 @@
 //! `--ties`, `--keep`, `--no-vote`, `--only-isolated`, `--iterations`
 //! (docs/semantics.md#policies).
 
+use crate::confidence::ConfidenceSpec;
 use crate::error::Result;
 use crate::method::policy::{Policies, PolicyText};
 use clap::Args;
@@ -26,6 +27,14 @@ pub struct PolicyArgs {
     /// Smooth N times, each pass on the previous one's output.
     #[arg(long, value_name = "N")]
     pub iterations: Option<usize>,
+    /// Weight each pixel's vote by its confidence from RASTER (band BAND,
+    /// default 1; the class raster's grid): naive on the host.
+    #[arg(long, value_name = "RASTER[:BAND]")]
+    pub confidence: Option<String>,
+    /// The confidence value of full confidence (default: from the band's
+    /// GDAL scale factor, else 1 for floating-point bands): e.g. 1, 100, 255.
+    #[arg(long, value_name = "SCALE", requires = "confidence")]
+    pub confidence_scale: Option<f64>,
 }
 
 impl PolicyArgs {
@@ -41,5 +50,12 @@ impl PolicyArgs {
 
     pub fn policies(&self) -> Result<Policies> {
         self.text().parse()
+    }
+
+    pub fn confidence(&self) -> Result<Option<ConfidenceSpec>> {
+        self.confidence
+            .as_deref()
+            .map(|c| ConfidenceSpec::parse(c, self.confidence_scale))
+            .transpose()
     }
 }

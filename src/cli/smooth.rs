@@ -107,6 +107,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
     let policies = args.policies.policies()?;
+    let confidence = args.policies.confidence()?;
     let choice = MethodChoice {
         name: args.fast.method.clone(),
         device: DeviceChoice::from_arg(args.device.as_deref())?,
@@ -116,6 +117,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     observer.device = choice.device;
     let method = choice.build(&kernel)?;
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
+    crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
     let overwrite = args.overwrite.overwrite;
     let target = Target::check(&args.output, overwrite, &[&args.input])?;
     let report = args
@@ -140,6 +142,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         },
         window: None,
         policies,
+        confidence: confidence.clone(),
     };
     let done = job::run(&spec, method.as_ref(), &mut observer)?;
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
@@ -153,6 +156,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             method_label: &choice.label(),
             stats: &stats,
             quiet: args.quiet,
+            confidence: confidence.as_ref(),
         };
         crate::job::compare::smooth_report(&run, report)?;
     }

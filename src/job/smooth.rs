@@ -15,6 +15,7 @@ use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
+use crate::confidence::ConfidenceSpec;
 use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;
@@ -84,6 +85,8 @@ pub struct SmoothSpec {
     pub window: Option<Rect>,
     /// Ties, kept and silent classes, isolated pixels, iterations.
     pub policies: Policies,
+    /// Per-pixel vote weights (`--confidence`).
+    pub confidence: Option<ConfidenceSpec>,
 }
 
 /// What a run reports to whoever started it. Every method has a default
@@ -251,8 +254,14 @@ fn smooth_into(
     };
     observer.before_engine(&job, method)?;
     let progress = observer.progress("smooth");
+    let mut votes = spec
+        .confidence
+        .as_ref()
+        .map(|c| c.open(input.meta.width, input.meta.height))
+        .transpose()?;
     let stats = if spec.window.is_none() {
-        engine::smooth(&mut input, &mut output, &job, method, &progress)?
+        let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
+        engine::smooth_weighted(&mut input, votes, &mut output, &job, method, &progress)?
     } else {
         // The window in the input's pixels, and the part of the input that
         // reaches it through the kernel: pixels beyond the input contribute
@@ -270,6 +279,10 @@ fn smooth_into(
             inner: &mut input,
             view,
         };
+        let mut vote_view = votes.as_mut().map(|v| ViewSource {
+            inner: v as &mut dyn ClassSource,
+            view,
+        });
         let mut sink = CropSink {
             inner: &mut output,
             crop,
@@ -285,7 +298,8 @@ fn smooth_into(
             tile: side.div_ceil(tiles),
             ..job.clone()
         };
-        engine::smooth(&mut source, &mut sink, &windowed, method, &progress)?
+        let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
+        engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, &progress)?
     };
     observer.stage("engine");
     let (made_from, made_to) = output.finish()?;

@@ -1135,6 +1135,7 @@ mod tests {
                 class_weights: &weights,
                 fill_nodata,
                 ties: Default::default(),
+                confidence: None,
             };
             let rank = |isa| {
                 let mut ranking = Ranking::default();

@@ -75,6 +75,10 @@ pub struct SmoothParams<'a> {
     pub fill_nodata: bool,
     /// Who wins a tie (docs/semantics.md#the-winner-and-ties).
     pub ties: policy::Ties,
+    /// Per tile pixel (laid out as `ClassTile::classes`): the quantised
+    /// weight of its vote (`--confidence`); `None`: every vote weighs 1.
+    /// Only the naive host method takes it.
+    pub confidence: Option<&'a [u16]>,
 }
 
 impl SmoothParams<'_> {
@@ -170,44 +174,54 @@ impl PendingTile for Finished {
 /// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
 #[inline]
 pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
+    pick_by_score(raw.len(), |c| raw[c] as u64 * weights[c] as u64, centre, ties)
+}
+
+/// [`pick_winner`] on wide sums (confidence-weighted votes: up to 2⁴⁷),
+/// whose products with the class weights need 128 bits.
+#[inline]
+pub fn pick_winner_wide(raw: &[u64], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
+    pick_by_score(raw.len(), |c| raw[c] as u128 * weights[c] as u128, centre, ties)
+}
+
+/// The winner rule over the exact scores `score(0..n)`.
+#[inline(always)]
+fn pick_by_score<S: Copy + Ord + Default>(
+    n: usize,
+    score: impl Fn(usize) -> S,
+    centre: u16,
+    ties: policy::Ties,
+) -> u16 {
+    let zero = S::default();
     if ties != policy::Ties::Centre {
-        return pick_winner_by(raw, weights, ties);
+        let (mut first, mut last, mut best_score, mut count) = (NO_CLASS, NO_CLASS, zero, 0);
+        for c in 0..n {
+            let s = score(c);
+            if s > best_score {
+                (first, last, best_score, count) = (c as u16, c as u16, s, 1);
+            } else if s == best_score && s > zero {
+                (last, count) = (c as u16, count + 1);
+            }
+        }
+        return match ties {
+            policy::Ties::Largest => last,
+            policy::Ties::Undecided(_) if count > 1 => policy::UNDECIDED,
+            _ => first,
+        };
     }
     let mut best = NO_CLASS;
-    let mut best_score = 0u64;
-    for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
-        let s = r as u64 * w as u64;
+    let mut best_score = zero;
+    for c in 0..n {
+        let s = score(c);
         if s > best_score {
             best_score = s;
             best = c as u16;
         }
     }
-    if best != NO_CLASS
-        && (centre as usize) < raw.len()
-        && raw[centre as usize] as u64 * weights[centre as usize] as u64 == best_score
-    {
+    if best != NO_CLASS && (centre as usize) < n && score(centre as usize) == best_score {
         return centre;
     }
     best
-}
-
-/// [`pick_winner`] for the tie rules that ignore the centre: the smallest
-/// or largest index among the best, or [`policy::UNDECIDED`] on a tie.
-fn pick_winner_by(raw: &[u32], weights: &[u32], ties: policy::Ties) -> u16 {
-    let (mut first, mut last, mut best_score, mut n) = (NO_CLASS, NO_CLASS, 0u64, 0);
-    for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
-        let s = r as u64 * w as u64;
-        if s > best_score {
-            (first, last, best_score, n) = (c as u16, c as u16, s, 1);
-        } else if s == best_score && s > 0 {
-            (last, n) = (c as u16, n + 1);
-        }
-    }
-    match ties {
-        policy::Ties::Largest => last,
-        policy::Ties::Undecided(_) if n > 1 => policy::UNDECIDED,
-        _ => first,
-    }
 }
 
 #[cfg(test)]

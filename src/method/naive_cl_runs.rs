@@ -357,6 +357,7 @@ mod tests {
                         class_weights: weights,
                         fill_nodata: fill,
                         ties: Default::default(),
+                        confidence: None,
                     };
                     let runs = TileRuns::new(&tile, n);
                     let sat = kernel_sat(kernel.quantised(), n);

@@ -254,6 +254,18 @@ pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> 
     Ok(())
 }
 
+/// Refuses `--confidence` (`given`) on any method but naive on the host,
+/// the one whose scores take per-pixel vote weights.
+pub fn check_confidence(given: bool, name: &str) -> Result<()> {
+    if given && name != "naive/host" {
+        bail!(
+            format!("--confidence weights votes in naive on the host only, not in {name}"),
+            hint = "use --method naive --device host"
+        );
+    }
+    Ok(())
+}
+
 /// What [`settle`] needs besides the tile and the method's result, in the
 /// tile's local indices.
 pub struct Settle<'a> {
