@@ -212,8 +212,10 @@ pub fn smooth_weighted(
     let (width, height) = source.size();
     if let Some(c) = &confidence {
         if c.size() != (width, height) {
-            return Err(Error::new("the confidence raster is not on the class raster's grid")
-                .hint("give a confidence raster of the same size"));
+            return Err(
+                Error::new("the confidence raster is not on the class raster's grid")
+                    .hint("give a confidence raster of the same size"),
+            );
         }
         policy::check_confidence(true, &method.name())?;
     }

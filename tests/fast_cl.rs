@@ -24,7 +24,6 @@ fn input(w: usize, h: usize, classes: u16, pattern: Pattern, seed: u64) -> MemRa
 
 fn job(kernel: &Kernel, data: &[u16], weights: &str, tile: usize, fill: bool) -> SmoothJob {
     common::class_job(kernel, data, weights, (Border::Same, fill), tile, NODATA)
-    policies: Default::default(),
 }
 
 #[test]

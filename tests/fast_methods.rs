@@ -26,7 +26,6 @@ fn job(
     tile: usize,
 ) -> SmoothJob {
     common::class_job(&kernel, data, weights, (border, fill), tile, NODATA)
-    policies: Default::default(),
 }
 
 fn agreement(a: &MemRaster, b: &MemRaster) -> f64 {

@@ -10,8 +10,8 @@ mod common;
 
 use common::{exact_methods, fixture, mapfilter, mapfilter_ok, read_raster};
 use mapfilter::classes::ClassWeights;
-use mapfilter::device::test_device;
 use mapfilter::confidence::ConfidenceSpec;
+use mapfilter::device::test_device;
 use mapfilter::engine::{self, ClassSource, MemRaster, SmoothJob};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
@@ -179,7 +179,9 @@ impl Case {
     /// The confidence raster, opened for the case's input.
     fn confidence(&self) -> Option<mapfilter::confidence::ConfidenceRaster> {
         let text = self.option("--confidence")?;
-        let scale = self.option("--confidence-scale").map(|s| s.parse().unwrap());
+        let scale = self
+            .option("--confidence-scale")
+            .map(|s| s.parse().unwrap());
         let spec = ConfidenceSpec::parse(&fixture(text).display().to_string(), scale).unwrap();
         let input = ClassRaster::open(&fixture(self.input)).unwrap();
         Some(spec.open(input.meta.width, input.meta.height).unwrap())
@@ -206,11 +208,20 @@ impl Case {
         if let Some(code) = policies.ties.undecided() {
             classes = classes.with_code(code, 255).unwrap();
         }
-        let weights: ClassWeights = self.option("--class-weights").unwrap_or("").parse().unwrap();
+        let weights: ClassWeights = self
+            .option("--class-weights")
+            .unwrap_or("")
+            .parse()
+            .unwrap();
         let job = SmoothJob {
             class_weights: weights.quantise(&classes),
             output_nodata: classes.output_nodata(255),
-            kernel: self.kernel_spec().parse::<KernelSpec>().unwrap().build().unwrap(),
+            kernel: self
+                .kernel_spec()
+                .parse::<KernelSpec>()
+                .unwrap()
+                .build()
+                .unwrap(),
             classes,
             border: match self.option("--border") {
                 Some("valid") => Border::Valid,
@@ -277,7 +288,8 @@ fn methods_for(
 fn every_exact_method_and_tile_size_reproduces_the_policy_fixtures() {
     for case in CASES {
         let (_, job) = case.job(1);
-        let (ew, eh, expected) = read_raster(&fixture(&format!("expected_policy_{}.tif", case.name)));
+        let (ew, eh, expected) =
+            read_raster(&fixture(&format!("expected_policy_{}.tif", case.name)));
         for (method_name, method) in methods_for(case, &job.kernel) {
             let tiles: &[usize] = if method_name == "naive/host" {
                 &[1, 6, 13, 1000]
@@ -297,7 +309,12 @@ fn every_exact_method_and_tile_size_reproduces_the_policy_fixtures() {
                     &Progress::hidden(),
                 )
                 .unwrap();
-                let differ = out.data.iter().zip(&expected).filter(|(a, b)| a != b).count();
+                let differ = out
+                    .data
+                    .iter()
+                    .zip(&expected)
+                    .filter(|(a, b)| a != b)
+                    .count();
                 assert_eq!(differ, 0, "{}: {method_name}, tile {tile}", case.name);
             }
         }
@@ -392,7 +409,11 @@ fn reports_record_the_policies() {
     assert_eq!(get("keep"), "none");
     assert!(get("confidence").ends_with("modis_80x64_confidence_pct.tif:1"));
     let summary = &json["summary"];
-    assert_eq!(summary["agreement_percent"].as_f64(), Some(100.0), "{summary}");
+    assert_eq!(
+        summary["agreement_percent"].as_f64(),
+        Some(100.0),
+        "{summary}"
+    );
     assert_eq!(summary["differing_pixels"], 0, "{summary}");
 }
 
@@ -414,7 +435,10 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         let run = mapfilter(&args);
         let err = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(1), "{extra:?}: {err}");
-        assert!(err.contains(says) && err.contains("hint:"), "{extra:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("hint:"),
+            "{extra:?}: {err}"
+        );
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!out.exists());
     };
@@ -424,7 +448,10 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
     );
     refused(&["--iterations", "0"], "--iterations must be at least 1");
     refused(&["--only-isolated", "0"], "--only-isolated 0");
-    refused(&["--ties", "undecided:255"], "names the input's nodata value");
+    refused(
+        &["--ties", "undecided:255"],
+        "names the input's nodata value",
+    );
     refused(&["--ties", "first"], "unknown tie rule");
     refused(&["--keep", "water"], "'water' is not a class code");
     let pct = fixture("modis_80x64_confidence_pct.tif");
@@ -434,15 +461,34 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         "the scale of its integer confidences is not known",
     );
     refused(
-        &["--confidence", pct, "--confidence-scale", "50", "--device", "host"],
+        &[
+            "--confidence",
+            pct,
+            "--confidence-scale",
+            "50",
+            "--device",
+            "host",
+        ],
         "is outside 0..50",
     );
     refused(
-        &["--confidence", pct, "--confidence-scale", "100", "--method", "dct5"],
+        &[
+            "--confidence",
+            pct,
+            "--confidence-scale",
+            "100",
+            "--method",
+            "dct5",
+        ],
         "--confidence weights votes in naive on the host only",
     );
     refused(
-        &["--confidence", &fixture("classes_72x64_confidence.tif").display().to_string()],
+        &[
+            "--confidence",
+            &fixture("classes_72x64_confidence.tif")
+                .display()
+                .to_string(),
+        ],
         "is 64x72, the class raster 80x64",
     );
     // With --exact the fast methods take every policy.

@@ -9,13 +9,13 @@
 //! methods). `batch` relies on it.
 
 use crate::classes::{ClassTable, ClassWeights};
+use crate::confidence::ConfidenceSpec;
 use crate::deferred_output::DeferredOutput;
 use crate::device::DeviceChoice;
 use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
-use crate::confidence::ConfidenceSpec;
 use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;

@@ -174,14 +174,24 @@ impl PendingTile for Finished {
 /// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
 #[inline]
 pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
-    pick_by_score(raw.len(), |c| raw[c] as u64 * weights[c] as u64, centre, ties)
+    pick_by_score(
+        raw.len(),
+        |c| raw[c] as u64 * weights[c] as u64,
+        centre,
+        ties,
+    )
 }
 
 /// [`pick_winner`] on wide sums (confidence-weighted votes: up to 2⁴⁷),
 /// whose products with the class weights need 128 bits.
 #[inline]
 pub fn pick_winner_wide(raw: &[u64], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
-    pick_by_score(raw.len(), |c| raw[c] as u128 * weights[c] as u128, centre, ties)
+    pick_by_score(
+        raw.len(),
+        |c| raw[c] as u128 * weights[c] as u128,
+        centre,
+        ties,
+    )
 }
 
 /// The winner rule over the exact scores `score(0..n)`.
@@ -245,10 +255,16 @@ mod tests {
         // The other rules ignore the centre.
         assert_eq!(pick_winner(&[0, 4, 4], &w, 2, Smallest), 1);
         assert_eq!(pick_winner(&[4, 4, 1], &w, 0, Largest), 1);
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 1, Undecided(9)), policy::UNDECIDED);
+        assert_eq!(
+            pick_winner(&[0, 4, 4], &w, 1, Undecided(9)),
+            policy::UNDECIDED
+        );
         assert_eq!(pick_winner(&[0, 4, 3], &w, 2, Undecided(9)), 1);
         assert_eq!(pick_winner(&[0, 0, 0], &w, 1, Largest), NO_CLASS);
         // A class without a vote (weight 0) never wins.
-        assert_eq!(pick_winner(&[5, 0, 0], &[0, 1, 1], 0, Undecided(9)), NO_CLASS);
+        assert_eq!(
+            pick_winner(&[5, 0, 0], &[0, 1, 1], 0, Undecided(9)),
+            NO_CLASS
+        );
     }
 }

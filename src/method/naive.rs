@@ -55,7 +55,12 @@ pub fn exact_pixel(
     }
     acc.iter_mut().for_each(|a| *a = 0);
     add_taps(taps, &tile.classes[origin..], acc);
-    pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties)
+    pick_winner(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
 }
 
 /// The exact result at output pixel `(x, y)` with confidence-weighted
@@ -82,7 +87,12 @@ fn weighted_pixel(
     for &(offset, q) in taps {
         acc[classes[offset] as usize] += q as u64 * weights[offset] as u64;
     }
-    pick_winner_wide(&acc[..tile.n_classes], params.class_weights, centre, params.ties)
+    pick_winner_wide(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
 }
 
 /// The direct histogram method on the host.
@@ -153,7 +163,12 @@ impl ClassSmoother for NaiveHost {
                 } else {
                     kernel.add_by_taps(&tile.classes[origin..], &mut acc);
                 }
-                *slot = pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties);
+                *slot = pick_winner(
+                    &acc[..tile.n_classes],
+                    params.class_weights,
+                    centre,
+                    params.ties,
+                );
             }
         });
         Ok(())
@@ -345,7 +360,12 @@ mod tests {
                             acc[at(dx, dy) as usize] += q[dy * n + dx];
                         }
                     }
-                    pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties)
+                    pick_winner(
+                        &acc[..tile.n_classes],
+                        params.class_weights,
+                        centre,
+                        params.ties,
+                    )
                 };
             }
         }

@@ -415,10 +415,8 @@ impl NaiveCl {
                 let slide = !runs && slide_ok && flat && ty == 1;
                 // The run path picks its winner from the classes it saw; a
                 // sliding histogram must not be cleared by a tap scan.
-                let tap_scan = !runs
-                    && !slide
-                    && !plain_winner
-                    && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
+                let tap_scan =
+                    !runs && !slide && !plain_winner && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {

@@ -210,7 +210,12 @@ pub fn score(
         }
         dy += b;
     }
-    let r = pick_winner(&acc[..tile.n_classes], params.class_weights, centre, params.ties);
+    let r = pick_winner(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    );
     acc.iter_mut().for_each(|a| *a = 0);
     r
 }

@@ -76,9 +76,12 @@ impl std::str::FromStr for Ties {
             "smallest" => Ties::Smallest,
             "largest" => Ties::Largest,
             other => match other.split_once(':') {
-                Some(("undecided", code)) => Ties::Undecided(code.trim().parse().map_err(|_| {
-                    Error::new(format!("--ties {other}: '{code}' is not a class code")).hint(hint)
-                })?),
+                Some(("undecided", code)) => {
+                    Ties::Undecided(code.trim().parse().map_err(|_| {
+                        Error::new(format!("--ties {other}: '{code}' is not a class code"))
+                            .hint(hint)
+                    })?)
+                }
                 _ => bail!(format!("unknown tie rule '{other}'"), hint = hint),
             },
         })
@@ -364,7 +367,9 @@ pub fn next_iteration(
         }
     }
     if undecided.is_none() && out.contains(&UNDECIDED) {
-        return Err(Error::new("a tie was marked undecided without an undecided code"));
+        return Err(Error::new(
+            "a tie was marked undecided without an undecided code",
+        ));
     }
     let kept: Vec<u16> = (0..MAX_CLASSES as u16)
         .filter(|&g| present[g as usize])
@@ -454,13 +459,11 @@ mod tests {
         };
         let out = [1, 0, UNDECIDED, NO_CLASS, 1, 1];
         let mut padded = Vec::new();
-        let next =
-            next_iteration(&out, 3, [0, 0, 2, 2], &local, Some(5), &mut padded).unwrap();
+        let next = next_iteration(&out, 3, [0, 0, 2, 2], &local, Some(5), &mut padded).unwrap();
         // Column 2 lies outside the raster.
         assert_eq!(next.globals, vec![3, 7]);
         assert_eq!(padded, vec![1, 0, 2, 2, 1, 2]);
-        let next =
-            next_iteration(&out, 3, [0, 0, 3, 2], &local, Some(5), &mut padded).unwrap();
+        let next = next_iteration(&out, 3, [0, 0, 3, 2], &local, Some(5), &mut padded).unwrap();
         assert_eq!(next.globals, vec![3, 5, 7]);
         assert_eq!(padded, vec![2, 0, 1, 3, 2, 2]);
     }
