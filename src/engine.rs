@@ -225,6 +225,7 @@ pub fn smooth_weighted(
     let mut class_weights = job.class_weights.clone();
     job.policies.apply_no_vote(&job.classes, &mut class_weights);
     let around = (job.policies.around_method() || confidence.is_some()).then(|| Around {
+        class_weights: class_weights.clone(),
         keep: job.policies.keep_mask(&job.classes),
         undecided: job
             .policies
@@ -284,8 +285,7 @@ pub fn smooth_weighted(
                 let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
                 if let Some(around) = &around {
                     let t0 = Instant::now();
-                    let (local, out) =
-                        around.smooth(method, job, &class_weights, &tile, local, padded, votes)?;
+                    let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
                     return Ok(InFlight {
                         local,
                         pending: Box::new(Finished(out)),
@@ -424,6 +424,8 @@ struct Around {
     keep: Vec<bool>,
     /// The global index of the undecided code, where it is a class.
     undecided: Option<u16>,
+    /// Quantised weight per global class, 0 for the silent ones.
+    class_weights: Vec<u32>,
 }
 
 impl Around {
@@ -436,7 +438,6 @@ impl Around {
         &self,
         method: &dyn ClassSmoother,
         job: &SmoothJob,
-        class_weights: &[u32],
         tile: &tiles::Tile,
         mut local: TileCompaction,
         mut padded: Vec<u16>,
@@ -464,7 +465,7 @@ impl Around {
             let weights: Vec<u32> = local
                 .globals
                 .iter()
-                .map(|&g| class_weights[g as usize])
+                .map(|&g| self.class_weights[g as usize])
                 .collect();
             let params = SmoothParams {
                 kernel: &job.kernel,
