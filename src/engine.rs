@@ -134,7 +134,8 @@ pub struct SmoothJob {
 
 impl SmoothJob {
     pub fn grid(&self, width: usize, height: usize) -> Result<TileGrid> {
-        tile_grid(width, height, self.halo(), self.border, self.tile)
+        let halo = self.policies.checked_halo(self.kernel.radius())?;
+        tile_grid(width, height, halo, self.border, self.tile)
     }
 
     /// The input pixels each side of an output pixel that reach it: the

@@ -446,7 +446,8 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         &["--method", "dct5", "--ties", "smallest"],
         "--ties smallest needs exact scores",
     );
-    refused(&["--iterations", "0"], "--iterations must be at least 1");
+    refused(&["--iterations", "0"], "--iterations must be 1 to 1000");
+    refused(&["--iterations", "999"], "more than 2048");
     refused(&["--only-isolated", "0"], "--only-isolated 0");
     refused(
         &["--ties", "undecided:255"],

@@ -263,7 +263,7 @@ impl Plan {
         let paths = super::inputs::expand(req.inputs)?;
         let infos = mosaic::read_infos(&paths)?;
         let groups = mosaic::group(&infos);
-        let r = settings.policies.halo(settings.kernel.radius());
+        let r = settings.policies.checked_halo(settings.kernel.radius())?;
         let mut mosaics = Vec::new();
         let mut tasks = Vec::new();
         let mut names = std::collections::HashSet::new();

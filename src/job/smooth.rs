@@ -158,7 +158,7 @@ fn smooth_into(
     let mut input = ClassRaster::open_without_projection(&spec.input)?;
     observer.stage("open");
     spec.policies.check()?;
-    let halo = spec.policies.halo(spec.kernel.radius());
+    let halo = spec.policies.checked_halo(spec.kernel.radius())?;
     let grid = engine::tile_grid(
         input.meta.width,
         input.meta.height,

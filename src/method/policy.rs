@@ -88,6 +88,12 @@ impl std::str::FromStr for Ties {
     }
 }
 
+/// The most passes `--iterations` takes.
+pub const MAX_ITERATIONS: usize = 1000;
+
+/// The largest halo the iterations may need (kernel radius × iterations).
+pub const MAX_HALO: usize = 2048;
+
 /// Parses a list of class codes: `CODE[,CODE...]`, e.g. `80,190`.
 pub fn parse_codes(option: &str, text: &str) -> Result<Vec<u16>> {
     let mut codes = Vec::new();
@@ -158,9 +164,9 @@ impl PolicyText<'_> {
 impl Policies {
     /// Checks the values that need no raster.
     pub fn check(&self) -> Result<()> {
-        if self.iterations == 0 {
+        if self.iterations == 0 || self.iterations > MAX_ITERATIONS {
             bail!(
-                "--iterations must be at least 1",
+                format!("--iterations must be 1 to {MAX_ITERATIONS}"),
                 hint = "1 smooths once (the default)"
             );
         }
@@ -224,7 +230,23 @@ impl Policies {
 
     /// The halo the whole smoothing needs for a kernel of radius `r`.
     pub fn halo(&self, r: usize) -> usize {
-        r * self.iterations
+        r.saturating_mul(self.iterations)
+    }
+
+    /// [`Policies::halo`], refused beyond [`MAX_HALO`] (every tile is read
+    /// grown by it, so memory grows with its square).
+    pub fn checked_halo(&self, r: usize) -> Result<usize> {
+        let halo = self.halo(r);
+        if halo > MAX_HALO {
+            bail!(
+                format!(
+                    "{} iterations of a kernel of radius {r} reach {halo} pixels, more than {MAX_HALO}",
+                    self.iterations
+                ),
+                hint = "use fewer iterations or a smaller kernel"
+            );
+        }
+        Ok(halo)
     }
 
     /// Checks the undecided code against the input's nodata value.
