@@ -24,6 +24,7 @@ fn job(sigma: f64, input: &MemRaster) -> SmoothJob {
         border: Border::Same,
         fill_nodata: false,
         tile: 1024,
+        policies: Default::default(),
     }
 }
 

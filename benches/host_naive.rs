@@ -36,6 +36,7 @@ fn job(codes: &[u16]) -> SmoothJob {
         border: Border::Same,
         fill_nodata: false,
         tile: 512,
+        policies: Default::default(),
     }
 }
 

@@ -37,16 +37,26 @@
 // SCAN2 (CPU devices): the winner over all bins in two loops that vectorise
 // (best score, then its first bin; with PACKED one loop over score and bin
 // packed in a ulong), and all NB bins cleared at once.
+// TIES (absent or 0: the default rule): the tie rule of
+// src/method/policy.rs::Ties (1 smallest, 2 largest, 3 undecided, written as
+// UNDECIDED); only WINNER_BINS knows it, so the host leaves TAP_SCAN, SCAN2
+// and MASK_WORDS off with it.
 
 #ifndef CLS_T
 #define CLS_T uchar
 #endif
 #define NO_CLASS 0xFFFFu
+#define UNDECIDED 0xFFFEu
+#ifndef TIES
+#define TIES 0
+#endif
 #define TAP_DY(p) ((p) >> 16)
 #define TAP_DX(p) ((p) & 0xFFFFu)
 
 // pick_winner over all bins: highest score; ties -> the centre class if it is
 // among the best, else the smallest index; no positive score -> NO_CLASS.
+// With TIES > 0: pick_winner_by (src/method/mod.rs), which ignores the centre.
+#if TIES == 0
 #define WINNER_BINS(H, w, nc, centre, result)                                \
     {                                                                        \
         ulong best_ = 0;                                                     \
@@ -63,6 +73,26 @@
             bc_ = (centre);                                                  \
         result = bc_;                                                        \
     }
+#else
+#define WINNER_BINS(H, w, nc, centre, result)                                \
+    {                                                                        \
+        ulong best_ = 0;                                                     \
+        uint first_ = NO_CLASS, last_ = NO_CLASS, n_ = 0;                    \
+        for (uint c_ = 0; c_ < (nc); ++c_) {                                 \
+            ulong s_ = (ulong)(H(c_)) * (w)[c_];                             \
+            if (s_ > best_) {                                                \
+                best_ = s_;                                                  \
+                first_ = last_ = c_;                                         \
+                n_ = 1;                                                      \
+            } else if (s_ == best_ && s_ > 0) {                              \
+                last_ = c_;                                                  \
+                ++n_;                                                        \
+            }                                                                \
+        }                                                                    \
+        result = TIES == 2 ? last_ : (TIES == 3 && n_ > 1) ? UNDECIDED       \
+                                                           : first_;         \
+    }
+#endif
 
 #define H_PRIV(c) h[c]
 

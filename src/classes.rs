@@ -128,6 +128,30 @@ impl ClassTable {
         })
     }
 
+    /// The table with `code` among its classes (pixel count 0 if new): a
+    /// code the smoothing writes that the input may lack (`--ties
+    /// undecided:CODE`). It must fit the raster's type (`max_code`) and not
+    /// be nodata.
+    pub fn with_code(mut self, code: u16, max_code: u16) -> Result<Self> {
+        if code > max_code || Some(code) == self.nodata {
+            bail!(
+                format!("code {code} cannot be a class of this raster"),
+                hint = format!("choose a code from 0 to {max_code} that is not nodata")
+            );
+        }
+        if let Err(at) = self.codes.binary_search(&code) {
+            if self.codes.len() >= MAX_CLASSES {
+                bail!(
+                    format!("code {code} would make more than {MAX_CLASSES} classes"),
+                    hint = "choose a code that is a class already"
+                );
+            }
+            self.codes.insert(at, code);
+            self.counts.insert(at, 0);
+        }
+        Ok(self)
+    }
+
     pub fn codes(&self) -> &[u16] {
         &self.codes
     }

@@ -18,7 +18,8 @@
 use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::method::{ClassSmoother, ClassTile, PendingTile, Promised, SmoothParams};
+use crate::method::policy::{self, Policies, Settle, UNDECIDED};
+use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, Promised, SmoothParams};
 use crate::pipeline;
 use crate::progress::Progress;
 use rayon::prelude::*;
@@ -125,25 +126,37 @@ pub struct SmoothJob {
     pub tile: usize,
     /// Code written where the result is nodata (`None`: no code is free).
     pub output_nodata: Option<u16>,
+    /// Ties, kept and silent classes, isolated pixels, iterations. The
+    /// undecided code of `--ties undecided:CODE` must be a class of
+    /// `classes` when there is more than one iteration (a later pass reads it).
+    pub policies: Policies,
 }
 
 impl SmoothJob {
     pub fn grid(&self, width: usize, height: usize) -> Result<TileGrid> {
-        tile_grid(width, height, &self.kernel, self.border, self.tile)
+        let halo = self.policies.checked_halo(self.kernel.radius())?;
+        tile_grid(width, height, halo, self.border, self.tile)
+    }
+
+    /// The input pixels each side of an output pixel that reach it: the
+    /// kernel's radius once per iteration.
+    pub fn halo(&self) -> usize {
+        self.policies.halo(self.kernel.radius())
     }
 }
 
-/// The tiles of a `width` × `height` raster for `kernel` (its radius is the
-/// halo), `border` and tiles of side `tile`: [`SmoothJob::grid`], for
-/// callers that need the output's size before the job is complete.
+/// The tiles of a `width` × `height` raster for a window of radius `halo`
+/// ([`SmoothJob::halo`]), `border` and tiles of side `tile`:
+/// [`SmoothJob::grid`], for callers that need the output's size before the
+/// job is complete.
 pub fn tile_grid(
     width: usize,
     height: usize,
-    kernel: &Kernel,
+    halo: usize,
     border: Border,
     tile: usize,
 ) -> Result<TileGrid> {
-    Ok(TileGrid::new(width, height, kernel.radius(), border, tile)?)
+    Ok(TileGrid::new(width, height, halo, border, tile)?)
 }
 
 /// A tile submitted to the method and not yet waited for.
@@ -182,11 +195,55 @@ pub fn smooth(
     method: &dyn ClassSmoother,
     progress: &Progress,
 ) -> Result<RunStats> {
+    smooth_weighted(source, None, sink, job, method, progress)
+}
+
+/// [`smooth`] with each pixel's vote weighted by `confidence` (quantised
+/// weights on the source's grid, docs/semantics.md#confidence); only the
+/// naive host method takes them.
+pub fn smooth_weighted(
+    source: &mut dyn ClassSource,
+    mut confidence: Option<&mut dyn ClassSource>,
+    sink: &mut dyn ClassSink,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    progress: &Progress,
+) -> Result<RunStats> {
     let start = Instant::now();
     let (width, height) = source.size();
+    if let Some(c) = &confidence {
+        if c.size() != (width, height) {
+            return Err(
+                Error::new("the confidence raster is not on the class raster's grid")
+                    .hint("give a confidence raster of the same size"),
+            );
+        }
+        policy::check_confidence(true, &method.name())?;
+    }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();
     progress.start(grid.len() as u64, "tiles");
+    let mut class_weights = job.class_weights.clone();
+    job.policies.apply_no_vote(&job.classes, &mut class_weights);
+    let around = (job.policies.around_method() || confidence.is_some()).then(|| Around {
+        class_weights: class_weights.clone(),
+        keep: job.policies.keep_mask(&job.classes),
+        undecided: job
+            .policies
+            .ties
+            .undecided()
+            .map(|code| lut[code as usize])
+            .filter(|&g| g != NO_CLASS),
+    });
+    if let Some(code) = job.policies.ties.undecided()
+        && job.policies.iterations > 1
+        && around.as_ref().is_some_and(|a| a.undecided.is_none())
+    {
+        return Err(Error::new(format!(
+            "the undecided code {code} is not a class of the job"
+        ))
+        .hint("add it to the class table (job::smooth does)"));
+    }
 
     let mut stats = RunStats::default();
     let mut class_sum = 0usize;
@@ -195,6 +252,7 @@ pub fn smooth(
     // Not from inside a rayon job: the calling thread waits for its tiles
     // without working, and on a one-thread pool nobody else would run them.
     let on_pool = method.host_parallel()
+        && around.is_none()
         && rayon::current_thread_index().is_none()
         && job.tile <= ON_POOL_MAX_TILE;
     rayon::in_place_scope(|scope| {
@@ -203,9 +261,20 @@ pub fn smooth(
             |tile| {
                 let mut raw = vec![0u16; tile.source.area() as usize];
                 source.read(tile.source, &mut raw)?;
-                Ok(raw)
+                // Votes weigh nothing beyond the raster.
+                let weights = match confidence.as_deref_mut() {
+                    Some(c) => {
+                        let mut read = vec![0u16; raw.len()];
+                        c.read(tile.source, &mut read)?;
+                        let mut padded = Vec::new();
+                        tile.pad(&read, 0, &mut padded);
+                        Some(padded)
+                    }
+                    None => None,
+                };
+                Ok((raw, weights))
             },
-            |tile, raw| -> Result<InFlight> {
+            |tile, (raw, votes)| -> Result<InFlight> {
                 crate::interrupt::check()?;
                 // A tile run on the pool needs its own classes; a tile
                 // submitted at once can reuse one buffer.
@@ -215,10 +284,19 @@ pub fn smooth(
                     std::mem::take(&mut reused)
                 };
                 let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
+                if let Some(around) = &around {
+                    let t0 = Instant::now();
+                    let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
+                    return Ok(InFlight {
+                        local,
+                        pending: Box::new(Finished(out)),
+                        submit_time: t0.elapsed(),
+                    });
+                }
                 let weights: Vec<u32> = local
                     .globals
                     .iter()
-                    .map(|&g| job.class_weights[g as usize])
+                    .map(|&g| class_weights[g as usize])
                     .collect();
                 let class_tile = ClassTile {
                     width: tile.padded_width,
@@ -235,6 +313,8 @@ pub fn smooth(
                         kernel: &job.kernel,
                         class_weights: &weights,
                         fill_nodata: job.fill_nodata,
+                        ties: job.policies.ties,
+                        confidence: None,
                     };
                     let pending = method.submit(
                         &ClassTile {
@@ -263,7 +343,13 @@ pub fn smooth(
                 for &g in &flight.local.globals {
                     present[g as usize] = true;
                 }
-                to_codes(&mut out, &flight.local, &job.classes, job.output_nodata)?;
+                to_codes(
+                    &mut out,
+                    &flight.local,
+                    &job.classes,
+                    job.output_nodata,
+                    job.policies.ties.undecided(),
+                )?;
                 Ok(out)
             },
             method.depth(),
@@ -302,6 +388,8 @@ fn spawn_on_pool<'s>(
             kernel: &job.kernel,
             class_weights: &weights,
             fill_nodata: job.fill_nodata,
+            ties: job.policies.ties,
+            confidence: None,
         };
         let mut out = vec![0u16; tile.output_len()];
         let smoothed = method.smooth(&tile, &params, &mut out).map(|()| out);
@@ -311,12 +399,117 @@ fn spawn_on_pool<'s>(
     Box::new(Promised(result))
 }
 
-/// Local indices (or [`NO_CLASS`]) to class codes (or the output nodata code).
+/// What the engine does around the method when policies ask for it
+/// ([`Policies::around_method`]), by global class index.
+struct Around {
+    /// Per global class: never changes.
+    keep: Vec<bool>,
+    /// The global index of the undecided code, where it is a class.
+    undecided: Option<u16>,
+    /// Quantised weight per global class, 0 for the silent ones.
+    class_weights: Vec<u32>,
+}
+
+impl Around {
+    /// Smooths one tile (`padded`, compacted as `local`) with every pass
+    /// of the job and the policies around each: pass i reads the tile
+    /// grown by the kernel's radius once per pass still to come, and what
+    /// lies outside the raster holds no class in every pass. Returns the
+    /// last pass's compaction and output.
+    fn smooth(
+        &self,
+        method: &dyn ClassSmoother,
+        job: &SmoothJob,
+        tile: &tiles::Tile,
+        mut local: TileCompaction,
+        mut padded: Vec<u16>,
+        mut votes: Option<Vec<u16>>,
+    ) -> Result<(TileCompaction, Vec<u16>)> {
+        let r = job.kernel.radius();
+        let (mut w, mut h) = (tile.padded_width, tile.padded_height);
+        // The part of the buffer inside the raster: x0, y0, x1, y1.
+        let mut raster = [
+            tile.pad_left,
+            tile.pad_top,
+            tile.pad_left + tile.source.width,
+            tile.pad_top + tile.source.height,
+        ];
+        let passes = job.policies.iterations.max(1);
+        let mut pass = 1;
+        loop {
+            let class_tile = ClassTile {
+                width: w,
+                height: h,
+                halo: r,
+                n_classes: local.len(),
+                classes: &padded,
+            };
+            let weights: Vec<u32> = local
+                .globals
+                .iter()
+                .map(|&g| self.class_weights[g as usize])
+                .collect();
+            let params = SmoothParams {
+                kernel: &job.kernel,
+                class_weights: &weights,
+                fill_nodata: job.fill_nodata,
+                ties: job.policies.ties,
+                confidence: votes.as_deref(),
+            };
+            let mut out = vec![0u16; class_tile.output_len()];
+            method.smooth(&class_tile, &params, &mut out)?;
+            let keep: Vec<bool> = local
+                .globals
+                .iter()
+                .map(|&g| self.keep[g as usize])
+                .collect();
+            let taps = match job.policies.only_isolated {
+                Some(_) => crate::method::naive::taps(&class_tile, &params),
+                None => Vec::new(),
+            };
+            let rules = Settle {
+                keep: &keep,
+                weights: &weights,
+                only_isolated: job.policies.only_isolated,
+                taps: &taps,
+            };
+            policy::settle(&class_tile, &rules, &mut out);
+            if pass == passes {
+                return Ok((local, out));
+            }
+            pass += 1;
+            let (ow, oh) = (class_tile.output_width(), class_tile.output_height());
+            let [x0, y0, x1, y1] = raster;
+            raster = [
+                x0.saturating_sub(r),
+                y0.saturating_sub(r),
+                x1.saturating_sub(r).min(ow),
+                y1.saturating_sub(r).min(oh),
+            ];
+            let mut next = Vec::new();
+            local = policy::next_iteration(&out, ow, raster, &local, self.undecided, &mut next)?;
+            // A pixel's confidence stays with it: the next pass's window
+            // of weights is this one's less the radius each side.
+            votes = votes.map(|v| {
+                v.chunks_exact(w)
+                    .skip(r)
+                    .take(oh)
+                    .flat_map(|row| row[r..r + ow].iter().copied())
+                    .collect()
+            });
+            (padded, w, h) = (next, ow, oh);
+        }
+    }
+}
+
+/// Local indices (or [`NO_CLASS`], or [`UNDECIDED`]) to class codes (or
+/// the output nodata code, or the undecided code).
 fn to_codes(
     out: &mut [u16],
     local: &TileCompaction,
     classes: &ClassTable,
     nodata: Option<u16>,
+    undecided: Option<u16>,
 ) -> Result<()> {
     let codes: Vec<u16> = local
         .globals
@@ -325,11 +518,12 @@ fn to_codes(
         .collect();
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = nodata.unwrap_or(NO_CLASS);
+    let tie = undecided.unwrap_or(NO_CLASS);
     out.par_iter_mut().for_each(|v| {
-        *v = if *v == NO_CLASS {
-            fill
-        } else {
-            codes[*v as usize]
+        *v = match *v {
+            NO_CLASS => fill,
+            UNDECIDED => tie,
+            l => codes[l as usize],
         }
     });
     if nodata.is_none() && out.par_iter().any(|&v| v == NO_CLASS) {
@@ -387,6 +581,7 @@ mod tests {
             border: Border::Same,
             fill_nodata: false,
             tile,
+            policies: Policies::default(),
         }
     }
 

@@ -11,6 +11,8 @@
 pub mod batch;
 pub mod classes;
 pub mod cli;
+#[cfg(feature = "gdal")]
+pub mod confidence;
 pub mod cpu;
 #[cfg(feature = "gdal")]
 pub mod creation_options;

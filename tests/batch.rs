@@ -216,6 +216,34 @@ fn seam_free_grid_with_valid_border() {
     );
 }
 
+/// The policies reach every task through the plan: iterations grow each
+/// task's halo (one kernel radius per pass), and the undecided code is a
+/// class of the planned table.
+#[test]
+fn seam_free_with_policies_and_iterations() {
+    let policies = [
+        "-k",
+        "box:3",
+        "--tile",
+        "32",
+        "--iterations",
+        "3",
+        "--ties",
+        "undecided:200",
+        "--keep",
+        "1",
+        "--no-vote",
+        "2",
+        "--only-isolated",
+        "3",
+        "--device",
+        "host",
+    ];
+    seam_case(Some(9), &policies, None);
+    let valid = [&policies[..], &["--border", "valid"]].concat();
+    seam_case(Some(9), &valid, Some("3"));
+}
+
 /// A plan of 16 tasks over a 4x4 grid of a 320x320 map.
 fn small_plan(dir: &Path, name: &str) -> PathBuf {
     let map = dir.join("map.tif");

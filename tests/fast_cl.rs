@@ -96,6 +96,8 @@ fn dct5_scores_within_the_device_bound() {
             kernel: &kernel,
             class_weights: &weights,
             fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
         };
         let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
         let got = cl.dct5_scores(&tile, &params).unwrap();

@@ -5,15 +5,10 @@
 
 mod common;
 
-use common::{fixture, mapfilter, read_raster};
+use common::{exact_methods, fixture, mapfilter, read_raster};
 use mapfilter::classes::ClassWeights;
-use mapfilter::device::{DeviceChoice, test_device};
 use mapfilter::engine::{self, MemRaster, SmoothJob};
-use mapfilter::kernel::Kernel;
 use mapfilter::kernel::KernelSpec;
-use mapfilter::method::ClassSmoother;
-use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::select::{FastOptions, class_smoother, smoother_for, variants_of};
 use mapfilter::progress::Progress;
 use mapfilter::raster::ClassRaster;
 use tiles::Border;
@@ -31,39 +26,6 @@ fn cases() -> Vec<(&'static str, String)> {
             format!("file:{}", fixture("kernel_disc_r3.txt").display()),
         ),
     ]
-}
-
-/// Every exact method available in this build for `kernel`, by name: the
-/// host reference, every naive variant on the OpenCL test device (PoCL here
-/// and in CI), and the certified (`--exact`) fast methods on host and device
-/// (dct5 only where it applies: gaussian and box kernels).
-fn exact_methods(kernel: &Kernel) -> Vec<(String, Box<dyn ClassSmoother>)> {
-    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
-        vec![("naive/host".into(), Box::new(NaiveHost))];
-    let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
-    if let Some(device) = &device {
-        for variant in variants_of("naive") {
-            let m = class_smoother("naive", device, Some(variant)).unwrap();
-            methods.push((format!("{} ({variant})", m.name()), m));
-        }
-    }
-    let exact = FastOptions {
-        exact: true,
-        ..FastOptions::default()
-    };
-    for method in ["svd", "dct5", "auto"] {
-        for dev in [Some(DeviceChoice::Host), device.clone()]
-            .into_iter()
-            .flatten()
-        {
-            match smoother_for(method, &dev, None, kernel, &exact) {
-                Ok(m) => methods.push((format!("{method} --exact on {dev:?}"), m)),
-                Err(e) if method == "dct5" => eprintln!("dct5 skipped: {e}"),
-                Err(e) => panic!("{method} --exact on {dev:?}: {e}"),
-            }
-        }
-    }
-    methods
 }
 
 const TILE_SIZES: [usize; 7] = [1, 2, 7, 13, 32, 64, 1000];
@@ -100,6 +62,7 @@ fn every_exact_method_and_tile_size_reproduces_the_fixtures() {
                         border,
                         fill_nodata: false,
                         tile,
+                        policies: Default::default(),
                     };
                     let mut out = MemRaster::filled(ew, eh, 0);
                     engine::smooth(

@@ -50,9 +50,9 @@ fn generator_reproduces_the_committed_fixtures() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("all fixtures reproduced"), "{text}");
-    // Three kernels × two borders, each compared.
+    // Three kernels × two borders, and the fifteen policy cases, each compared.
     let compared = text.lines().filter(|l| l.ends_with(" ok")).count();
-    assert_eq!(compared, 6, "{text}");
+    assert_eq!(compared, 21, "{text}");
 }
 
 #[cfg(feature = "gdal")]

@@ -33,6 +33,7 @@ fn job(case: &Case, tile: usize) -> SmoothJob {
         border: case.border,
         fill_nodata: case.fill,
         tile,
+        policies: Default::default(),
     }
 }
 

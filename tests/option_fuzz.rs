@@ -97,6 +97,13 @@ proptest! {
     }
 
     #[test]
+    fn policies(spec in option_text()) {
+        for option in ["--ties", "--keep", "--no-vote", "--only-isolated", "--iterations"] {
+            exits_cleanly(&["smooth", MAP, "OUT", "-k", "box:3", option, &spec, "-q"])?;
+        }
+    }
+
+    #[test]
     fn sizes(spec in option_text()) {
         exits_cleanly(&["gen", "OUT", "--size", &spec, "-q"])?;
         exits_cleanly(&["bench", "--size", &spec, "--repeat", "1", "--warmup", "0", "--device", "host", "--kernel", "box:3"])?;

@@ -30,6 +30,7 @@ fn job(
         border,
         fill_nodata: false,
         tile,
+        policies: Default::default(),
     }
 }
 

@@ -31,11 +31,11 @@ fn smoke_sweep_writes_csv_json_and_html() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
-    assert!(stderr.contains("[18/18]"), "{stderr}");
+    assert!(stderr.contains("[20/20]"), "{stderr}");
 
     let csv = std::fs::read_to_string(out.path().join("results.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines.len(), 1 + 18, "{csv}");
+    assert_eq!(lines.len(), 1 + 20, "{csv}");
     assert!(lines[0].starts_with("experiment,variable,value,method"));
     assert!(
         lines[1].starts_with("image_size,size,16,naive@host,"),
@@ -47,7 +47,7 @@ fn smoke_sweep_writes_csv_json_and_html() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
             .unwrap();
     let records = json["records"].as_array().unwrap();
-    assert_eq!(records.len(), 18);
+    assert_eq!(records.len(), 20);
     // The exact method agrees fully; truncated ranks and terms lose accuracy,
     // full rank regains it.
     for r in records {
@@ -69,10 +69,15 @@ fn smoke_sweep_writes_csv_json_and_html() {
     assert!(svd(1) <= svd(4), "{} {}", svd(1), svd(4));
     assert_eq!(records[17]["terms"], 3);
     assert_eq!(json["config"]["title"], "Smoke sweep");
+    // The policies are settings of the config, recorded with the results.
+    let policies = &json["config"]["experiment"][5]["set"];
+    assert_eq!(policies["ties"], "smallest", "{policies}");
+    assert_eq!(policies["only_isolated"], 3, "{policies}");
+    assert_eq!(records[19]["variable"], "iterations");
 
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
-    // Five experiments, a run-time and an agreement plot each.
-    assert_eq!(html.matches("<svg").count(), 10);
+    // Six experiments, a run-time and an agreement plot each.
+    assert_eq!(html.matches("<svg").count(), 12);
     assert!(html.contains("Run time against class count"));
 }
 
@@ -95,4 +100,17 @@ fn unknown_method_fails_before_running() {
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("unknown method 'nope'"), "{stderr}");
     assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_tie_rule_on_an_approximate_method_fails_before_running() {
+    let text = std::fs::read_to_string(Path::new(SWEEPS).join("smoke.toml"))
+        .unwrap()
+        .replace("methods = [\"naive@host\"]", "methods = [\"svd@host\"]");
+    let config = mapfilter::sweep::Config::parse(&text).unwrap();
+    let err = config.check_methods().unwrap_err().to_string();
+    assert!(err.contains("--ties smallest needs exact scores"), "{err}");
+    let exact = text.replace("[\"svd@host\"]", "[\"svd:exact@host\"]");
+    let config = mapfilter::sweep::Config::parse(&exact).unwrap();
+    config.check_methods().unwrap();
 }

@@ -16,6 +16,7 @@ use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelSpec};
+use crate::method::policy::{Policies, PolicyText};
 use crate::method::select::FastOptions;
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
@@ -50,6 +51,17 @@ pub struct SmoothOptions {
     /// none, deflate, lzw or zstd.
     pub compress: String,
     pub compress_level: Option<u8>,
+    /// The policies (docs/semantics.md#policies); absent in older plans.
+    #[serde(default)]
+    pub ties: Option<String>,
+    #[serde(default)]
+    pub keep: Option<String>,
+    #[serde(default)]
+    pub no_vote: Option<String>,
+    #[serde(default)]
+    pub only_isolated: Option<u32>,
+    #[serde(default)]
+    pub iterations: Option<usize>,
 }
 
 /// The typed values of [`SmoothOptions`].
@@ -59,6 +71,7 @@ pub struct Settings {
     pub border: Border,
     pub compression: OutputCompression,
     pub method: MethodChoice,
+    pub policies: Policies,
 }
 
 impl SmoothOptions {
@@ -91,12 +104,21 @@ impl SmoothOptions {
                 exact: self.exact,
             },
         };
+        let policies = PolicyText {
+            ties: self.ties.as_deref(),
+            keep: self.keep.as_deref(),
+            no_vote: self.no_vote.as_deref(),
+            only_isolated: self.only_isolated,
+            iterations: self.iterations,
+        }
+        .parse()?;
         Ok(Settings {
             kernel,
             weights,
             border,
             compression,
             method,
+            policies,
         })
     }
 }
@@ -241,7 +263,7 @@ impl Plan {
         let paths = super::inputs::expand(req.inputs)?;
         let infos = mosaic::read_infos(&paths)?;
         let groups = mosaic::group(&infos);
-        let r = settings.kernel.radius();
+        let r = settings.policies.checked_halo(settings.kernel.radius())?;
         let mut mosaics = Vec::new();
         let mut tasks = Vec::new();
         let mut names = std::collections::HashSet::new();
@@ -280,7 +302,7 @@ impl Plan {
             let g = group.geo_transform;
             let o = offset as f64;
             let output_geo_transform = [g[0] + o * g[1], g[1], g[2], g[3] + o * g[5], g[4], g[5]];
-            let classes = class_plan(&source, group, &settings.weights)?;
+            let classes = class_plan(&source, group, &settings.weights, &settings.policies)?;
             for window in windows(group, req.grid, offset, (ow, oh)) {
                 let (member, rect, suffix) = window;
                 let stem = member
@@ -362,7 +384,12 @@ impl Plan {
 
 /// The class table of one mosaic, decided as `smooth` of the whole mosaic
 /// decides it.
-fn class_plan(source: &Path, group: &Group, weights: &ClassWeights) -> Result<ClassPlan> {
+fn class_plan(
+    source: &Path,
+    group: &Group,
+    weights: &ClassWeights,
+    policies: &Policies,
+) -> Result<ClassPlan> {
     let max_code = if group.first.data_type == "Byte" {
         u8::MAX as u16
     } else {
@@ -375,6 +402,12 @@ fn class_plan(source: &Path, group: &Group, weights: &ClassWeights) -> Result<Cl
     } else {
         let mut raster = ClassRaster::open(source)?;
         raster.scan_classes(&Progress::hidden())?
+    };
+    policies.check_nodata(nodata)?;
+    // As `smooth` does: the undecided code is a class (see job::smooth).
+    let table = match policies.ties.undecided() {
+        Some(code) => table.with_code(code, max_code)?,
+        None => table,
     };
     Ok(ClassPlan {
         every_code,

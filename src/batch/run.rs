@@ -329,7 +329,7 @@ impl Context<'_> {
     /// The task's window in the mosaic's pixels, with the kernel's halo.
     fn view(&self, mosaic: &MosaicPlan, task: &Task) -> Rect {
         let offset = (mosaic.width - mosaic.output_width) / 2;
-        let r = self.settings.kernel.radius();
+        let r = (self.settings.policies).halo(self.settings.kernel.radius());
         let [x, y, w, h] = task.window;
         let (x, y) = (x + offset, y + offset);
         let (x0, y0) = (x.saturating_sub(r), y.saturating_sub(r));
@@ -416,6 +416,8 @@ impl Context<'_> {
             compression: self.settings.compression.clone(),
             classes: Classes::Given(mosaic.classes.table()?),
             window: Some(task.rect()),
+            policies: self.settings.policies.clone(),
+            confidence: None,
         })
     }
 

@@ -94,6 +94,8 @@ struct PlanArgs {
     #[command(flatten)]
     fast: FastArgs,
     #[command(flatten)]
+    policies: super::policy_args::PolicyArgs,
+    #[command(flatten)]
     overwrite: OverwriteArg,
 }
 
@@ -168,9 +170,24 @@ fn plan(a: PlanArgs) -> Result<()> {
             .map(|v| v.get_name().to_string())
             .unwrap_or_default(),
         compress_level: a.compression.compress_level,
+        ties: a.policies.ties.clone(),
+        keep: a.policies.keep.clone(),
+        no_vote: a.policies.no_vote.clone(),
+        only_isolated: a.policies.only_isolated,
+        iterations: a.policies.iterations,
     };
     // Every option is checked before anything is written.
     a.compression.compression()?;
+    let policies = a.policies.policies()?;
+    if a.policies.confidence.is_some() {
+        crate::bail!(
+            "batch plan does not take --confidence",
+            hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
+        );
+    }
+    // Naive is exact; the fast methods only with --exact.
+    let exact = a.fast.method == "naive" || a.fast.exact;
+    crate::method::policy::check_method(&policies, exact, &a.fast.method)?;
     let plan = Plan::make(&PlanRequest {
         inputs: &a.inputs,
         dir: &a.out,

@@ -149,6 +149,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 border: Border::Same,
                 fill_nodata: false,
                 tile: args.tile,
+                policies: Default::default(),
             };
             let method = smoother_for(
                 &args.fast.method,

@@ -26,6 +26,8 @@ mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;
 mod output_args;
+#[cfg(feature = "gdal")]
+mod policy_args;
 mod scripting;
 #[cfg(feature = "gdal")]
 mod sieve;

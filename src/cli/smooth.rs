@@ -57,6 +57,8 @@ pub struct SmoothArgs {
     pub variant: Option<String>,
     #[command(flatten)]
     pub fast: FastArgs,
+    #[command(flatten)]
+    pub policies: super::policy_args::PolicyArgs,
     /// Print the method chosen (and, for auto, the cost model's reasons) before running.
     #[arg(long)]
     pub explain: bool,
@@ -107,6 +109,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .with_size(args.size)?
         .build()?;
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
+    let policies = args.policies.policies()?;
+    let confidence = args.policies.confidence()?;
     let choice = MethodChoice {
         name: args.fast.method.clone(),
         device: DeviceChoice::from_arg(args.device.as_deref())?,
@@ -115,6 +119,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     };
     observer.device = choice.device.clone();
     let method = choice.build(&kernel)?;
+    crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
+    crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
     let overwrite = args.overwrite.overwrite;
     let target = Target::check(&args.output, overwrite, &[&args.input])?;
     let report = args
@@ -138,6 +144,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             need_present: args.report.is_some() || args.explain,
         },
         window: None,
+        policies,
+        confidence: confidence.clone(),
     };
     let done = job::run(&spec, method.as_ref(), &mut observer)?;
     for share in method.take_shares() {
@@ -154,6 +162,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             method_label: &choice.label(),
             stats: &stats,
             quiet: args.quiet,
+            confidence: confidence.as_ref(),
         };
         crate::job::compare::smooth_report(&run, report)?;
     }

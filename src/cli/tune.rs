@@ -238,6 +238,7 @@ impl Sweep<'_> {
             border: Border::Same,
             fill_nodata: false,
             tile: setting.tile.unwrap_or(engine::DEFAULT_TILE),
+            policies: Default::default(),
         };
         let mut fastest = Duration::MAX;
         for rep in 0..=self.repeat {

@@ -216,6 +216,9 @@ pub struct SmoothRun<'a> {
     pub method_label: &'a str,
     pub stats: &'a RunStats,
     pub quiet: bool,
+    /// The run's per-pixel vote weights (`--confidence`), which the
+    /// baseline takes too.
+    pub confidence: Option<&'a crate::confidence::ConfidenceSpec>,
 }
 
 /// Where `smooth --report` writes: `path` as given (its extension picks
@@ -263,7 +266,12 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let mut source = ClassRaster::open(run.input)?;
     let mut out = OutputRaster::scratch(&dir, &spec)?;
     let t0 = Instant::now();
-    engine::smooth(&mut source, &mut out, run.job, &baseline, &progress)?;
+    let mut votes = run
+        .confidence
+        .map(|c| c.open(source.meta.width, source.meta.height))
+        .transpose()?;
+    let votes = votes.as_mut().map(|v| v as &mut dyn engine::ClassSource);
+    engine::smooth_weighted(&mut source, votes, &mut out, run.job, &baseline, &progress)?;
     let baseline_file = out.finish_scratch()?;
     let baseline_seconds = t0.elapsed().as_secs_f64();
 
@@ -306,15 +314,24 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
             baseline: format!("naive@host ({})", baseline.name()),
             baseline_seconds,
             speedup: baseline_seconds / method_seconds.max(1e-9),
-            settings: vec![
+            settings: [
                 ("kernel side".into(), job.kernel.size().to_string()),
                 ("classes".into(), job.classes.len().to_string()),
                 ("tile".into(), job.tile.to_string()),
                 ("border".into(), format!("{:?}", job.border).to_lowercase()),
                 ("fill nodata".into(), job.fill_nodata.to_string()),
+            ]
+            .into_iter()
+            .chain(job.policies.settings())
+            .chain([(
+                "confidence".into(),
+                run.confidence.map_or("none".into(), |c| c.label()),
+            )])
+            .chain([
                 ("tiles".into(), run.stats.tiles.to_string()),
                 ("method exact".into(), run.method.is_exact().to_string()),
-            ],
+            ])
+            .collect(),
         }),
         summary: outcome.summary,
         maps,

@@ -9,12 +9,14 @@
 //! methods). `batch` relies on it.
 
 use crate::classes::{ClassTable, ClassWeights};
+use crate::confidence::ConfidenceSpec;
 use crate::deferred_output::DeferredOutput;
 use crate::device::DeviceChoice;
 use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
+use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;
 use crate::progress::Progress;
@@ -81,6 +83,10 @@ pub struct SmoothSpec {
     /// A window of the output grid (the whole output's coordinates) to
     /// compute and write instead of the whole output.
     pub window: Option<Rect>,
+    /// Ties, kept and silent classes, isolated pixels, iterations.
+    pub policies: Policies,
+    /// Per-pixel vote weights (`--confidence`).
+    pub confidence: Option<ConfidenceSpec>,
 }
 
 /// What a run reports to whoever started it. Every method has a default
@@ -149,10 +155,12 @@ fn smooth_into(
 ) -> Result<SmoothReport> {
     let mut input = ClassRaster::open_without_projection(&spec.input)?;
     observer.stage("open");
+    spec.policies.check()?;
+    let halo = spec.policies.checked_halo(spec.kernel.radius())?;
     let grid = engine::tile_grid(
         input.meta.width,
         input.meta.height,
-        &spec.kernel,
+        halo,
         spec.border,
         spec.tile,
     )?;
@@ -202,6 +210,7 @@ fn smooth_into(
     // The output's nodata is the input's where it has one, so the output
     // can be made while the classes are scanned.
     let input_nodata = input.nodata_code();
+    spec.policies.check_nodata(input_nodata)?;
     if input_nodata.is_some() {
         output.make(with_nodata(input_nodata));
     }
@@ -223,6 +232,12 @@ fn smooth_into(
             }
         }
     };
+    // The undecided code is a class: a later pass reads it, and the
+    // output's nodata must not be it.
+    let classes = match spec.policies.ties.undecided() {
+        Some(code) => classes.with_code(code, max_code)?,
+        None => classes,
+    };
     let output_nodata = classes.output_nodata(max_code);
     output.make(with_nodata(output_nodata));
     let job = SmoothJob {
@@ -233,17 +248,24 @@ fn smooth_into(
         border: spec.border,
         fill_nodata: spec.fill_nodata,
         tile: spec.tile,
+        policies: spec.policies.clone(),
     };
     observer.before_engine(&job, method)?;
     let progress = observer.progress("smooth");
+    let mut votes = spec
+        .confidence
+        .as_ref()
+        .map(|c| c.open(input.meta.width, input.meta.height))
+        .transpose()?;
     let stats = if spec.window.is_none() {
-        engine::smooth(&mut input, &mut output, &job, method, &progress)?
+        let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
+        engine::smooth_weighted(&mut input, votes, &mut output, &job, method, &progress)?
     } else {
         // The window in the input's pixels, and the part of the input that
         // reaches it through the kernel: pixels beyond the input contribute
         // nothing, as in a run over the whole input.
         let center = Rect::new(window.x + offset, window.y + offset, width, height);
-        let r = spec.kernel.radius();
+        let r = halo;
         let (w, h) = (input.meta.width, input.meta.height);
         let x0 = center.x.saturating_sub(r);
         let y0 = center.y.saturating_sub(r);
@@ -255,6 +277,10 @@ fn smooth_into(
             inner: &mut input,
             view,
         };
+        let mut vote_view = votes.as_mut().map(|v| ViewSource {
+            inner: v as &mut dyn ClassSource,
+            view,
+        });
         let mut sink = CropSink {
             inner: &mut output,
             crop,
@@ -270,7 +296,8 @@ fn smooth_into(
             tile: side.div_ceil(tiles),
             ..job.clone()
         };
-        engine::smooth(&mut source, &mut sink, &windowed, method, &progress)?
+        let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
+        engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, &progress)?
     };
     observer.stage("engine");
     let (made_from, made_to) = output.finish()?;

@@ -1134,6 +1134,8 @@ mod tests {
                 kernel: &kernel,
                 class_weights: &weights,
                 fill_nodata,
+                ties: Default::default(),
+                confidence: None,
             };
             let rank = |isa| {
                 let mut ranking = Ranking::default();

@@ -15,6 +15,7 @@ pub mod naive;
 pub mod naive_cl;
 pub mod naive_cl_runs;
 pub mod naive_cl_tuning;
+pub mod policy;
 pub mod ranking;
 pub mod select;
 pub mod separable;
@@ -73,6 +74,12 @@ pub struct SmoothParams<'a> {
     pub class_weights: &'a [u32],
     /// Smooth nodata centre pixels too instead of keeping them nodata.
     pub fill_nodata: bool,
+    /// Who wins a tie (docs/semantics.md#the-winner-and-ties).
+    pub ties: policy::Ties,
+    /// Per tile pixel (laid out as `ClassTile::classes`): the quantised
+    /// weight of its vote (`--confidence`); `None`: every vote weighs 1.
+    /// Only the naive host method takes it.
+    pub confidence: Option<&'a [u16]>,
 }
 
 impl SmoothParams<'_> {
@@ -214,25 +221,67 @@ impl PendingTile for Promised {
 }
 
 /// The winning class from exact integer scores `raw[c]·weights[c]`
-/// (docs/semantics.md#the-winner-and-ties): the highest score; on a tie
-/// the centre class if it is among the best, else the smallest index; no
-/// positive score gives [`NO_CLASS`].
+/// (docs/semantics.md#the-winner-and-ties): the highest score; a tie by
+/// `ties` (the default: the centre class if it is among the best, else the
+/// smallest index); no positive score gives [`NO_CLASS`].
 /// `centre` is the centre pixel's local index (`>= raw.len()` for nodata).
 #[inline]
-pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16) -> u16 {
+pub fn pick_winner(raw: &[u32], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
+    pick_by_score(
+        raw.len(),
+        |c| raw[c] as u64 * weights[c] as u64,
+        centre,
+        ties,
+    )
+}
+
+/// [`pick_winner`] on wide sums (confidence-weighted votes: up to 2⁴⁷),
+/// whose products with the class weights need 128 bits.
+#[inline]
+pub fn pick_winner_wide(raw: &[u64], weights: &[u32], centre: u16, ties: policy::Ties) -> u16 {
+    pick_by_score(
+        raw.len(),
+        |c| raw[c] as u128 * weights[c] as u128,
+        centre,
+        ties,
+    )
+}
+
+/// The winner rule over the exact scores `score(0..n)`.
+#[inline(always)]
+fn pick_by_score<S: Copy + Ord + Default>(
+    n: usize,
+    score: impl Fn(usize) -> S,
+    centre: u16,
+    ties: policy::Ties,
+) -> u16 {
+    let zero = S::default();
+    if ties != policy::Ties::Centre {
+        let (mut first, mut last, mut best_score, mut count) = (NO_CLASS, NO_CLASS, zero, 0);
+        for c in 0..n {
+            let s = score(c);
+            if s > best_score {
+                (first, last, best_score, count) = (c as u16, c as u16, s, 1);
+            } else if s == best_score && s > zero {
+                (last, count) = (c as u16, count + 1);
+            }
+        }
+        return match ties {
+            policy::Ties::Largest => last,
+            policy::Ties::Undecided(_) if count > 1 => policy::UNDECIDED,
+            _ => first,
+        };
+    }
     let mut best = NO_CLASS;
-    let mut best_score = 0u64;
-    for (c, (&r, &w)) in raw.iter().zip(weights).enumerate() {
-        let s = r as u64 * w as u64;
+    let mut best_score = zero;
+    for c in 0..n {
+        let s = score(c);
         if s > best_score {
             best_score = s;
             best = c as u16;
         }
     }
-    if best != NO_CLASS
-        && (centre as usize) < raw.len()
-        && raw[centre as usize] as u64 * weights[centre as usize] as u64 == best_score
-    {
+    if best != NO_CLASS && (centre as usize) < n && score(centre as usize) == best_score {
         return centre;
     }
     best
@@ -244,15 +293,31 @@ mod tests {
 
     #[test]
     fn winner_rules() {
+        use policy::Ties::*;
         let w = [1, 1, 1];
-        assert_eq!(pick_winner(&[1, 5, 2], &w, 0), 1);
+        let centre = |raw: &[u32], weights: &[u32], c| pick_winner(raw, weights, c, Centre);
+        assert_eq!(centre(&[1, 5, 2], &w, 0), 1);
         // Tie between 1 and 2: centre 2 wins, otherwise the smallest index.
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 2), 2);
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 0), 1);
-        assert_eq!(pick_winner(&[0, 4, 4], &w, 3), 1);
+        assert_eq!(centre(&[0, 4, 4], &w, 2), 2);
+        assert_eq!(centre(&[0, 4, 4], &w, 0), 1);
+        assert_eq!(centre(&[0, 4, 4], &w, 3), 1);
         // No positive score: no class.
-        assert_eq!(pick_winner(&[0, 0, 0], &w, 1), NO_CLASS);
+        assert_eq!(centre(&[0, 0, 0], &w, 1), NO_CLASS);
         // Weights decide.
-        assert_eq!(pick_winner(&[3, 2, 0], &[1, 2, 1], 0), 1);
+        assert_eq!(centre(&[3, 2, 0], &[1, 2, 1], 0), 1);
+        // The other rules ignore the centre.
+        assert_eq!(pick_winner(&[0, 4, 4], &w, 2, Smallest), 1);
+        assert_eq!(pick_winner(&[4, 4, 1], &w, 0, Largest), 1);
+        assert_eq!(
+            pick_winner(&[0, 4, 4], &w, 1, Undecided(9)),
+            policy::UNDECIDED
+        );
+        assert_eq!(pick_winner(&[0, 4, 3], &w, 2, Undecided(9)), 1);
+        assert_eq!(pick_winner(&[0, 0, 0], &w, 1, Largest), NO_CLASS);
+        // A class without a vote (weight 0) never wins.
+        assert_eq!(
+            pick_winner(&[5, 0, 0], &[0, 1, 1], 0, Undecided(9)),
+            NO_CLASS
+        );
     }
 }

@@ -63,6 +63,9 @@ struct Job {
     weights: Vec<u32>,
     kernel: Arc<Kernel>,
     fill_nodata: bool,
+    ties: crate::method::policy::Ties,
+    /// Per-pixel vote weights (`--confidence`), copied for the worker.
+    confidence: Option<Vec<u16>>,
     reply: Sender<Result<Vec<u16>>>,
 }
 
@@ -186,6 +189,8 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
                 kernel: &job.kernel,
                 class_weights: &job.weights,
                 fill_nodata: job.fill_nodata,
+                ties: job.ties,
+                confidence: job.confidence.as_deref(),
             };
             let len = tile.output_len();
             match member.submit(&tile, &params) {
@@ -268,6 +273,8 @@ impl ClassSmoother for Shared {
             weights: params.class_weights.to_vec(),
             kernel: self.kernel(params.kernel),
             fill_nodata: params.fill_nodata,
+            ties: params.ties,
+            confidence: params.confidence.map(<[u16]>::to_vec),
             reply,
         };
         self.jobs

@@ -13,7 +13,7 @@
 //!   order-free, so the scores are the same. Noise-like tiles, where runs are
 //!   short, keep the plain loop over every tap.
 
-use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
+use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wide};
 use crate::classes::NO_CLASS;
 use crate::error::Result;
 use rayon::prelude::*;
@@ -49,9 +49,50 @@ pub fn exact_pixel(
     if centre == tile.nodata() && !params.fill_nodata {
         return NO_CLASS;
     }
+    if let Some(confidence) = params.confidence {
+        let mut wide = vec![0u64; acc.len()];
+        return weighted_pixel(tile, params, confidence, taps, x, y, &mut wide);
+    }
     acc.iter_mut().for_each(|a| *a = 0);
     add_taps(taps, &tile.classes[origin..], acc);
-    pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
+    pick_winner(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
+}
+
+/// The exact result at output pixel `(x, y)` with confidence-weighted
+/// votes (docs/semantics.md#confidence): each tap adds its kernel weight
+/// times its pixel's quantised confidence, summed in 64 bits (below 2⁴⁷);
+/// `acc` is scratch of `n_classes + 1` bins.
+#[inline]
+fn weighted_pixel(
+    tile: &ClassTile,
+    params: &SmoothParams,
+    confidence: &[u16],
+    taps: &[(usize, u32)],
+    x: usize,
+    y: usize,
+    acc: &mut [u64],
+) -> u16 {
+    let origin = y * tile.width + x;
+    let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
+    if centre == tile.nodata() && !params.fill_nodata {
+        return NO_CLASS;
+    }
+    acc.iter_mut().for_each(|a| *a = 0);
+    let (classes, weights) = (&tile.classes[origin..], &confidence[origin..]);
+    for &(offset, q) in taps {
+        acc[classes[offset] as usize] += q as u64 * weights[offset] as u64;
+    }
+    pick_winner_wide(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
 }
 
 /// The direct histogram method on the host.
@@ -78,6 +119,17 @@ impl ClassSmoother for NaiveHost {
         }
         let n = params.kernel.size();
         let kernel = KernelTaps::new(params.kernel.quantised(), n, tile.width);
+        if let Some(confidence) = params.confidence {
+            // Weighted votes: no shortcut (a run's weights are no longer
+            // its span of the kernel), every tap.
+            out.par_chunks_mut(out_w).enumerate().for_each(|(y, row)| {
+                let mut acc = vec![0u64; tile.n_classes + 1];
+                for (x, slot) in row.iter_mut().enumerate() {
+                    *slot = weighted_pixel(tile, params, confidence, &kernel.flat, x, y, &mut acc);
+                }
+            });
+            return Ok(());
+        }
         let runs = Runs::new(tile, n);
         // Walking runs pays where window rows are mostly long runs (maps);
         // on noise-like tiles visiting every tap is faster (measured).
@@ -111,7 +163,12 @@ impl ClassSmoother for NaiveHost {
                 } else {
                     kernel.add_by_taps(&tile.classes[origin..], &mut acc);
                 }
-                *slot = pick_winner(&acc[..tile.n_classes], params.class_weights, centre);
+                *slot = pick_winner(
+                    &acc[..tile.n_classes],
+                    params.class_weights,
+                    centre,
+                    params.ties,
+                );
             }
         });
         Ok(())
@@ -303,7 +360,12 @@ mod tests {
                             acc[at(dx, dy) as usize] += q[dy * n + dx];
                         }
                     }
-                    pick_winner(&acc[..tile.n_classes], params.class_weights, centre)
+                    pick_winner(
+                        &acc[..tile.n_classes],
+                        params.class_weights,
+                        centre,
+                        params.ties,
+                    )
                 };
             }
         }
@@ -360,6 +422,8 @@ mod tests {
             kernel,
             class_weights: weights,
             fill_nodata,
+            ties: Default::default(),
+            confidence: None,
         };
         let mut out = vec![0u16; tile.output_len()];
         NaiveHost.smooth(&tile, &params, &mut out).unwrap();

@@ -32,6 +32,7 @@ use super::naive_cl_tuning::{
     MASK_ENV, RUNS_ENV, SCAN2_ENV, SLIDE_ENV, TAP_SCAN_ENV, env_flag, gpu_fast_shape,
     shape_override,
 };
+use super::policy::Ties;
 use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::device::tune::{self, Setting};
@@ -323,14 +324,22 @@ impl NaiveCl {
         (self.device.info().local_mem as usize).min(48 * 1024) - 512
     }
 
-    fn plan(&self, tile: &ClassTile, taps: &TapSet, weights: &[u32]) -> Plan {
+    fn plan(&self, tile: &ClassTile, taps: &TapSet, weights: &[u32], ties: Ties) -> Plan {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let nc = tile.n_classes;
         let elem = if nc > 255 { 2 } else { 1 };
         let nb = bins(nc);
+        // Only the plain winner search knows the other tie rules (and only
+        // their programs carry the define, so the default's stay as they are).
+        let plain_winner = ties != Ties::Centre;
         let base = BuildOptions::new()
             .define("CLS_T", if elem == 1 { "uchar" } else { "ushort" })
             .define("NB", nb);
+        let base = if plain_winner {
+            base.define("TIES", ties.cl_code())
+        } else {
+            base
+        };
         let k = taps.ksize;
         let budget = self.local_budget();
         let gpu = self.device.info().kind == DeviceKind::Gpu;
@@ -410,6 +419,7 @@ impl NaiveCl {
                 // A bit per touched bin, so that the winner search and the
                 // clearing skip the untouched ones: pays beyond a few bins.
                 let mask = runs
+                    && !plain_winner
                     && (self.paths.mask)
                         .or_else(|| env_flag(MASK_ENV))
                         .unwrap_or(nb > 8);
@@ -431,7 +441,7 @@ impl NaiveCl {
                 };
                 // The two-loop winner search pays for many bins only; with
                 // a few dozen it is slower (docs/decisions/0010).
-                let scan2 = cpu_shape && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
+                let scan2 = cpu_shape && !plain_winner && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
                 // Score and bin packed in one ulong (score << 9): every score
                 // (kernel sum times class weight) must stay below 2^55.
                 let packed = scan2 && {
@@ -447,7 +457,8 @@ impl NaiveCl {
                 let slide = !runs && slide_ok && flat && ty == 1;
                 // The run path picks its winner from the classes it saw; a
                 // sliding histogram must not be cleared by a tap scan.
-                let tap_scan = !runs && !slide && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
+                let tap_scan =
+                    !runs && !slide && !plain_winner && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {
@@ -515,7 +526,7 @@ impl ClassSmoother for NaiveCl {
             ));
         }
         let taps = self.taps(params.kernel)?;
-        let plan = self.plan(tile, &taps, params.class_weights);
+        let plan = self.plan(tile, &taps, params.class_weights, params.ties);
         let kernel = self.device.kernel("naive", &plan.opts, plan.kernel)?;
         let wide = tile.n_classes > 255;
         let image = self.variant == Variant::Image;

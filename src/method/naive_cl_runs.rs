@@ -210,7 +210,12 @@ pub fn score(
         }
         dy += b;
     }
-    let r = pick_winner(&acc[..tile.n_classes], params.class_weights, centre);
+    let r = pick_winner(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    );
     acc.iter_mut().for_each(|a| *a = 0);
     r
 }
@@ -356,6 +361,8 @@ mod tests {
                         kernel: &kernel,
                         class_weights: weights,
                         fill_nodata: fill,
+                        ties: Default::default(),
+                        confidence: None,
                     };
                     let runs = TileRuns::new(&tile, n);
                     let sat = kernel_sat(kernel.quantised(), n);

@@ -538,6 +538,8 @@ mod tests {
                 kernel: &kernel,
                 class_weights: &weights,
                 fill_nodata,
+                ties: Default::default(),
+                confidence: None,
             };
             let (mut banded, mut whole) = (Ranking::default(), Ranking::default());
             plan.rank(&tile, &params, tau, &mut banded);

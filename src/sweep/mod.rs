@@ -21,10 +21,15 @@
 //! classes = 8
 //! [[experiment]]
 //! name = "image_size"
-//! vary = "size"              # size, kernel_size, classes, rank, terms or tile
+//! vary = "size"              # size, kernel_size, classes, rank, terms, tile,
+//!                            # iterations or only_isolated
 //! values = [256, 512, 1024]
 //! set = { classes = 16 }     # optional overrides for this experiment
 //! ```
+//!
+//! The smoothing policies are settings too (docs/semantics.md#policies):
+//! `ties = "smallest"`, `keep = "0,3"`, `no_vote = "5"`, `only_isolated = 3`,
+//! `iterations = 2`.
 
 pub mod methods;
 pub mod output;
@@ -35,6 +40,7 @@ use crate::engine::{self, MemRaster, SmoothJob};
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
+use crate::method::policy::{Policies, PolicyText};
 use crate::metrics;
 use crate::progress::Progress;
 use crate::synth::{Pattern, SynthRaster};
@@ -124,6 +130,10 @@ pub enum Variable {
     Terms,
     /// Tile side.
     Tile,
+    /// Passes of the whole smoothing (`--iterations`).
+    Iterations,
+    /// The threshold T of `--only-isolated`.
+    OnlyIsolated,
 }
 
 impl Variable {
@@ -136,6 +146,8 @@ impl Variable {
             Variable::Rank => "rank",
             Variable::Terms => "terms",
             Variable::Tile => "tile",
+            Variable::Iterations => "iterations",
+            Variable::OnlyIsolated => "only_isolated",
         }
     }
 
@@ -147,12 +159,17 @@ impl Variable {
             Variable::Rank => "kernel rank",
             Variable::Terms => "DCT terms K",
             Variable::Tile => "tile side (pixels)",
+            Variable::Iterations => "iterations",
+            Variable::OnlyIsolated => "only-isolated threshold T",
         }
     }
 
     /// Whether plots use a log₂ x axis (as the thesis' figures do for sizes and counts).
     pub fn log2_axis(self) -> bool {
-        !matches!(self, Variable::Rank | Variable::Terms)
+        !matches!(
+            self,
+            Variable::Rank | Variable::Terms | Variable::Iterations | Variable::OnlyIsolated
+        )
     }
 }
 
@@ -176,6 +193,16 @@ pub struct Settings {
     pub tile: Option<usize>,
     /// `same` or `valid`.
     pub border: Option<String>,
+    /// `--ties`: centre, smallest, largest or undecided:CODE.
+    pub ties: Option<String>,
+    /// `--keep CODES`, e.g. "0,3".
+    pub keep: Option<String>,
+    /// `--no-vote CODES`.
+    pub no_vote: Option<String>,
+    /// `--only-isolated T`.
+    pub only_isolated: Option<u32>,
+    /// `--iterations N`.
+    pub iterations: Option<usize>,
 }
 
 impl Settings {
@@ -195,7 +222,12 @@ impl Settings {
             rank,
             terms,
             tile,
-            border
+            border,
+            ties,
+            keep,
+            no_vote,
+            only_isolated,
+            iterations
         )
     }
 
@@ -211,6 +243,13 @@ impl Settings {
             Variable::Rank => self.rank = Some(value),
             Variable::Terms => self.terms = Some(value),
             Variable::Tile => self.tile = Some(value),
+            Variable::Iterations => self.iterations = Some(value),
+            Variable::OnlyIsolated => {
+                self.only_isolated = Some(u32::try_from(value).map_err(|_| {
+                    Error::new(format!("only_isolated {value} is too large"))
+                        .hint("at most the window's pixel count")
+                })?)
+            }
         }
         Ok(self)
     }
@@ -273,6 +312,14 @@ impl Settings {
             crate::limits::IN_MEMORY_RUN_BYTES,
             "a sweep image",
         )?;
+        let policies = PolicyText {
+            ties: self.ties.as_deref(),
+            keep: self.keep.as_deref(),
+            no_vote: self.no_vote.as_deref(),
+            only_isolated: self.only_isolated,
+            iterations: self.iterations,
+        }
+        .parse()?;
         Ok(Point {
             size,
             // A family kernel gets exactly the requested side (gaussian: σ = (N−1)/6).
@@ -286,6 +333,7 @@ impl Settings {
             terms: self.terms,
             tile: self.tile.unwrap_or(engine::DEFAULT_TILE),
             border,
+            policies,
         })
     }
 }
@@ -305,6 +353,7 @@ pub struct Point {
     pub terms: Option<usize>,
     pub tile: usize,
     pub border: Border,
+    pub policies: Policies,
 }
 
 impl Point {
@@ -320,7 +369,10 @@ impl Point {
         }
         let kernel = spec.build()?;
         let codes: Vec<u16> = (0..self.classes).collect();
-        let classes = ClassTable::from_codes(&codes, None)?;
+        let mut classes = ClassTable::from_codes(&codes, None)?;
+        if let Some(code) = self.policies.ties.undecided() {
+            classes = classes.with_code(code, u16::MAX)?;
+        }
         Ok(SmoothJob {
             class_weights: ClassWeights::default().quantise(&classes),
             output_nodata: classes.output_nodata(u16::MAX),
@@ -329,6 +381,7 @@ impl Point {
             border: self.border,
             fill_nodata: false,
             tile: self.tile,
+            policies: self.policies.clone(),
         })
     }
 
@@ -466,7 +519,9 @@ impl Config {
             let point = self.settings(e, e.values[0])?.point()?;
             let job = point.job()?;
             for m in self.methods_of(e) {
-                cache.get(&m.parse()?, &point.options(), &job.kernel)?;
+                let method = cache.get(&m.parse()?, &point.options(), &job.kernel)?;
+                crate::method::policy::check_method(&point.policies, method.is_exact(), m)
+                    .map_err(|err| err.context(format!("experiment '{}'", e.name)))?;
             }
             if let Some(r) = &reference {
                 cache.get(r, &point.options(), &job.kernel)?;

@@ -116,6 +116,45 @@ mod gdal_io {
     }
 }
 
+/// Every exact method available in this build for `kernel`, by name: the
+/// host reference, every naive variant on the OpenCL test device (PoCL here
+/// and in CI), and the certified (`--exact`) fast methods on host and device
+/// (dct5 only where it applies: gaussian and box kernels).
+pub fn exact_methods(
+    kernel: &mapfilter::kernel::Kernel,
+) -> Vec<(String, Box<dyn mapfilter::method::ClassSmoother>)> {
+    use mapfilter::device::{DeviceChoice, test_device};
+    use mapfilter::method::ClassSmoother;
+    use mapfilter::method::naive::NaiveHost;
+    use mapfilter::method::select::{FastOptions, class_smoother, smoother_for, variants_of};
+    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
+        vec![("naive/host".into(), Box::new(NaiveHost))];
+    let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
+    if let Some(device) = &device {
+        for variant in variants_of("naive") {
+            let m = class_smoother("naive", device, Some(variant)).unwrap();
+            methods.push((format!("{} ({variant})", m.name()), m));
+        }
+    }
+    let exact = FastOptions {
+        exact: true,
+        ..FastOptions::default()
+    };
+    for method in ["svd", "dct5", "auto"] {
+        for dev in [Some(DeviceChoice::Host), device.clone()]
+            .into_iter()
+            .flatten()
+        {
+            match smoother_for(method, &dev, None, kernel, &exact) {
+                Ok(m) => methods.push((format!("{method} --exact on {dev:?}"), m)),
+                Err(e) if method == "dct5" => eprintln!("dct5 skipped: {e}"),
+                Err(e) => panic!("{method} --exact on {dev:?}: {e}"),
+            }
+        }
+    }
+    methods
+}
+
 /// The names of the files in `dir`, sorted.
 pub fn files_in(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -244,5 +283,6 @@ pub fn class_job(
         border,
         fill_nodata,
         tile,
+        policies: Default::default(),
     }
 }

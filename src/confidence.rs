@@ -1,0 +1,174 @@
+//! `smooth --confidence RASTER[:BAND]`: a per-pixel vote weight read beside
+//! the class raster and quantised to integers once, on the host
+//! (docs/semantics.md#confidence): integer bands as they are (0..=scale),
+//! floating-point bands as `round(v / scale · 65535)`. Nodata and NaN
+//! weigh 0. Read window by window through [`ClassSource`], so it streams
+//! with the class raster's tiles.
+
+use crate::bail;
+use crate::engine::ClassSource;
+use crate::error::{Error, Result};
+use gdal::Dataset;
+use gdal::raster::GdalDataType;
+use std::path::PathBuf;
+use tiles::Rect;
+
+/// Quanta of a floating-point confidence of 1 (the scale).
+pub const FLOAT_QUANTA: f64 = 65535.0;
+
+/// `--confidence` and `--confidence-scale` as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfidenceSpec {
+    pub path: PathBuf,
+    pub band: usize,
+    /// The value that means full confidence (`None`: from the band's
+    /// metadata, else 1 for floating-point bands).
+    pub scale: Option<f64>,
+}
+
+impl ConfidenceSpec {
+    /// Parses `RASTER[:BAND]` (a trailing `:N` is the band when the whole
+    /// text is not an existing file).
+    pub fn parse(text: &str, scale: Option<f64>) -> Result<Self> {
+        let (path, band) = match text.rsplit_once(':') {
+            Some((p, b)) if !std::path::Path::new(text).exists() && b.parse::<usize>().is_ok() => {
+                (p, b.parse().unwrap_or(1))
+            }
+            _ => (text, 1),
+        };
+        if band == 0 {
+            bail!("--confidence band 0", hint = "bands count from 1");
+        }
+        if let Some(s) = scale
+            && !(s.is_finite() && s > 0.0)
+        {
+            bail!(
+                format!("--confidence-scale {s} is not a positive number"),
+                hint = "e.g. 1 for 0–1 floats, 100 for percentages, 255 for bytes"
+            );
+        }
+        Ok(ConfidenceSpec {
+            path: path.into(),
+            band,
+            scale,
+        })
+    }
+
+    /// How reports show it.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.path.display(), self.band)
+    }
+
+    /// Opens the raster for a class raster of `width` × `height`.
+    pub fn open(&self, width: usize, height: usize) -> Result<ConfidenceRaster> {
+        let ds = crate::raster::open(&self.path)?;
+        let name = self.path.display().to_string();
+        let gdal = |e: gdal::errors::GdalError| Error::new(format!("{name}: {e}"));
+        if self.band > ds.raster_count() {
+            bail!(
+                format!("{name} has no band {}", self.band),
+                hint = format!("it has {} band(s)", ds.raster_count())
+            );
+        }
+        let (w, h) = ds.raster_size();
+        if (w, h) != (width, height) {
+            bail!(
+                format!("{name} is {w}x{h}, the class raster {width}x{height}"),
+                hint = "the confidence raster must be on the class raster's grid"
+            );
+        }
+        let band = ds.rasterband(self.band).map_err(gdal)?;
+        let float = matches!(
+            band.band_type(),
+            GdalDataType::Float32 | GdalDataType::Float64
+        );
+        let scale = match self.scale {
+            Some(s) => s,
+            // A GDAL scale factor maps the stored values to 0–1 physical ones.
+            None => match band.scale() {
+                Some(f) if f > 0.0 && f != 1.0 && band.offset().unwrap_or(0.0) == 0.0 => 1.0 / f,
+                _ if float => 1.0,
+                _ => bail!(
+                    format!("{name}: the scale of its integer confidences is not known"),
+                    hint = "give --confidence-scale 100 (percent) or 255 (bytes)"
+                ),
+            },
+        };
+        if !float && (scale.fract() != 0.0 || scale > u16::MAX as f64) {
+            bail!(
+                format!("--confidence-scale {scale} for integer confidences"),
+                hint = "integer bands take an integer scale up to 65535"
+            );
+        }
+        let nodata = band.no_data_value();
+        Ok(ConfidenceRaster {
+            ds,
+            band: self.band,
+            name,
+            float,
+            scale,
+            nodata,
+            size: (w, h),
+        })
+    }
+}
+
+/// An open confidence band, read as quantised weights.
+pub struct ConfidenceRaster {
+    ds: Dataset,
+    band: usize,
+    name: String,
+    float: bool,
+    scale: f64,
+    nodata: Option<f64>,
+    size: (usize, usize),
+}
+
+impl ConfidenceRaster {
+    /// The integer weight of one stored value.
+    fn quantise(&self, v: f64) -> Result<u16> {
+        if v.is_nan() || self.nodata == Some(v) {
+            return Ok(0);
+        }
+        if !(0.0..=self.scale).contains(&v) {
+            bail!(
+                format!("{}: confidence {v} is outside 0..{}", self.name, self.scale),
+                hint = "set --confidence-scale to the value of full confidence"
+            );
+        }
+        Ok(if self.float {
+            (v / self.scale * FLOAT_QUANTA).round() as u16
+        } else {
+            v as u16
+        })
+    }
+}
+
+impl ClassSource for ConfidenceRaster {
+    fn size(&self) -> (usize, usize) {
+        self.size
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        if w.is_empty() {
+            return Ok(());
+        }
+        let band = self
+            .ds
+            .rasterband(self.band)
+            .map_err(|e| Error::new(format!("{}: {e}", self.name)))?;
+        let mut values = vec![0f64; buf.len()];
+        band.read_into_slice::<f64>(
+            (w.x as isize, w.y as isize),
+            (w.width, w.height),
+            (w.width, w.height),
+            &mut values,
+            None,
+        )
+        .map_err(|e| Error::new(format!("{}: {e}", self.name)))?;
+        for (q, &v) in buf.iter_mut().zip(&values) {
+            *q = self.quantise(v)?;
+        }
+        Ok(())
+    }
+}
