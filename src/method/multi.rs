@@ -365,6 +365,7 @@ mod tests {
             border: Border::Same,
             fill_nodata: false,
             tile: 10,
+            policies: Default::default(),
         };
         (MemRaster::new(w, h, data), job)
     }
