@@ -93,8 +93,13 @@ impl RasterMeta {
     /// Everything but the coordinate system (left ""): GDAL builds that
     /// through PROJ's database, which costs more than the rest together.
     pub fn read_without_projection(ds: &Dataset) -> Result<Self> {
+        Self::read_band(ds, 1)
+    }
+
+    /// [`RasterMeta::read_without_projection`] of band `band` (1-based).
+    pub fn read_band(ds: &Dataset, band: usize) -> Result<Self> {
         let (width, height) = ds.raster_size();
-        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let band = ds.rasterband(band).map_err(gdal_error)?;
         let colors = band
             .color_table()
             .map(|ct| {
@@ -181,10 +186,61 @@ impl ClassType {
     }
 }
 
-/// An opened single-band class raster (band 1 of the file).
+/// Which band of an input holds the classes and what its nodata is: GDAL's
+/// `-b BAND` and `--src-nodata` (the `Default` takes band 1 of a single-band
+/// raster, with the file's nodata).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BandChoice {
+    /// 1-based band; `None`: band 1, and a raster of several bands is refused
+    /// (its bands are rarely classes: an RGB photo's band 1 would smooth as
+    /// 256 "classes").
+    pub band: Option<usize>,
+    /// Replaces the file's nodata value; `Some(None)` ignores it.
+    pub nodata: Option<Option<f64>>,
+}
+
+impl BandChoice {
+    /// The band to read, checked against the raster's band count.
+    fn resolve(&self, path: &Path, bands: usize) -> Result<usize> {
+        match self.band {
+            None if bands > 1 => bail!(
+                format!(
+                    "{}: has {bands} bands, and class smoothing reads one",
+                    path.display()
+                ),
+                hint = "pick the band of class codes with -b BAND (e.g. -b 1), or extract it with gdal_translate -b BAND"
+            ),
+            None => Ok(1),
+            Some(b) if b == 0 || b > bands => bail!(
+                format!(
+                    "{}: -b {b} is not a band (the raster has {bands})",
+                    path.display()
+                ),
+                hint = "bands are numbered from 1, as in GDAL (`mapfilter info` shows the count)"
+            ),
+            Some(b) => Ok(b),
+        }
+    }
+}
+
+/// A nodata value as `--src-nodata` / `--dst-nodata` take it: a number or `none`.
+pub fn parse_nodata(text: &str) -> std::result::Result<Option<f64>, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    t.parse::<f64>()
+        .ok()
+        .filter(|v| !v.is_nan())
+        .map(Some)
+        .ok_or_else(|| format!("'{text}' is neither a number nor 'none'"))
+}
+
+/// An opened class raster: one band of the file (band 1 unless `-b`).
 pub struct ClassRaster {
     path: PathBuf,
     ds: Dataset,
+    band: usize,
     pub meta: RasterMeta,
     pub class_type: ClassType,
 }
@@ -192,7 +248,12 @@ pub struct ClassRaster {
 impl ClassRaster {
     /// Opens `path` and checks that band 1 holds integer class codes.
     pub fn open(path: &Path) -> Result<Self> {
-        let mut raster = Self::open_without_projection(path)?;
+        Self::open_with(path, BandChoice::default())
+    }
+
+    /// Opens the band `choice` names, with its nodata override.
+    pub fn open_with(path: &Path, choice: BandChoice) -> Result<Self> {
+        let mut raster = Self::open_without_projection_with(path, choice)?;
         raster.meta.projection = raster.ds.projection();
         Ok(raster)
     }
@@ -201,15 +262,24 @@ impl ClassRaster {
     /// that read the coordinate system elsewhere (another thread, another
     /// handle: see [`crate::deferred_output`]).
     pub fn open_without_projection(path: &Path) -> Result<Self> {
+        Self::open_without_projection_with(path, BandChoice::default())
+    }
+
+    /// [`ClassRaster::open_with`] leaving `meta.projection` empty.
+    pub fn open_without_projection_with(path: &Path, choice: BandChoice) -> Result<Self> {
         let ds = open(path)?;
-        let meta = RasterMeta::read_without_projection(&ds)?;
-        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let index = choice.resolve(path, ds.raster_count())?;
+        let mut meta = RasterMeta::read_band(&ds, index)?;
+        if let Some(nodata) = choice.nodata {
+            meta.nodata = nodata;
+        }
+        let band = ds.rasterband(index).map_err(gdal_error)?;
         let class_type = match band.band_type() {
             GdalDataType::UInt8 => ClassType::Byte,
             GdalDataType::UInt16 => ClassType::UInt16,
             other => bail!(
                 format!(
-                    "{}: band 1 is {}, class smoothing needs Byte or UInt16 class codes",
+                    "{}: band {index} is {}, class smoothing needs Byte or UInt16 class codes",
                     path.display(),
                     other.name()
                 ),
@@ -224,12 +294,13 @@ impl ClassRaster {
                     "{}: nodata value {nd} is not a valid code for this band",
                     path.display()
                 ),
-                hint = "fix it with gdal_edit.py -a_nodata VALUE"
+                hint = "fix it with gdal_edit.py -a_nodata VALUE, or override it with --src-nodata VALUE|none"
             );
         }
         Ok(ClassRaster {
             path: path.to_path_buf(),
             ds,
+            band: index,
             meta,
             class_type,
         })
@@ -237,6 +308,11 @@ impl ClassRaster {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The band read (1-based).
+    pub fn band(&self) -> usize {
+        self.band
     }
 
     pub fn nodata_code(&self) -> Option<u16> {
@@ -270,7 +346,7 @@ impl ClassRaster {
         let strip = (8 << 20) / w.max(1);
         let strip = strip.clamp(1, h.max(1));
         let mut buf = Vec::new();
-        let band = self.ds.rasterband(1).map_err(gdal_error)?;
+        let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
         progress.start(h.div_ceil(strip) as u64, "scan");
         for y in (0..h).step_by(strip) {
             let rows = strip.min(h - y);
@@ -309,7 +385,7 @@ impl ClassSource for ClassRaster {
         if w.is_empty() {
             return Ok(());
         }
-        let band = self.ds.rasterband(1).map_err(gdal_error)?;
+        let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
         band.read_into_slice::<u16>(
             (w.x as isize, w.y as isize),
             (w.width, w.height),

@@ -42,6 +42,9 @@ pub struct CompareArgs {
     pub overwrite: OverwriteArg,
     #[command(flatten)]
     pub min_agreement: super::min_agreement::MinAgreementArg,
+    /// -b and --src-nodata apply to both rasters.
+    #[command(flatten)]
+    pub bands: super::input_args::BandArgs,
 }
 
 /// The report files of one run, checked before any work.
@@ -113,8 +116,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let mut all: Vec<&Target> = reports.files().collect();
     all.extend(mismatch.as_ref());
     output::distinct(&all)?;
-    let mut reference = ClassRaster::open(&args.reference)?;
-    let mut candidate = ClassRaster::open(&args.candidate)?;
+    let mut reference = ClassRaster::open_with(&args.reference, args.bands.choice())?;
+    let mut candidate = ClassRaster::open_with(&args.candidate, args.bands.choice())?;
     check_same_grid(&reference, &candidate)?;
     let progress = Progress::new(args.quiet, "compare");
     let outcome = compare_rasters(

@@ -57,6 +57,7 @@ pub struct FilterArgs {
 }
 
 pub fn run(args: FilterArgs) -> Result<()> {
+    warn_if_classes(&args.input)?;
     let Some((levels, before, after)) = Levels::split(&args.ops)? else {
         let chain = Chain::parse(&args.ops)?;
         let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
@@ -72,6 +73,20 @@ pub fn run(args: FilterArgs) -> Result<()> {
     output::distinct(&runs.iter().map(|(_, t)| t).collect::<Vec<_>>())?;
     for (chain, target) in runs {
         run_chain(&args, chain, &target)?;
+    }
+    Ok(())
+}
+
+/// A colour table marks a class map: image ops take means and medians of
+/// its codes, which is rarely meant; said, not refused (codes may be values).
+fn warn_if_classes(input: &Path) -> Result<()> {
+    let ds = crate::raster::open(input)?;
+    let band = ds.rasterband(1).map_err(crate::raster::gdal_error)?;
+    if band.color_table().is_some() {
+        log::warn!(
+            "{}: band 1 has a colour table, so it probably holds classes: filter computes with the codes as numbers (use `mapfilter smooth` to smooth classes)",
+            input.display()
+        );
     }
     Ok(())
 }

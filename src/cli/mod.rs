@@ -20,6 +20,7 @@ mod gen_cmd;
 mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
+mod input_args;
 mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;

@@ -21,7 +21,7 @@ use tiles::Border;
 
 #[derive(Args, Debug)]
 pub struct SmoothArgs {
-    /// Input class raster (band 1, Byte or UInt16 codes), any format GDAL reads.
+    /// Input class raster (Byte or UInt16 codes; band 1, or -b BAND), any format GDAL reads.
     pub input: PathBuf,
     /// Output GeoTIFF (written to a temp file beside it, renamed on success;
     /// an existing file only with --overwrite).
@@ -71,6 +71,8 @@ pub struct SmoothArgs {
     pub overwrite: OverwriteArg,
     #[command(flatten)]
     pub mmu: super::sieve::MmuArgs,
+    #[command(flatten)]
+    pub bands: super::input_args::SmoothInputArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,6 +124,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let mmu = args.mmu.plan(&args.input, &target)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
+        band: args.bands.band.choice(),
+        dst_nodata: args.bands.dst_nodata,
         target: mmu.target().clone(),
         kernel,
         weights,
@@ -142,6 +146,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     if let Some(report) = &report {
         let run = crate::job::compare::SmoothRun {
             input: &args.input,
+            band: args.bands.band.choice(),
             output: &args.output,
             job: &job,
             method: method.as_ref(),

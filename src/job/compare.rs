@@ -208,6 +208,8 @@ fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
 /// What `mapfilter smooth --report` knows about the run it reports on.
 pub struct SmoothRun<'a> {
     pub input: &'a Path,
+    /// The input's band and nodata, as the method read them.
+    pub band: crate::raster::BandChoice,
     /// The method's output, already written.
     pub output: &'a Path,
     pub job: &'a SmoothJob,
@@ -260,7 +262,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     };
     let baseline = NaiveHost;
     let progress = Progress::new(run.quiet, "baseline");
-    let mut source = ClassRaster::open(run.input)?;
+    let mut source = ClassRaster::open_with(run.input, run.band)?;
     let mut out = OutputRaster::scratch(&dir, &spec)?;
     let t0 = Instant::now();
     engine::smooth(&mut source, &mut out, run.job, &baseline, &progress)?;
