@@ -54,6 +54,57 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// The width of a pixel of `ds` in metres (along a row; for a geographic
+/// CRS along the parallel at the raster's centre latitude, on its
+/// ellipsoid), or why it has none: what kernels in metres are converted with.
+pub fn pixel_width(ds: &Dataset) -> Result<crate::kernel::PixelWidth> {
+    use crate::kernel::PixelWidth;
+    let no_width = |why: &str| {
+        Error::new(format!(
+            "a kernel in metres needs the pixel size, but the raster {why}"
+        ))
+        .hint("give the kernel in pixels (e.g. gaussian:2.5)")
+    };
+    let gt = ds
+        .geo_transform()
+        .map_err(|_| no_width("has no geotransform"))?;
+    let srs = ds
+        .spatial_ref()
+        .map_err(|_| no_width("has no coordinate system"))?;
+    if srs.is_geographic() {
+        if gt[2] != 0.0 || gt[4] != 0.0 {
+            return Err(no_width(
+                "is rotated (a geographic grid that is not north-up)",
+            ));
+        }
+        let (_, h) = ds.raster_size();
+        let latitude = (gt[3] + gt[5] * h as f64 / 2.0) * srs.angular_units().to_degrees();
+        let axes = match (srs.semi_major(), srs.semi_minor()) {
+            (Ok(a), Ok(b)) if a > 0.0 && b > 0.0 && b <= a => (a, b),
+            _ => return Err(no_width("has no ellipsoid")),
+        };
+        let ellipsoid = srs
+            .get_attr_value("SPHEROID", 0)
+            .ok()
+            .flatten()
+            .filter(|n| !n.is_empty() && n != "unknown")
+            .unwrap_or_else(|| format!("a = {} m, b = {:.3} m", axes.0, axes.1));
+        let dlon = gt[1] * srs.angular_units().to_degrees();
+        Ok(PixelWidth::geographic(dlon, latitude, axes, &ellipsoid))
+    } else if srs.is_projected() || srs.is_local() {
+        let unit = srs.linear_units_name().unwrap_or_else(|| "unit".into());
+        Ok(PixelWidth::projected(
+            gt[1].hypot(gt[4]),
+            srs.linear_units(),
+            &unit,
+        ))
+    } else {
+        Err(no_width(
+            "has neither a projected nor a geographic coordinate system",
+        ))
+    }
+}
+
 /// The geotransform `g` moved so that pixel (0, 0) is `g`'s pixel (x, y).
 pub fn shift_transform(g: [f64; 6], x: f64, y: f64) -> [f64; 6] {
     [

@@ -27,6 +27,7 @@ pub struct FilterArgs {
     /// pyrDown/pyrUp; the geotransform follows (pixel size ×2 or ×½);
     /// gray, ycbcr (Y, Cb, Cr), hsv: bands 1-3 as R, G, B, as OpenCV's cvtColor;
     /// demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc]: one Bayer band to R, G, B.
+    /// Sizes, radii and σ are in pixels.
     /// Level ops (one per command; the ops after it run on every level, each
     /// level to its own file OUTPUT_L0.tif, OUTPUT_L1.tif, …, or
     /// OUTPUT_O0_S0.tif, …): gaussian-pyramid:LEVELS,

@@ -20,7 +20,10 @@ mod gen_cmd;
 mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
+#[cfg(feature = "gdal")]
 mod input_args;
+#[cfg(feature = "gdal")]
+mod kernel_args;
 mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;

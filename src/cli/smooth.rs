@@ -9,7 +9,6 @@ use crate::device::DeviceChoice;
 use crate::engine::{self, SmoothJob};
 use crate::error::Result;
 use crate::job::smooth::{self as job, Classes, MethodChoice, Observer, SmoothSpec};
-use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::select::FastOptions;
 use crate::output::Target;
@@ -26,12 +25,15 @@ pub struct SmoothArgs {
     /// Output GeoTIFF (written to a temp file beside it, renamed on success;
     /// an existing file only with --overwrite).
     pub output: PathBuf,
-    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH (square matrix, odd size).
+    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS, in pixels unless a unit is given:
+    /// metres or kilometres (gaussian:250m, box:90m, disc:1km) are converted with the
+    /// input's pixel width (geographic CRS: along the parallel at its centre latitude;
+    /// --explain says how); or file:PATH (square matrix, odd size).
     #[arg(long, short)]
     pub kernel: String,
-    /// Side of a gaussian kernel (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
-    #[arg(long)]
-    pub size: Option<usize>,
+    /// Side of a gaussian kernel in pixels (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
+    #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
+    pub kernel_size: Option<usize>,
     /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
     #[arg(long)]
     pub class_weights: Option<String>,
@@ -67,6 +69,9 @@ pub struct SmoothArgs {
     /// Also run the exact baseline and write a report (HTML; .json/.md by extension; `-`: standard output): run times, speed-up, agreement, confusion, maps.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// With --report: an exact output (`--method naive`, same input, kernel and border) to compare with instead of running the baseline again; checked to be on the output's grid.
+    #[arg(long, requires = "report", value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub overwrite: OverwriteArg,
     #[command(flatten)]
@@ -100,11 +105,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::Auto,
         options: args.fast.options(),
     };
-    let kernel = args
-        .kernel
-        .parse::<KernelSpec>()?
-        .with_size(args.size)?
-        .build()?;
+    let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
+    if let (true, Some(c)) = (args.explain, &built.conversion) {
+        eprintln!("{c}");
+    }
+    let kernel = built.kernel.clone();
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
     let choice = MethodChoice {
         name: args.fast.method.clone(),
@@ -115,7 +120,9 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     observer.device = choice.device;
     let method = choice.build(&kernel)?;
     let overwrite = args.overwrite.overwrite;
-    let target = Target::check(&args.output, overwrite, &[&args.input])?;
+    let mut inputs = vec![args.input.as_path()];
+    inputs.extend(args.baseline.as_deref());
+    let target = Target::check(&args.output, overwrite, &inputs)?;
     let report = args
         .report
         .as_deref()
@@ -147,12 +154,14 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         let run = crate::job::compare::SmoothRun {
             input: &args.input,
             band: args.bands.band.choice(),
+            kernel: built.settings(),
             output: &args.output,
             job: &job,
             method: method.as_ref(),
             method_label: &choice.label(),
             stats: &stats,
             quiet: args.quiet,
+            baseline: args.baseline.as_deref(),
         };
         crate::job::compare::smooth_report(&run, report)?;
     }

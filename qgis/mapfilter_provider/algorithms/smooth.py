@@ -49,9 +49,9 @@ class SmoothAlgorithm(MapfilterAlgorithm):
         )
         self.add(
             self.integer_parameter(
-                "SIZE", "Gaussian kernel side (pixels, odd)", "size", optional=True, minValue=1
+                "SIZE", "Gaussian kernel side (pixels, odd)", "kernel-size", optional=True, minValue=1
             ),
-            "size",
+            "kernel-size",
             advanced=True,
         )
         self.add(
@@ -151,7 +151,7 @@ class SmoothAlgorithm(MapfilterAlgorithm):
         source = self.raster_path(parameters, "INPUT", context)
         output = self.parameterAsOutputLayer(parameters, "OUTPUT", context)
         args = [source, output, "--kernel", self.kernel_spec(parameters, context)]
-        args += self.number_args(parameters, context, [("SIZE", "size")])
+        args += self.number_args(parameters, context, [("SIZE", "kernel-size")])
         weights = self.class_weights(parameters, context)
         if weights:
             args += ["--class-weights", weights]
