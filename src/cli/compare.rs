@@ -84,9 +84,17 @@ impl ReportOutputs {
             })
     }
 
-    fn write(&self, report: &CompareReport) -> Result<()> {
+    /// Writes the reports; the JSON also gets the run's `facts`.
+    fn write(&self, report: &CompareReport, facts: serde_json::Value) -> Result<()> {
         if let Some(d) = &self.json {
-            output::text::write(d, &report.to_json()?)?;
+            let mut value: serde_json::Value = serde_json::from_str(&report.to_json()?)
+                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+            if let (Some(map), serde_json::Value::Object(more)) = (value.as_object_mut(), facts) {
+                map.extend(more);
+            }
+            let text = serde_json::to_string_pretty(&value)
+                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+            output::text::write(d, &(text + "\n"))?;
         }
         if let Some(d) = &self.html {
             output::text::write(d, &report.to_html()?)?;
@@ -99,6 +107,7 @@ impl ReportOutputs {
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     let inputs = [args.reference.as_path(), args.candidate.as_path()];
     let overwrite = args.overwrite.overwrite;
     let reports = ReportOutputs::check(
@@ -142,7 +151,16 @@ pub fn run(args: CompareArgs) -> Result<()> {
         maps: outcome.maps,
         palette: Some(outcome.palette),
     };
-    reports.write(&report)?;
+    let facts = serde_json::json!({
+        "command": "compare",
+        "band": args.bands.band.unwrap_or(1),
+        "outputs": {
+            "html": args.html, "markdown": args.markdown, "mismatch": args.mismatch,
+        },
+        "min_agreement_percent": args.min_agreement.min_agreement,
+        "seconds": { "total": started.elapsed().as_secs_f64() },
+    });
+    reports.write(&report, facts)?;
     if !args.quiet {
         // Standard output may carry a report; the headline then goes to stderr.
         let to_stdout = [&reports.json, &reports.html, &reports.markdown]

@@ -2,6 +2,7 @@
 //! new GeoTIFF with the input's georeferencing and nodata.
 
 use super::compress_args::CompressArgs;
+use super::summary::JsonSummary;
 use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
 use crate::filter::levels::Levels;
@@ -12,6 +13,7 @@ use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
 use gdal::raster::GdalDataType;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -55,14 +57,20 @@ pub struct FilterArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub overwrite: super::output_args::OverwriteArg,
+    #[command(flatten)]
+    pub json: super::summary::JsonArg,
 }
 
 pub fn run(args: FilterArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     warn_if_classes(&args.input)?;
+    let overwrite = args.overwrite.overwrite;
     let Some((levels, before, after)) = Levels::split(&args.ops)? else {
         let chain = Chain::parse(&args.ops)?;
-        let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
-        return run_chain(&args, chain, &target);
+        let target = Target::check(&args.output, overwrite, &[&args.input])?;
+        let json = JsonSummary::check(&args.json, overwrite, &[&args.input], &[&target], false)?;
+        let done = run_chain(&args, chain, &target)?;
+        return json.write("filter", summary(&args, vec![done], started));
     };
     // Every level's chain and path checked before the first one runs.
     let mut runs = Vec::new();
@@ -71,11 +79,26 @@ pub fn run(args: FilterArgs) -> Result<()> {
         let target = Target::check(&out, args.overwrite.overwrite, &[&args.input])?;
         runs.push((Chain::parse(&level.ops)?, target));
     }
-    output::distinct(&runs.iter().map(|(_, t)| t).collect::<Vec<_>>())?;
+    let targets: Vec<&Target> = runs.iter().map(|(_, t)| t).collect();
+    output::distinct(&targets)?;
+    let json = JsonSummary::check(&args.json, overwrite, &[&args.input], &targets, false)?;
+    let mut outputs = Vec::new();
     for (chain, target) in runs {
-        run_chain(&args, chain, &target)?;
+        outputs.push(run_chain(&args, chain, &target)?);
     }
-    Ok(())
+    json.write("filter", summary(&args, outputs, started))
+}
+
+/// `--json`'s fields: the run and one entry per output written.
+fn summary(args: &FilterArgs, outputs: Vec<Value>, started: std::time::Instant) -> Value {
+    json!({
+        "input": args.input,
+        "ops": args.ops,
+        "border": args.border,
+        "device": args.device,
+        "outputs": outputs,
+        "seconds": { "total": started.elapsed().as_secs_f64() },
+    })
 }
 
 /// A colour table marks a class map: image ops take means and medians of
@@ -102,8 +125,8 @@ fn level_path(output: &Path, suffix: &str) -> PathBuf {
     output.with_file_name(name)
 }
 
-/// Runs one chain from the input into `output`.
-fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
+/// Runs one chain from the input into `output`; what was written, for `--json`.
+fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<Value> {
     let border: BorderMode = args.border.parse()?;
     let mut input = ImageRaster::open(&args.input)?;
     let nd = input.meta.nodata;
@@ -152,7 +175,18 @@ fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
             stats.tiles
         );
     }
-    Ok(())
+    Ok(json!({
+        "output": target.shown(),
+        "width": spec.width,
+        "height": spec.height,
+        "bands": spec.bands,
+        "data_type": spec.data_type.name(),
+        "nodata": spec.nodata.filter(|v| v.is_finite()),
+        "radius": job.chain.radius(),
+        "runner": runner.name(),
+        "tiles": stats.tiles,
+        "seconds": stats.wall.as_secs_f64(),
+    }))
 }
 
 /// Output data types of `filter --ot`.

@@ -33,6 +33,8 @@ mod scripting;
 mod sieve;
 #[cfg(feature = "gdal")]
 mod smooth;
+#[cfg(feature = "gdal")]
+mod summary;
 mod sweep;
 #[cfg(feature = "gdal")]
 mod timings;

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::job::smooth::{self as job, Classes, MethodChoice, Observer, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::select::FastOptions;
-use crate::output::Target;
+use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -78,6 +78,8 @@ pub struct SmoothArgs {
     pub mmu: super::sieve::MmuArgs,
     #[command(flatten)]
     pub bands: super::input_args::SmoothInputArgs,
+    #[command(flatten)]
+    pub json: super::summary::JsonArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -96,6 +98,7 @@ impl From<BorderArg> for Border {
 }
 
 pub fn run(args: SmoothArgs) -> Result<()> {
+    let started = Instant::now();
     let mut observer = CliObserver {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
@@ -128,6 +131,15 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         .as_deref()
         .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &args.input))
         .transpose()?;
+    let json = super::summary::JsonSummary::check(
+        &args.json,
+        overwrite,
+        &inputs,
+        &[&target],
+        report
+            .as_ref()
+            .is_some_and(|r| r.dest == Destination::Stdout),
+    )?;
     let mmu = args.mmu.plan(&args.input, &target)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
@@ -143,7 +155,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             .unwrap_or_else(|| engine::default_tile(method.as_ref())),
         compression: args.compression.compression()?,
         classes: Classes::Auto {
-            need_present: args.report.is_some() || args.explain,
+            need_present: args.report.is_some() || args.explain || args.json.json.is_some(),
         },
         window: None,
     };
@@ -165,6 +177,17 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         };
         crate::job::compare::smooth_report(&run, report)?;
     }
+    let facts = super::summary::SmoothFacts {
+        args: &args,
+        kernel: &built,
+        method_label: &choice.label(),
+        method: method.as_ref(),
+        job: &job,
+        stats: &stats,
+        size: (width, height),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    json.write("smooth", facts.fields())?;
     if !args.quiet {
         let k = job.kernel.size();
         eprintln!(
