@@ -328,6 +328,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
                     ("tiles".into(), run.stats.tiles.to_string()),
                     ("method exact".into(), run.method.is_exact().to_string()),
                 ])
+                .chain(run.method.summary().map(|m| ("method run".into(), m)))
                 .collect(),
         }),
         summary: outcome.summary,
