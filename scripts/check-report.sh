@@ -47,7 +47,7 @@ addEventListener("load", function () {
   var wrapped = cells.filter(function (td) {
     var r = document.createRange(); r.selectNodeContents(td);
     var tops = {}; Array.prototype.forEach.call(r.getClientRects(), function (b) { if (b.width > 0) tops[Math.round(b.top)] = 1; });
-    return td.cellIndex > 0 && Object.keys(tops).length > 1;
+    return td.cellIndex > 0 && !td.closest("table.settings") && Object.keys(tops).length > 1;
   });
   var negzero = cells.filter(function (td) { return /(^|\s)-0(\.0+)?(\s|$|%|×)/.test(td.textContent); });
   // Plots: rotated axis titles against tick labels; legend boxes (plotters

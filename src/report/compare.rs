@@ -322,7 +322,8 @@ impl CompareReport {
                     .iter()
                     .map(|(k, v)| vec![escape(k), escape(v)])
                     .collect();
-                body.push_str(&page::table(&["setting", "value"], &rows));
+                let table = page::table(&["setting", "value"], &rows);
+                body.push_str(&table.replacen("<table>", "<table class=\"settings\">", 1));
             }
         }
 
