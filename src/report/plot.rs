@@ -74,8 +74,14 @@ impl Scale {
 /// A linear tick label with as many decimals as ticks `span / 8` apart need.
 fn linear_label(v: f64, span: f64) -> String {
     let step = span / 8.0;
-    if step.is_nan() || step <= 0.0 || v.abs() >= 1e5 {
+    if step.is_nan() || step <= 0.0 {
         return format_number(v);
+    }
+    if v.abs() >= 1e5 {
+        // As many significant digits as neighbouring ticks need to differ
+        // (2.0e5, 2.5e5 rather than 2e5 twice).
+        let digits = (v.abs().log10().floor() - step.log10().floor()).clamp(0.0, 6.0) as usize;
+        return format!("{v:.digits$e}");
     }
     let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
     format!("{v:.digits$}")
@@ -391,6 +397,8 @@ mod tests {
         assert_eq!(Scale::Log2.range(1.58, 6.99), (1.0, 7.0));
         assert_eq!(format_number(1234.5), "1234.5");
         assert_eq!(format_number(4096.0), "4096");
+        assert_eq!(Scale::Linear.label(250_000.0, 400_000.0), "2.5e5");
+        assert_eq!(Scale::Linear.label(200_000.0, 400_000.0), "2.0e5");
     }
 
     #[test]
