@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(
             lines[1],
-            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,"
+            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,,"
         );
         assert_eq!(
             lines[0].split(',').count(),
