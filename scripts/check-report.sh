@@ -3,7 +3,8 @@
 # `chromium`, installed with apt-get if missing): no console errors, no script
 # or resource errors, every <img> (quick-look map) decoded, every inline SVG
 # plot laid out with a real size and drawn content, no table figure wrapped
-# onto two lines, no "-0.0".
+# onto two lines, no "-0.0", in every plot no axis title over a tick label
+# and no legend over a data point.
 #
 # Usage: scripts/check-report.sh REPORT.html [MIN_IMAGES] [MIN_PLOTS]
 #   MIN_IMAGES / MIN_PLOTS: how many maps and SVG plots the report must have (default 1 / 1).
@@ -46,14 +47,31 @@ addEventListener("load", function () {
   var wrapped = cells.filter(function (td) {
     var r = document.createRange(); r.selectNodeContents(td);
     var tops = {}; Array.prototype.forEach.call(r.getClientRects(), function (b) { if (b.width > 0) tops[Math.round(b.top)] = 1; });
-    return td.cellIndex > 0 && Object.keys(tops).length > 1;
+    return td.cellIndex > 0 && !td.closest("table.settings") && Object.keys(tops).length > 1;
   });
   var negzero = cells.filter(function (td) { return /(^|\s)-0(\.0+)?(\s|$|%|×)/.test(td.textContent); });
+  // Plots: rotated axis titles against tick labels; legend boxes (plotters
+  // draws them as rects of opacity 0.85) against data points (circles).
+  var hit = function (a, b) { return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; };
+  var titleHits = 0, legendHits = 0;
+  svgs.forEach(function (s) {
+    var texts = Array.prototype.slice.call(s.querySelectorAll("text"));
+    var titles = texts.filter(function (t) { return /rotate/.test(t.getAttribute("transform") || ""); });
+    texts.forEach(function (t) {
+      if (titles.indexOf(t) >= 0 || !t.textContent.trim()) return;
+      titles.forEach(function (a) { if (hit(a.getBoundingClientRect(), t.getBoundingClientRect())) titleHits++; });
+    });
+    var legends = Array.prototype.slice.call(s.querySelectorAll("rect")).filter(function (r) { return r.getAttribute("opacity") === "0.85"; });
+    Array.prototype.forEach.call(s.querySelectorAll("circle"), function (c) {
+      var b = c.getBoundingClientRect();
+      legends.forEach(function (l) { if (hit(l.getBoundingClientRect(), b)) legendHits++; });
+    });
+  });
   var pre = document.createElement("pre");
   pre.id = "mapfilter-check";
   pre.textContent = "MAPFILTER-CHECK images=" + imgs.length + " bad_images=" + badImgs.length +
     " plots=" + svgs.length + " bad_plots=" + badSvgs.length + " wrapped=" + wrapped.length +
-    " negzero=" + negzero.length + " errors=" + window.__mfErrors.length +
+    " negzero=" + negzero.length + " title_overlaps=" + titleHits + " legend_overlaps=" + legendHits + " errors=" + window.__mfErrors.length +
     " END " + window.__mfErrors.join(" | ");
   document.body.appendChild(pre);
 });
@@ -103,6 +121,8 @@ fi
 [ "$(value bad_plots)" = 0 ] || { echo "check-report: $(value bad_plots) plot(s) did not render" >&2; fail=1; }
 [ "$(value wrapped)" = 0 ] || { echo "check-report: $(value wrapped) figure(s) wrap onto two lines" >&2; fail=1; }
 [ "$(value negzero)" = 0 ] || { echo "check-report: $(value negzero) figure(s) show -0" >&2; fail=1; }
+[ "$(value title_overlaps)" = 0 ] || { echo "check-report: $(value title_overlaps) tick label(s) under an axis title" >&2; fail=1; }
+[ "$(value legend_overlaps)" = 0 ] || { echo "check-report: $(value legend_overlaps) data point(s) under a legend" >&2; fail=1; }
 [ "$(value images)" -ge "$min_images" ] || { echo "check-report: $(value images) images, expected at least $min_images" >&2; fail=1; }
 [ "$(value plots)" -ge "$min_plots" ] || { echo "check-report: $(value plots) plots, expected at least $min_plots" >&2; fail=1; }
 if [ $fail -ne 0 ]; then

@@ -17,6 +17,9 @@ use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod units;
+pub use units::{KernelArg, MetricKind, PixelWidth};
+
 /// Largest kernel side accepted (windows up to 511×511: `gaussian:SIGMA` up
 /// to σ = 85, `disc:R` up to R = 255). Every method handles it exactly; the
 /// cost of naive grows with N² (261,121 taps per pixel at N = 511).
@@ -87,7 +90,7 @@ impl FromStr for KernelSpec {
 }
 
 impl KernelSpec {
-    /// Overrides the side of a Gaussian (`--size N`); other kinds already fix theirs.
+    /// Overrides the side of a Gaussian (`--kernel-size N`); other kinds already fix theirs.
     pub fn with_size(self, size: Option<usize>) -> Result<Self> {
         match (self, size) {
             (s, None) => Ok(s),
@@ -96,7 +99,7 @@ impl KernelSpec {
                 size: Some(n),
             }),
             (_, Some(_)) => bail!(
-                "--size applies to gaussian kernels only",
+                "--kernel-size applies to gaussian kernels only",
                 hint = "box:N and disc:R already give the size"
             ),
         }
@@ -260,8 +263,9 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
                         "gaussian sigma {sigma} needs a {}x{0} kernel, over the maximum of {MAX_SIZE}",
                         2.0 * r + 1.0
                     ),
-                    hint =
-                        format!("use sigma ≤ {MAX_DEFAULT_SIGMA}, or cut the kernel with --size")
+                    hint = format!(
+                        "use sigma ≤ {MAX_DEFAULT_SIGMA}, or cut the kernel with --kernel-size"
+                    )
                 );
             }
             2 * r as usize + 1

@@ -54,6 +54,57 @@ pub fn open(path: &Path) -> Result<Dataset> {
     Ok(ds)
 }
 
+/// The width of a pixel of `ds` in metres (along a row; for a geographic
+/// CRS along the parallel at the raster's centre latitude, on its
+/// ellipsoid), or why it has none: what kernels in metres are converted with.
+pub fn pixel_width(ds: &Dataset) -> Result<crate::kernel::PixelWidth> {
+    use crate::kernel::PixelWidth;
+    let no_width = |why: &str| {
+        Error::new(format!(
+            "a kernel in metres needs the pixel size, but the raster {why}"
+        ))
+        .hint("give the kernel in pixels (e.g. gaussian:2.5)")
+    };
+    let gt = ds
+        .geo_transform()
+        .map_err(|_| no_width("has no geotransform"))?;
+    let srs = ds
+        .spatial_ref()
+        .map_err(|_| no_width("has no coordinate system"))?;
+    if srs.is_geographic() {
+        if gt[2] != 0.0 || gt[4] != 0.0 {
+            return Err(no_width(
+                "is rotated (a geographic grid that is not north-up)",
+            ));
+        }
+        let (_, h) = ds.raster_size();
+        let latitude = (gt[3] + gt[5] * h as f64 / 2.0) * srs.angular_units().to_degrees();
+        let axes = match (srs.semi_major(), srs.semi_minor()) {
+            (Ok(a), Ok(b)) if a > 0.0 && b > 0.0 && b <= a => (a, b),
+            _ => return Err(no_width("has no ellipsoid")),
+        };
+        let ellipsoid = srs
+            .get_attr_value("SPHEROID", 0)
+            .ok()
+            .flatten()
+            .filter(|n| !n.is_empty() && n != "unknown")
+            .unwrap_or_else(|| format!("a = {} m, b = {:.3} m", axes.0, axes.1));
+        let dlon = gt[1] * srs.angular_units().to_degrees();
+        Ok(PixelWidth::geographic(dlon, latitude, axes, &ellipsoid))
+    } else if srs.is_projected() || srs.is_local() {
+        let unit = srs.linear_units_name().unwrap_or_else(|| "unit".into());
+        Ok(PixelWidth::projected(
+            gt[1].hypot(gt[4]),
+            srs.linear_units(),
+            &unit,
+        ))
+    } else {
+        Err(no_width(
+            "has neither a projected nor a geographic coordinate system",
+        ))
+    }
+}
+
 /// The geotransform `g` moved so that pixel (0, 0) is `g`'s pixel (x, y).
 pub fn shift_transform(g: [f64; 6], x: f64, y: f64) -> [f64; 6] {
     [
@@ -93,8 +144,13 @@ impl RasterMeta {
     /// Everything but the coordinate system (left ""): GDAL builds that
     /// through PROJ's database, which costs more than the rest together.
     pub fn read_without_projection(ds: &Dataset) -> Result<Self> {
+        Self::read_band(ds, 1)
+    }
+
+    /// [`RasterMeta::read_without_projection`] of band `band` (1-based).
+    pub fn read_band(ds: &Dataset, band: usize) -> Result<Self> {
         let (width, height) = ds.raster_size();
-        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let band = ds.rasterband(band).map_err(gdal_error)?;
         let colors = band
             .color_table()
             .map(|ct| {
@@ -181,10 +237,61 @@ impl ClassType {
     }
 }
 
-/// An opened single-band class raster (band 1 of the file).
+/// Which band of an input holds the classes and what its nodata is: GDAL's
+/// `-b BAND` and `--src-nodata` (the `Default` takes band 1 of a single-band
+/// raster, with the file's nodata).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BandChoice {
+    /// 1-based band; `None`: band 1, and a raster of several bands is refused
+    /// (its bands are rarely classes: an RGB photo's band 1 would smooth as
+    /// 256 "classes").
+    pub band: Option<usize>,
+    /// Replaces the file's nodata value; `Some(None)` ignores it.
+    pub nodata: Option<Option<f64>>,
+}
+
+impl BandChoice {
+    /// The band to read, checked against the raster's band count.
+    fn resolve(&self, path: &Path, bands: usize) -> Result<usize> {
+        match self.band {
+            None if bands > 1 => bail!(
+                format!(
+                    "{}: has {bands} bands, and class smoothing reads one",
+                    path.display()
+                ),
+                hint = "pick the band of class codes with -b BAND (e.g. -b 1), or extract it with gdal_translate -b BAND"
+            ),
+            None => Ok(1),
+            Some(b) if b == 0 || b > bands => bail!(
+                format!(
+                    "{}: -b {b} is not a band (the raster has {bands})",
+                    path.display()
+                ),
+                hint = "bands are numbered from 1, as in GDAL (`mapfilter info` shows the count)"
+            ),
+            Some(b) => Ok(b),
+        }
+    }
+}
+
+/// A nodata value as `--src-nodata` / `--dst-nodata` take it: a number or `none`.
+pub fn parse_nodata(text: &str) -> std::result::Result<Option<f64>, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    t.parse::<f64>()
+        .ok()
+        .filter(|v| !v.is_nan())
+        .map(Some)
+        .ok_or_else(|| format!("'{text}' is neither a number nor 'none'"))
+}
+
+/// An opened class raster: one band of the file (band 1 unless `-b`).
 pub struct ClassRaster {
     path: PathBuf,
     ds: Dataset,
+    band: usize,
     pub meta: RasterMeta,
     pub class_type: ClassType,
 }
@@ -192,7 +299,12 @@ pub struct ClassRaster {
 impl ClassRaster {
     /// Opens `path` and checks that band 1 holds integer class codes.
     pub fn open(path: &Path) -> Result<Self> {
-        let mut raster = Self::open_without_projection(path)?;
+        Self::open_with(path, BandChoice::default())
+    }
+
+    /// Opens the band `choice` names, with its nodata override.
+    pub fn open_with(path: &Path, choice: BandChoice) -> Result<Self> {
+        let mut raster = Self::open_without_projection_with(path, choice)?;
         raster.meta.projection = raster.ds.projection();
         Ok(raster)
     }
@@ -201,15 +313,24 @@ impl ClassRaster {
     /// that read the coordinate system elsewhere (another thread, another
     /// handle: see [`crate::deferred_output`]).
     pub fn open_without_projection(path: &Path) -> Result<Self> {
+        Self::open_without_projection_with(path, BandChoice::default())
+    }
+
+    /// [`ClassRaster::open_with`] leaving `meta.projection` empty.
+    pub fn open_without_projection_with(path: &Path, choice: BandChoice) -> Result<Self> {
         let ds = open(path)?;
-        let meta = RasterMeta::read_without_projection(&ds)?;
-        let band = ds.rasterband(1).map_err(gdal_error)?;
+        let index = choice.resolve(path, ds.raster_count())?;
+        let mut meta = RasterMeta::read_band(&ds, index)?;
+        if let Some(nodata) = choice.nodata {
+            meta.nodata = nodata;
+        }
+        let band = ds.rasterband(index).map_err(gdal_error)?;
         let class_type = match band.band_type() {
             GdalDataType::UInt8 => ClassType::Byte,
             GdalDataType::UInt16 => ClassType::UInt16,
             other => bail!(
                 format!(
-                    "{}: band 1 is {}, class smoothing needs Byte or UInt16 class codes",
+                    "{}: band {index} is {}, class smoothing needs Byte or UInt16 class codes",
                     path.display(),
                     other.name()
                 ),
@@ -224,12 +345,13 @@ impl ClassRaster {
                     "{}: nodata value {nd} is not a valid code for this band",
                     path.display()
                 ),
-                hint = "fix it with gdal_edit.py -a_nodata VALUE"
+                hint = "fix it with gdal_edit.py -a_nodata VALUE, or override it with --src-nodata VALUE|none"
             );
         }
         Ok(ClassRaster {
             path: path.to_path_buf(),
             ds,
+            band: index,
             meta,
             class_type,
         })
@@ -237,6 +359,11 @@ impl ClassRaster {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The band read (1-based).
+    pub fn band(&self) -> usize {
+        self.band
     }
 
     pub fn nodata_code(&self) -> Option<u16> {
@@ -270,7 +397,7 @@ impl ClassRaster {
         let strip = (8 << 20) / w.max(1);
         let strip = strip.clamp(1, h.max(1));
         let mut buf = Vec::new();
-        let band = self.ds.rasterband(1).map_err(gdal_error)?;
+        let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
         progress.start(h.div_ceil(strip) as u64, "scan");
         for y in (0..h).step_by(strip) {
             let rows = strip.min(h - y);
@@ -309,7 +436,7 @@ impl ClassSource for ClassRaster {
         if w.is_empty() {
             return Ok(());
         }
-        let band = self.ds.rasterband(1).map_err(gdal_error)?;
+        let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
         band.read_into_slice::<u16>(
             (w.x as isize, w.y as isize),
             (w.width, w.height),

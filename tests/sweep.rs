@@ -114,3 +114,118 @@ fn a_tie_rule_on_an_approximate_method_fails_before_running() {
     let config = mapfilter::sweep::Config::parse(&exact).unwrap();
     config.check_methods().unwrap();
 }
+
+/// A config in a temp dir whose `input` names the bundled real maps.
+#[cfg(feature = "gdal")]
+fn real_config(dir: &Path) -> std::path::PathBuf {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
+    let config = dir.join("real.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"title = "real"
+methods = ["naive@host", "svd@host"]
+repeats = 1
+input = ["{data}/synthetic_simplex_512.tif", "{data}/ne_continents_1440x720.tif"]
+[base]
+kernel = "disc"
+[[experiment]]
+name = "kernel_size"
+vary = "kernel_size"
+values = [3, 7]
+"#
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[cfg(feature = "gdal")]
+#[test]
+fn sweep_runs_every_method_on_real_rasters_and_dry_run_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = real_config(dir.path());
+    let out = dir.path().join("out");
+    let listed = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args([
+            "sweep",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let text = String::from_utf8(listed.stdout).unwrap();
+    // A header and one line per run: 2 values x 2 methods x 2 inputs.
+    assert_eq!(text.lines().count(), 1 + 8, "{text}");
+    assert!(
+        text.contains("kernel_size=7 svd@host kernel disc:3 on "),
+        "{text}"
+    );
+    assert!(text.contains("ne_continents_1440x720.tif"));
+    assert!(!out.exists(), "a dry run writes nothing");
+
+    let run = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args([
+            "sweep",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let records = json["records"].as_array().unwrap();
+    assert_eq!(records.len(), 8);
+    for r in records {
+        let input = r["input"].as_str().unwrap();
+        let (w, h) = if input == "ne_continents_1440x720.tif" {
+            (1440, 720)
+        } else {
+            (512, 512)
+        };
+        assert_eq!(
+            (r["width"].as_u64(), r["height"].as_u64()),
+            (Some(w), Some(h))
+        );
+        assert!(
+            r["method"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!(" on {input}"))
+        );
+        // svd of a disc at rank 1 is approximate, naive is the reference.
+        if r["method"].as_str().unwrap().starts_with("naive") {
+            assert_eq!(r["agreement_percent"], 100.0);
+        }
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",input"));
+
+    // Varying what a real input fixes is refused before anything runs.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("\"kernel_size\"\nvalues", "\"classes\"\nvalues");
+    std::fs::write(&config, text).unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args([
+            "sweep",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--overwrite",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("real input fixes"));
+}

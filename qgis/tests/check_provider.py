@@ -233,7 +233,7 @@ def check_algorithms(env):
     q, c = env.path("q", "gen.tif"), env.path("c", "gen.tif")
     run_pair(env, "gen",
              {"WIDTH": 300, "HEIGHT": 200, "CLASSES": 5, "PATTERN": 1, "SEED": 7, "OUTPUT": q},
-             ["gen", c, "--size", "300x200", "--classes", "5", "--pattern", "random",
+             ["gen", c, "--raster-size", "300x200", "--classes", "5", "--pattern", "random",
               "--seed", "7", "-q"], {"OUTPUT": c})
 
     check_sieve(env, modis, simplex)

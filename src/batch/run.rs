@@ -407,6 +407,8 @@ impl Context<'_> {
         let target = Target::check(output, true, &[&mosaic.source, &task.input])?;
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
+            band: Default::default(),
+            dst_nodata: None,
             target,
             kernel: self.settings.kernel.clone(),
             weights: self.settings.weights.clone(),

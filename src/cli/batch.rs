@@ -67,8 +67,8 @@ struct PlanArgs {
     /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH.
     #[arg(long, short)]
     kernel: String,
-    /// Side of a gaussian kernel (odd).
-    #[arg(long)]
+    /// Side of a gaussian kernel in pixels (odd).
+    #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
     size: Option<usize>,
     /// Class weights as CODE:WEIGHT[,CODE:WEIGHT...].
     #[arg(long)]

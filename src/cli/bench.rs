@@ -1,6 +1,6 @@
 //! `mapfilter bench`: times class smoothing on synthetic in-memory rasters
 //! (no GDAL, so it runs on the GPU machine's GDAL-free binary) and prints one
-//! JSON line per run. Comma lists in --size, --classes and --kernel sweep
+//! JSON line per run. Comma lists in --raster-size, --classes and --kernel sweep
 //! their product; `--check` compares every configuration with the host
 //! reference byte for byte and fails on the first mismatch.
 
@@ -22,7 +22,12 @@ use tiles::Border;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Raster side(s) in pixels, comma-separated (square rasters).
-    #[arg(long, default_value = "1024")]
+    #[arg(
+        long = "raster-size",
+        alias = "size",
+        value_name = "SIDES",
+        default_value = "1024"
+    )]
     pub size: String,
     /// Class count(s), comma-separated (1..=256).
     #[arg(long, default_value = "16")]
@@ -58,7 +63,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Time a real class raster (band 1, read into memory once; nodata kept)
-    /// instead of synthetic ones: --size, --classes and --pattern are ignored.
+    /// instead of synthetic ones: --raster-size, --classes and --pattern are ignored.
     #[cfg(feature = "gdal")]
     #[arg(long)]
     pub input: Option<std::path::PathBuf>,
@@ -86,7 +91,7 @@ fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
             config: json!({ "input": path.display().to_string(), "size": format!("{w}x{h}") }),
         }]);
     }
-    let sizes: Vec<usize> = list(&args.size, "size")?;
+    let sizes: Vec<usize> = list(&args.size, "raster-size")?;
     let class_counts: Vec<u16> = list(&args.classes, "classes")?;
     if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
         crate::bail!(format!("--classes {c} is outside 1..=256"));

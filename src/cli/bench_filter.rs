@@ -27,8 +27,13 @@ pub struct BenchFilterArgs {
     /// An op (repeat for a chain), as for `filter`, or `histogram` (256 bins per band).
     #[arg(long = "op", required = true)]
     pub ops: Vec<String>,
-    /// Image size: N (square) or WxH.
-    #[arg(long, default_value = "4096")]
+    /// Image size in pixels: N (square) or WxH.
+    #[arg(
+        long = "raster-size",
+        alias = "size",
+        value_name = "N|WxH",
+        default_value = "4096"
+    )]
     pub size: String,
     /// Band count.
     #[arg(long, default_value_t = 3)]
@@ -215,8 +220,10 @@ fn hist_all<T: Pixel>(
 }
 
 fn parse_size(s: &str) -> Result<(usize, usize)> {
-    let bad =
-        || Error::new(format!("--size '{s}' is not N or WxH")).hint("write e.g. --size 1920x1080");
+    let bad = || {
+        Error::new(format!("--raster-size '{s}' is not N or WxH"))
+            .hint("write e.g. --raster-size 1920x1080")
+    };
     let (a, b) = s.split_once('x').unwrap_or((s, s));
     let (w, h): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
     if w == 0 || h == 0 {

@@ -42,6 +42,9 @@ pub struct CompareArgs {
     pub overwrite: OverwriteArg,
     #[command(flatten)]
     pub min_agreement: super::min_agreement::MinAgreementArg,
+    /// -b and --src-nodata apply to both rasters.
+    #[command(flatten)]
+    pub bands: super::input_args::BandArgs,
 }
 
 /// The report files of one run, checked before any work.
@@ -81,9 +84,17 @@ impl ReportOutputs {
             })
     }
 
-    fn write(&self, report: &CompareReport) -> Result<()> {
+    /// Writes the reports; the JSON also gets the run's `facts`.
+    fn write(&self, report: &CompareReport, facts: serde_json::Value) -> Result<()> {
         if let Some(d) = &self.json {
-            output::text::write(d, &report.to_json()?)?;
+            let mut value: serde_json::Value = serde_json::from_str(&report.to_json()?)
+                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+            if let (Some(map), serde_json::Value::Object(more)) = (value.as_object_mut(), facts) {
+                map.extend(more);
+            }
+            let text = serde_json::to_string_pretty(&value)
+                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+            output::text::write(d, &(text + "\n"))?;
         }
         if let Some(d) = &self.html {
             output::text::write(d, &report.to_html()?)?;
@@ -96,6 +107,7 @@ impl ReportOutputs {
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     let inputs = [args.reference.as_path(), args.candidate.as_path()];
     let overwrite = args.overwrite.overwrite;
     let reports = ReportOutputs::check(
@@ -113,8 +125,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let mut all: Vec<&Target> = reports.files().collect();
     all.extend(mismatch.as_ref());
     output::distinct(&all)?;
-    let mut reference = ClassRaster::open(&args.reference)?;
-    let mut candidate = ClassRaster::open(&args.candidate)?;
+    let mut reference = ClassRaster::open_with(&args.reference, args.bands.choice())?;
+    let mut candidate = ClassRaster::open_with(&args.candidate, args.bands.choice())?;
     check_same_grid(&reference, &candidate)?;
     let progress = Progress::new(args.quiet, "compare");
     let outcome = compare_rasters(
@@ -139,7 +151,16 @@ pub fn run(args: CompareArgs) -> Result<()> {
         maps: outcome.maps,
         palette: Some(outcome.palette),
     };
-    reports.write(&report)?;
+    let facts = serde_json::json!({
+        "command": "compare",
+        "band": args.bands.band.unwrap_or(1),
+        "outputs": {
+            "html": args.html, "markdown": args.markdown, "mismatch": args.mismatch,
+        },
+        "min_agreement_percent": args.min_agreement.min_agreement,
+        "seconds": { "total": started.elapsed().as_secs_f64() },
+    });
+    reports.write(&report, facts)?;
     if !args.quiet {
         // Standard output may carry a report; the headline then goes to stderr.
         let to_stdout = [&reports.json, &reports.html, &reports.markdown]

@@ -2,6 +2,7 @@
 //! new GeoTIFF with the input's georeferencing and nodata.
 
 use super::compress_args::CompressArgs;
+use super::summary::JsonSummary;
 use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
 use crate::filter::levels::Levels;
@@ -12,6 +13,7 @@ use crate::progress::Progress;
 use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
 use gdal::raster::GdalDataType;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -31,6 +33,7 @@ pub struct FilterArgs {
     /// Laplacian pyramid of LEVELS (2-8) levels, then its reconstruction;
     /// laplacian-level (g − pyrup(pyrdown(g))), laplacian-top: one Laplacian level,
     /// signed (Byte gives Int16, other types Float32; nodata −32768 or NaN).
+    /// Sizes, radii and σ are in pixels.
     /// Level ops (one per command; the ops after it run on every level, each
     /// level to its own file OUTPUT_L0.tif, OUTPUT_L1.tif, …, or
     /// OUTPUT_O0_S0.tif, …, or with --levels overviews into OUTPUT and its
@@ -65,13 +68,20 @@ pub struct FilterArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub overwrite: super::output_args::OverwriteArg,
+    #[command(flatten)]
+    pub json: super::summary::JsonArg,
 }
 
 pub fn run(args: FilterArgs) -> Result<()> {
+    let started = std::time::Instant::now();
+    warn_if_classes(&args.input)?;
+    let overwrite = args.overwrite.overwrite;
     let Some((levels, before, after)) = Levels::split(&args.ops)? else {
         let chain = Chain::parse(&args.ops)?;
-        let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
-        return run_chain(&args, chain, &target);
+        let target = Target::check(&args.output, overwrite, &[&args.input])?;
+        let json = JsonSummary::check(&args.json, overwrite, &[&args.input], &[&target], false)?;
+        let done = run_chain(&args, chain, &target)?;
+        return json.write("filter", summary(&args, vec![done], started));
     };
     if args.levels == LevelOutput::Overviews {
         let chains = levels
@@ -79,18 +89,50 @@ pub fn run(args: FilterArgs) -> Result<()> {
             .iter()
             .map(|l| Chain::parse(&l.ops))
             .collect::<Result<Vec<_>>>()?;
-        return run_overviews(&args, &levels, chains);
+        let target = Target::check(&args.output, overwrite, &[&args.input])?;
+        let json = JsonSummary::check(&args.json, overwrite, &[&args.input], &[&target], false)?;
+        let done = run_overviews(&args, &levels, chains, &target)?;
+        return json.write("filter", summary(&args, vec![done], started));
     }
     // Every level's chain and path checked before the first one runs.
     let mut runs = Vec::new();
     for level in levels.chains(&before, &after) {
         let out = level_path(&args.output, &level.suffix);
-        let target = Target::check(&out, args.overwrite.overwrite, &[&args.input])?;
+        let target = Target::check(&out, overwrite, &[&args.input])?;
         runs.push((Chain::parse(&level.ops)?, target));
     }
-    output::distinct(&runs.iter().map(|(_, t)| t).collect::<Vec<_>>())?;
+    let targets: Vec<&Target> = runs.iter().map(|(_, t)| t).collect();
+    output::distinct(&targets)?;
+    let json = JsonSummary::check(&args.json, overwrite, &[&args.input], &targets, false)?;
+    let mut outputs = Vec::new();
     for (chain, target) in runs {
-        run_chain(&args, chain, &target)?;
+        outputs.push(run_chain(&args, chain, &target)?);
+    }
+    json.write("filter", summary(&args, outputs, started))
+}
+
+/// `--json`'s fields: the run and one entry per output written.
+fn summary(args: &FilterArgs, outputs: Vec<Value>, started: std::time::Instant) -> Value {
+    json!({
+        "input": args.input,
+        "ops": args.ops,
+        "border": args.border,
+        "device": args.device,
+        "outputs": outputs,
+        "seconds": { "total": started.elapsed().as_secs_f64() },
+    })
+}
+
+/// A colour table marks a class map: image ops take means and medians of
+/// its codes, which is rarely meant; said, not refused (codes may be values).
+fn warn_if_classes(input: &Path) -> Result<()> {
+    let ds = crate::raster::open(input)?;
+    let band = ds.rasterband(1).map_err(crate::raster::gdal_error)?;
+    if band.color_table().is_some() {
+        log::warn!(
+            "{}: band 1 has a colour table, so it probably holds classes: filter computes with the codes as numbers (use `mapfilter smooth` to smooth classes)",
+            input.display()
+        );
     }
     Ok(())
 }
@@ -114,7 +156,12 @@ pub enum LevelOutput {
 
 /// Runs every level's chain into one GeoTIFF: level 0 the raster, level k
 /// its k-th overview (each level ⌈size/2^k⌉, as GDAL sizes overviews).
-fn run_overviews(args: &FilterArgs, levels: &Levels, chains: Vec<Chain>) -> Result<()> {
+fn run_overviews(
+    args: &FilterArgs,
+    levels: &Levels,
+    chains: Vec<Chain>,
+    target: &Target,
+) -> Result<Value> {
     let hint = "write the levels as files (--levels files)";
     if matches!(levels, Levels::ScaleSpace { .. }) {
         crate::bail!(
@@ -122,7 +169,6 @@ fn run_overviews(args: &FilterArgs, levels: &Levels, chains: Vec<Chain>) -> Resu
             hint = hint
         );
     }
-    let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
     let mut input = ImageRaster::open(&args.input)?;
     let size = (input.meta.width, input.meta.height);
     for (k, chain) in chains.iter().enumerate() {
@@ -140,8 +186,9 @@ fn run_overviews(args: &FilterArgs, levels: &Levels, chains: Vec<Chain>) -> Resu
     }
     let (spec, border) = output_spec(args, &chains[0], &input)?;
     let runner = runner(&args.device)?;
-    let mut output = OutputRaster::create(&target, &spec)?;
-    output.add_overviews(chains.len() - 1)?;
+    let mut output = OutputRaster::create(target, &spec)?;
+    let overviews = chains.len() - 1;
+    output.add_overviews(overviews)?;
     let progress = Progress::new(args.quiet, "filter");
     let start = std::time::Instant::now();
     for (level, chain) in chains.into_iter().enumerate() {
@@ -169,7 +216,17 @@ fn run_overviews(args: &FilterArgs, levels: &Levels, chains: Vec<Chain>) -> Resu
             start.elapsed().as_secs_f64()
         );
     }
-    Ok(())
+    Ok(json!({
+        "output": target.shown(),
+        "width": spec.width,
+        "height": spec.height,
+        "bands": spec.bands,
+        "data_type": spec.data_type.name(),
+        "nodata": spec.nodata.filter(|v| v.is_finite()),
+        "overviews": overviews,
+        "runner": runner.name(),
+        "seconds": start.elapsed().as_secs_f64(),
+    }))
 }
 
 /// The output of `chain` on `input` (checked), and the border mode.
@@ -204,8 +261,8 @@ fn output_spec(
     Ok((spec, border))
 }
 
-/// Runs one chain from the input into `output`.
-fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
+/// Runs one chain from the input into `output`; what was written, for `--json`.
+fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<Value> {
     let mut input = ImageRaster::open(&args.input)?;
     let (spec, border) = output_spec(args, &chain, &input)?;
     let runner = runner(&args.device)?;
@@ -232,7 +289,18 @@ fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<()> {
             stats.tiles
         );
     }
-    Ok(())
+    Ok(json!({
+        "output": target.shown(),
+        "width": spec.width,
+        "height": spec.height,
+        "bands": spec.bands,
+        "data_type": spec.data_type.name(),
+        "nodata": spec.nodata.filter(|v| v.is_finite()),
+        "radius": job.chain.radius(),
+        "runner": runner.name(),
+        "tiles": stats.tiles,
+        "seconds": stats.wall.as_secs_f64(),
+    }))
 }
 
 /// Output data types of `filter --ot`.

@@ -19,8 +19,13 @@ use tiles::{Border, TileGrid};
 pub struct GenArgs {
     /// Output GeoTIFF.
     pub output: PathBuf,
-    /// Size as WIDTHxHEIGHT, e.g. 1024x1024.
-    #[arg(long, default_value = "1024x1024")]
+    /// Raster size in pixels as WIDTHxHEIGHT, e.g. 1024x1024.
+    #[arg(
+        long = "raster-size",
+        alias = "size",
+        value_name = "WIDTHxHEIGHT",
+        default_value = "1024x1024"
+    )]
     pub size: String,
     /// Number of classes (codes 0..C-1; Byte up to 256, UInt16 above).
     #[arg(long, default_value_t = 8)]
@@ -52,7 +57,7 @@ pub fn parse_size(text: &str) -> Result<(usize, usize)> {
         Some((w, h)) if w > 0 && h > 0 => Ok((w, h)),
         _ => bail!(
             format!("size '{text}' is not WIDTHxHEIGHT"),
-            hint = "e.g. --size 1024x1024"
+            hint = "e.g. --raster-size 1024x1024"
         ),
     }
 }

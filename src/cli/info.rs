@@ -3,7 +3,7 @@
 use crate::classes::{CodeHistogram, MAX_CLASSES};
 use crate::error::Result;
 use crate::progress::Progress;
-use crate::raster::{self, ClassRaster, RasterMeta};
+use crate::raster::{self, BandChoice, ClassRaster, RasterMeta};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -14,20 +14,41 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The band described (type, nodata, colours, classes): band 1 unless -b.
+    #[command(flatten)]
+    pub bands: super::input_args::BandArgs,
 }
 
 pub fn run(args: InfoArgs) -> Result<()> {
     let ds = raster::open(&args.input)?;
-    let meta = RasterMeta::read(&ds)?;
-    let band = ds.rasterband(1).map_err(raster::gdal_error)?;
-    let data_type = band.band_type().name();
     let bands = ds.raster_count();
+    let choice = BandChoice {
+        band: Some(args.bands.band.unwrap_or(1)),
+        ..args.bands.choice()
+    };
+    let index = choice.band.unwrap_or(1);
+    if index == 0 || index > bands {
+        crate::bail!(
+            format!(
+                "{}: -b {index} is not a band (the raster has {bands})",
+                args.input.display()
+            ),
+            hint = "bands are numbered from 1, as in GDAL"
+        );
+    }
+    let mut meta = RasterMeta::read_band(&ds, index)?;
+    meta.projection = ds.projection();
+    if let Some(n) = choice.nodata {
+        meta.nodata = n;
+    }
+    let band = ds.rasterband(index).map_err(raster::gdal_error)?;
+    let data_type = band.band_type().name();
     let crs = ds.spatial_ref().ok();
     let crs_name = crs.as_ref().and_then(|s| s.name());
     let epsg = crs.as_ref().and_then(|s| s.auth_code().ok());
     drop(ds);
     // Class tally only for integer class bands.
-    let tally = match ClassRaster::open(&args.input) {
+    let tally = match ClassRaster::open_with(&args.input, choice) {
         Ok(mut r) => {
             let hist = r.scan_histogram(&Progress::new(args.json, "scan"))?;
             Some(Tally::of(&hist, r.nodata_code()))
@@ -40,6 +61,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
             "width": meta.width,
             "height": meta.height,
             "bands": bands,
+            "band": index,
             "data_type": data_type,
             "geo_transform": meta.geo_transform,
             "crs": crs_name,
@@ -56,7 +78,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     }
     println!("file:        {}", args.input.display());
     println!(
-        "size:        {} x {} pixels, {bands} band(s), {data_type}",
+        "size:        {} x {} pixels, {bands} band(s); band {index}: {data_type}",
         meta.width, meta.height
     );
     match meta.geo_transform {

@@ -22,6 +22,10 @@ mod gen_cmd;
 mod histogram;
 #[cfg(feature = "gdal")]
 mod info;
+#[cfg(feature = "gdal")]
+mod input_args;
+#[cfg(feature = "gdal")]
+mod kernel_args;
 mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;
@@ -33,6 +37,8 @@ mod scripting;
 mod sieve;
 #[cfg(feature = "gdal")]
 mod smooth;
+#[cfg(feature = "gdal")]
+mod summary;
 mod sweep;
 #[cfg(feature = "gdal")]
 mod timings;

@@ -9,10 +9,9 @@ use crate::device::DeviceChoice;
 use crate::engine::{self, SmoothJob};
 use crate::error::Result;
 use crate::job::smooth::{self as job, Classes, MethodChoice, Observer, SmoothSpec};
-use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::select::FastOptions;
-use crate::output::Target;
+use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -21,17 +20,20 @@ use tiles::Border;
 
 #[derive(Args, Debug)]
 pub struct SmoothArgs {
-    /// Input class raster (band 1, Byte or UInt16 codes), any format GDAL reads.
+    /// Input class raster (Byte or UInt16 codes; band 1, or -b BAND), any format GDAL reads.
     pub input: PathBuf,
     /// Output GeoTIFF (written to a temp file beside it, renamed on success;
     /// an existing file only with --overwrite).
     pub output: PathBuf,
-    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH (square matrix, odd size).
+    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS, in pixels unless a unit is given:
+    /// metres or kilometres (gaussian:250m, box:90m, disc:1km) are converted with the
+    /// input's pixel width (geographic CRS: along the parallel at its centre latitude;
+    /// --explain says how); or file:PATH (square matrix, odd size).
     #[arg(long, short)]
     pub kernel: String,
-    /// Side of a gaussian kernel (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
-    #[arg(long)]
-    pub size: Option<usize>,
+    /// Side of a gaussian kernel in pixels (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
+    #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
+    pub kernel_size: Option<usize>,
     /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
     #[arg(long)]
     pub class_weights: Option<String>,
@@ -72,10 +74,17 @@ pub struct SmoothArgs {
     /// Also run the exact baseline and write a report (HTML; .json/.md by extension; `-`: standard output): run times, speed-up, agreement, confusion, maps.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// With --report: an exact output (`--method naive`, same input, kernel and border) to compare with instead of running the baseline again; checked to be on the output's grid.
+    #[arg(long, requires = "report", value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub overwrite: OverwriteArg,
     #[command(flatten)]
     pub mmu: super::sieve::MmuArgs,
+    #[command(flatten)]
+    pub bands: super::input_args::SmoothInputArgs,
+    #[command(flatten)]
+    pub json: super::summary::JsonArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -94,6 +103,7 @@ impl From<BorderArg> for Border {
 }
 
 pub fn run(args: SmoothArgs) -> Result<()> {
+    let started = Instant::now();
     let mut observer = CliObserver {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
@@ -103,11 +113,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::Auto,
         options: args.fast.options(),
     };
-    let kernel = args
-        .kernel
-        .parse::<KernelSpec>()?
-        .with_size(args.size)?
-        .build()?;
+    let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
+    if let (true, Some(c)) = (args.explain, &built.conversion) {
+        eprintln!("{c}");
+    }
+    let kernel = built.kernel.clone();
     let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
     let policies = args.policies.policies()?;
     let confidence = args.policies.confidence()?;
@@ -122,15 +132,28 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
     crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
     let overwrite = args.overwrite.overwrite;
-    let target = Target::check(&args.output, overwrite, &[&args.input])?;
+    let mut inputs = vec![args.input.as_path()];
+    inputs.extend(args.baseline.as_deref());
+    let target = Target::check(&args.output, overwrite, &inputs)?;
     let report = args
         .report
         .as_deref()
         .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &args.input))
         .transpose()?;
+    let json = super::summary::JsonSummary::check(
+        &args.json,
+        overwrite,
+        &inputs,
+        &[&target],
+        report
+            .as_ref()
+            .is_some_and(|r| r.dest == Destination::Stdout),
+    )?;
     let mmu = args.mmu.plan(&args.input, &target)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
+        band: args.bands.band.choice(),
+        dst_nodata: args.bands.dst_nodata,
         target: mmu.target().clone(),
         kernel,
         weights,
@@ -141,7 +164,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             .unwrap_or_else(|| engine::default_tile(method.as_ref())),
         compression: args.compression.compression()?,
         classes: Classes::Auto {
-            need_present: args.report.is_some() || args.explain,
+            need_present: args.report.is_some() || args.explain || args.json.json.is_some(),
         },
         window: None,
         policies,
@@ -156,6 +179,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     if let Some(report) = &report {
         let run = crate::job::compare::SmoothRun {
             input: &args.input,
+            band: args.bands.band.choice(),
+            kernel: built.settings(),
             output: &args.output,
             job: &job,
             method: method.as_ref(),
@@ -163,9 +188,21 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             stats: &stats,
             quiet: args.quiet,
             confidence: confidence.as_ref(),
+            baseline: args.baseline.as_deref(),
         };
         crate::job::compare::smooth_report(&run, report)?;
     }
+    let facts = super::summary::SmoothFacts {
+        args: &args,
+        kernel: &built,
+        method_label: &choice.label(),
+        method: method.as_ref(),
+        job: &job,
+        stats: &stats,
+        size: (width, height),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    json.write("smooth", facts.fields())?;
     if !args.quiet {
         let k = job.kernel.size();
         eprintln!(

@@ -17,7 +17,7 @@ pub struct SweepArgs {
     /// Repeats per point instead of the config's.
     #[arg(long)]
     pub repeats: Option<usize>,
-    /// Check the config and list the runs without running them.
+    /// Check the config and list the runs (experiment, value, method, kernel, input) without running them.
     #[arg(long)]
     pub dry_run: bool,
     /// No line per finished run.
@@ -40,11 +40,15 @@ pub fn run(args: SweepArgs) -> Result<()> {
             config.runs(),
             config.repeats
         );
+        for (i, line) in config.list_runs()?.iter().enumerate() {
+            println!("{:>4}  {line}", i + 1);
+        }
         return Ok(());
     }
     let files = sweep::output::ResultFiles::prepare(&args.out, args.overwrite.overwrite)?;
+    let sources = load_inputs(&config.input)?;
     let mut saved = Ok(());
-    let result = sweep::run(&config, |event, i, n| {
+    let result = sweep::run_on(&config, &sources, |event, i, n| {
         if let Event::Checkpoint(so_far) = event {
             // Each finished experiment is on disk at once: a sweep cut short keeps them.
             if saved.is_ok() {
@@ -95,4 +99,42 @@ pub fn run(args: SweepArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The config's real inputs, each read into memory once (band 1, nodata kept).
+#[cfg(feature = "gdal")]
+fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
+    paths
+        .iter()
+        .map(|p| {
+            let path = std::path::Path::new(p);
+            let mut raster = crate::raster::ClassRaster::open(path)?;
+            let (w, h) = (raster.meta.width, raster.meta.height);
+            crate::limits::check_in_memory(
+                w,
+                h,
+                crate::limits::IN_MEMORY_RUN_BYTES,
+                "a sweep input",
+            )?;
+            let mut data = vec![0u16; w * h];
+            crate::engine::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
+            let label = crate::job::compare::file_name(path);
+            sweep::Source::new(
+                label,
+                crate::engine::MemRaster::new(w, h, data),
+                raster.nodata_code(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(not(feature = "gdal"))]
+fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
+    if !paths.is_empty() {
+        crate::bail!(
+            "a sweep on `input` rasters reads them with GDAL, which this build leaves out",
+            hint = "run it with a build that has the gdal feature"
+        );
+    }
+    Ok(Vec::new())
 }

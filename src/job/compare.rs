@@ -208,6 +208,10 @@ fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
 /// What `mapfilter smooth --report` knows about the run it reports on.
 pub struct SmoothRun<'a> {
     pub input: &'a Path,
+    /// The input's band and nodata, as the method read them.
+    pub band: crate::raster::BandChoice,
+    /// The kernel as given and as built (rows of the report's settings).
+    pub kernel: Vec<(String, String)>,
     /// The method's output, already written.
     pub output: &'a Path,
     pub job: &'a SmoothJob,
@@ -219,6 +223,9 @@ pub struct SmoothRun<'a> {
     /// The run's per-pixel vote weights (`--confidence`), which the
     /// baseline takes too.
     pub confidence: Option<&'a crate::confidence::ConfidenceSpec>,
+    /// An exact output to compare with instead of running the baseline
+    /// (`--baseline FILE`); it must be on the output's grid.
+    pub baseline: Option<&'a Path>,
 }
 
 /// Where `smooth --report` writes: `path` as given (its extension picks
@@ -240,42 +247,27 @@ impl<'a> ReportTarget<'a> {
 }
 
 /// Runs the exact baseline ([`NaiveHost`]) on the same input into a scratch
-/// GeoTIFF beside the output, compares the method's output with it and writes
-/// the report.
+/// GeoTIFF beside the output (or takes `run.baseline`, checked to be on the
+/// output's grid), compares the method's output with it and writes the report.
 pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let mut method_out = ClassRaster::open(run.output)?;
-    let dir = output::parent_dir(run.output);
-    let meta = &method_out.meta;
-    let spec = OutputSpec {
-        width: meta.width,
-        height: meta.height,
-        bands: 1,
-        data_type: match method_out.class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: meta.geo_transform,
-        projection: meta.projection.clone(),
-        nodata: meta.nodata,
-        colors: meta.colors.clone(),
-        category_names: meta.category_names.clone(),
-        compression: OutputCompression::default(),
-    };
     let baseline = NaiveHost;
-    let progress = Progress::new(run.quiet, "baseline");
-    let mut source = ClassRaster::open(run.input)?;
-    let mut out = OutputRaster::scratch(&dir, &spec)?;
-    let t0 = Instant::now();
-    let mut votes = run
-        .confidence
-        .map(|c| c.open(source.meta.width, source.meta.height))
-        .transpose()?;
-    let votes = votes.as_mut().map(|v| v as &mut dyn engine::ClassSource);
-    engine::smooth_weighted(&mut source, votes, &mut out, run.job, &baseline, &progress)?;
-    let baseline_file = out.finish_scratch()?;
-    let baseline_seconds = t0.elapsed().as_secs_f64();
-
-    let mut reference = ClassRaster::open(baseline_file.path())?;
+    let mut source = ClassRaster::open_with(run.input, run.band)?;
+    let (mut reference, baseline_seconds, _scratch) = match run.baseline {
+        Some(path) => {
+            let reference = ClassRaster::open(path)?;
+            check_same_grid(&reference, &method_out).map_err(|e| {
+                e.context("--baseline").hint(
+                    "give the output of `mapfilter smooth --method naive` on the same input with the same kernel and --border, or leave --baseline out to run it",
+                )
+            })?;
+            (reference, None, None)
+        }
+        None => {
+            let (file, seconds) = run_baseline(run, &method_out, &mut source)?;
+            (ClassRaster::open(file.path())?, Some(seconds), Some(file))
+        }
+    };
     let progress = Progress::new(run.quiet, "compare");
     let outcome = compare_rasters(
         &mut reference,
@@ -293,13 +285,18 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     }];
     maps.extend(outcome.maps.into_iter().enumerate().map(|(i, mut m)| {
         m.caption = match i {
-            0 => format!("exact baseline ({})", baseline.name()),
+            0 => match run.baseline {
+                Some(p) => format!("exact baseline (reused: {})", file_name(p)),
+                None => format!("exact baseline ({})", baseline.name()),
+            },
             1 => format!("{}: {}", run.method_label, file_name(run.output)),
             _ => m.caption,
         };
         m
     }));
     let method_seconds = run.stats.wall.as_secs_f64();
+    let method_is_baseline = run.method.name() == baseline.name();
+    let reused = run.baseline.map(|p| format!(", reused: {}", file_name(p)));
     let job = run.job;
     let report_data = CompareReport {
         title: format!(
@@ -311,27 +308,38 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
         run: Some(RunComparison {
             method: format!("{} ({})", run.method_label, run.method.name()),
             method_seconds,
-            baseline: format!("naive@host ({})", baseline.name()),
+            baseline: format!(
+                "naive@host ({}{})",
+                baseline.name(),
+                reused.unwrap_or_default()
+            ),
             baseline_seconds,
-            speedup: baseline_seconds / method_seconds.max(1e-9),
-            settings: [
-                ("kernel side".into(), job.kernel.size().to_string()),
-                ("classes".into(), job.classes.len().to_string()),
-                ("tile".into(), job.tile.to_string()),
-                ("border".into(), format!("{:?}", job.border).to_lowercase()),
-                ("fill nodata".into(), job.fill_nodata.to_string()),
-            ]
-            .into_iter()
-            .chain(job.policies.settings())
-            .chain([(
-                "confidence".into(),
-                run.confidence.map_or("none".into(), |c| c.label()),
-            )])
-            .chain([
-                ("tiles".into(), run.stats.tiles.to_string()),
-                ("method exact".into(), run.method.is_exact().to_string()),
-            ])
-            .collect(),
+            speedup: RunComparison::speedup_of(
+                method_is_baseline,
+                baseline_seconds,
+                method_seconds,
+            ),
+            settings: run
+                .kernel
+                .iter()
+                .cloned()
+                .chain([
+                    ("classes".into(), job.classes.len().to_string()),
+                    ("tile".into(), job.tile.to_string()),
+                    ("border".into(), format!("{:?}", job.border).to_lowercase()),
+                    ("fill nodata".into(), job.fill_nodata.to_string()),
+                ])
+                .chain(job.policies.settings())
+                .chain([(
+                    "confidence".into(),
+                    run.confidence.map_or("none".into(), |c| c.label()),
+                )])
+                .chain([
+                    ("tiles".into(), run.stats.tiles.to_string()),
+                    ("method exact".into(), run.method.is_exact().to_string()),
+                ])
+                .chain(run.method.summary().map(|m| ("method run".into(), m)))
+                .collect(),
         }),
         summary: outcome.summary,
         maps,
@@ -355,4 +363,41 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs the exact baseline on the run's input into a scratch GeoTIFF beside
+/// the output (removed when dropped) and times it.
+fn run_baseline(
+    run: &SmoothRun,
+    method_out: &ClassRaster,
+    source: &mut ClassRaster,
+) -> Result<(output::TempFile, f64)> {
+    let dir = output::parent_dir(run.output);
+    let meta = &method_out.meta;
+    let spec = OutputSpec {
+        width: meta.width,
+        height: meta.height,
+        bands: 1,
+        data_type: match method_out.class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: meta.geo_transform,
+        projection: meta.projection.clone(),
+        nodata: meta.nodata,
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
+        compression: OutputCompression::default(),
+    };
+    let progress = Progress::new(run.quiet, "baseline");
+    let mut out = OutputRaster::scratch(&dir, &spec)?;
+    let t0 = Instant::now();
+    let mut votes = run
+        .confidence
+        .map(|c| c.open(source.meta.width, source.meta.height))
+        .transpose()?;
+    let votes = votes.as_mut().map(|v| v as &mut dyn engine::ClassSource);
+    engine::smooth_weighted(source, votes, &mut out, run.job, &NaiveHost, &progress)?;
+    let file = out.finish_scratch()?;
+    Ok((file, t0.elapsed().as_secs_f64()))
 }

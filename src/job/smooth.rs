@@ -20,7 +20,7 @@ use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{ClassRaster, ClassType, OutputCompression, OutputSpec};
+use crate::raster::{BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -72,6 +72,11 @@ pub enum Classes {
 #[derive(Clone, Debug)]
 pub struct SmoothSpec {
     pub input: PathBuf,
+    /// The input's band of classes and its nodata (`-b`, `--src-nodata`).
+    pub band: BandChoice,
+    /// The output's nodata code (`--dst-nodata`) instead of the input's;
+    /// refused where it is a class of the input.
+    pub dst_nodata: Option<u16>,
     pub target: Target,
     pub kernel: Kernel,
     pub weights: ClassWeights,
@@ -153,7 +158,7 @@ fn smooth_into(
     mut output: DeferredOutput,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
-    let mut input = ClassRaster::open_without_projection(&spec.input)?;
+    let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
     observer.stage("open");
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
@@ -211,17 +216,27 @@ fn smooth_into(
     // can be made while the classes are scanned.
     let input_nodata = input.nodata_code();
     spec.policies.check_nodata(input_nodata)?;
-    if input_nodata.is_some() {
+    let max_code = input.class_type.max_code();
+    if let Some(d) = spec.dst_nodata
+        && d > max_code
+    {
+        crate::bail!(
+            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
+            hint = "give a code the input's band type holds"
+        );
+    }
+    if input_nodata.is_some() && spec.dst_nodata.is_none() {
         output.make(with_nodata(input_nodata));
     }
-    let max_code = input.class_type.max_code();
     let classes = match &spec.classes {
         Classes::Given(table) => {
             observer.stage("classes");
             table.clone()
         }
         Classes::Auto { need_present } => {
-            if scan_first(spec, *need_present, &input) {
+            // A --dst-nodata code must be checked against the classes present.
+            let need_present = *need_present || spec.dst_nodata.is_some();
+            if scan_first(spec, need_present, &input) {
                 let classes = input.scan_classes(&observer.progress("smooth"))?;
                 observer.stage("scan");
                 classes
@@ -238,7 +253,18 @@ fn smooth_into(
         Some(code) => classes.with_code(code, max_code)?,
         None => classes,
     };
-    let output_nodata = classes.output_nodata(max_code);
+    let output_nodata = match spec.dst_nodata {
+        Some(d) if classes.codes().contains(&d) => crate::bail!(
+            format!(
+                "--dst-nodata {d} is a class of {} (band {})",
+                spec.input.display(),
+                input.band()
+            ),
+            hint = "pick a code the input does not hold (`mapfilter info` lists them)"
+        ),
+        Some(d) => Some(d),
+        None => classes.output_nodata(max_code),
+    };
     output.make(with_nodata(output_nodata));
     let job = SmoothJob {
         class_weights: spec.weights.quantise(&classes),

@@ -30,9 +30,11 @@ pub struct RunComparison {
     pub method: String,
     pub method_seconds: f64,
     pub baseline: String,
-    pub baseline_seconds: f64,
-    /// `baseline_seconds / method_seconds`.
-    pub speedup: f64,
+    /// `None` when the baseline was not run but reused (`--baseline FILE`).
+    pub baseline_seconds: Option<f64>,
+    /// `baseline_seconds / method_seconds`; `None` when the method is the
+    /// baseline itself or the baseline was not timed.
+    pub speedup: Option<f64>,
     /// Free-form settings (kernel, tile size, classes ...).
     pub settings: Vec<(String, String)>,
 }
@@ -74,18 +76,25 @@ fn num(v: Option<f64>, digits: usize) -> String {
 }
 
 impl RunComparison {
-    /// Whether a speed-up means anything: not when the method is the baseline.
-    pub fn has_speedup(&self) -> bool {
-        self.method != self.baseline
+    /// `baseline / method` where both ran and differ.
+    pub fn speedup_of(method_is_baseline: bool, baseline: Option<f64>, method: f64) -> Option<f64> {
+        baseline
+            .filter(|_| !method_is_baseline)
+            .map(|b| b / method.max(1e-9))
     }
 
     /// "speed-up 4.00x", or why there is none.
     fn speedup_text(&self, times: &str) -> String {
-        if self.has_speedup() {
-            format!("speed-up {:.2}{times}", self.speedup)
-        } else {
-            "the method is the baseline: no speed-up".to_string()
+        match (self.speedup, self.baseline_seconds) {
+            (Some(x), _) => format!("speed-up {x:.2}{times}"),
+            (None, None) => "baseline reused from a file, not timed: no speed-up".to_string(),
+            (None, Some(_)) => "the method is the baseline: no speed-up".to_string(),
         }
+    }
+
+    fn baseline_seconds_text(&self) -> String {
+        self.baseline_seconds
+            .map_or("– (reused)".into(), |b| format!("{b:.3}"))
     }
 }
 
@@ -148,13 +157,15 @@ impl CompareReport {
             s.nodata.candidate_only
         );
         if let Some(r) = &self.run {
+            let baseline = match r.baseline_seconds {
+                Some(b) => format!("{} {b:.3} s", r.baseline),
+                None => format!("{} not timed", r.baseline),
+            };
             let _ = write!(
                 text,
-                "; {} {:.3} s, {} {:.3} s, {}",
+                "; {} {:.3} s, {baseline}, {}",
                 r.method,
                 r.method_seconds,
-                r.baseline,
-                r.baseline_seconds,
                 r.speedup_text("x")
             );
         }
@@ -185,8 +196,9 @@ impl CompareReport {
             let _ = writeln!(md, "| {} | {:.3} |", r.method, r.method_seconds);
             let _ = writeln!(
                 md,
-                "| {} (baseline) | {:.3} |",
-                r.baseline, r.baseline_seconds
+                "| {} (baseline) | {} |",
+                r.baseline,
+                r.baseline_seconds_text()
             );
             let _ = writeln!(md, "\n{}\n", r.speedup_text("x"));
             for (k, v) in &r.settings {
@@ -293,14 +305,13 @@ impl CompareReport {
                 vec![escape(&r.method), format!("{:.3}", r.method_seconds)],
                 vec![
                     format!("{} (exact baseline)", escape(&r.baseline)),
-                    format!("{:.3}", r.baseline_seconds),
+                    r.baseline_seconds_text(),
                 ],
                 vec![
                     "speed-up".into(),
-                    if r.has_speedup() {
-                        format!("<b>{:.2}×</b>", r.speedup)
-                    } else {
-                        "– (the method is the baseline)".into()
+                    match r.speedup {
+                        Some(x) => format!("<b>{x:.2}×</b>"),
+                        None => format!("– ({})", escape(&r.speedup_text("×"))),
                     },
                 ],
             ];
@@ -311,7 +322,8 @@ impl CompareReport {
                     .iter()
                     .map(|(k, v)| vec![escape(k), escape(v)])
                     .collect();
-                body.push_str(&page::table(&["setting", "value"], &rows));
+                let table = page::table(&["setting", "value"], &rows);
+                body.push_str(&table.replacen("<table>", "<table class=\"settings\">", 1));
             }
         }
 
@@ -488,8 +500,8 @@ mod tests {
                 method: "fast@host".into(),
                 method_seconds: 0.5,
                 baseline: "naive@host".into(),
-                baseline_seconds: 2.0,
-                speedup: 4.0,
+                baseline_seconds: Some(2.0),
+                speedup: Some(4.0),
                 settings: vec![("kernel".into(), "gaussian:2".into())],
             }),
             summary,

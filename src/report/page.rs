@@ -87,6 +87,8 @@ th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 /* Figures never break across lines: a wrapped percentage reads as two numbers. */
 td:not(:first-child){white-space:nowrap}
+/* Settings are words (a kernel's conversion from metres): they wrap, left-aligned. */
+table.settings td{white-space:normal;text-align:left;max-width:48em}table.settings td:first-child{white-space:nowrap}
 table{max-width:100%;overflow-x:auto;display:block}
 .maps{display:flex;flex-wrap:wrap;gap:1em}
 figure{margin:0;flex:1 1 300px;max-width:520px}

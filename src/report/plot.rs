@@ -74,8 +74,14 @@ impl Scale {
 /// A linear tick label with as many decimals as ticks `span / 8` apart need.
 fn linear_label(v: f64, span: f64) -> String {
     let step = span / 8.0;
-    if step.is_nan() || step <= 0.0 || v.abs() >= 1e5 {
+    if step.is_nan() || step <= 0.0 {
         return format_number(v);
+    }
+    if v.abs() >= 1e5 {
+        // As many significant digits as neighbouring ticks need to differ
+        // (2.0e5, 2.5e5 rather than 2e5 twice).
+        let digits = (v.abs().log10().floor() - step.log10().floor()).clamp(0.0, 6.0) as usize;
+        return format!("{v:.digits$e}");
     }
     let digits = (-step.log10()).ceil().clamp(0.0, 9.0) as usize;
     format!("{v:.digits$}")
@@ -152,56 +158,168 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
         None => chart.y_scale.range(y0, y1),
     };
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
-        let mut ctx = ChartBuilder::on(&root)
-            .caption(&chart.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
-            .map_err(draw_error)?;
-        let (xs, ys) = (chart.x_scale, chart.y_scale);
-        ctx.configure_mesh()
-            .label_style(("sans-serif", 15))
-            .axis_desc_style(("sans-serif", 16))
-            .x_desc(&chart.x_label)
-            .y_desc(&chart.y_label)
-            .x_labels(xs.ticks(xr))
-            .y_labels(ys.ticks(yr))
-            .x_label_formatter(&|v| xs.label(*v, xr.1 - xr.0))
-            .y_label_formatter(&|v| ys.label(*v, yr.1 - yr.0))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(draw_error)?;
-        for (i, (label, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                .map_err(draw_error)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+    let (xs, ys) = (chart.x_scale, chart.y_scale);
+    // Few x values (kernel sides, ranks, terms, sizes): ticks at the data
+    // values themselves, so 3/5/7 are labelled 3/5/7 and integer axes get no
+    // 1.5; else the scale's own ticks.
+    let mut x_values: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter_map(|x| Some((x, xs.forward(x)?)))
+        .collect();
+    x_values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    x_values.dedup_by(|a, b| (a.1 - b.1).abs() < 1e-9);
+    let data_ticks = !x_values.is_empty() && x_values.len() <= 16;
+    // The y label area fits the widest tick label beside the axis title.
+    let widest = (0..=8)
+        .map(|i| {
+            ys.label(yr.0 + (yr.1 - yr.0) * i as f64 / 8.0, yr.1 - yr.0)
+                .chars()
+                .count()
+        })
+        .max()
+        .unwrap_or(1);
+    let y_area = (widest as u32 * 9 + 40).max(64);
+    let draw = |yr: (f64, f64)| -> Result<(String, f64)> {
+        let mut svg = String::new();
+        let mut extend = 0.0;
+        {
+            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+            root.fill(&WHITE).map_err(draw_error)?;
+            let mut ctx = ChartBuilder::on(&root)
+                .caption(&chart.title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(42)
+                .y_label_area_size(y_area)
+                .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
                 .map_err(draw_error)?;
-        }
-        if !series.is_empty() {
-            ctx.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .position(if chart.legend_at_bottom {
-                    SeriesLabelPosition::LowerLeft
-                } else {
-                    SeriesLabelPosition::UpperLeft
-                })
+            ctx.configure_mesh()
+                .label_style(("sans-serif", 15))
+                .axis_desc_style(("sans-serif", 16))
+                .x_desc(&chart.x_label)
+                .y_desc(&chart.y_label)
+                .x_labels(if data_ticks { 0 } else { xs.ticks(xr) })
+                .y_labels(ys.ticks(yr))
+                .x_label_formatter(&|v| xs.label(*v, xr.1 - xr.0))
+                .y_label_formatter(&|v| ys.label(*v, yr.1 - yr.0))
+                .light_line_style(WHITE.mix(0.0))
                 .draw()
                 .map_err(draw_error)?;
+            for (i, (label, pts)) in series.iter().enumerate() {
+                let color = Palette99::pick(i).to_rgba();
+                ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                    .map_err(draw_error)?
+                    .label(label)
+                    .legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                    });
+                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                    .map_err(draw_error)?;
+            }
+            if data_ticks {
+                let font = TextStyle::from(("sans-serif", 15).into_font()).pos(
+                    plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Center,
+                        plotters::style::text_anchor::VPos::Top,
+                    ),
+                );
+                for &(x, tx) in &x_values {
+                    let (px, py) = ctx.backend_coord(&(tx, yr.0));
+                    root.draw(&PathElement::new([(px, py), (px, py + 5)], BLACK))
+                        .map_err(draw_error)?;
+                    root.draw(&Text::new(format_number(x), (px, py + 7), font.clone()))
+                        .map_err(draw_error)?;
+                }
+            }
+            if !series.is_empty() {
+                let (position, covered, band) =
+                    legend_corner(&ctx, &series, chart.legend_at_bottom);
+                if covered > 0 {
+                    extend = band;
+                }
+                ctx.configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .position(position)
+                    .draw()
+                    .map_err(draw_error)?;
+            }
+            root.present().map_err(draw_error)?;
         }
-        root.present().map_err(draw_error)?;
+        Ok((svg, extend))
+    };
+    let (svg, extend) = draw(yr)?;
+    if extend > 0.0 && extend < 0.6 {
+        // No corner is free: raise the top of the y axis by the legend's
+        // height, so that the band it takes holds no data.
+        return Ok(draw((yr.0, yr.0 + (yr.1 - yr.0) / (1.0 - extend)))?.0);
     }
     Ok(svg)
+}
+
+/// The corner of the plotting area where the legend covers the fewest
+/// points and line segments (lines sampled along their length); the first
+/// of equals in the preferred order (upper left, or lower left with
+/// `bottom_first`).
+fn legend_corner<DB: DrawingBackend>(
+    ctx: &ChartContext<
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    series: &[(String, Vec<(f64, f64)>)],
+    bottom_first: bool,
+) -> (SeriesLabelPosition, usize, f64) {
+    let (xr, yr) = ctx.plotting_area().get_pixel_range();
+    let longest = series
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0) as i32;
+    // plotters' legend: 10 px from the corner, rows of about 20 px.
+    let (w, h) = (longest * 9 + 50, series.len() as i32 * 20 + 16);
+    let boxes = [
+        (xr.start, yr.start),
+        (xr.end - w, yr.start),
+        (xr.start, yr.end - h),
+        (xr.end - w, yr.end - h),
+    ];
+    let mut samples = Vec::new();
+    for (_, pts) in series {
+        for pair in pts.windows(2) {
+            for k in 0..=16 {
+                let t = k as f64 / 16.0;
+                samples.push(ctx.backend_coord(&(
+                    pair[0].0 + t * (pair[1].0 - pair[0].0),
+                    pair[0].1 + t * (pair[1].1 - pair[0].1),
+                )));
+            }
+        }
+        samples.extend(pts.iter().map(|p| ctx.backend_coord(p)));
+    }
+    let covered = |x0: i32, y0: i32| {
+        samples
+            .iter()
+            .filter(|&&(x, y)| x >= x0 - 4 && x <= x0 + w + 4 && y >= y0 - 4 && y <= y0 + h + 4)
+            .count()
+    };
+    let mut order: Vec<usize> = vec![0, 1, 2, 3];
+    if bottom_first {
+        order = vec![2, 3, 0, 1];
+    }
+    let best = order
+        .into_iter()
+        .min_by_key(|&i| covered(boxes[i].0, boxes[i].1))
+        .unwrap_or(0);
+    let position = match best {
+        0 => SeriesLabelPosition::UpperLeft,
+        1 => SeriesLabelPosition::UpperRight,
+        2 => SeriesLabelPosition::LowerLeft,
+        _ => SeriesLabelPosition::LowerRight,
+    };
+    // The share of the plot's height the legend takes, with a margin.
+    let band = f64::from(h + 14) / f64::from((yr.end - yr.start).max(1));
+    (position, covered(boxes[best].0, boxes[best].1), band)
 }
 
 /// Renders one bar per label (e.g. per class) as an SVG document; `colors`
@@ -279,6 +397,8 @@ mod tests {
         assert_eq!(Scale::Log2.range(1.58, 6.99), (1.0, 7.0));
         assert_eq!(format_number(1234.5), "1234.5");
         assert_eq!(format_number(4096.0), "4096");
+        assert_eq!(Scale::Linear.label(250_000.0, 400_000.0), "2.5e5");
+        assert_eq!(Scale::Linear.label(200_000.0, 400_000.0), "2.0e5");
     }
 
     #[test]

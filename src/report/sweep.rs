@@ -25,10 +25,22 @@ fn series(records: &[&Record], y: impl Fn(&Record) -> Option<f64>) -> Vec<Series
     out
 }
 
-/// The settings an experiment keeps fixed, in words (the varied one left out).
-fn fixed_settings(r: &Record) -> String {
+/// The settings an experiment keeps fixed, in words (the varied one left
+/// out); on real rasters their names, sizes and classes.
+fn fixed_settings(r: &Record, all: &[&Record]) -> String {
     let mut parts = Vec::new();
-    if r.variable != Variable::Size {
+    let mut inputs: Vec<String> = Vec::new();
+    for x in all {
+        if let Some(i) = &x.input {
+            let about = format!("{i} ({}×{}, {} classes)", x.width, x.height, x.classes);
+            if !inputs.contains(&about) {
+                inputs.push(about);
+            }
+        }
+    }
+    if !inputs.is_empty() {
+        parts.push(format!("input {}", inputs.join(", ")));
+    } else if r.variable != Variable::Size {
         parts.push(format!("image {}×{}", r.width, r.height));
     }
     if r.variable != Variable::KernelSize {
@@ -42,10 +54,12 @@ fn fixed_settings(r: &Record) -> String {
             r.kernel.split(':').next().unwrap_or("")
         ));
     }
-    if r.variable != Variable::Classes {
-        parts.push(format!("{} classes", r.classes));
+    if inputs.is_empty() {
+        if r.variable != Variable::Classes {
+            parts.push(format!("{} classes", r.classes));
+        }
+        parts.push(format!("{} pattern", r.pattern));
     }
-    parts.push(format!("{} pattern", r.pattern));
     if r.variable != Variable::Tile {
         parts.push(format!("tile {}", r.tile));
     }
@@ -109,7 +123,7 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
             escape(e.heading())
         );
         if let Some(first) = records.first() {
-            let _ = write!(body, "<p>{}</p>", escape(&fixed_settings(first)));
+            let _ = write!(body, "<p>{}</p>", escape(&fixed_settings(first, &records)));
         }
         let x_scale = if e.vary.log2_axis() {
             Scale::Log2

@@ -30,9 +30,13 @@
 //! The smoothing policies are settings too (docs/semantics.md#policies):
 //! `ties = "smallest"`, `keep = "0,3"`, `no_vote = "5"`, `only_isolated = 3`,
 //! `iterations = 2`.
+//! `input = "map.tif"` (or a list) runs every experiment on real class
+//! rasters instead ([`source`]); size, class count and pattern then come
+//! from the raster, so experiments may vary kernel_size, rank, terms or tile.
 
 pub mod methods;
 pub mod output;
+pub mod source;
 
 use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
@@ -46,6 +50,7 @@ use crate::progress::Progress;
 use crate::synth::{Pattern, SynthRaster};
 use methods::{MethodCache, MethodOptions, MethodSpec};
 use serde::{Deserialize, Serialize};
+pub use source::Source;
 use std::path::Path;
 use std::time::Duration;
 use tiles::Border;
@@ -68,6 +73,10 @@ pub struct Config {
     /// One untimed run per method and point before the timed ones (caches, JIT).
     #[serde(default)]
     pub warmup: bool,
+    /// Real class rasters to run every experiment on instead of synthetic
+    /// ones: `input = "map.tif"` or a list (relative to the config file).
+    #[serde(default, deserialize_with = "source::one_or_many")]
+    pub input: Vec<String>,
     #[serde(default)]
     pub base: Settings,
     #[serde(rename = "experiment")]
@@ -362,6 +371,17 @@ impl Point {
             .with_scale(self.scale)
     }
 
+    /// [`Point::job`] with a real input's classes and nodata.
+    pub fn job_on(&self, source: Option<&Source>) -> Result<SmoothJob> {
+        let mut job = self.job()?;
+        if let Some(s) = source {
+            job.class_weights = ClassWeights::default().quantise(&s.table);
+            job.output_nodata = s.table.output_nodata(u16::MAX);
+            job.classes = s.table.clone();
+        }
+        Ok(job)
+    }
+
     pub fn job(&self) -> Result<SmoothJob> {
         let mut spec: KernelSpec = self.kernel.parse()?;
         if matches!(spec, KernelSpec::Gaussian { .. }) {
@@ -423,6 +443,9 @@ pub struct Record {
     /// Agreement with the reference method in percent (`None` without a reference).
     pub agreement_percent: Option<f64>,
     pub kappa: Option<f64>,
+    /// The real raster run on (`None`: synthetic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
 }
 
 /// Everything a sweep produced.
@@ -458,7 +481,14 @@ impl Config {
     /// Reads and checks a config file.
     pub fn load(path: &Path) -> Result<Self> {
         let text = crate::limits::read_text_file(path, "sweep config")?;
-        Self::parse(&text).map_err(|e| e.context(path.display()))
+        let mut config = Self::parse(&text).map_err(|e| e.context(path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        for input in &mut config.input {
+            if Path::new(input.as_str()).is_relative() {
+                *input = dir.join(input.as_str()).display().to_string();
+            }
+        }
+        Ok(config)
     }
 
     /// Parses and checks config text (every point and method name, nothing run).
@@ -478,6 +508,16 @@ impl Config {
         }
         config.reference_spec()?;
         for e in &config.experiments {
+            if !config.input.is_empty() && matches!(e.vary, Variable::Size | Variable::Classes) {
+                bail!(
+                    format!(
+                        "experiment '{}' varies {}, which a real input fixes",
+                        e.name,
+                        e.vary.name()
+                    ),
+                    hint = "on `input` rasters vary kernel_size, rank, terms or tile"
+                );
+            }
             if e.values.is_empty() {
                 bail!(format!("experiment '{}' has no values", e.name));
             }
@@ -545,12 +585,48 @@ impl Config {
         self.base.overlay(&e.set).with(e.vary, value)
     }
 
-    /// Number of (point, method) runs.
+    /// Number of (point, method, input) runs.
     pub fn runs(&self) -> usize {
         self.experiments
             .iter()
             .map(|e| e.values.len() * self.methods_of(e).len())
-            .sum()
+            .sum::<usize>()
+            * self.input.len().max(1)
+    }
+
+    /// Every run in order, one line each (`sweep --dry-run`).
+    pub fn list_runs(&self) -> Result<Vec<String>> {
+        let inputs: Vec<Option<&str>> = if self.input.is_empty() {
+            vec![None]
+        } else {
+            self.input.iter().map(|i| Some(i.as_str())).collect()
+        };
+        let mut lines = Vec::new();
+        for e in &self.experiments {
+            for &value in &e.values {
+                let p = self.settings(e, value)?.point()?;
+                for input in &inputs {
+                    let on = match input {
+                        Some(i) => format!("on {i}"),
+                        None => format!(
+                            "on {}x{0} {} ({} classes)",
+                            p.size,
+                            format!("{:?}", p.pattern).to_lowercase(),
+                            p.classes
+                        ),
+                    };
+                    for m in self.methods_of(e) {
+                        lines.push(format!(
+                            "{} {}={value} {m} kernel {} {on}",
+                            e.name,
+                            e.vary.name(),
+                            p.kernel
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(lines)
     }
 }
 
@@ -579,17 +655,36 @@ pub struct Failure {
 /// number and the total. A method failing at one point (out of device memory,
 /// say) is recorded as a [`Failure`] and the sweep goes on; a config naming a
 /// method this build or machine lacks fails before anything runs.
-pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<SweepResult> {
+pub fn run(config: &Config, log: impl FnMut(Event, usize, usize)) -> Result<SweepResult> {
+    run_on(config, &[], log)
+}
+
+/// [`run`] on real rasters (the config's `input`, read by the caller):
+/// every experiment on each of them; none: synthetic inputs.
+pub fn run_on(
+    config: &Config,
+    sources: &[Source],
+    mut log: impl FnMut(Event, usize, usize),
+) -> Result<SweepResult> {
     let mut cache = MethodCache::default();
     config.check_methods_with(&mut cache)?;
     let reference = config.reference_spec()?;
     let total = config.runs();
     let (mut records, mut failures) = (Vec::new(), Vec::new());
     let mut done = 0;
+    let inputs: Vec<Option<&Source>> = if sources.is_empty() {
+        vec![None]
+    } else {
+        sources.iter().map(Some).collect()
+    };
     for e in &config.experiments {
-        for &value in &e.values {
+        for (&value, source) in e
+            .values
+            .iter()
+            .flat_map(|v| inputs.iter().map(move |s| (v, *s)))
+        {
             let point = config.settings(e, value)?.point()?;
-            let job = point.job()?;
+            let job = point.job_on(source)?;
             let options = point.options();
             let specs = config
                 .methods_of(e)
@@ -601,7 +696,7 @@ pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<
                     experiment: e.name.clone(),
                     variable: e.vary,
                     value,
-                    method: spec.to_string(),
+                    method: label(spec, source, sources.len()),
                     error: err.to_string(),
                 };
                 log(Event::Failed(&f), done, total);
@@ -614,7 +709,7 @@ pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<
             {
                 let made = cache
                     .get(r, &options, &job.kernel)
-                    .and_then(|m| run_once(&point, &job, m));
+                    .and_then(|m| run_once(&point, &job, m, source));
                 match made {
                     Ok((out, _)) => baseline = Some(out),
                     Err(err) => fail(r, err, done),
@@ -625,7 +720,7 @@ pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<
                 let timed = cache.get(spec, &options, &job.kernel).and_then(|m| {
                     Ok((
                         (m.name(), m.is_exact()),
-                        time_method(config, &point, &job, m)?,
+                        time_method(config, &point, &job, m, source)?,
                     ))
                 });
                 match timed {
@@ -646,9 +741,18 @@ pub fn run(config: &Config, mut log: impl FnMut(Event, usize, usize)) -> Result<
                     Some(b) => agree(b, &output)?,
                     None => (None, None),
                 };
-                let record = make_record(
+                let mut record = make_record(
                     e, value, &point, &job, spec, about, &times, agreement, kappa,
                 );
+                if let Some(s) = source {
+                    record.method = label(spec, source, sources.len());
+                    (record.width, record.height) = (s.raster.width, s.raster.height);
+                    record.classes = s.table.len() as u16;
+                    record.pattern = "input".into();
+                    record.input = Some(s.label.clone());
+                    let (ow, oh) = job.grid(s.raster.width, s.raster.height)?.output_size();
+                    record.mpixels_per_second = (ow * oh) as f64 / 1e6 / record.seconds.max(1e-12);
+                }
                 done += 1;
                 log(Event::Finished(&record), done, total);
                 records.push(record);
@@ -677,14 +781,15 @@ fn time_method(
     point: &Point,
     job: &SmoothJob,
     method: &dyn ClassSmoother,
+    source: Option<&Source>,
 ) -> Result<(Vec<(Duration, Duration)>, MemRaster)> {
     if config.warmup {
-        run_once(point, job, method)?;
+        run_once(point, job, method, source)?;
     }
     let mut times = Vec::new();
     let mut output = None;
     for _ in 0..config.repeats {
-        let (out, stats) = run_once(point, job, method)?;
+        let (out, stats) = run_once(point, job, method, source)?;
         times.push((stats.wall, stats.compute));
         output = Some(out);
     }
@@ -739,19 +844,38 @@ fn make_record(
         mpixels_per_second: (ow * oh) as f64 / 1e6 / seconds.max(1e-12),
         agreement_percent,
         kappa,
+        input: None,
     }
 }
 
-/// One run of `method` on the point's synthetic input, into memory.
+/// How records name a method: with the input's name where several inputs
+/// share the plots.
+fn label(spec: &MethodSpec, source: Option<&Source>, inputs: usize) -> String {
+    match source {
+        Some(s) if inputs > 1 => format!("{spec} on {}", s.label),
+        _ => spec.to_string(),
+    }
+}
+
+/// One run of `method` on the point's synthetic input (or the real one),
+/// into memory.
 fn run_once(
     point: &Point,
     job: &SmoothJob,
     method: &dyn ClassSmoother,
+    source: Option<&Source>,
 ) -> Result<(MemRaster, engine::RunStats)> {
+    let progress = Progress::hidden();
+    if let Some(s) = source {
+        let (ow, oh) = job.grid(s.raster.width, s.raster.height)?.output_size();
+        let mut out = MemRaster::filled(ow, oh, 0);
+        let stats = engine::smooth(&mut s.raster.clone(), &mut out, job, method, &progress)?;
+        return Ok((out, stats));
+    }
     let mut input = point.input();
     let (ow, oh) = job.grid(point.size, point.size)?.output_size();
     let mut out = MemRaster::filled(ow, oh, 0);
-    let stats = engine::smooth(&mut input, &mut out, job, method, &Progress::hidden())?;
+    let stats = engine::smooth(&mut input, &mut out, job, method, &progress)?;
     Ok((out, stats))
 }
 

@@ -8,7 +8,7 @@ use crate::output::{Destination, Target, text};
 use std::path::{Path, PathBuf};
 
 /// CSV columns, in order.
-pub const CSV_HEADER: &str = "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa";
+pub const CSV_HEADER: &str = "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa,input";
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
@@ -50,6 +50,7 @@ pub fn to_csv(records: &[Record]) -> String {
             format!("{:.3}", r.mpixels_per_second),
             opt(r.agreement_percent.map(|a| format!("{a:.6}"))),
             opt(r.kappa.map(|k| format!("{k:.6}"))),
+            r.input.as_deref().map(field).unwrap_or_default(),
         ];
         out.push_str(&row.join(","));
         out.push('\n');
@@ -132,13 +133,14 @@ mod tests {
             mpixels_per_second: 0.008192,
             agreement_percent: Some(100.0),
             kappa: None,
+            input: None,
         };
         let csv = to_csv(&[r]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(
             lines[1],
-            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,"
+            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,,"
         );
         assert_eq!(
             lines[0].split(',').count(),

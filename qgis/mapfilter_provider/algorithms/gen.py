@@ -12,9 +12,9 @@ class GenAlgorithm(MapfilterAlgorithm):
     group_key = "classes"
 
     def define(self):
-        width, height = self.default("size").lower().split("x")
+        width, height = self.default("raster-size").lower().split("x")
         self.add(
-            self.integer_parameter("WIDTH", "Width (pixels)", None, width, minValue=1), "size"
+            self.integer_parameter("WIDTH", "Width (pixels)", None, width, minValue=1), "raster-size"
         )
         self.add(self.integer_parameter("HEIGHT", "Height (pixels)", None, height, minValue=1))
         self.add(self.integer_parameter("CLASSES", "Classes", "classes", minValue=1), "classes")
@@ -33,7 +33,7 @@ class GenAlgorithm(MapfilterAlgorithm):
         output = self.parameterAsOutputLayer(parameters, "OUTPUT", context)
         width = self.parameterAsInt(parameters, "WIDTH", context)
         height = self.parameterAsInt(parameters, "HEIGHT", context)
-        args = [output, "--size", f"{width}x{height}"]
+        args = [output, "--raster-size", f"{width}x{height}"]
         args += self.number_args(
             parameters, context, [("CLASSES", "classes"), ("SEED", "seed")]
         )

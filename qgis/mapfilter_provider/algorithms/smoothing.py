@@ -40,9 +40,9 @@ def add_smoothing(alg, tile_description, variant_option="variant"):
     )
     alg.add(
         alg.integer_parameter(
-            "SIZE", "Gaussian kernel side (pixels, odd)", "size", optional=True, minValue=1
+            "SIZE", "Gaussian kernel side (pixels, odd)", "kernel-size", optional=True, minValue=1
         ),
-        "size",
+        "kernel-size",
         advanced=True,
     )
     alg.add(
@@ -142,7 +142,7 @@ def class_weights(alg, parameters, context):
 def smoothing_args(alg, parameters, context):
     """The smoothing options as CLI arguments, in `smooth --help` order."""
     args = ["--kernel", kernel_spec(alg, parameters, context)]
-    args += alg.number_args(parameters, context, [("SIZE", "size")])
+    args += alg.number_args(parameters, context, [("SIZE", "kernel-size")])
     weights = class_weights(alg, parameters, context)
     if weights:
         args += ["--class-weights", weights]

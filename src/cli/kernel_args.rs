@@ -1,0 +1,46 @@
+//! `smooth --kernel` and `--kernel-size`: a kernel in pixels or in metres,
+//! built with the input's pixel width, and how reports describe it.
+
+use crate::error::Result;
+use crate::kernel::{Kernel, KernelArg};
+use std::path::Path;
+
+/// The kernel of a run, as given and as built.
+pub struct BuiltKernel {
+    pub kernel: Kernel,
+    /// How a length in metres became pixels (`--explain`, reports).
+    pub conversion: Option<String>,
+    /// The spec as the user gave it.
+    pub given: String,
+}
+
+/// Builds `--kernel TEXT` (and `--kernel-size`) for the raster at `input`;
+/// the input is opened only for a length in metres.
+pub fn build(text: &str, size: Option<usize>, input: &Path) -> Result<BuiltKernel> {
+    let arg: KernelArg = text.parse()?;
+    let (spec, conversion) = arg.in_pixels(|| {
+        let ds = crate::raster::open(input)?;
+        crate::raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
+    })?;
+    Ok(BuiltKernel {
+        kernel: spec.with_size(size)?.build()?,
+        conversion,
+        given: text.to_string(),
+    })
+}
+
+impl BuiltKernel {
+    /// The report's rows: the kernel as given, σ with its unit, the side.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let mut rows = vec![("kernel".to_string(), self.given.clone())];
+        if let Some(sigma) = self.kernel.sigma() {
+            rows.push(("σ (pixels)".into(), format!("{sigma:.4} px")));
+        }
+        if let Some(c) = &self.conversion {
+            rows.push(("kernel in metres".into(), c.clone()));
+        }
+        let n = self.kernel.size();
+        rows.push(("kernel side".into(), format!("{n} px ({n}x{n})")));
+        rows
+    }
+}

@@ -1,0 +1,248 @@
+//! Kernel lengths in map units: `gaussian:250m`, `disc:1km`, `box:90m` are
+//! turned into the pixel spec they stand for with the raster's pixel width
+//! ([`PixelWidth`]: metres per pixel along a row; for a geographic CRS,
+//! along the parallel at the raster's centre latitude, on its ellipsoid).
+//!
+//! σ becomes σ/width pixels (not rounded); a disc's radius is rounded to
+//! whole pixels, a box's side to the nearest odd number of pixels (halves
+//! up). Lengths without a unit (or with `px`) are pixels, as before.
+
+use super::KernelSpec;
+use crate::bail;
+use crate::error::{Error, Result};
+use std::str::FromStr;
+
+/// A kernel as `smooth --kernel` takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    /// Lengths in pixels (any kernel, files included).
+    Pixels(KernelSpec),
+    /// A Gaussian σ, a box side or a disc radius in metres.
+    Metres { kind: MetricKind, metres: f64 },
+}
+
+/// The kernels whose length may be given in metres.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Gaussian,
+    Box,
+    Disc,
+}
+
+/// A raster's pixel width in metres, and how it was found (for `--explain`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PixelWidth {
+    pub metres: f64,
+    pub how: String,
+}
+
+impl PixelWidth {
+    /// A projected raster's: `dx` (the geotransform's pixel width) in a
+    /// linear unit of `metres_per_unit` metres named `unit`.
+    pub fn projected(dx: f64, metres_per_unit: f64, unit: &str) -> Self {
+        let metres = dx.abs() * metres_per_unit;
+        PixelWidth {
+            metres,
+            how: format!("pixel width {} {unit}", dx.abs()),
+        }
+    }
+
+    /// A geographic raster's: `dlon` degrees of longitude at `latitude`
+    /// (degrees) on the ellipsoid of semi-axes `a`, `b`: the parallel's
+    /// radius N(φ)·cos φ times the angle.
+    pub fn geographic(dlon: f64, latitude: f64, (a, b): (f64, f64), ellipsoid: &str) -> Self {
+        let phi = latitude.to_radians();
+        let e2 = 1.0 - (b / a).powi(2);
+        let n = a / (1.0 - e2 * phi.sin().powi(2)).sqrt();
+        let metres = n * phi.cos() * dlon.abs().to_radians();
+        PixelWidth {
+            metres,
+            how: format!(
+                "pixel width {}° = {metres:.1} m along the parallel at the centre latitude {latitude:.4}° on the {ellipsoid} ellipsoid",
+                dlon.abs()
+            ),
+        }
+    }
+}
+
+/// `250m` → 250, `1.5km` → 1500; `None` when the text has no metric unit.
+fn metres(text: &str) -> Option<Result<f64>> {
+    let t = text.trim().to_ascii_lowercase();
+    let (number, scale) = if let Some(n) = t.strip_suffix("km") {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 1.0)
+    } else {
+        return None;
+    };
+    Some(match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(Error::new(format!("'{text}' is not a length > 0"))
+            .hint("lengths are pixels (2.5), metres (250m) or kilometres (1km)")),
+    })
+}
+
+impl FromStr for KernelArg {
+    type Err = Error;
+
+    fn from_str(spec: &str) -> Result<Self> {
+        let Some((kind, arg)) = spec.split_once(':') else {
+            return spec.parse().map(KernelArg::Pixels);
+        };
+        let kind_name = kind.trim().to_ascii_lowercase();
+        let metric = match kind_name.as_str() {
+            "gaussian" | "gauss" => Some(MetricKind::Gaussian),
+            "box" => Some(MetricKind::Box),
+            "disc" | "disk" => Some(MetricKind::Disc),
+            _ => None,
+        };
+        if let Some(kind) = metric {
+            if let Some(m) = metres(arg) {
+                let metres = m.map_err(|e| e.context(format!("kernel spec '{spec}'")))?;
+                return Ok(KernelArg::Metres { kind, metres });
+            }
+            if let Some(px) = arg.trim().strip_suffix("px") {
+                return format!("{kind_name}:{px}").parse().map(KernelArg::Pixels);
+            }
+        }
+        spec.parse().map(KernelArg::Pixels)
+    }
+}
+
+impl KernelArg {
+    /// Whether the pixel width is needed to build it.
+    pub fn needs_pixel_width(&self) -> bool {
+        matches!(self, KernelArg::Metres { .. })
+    }
+
+    /// The spec in pixels, with the conversion said in words for a length
+    /// in metres (`pixel` is the raster's width; only asked for then).
+    pub fn in_pixels(
+        &self,
+        pixel: impl FnOnce() -> Result<PixelWidth>,
+    ) -> Result<(KernelSpec, Option<String>)> {
+        let (kind, metres) = match self {
+            KernelArg::Pixels(spec) => return Ok((spec.clone(), None)),
+            KernelArg::Metres { kind, metres } => (*kind, *metres),
+        };
+        let pixel = pixel()?;
+        let p = pixel.metres;
+        if !(p.is_finite() && p > 0.0) {
+            bail!(
+                "the raster's pixel width is not a length",
+                hint = "give the kernel in pixels (e.g. gaussian:2.5)"
+            );
+        }
+        let n = metres / p;
+        let (spec, said) = match kind {
+            MetricKind::Gaussian => (
+                KernelSpec::Gaussian {
+                    sigma: n,
+                    size: None,
+                },
+                format!("σ = {metres} m / {p:.4} m = {n:.4} px"),
+            ),
+            MetricKind::Box => {
+                let side = 2 * ((n - 1.0) / 2.0).round().max(0.0) as usize + 1;
+                (
+                    KernelSpec::Box { size: side },
+                    format!(
+                        "side = {metres} m / {p:.4} m = {n:.4} px, to the nearest odd: {side} px"
+                    ),
+                )
+            }
+            MetricKind::Disc => {
+                let r = n.round() as usize;
+                (
+                    KernelSpec::Disc { radius: r },
+                    format!("radius = {metres} m / {p:.4} m = {n:.4} px, rounded: {r} px"),
+                )
+            }
+        };
+        let said = format!("kernel in metres: {said} ({})", pixel.how);
+        if matches!(
+            spec,
+            KernelSpec::Box { size: 1 } | KernelSpec::Disc { radius: 0 }
+        ) {
+            bail!(
+                format!("{said}: a 1x1 kernel, which smooths nothing"),
+                hint = format!("give a length of at least one pixel ({p:.1} m)")
+            );
+        }
+        Ok((spec, Some(said)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn width(m: f64) -> impl FnOnce() -> Result<PixelWidth> {
+        move || Ok(PixelWidth::projected(m, 1.0, "metre"))
+    }
+
+    fn in_pixels(spec: &str, m: f64) -> KernelSpec {
+        spec.parse::<KernelArg>()
+            .unwrap()
+            .in_pixels(width(m))
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn metres_become_the_pixel_equivalent() {
+        assert_eq!(
+            in_pixels("gaussian:250m", 100.0),
+            "gaussian:2.5".parse().unwrap()
+        );
+        assert_eq!(in_pixels("box:90m", 30.0), KernelSpec::Box { size: 3 });
+        assert_eq!(in_pixels("box:100m", 30.0), KernelSpec::Box { size: 3 });
+        assert_eq!(in_pixels("box:120m", 30.0), KernelSpec::Box { size: 5 });
+        assert_eq!(in_pixels("box:60m", 30.0), KernelSpec::Box { size: 3 });
+        assert_eq!(in_pixels("disc:1km", 30.0), KernelSpec::Disc { radius: 33 });
+        assert_eq!(
+            in_pixels("disc:0.09KM", 30.0),
+            KernelSpec::Disc { radius: 3 }
+        );
+        // Pixels stay pixels, with or without `px`; the width is not asked for.
+        let no_width = || -> Result<PixelWidth> { panic!("asked") };
+        let arg: KernelArg = "gaussian:2.5px".parse().unwrap();
+        assert!(!arg.needs_pixel_width());
+        assert_eq!(
+            arg.in_pixels(no_width).unwrap().0,
+            "gaussian:2.5".parse().unwrap()
+        );
+        assert_eq!(in_pixels("disc:3", 30.0), KernelSpec::Disc { radius: 3 });
+    }
+
+    #[test]
+    fn bad_lengths_are_one_line_errors() {
+        for bad in ["gaussian:-3m", "box:km", "disc:0m", "gaussian:xm"] {
+            let e = bad.parse::<KernelArg>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("hint"), "{e}");
+        }
+        let missing = "gaussian:250m"
+            .parse::<KernelArg>()
+            .unwrap()
+            .in_pixels(|| Err(Error::new("no georeferencing")));
+        assert!(missing.is_err());
+        // Below a pixel: no smoothing, refused.
+        for tiny in ["box:40m", "disc:14m"] {
+            let e = tiny.parse::<KernelArg>().unwrap().in_pixels(width(30.0));
+            assert!(e.unwrap_err().to_string().contains("1x1"), "{tiny}");
+        }
+    }
+
+    #[test]
+    fn geographic_width_follows_the_parallel() {
+        let wgs84 = (6_378_137.0, 6_356_752.314_245_179);
+        // 1° of longitude: 111 319.49 m at the equator, 78 846.8 m at 45°,
+        // 0 at the pole.
+        let eq = PixelWidth::geographic(1.0, 0.0, wgs84, "WGS 84");
+        assert!((eq.metres - 111_319.49).abs() < 0.01, "{}", eq.metres);
+        let mid = PixelWidth::geographic(1.0, 45.0, wgs84, "WGS 84");
+        assert!((mid.metres - 78_846.8).abs() < 0.1, "{}", mid.metres);
+        assert!(PixelWidth::geographic(1.0, 90.0, wgs84, "WGS 84").metres < 1e-6);
+        assert!(mid.how.contains("45.0000°"));
+    }
+}
