@@ -121,6 +121,11 @@ struct RunArgs {
     /// No progress bar and no lines per task.
     #[arg(long, short)]
     quiet: bool,
+    /// Take over a claim (of any host) not refreshed for this long, e.g.
+    /// 10m, 90s, 1h. Claims are refreshed every 30 s, or a quarter of this if
+    /// less; the hosts' clocks must agree to well within it.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    stale_after: String,
 }
 
 #[derive(Args, Debug)]
@@ -219,12 +224,23 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     if jobs == 0 {
         bail!("--jobs 0 runs nothing", hint = "give --jobs 1 or more");
     }
+    let stale_after = humantime::parse_duration(a.stale_after.trim())
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "--stale-after {}: not a duration of more than 0",
+                a.stale_after
+            ))
+            .hint("give a number with a unit, e.g. --stale-after 10m or 90s")
+        })?;
     let s = batch_run::run(&RunRequest {
         dir: &a.dir,
         share,
         retry_failed: a.retry_failed,
         jobs,
         quiet: a.quiet,
+        stale_after,
     })?;
     if !a.quiet {
         eprintln!(
