@@ -174,7 +174,10 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     std::thread::scope(|scope| {
         // Refreshes this run's claims until the workers are done.
         scope.spawn(|| {
-            while stopped.recv_timeout(state.heartbeat()).is_err_and(|e| e.is_timeout()) {
+            while stopped
+                .recv_timeout(state.heartbeat())
+                .is_err_and(|e| e.is_timeout())
+            {
                 records::refresh_held();
             }
         });
