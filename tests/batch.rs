@@ -470,6 +470,8 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
         serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["done"], 4);
     assert_eq!(report["pixels_done"], 600 * 560);
+    assert_eq!(report["times"].as_array().unwrap().len(), 4, "{report}");
+    assert_eq!(report["comparison"]["tasks"], 4);
     let cmp = &report["comparison"];
     let agreement = cmp["agreement"].as_f64().unwrap();
     assert!(agreement > 0.5 && agreement <= 1.0, "{cmp}");
@@ -700,4 +702,48 @@ fn category_names_reach_the_outputs_and_the_mosaics() {
     }
     mapfilter_ok(&["batch", "report", b]);
     assert_eq!(names(&batch.join("mosaic.vrt")), expected);
+}
+
+#[test]
+fn compare_sample_runs_the_baseline_on_a_sample_of_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        "-k",
+        "gaussian:2",
+        "--grid",
+        "4",
+        "--compare-with",
+        "naive",
+        "--compare-sample",
+        "3",
+    ];
+    let batch = plan_of_map(dir.path(), "sample", &options);
+    let b = batch.to_str().unwrap();
+    mapfilter_ok(&["batch", "run", b, "-q"]);
+    mapfilter_ok(&["batch", "report", b]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["done"], 16);
+    assert_eq!(report["comparison"]["tasks"], 3, "{report}");
+    let compared = (0..16)
+        .filter(|k| {
+            let rec = std::fs::read_to_string(batch.join(format!("state/task-{k}.done.json")));
+            let rec: serde_json::Value = serde_json::from_str(&rec.unwrap()).unwrap();
+            !rec["comparison"].is_null()
+        })
+        .count();
+    assert_eq!(compared, 3);
+    let bad = mapfilter(&[
+        "batch",
+        "plan",
+        b,
+        "--out",
+        b,
+        "-k",
+        "box:3",
+        "--compare-sample",
+        "2",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--compare-sample without"));
 }

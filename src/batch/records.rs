@@ -494,3 +494,41 @@ pub fn checksum(path: &Path) -> Result<u32> {
     }
     Ok(hasher.finalize())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn make_old(path: &Path) {
+        std::fs::File::options()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_claim_refreshed_by_the_heartbeat_is_kept_and_an_unrefreshed_one_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let lease = Duration::from_secs(60);
+        let state = State::open(dir.path()).unwrap().with_stale_after(lease);
+        let mine = state.claim(0).unwrap().expect("a free task");
+        let path = dir.path().join("state").join("task-0.claim");
+        make_old(&path);
+        refresh_held();
+        let other = State::open(dir.path()).unwrap().with_stale_after(lease);
+        assert!(other.claim(0).unwrap().is_none(), "refreshed, so live");
+        make_old(&path);
+        let theirs = other.claim(0).unwrap().expect("not refreshed: stale");
+        // The first holder's release leaves the new claim alone.
+        drop(mine);
+        assert!(path.exists());
+        drop(theirs);
+        assert!(!path.exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("state")).unwrap().count(),
+            0
+        );
+    }
+}

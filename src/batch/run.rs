@@ -323,7 +323,9 @@ impl Context<'_> {
         let input_counts = count(&mut source, center)?;
         let output_counts = count(&mut out, whole)?;
         let comparison = match self.plan.compare_with.as_deref() {
-            Some("naive") => Some(self.compare(mosaic, task, &mut out)?),
+            Some("naive") if self.plan.compares(task.id) => {
+                Some(self.compare(mosaic, task, &mut out)?)
+            }
             _ => None,
         };
         Ok(DoneRecord {

@@ -9,6 +9,7 @@ use crate::bail;
 use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
 use crate::batch::run::{RunRequest, Share};
 use crate::batch::{report, run as batch_run, slurm};
+use crate::device::DeviceChoice;
 use crate::engine::DEFAULT_TILE;
 use crate::error::{Error, Result};
 use crate::output::Target;
@@ -46,6 +47,9 @@ struct PlanArgs {
     /// Also run the exact baseline in every task and report agreement and kappa (naive).
     #[arg(long, value_name = "METHOD")]
     compare_with: Option<String>,
+    /// With --compare-with: compare only N tasks, spread over the plan (default: all).
+    #[arg(long, value_name = "N")]
+    compare_sample: Option<usize>,
     /// Also write a job script: slurm (DIR/batch.sbatch, one array task per shard).
     #[arg(long, value_enum)]
     emit: Option<Emit>,
@@ -64,6 +68,10 @@ struct PlanArgs {
     /// slurm: time limit per array task.
     #[arg(long, default_value = "04:00:00")]
     slurm_time: String,
+    /// slurm: GPUs per array task (--gres=gpu:N). Default: 1 with --device gpu
+    /// or a device index, else none.
+    #[arg(long, value_name = "N")]
+    slurm_gpus: Option<usize>,
     /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH.
     #[arg(long, short)]
     kernel: String,
@@ -181,6 +189,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         options,
         grid: a.grid,
         compare_with: a.compare_with.clone(),
+        compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
     })?;
     if let Some(Emit::Slurm) = a.emit {
@@ -198,6 +207,14 @@ fn plan(a: PlanArgs) -> Result<()> {
                 cpus_per_task: a.slurm_cpus,
                 mem: a.slurm_mem.clone(),
                 time: a.slurm_time.clone(),
+                gpus: match (
+                    a.slurm_gpus,
+                    a.device.as_deref().map(str::parse).transpose()?,
+                ) {
+                    (Some(n), _) => n,
+                    (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
+                    _ => 0,
+                },
             },
         );
         let target = Target::check(&dir.join("batch.sbatch"), true, &[])?;
