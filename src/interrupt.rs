@@ -10,10 +10,27 @@
 //! progress finishes before the registry is taken. Installed first thing in
 //! `main`, so it covers every command from start to exit.
 //!
+//! What else a command holds that must go with it (the claims of `batch
+//! run`) it registers with [`at_stop`].
+//!
 //! Library callers that run without the handler can still poll [`check`].
 
 use crate::error::{Error, Result};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+/// Clean-ups run by the handler after the temp files are removed.
+static AT_STOP: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+
+/// Has the handler run `cleanup` before the process exits on a signal. It
+/// runs on the signal thread while other threads may still be working: it
+/// must take what it removes from them under a lock it keeps.
+pub fn at_stop(cleanup: fn()) {
+    AT_STOP
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(cleanup);
+}
 
 /// The signal received, 0 while none has been.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
@@ -42,6 +59,9 @@ pub fn install() {
 fn stop(signal: i32) -> ! {
     RECEIVED.store(signal, Ordering::SeqCst);
     crate::output::abandon_all();
+    for cleanup in AT_STOP.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        cleanup();
+    }
     eprintln!(
         "mapfilter: interrupted by {}: temp files removed, existing outputs left as they were",
         name(signal)

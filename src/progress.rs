@@ -4,17 +4,19 @@
 //! stderr for the programs that run mapfilter (the QGIS provider):
 //! `progress: 42.0 smooth tiles` (percent of the phase, label, unit), one
 //! per whole percent. The engine reports through this type only, so methods
-//! and I/O never print.
+//! and I/O never print. A progress can also hand its steps to a caller
+//! ([`Progress::steps_to`]): `batch run` sums the steps of its tasks into
+//! one progress over the whole batch.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The environment variable that asks for progress lines (`lines`).
 pub const PROGRESS_ENV: &str = "MAPFILTER_PROGRESS";
 
 /// Whether `MAPFILTER_PROGRESS=lines` was set (read once per process).
-fn lines_wanted() -> bool {
+pub fn lines_wanted() -> bool {
     static LINES: OnceLock<bool> = OnceLock::new();
     *LINES.get_or_init(|| std::env::var(PROGRESS_ENV).is_ok_and(|v| v.trim() == "lines"))
 }
@@ -24,6 +26,18 @@ fn lines_wanted() -> bool {
 pub struct Progress {
     bar: ProgressBar,
     lines: Option<Mutex<Lines>>,
+    steps: Option<Steps>,
+}
+
+/// Where a progress's position goes: called with (position, length) after
+/// every change.
+#[derive(Clone)]
+pub struct Steps(pub Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl std::fmt::Debug for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Steps")
+    }
 }
 
 /// The state of progress lines: the phase, and the last whole percent printed.
@@ -85,7 +99,11 @@ impl Progress {
             .expect("static template"),
         );
         bar.set_prefix(label.to_string());
-        Progress { bar, lines: None }
+        Progress {
+            bar,
+            lines: None,
+            steps: None,
+        }
     }
 
     /// Draws nothing.
@@ -93,6 +111,21 @@ impl Progress {
         Progress {
             bar: ProgressBar::hidden(),
             lines: None,
+            steps: None,
+        }
+    }
+
+    /// Draws nothing, and tells `steps` every position.
+    pub fn steps_to(steps: Steps) -> Self {
+        Progress {
+            steps: Some(steps),
+            ..Self::hidden()
+        }
+    }
+
+    fn tell(&self) {
+        if let Some(steps) = &self.steps {
+            (steps.0)(self.bar.position(), self.bar.length().unwrap_or(0));
         }
     }
 
@@ -117,6 +150,7 @@ impl Progress {
                 l.report();
             }
         });
+        self.tell();
     }
 
     pub fn inc(&self, n: u64) {
@@ -125,9 +159,14 @@ impl Progress {
             l.pos += n;
             l.report();
         });
+        self.tell();
     }
 
     pub fn finish(&self) {
+        if let Some(len) = self.bar.length() {
+            self.bar.set_position(len);
+        }
+        self.tell();
         self.bar.finish_and_clear();
         self.with_lines(|l| {
             l.pos = l.len;

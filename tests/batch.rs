@@ -1,6 +1,7 @@
 //! `mapfilter batch`: seam-free tasks (outputs put together equal one
 //! `smooth` of the whole map, byte for byte), resume after SIGKILL at random
-//! moments, failure isolation, and two runs on one plan at once.
+//! moments and after SIGINT, failure isolation, two runs on one plan at
+//! once, stale claims of other hosts, progress lines, category names.
 
 #![cfg(feature = "gdal")]
 mod common;
@@ -8,8 +9,10 @@ mod common;
 use common::*;
 use gdal::Metadata;
 use gdal::raster::GdalDataType;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
 
 /// A map with blobs of 6 classes and nodata holes (code 9 where `nodata`).
 fn map(dir: &Path, (w, h): (usize, usize), nodata: Option<u16>, seed: u64) -> PathBuf {
@@ -246,26 +249,31 @@ fn seam_free_with_policies_and_iterations() {
 
 /// A plan of 16 tasks over a 4x4 grid of a 320x320 map.
 fn small_plan(dir: &Path, name: &str) -> PathBuf {
+    plan_of_map(
+        dir,
+        name,
+        &["-k", "gaussian:3", "--tile", "64", "--grid", "4"],
+    )
+}
+
+/// A plan of a 320x320 map (made once in `dir`) with `options`, on the host.
+fn plan_of_map(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
     let map = dir.join("map.tif");
     if !map.exists() {
         self::map(dir, (320, 320), Some(9), 11);
     }
     let batch = dir.join(name);
-    mapfilter_ok(&[
+    let mut args = vec![
         "batch",
         "plan",
         map.to_str().unwrap(),
         "--out",
         batch.to_str().unwrap(),
-        "-k",
-        "gaussian:3",
-        "--tile",
-        "64",
-        "--grid",
-        "4",
         "--device",
         "host",
-    ]);
+    ];
+    args.extend(options);
+    mapfilter_ok(&args);
     batch
 }
 
@@ -377,6 +385,9 @@ fn a_corrupt_tile_fails_its_task_only() {
             .ends_with("t_1_0.tif")
     );
     assert_eq!(report["degraded"].as_array().unwrap().len(), 3, "{report}");
+    // A failed task leaves no claim.
+    let state = files_in(&batch.join("state"));
+    assert!(!state.iter().any(|n| n.contains("claim")), "{state:?}");
     // A second run leaves it failed without --retry-failed.
     let again = mapfilter(&["batch", "run", batch.to_str().unwrap(), "-q"]);
     assert_eq!(again.status.code(), Some(1));
@@ -487,6 +498,8 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
         serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["done"], 4);
     assert_eq!(report["pixels_done"], 600 * 560);
+    assert_eq!(report["times"].as_array().unwrap().len(), 4, "{report}");
+    assert_eq!(report["comparison"]["tasks"], 4);
     let cmp = &report["comparison"];
     let agreement = cmp["agreement"].as_f64().unwrap();
     assert!(agreement > 0.5 && agreement <= 1.0, "{cmp}");
@@ -520,6 +533,248 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
         ds.metadata_item("LAYOUT", "IMAGE_STRUCTURE").as_deref(),
         Some("COG")
     );
+}
+
+/// The state and output files of a batch that are neither records nor
+/// outputs: claims, their drafts, temp and scratch files.
+fn leftovers(batch: &Path) -> Vec<String> {
+    let mut left: Vec<String> = files_in(&batch.join("state"))
+        .into_iter()
+        .filter(|n| !n.ends_with(".done.json") && !n.ends_with(".failed.json"))
+        .collect();
+    left.extend(
+        files_in(&batch.join("out"))
+            .into_iter()
+            .filter(|n| n.starts_with(".mapfilter-tmp.")),
+    );
+    left
+}
+
+#[test]
+fn sigint_mid_run_leaves_no_claim_and_a_rerun_finishes_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    // Tasks slow enough (naive, a wide kernel) to be in flight at the signal.
+    let options = ["-k", "gaussian:6", "--method", "naive", "--grid", "4"];
+    let reference = plan_of_map(dir.path(), "reference", &options);
+    mapfilter_ok(&["batch", "run", reference.to_str().unwrap(), "-q"]);
+    let expected = outputs(&reference);
+    assert_eq!(expected.len(), 16);
+    for signal in ["INT", "TERM"] {
+        let batch = plan_of_map(dir.path(), &format!("stopped-{signal}"), &options);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args(["batch", "run", batch.to_str().unwrap(), "--jobs", "2"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut log = String::new();
+        while !log.contains("[1/16]") {
+            assert!(stderr.read_line(&mut log).unwrap() > 0, "{log}");
+        }
+        // Signal while a (slow) task is claimed.
+        let claimed = |n: &String| n.ends_with(".claim");
+        let start = std::time::Instant::now();
+        while !files_in(&batch.join("state")).iter().any(claimed) {
+            assert!(start.elapsed() < Duration::from_secs(20), "{log}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let code = child.wait().unwrap().code();
+        std::io::Read::read_to_string(&mut stderr, &mut log).unwrap();
+        let expected_code = if signal == "INT" { 130 } else { 143 };
+        assert_eq!(code, Some(expected_code), "{log}");
+        assert_eq!(leftovers(&batch), Vec::<String>::new(), "{log}");
+        let done = files_in(&batch.join("state")).len();
+        assert!(done < 16, "the run finished before the signal: {log}");
+        mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
+        assert!(outputs(&batch) == expected, "{signal}: outputs differ");
+        assert_eq!(leftovers(&batch), Vec::<String>::new());
+    }
+}
+
+/// Forges a claim of task `task` by a process of another host, modified
+/// `age` ago.
+fn forge_claim(batch: &Path, task: usize, lease: Option<f64>, age: Duration) -> PathBuf {
+    let path = batch.join("state").join(format!("task-{task}.claim"));
+    let mut token = serde_json::json!({"host": "node-that-died", "pid": 1, "nonce": 7});
+    if let Some(l) = lease {
+        token["stale_after"] = l.into();
+    }
+    std::fs::write(&path, token.to_string()).unwrap();
+    std::fs::File::options()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(SystemTime::now() - age)
+        .unwrap();
+    path
+}
+
+#[test]
+fn a_claim_of_another_host_is_taken_over_once_not_refreshed_for_stale_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "stale");
+    std::fs::create_dir_all(batch.join("state")).unwrap();
+    let b = batch.to_str().unwrap();
+    // Refreshed a minute ago: a live holder for a lease of an hour.
+    let claim = forge_claim(&batch, 0, None, Duration::from_secs(60));
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "1h"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("1 held by another run"), "{text}");
+    assert!(claim.exists());
+    // Its holder promised a lease of an hour: a shorter --stale-after does
+    // not take it.
+    forge_claim(&batch, 0, Some(3600.0), Duration::from_secs(60));
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "30s"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("1 held by another run"), "{text}");
+    // Not refreshed for longer than the lease: the node died, taken over.
+    forge_claim(&batch, 0, None, Duration::from_secs(60));
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "30s"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        text.contains("1 done now") && text.contains("0 held by another run"),
+        "{text}"
+    );
+    assert!(!claim.exists());
+    assert_eq!(outputs(&batch).len(), 16);
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
+    let bad = mapfilter(&["batch", "run", b, "--stale-after", "soon"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--stale-after soon"));
+}
+
+#[test]
+fn progress_lines_follow_the_pixels_of_the_batch_within_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ["-k", "gaussian:2", "--tile", "16", "--grid", "2"];
+    let batch = plan_of_map(dir.path(), "progress", &options);
+    let run = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args(["batch", "run", batch.to_str().unwrap(), "--jobs", "1"])
+        .env("MAPFILTER_PROGRESS", "lines")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{text}");
+    let mut percents = Vec::new();
+    let mut before_first_task = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("progress: ") {
+            assert!(rest.ends_with(" batch px"), "{line}");
+            let p: f64 = rest.split(' ').next().unwrap().parse().unwrap();
+            percents.push(p);
+        } else if line.starts_with("[1/4]") {
+            before_first_task = percents.clone();
+        }
+    }
+    assert_eq!(percents.first(), Some(&0.0), "{text}");
+    assert_eq!(percents.last(), Some(&100.0), "{text}");
+    assert!(percents.windows(2).all(|w| w[0] < w[1]), "{percents:?}");
+    // The first task (a quarter of the pixels) moved the progress on
+    // before it finished.
+    assert!(
+        before_first_task.iter().any(|&p| p > 0.0 && p < 25.0),
+        "{text}"
+    );
+    // The log keeps its line per finished task.
+    assert_eq!(text.lines().filter(|l| l.contains(": done in ")).count(), 4);
+}
+
+#[test]
+fn category_names_reach_the_outputs_and_the_mosaics() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("map.tif");
+    let continents = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/ne_continents_1440x720.tif"
+    );
+    // gdal_translate keeps the category names (and colours).
+    let status = Command::new("gdal_translate")
+        .args(["-q", "-srcwin", "600", "150", "240", "120", continents])
+        .arg(&map)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let names = |path: &Path| {
+        let ds = gdal::Dataset::open(path).unwrap();
+        mapfilter::raster::RasterMeta::read_without_projection(&ds)
+            .unwrap()
+            .category_names
+    };
+    let expected = names(&map);
+    assert!(expected.len() > 2, "{expected:?}");
+    let tiles = cut(&map, &[0, 100, 240], &[0, 70, 120]);
+    let batch = dir.path().join("batch");
+    let b = batch.to_str().unwrap();
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        b,
+        "-k",
+        "gaussian:1.5",
+        "--device",
+        "host",
+    ]);
+    assert_eq!(names(&batch.join("mosaic-0.vrt")), expected);
+    mapfilter_ok(&["batch", "run", b, "-q"]);
+    for out in files_in(&batch.join("out"))
+        .iter()
+        .filter(|n| n.ends_with(".tif"))
+    {
+        assert_eq!(names(&batch.join("out").join(out)), expected, "{out}");
+    }
+    mapfilter_ok(&["batch", "report", b]);
+    assert_eq!(names(&batch.join("mosaic.vrt")), expected);
+}
+
+#[test]
+fn compare_sample_runs_the_baseline_on_a_sample_of_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = [
+        "-k",
+        "gaussian:2",
+        "--grid",
+        "4",
+        "--compare-with",
+        "naive",
+        "--compare-sample",
+        "3",
+    ];
+    let batch = plan_of_map(dir.path(), "sample", &options);
+    let b = batch.to_str().unwrap();
+    mapfilter_ok(&["batch", "run", b, "-q"]);
+    mapfilter_ok(&["batch", "report", b]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["done"], 16);
+    assert_eq!(report["comparison"]["tasks"], 3, "{report}");
+    let compared = (0..16)
+        .filter(|k| {
+            let rec = std::fs::read_to_string(batch.join(format!("state/task-{k}.done.json")));
+            let rec: serde_json::Value = serde_json::from_str(&rec.unwrap()).unwrap();
+            !rec["comparison"].is_null()
+        })
+        .count();
+    assert_eq!(compared, 3);
+    let bad = mapfilter(&[
+        "batch",
+        "plan",
+        b,
+        "--out",
+        b,
+        "-k",
+        "box:3",
+        "--compare-sample",
+        "2",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--compare-sample without"));
 }
 
 /// `batch run` on two devices (the test device opened twice, sharing the

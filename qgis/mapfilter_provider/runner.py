@@ -1,5 +1,6 @@
 """Runs one mapfilter command for an algorithm: progress lines
-(MAPFILTER_PROGRESS=lines), and `batch run`'s line per finished task
+(MAPFILTER_PROGRESS=lines; `batch run` prints them over the batch's pixels,
+phase "batch px"), or else `batch run`'s line per finished task
 (`[3/16] task 2 out/x.tif: done in ...`, phase "batch tasks"), drive the
 feedback's progress bar, other output
 goes to the log, Cancel sends SIGINT (mapfilter stops at the next tile,
@@ -74,6 +75,8 @@ def run(binary, args, feedback, phases=None):
     open_streams, stdout, errors = 2, [], []
     cancelled_at, escalated = None, False
     phase_text = None
+    # Once a run prints progress lines, its task lines are log only.
+    progress_lines = False
     while open_streams or proc.poll() is None:
         if feedback.isCanceled() and cancelled_at is None:
             cancelled_at = time.monotonic()
@@ -98,10 +101,11 @@ def run(binary, args, feedback, phases=None):
         else:
             m = PROGRESS.match(line)
             task = BATCH_TASK.match(line)
-            if task:
+            if task and not progress_lines:
                 done, total = int(task.group(1)), int(task.group(2))
                 feedback.setProgress(phases.overall(100.0 * done / total, "batch", "tasks"))
             elif m:
+                progress_lines = True
                 label, unit = m.group(2) or "", m.group(3) or ""
                 feedback.setProgress(phases.overall(float(m.group(1)), label, unit))
                 # The dialog logs each progress text: once per phase.

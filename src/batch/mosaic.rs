@@ -24,6 +24,8 @@ pub struct InputInfo {
     pub data_type: String,
     pub nodata: Option<f64>,
     pub colors: Vec<[i16; 4]>,
+    /// Category names by code (band 1).
+    pub category_names: Vec<String>,
 }
 
 /// Files whose headers one thread reads. Reading a coordinate system makes
@@ -65,6 +67,7 @@ fn read_info(path: &Path) -> Result<InputInfo> {
         data_type: data_type.name(),
         nodata: meta.nodata,
         colors: meta.colors,
+        category_names: meta.category_names,
     })
 }
 
@@ -162,7 +165,7 @@ fn lattice_offset(a: &InputInfo, b: &InputInfo) -> Option<(i64, i64)> {
 }
 
 /// A VRT of `members` on a `width` × `height` grid with `first`'s band
-/// type, nodata, colours and coordinate system.
+/// type, nodata, colours, category names and coordinate system.
 pub fn vrt_xml(
     members: &[Member],
     (width, height): (usize, usize),
@@ -201,6 +204,13 @@ pub fn vrt_xml(
             );
         }
         x += "    </ColorTable>\n";
+    }
+    if !first.category_names.is_empty() {
+        x += "    <CategoryNames>\n";
+        for name in &first.category_names {
+            let _ = writeln!(x, "      <Category>{}</Category>", escape(name));
+        }
+        x += "    </CategoryNames>\n";
     }
     for m in members {
         let _ = write!(

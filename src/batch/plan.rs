@@ -190,9 +190,12 @@ impl Task {
 pub struct Plan {
     pub version: u32,
     pub options: SmoothOptions,
-    /// `naive`: every task also runs the exact baseline and records the
-    /// confusion against it.
+    /// `naive`: every task (or those of `compare_tasks`) also runs the
+    /// exact baseline and records the confusion against it.
     pub compare_with: Option<String>,
+    /// The tasks compared with the baseline when only a sample is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_tasks: Option<Vec<usize>>,
     pub mosaics: Vec<MosaicPlan>,
     pub tasks: Vec<Task>,
 }
@@ -205,6 +208,8 @@ pub struct PlanRequest<'a> {
     /// Cut each single-raster mosaic into `grid` × `grid` tasks.
     pub grid: Option<usize>,
     pub compare_with: Option<String>,
+    /// Compare only this many tasks, spread over the plan.
+    pub compare_sample: Option<usize>,
     pub overwrite: bool,
 }
 
@@ -236,6 +241,15 @@ impl Plan {
         Ok(plan)
     }
 
+    /// Whether task `id` runs the baseline too.
+    pub fn compares(&self, id: usize) -> bool {
+        self.compare_with.is_some()
+            && self
+                .compare_tasks
+                .as_ref()
+                .is_none_or(|t| t.binary_search(&id).is_ok())
+    }
+
     /// A checksum of everything the plan says (options, mosaics, tasks).
     pub fn fingerprint(&self) -> u32 {
         crc32fast::hash(serde_json::to_string(self).unwrap_or_default().as_bytes())
@@ -248,6 +262,17 @@ impl Plan {
             && c != "naive"
         {
             bail!(format!("--compare-with {c}: only naive is a baseline"));
+        }
+        match req.compare_sample {
+            Some(_) if req.compare_with.is_none() => bail!(
+                "--compare-sample without --compare-with",
+                hint = "add --compare-with naive"
+            ),
+            Some(0) => bail!(
+                "--compare-sample 0 compares nothing",
+                hint = "give 1 or more, or leave out --compare-with"
+            ),
+            _ => {}
         }
         let dir = req.dir;
         std::fs::create_dir_all(dir.join("out")).map_err(|e| {
@@ -340,6 +365,10 @@ impl Plan {
             version: VERSION,
             options: req.options.clone(),
             compare_with: req.compare_with.clone(),
+            compare_tasks: req
+                .compare_sample
+                .filter(|&n| n < tasks.len())
+                .map(|n| sample(tasks.len(), n)),
             mosaics,
             tasks,
         };
@@ -380,6 +409,11 @@ impl Plan {
             .collect();
         serde_json::json!({"type": "FeatureCollection", "features": features}).to_string()
     }
+}
+
+/// `n` of `len` task numbers (`n < len`), evenly spread, in order.
+fn sample(len: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|i| (2 * i + 1) * len / (2 * n)).collect()
 }
 
 /// The class table of one mosaic, decided as `smooth` of the whole mosaic

@@ -2,8 +2,16 @@
 //!
 //! - `task-K.claim`: made by atomic create (`O_EXCL`, which network
 //!   filesystems honour where `flock` is unreliable) by the run working on
-//!   task K, removed when it is done. It names the host and process; a
-//!   claim whose process is gone (same host) is stale and taken over.
+//!   task K, removed when it is done, when the task fails, and by the
+//!   signal handler on SIGINT/SIGTERM/SIGHUP. It names the host and process
+//!   and is a lease: its holder refreshes its mtime (a heartbeat, see
+//!   [`refresh_held`]). A claim is stale, and taken over, when its process
+//!   is gone (same host) or when it was not refreshed for longer than the
+//!   lease (any host: a node that died). Ages are the local clock against
+//!   the file's mtime, so on a network filesystem the hosts' clocks must
+//!   agree to well within the lease.
+//! - `task-K.halo.vrt`, `task-K.baseline.tif`: scratch files of the run
+//!   holding the claim of task K.
 //! - `task-K.done.json`: written atomically once the output is in place:
 //!   the output's size and CRC-32, timings, class counts. A task whose
 //!   output still matches its record is done.
@@ -15,6 +23,16 @@ use crate::output::{self, Destination, Target};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// How long a claim may go unrefreshed before another run takes it over,
+/// unless `batch run --stale-after` says otherwise.
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(600);
+/// The longest time between two refreshes of a held claim.
+const MAX_HEARTBEAT: Duration = Duration::from_secs(30);
+/// Scratch files of a task, kept in the state directory while it is claimed.
+const SCRATCH: [&str; 2] = ["halo.vrt", "baseline.tif"];
 
 /// Pixel counts by class code (codes with no pixel left out).
 pub type Counts = Vec<(u16, u64)>;
@@ -73,6 +91,9 @@ pub struct FailedRecord {
 pub struct State {
     dir: PathBuf,
     batch: PathBuf,
+    /// Claims not refreshed for this long are stale; also the lease this
+    /// run's claims promise.
+    stale_after: Duration,
 }
 
 impl State {
@@ -85,11 +106,33 @@ impl State {
         Ok(State {
             dir,
             batch: batch.to_path_buf(),
+            stale_after: DEFAULT_STALE_AFTER,
         })
+    }
+
+    /// The same state with claims stale after `lease` without a refresh.
+    pub fn with_stale_after(self, lease: Duration) -> State {
+        State {
+            stale_after: lease,
+            ..self
+        }
+    }
+
+    /// How often this run refreshes its claims: several times per lease.
+    pub fn heartbeat(&self) -> Duration {
+        (self.stale_after / 4).clamp(Duration::from_millis(50), MAX_HEARTBEAT)
     }
 
     fn file(&self, task: usize, kind: &str) -> PathBuf {
         self.dir.join(format!("task-{task}.{kind}"))
+    }
+
+    /// A scratch file of `task` (`halo.vrt` or `baseline.tif`): only the
+    /// holder of its claim writes it, and the signal handler removes it.
+    pub fn scratch(&self, task: usize, kind: &str) -> PathBuf {
+        debug_assert!(SCRATCH.contains(&kind));
+        let path = self.file(task, kind);
+        std::path::absolute(&path).unwrap_or(path)
     }
 
     /// The task's done record, if it has one that reads.
@@ -137,11 +180,14 @@ impl State {
     ///
     /// The claim is written whole to a file of its own, then hard-linked to
     /// its name: the link is the atomic create (it fails if the name
-    /// exists, also over NFS), and a claim is never seen half written.
+    /// exists, also over NFS), and a claim is never seen half written. The
+    /// registry of held claims stays locked throughout, so a signal never
+    /// finds a claim made but not registered (or a draft left).
     pub fn claim(&self, task: usize) -> Result<Option<Claim>> {
         let path = self.file(task, "claim");
+        let mut registry = held();
         for _ in 0..2 {
-            let token = ClaimToken::mine();
+            let token = ClaimToken::mine(self.stale_after);
             let draft = self.dir.join(format!(
                 "task-{task}.claim.draft.{}.{}",
                 token.pid, token.nonce
@@ -160,7 +206,14 @@ impl State {
             let linked = std::fs::hard_link(&draft, &path);
             let _ = std::fs::remove_file(&draft);
             match linked {
-                Ok(()) => return Ok(Some(Claim { path, token })),
+                Ok(()) => {
+                    registry.push(Held {
+                        path: path.clone(),
+                        token: token.clone(),
+                        scratch: SCRATCH.map(|k| self.scratch(task, k)).to_vec(),
+                    });
+                    return Ok(Some(Claim { path, token }));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     if !self.take_over_stale(&path) {
                         return Ok(None);
@@ -175,12 +228,14 @@ impl State {
         Ok(None)
     }
 
-    /// Removes claims and drafts of claims left by processes of this host
-    /// that died (a claim of a task whose record was written just before).
+    /// Removes stale claims (see [`State::is_stale`]) and drafts of claims
+    /// left by processes of this host that died.
     pub fn sweep_leftovers(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
+        // Held so that a signal never finds a claim renamed aside.
+        let _registry = held();
         for e in entries.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".claim") {
@@ -194,12 +249,7 @@ impl State {
             // old one is a leftover.
             let dead = match read_token(&e.path()) {
                 Some(t) => !t.is_alive(),
-                None => e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age.as_secs() > 60),
+                None => age(&e.path()).is_some_and(|age| age.as_secs() > 60),
             };
             if dead {
                 let _ = std::fs::remove_file(e.path());
@@ -207,14 +257,28 @@ impl State {
         }
     }
 
-    /// Removes the claim at `path` if its process is gone; true if removed.
-    /// The claim is first renamed aside (one run wins the rename), then
-    /// checked again: a live claim that took its place meanwhile is put back.
+    /// Whether the claim `token` read at `path` is stale: its process is
+    /// gone (same host), or it was not refreshed for longer than both this
+    /// run's `--stale-after` and the lease its holder promised.
+    fn is_stale(&self, token: &ClaimToken, path: &Path) -> bool {
+        if !token.is_alive() {
+            return true;
+        }
+        let lease = token
+            .lease()
+            .map_or(self.stale_after, |l| l.max(self.stale_after));
+        age(path).is_some_and(|age| age > lease)
+    }
+
+    /// Removes the claim at `path` if it is stale; true if removed. The
+    /// claim is first renamed aside (one run wins the rename), then checked
+    /// again: a claim that took its place, or was refreshed, meanwhile is
+    /// put back.
     fn take_over_stale(&self, path: &Path) -> bool {
         let Some(seen) = read_token(path) else {
             return false;
         };
-        if seen.is_alive() {
+        if !self.is_stale(&seen, path) {
             return false;
         }
         let aside = path.with_extension(format!("claim.stale-{}", std::process::id()));
@@ -222,8 +286,14 @@ impl State {
             return false;
         }
         match read_token(&aside) {
-            Some(moved) if moved == seen => {
+            Some(moved) if moved == seen && self.is_stale(&moved, &aside) => {
                 let _ = std::fs::remove_file(&aside);
+                log::warn!(
+                    "took over the stale claim {} of {} (process {})",
+                    path.display(),
+                    seen.host,
+                    seen.pid
+                );
                 true
             }
             _ => {
@@ -262,10 +332,13 @@ pub struct ClaimToken {
     pub pid: u32,
     /// Unique per claim, so a claim taken over and made again is told apart.
     pub nonce: u64,
+    /// The holder's lease in seconds: it refreshes the claim well within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_after: Option<f64>,
 }
 
 impl ClaimToken {
-    fn mine() -> Self {
+    fn mine(lease: Duration) -> Self {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let now = std::time::SystemTime::now()
@@ -275,7 +348,15 @@ impl ClaimToken {
             host: hostname(),
             pid: std::process::id(),
             nonce: now ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(40),
+            stale_after: Some(lease.as_secs_f64()),
         }
+    }
+
+    /// The lease its holder promised, if it said.
+    fn lease(&self) -> Option<Duration> {
+        self.stale_after
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(1e9)))
     }
 
     /// Whether the process holding it may still be running (always true
@@ -295,6 +376,79 @@ fn read_token(path: &Path) -> Option<ClaimToken> {
     serde_json::from_str(&text).ok()
 }
 
+/// How long ago the file at `path` was modified (zero if in the future).
+fn age(path: &Path) -> Option<Duration> {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    Some(
+        SystemTime::now()
+            .duration_since(modified)
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// A claim of this process, in the registry.
+struct Held {
+    path: PathBuf,
+    token: ClaimToken,
+    /// The task's scratch files, removed with the claim on a signal.
+    scratch: Vec<PathBuf>,
+}
+
+/// Every claim this process holds now: refreshed by the heartbeat, removed
+/// by the signal handler.
+static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+fn held() -> MutexGuard<'static, Vec<Held>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Refreshes the mtime of every claim this process holds (those still its
+/// own), so that no run takes them for stale: the heartbeat of a run.
+pub fn refresh_held() {
+    let registry = held();
+    for h in registry.iter() {
+        if read_token(&h.path).as_ref() != Some(&h.token) {
+            log::warn!(
+                "the claim {} is no longer this run's (taken over as stale?)",
+                h.path.display()
+            );
+            continue;
+        }
+        let touched = std::fs::File::options()
+            .append(true)
+            .open(&h.path)
+            .and_then(|f| f.set_modified(SystemTime::now()));
+        if let Err(e) = touched {
+            log::warn!("cannot refresh the claim {}: {e}", h.path.display());
+        }
+    }
+}
+
+/// Removes every claim of this process and its tasks' scratch files, and
+/// keeps the registry locked for good so that no claim is made after: for
+/// the signal handler, just before the process exits.
+fn release_all_held() {
+    let registry = held();
+    for h in registry.iter() {
+        for s in &h.scratch {
+            let mut sidecar = s.clone().into_os_string();
+            sidecar.push(".aux.xml");
+            let _ = std::fs::remove_file(s);
+            let _ = std::fs::remove_file(sidecar);
+        }
+        if read_token(&h.path).as_ref() == Some(&h.token) {
+            let _ = std::fs::remove_file(&h.path);
+        }
+    }
+    std::mem::forget(registry);
+}
+
+/// Has the signal handler release this process's claims (once).
+pub fn release_on_signal() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| crate::interrupt::at_stop(release_all_held));
+}
+
 /// A task held by this process; dropping it releases the claim.
 pub struct Claim {
     path: PathBuf,
@@ -303,6 +457,8 @@ pub struct Claim {
 
 impl Drop for Claim {
     fn drop(&mut self) {
+        let mut registry = held();
+        registry.retain(|h| h.token != self.token);
         if read_token(&self.path).as_ref() == Some(&self.token) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -337,4 +493,42 @@ pub fn checksum(path: &Path) -> Result<u32> {
         hasher.update(&buf[..n]);
     }
     Ok(hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn make_old(path: &Path) {
+        std::fs::File::options()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_claim_refreshed_by_the_heartbeat_is_kept_and_an_unrefreshed_one_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let lease = Duration::from_secs(60);
+        let state = State::open(dir.path()).unwrap().with_stale_after(lease);
+        let mine = state.claim(0).unwrap().expect("a free task");
+        let path = dir.path().join("state").join("task-0.claim");
+        make_old(&path);
+        refresh_held();
+        let other = State::open(dir.path()).unwrap().with_stale_after(lease);
+        assert!(other.claim(0).unwrap().is_none(), "refreshed, so live");
+        make_old(&path);
+        let theirs = other.claim(0).unwrap().expect("not refreshed: stale");
+        // The first holder's release leaves the new claim alone.
+        drop(mine);
+        assert!(path.exists());
+        drop(theirs);
+        assert!(!path.exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("state")).unwrap().count(),
+            0
+        );
+    }
 }

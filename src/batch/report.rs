@@ -31,6 +31,9 @@ pub struct BatchReport {
     pub task_seconds: f64,
     /// Output pixels per second of task time.
     pub megapixels_per_second: f64,
+    /// Every finished task's time, by task number.
+    pub times: Vec<TaskTime>,
+    /// The 20 slowest of them.
     pub slowest: Vec<TaskTime>,
     pub classes: Vec<ClassChange>,
     pub comparison: Option<DatasetComparison>,
@@ -51,7 +54,7 @@ pub struct DegradedTask {
     pub missing_halo: Vec<PathBuf>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct TaskTime {
     pub task: usize,
     pub output: PathBuf,
@@ -71,6 +74,8 @@ pub struct ClassChange {
 /// The finished tasks against the exact baseline.
 #[derive(Debug, Serialize)]
 pub struct DatasetComparison {
+    /// Finished tasks compared (all, or the plan's sample).
+    pub tasks: usize,
     pub pixels: u64,
     pub agreement: f64,
     pub kappa: f64,
@@ -110,7 +115,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         .collect();
     let pixels_done = done.iter().map(|r| r.pixels).sum();
     let task_seconds: f64 = done.iter().map(|r| r.seconds).sum();
-    let mut slowest: Vec<TaskTime> = done
+    let times: Vec<TaskTime> = done
         .iter()
         .map(|r| TaskTime {
             task: r.task,
@@ -119,6 +124,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             megapixels_per_second: r.pixels as f64 / r.seconds.max(1e-9) / 1e6,
         })
         .collect();
+    let mut slowest = times.clone();
     slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     slowest.truncate(20);
     let mut classes: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
@@ -146,7 +152,8 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     let comparison = plan.compare_with.as_ref().map(|_| {
         let mut pairs: BTreeMap<(u16, u16), u64> = BTreeMap::new();
         let mut one_only = 0;
-        for c in done.iter().filter_map(|r| r.comparison.as_ref()) {
+        let compared: Vec<_> = done.iter().filter_map(|r| r.comparison.as_ref()).collect();
+        for c in &compared {
             one_only += c.one_only;
             for &(p, q, n) in &c.pairs {
                 *pairs.entry((p, q)).or_default() += n;
@@ -156,6 +163,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             pairs.into_iter().map(|((p, q), n)| (p, q, n)).collect();
         let (agreement, kappa, pixels) = agreement_kappa(&confusion);
         DatasetComparison {
+            tasks: compared.len(),
             pixels,
             agreement,
             kappa,
@@ -172,6 +180,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         pixels_done,
         task_seconds,
         megapixels_per_second: pixels_done as f64 / task_seconds.max(1e-9) / 1e6,
+        times,
         slowest,
         classes,
         comparison,
@@ -339,8 +348,8 @@ fn html(r: &BatchReport) -> String {
     }
     if let Some(c) = &r.comparison {
         body += &format!(
-            "<h2>Against the exact baseline</h2><p>agreement {:.6}, kappa {:.6} over {} pixels ({} nodata in one only).</p>",
-            c.agreement, c.kappa, c.pixels, c.one_only
+            "<h2>Against the exact baseline</h2><p>agreement {:.6}, kappa {:.6} over {} pixels of {} task(s) ({} nodata in one only).</p>",
+            c.agreement, c.kappa, c.pixels, c.tasks, c.one_only
         );
     }
     body += "<h2>Class area change</h2>";

@@ -4,21 +4,22 @@
 //! and going on past failed tasks (listed at the end).
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
-use super::records::{Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
+use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
 use crate::bail;
 use crate::engine::ClassSource;
 use crate::error::{Error, Result};
-use crate::job::smooth::{self as job, Classes, Silent, SmoothSpec};
+use crate::job::smooth::{self as job, Classes, Observer, Silent, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::output::Target;
+use crate::progress::{Progress, Steps};
 use crate::raster::ClassRaster;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tiles::Rect;
 
 /// Which tasks a run takes.
@@ -103,6 +104,8 @@ pub struct RunRequest<'a> {
     /// Tasks in flight at once.
     pub jobs: usize,
     pub quiet: bool,
+    /// Claims not refreshed for this long are taken over (any host).
+    pub stale_after: Duration,
 }
 
 /// What a run did.
@@ -135,8 +138,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         );
     }
     let settings = plan.options.settings()?;
-    let method = settings.method.build(&settings.kernel)?;
-    let state = State::open(req.dir)?;
+    let state = State::open(req.dir)?.with_stale_after(req.stale_after);
+    records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
     let mut summary = RunSummary::default();
@@ -156,6 +159,14 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             todo.push(task);
         }
     }
+    if todo.is_empty() {
+        // Nothing to run: no device is opened (an OpenCL start-up and its
+        // program builds take longer than checking a finished plan).
+        summary.failed.sort();
+        summary.seconds = start.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
+    let method = settings.method.build(&settings.kernel)?;
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::new());
@@ -168,20 +179,38 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         finished: &finished,
         fingerprint,
     };
+    let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
-        for _ in 0..req.jobs.clamp(1, todo.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(task) = todo.get(i) else { break };
-                    let outcome = ctx.attempt(task);
-                    progress.finished(task, &outcome);
-                    results
-                        .lock()
-                        .expect("results lock")
-                        .push((task.id, outcome));
-                }
-            });
+        // Refreshes this run's claims until the workers are done.
+        scope.spawn(|| {
+            while stopped
+                .recv_timeout(state.heartbeat())
+                .is_err_and(|e| e.is_timeout())
+            {
+                records::refresh_held();
+            }
+        });
+        let workers: Vec<_> = (0..req.jobs.clamp(1, todo.len().max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(task) = todo.get(i) else { break };
+                        let mut observer = progress.observer(task);
+                        let outcome = ctx.attempt(task, &mut observer);
+                        progress.finished(task, &observer, &outcome);
+                        results
+                            .lock()
+                            .expect("results lock")
+                            .push((task.id, outcome));
+                    }
+                })
+            })
+            .collect();
+        let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        drop(stop_heartbeat);
+        for panicked in joined.into_iter().filter_map(|j| j.err()) {
+            std::panic::resume_unwind(panicked);
         }
     });
     progress.finish();
@@ -223,7 +252,7 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn attempt(&self, task: &Task) -> Outcome {
+    fn attempt(&self, task: &Task, observer: &mut TaskObserver) -> Outcome {
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
@@ -233,11 +262,13 @@ impl Context<'_> {
         if (self.finished)(task) {
             return Outcome::AlreadyDone;
         }
-        let outcome = match self.run_task(task) {
+        let outcome = match self.run_task(task, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => Outcome::Done(Box::new(rec)),
                 Err(e) => Outcome::Failed(e.to_string()),
             },
+            // An interrupted task is not a failed one: no record.
+            Err(e) if crate::interrupt::check().is_err() => Outcome::Failed(e.to_string()),
             Err(e) => {
                 let error = e.to_string();
                 let _ = self.state.write_failed(&FailedRecord {
@@ -253,14 +284,14 @@ impl Context<'_> {
         outcome
     }
 
-    fn run_task(&self, task: &Task) -> Result<DoneRecord> {
+    fn run_task(&self, task: &Task, observer: &mut TaskObserver) -> Result<DoneRecord> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
         let output = self.dir.join(&task.output);
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
-        let done = match job::run(&spec, self.method, &mut Silent) {
+        let done = match job::run(&spec, self.method, observer) {
             Ok(done) => done,
             Err(e) => {
                 // A neighbour that cannot be read fails this task only if
@@ -281,7 +312,7 @@ impl Context<'_> {
                     input: vrt.clone(),
                     ..spec
                 };
-                let done = job::run(&spec, self.method, &mut Silent);
+                let done = job::run(&spec, self.method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
                 done.map_err(|e| e.context(format!("task {}", task.id)))?
@@ -302,7 +333,9 @@ impl Context<'_> {
         let input_counts = count(&mut source, center)?;
         let output_counts = count(&mut out, whole)?;
         let comparison = match self.plan.compare_with.as_deref() {
-            Some("naive") => Some(self.compare(mosaic, task, &mut out)?),
+            Some("naive") if self.plan.compares(task.id) => {
+                Some(self.compare(mosaic, task, &mut out)?)
+            }
             _ => None,
         };
         Ok(DoneRecord {
@@ -389,11 +422,7 @@ impl Context<'_> {
             g[5],
         ];
         let xml = super::mosaic::vrt_xml(&members, (mosaic.width, mosaic.height), gt, &info);
-        let path = self
-            .dir
-            .join("state")
-            .join(format!("task-{}.halo.vrt", task.id));
-        let path = std::path::absolute(&path).unwrap_or(path);
+        let path = self.state.scratch(task.id, "halo.vrt");
         crate::output::text::write(
             &crate::output::Destination::File(Target::check(&path, true, &[])?),
             &xml,
@@ -431,10 +460,7 @@ impl Context<'_> {
         task: &Task,
         out: &mut ClassRaster,
     ) -> Result<Comparison> {
-        let scratch = self
-            .dir
-            .join("state")
-            .join(format!("task-{}.baseline.tif", task.id));
+        let scratch = self.state.scratch(task.id, "baseline.tif");
         let spec = self.spec(mosaic, task, &scratch)?;
         let result = (|| {
             job::run(&spec, &NaiveHost, &mut Silent)?;
@@ -520,17 +546,39 @@ fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
         .collect())
 }
 
-/// One bar over the batch on a terminal; one line per finished task otherwise.
+/// One bar over the batch on a terminal; one line per finished task
+/// otherwise; with `MAPFILTER_PROGRESS=lines`, also progress lines over the
+/// pixels of the batch. Both the bar and the lines move within tasks.
 struct BatchProgress {
     bar: Option<ProgressBar>,
+    lines: Option<Arc<Progress>>,
     quiet: bool,
     total: usize,
     finished: AtomicUsize,
 }
 
+/// What a task reports while it runs: its engine's steps, as pixels of the
+/// batch.
+struct TaskObserver {
+    steps: Steps,
+    /// Pixels of the task counted so far.
+    counted: Arc<AtomicU64>,
+}
+
+impl Observer for TaskObserver {
+    fn progress(&self, _label: &str) -> Progress {
+        Progress::steps_to(self.steps.clone())
+    }
+}
+
 impl BatchProgress {
     fn new(quiet: bool, tasks: usize, pixels: u64) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let lines = (!quiet && crate::progress::lines_wanted()).then(|| {
+            let p = Progress::new(false, "batch");
+            p.start(pixels, "px");
+            Arc::new(p)
+        });
+        let bar = (!quiet && lines.is_none() && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::with_draw_target(Some(pixels), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
@@ -543,16 +591,34 @@ impl BatchProgress {
         });
         BatchProgress {
             bar,
+            lines,
             quiet,
             total: tasks,
             finished: AtomicUsize::new(0),
         }
     }
 
-    fn finished(&self, task: &Task, outcome: &Outcome) {
+    /// The observer of `task`: its engine's fraction done, as its pixels.
+    fn observer(&self, task: &Task) -> TaskObserver {
+        let counted = Arc::new(AtomicU64::new(0));
+        let (bar, lines, c) = (self.bar.clone(), self.lines.clone(), counted.clone());
+        let pixels = task.pixels();
+        let steps = Steps(Arc::new(move |pos, len| {
+            let now = (pixels as u128 * pos.min(len) as u128 / len.max(1) as u128) as u64;
+            advance(bar.as_ref(), lines.as_deref(), &c, now);
+        }));
+        TaskObserver { steps, counted }
+    }
+
+    fn finished(&self, task: &Task, observer: &TaskObserver, outcome: &Outcome) {
+        advance(
+            self.bar.as_ref(),
+            self.lines.as_deref(),
+            &observer.counted,
+            task.pixels(),
+        );
         let n = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(bar) = &self.bar {
-            bar.inc(task.pixels());
             bar.set_message(format!("{n}/{} tasks", self.total));
             if let Outcome::Failed(e) = outcome {
                 bar.println(format!("task {} failed: {e}", task.id));
@@ -583,6 +649,23 @@ impl BatchProgress {
     fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+        if let Some(lines) = &self.lines {
+            lines.finish();
+        }
+    }
+}
+
+/// Moves the batch's bar and lines on to `now` pixels of a task of which
+/// `counted` were counted (never back).
+fn advance(bar: Option<&ProgressBar>, lines: Option<&Progress>, counted: &AtomicU64, now: u64) {
+    let before = counted.fetch_max(now, Ordering::SeqCst);
+    if now > before {
+        if let Some(bar) = bar {
+            bar.inc(now - before);
+        }
+        if let Some(lines) = lines {
+            lines.inc(now - before);
         }
     }
 }

@@ -15,6 +15,8 @@ pub struct SlurmOptions {
     pub mem: String,
     /// Wall-time limit per array task (e.g. `02:00:00`).
     pub time: String,
+    /// GPUs per array task (`--gres=gpu:N`; none when 0).
+    pub gpus: usize,
 }
 
 /// The script: `dir` and `exe` absolute, so it runs from any directory.
@@ -29,6 +31,7 @@ pub fn script(dir: &Path, exe: &Path, o: &SlurmOptions) -> String {
          #SBATCH --cpus-per-task={cpus}\n\
          #SBATCH --mem={mem}\n\
          #SBATCH --time={time}\n\
+         {gres}\
          #SBATCH --output={logs}/slurm-%A_%a.out\n\
          set -euo pipefail\n\
          export RAYON_NUM_THREADS=\"${{SLURM_CPUS_PER_TASK:-{cpus}}}\"\n\
@@ -39,6 +42,11 @@ pub fn script(dir: &Path, exe: &Path, o: &SlurmOptions) -> String {
         cpus = o.cpus_per_task.max(1),
         mem = o.mem,
         time = o.time,
+        gres = if o.gpus > 0 {
+            format!("#SBATCH --gres=gpu:{}\n", o.gpus)
+        } else {
+            String::new()
+        },
         logs = dir.join("logs").to_string_lossy(),
         exe = q(exe),
         dir = q(dir),
@@ -67,9 +75,20 @@ mod tests {
             cpus_per_task: 2,
             mem: "4G".into(),
             time: "01:00:00".into(),
+            gpus: 0,
         };
         let s = script(Path::new("/data/b"), Path::new("/bin/mapfilter"), &o);
         assert!(s.contains("#SBATCH --array=0-3%2"), "{s}");
         assert!(s.contains("exec /bin/mapfilter batch run /data/b"), "{s}");
+        assert!(!s.contains("--gres"), "{s}");
+        let s = script(
+            Path::new("/data/b"),
+            Path::new("/bin/mapfilter"),
+            &SlurmOptions { gpus: 1, ..o },
+        );
+        assert!(
+            s.contains("#SBATCH --time=01:00:00\n#SBATCH --gres=gpu:1\n"),
+            "{s}"
+        );
     }
 }

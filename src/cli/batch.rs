@@ -9,6 +9,7 @@ use crate::bail;
 use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
 use crate::batch::run::{RunRequest, Share};
 use crate::batch::{report, run as batch_run, slurm};
+use crate::device::DeviceChoice;
 use crate::engine::DEFAULT_TILE;
 use crate::error::{Error, Result};
 use crate::output::Target;
@@ -46,6 +47,9 @@ struct PlanArgs {
     /// Also run the exact baseline in every task and report agreement and kappa (naive).
     #[arg(long, value_name = "METHOD")]
     compare_with: Option<String>,
+    /// With --compare-with: compare only N tasks, spread over the plan (default: all).
+    #[arg(long, value_name = "N")]
+    compare_sample: Option<usize>,
     /// Also write a job script: slurm (DIR/batch.sbatch, one array task per shard).
     #[arg(long, value_enum)]
     emit: Option<Emit>,
@@ -64,6 +68,10 @@ struct PlanArgs {
     /// slurm: time limit per array task.
     #[arg(long, default_value = "04:00:00")]
     slurm_time: String,
+    /// slurm: GPUs per array task (--gres=gpu:N). Default: 1 with --device gpu
+    /// or a device index, else none.
+    #[arg(long, value_name = "N")]
+    slurm_gpus: Option<usize>,
     /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH.
     #[arg(long, short)]
     kernel: String,
@@ -124,6 +132,11 @@ struct RunArgs {
     /// No progress bar and no lines per task.
     #[arg(long, short)]
     quiet: bool,
+    /// Take over a claim (of any host) not refreshed for this long, e.g.
+    /// 10m, 90s, 1h. Claims are refreshed every 30 s, or a quarter of this if
+    /// less; the hosts' clocks must agree to well within it.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    stale_after: String,
 }
 
 #[derive(Args, Debug)]
@@ -194,6 +207,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         options,
         grid: a.grid,
         compare_with: a.compare_with.clone(),
+        compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
     })?;
     if let Some(Emit::Slurm) = a.emit {
@@ -211,6 +225,14 @@ fn plan(a: PlanArgs) -> Result<()> {
                 cpus_per_task: a.slurm_cpus,
                 mem: a.slurm_mem.clone(),
                 time: a.slurm_time.clone(),
+                gpus: match (
+                    a.slurm_gpus,
+                    a.device.as_deref().map(str::parse).transpose()?,
+                ) {
+                    (Some(n), _) => n,
+                    (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
+                    _ => 0,
+                },
             },
         );
         let target = Target::check(&dir.join("batch.sbatch"), true, &[])?;
@@ -237,12 +259,23 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     if jobs == 0 {
         bail!("--jobs 0 runs nothing", hint = "give --jobs 1 or more");
     }
+    let stale_after = humantime::parse_duration(a.stale_after.trim())
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "--stale-after {}: not a duration of more than 0",
+                a.stale_after
+            ))
+            .hint("give a number with a unit, e.g. --stale-after 10m or 90s")
+        })?;
     let s = batch_run::run(&RunRequest {
         dir: &a.dir,
         share,
         retry_failed: a.retry_failed,
         jobs,
         quiet: a.quiet,
+        stale_after,
     })?;
     if !a.quiet {
         eprintln!(
