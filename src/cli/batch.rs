@@ -92,8 +92,8 @@ struct PlanArgs {
     tile: usize,
     #[command(flatten)]
     compression: CompressArgs,
-    /// Where to run: auto, host, cpu, gpu, a device index, all (every OpenCL
-    /// device) or a list such as 0,1 (the devices share the tiles).
+    /// Where to run: auto, host, cpu, gpu, a device index, all (every GPU,
+    /// else every OpenCL device) or a list such as 0,1 (the devices share the tiles).
     #[arg(long)]
     device: Option<String>,
     /// Device variant of the method.

@@ -49,7 +49,7 @@ pub struct SmoothArgs {
     #[command(flatten)]
     pub compression: CompressArgs,
     /// Where to run: auto, host, cpu, gpu, an index from `mapfilter devices`,
-    /// all (every OpenCL device) or a list such as 0,1: several devices share
+    /// all (every GPU, else every OpenCL device) or a list such as 0,1: several devices share
     /// the tiles, each pulling the next when it has room
     /// (default: $MAPFILTER_DEVICE, else auto).
     #[arg(long)]

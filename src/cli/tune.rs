@@ -21,7 +21,7 @@ use tiles::Border;
 
 #[derive(Args, Debug)]
 pub struct TuneArgs {
-    /// Devices to tune: all (every OpenCL device), an index, cpu, gpu or a list.
+    /// Devices to tune: all (every GPU, else every OpenCL device), an index, cpu, gpu or a list.
     #[arg(long, default_value = "all")]
     pub device: String,
     /// The database file (default: $MAPFILTER_TUNE_DB, else

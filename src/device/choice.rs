@@ -3,10 +3,12 @@
 //! [`Device`]s or the host path.
 //!
 //! `all` and comma lists (`1,2`, `gpu,cpu`, `0,host`) name several devices
-//! that share one run's tiles (`method::multi`). `all` is every OpenCL
-//! device and not the host: an OpenCL CPU device already computes on the
-//! host's cores, and the host's threads read, compact and write tiles for
-//! the devices; a list may still name `host` as one of its members. A
+//! that share one run's tiles (`method::multi`). `all` is every GPU (every
+//! OpenCL device where there is none) and not the host: tiles are written
+//! in order, so a slow CPU device holding the oldest tile stalls the GPUs;
+//! an OpenCL CPU device already computes on the host's cores, and the
+//! host's threads read, compact and write tiles for the devices. A list may
+//! still name any mix, `host` included. A
 //! device named twice in a list is opened twice, as two contexts with their
 //! own queues and program caches: two streams of tiles on one device, and
 //! how the tests share tiles between two devices on a machine with one.
@@ -124,8 +126,8 @@ impl DeviceChoice {
     }
 
     /// The devices of the run, in order: one for a single choice, every
-    /// OpenCL device for `all` (the host when there is none, with a
-    /// warning), each item of a list (a device listed again is opened as
+    /// GPU for `all` (else every OpenCL device; the host when there is
+    /// none, with a warning), each item of a list (a device listed again is opened as
     /// another context).
     pub fn members(&self) -> Result<Vec<Member>> {
         match self {
@@ -141,7 +143,20 @@ impl DeviceChoice {
                     log::warn!("no OpenCL device; running on the host");
                     return Ok(vec![None]);
                 }
-                devices
+                // Tiles are written in order, so a CPU device (PoCL, about a
+                // tenth of a GPU's speed) holding the oldest tile makes the
+                // GPUs wait: with a GPU, `all` means every GPU. Lists may
+                // still name any mix.
+                let gpus: Vec<_> = devices
+                    .iter()
+                    .filter(|d| d.kind == DeviceKind::Gpu)
+                    .collect();
+                let chosen: Vec<_> = if gpus.is_empty() {
+                    devices.iter().collect()
+                } else {
+                    gpus
+                };
+                chosen
                     .iter()
                     .map(|d| Device::open(d.index).map(Some))
                     .collect()
