@@ -733,7 +733,7 @@ impl OutputRaster {
                 options.set_name_value(k, v).map_err(gdal_error)?;
             }
         }
-        let create = match spec.data_type {
+        let create = crate::output::without_cleanup(|| match spec.data_type {
             GdalDataType::UInt8 => driver.create_with_band_type_with_options::<u8, _>(
                 &path,
                 spec.width,
@@ -762,8 +762,11 @@ impl OutputRaster {
                 spec.bands,
                 &options,
             ),
-            other => bail!(format!("cannot write {} rasters", other.name())),
-        };
+            other => Err(gdal::errors::GdalError::BadArgument(format!(
+                "cannot write {} rasters",
+                other.name()
+            ))),
+        });
         let ds = create.map_err(|e| {
             Error::new(format!(
                 "cannot create output in {}: {}",
@@ -1002,7 +1005,9 @@ impl OutputRaster {
     fn close_checked(&mut self) -> Result<()> {
         if let Some(ds) = self.ds.take() {
             let what = format!("cannot write {}", self.shown().display());
-            let closed = crate::gdal_errors::on_this_thread(&what, || ds.close());
+            let closed = crate::output::without_cleanup(|| {
+                crate::gdal_errors::on_this_thread(&what, || ds.close())
+            });
             self.own(closed)?;
         }
         self.checked()?;
@@ -1088,7 +1093,7 @@ fn make_cog(
 impl Drop for OutputRaster {
     fn drop(&mut self) {
         // The dataset closes before its temp file goes.
-        self.ds.take();
+        crate::output::without_cleanup(|| drop(self.ds.take()));
         self.temp.take();
     }
 }

@@ -98,12 +98,14 @@ class Env:
 
 def without_provenance(path):
     """A report's text less what records the run itself (command line,
-    version, date), which differs between any two runs by design."""
+    version, date; a run summary's seconds and the paths it wrote), which
+    differs between any two runs by design."""
     text = open(path, encoding="utf-8").read()
     if path.endswith(".json"):
         value = json.loads(text)
         if isinstance(value, dict):
-            value.pop("provenance", None)
+            for key in ("provenance", "seconds", "outputs"):
+                value.pop(key, None)
         return json.dumps(value, sort_keys=True)
     if path.endswith(".md"):
         lines = text.splitlines()

@@ -25,4 +25,4 @@ pub mod text;
 
 pub use space::disk_full_cause;
 pub use target::{Destination, NAME_MAX, Target, distinct, parent_dir};
-pub use temp::{TempFile, abandon_all};
+pub use temp::{TempFile, abandon_all, without_cleanup};

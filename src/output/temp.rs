@@ -209,6 +209,17 @@ impl Drop for TempFile {
 /// Removes every live temp file of this process and keeps the registry
 /// locked for good, so none is made or committed after: for the signal
 /// handler, just before the process exits.
+/// Runs `make` while no signal can remove temp files: for a library call
+/// that creates or closes a file at a registered temp path by name (GDAL
+/// opens its output with `O_CREAT | O_TRUNC`, and writes its `.aux.xml`
+/// sidecar when the dataset closes). A signal's clean-up waits for it, so
+/// the file it makes is always there to be removed, never made again after
+/// the clean-up. `make` must not create temp files itself.
+pub fn without_cleanup<T>(make: impl FnOnce() -> T) -> T {
+    let _registry = live();
+    make()
+}
+
 pub fn abandon_all() {
     let registry = live();
     for path in registry.iter() {
