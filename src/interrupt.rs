@@ -63,7 +63,7 @@ fn stop(signal: i32) -> ! {
         cleanup();
     }
     eprintln!(
-        "mapfilter: interrupted by {}: temp files removed, existing outputs left as they were",
+        "mapfilter: interrupted by {}: temp files removed (an output is the old file, or the new one where it was complete before the signal)",
         name(signal)
     );
     // SAFETY: ends the process without running destructors or atexit
