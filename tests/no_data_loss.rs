@@ -453,10 +453,7 @@ fn signals_at_any_moment_leave_nothing_behind() {
                     let text = std::fs::read(&old).unwrap();
                     assert!(serde_json::from_slice::<serde_json::Value>(&text).is_ok());
                 } else {
-                    assert!(
-                        mapfilter(&["info", o]).status.success(),
-                        "{args:?} {ms} ms"
-                    );
+                    assert!(mapfilter(&["info", o]).status.success(), "{args:?} {ms} ms");
                 }
                 std::fs::write(&old, b"the old output").unwrap();
             }
