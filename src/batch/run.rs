@@ -209,7 +209,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             .collect();
         let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
         drop(stop_heartbeat);
-        for panicked in joined.into_iter().filter_map(|j| j.err()) {
+        if let Some(panicked) = joined.into_iter().find_map(|j| j.err()) {
             std::panic::resume_unwind(panicked);
         }
     });
