@@ -180,6 +180,8 @@ fn baseline_reuse_gives_the_same_report() {
     assert_eq!(wrong.status.code(), Some(1));
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(err.contains("--baseline") && err.contains("hint"), "{err}");
+    // Refused before any work: no output was made.
+    assert!(!dir.path().join("w.tif").exists());
     // The naive method against the naive baseline claims no speed-up.
     let same = report("same", &["--method", "naive"]);
     assert_eq!(same["run"]["speedup"], Value::Null);

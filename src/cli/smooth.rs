@@ -149,6 +149,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             .as_ref()
             .is_some_and(|r| r.dest == Destination::Stdout),
     )?;
+    if let Some(baseline) = &args.baseline {
+        // Refused before any work, so a refusal leaves no output behind.
+        let input = crate::raster::ClassRaster::open_with(&args.input, args.bands.band.choice())?;
+        crate::job::compare::check_baseline_grid(baseline, &input, &kernel, args.border.into())?;
+    }
     let mmu = args.mmu.plan(&args.input, &target)?;
     let spec = SmoothSpec {
         input: args.input.clone(),

@@ -39,8 +39,42 @@ pub fn input(role: &str, path: &Path) -> Input {
 
 /// Refuses rasters that are not on the same grid: size, geotransform, CRS.
 pub fn check_same_grid(a: &ClassRaster, b: &ClassRaster) -> Result<()> {
-    let (ma, mb) = (&a.meta, &b.meta);
     let names = format!("{} and {}", a.path().display(), b.path().display());
+    check_same_meta(&names, &a.meta, &b.meta)
+}
+
+/// Refuses `--baseline FILE` before any work when it is not on the grid
+/// the smoothing of `input` will have (its size less the kernel's border
+/// under `--border valid`, the geotransform moved with it).
+pub fn check_baseline_grid(
+    baseline: &Path,
+    input: &ClassRaster,
+    kernel: &crate::kernel::Kernel,
+    border: tiles::Border,
+) -> Result<()> {
+    let reference = ClassRaster::open(baseline)?;
+    let mut expected = input.meta.clone();
+    if border == tiles::Border::Valid {
+        let r = kernel.radius();
+        expected.width = expected.width.saturating_sub(2 * r);
+        expected.height = expected.height.saturating_sub(2 * r);
+        expected.geo_transform = expected
+            .geo_transform
+            .map(|g| crate::raster::shift_transform(g, r as f64, r as f64));
+    }
+    let names = format!(
+        "{} and the output of {}",
+        baseline.display(),
+        input.path().display()
+    );
+    check_same_meta(&names, &reference.meta, &expected).map_err(|e| {
+        e.context("--baseline").hint(
+            "give the output of `mapfilter smooth --method naive` on the same input with the same kernel and --border, or leave --baseline out to run it",
+        )
+    })
+}
+
+fn check_same_meta(names: &str, ma: &RasterMeta, mb: &RasterMeta) -> Result<()> {
     if (ma.width, ma.height) != (mb.width, mb.height) {
         bail!(
             format!(
