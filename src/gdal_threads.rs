@@ -16,7 +16,7 @@ type Job = Box<dyn FnOnce() + Send>;
 
 struct Pool {
     jobs: Mutex<Sender<Job>>,
-    queue: std::sync::Arc<Mutex<Receiver<Job>>>,
+    queue: Mutex<Receiver<Job>>,
     /// Threads waiting for a job.
     idle: Mutex<usize>,
 }
@@ -27,7 +27,7 @@ fn pool() -> &'static Pool {
         let (send, receive) = channel::<Job>();
         Pool {
             jobs: Mutex::new(send),
-            queue: std::sync::Arc::new(Mutex::new(receive)),
+            queue: Mutex::new(receive),
             idle: Mutex::new(0),
         }
     })
@@ -59,12 +59,11 @@ pub fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Recei
 }
 
 fn spawn_worker(pool: &'static Pool) {
-    let queue = pool.queue.clone();
     std::thread::Builder::new()
         .name("mapfilter-gdal".into())
         .spawn(move || {
             loop {
-                let job = queue.lock().expect("pool lock").recv();
+                let job = pool.queue.lock().expect("pool lock").recv();
                 let Ok(job) = job else { return };
                 // A panicking job must not take the thread (and its count) away.
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
