@@ -21,76 +21,92 @@ struct Pool {
     idle: Mutex<usize>,
 }
 
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| {
+impl Pool {
+    fn new() -> Pool {
         let (send, receive) = channel::<Job>();
         Pool {
             jobs: Mutex::new(send),
             queue: Mutex::new(receive),
             idle: Mutex::new(0),
         }
-    })
+    }
+
+    fn run<T: Send + 'static>(
+        &'static self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Receiver<T> {
+        let (send, result) = channel();
+        {
+            // A job never waits for a thread: with none idle, one more starts.
+            let mut idle = self.idle.lock().expect("pool lock");
+            if *idle == 0 {
+                self.spawn_worker();
+            } else {
+                *idle -= 1;
+            }
+        }
+        let job: Job = Box::new(move || {
+            let value = job();
+            // Idle before the result is out, so a caller that sends its next
+            // job on receiving this result finds this thread free.
+            *self.idle.lock().expect("pool lock") += 1;
+            let _ = send.send(value);
+        });
+        self.jobs
+            .lock()
+            .expect("pool lock")
+            .send(job)
+            .expect("pool threads never stop");
+        result
+    }
+
+    fn spawn_worker(&'static self) {
+        std::thread::Builder::new()
+            .name("mapfilter-gdal".into())
+            .spawn(move || {
+                loop {
+                    let job = self.queue.lock().expect("pool lock").recv();
+                    let Ok(job) = job else { return };
+                    // A panicking job must not take the thread (and its
+                    // count) away; a finished one counted itself idle.
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    if run.is_err() {
+                        *self.idle.lock().expect("pool lock") += 1;
+                    }
+                }
+            })
+            .expect("spawning a GDAL worker thread");
+    }
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(Pool::new)
 }
 
 /// Runs `job` on a pool thread; its result comes on the returned channel
 /// (a job that panics drops its sender, which the receiver sees).
 pub fn run<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Receiver<T> {
-    let (send, result) = channel();
-    let pool = pool();
-    {
-        // A job never waits for a thread: with none idle, one more starts.
-        let mut idle = pool.idle.lock().expect("pool lock");
-        if *idle == 0 {
-            spawn_worker(pool);
-        } else {
-            *idle -= 1;
-        }
-    }
-    let job: Job = Box::new(move || {
-        let _ = send.send(job());
-    });
-    pool.jobs
-        .lock()
-        .expect("pool lock")
-        .send(job)
-        .expect("pool threads never stop");
-    result
-}
-
-fn spawn_worker(pool: &'static Pool) {
-    std::thread::Builder::new()
-        .name("mapfilter-gdal".into())
-        .spawn(move || {
-            loop {
-                let job = pool.queue.lock().expect("pool lock").recv();
-                let Ok(job) = job else { return };
-                // A panicking job must not take the thread (and its count) away.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                *pool.idle.lock().expect("pool lock") += 1;
-            }
-        })
-        .expect("spawning a GDAL worker thread");
+    pool().run(job)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A pool of its own, so other tests' GDAL jobs do not share it.
+    fn private_pool() -> &'static Pool {
+        Box::leak(Box::new(Pool::new()))
+    }
+
     #[test]
     fn jobs_run_and_threads_are_reused() {
-        let first = run(|| std::thread::current().id()).recv().unwrap();
-        // The worker marks itself idle just after sending; give it a moment.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let ids: std::collections::HashSet<_> = (0..5)
-            .map(|_| {
-                let id = run(|| std::thread::current().id()).recv().unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                id
-            })
+        let pool = private_pool();
+        let ids: std::collections::HashSet<_> = (0..6)
+            .map(|_| pool.run(|| std::thread::current().id()).recv().unwrap())
             .collect();
-        assert!(ids.len() <= 2, "{ids:?}");
-        assert_ne!(first, std::thread::current().id());
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        assert!(!ids.contains(&std::thread::current().id()));
     }
 
     #[test]
@@ -99,11 +115,12 @@ mod tests {
         // thread for both this would never end.
         let (a_send, a_recv) = channel::<()>();
         let (b_send, b_recv) = channel::<()>();
-        let a = run(move || {
+        let pool = private_pool();
+        let a = pool.run(move || {
             b_send.send(()).unwrap();
             a_recv.recv().is_ok()
         });
-        let b = run(move || {
+        let b = pool.run(move || {
             let got = b_recv.recv().is_ok();
             a_send.send(()).unwrap();
             got
@@ -113,8 +130,9 @@ mod tests {
 
     #[test]
     fn a_panicking_job_drops_its_result_channel() {
-        let r = run(|| -> u8 { panic!("boom") });
+        let pool = private_pool();
+        let r = pool.run(|| -> u8 { panic!("boom") });
         assert!(r.recv().is_err());
-        assert_eq!(run(|| 7).recv().unwrap(), 7);
+        assert_eq!(pool.run(|| 7).recv().unwrap(), 7);
     }
 }
