@@ -39,7 +39,9 @@ run() { # name, then the command's arguments with OUT for the output path
 }
 
 devices=(host)
-if "$bin" devices 2>/dev/null | grep -q "Portable Computing Language"; then
+# Captured first: grep -q closing the pipe early would fail it under pipefail.
+listed=$("$bin" devices 2>/dev/null || true)
+if grep -q "Portable Computing Language" <<<"$listed"; then
   devices+=(cpu)
 fi
 
