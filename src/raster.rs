@@ -829,7 +829,11 @@ impl OutputRaster {
     fn flush(&mut self) -> Result<()> {
         let what = format!("cannot write {}", self.shown().display());
         let ds = self.ds.as_mut().expect("dataset open until finish");
-        let flushed = crate::gdal_errors::on_this_thread(&what, || ds.flush_cache());
+        // A flush also writes the `.aux.xml` sidecar (category names) by
+        // name, so a signal's clean-up must not run in the middle of it.
+        let flushed = crate::output::without_cleanup(|| {
+            crate::gdal_errors::on_this_thread(&what, || ds.flush_cache())
+        });
         self.own(flushed)
     }
 
@@ -1059,15 +1063,16 @@ fn make_cog(
         options.set_name_value(&k, &v).map_err(gdal_error)?;
     }
     crate::interrupt::check()?;
-    let made = input
-        .create_copy(&driver, temp.path(), &options)
+    // The copy creates its file by name: a signal's clean-up waits for it
+    // rather than leave a file made after the clean-up.
+    let made = crate::output::without_cleanup(|| input.create_copy(&driver, temp.path(), &options))
         .map_err(|e| {
             Error::new(format!(
                 "cannot write {shown} as COG: {}",
                 gdal_error(e).cause()
             ))
         })?;
-    made.close().map_err(gdal_error)?;
+    crate::output::without_cleanup(|| made.close()).map_err(gdal_error)?;
     let fail = |e: Error| {
         let dir = parent_dir(temp.path());
         let written = std::fs::metadata(temp.path()).ok().map(|m| m.len());

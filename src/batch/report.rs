@@ -296,10 +296,10 @@ fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
         options.set_name_value(k, v).map_err(gdal_error)?;
     }
     let mark = crate::gdal_errors::Mark::now();
-    let copy = src
-        .create_copy(&driver, temp.path(), &options)
+    // Made and closed by name (sidecars included): not while a signal's
+    // clean-up runs.
+    crate::output::without_cleanup(|| src.create_copy(&driver, temp.path(), &options).map(drop))
         .map_err(|e| gdal_error(e).context(format!("cannot write {}", target.shown().display())))?;
-    drop(copy);
     mark.check(&format!("cannot write {}", target.shown().display()))?;
     temp.commit(target)
 }
