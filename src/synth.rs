@@ -2,8 +2,8 @@
 //! pixel so any window can be produced alone (no whole raster in memory):
 //! simplex noise cut by evenly spaced thresholds, and uniformly random classes.
 
-use crate::engine::ClassSource;
 use crate::error::Result;
+use crate::io::ClassSource;
 use noise::{NoiseFn, Simplex};
 use rayon::prelude::*;
 use tiles::Rect;

@@ -8,8 +8,8 @@ use super::mosaic::{Member, vrt_xml};
 use super::plan::Plan;
 use super::records::State;
 use crate::error::{Error, Result};
+use crate::gdal::class_raster::{self, gdal_error};
 use crate::output::{self, Destination, Target, TempFile};
-use crate::raster::{self, gdal_error};
 use crate::report::page;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -284,7 +284,7 @@ fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
             hint = "run the batch first with `mapfilter batch run`"
         );
     }
-    let src = raster::open(vrt)?;
+    let src = class_raster::open(vrt)?;
     let driver = gdal::DriverManager::get_driver_by_name("COG").map_err(gdal_error)?;
     let temp = TempFile::beside(target)?;
     let mut options = gdal::raster::RasterCreationOptions::new();
@@ -295,7 +295,7 @@ fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
     ] {
         options.set_name_value(k, v).map_err(gdal_error)?;
     }
-    let mark = crate::gdal_errors::Mark::now();
+    let mark = crate::gdal::errors::Mark::now();
     let copy = src
         .create_copy(&driver, temp.path(), &options)
         .map_err(|e| gdal_error(e).context(format!("cannot write {}", target.shown().display())))?;

@@ -7,8 +7,9 @@
 use super::fast_args::FastArgs;
 use crate::classes::ClassTable;
 use crate::device::DeviceChoice;
-use crate::engine::{self, MemRaster, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::{Error, Result};
+use crate::io::MemRaster;
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
@@ -81,10 +82,10 @@ struct BenchInput {
 fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     #[cfg(feature = "gdal")]
     if let Some(path) = &args.input {
-        let mut raster = crate::raster::ClassRaster::open(path)?;
+        let mut raster = crate::gdal::class_raster::ClassRaster::open(path)?;
         let (w, h) = (raster.meta.width, raster.meta.height);
         let mut data = vec![0u16; w * h];
-        engine::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
+        crate::io::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
         return Ok(vec![BenchInput {
             raster: MemRaster::new(w, h, data),
             nodata: raster.nodata_code(),

@@ -2,9 +2,9 @@
 //! write rasters (`smooth`, `filter`, `gen`): `--of`, `--compress`,
 //! `--compress-level`, `--co`.
 
-use crate::creation_options::parse_key_value;
 use crate::error::Result;
-use crate::raster::{Compression, OutputCompression, OutputFormat};
+use crate::gdal::class_raster::{Compression, OutputCompression, OutputFormat};
+use crate::gdal::creation_options::parse_key_value;
 
 /// `--of`, `--compress`, `--compress-level` and `--co`.
 #[derive(clap::Args, Clone, Debug)]

@@ -3,11 +3,11 @@
 
 use super::compress_args::CompressArgs;
 use crate::bail;
-use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
+use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::io::{ClassSink, ClassSource};
 use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{OutputRaster, OutputSpec};
 use crate::synth::{Pattern, SynthRaster};
 use clap::Args;
 use gdal::raster::GdalDataType;
@@ -74,7 +74,7 @@ pub fn run(args: GenArgs) -> Result<()> {
     // UTM zone 33N, 30 m pixels: the georeferencing of a Landsat-like land-cover map.
     let projection = SpatialRef::from_epsg(32633)
         .and_then(|s| s.to_wkt())
-        .map_err(crate::raster::gdal_error)?;
+        .map_err(crate::gdal::class_raster::gdal_error)?;
     let colors = if byte {
         palette(args.classes as usize)
     } else {

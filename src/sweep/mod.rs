@@ -40,8 +40,9 @@ pub mod source;
 
 use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
-use crate::engine::{self, MemRaster, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::{Error, Result};
+use crate::io::MemRaster;
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::policy::{Policies, PolicyText};
@@ -340,7 +341,7 @@ impl Settings {
             seed: self.seed.unwrap_or(1),
             rank: self.rank,
             terms: self.terms,
-            tile: self.tile.unwrap_or(engine::DEFAULT_TILE),
+            tile: self.tile.unwrap_or(crate::io::DEFAULT_TILE),
             border,
             policies,
         })

@@ -8,9 +8,9 @@
 
 use crate::bail;
 use crate::classes::{ClassTable, CodeHistogram};
-use crate::engine::{ClassSink, ClassSource};
 use crate::error::{Error, Result};
-use crate::gdal_errors::Mark;
+use crate::gdal::errors::Mark;
+use crate::io::{ClassSink, ClassSource};
 use crate::output::{Target, TempFile, parent_dir};
 use crate::progress::Progress;
 use gdal::raster::{ColorTable, GdalDataType, RasterCreationOptions};
@@ -21,9 +21,9 @@ use tiles::Rect;
 
 /// Silences GDAL's own printing to stderr: its messages reach the user
 /// through our one-line errors instead, and failures are counted
-/// ([`crate::gdal_errors`]).
+/// ([`crate::gdal::errors`]).
 pub fn quiet_gdal() {
-    crate::gdal_errors::install();
+    crate::gdal::errors::install();
 }
 
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.
@@ -311,7 +311,7 @@ impl ClassRaster {
 
     /// [`ClassRaster::open`] leaving `meta.projection` empty, for callers
     /// that read the coordinate system elsewhere (another thread, another
-    /// handle: see [`crate::deferred_output`]).
+    /// handle: see [`crate::gdal::deferred_output`]).
     pub fn open_without_projection(path: &Path) -> Result<Self> {
         Self::open_without_projection_with(path, BandChoice::default())
     }
@@ -562,7 +562,7 @@ impl OutputCompression {
     /// refused unless the format's driver lists every key (and, where it
     /// lists the values a key takes, the value).
     pub fn with_format(self, format: OutputFormat, extra: Vec<(String, String)>) -> Result<Self> {
-        crate::creation_options::check(format.driver(), &extra)?;
+        crate::gdal::creation_options::check(format.driver(), &extra)?;
         Ok(OutputCompression {
             format,
             extra,
@@ -662,7 +662,7 @@ pub struct OutputRaster {
     /// Where it goes; `None` for scratch rasters that are never kept.
     target: Option<Target>,
     /// GDAL's failure count when the raster was created: any failure after
-    /// it (on any thread: see [`crate::gdal_errors`]) fails the output.
+    /// it (on any thread: see [`crate::gdal::errors`]) fails the output.
     mark: Mark,
     data_type: GdalDataType,
     /// Block width and height of the GeoTIFF.
@@ -829,7 +829,7 @@ impl OutputRaster {
     fn flush(&mut self) -> Result<()> {
         let what = format!("cannot write {}", self.shown().display());
         let ds = self.ds.as_mut().expect("dataset open until finish");
-        let flushed = crate::gdal_errors::on_this_thread(&what, || ds.flush_cache());
+        let flushed = crate::gdal::errors::on_this_thread(&what, || ds.flush_cache());
         self.own(flushed)
     }
 
@@ -945,8 +945,9 @@ impl OutputRaster {
         let factors: Vec<i32> = (1..=count).map(|k| 1 << k).collect();
         let what = format!("cannot add overviews to {}", self.shown().display());
         let ds = self.dataset();
-        let made =
-            crate::gdal_errors::on_this_thread(&what, || ds.build_overviews("NONE", &factors, &[]));
+        let made = crate::gdal::errors::on_this_thread(&what, || {
+            ds.build_overviews("NONE", &factors, &[])
+        });
         self.own(made)
     }
 
@@ -965,7 +966,7 @@ impl OutputRaster {
         if level > 0 {
             b = b.overview(level - 1).map_err(gdal_error)?;
         }
-        let written = crate::gdal_errors::on_this_thread(&what, || {
+        let written = crate::gdal::errors::on_this_thread(&what, || {
             b.write(
                 (window.x as isize, window.y as isize),
                 (window.width, window.height),
@@ -1006,7 +1007,7 @@ impl OutputRaster {
         if let Some(ds) = self.ds.take() {
             let what = format!("cannot write {}", self.shown().display());
             let closed = crate::output::without_cleanup(|| {
-                crate::gdal_errors::on_this_thread(&what, || ds.close())
+                crate::gdal::errors::on_this_thread(&what, || ds.close())
             });
             self.own(closed)?;
         }
