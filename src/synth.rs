@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use tiles::Rect;
 
 /// Which data set to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
     /// Smooth blobs: simplex noise cut into `classes` bands of equal width.
     Simplex,

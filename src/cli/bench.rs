@@ -5,6 +5,7 @@
 //! reference byte for byte and fails on the first mismatch.
 
 use super::fast_args::FastArgs;
+use super::pattern_arg::PatternArg;
 use crate::classes::ClassTable;
 use crate::device::DeviceChoice;
 use crate::engine::{self, SmoothJob};
@@ -15,7 +16,7 @@ use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::method::select::smoother_for;
 use crate::progress::Progress;
-use crate::synth::{Pattern, SynthRaster};
+use crate::synth::SynthRaster;
 use clap::Args;
 use serde_json::json;
 use tiles::Border;
@@ -34,8 +35,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "16")]
     pub classes: String,
     /// Synthetic pattern: simplex blobs or uniformly random classes.
-    #[arg(long, value_enum, default_value_t = Pattern::Random)]
-    pub pattern: Pattern,
+    #[arg(long, value_enum, default_value_t = PatternArg::Random)]
+    pub pattern: PatternArg,
     /// Kernel spec(s), `;`- or comma-separated: box:N, gaussian:SIGMA, disc:R.
     #[arg(long, default_value = "box:15")]
     pub kernel: String,
@@ -108,7 +109,7 @@ fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     let mut out = Vec::new();
     for &size in &sizes {
         for &classes in &class_counts {
-            let synth = SynthRaster::new(size, size, classes, args.pattern, args.seed);
+            let synth = SynthRaster::new(size, size, classes, args.pattern.into(), args.seed);
             out.push(BenchInput {
                 raster: MemRaster::new(size, size, synth.to_vec()),
                 nodata: None,

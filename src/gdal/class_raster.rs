@@ -449,7 +449,7 @@ impl ClassSource for ClassRaster {
 }
 
 /// GeoTIFF compression codecs of outputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {
     None,
     #[default]
@@ -458,12 +458,38 @@ pub enum Compression {
     Zstd,
 }
 
-/// The codec's name as `--compress` spells it.
-fn codec_name(codec: Compression) -> String {
-    use clap::ValueEnum;
-    codec
-        .to_possible_value()
-        .map_or_else(|| format!("{codec:?}"), |v| v.get_name().to_string())
+impl Compression {
+    pub const ALL: [Compression; 4] = [
+        Compression::None,
+        Compression::Deflate,
+        Compression::Lzw,
+        Compression::Zstd,
+    ];
+
+    /// The codec's name as `--compress` and batch plans spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Deflate => "deflate",
+            Compression::Lzw => "lzw",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// A codec by name, in any case (batch plans give it as text).
+impl std::str::FromStr for Compression {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Compression::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::new(format!("compression '{s}' is not known"))
+                    .hint("use none, deflate, lzw or zstd")
+            })
+    }
 }
 
 /// DEFLATE level of outputs unless one is given. GDAL's default is 6; at 5
@@ -473,14 +499,12 @@ fn codec_name(codec: Compression) -> String {
 pub const DEFAULT_DEFLATE_LEVEL: u8 = 5;
 
 /// Output file formats (`--of`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     /// A tiled GeoTIFF.
     #[default]
-    #[value(name = "GTiff")]
     GTiff,
     /// A Cloud Optimized GeoTIFF with overviews, made by GDAL's COG driver.
-    #[value(name = "COG")]
     Cog,
 }
 
@@ -539,14 +563,14 @@ impl OutputCompression {
             Some(l) if most == 0 => bail!(
                 format!(
                     "--compress-level {l}: {} compression has no levels",
-                    codec_name(codec)
+                    codec.name()
                 ),
                 hint = "levels are for --compress deflate and zstd"
             ),
             Some(l) if !(1..=most).contains(&l) => bail!(
                 format!(
                     "--compress-level {l}: {} takes levels 1 to {most}",
-                    codec_name(codec)
+                    codec.name()
                 ),
                 hint = "higher levels make smaller files, more slowly"
             ),
