@@ -13,8 +13,6 @@
 pub mod batch;
 pub mod classes;
 pub mod cli;
-#[cfg(feature = "gdal")]
-pub mod confidence;
 pub mod cpu;
 pub mod device;
 pub mod engine;

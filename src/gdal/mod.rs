@@ -1,5 +1,7 @@
 //! Every GDAL call of the crate: reading and writing class rasters
-//! ([`class_raster`]) and multi-band images ([`image_raster`]), checking
+//! ([`class_raster`]) and multi-band images ([`image_raster`]), a
+//! confidence band read as vote weights ([`confidence`]), a COG copy of a
+//! finished mosaic ([`cog`]), checking
 //! creation options ([`creation_options`]), making an output on another
 //! thread ([`deferred_output`], on the long-lived [`threads`]), and keeping
 //! GDAL's own error reports off stderr while counting them ([`errors`]).
@@ -10,6 +12,8 @@
 //! never by importing the folder itself, so `gdal` stays the extern crate.
 
 pub mod class_raster;
+pub mod cog;
+pub mod confidence;
 pub mod creation_options;
 pub mod deferred_output;
 pub mod errors;

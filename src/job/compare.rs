@@ -256,7 +256,7 @@ pub struct SmoothRun<'a> {
     pub quiet: bool,
     /// The run's per-pixel vote weights (`--confidence`), which the
     /// baseline takes too.
-    pub confidence: Option<&'a crate::confidence::ConfidenceSpec>,
+    pub confidence: Option<&'a crate::gdal::confidence::ConfidenceSpec>,
     /// An exact output to compare with instead of running the baseline
     /// (`--baseline FILE`); it must be on the output's grid.
     pub baseline: Option<&'a Path>,

@@ -9,13 +9,13 @@
 //! methods). `batch` relies on it.
 
 use crate::classes::{ClassTable, ClassWeights};
-use crate::confidence::ConfidenceSpec;
 use crate::device::DeviceChoice;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::gdal::class_raster::{
     BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec,
 };
+use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
 use crate::io::{ClassSink, ClassSource};
 use crate::kernel::Kernel;
