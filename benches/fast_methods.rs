@@ -4,7 +4,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mapfilter::classes::ClassTable;
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::exact::Certified;
 use mapfilter::method::separable::SeparableHost;

@@ -8,7 +8,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use mapfilter::classes::{ClassTable, ClassWeights};
 use mapfilter::device::{Device, DeviceKind, list_devices};
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::naive_cl::{NaiveCl, Variant};

@@ -42,11 +42,11 @@ impl CodeHistogram {
     }
 
     /// [`CodeHistogram::add`] for Byte codes, counted on this thread by
-    /// [`tally_bytes`](crate::filter::histogram::tally_bytes) (interleaved
+    /// [`tally_bytes`] (interleaved
     /// tallies, so runs of one code do not wait on each other's increments).
     pub fn add_bytes(&mut self, codes: &[u8]) {
         for block in codes.chunks(1 << 24) {
-            let counts = crate::filter::histogram::tally_bytes(block);
+            let counts = tally_bytes(block);
             for (n, k) in self.counts.iter_mut().zip(counts) {
                 *n += k;
             }
@@ -355,6 +355,28 @@ impl TileCompaction {
     pub fn is_empty(&self) -> bool {
         self.globals.is_empty()
     }
+}
+
+/// How often each byte value occurs in `data` (at most 2³² bytes), on this
+/// thread. Four partial counts, so that runs of equal bytes do not wait on
+/// the previous increment's store.
+pub fn tally_bytes(data: &[u8]) -> [u64; 256] {
+    let mut part = [[0u32; 256]; 4];
+    let mut quads = data.chunks_exact(4);
+    for q in &mut quads {
+        part[0][q[0] as usize] += 1;
+        part[1][q[1] as usize] += 1;
+        part[2][q[2] as usize] += 1;
+        part[3][q[3] as usize] += 1;
+    }
+    for &v in quads.remainder() {
+        part[0][v as usize] += 1;
+    }
+    let mut sum = [0u64; 256];
+    for p in &part {
+        sum.iter_mut().zip(p).for_each(|(s, &c)| *s += c as u64);
+    }
+    sum
 }
 
 #[cfg(test)]

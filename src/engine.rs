@@ -17,6 +17,7 @@
 
 use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
+use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle, UNDECIDED};
 use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, Promised, SmoothParams};
@@ -24,10 +25,7 @@ use crate::pipeline;
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
-use tiles::{Border, Rect, TileGrid};
-
-/// Default tile side: large enough to amortise the halo, small enough to pipeline.
-pub const DEFAULT_TILE: usize = 512;
+use tiles::{Border, TileGrid};
 
 /// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
 /// between its few milliseconds of kernels, and larger tiles halve a whole
@@ -51,68 +49,6 @@ pub fn default_tile(method: &dyn ClassSmoother) -> usize {
 /// of them in memory would cost much (a dct5 ranking alone holds up to 36
 /// bytes a pixel: 2.4 GB at 8192²).
 const ON_POOL_MAX_TILE: usize = 1024;
-
-/// Where class codes come from.
-pub trait ClassSource: Send {
-    /// Width and height in pixels.
-    fn size(&self) -> (usize, usize);
-    /// Reads the codes of `window` row-major into `buf` (`window.area()` values).
-    fn read(&mut self, window: Rect, buf: &mut [u16]) -> Result<()>;
-}
-
-/// Where output codes go.
-pub trait ClassSink: Send {
-    /// Writes `codes` (row-major) into `window` of the output.
-    fn write(&mut self, window: Rect, codes: &[u16]) -> Result<()>;
-}
-
-/// A class raster held in memory: a source, a sink, and the reference
-/// against which tiled runs are tested.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemRaster {
-    pub width: usize,
-    pub height: usize,
-    pub data: Vec<u16>,
-}
-
-impl MemRaster {
-    pub fn new(width: usize, height: usize, data: Vec<u16>) -> Self {
-        assert_eq!(data.len(), width * height);
-        MemRaster {
-            width,
-            height,
-            data,
-        }
-    }
-
-    pub fn filled(width: usize, height: usize, value: u16) -> Self {
-        Self::new(width, height, vec![value; width * height])
-    }
-}
-
-impl ClassSource for MemRaster {
-    fn size(&self) -> (usize, usize) {
-        (self.width, self.height)
-    }
-
-    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
-        for (row, dst) in buf.chunks_exact_mut(w.width.max(1)).enumerate() {
-            let start = (w.y + row) * self.width + w.x;
-            dst.copy_from_slice(&self.data[start..start + w.width]);
-        }
-        Ok(())
-    }
-}
-
-impl ClassSink for MemRaster {
-    fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
-        for (row, src) in codes.chunks_exact(w.width.max(1)).enumerate() {
-            let start = (w.y + row) * self.width + w.x;
-            self.data[start..start + w.width].copy_from_slice(src);
-        }
-        Ok(())
-    }
-}
 
 /// What to compute, independent of where pixels live.
 #[derive(Clone, Debug)]

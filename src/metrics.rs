@@ -15,8 +15,8 @@
 //! are counted as nodata mismatches (or as common nodata).
 
 use crate::bail;
-use crate::engine::ClassSource;
 use crate::error::Result;
+use crate::io::ClassSource;
 use serde::Serialize;
 use tiles::Rect;
 
@@ -618,7 +618,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::MemRaster;
+    use crate::io::MemRaster;
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

@@ -2,14 +2,14 @@
 //! pixel so any window can be produced alone (no whole raster in memory):
 //! simplex noise cut by evenly spaced thresholds, and uniformly random classes.
 
-use crate::engine::ClassSource;
 use crate::error::Result;
+use crate::io::ClassSource;
 use noise::{NoiseFn, Simplex};
 use rayon::prelude::*;
 use tiles::Rect;
 
 /// Which data set to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
     /// Smooth blobs: simplex noise cut into `classes` bands of equal width.
     Simplex,

@@ -701,7 +701,7 @@ fn category_names_reach_the_outputs_and_the_mosaics() {
     assert!(status.success());
     let names = |path: &Path| {
         let ds = gdal::Dataset::open(path).unwrap();
-        mapfilter::raster::RasterMeta::read_without_projection(&ds)
+        mapfilter::gdal::class_raster::RasterMeta::read_without_projection(&ds)
             .unwrap()
             .category_names
     };

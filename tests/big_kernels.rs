@@ -10,7 +10,8 @@
 mod common;
 
 use mapfilter::device::test_device;
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::exact::Certified;
 use mapfilter::method::naive::NaiveHost;

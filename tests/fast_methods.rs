@@ -4,7 +4,8 @@
 
 mod common;
 
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec, parse_matrix};
 use mapfilter::method::exact::Certified;
 use mapfilter::method::naive::NaiveHost;

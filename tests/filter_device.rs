@@ -6,10 +6,12 @@
 
 use mapfilter::device::test_device;
 use mapfilter::filter::device::{DeviceRunner, histogram};
-use mapfilter::filter::engine::{FilterJob, HostRunner, MemImage, filter_in_memory};
+use mapfilter::filter::engine::{FilterJob, HostRunner, filter_in_memory};
 use mapfilter::filter::histogram::{BandHistogram, Binning};
-use mapfilter::filter::pixel::noise_planes as noise;
-use mapfilter::filter::{Bands, BorderMode, Chain, Pixel, Plane};
+use mapfilter::filter::{BorderMode, Chain};
+use mapfilter::io::MemImage;
+use mapfilter::pixel::noise_planes as noise;
+use mapfilter::pixel::{Bands, Pixel, Plane};
 
 fn run(
     img: &MemImage,
@@ -73,7 +75,7 @@ fn every_op_matches_the_host_reference() {
         ),
     ];
     for (img, ops) in &cases {
-        let float = img.bands.sample_type() == mapfilter::filter::SampleType::F32;
+        let float = img.bands.sample_type() == mapfilter::pixel::SampleType::F32;
         for op in ops {
             let want = run(img, &[op], BorderMode::Reflect101, 16, None);
             let got = run(img, &[op], BorderMode::Reflect101, 16, Some(&dev));
@@ -152,7 +154,7 @@ fn median_image<T: Pixel>(seed: u64, nd: Option<T>, wrap: fn(Vec<Plane<T>>) -> B
         for i in 0..n {
             if let Some(nd) = nd.filter(|_| i % 7 == 3) {
                 p.data[i] = nd;
-            } else if T::TYPE == mapfilter::filter::SampleType::F32 && i % 5 == 1 {
+            } else if T::TYPE == mapfilter::pixel::SampleType::F32 && i % 5 == 1 {
                 let s = special[(i / 5) % special.len()];
                 if !(s.is_nan() && nd.is_some()) {
                     p.data[i] = T::from_f32(s);
@@ -238,7 +240,7 @@ fn tiles_staged_in_strips_match() {
 fn histograms_match() {
     let Some(dev) = test_device() else { return };
     let p = &noise::<u8>(300, 200, 1, 5)[0];
-    let b = Binning::for_type(mapfilter::filter::SampleType::U8, None, None)
+    let b = Binning::for_type(mapfilter::pixel::SampleType::U8, None, None)
         .unwrap()
         .unwrap();
     let mut want = BandHistogram::new(1, &b);
@@ -389,7 +391,7 @@ fn demosaicing_matches_the_host_reference() {
             for method in ["bilinear", "ea", "mhc"] {
                 let op = format!("demosaic:{pattern}:{method}");
                 for ops in [vec![op.as_str()], vec![op.as_str(), "pyrdown", "hsv"]] {
-                    if ops.len() > 1 && img.bands.sample_type() != mapfilter::filter::SampleType::U8
+                    if ops.len() > 1 && img.bands.sample_type() != mapfilter::pixel::SampleType::U8
                     {
                         continue; // hsv takes Byte
                     }

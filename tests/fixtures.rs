@@ -7,10 +7,11 @@ mod common;
 
 use common::{exact_methods, fixture, mapfilter, read_raster};
 use mapfilter::classes::ClassWeights;
-use mapfilter::engine::{self, MemRaster, SmoothJob};
+use mapfilter::engine::{self, SmoothJob};
+use mapfilter::gdal::class_raster::ClassRaster;
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::progress::Progress;
-use mapfilter::raster::ClassRaster;
 use tiles::Border;
 
 /// (fixture name, kernel spec) pairs of tests/fixtures (as `CASES` in its generate.py).

@@ -78,7 +78,7 @@ fn smooth_keeps_georeferencing_nodata_colours_and_names() {
     for i in 0..ca.entry_count() {
         assert_eq!(ca.entry_as_rgb(i), cb.entry_as_rgb(i));
     }
-    let meta = mapfilter::raster::RasterMeta::read(&b).unwrap();
+    let meta = mapfilter::gdal::class_raster::RasterMeta::read(&b).unwrap();
     assert_eq!(meta.category_names, vec!["water", "forest", "urban"]);
     // The nodata pixel stays nodata.
     assert_eq!(read_raster(&out).2[100], 255);

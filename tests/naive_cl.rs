@@ -4,7 +4,8 @@
 
 use mapfilter::classes::{ClassTable, ClassWeights};
 use mapfilter::device::{Device, test_device};
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;

@@ -10,16 +10,17 @@ mod common;
 
 use common::{exact_methods, fixture, mapfilter, mapfilter_ok, read_raster};
 use mapfilter::classes::ClassWeights;
-use mapfilter::confidence::ConfidenceSpec;
 use mapfilter::device::test_device;
-use mapfilter::engine::{self, ClassSource, MemRaster, SmoothJob};
+use mapfilter::engine::{self, SmoothJob};
+use mapfilter::gdal::class_raster::ClassRaster;
+use mapfilter::gdal::confidence::ConfidenceSpec;
+use mapfilter::io::{ClassSource, MemRaster};
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive_cl::{NaiveCl, Variant};
 use mapfilter::method::naive_cl_tuning::CpuPaths;
 use mapfilter::method::policy::PolicyText;
 use mapfilter::progress::Progress;
-use mapfilter::raster::ClassRaster;
 use tiles::Border;
 
 /// One case of `POLICY_CASES` in tests/fixtures/generate.py.
@@ -177,7 +178,7 @@ impl Case {
     }
 
     /// The confidence raster, opened for the case's input.
-    fn confidence(&self) -> Option<mapfilter::confidence::ConfidenceRaster> {
+    fn confidence(&self) -> Option<mapfilter::gdal::confidence::ConfidenceRaster> {
         let text = self.option("--confidence")?;
         let scale = self
             .option("--confidence-scale")

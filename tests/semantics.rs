@@ -6,7 +6,8 @@
 mod common;
 
 use mapfilter::classes::{ClassTable, ClassWeights};
-use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
+use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, parse_matrix};
 use mapfilter::method::naive::NaiveHost;
 use proptest::prelude::*;

@@ -14,7 +14,7 @@ mod common;
 
 use common::{TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::raster::GdalDataType;
-use mapfilter::engine::MemRaster;
+use mapfilter::io::MemRaster;
 use mapfilter::progress::Progress;
 use mapfilter::sieve::{CACHE_BYTES, Connectivity, SieveOptions, sieve};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! raster is that raster itself.
 
 use crate::error::{Error, Result};
-use crate::raster::{self, RasterMeta};
+use crate::gdal::class_raster::{self, RasterMeta};
 use gdal::raster::GdalDataType;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,7 @@ const HEADERS_PER_THREAD: usize = 64;
 
 /// Reads the headers of `paths` (in parallel when there are many), in order.
 pub fn read_infos(paths: &[PathBuf]) -> Result<Vec<InputInfo>> {
-    raster::quiet_gdal();
+    class_raster::quiet_gdal();
     let chunks: Vec<Vec<InputInfo>> = paths
         .par_chunks(HEADERS_PER_THREAD)
         .map(|chunk| chunk.iter().map(|p| read_info(p)).collect::<Result<_>>())
@@ -45,9 +45,9 @@ pub fn read_infos(paths: &[PathBuf]) -> Result<Vec<InputInfo>> {
 }
 
 fn read_info(path: &Path) -> Result<InputInfo> {
-    let ds = raster::open(path)?;
+    let ds = class_raster::open(path)?;
     let meta = RasterMeta::read_without_projection(&ds)?;
-    let band = ds.rasterband(1).map_err(raster::gdal_error)?;
+    let band = ds.rasterband(1).map_err(class_raster::gdal_error)?;
     let data_type = band.band_type();
     if !matches!(data_type, GdalDataType::UInt8 | GdalDataType::UInt16) {
         return Err(Error::new(format!(
@@ -128,8 +128,11 @@ pub fn group(infos: &[InputInfo]) -> Vec<Group> {
                     }
                 })
                 .collect();
-            let geo_transform =
-                crate::raster::shift_transform(first.geo_transform, x0 as f64, y0 as f64);
+            let geo_transform = crate::gdal::class_raster::shift_transform(
+                first.geo_transform,
+                x0 as f64,
+                y0 as f64,
+            );
             Group {
                 members,
                 width,

@@ -14,14 +14,13 @@ use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
+use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::policy::{Policies, PolicyText};
 use crate::method::select::FastOptions;
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
-use crate::raster::{ClassRaster, Compression, OutputCompression};
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tiles::{Border, Rect};
@@ -88,10 +87,7 @@ impl SmoothOptions {
             "valid" => Border::Valid,
             other => bail!(format!("border '{other}' is neither same nor valid")),
         };
-        let codec = Compression::from_str(&self.compress, true).map_err(|_| {
-            Error::new(format!("compression '{}' is not known", self.compress))
-                .hint("use none, deflate, lzw or zstd")
-        })?;
+        let codec: Compression = self.compress.parse()?;
         let compression = OutputCompression::new(codec, self.compress_level)?;
         let method = MethodChoice {
             name: self.method.clone(),

@@ -8,8 +8,8 @@ use super::mosaic::{Member, vrt_xml};
 use super::plan::Plan;
 use super::records::State;
 use crate::error::{Error, Result};
-use crate::output::{self, Destination, Target, TempFile};
-use crate::raster::{self, gdal_error};
+use crate::gdal::cog;
+use crate::output::{self, Destination, Target};
 use crate::report::page;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -270,38 +270,9 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
         &html(&report),
     )?;
     if let Some(target) = cog {
-        write_cog(&dir.join(mosaic_name(0)), target)?;
+        cog::write_cog(&dir.join(mosaic_name(0)), target)?;
     }
     Ok(report)
-}
-
-/// One COG of the VRT at `vrt`, overviews resampled by MODE (the class most
-/// common under each overview pixel: no class is made up).
-fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
-    if !vrt.exists() {
-        crate::bail!(
-            "no finished task to put in a COG",
-            hint = "run the batch first with `mapfilter batch run`"
-        );
-    }
-    let src = raster::open(vrt)?;
-    let driver = gdal::DriverManager::get_driver_by_name("COG").map_err(gdal_error)?;
-    let temp = TempFile::beside(target)?;
-    let mut options = gdal::raster::RasterCreationOptions::new();
-    for (k, v) in [
-        ("COMPRESS", "DEFLATE"),
-        ("OVERVIEW_RESAMPLING", "MODE"),
-        ("BIGTIFF", "IF_SAFER"),
-    ] {
-        options.set_name_value(k, v).map_err(gdal_error)?;
-    }
-    let mark = crate::gdal_errors::Mark::now();
-    // Made and closed by name (sidecars included): not while a signal's
-    // clean-up runs.
-    crate::output::without_cleanup(|| src.create_copy(&driver, temp.path(), &options).map(drop))
-        .map_err(|e| gdal_error(e).context(format!("cannot write {}", target.shown().display())))?;
-    mark.check(&format!("cannot write {}", target.shown().display()))?;
-    temp.commit(target)
 }
 
 fn html(r: &BatchReport) -> String {

@@ -6,14 +6,14 @@
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
 use crate::bail;
-use crate::engine::ClassSource;
 use crate::error::{Error, Result};
+use crate::gdal::class_raster::ClassRaster;
+use crate::io::ClassSource;
 use crate::job::smooth::{self as job, Classes, Observer, Silent, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::output::Target;
 use crate::progress::{Progress, Steps};
-use crate::raster::ClassRaster;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;

@@ -5,16 +5,18 @@
 //! reference byte for byte and fails on the first mismatch.
 
 use super::fast_args::FastArgs;
+use super::pattern_arg::PatternArg;
 use crate::classes::ClassTable;
 use crate::device::DeviceChoice;
-use crate::engine::{self, MemRaster, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::{Error, Result};
+use crate::io::MemRaster;
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::method::select::smoother_for;
 use crate::progress::Progress;
-use crate::synth::{Pattern, SynthRaster};
+use crate::synth::SynthRaster;
 use clap::Args;
 use serde_json::json;
 use tiles::Border;
@@ -33,8 +35,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "16")]
     pub classes: String,
     /// Synthetic pattern: simplex blobs or uniformly random classes.
-    #[arg(long, value_enum, default_value_t = Pattern::Random)]
-    pub pattern: Pattern,
+    #[arg(long, value_enum, default_value_t = PatternArg::Random)]
+    pub pattern: PatternArg,
     /// Kernel spec(s), `;`- or comma-separated: box:N, gaussian:SIGMA, disc:R.
     #[arg(long, default_value = "box:15")]
     pub kernel: String,
@@ -81,10 +83,10 @@ struct BenchInput {
 fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     #[cfg(feature = "gdal")]
     if let Some(path) = &args.input {
-        let mut raster = crate::raster::ClassRaster::open(path)?;
+        let mut raster = crate::gdal::class_raster::ClassRaster::open(path)?;
         let (w, h) = (raster.meta.width, raster.meta.height);
         let mut data = vec![0u16; w * h];
-        engine::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
+        crate::io::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
         return Ok(vec![BenchInput {
             raster: MemRaster::new(w, h, data),
             nodata: raster.nodata_code(),
@@ -107,7 +109,7 @@ fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     let mut out = Vec::new();
     for &size in &sizes {
         for &classes in &class_counts {
-            let synth = SynthRaster::new(size, size, classes, args.pattern, args.seed);
+            let synth = SynthRaster::new(size, size, classes, args.pattern.into(), args.seed);
             out.push(BenchInput {
                 raster: MemRaster::new(size, size, synth.to_vec()),
                 nodata: None,

@@ -14,10 +14,12 @@
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::filter::device::{DeviceRunner, histogram};
-use crate::filter::engine::{ChainRunner, HostRunner, MemImage};
+use crate::filter::engine::{ChainRunner, HostRunner};
 use crate::filter::histogram::{BandHistogram, Binning};
 use crate::filter::op::TileAt;
-use crate::filter::{Bands, BorderMode, Chain, Pixel, Plane, SampleType, Win};
+use crate::filter::{BorderMode, Chain, Win};
+use crate::io::MemImage;
+use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use clap::Args;
 use std::time::Instant;

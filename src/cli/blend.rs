@@ -5,12 +5,12 @@
 use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::error::Result;
-use crate::filter::Bands;
 use crate::filter::blend::{Blend, BlendNodata};
-use crate::filter::engine::{ImageSink, ImageSource};
-use crate::image_raster::{ImageRaster, gdal_type};
+use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::gdal::image_raster::{ImageRaster, gdal_type};
+use crate::io::{ImageSink, ImageSource};
 use crate::output::Target;
-use crate::raster::{OutputRaster, OutputSpec};
+use crate::pixel::Bands;
 use crate::with_bands;
 use clap::Args;
 use std::path::PathBuf;
@@ -198,7 +198,7 @@ pub fn run(args: BlendArgs) -> Result<()> {
 
 /// Removes band `i` from `bands` and returns it.
 fn take_band(bands: &mut Bands, i: usize) -> Bands {
-    with_bands!(bands, p => crate::filter::Pixel::wrap(vec![p.remove(i)]))
+    with_bands!(bands, p => crate::pixel::Pixel::wrap(vec![p.remove(i)]))
 }
 
 /// `blend` over `a` and `b` (one type) with the alpha band `weight`.
@@ -212,8 +212,8 @@ fn blend_bands(
     macro_rules! typed {
         ($pa:ident, $pb:ident) => {
             Ok(match weight {
-                None => crate::filter::Pixel::wrap(blend.apply::<_, u8>($pa, $pb, None, nd)),
-                Some(wb) => with_bands!(wb, pw => crate::filter::Pixel::wrap(
+                None => crate::pixel::Pixel::wrap(blend.apply::<_, u8>($pa, $pb, None, nd)),
+                Some(wb) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
                     blend.apply($pa, $pb, Some(&pw[0]), nd)
                 )),
             })

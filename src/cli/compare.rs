@@ -5,10 +5,10 @@
 
 use super::output_args::OverwriteArg;
 use crate::error::Result;
+use crate::gdal::class_raster::ClassRaster;
 use crate::job::compare::{check_same_grid, compare_rasters, file_name, input};
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
-use crate::raster::ClassRaster;
 use crate::report::compare::CompareReport;
 use crate::report::quicklook::DEFAULT_SIDE;
 use clap::Args;

@@ -4,13 +4,14 @@
 use super::compress_args::CompressArgs;
 use super::summary::JsonSummary;
 use crate::error::Result;
-use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
+use crate::filter::engine::{self, ChainRunner, FilterJob, HostRunner};
 use crate::filter::levels::Levels;
 use crate::filter::{BorderMode, Chain};
-use crate::image_raster::{ImageRaster, LevelSink, gdal_type};
+use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::gdal::image_raster::{ImageRaster, LevelSink, gdal_type};
+use crate::io::DEFAULT_TILE;
 use crate::output::{self, Target};
 use crate::progress::Progress;
-use crate::raster::{OutputRaster, OutputSpec};
 use clap::Args;
 use gdal::raster::GdalDataType;
 use serde_json::{Value, json};
@@ -126,8 +127,10 @@ fn summary(args: &FilterArgs, outputs: Vec<Value>, started: std::time::Instant) 
 /// A colour table marks a class map: image ops take means and medians of
 /// its codes, which is rarely meant; said, not refused (codes may be values).
 fn warn_if_classes(input: &Path) -> Result<()> {
-    let ds = crate::raster::open(input)?;
-    let band = ds.rasterband(1).map_err(crate::raster::gdal_error)?;
+    let ds = crate::gdal::class_raster::open(input)?;
+    let band = ds
+        .rasterband(1)
+        .map_err(crate::gdal::class_raster::gdal_error)?;
     if band.color_table().is_some() {
         log::warn!(
             "{}: band 1 has a colour table, so it probably holds classes: filter computes with the codes as numbers (use `mapfilter smooth` to smooth classes)",

@@ -2,13 +2,14 @@
 //! written tile by tile so any size fits in memory.
 
 use super::compress_args::CompressArgs;
+use super::pattern_arg::PatternArg;
 use crate::bail;
-use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
+use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::io::{ClassSink, ClassSource};
 use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{OutputRaster, OutputSpec};
-use crate::synth::{Pattern, SynthRaster};
+use crate::synth::SynthRaster;
 use clap::Args;
 use gdal::raster::GdalDataType;
 use gdal::spatial_ref::SpatialRef;
@@ -31,8 +32,8 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 8)]
     pub classes: u16,
     /// simplex: smooth blobs cut by evenly spaced thresholds; random: uniform classes.
-    #[arg(long, value_enum, default_value_t = Pattern::Simplex)]
-    pub pattern: Pattern,
+    #[arg(long, value_enum, default_value_t = PatternArg::Simplex)]
+    pub pattern: PatternArg,
     /// Seed of the pattern.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -68,13 +69,13 @@ pub fn run(args: GenArgs) -> Result<()> {
     if args.classes == 0 {
         bail!("--classes must be at least 1");
     }
-    let mut synth = SynthRaster::new(width, height, args.classes, args.pattern, args.seed)
+    let mut synth = SynthRaster::new(width, height, args.classes, args.pattern.into(), args.seed)
         .with_scale(args.scale);
     let byte = args.classes <= 256;
     // UTM zone 33N, 30 m pixels: the georeferencing of a Landsat-like land-cover map.
     let projection = SpatialRef::from_epsg(32633)
         .and_then(|s| s.to_wkt())
-        .map_err(crate::raster::gdal_error)?;
+        .map_err(crate::gdal::class_raster::gdal_error)?;
     let colors = if byte {
         palette(args.classes as usize)
     } else {

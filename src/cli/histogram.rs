@@ -2,11 +2,11 @@
 
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
-use crate::filter::engine::ImageSource;
 use crate::filter::histogram::{self, BandHistogram, Binning};
-use crate::filter::pixel::{Bands, Pixel, Plane};
-use crate::image_raster::ImageRaster;
+use crate::gdal::image_raster::ImageRaster;
+use crate::io::ImageSource;
 use crate::output::{self, Destination};
+use crate::pixel::{Bands, Pixel, Plane};
 use crate::with_bands;
 use clap::Args;
 use std::path::PathBuf;

@@ -2,8 +2,8 @@
 
 use crate::classes::{CodeHistogram, MAX_CLASSES};
 use crate::error::Result;
+use crate::gdal::class_raster::{self, BandChoice, ClassRaster, RasterMeta};
 use crate::progress::Progress;
-use crate::raster::{self, BandChoice, ClassRaster, RasterMeta};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -20,7 +20,7 @@ pub struct InfoArgs {
 }
 
 pub fn run(args: InfoArgs) -> Result<()> {
-    let ds = raster::open(&args.input)?;
+    let ds = class_raster::open(&args.input)?;
     let bands = ds.raster_count();
     let choice = BandChoice {
         band: Some(args.bands.band.unwrap_or(1)),
@@ -41,7 +41,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     if let Some(n) = choice.nodata {
         meta.nodata = n;
     }
-    let band = ds.rasterband(index).map_err(raster::gdal_error)?;
+    let band = ds.rasterband(index).map_err(class_raster::gdal_error)?;
     let data_type = band.band_type().name();
     let crs = ds.spatial_ref().ok();
     let crs_name = crs.as_ref().and_then(|s| s.name());

@@ -2,7 +2,7 @@
 //! the classes), `--src-nodata` (the input's nodata instead of the file's)
 //! and, for `smooth`, `--dst-nodata` (the output's).
 
-use crate::raster::{BandChoice, parse_nodata};
+use crate::gdal::class_raster::{BandChoice, parse_nodata};
 use clap::Args;
 
 /// A nodata value as given: a number, or `none` (no nodata).

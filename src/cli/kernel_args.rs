@@ -19,8 +19,8 @@ pub struct BuiltKernel {
 pub fn build(text: &str, size: Option<usize>, input: &Path) -> Result<BuiltKernel> {
     let arg: KernelArg = text.parse()?;
     let (spec, conversion) = arg.in_pixels(|| {
-        let ds = crate::raster::open(input)?;
-        crate::raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
+        let ds = crate::gdal::class_raster::open(input)?;
+        crate::gdal::class_raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
     })?;
     Ok(BuiltKernel {
         kernel: spec.with_size(size)?.build()?,

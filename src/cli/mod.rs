@@ -30,6 +30,7 @@ mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;
 mod output_args;
+mod pattern_arg;
 #[cfg(feature = "gdal")]
 mod policy_args;
 mod scripting;

@@ -2,8 +2,8 @@
 //! `--ties`, `--keep`, `--no-vote`, `--only-isolated`, `--iterations`
 //! (docs/semantics.md#policies).
 
-use crate::confidence::ConfidenceSpec;
 use crate::error::Result;
+use crate::gdal::confidence::ConfidenceSpec;
 use crate::method::policy::{Policies, PolicyText};
 use clap::Args;
 

@@ -4,9 +4,11 @@
 use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::error::{Error, Result};
+use crate::gdal::class_raster::{
+    self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec,
+};
 use crate::output::{Target, TempFile};
 use crate::progress::Progress;
-use crate::raster::{self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec};
 use crate::sieve::threshold::{Threshold, dataset_pixel_area};
 use crate::sieve::{CACHE_BYTES, Connectivity, SieveOptions, SieveStats, sieve};
 use clap::Args;
@@ -111,7 +113,7 @@ fn sieve_file(
     compression: OutputCompression,
     quiet: bool,
 ) -> Result<SieveStats> {
-    let ds = raster::open(input)?;
+    let ds = class_raster::open(input)?;
     check_mask(&ds, input)?;
     let threshold = threshold_pixels(&ds, input, threshold)?;
     drop(ds);
@@ -151,8 +153,8 @@ fn sieve_file(
 /// gdal_sieve.py leaves out the pixels of the band's mask; a nodata value
 /// is the one mask this command reads, so others are refused.
 fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
-    let band = ds.rasterband(1).map_err(raster::gdal_error)?;
-    let flags = band.mask_flags().map_err(raster::gdal_error)?;
+    let band = ds.rasterband(1).map_err(class_raster::gdal_error)?;
+    let flags = band.mask_flags().map_err(class_raster::gdal_error)?;
     if !(flags.is_all_valid() || flags.is_nodata()) {
         bail!(
             format!(
@@ -201,7 +203,7 @@ impl MmuArgs {
             });
         };
         let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
-        threshold_pixels(&raster::open(input)?, input, &threshold)?;
+        threshold_pixels(&class_raster::open(input)?, input, &threshold)?;
         let stage = TempFile::scratch(&output.dir(), "mmu-smoothed.tif")?;
         // The smoothed raster replaces the (empty) scratch file by rename.
         let target = Target::check(stage.path(), true, &[input])?;

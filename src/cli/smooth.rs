@@ -151,7 +151,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     )?;
     if let Some(baseline) = &args.baseline {
         // Refused before any work, so a refusal leaves no output behind.
-        let input = crate::raster::ClassRaster::open_with(&args.input, args.bands.band.choice())?;
+        let input = crate::gdal::class_raster::ClassRaster::open_with(
+            &args.input,
+            args.bands.band.choice(),
+        )?;
         crate::job::compare::check_baseline_grid(baseline, &input, &kernel, args.border.into())?;
     }
     let mmu = args.mmu.plan(&args.input, &target)?;

@@ -108,7 +108,7 @@ fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
         .iter()
         .map(|p| {
             let path = std::path::Path::new(p);
-            let mut raster = crate::raster::ClassRaster::open(path)?;
+            let mut raster = crate::gdal::class_raster::ClassRaster::open(path)?;
             let (w, h) = (raster.meta.width, raster.meta.height);
             crate::limits::check_in_memory(
                 w,
@@ -117,11 +117,11 @@ fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
                 "a sweep input",
             )?;
             let mut data = vec![0u16; w * h];
-            crate::engine::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
+            crate::io::ClassSource::read(&mut raster, tiles::Rect::new(0, 0, w, h), &mut data)?;
             let label = crate::job::compare::file_name(path);
             sweep::Source::new(
                 label,
-                crate::engine::MemRaster::new(w, h, data),
+                crate::io::MemRaster::new(w, h, data),
                 raster.nodata_code(),
             )
         })

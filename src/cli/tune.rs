@@ -7,8 +7,9 @@
 use crate::classes::ClassTable;
 use crate::device::tune::{self, Setting, TuneDb};
 use crate::device::{Device, DeviceChoice, DeviceKind};
-use crate::engine::{self, MemRaster, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::Result;
+use crate::io::MemRaster;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive_cl::{NaiveCl, Variant};
@@ -237,7 +238,7 @@ impl Sweep<'_> {
             kernel: kernel.clone(),
             border: Border::Same,
             fill_nodata: false,
-            tile: setting.tile.unwrap_or(engine::DEFAULT_TILE),
+            tile: setting.tile.unwrap_or(crate::io::DEFAULT_TILE),
             policies: Default::default(),
         };
         let mut fastest = Duration::MAX;

@@ -9,10 +9,10 @@
 //! from `f64` once: the closeness per tap (the table the device keeps in
 //! constant memory), the similarity per integer δ where δ is an integer.
 
-use super::pixel::{Pixel, Plane, SampleType};
 use super::{par_band_rows, par_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane, SampleType};
 
 /// How the similarity term measures the difference to the centre.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! Nodata: where either input is its raster's nodata (or the alpha is the
 //! alpha band's), the output is the first raster's nodata value.
 
-use super::pixel::{Pixel, Plane};
+use crate::pixel::{Pixel, Plane};
 use rayon::prelude::*;
 
 /// How two samples are combined.

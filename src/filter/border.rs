@@ -7,9 +7,9 @@
 //! nodata), exactly as OpenCV's `borderInterpolate` does, so a chain of ops
 //! run tile by tile equals the same chain run on the whole raster.
 
-use super::pixel::{Pixel, Plane};
 use crate::bail;
 use crate::error::{Error, Result};
+use crate::pixel::{Pixel, Plane};
 use std::str::FromStr;
 
 /// What lies beyond the raster's edge.

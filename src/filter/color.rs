@@ -21,10 +21,10 @@
 //! UInt16 for `hsv`. Bands after the third are ignored; a pixel is nodata
 //! where any of its first three bands is.
 
-use super::pixel::{Pixel, Plane, SampleType};
 use super::{par_band_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane, SampleType};
 
 /// A colour conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

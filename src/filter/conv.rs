@@ -8,10 +8,10 @@
 //! and file kernels with fractional weights accumulate rounding.
 
 use super::per_band;
-use super::pixel::{Acc, Pixel, Plane, SampleType};
 use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::{Error, Result};
+use crate::pixel::{Acc, Pixel, Plane, SampleType};
 use std::path::Path;
 
 /// A convolution kernel.

@@ -26,9 +26,9 @@
 
 use super::border::{BorderMode, Win};
 use super::par_band_rows;
-use super::pixel::{Pixel, Plane, SampleType};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane, SampleType};
 
 /// A Bayer layout: the colour (0 R, 1 G, 2 B) at `[y % 2][x % 2]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

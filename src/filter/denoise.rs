@@ -20,10 +20,10 @@
 
 use super::bilateral::{Bilateral, Distance};
 use super::border::{BorderMode, Win, pad};
-use super::pixel::{Pixel, Plane};
 use super::pyramid::Pyr;
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane};
 
 /// Table steps per σ_r, and the table's reach in σ_r.
 const STEPS: f64 = 64.0;
@@ -218,7 +218,7 @@ fn crop<T: Pixel, O: Pixel>(q: &Plane<T>, have: Win, want: Win, f: impl Fn(T) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::pixel::noise_planes;
+    use crate::pixel::noise_planes;
 
     fn whole<T: Pixel>(d: &Denoise, planes: &[Plane<T>], border: BorderMode) -> Vec<Plane<T>> {
         let size = (planes[0].width, planes[0].height);

@@ -29,7 +29,6 @@ use super::histogram::{BandHistogram, Binning};
 use super::laplacian::Detail;
 use super::median;
 use super::op::{Chain, Op, Step, TileAt};
-use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::pyramid::Pyr;
 use crate::bail;
 use crate::device::{
@@ -37,6 +36,7 @@ use crate::device::{
     DeviceTimes, Event, Kernel, Queue, TimeCounters, event_ns, raw_source, source,
 };
 use crate::error::Result;
+use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use staging::Staging;
 use std::any::Any;

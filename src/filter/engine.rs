@@ -6,33 +6,15 @@
 
 use super::border::{BorderMode, Win};
 use super::op::{Chain, Op, Step, TileAt, pad_bands};
-use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::strip::Source;
 use crate::error::Result;
+use crate::io::{ImageSink, ImageSource, MemImage};
 use crate::pipeline;
+use crate::pixel::{Bands, Pixel, Plane};
 use crate::progress::Progress;
 use crate::with_bands;
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect, TileGrid};
-
-/// Default tile side for image filters.
-pub const DEFAULT_TILE: usize = 512;
-
-/// Where pixels come from.
-pub trait ImageSource: Send {
-    fn size(&self) -> (usize, usize);
-    fn bands(&self) -> usize;
-    fn sample_type(&self) -> SampleType;
-    fn nodata(&self) -> Option<f64>;
-    /// Reads `window` of every band.
-    fn read(&mut self, window: Rect) -> Result<Bands>;
-}
-
-/// Where filtered pixels go.
-pub trait ImageSink: Send {
-    /// Writes `bands` (each `window`-sized) into `window` of the output.
-    fn write(&mut self, window: Rect, bands: &Bands) -> Result<()>;
-}
 
 /// Runs a chain on one tile.
 pub trait ChainRunner: Sync {
@@ -206,87 +188,6 @@ fn win(r: Rect) -> Win {
     Win::new(r.x as i64, r.y as i64, r.width, r.height)
 }
 
-/// A multi-band image in memory: a source, a sink, and the reference of tests.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemImage {
-    pub bands: Bands,
-    pub nodata: Option<f64>,
-}
-
-impl MemImage {
-    pub fn new(bands: Bands, nodata: Option<f64>) -> Self {
-        MemImage { bands, nodata }
-    }
-
-    /// An image of `bands` zero bands of type `t`.
-    pub fn zeros(t: SampleType, width: usize, height: usize, bands: usize) -> Self {
-        fn z<T: Pixel>(w: usize, h: usize, n: usize) -> Bands {
-            T::wrap((0..n).map(|_| Plane::zeros(w, h)).collect())
-        }
-        MemImage::new(
-            crate::with_type!(t, T => z::<T>(width, height, bands)),
-            None,
-        )
-    }
-}
-
-/// The `window` of every band.
-pub fn crop(bands: &Bands, window: Rect) -> Bands {
-    fn typed<T: Pixel>(p: &[Plane<T>], r: Rect) -> Bands {
-        T::wrap(
-            p.iter()
-                .map(|p| {
-                    let mut data = Vec::with_capacity(r.width * r.height);
-                    for y in r.y..r.y + r.height {
-                        data.extend_from_slice(&p.row(y)[r.x..r.x + r.width]);
-                    }
-                    Plane::new(r.width, r.height, data)
-                })
-                .collect(),
-        )
-    }
-    with_bands!(bands, p => typed(p, window))
-}
-
-impl ImageSource for MemImage {
-    fn size(&self) -> (usize, usize) {
-        self.bands.size()
-    }
-    fn bands(&self) -> usize {
-        self.bands.count()
-    }
-    fn sample_type(&self) -> SampleType {
-        self.bands.sample_type()
-    }
-    fn nodata(&self) -> Option<f64> {
-        self.nodata
-    }
-    fn read(&mut self, window: Rect) -> Result<Bands> {
-        Ok(crop(&self.bands, window))
-    }
-}
-
-impl ImageSink for MemImage {
-    fn write(&mut self, window: Rect, src: &Bands) -> Result<()> {
-        fn typed<T: Pixel>(dst: &mut [Plane<T>], src: &[Plane<T>], r: Rect) {
-            for (d, s) in dst.iter_mut().zip(src) {
-                for row in 0..r.height {
-                    let start = (r.y + row) * d.width + r.x;
-                    d.data[start..start + r.width].copy_from_slice(s.row(row));
-                }
-            }
-        }
-        match (&mut self.bands, src) {
-            (Bands::U8(d), Bands::U8(s)) => typed(d, s, window),
-            (Bands::U16(d), Bands::U16(s)) => typed(d, s, window),
-            (Bands::I16(d), Bands::I16(s)) => typed(d, s, window),
-            (Bands::F32(d), Bands::F32(s)) => typed(d, s, window),
-            _ => crate::bail!("tile of another sample type than the output"),
-        }
-        Ok(())
-    }
-}
-
 /// Filters an in-memory image in one call.
 pub fn filter_in_memory(
     input: &MemImage,
@@ -313,6 +214,7 @@ pub fn filter_in_memory(
 mod tests {
     use super::*;
     use crate::filter::op::tests::noise_planes;
+    use crate::pixel::SampleType;
 
     fn job(ops: &[&str], border: BorderMode, tile: usize) -> FilterJob {
         let specs: Vec<String> = ops.iter().map(|s| s.to_string()).collect();

@@ -7,9 +7,10 @@
 //! both correctly rounded in IEEE and OpenCL alike, so the device agrees
 //! with the host exactly.
 
-use super::pixel::{Pixel, Plane, SampleType};
 use crate::bail;
+use crate::classes::tally_bytes;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane, SampleType};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -175,28 +176,6 @@ pub fn byte_counts(data: &[u8]) -> [u64; 256] {
     )
 }
 
-/// How often each byte value occurs in `data` (at most 2³² bytes), on this
-/// thread. Four partial counts, so that runs of equal bytes do not wait on
-/// the previous increment's store.
-pub fn tally_bytes(data: &[u8]) -> [u64; 256] {
-    let mut part = [[0u32; 256]; 4];
-    let mut quads = data.chunks_exact(4);
-    for q in &mut quads {
-        part[0][q[0] as usize] += 1;
-        part[1][q[1] as usize] += 1;
-        part[2][q[2] as usize] += 1;
-        part[3][q[3] as usize] += 1;
-    }
-    for &v in quads.remainder() {
-        part[0][v as usize] += 1;
-    }
-    let mut sum = [0u64; 256];
-    for p in &part {
-        sum.iter_mut().zip(p).for_each(|(s, &c)| *s += c as u64);
-    }
-    sum
-}
-
 /// Smallest and largest valid value of a plane (`None` when all are nodata).
 pub fn min_max<T: Pixel>(plane: &Plane<T>, nd: Option<T>) -> Option<(f64, f64)> {
     plane
@@ -241,7 +220,7 @@ mod tests {
 
     #[test]
     fn byte_path_matches_reference() {
-        let p = &crate::filter::pixel::noise_planes::<u8>(301, 67, 1, 9)[0];
+        let p = &crate::pixel::noise_planes::<u8>(301, 67, 1, 9)[0];
         for (bins, range) in [(None, None), (Some(7), Some((10.0, 200.0)))] {
             let b = Binning::for_type(SampleType::U8, bins, range)
                 .unwrap()

@@ -24,8 +24,8 @@
 //! outside every Int16 difference of bytes, or NaN).
 
 use super::border::{BorderMode, Win};
-use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::pyramid::Pyr;
+use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_type;
 
 /// The two level ops.
@@ -159,7 +159,7 @@ pub fn reconstruct<T: Pixel>(levels: &[Vec<Plane<f32>>], border: BorderMode) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::pixel::noise_planes;
+    use crate::pixel::noise_planes;
 
     fn as_f32(b: Bands) -> Vec<Plane<f32>> {
         crate::with_bands!(b, p => p.into_iter().map(|p| {

@@ -11,10 +11,10 @@
 //! equal to the derived one); the OpenCL kernel gets the list as macros.
 
 use super::per_band;
-use super::pixel::{Pixel, Plane};
 use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane};
 use std::cmp::Ordering;
 
 /// What a comparator keeps.

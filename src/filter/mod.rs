@@ -35,15 +35,14 @@ pub mod levels;
 pub mod median;
 pub mod oil;
 pub mod op;
-pub mod pixel;
 pub mod pyramid;
 pub mod scharr;
 pub mod strip;
 
 pub use border::{BorderMode, Win};
 pub use op::{Chain, Op};
-pub use pixel::{Bands, Pixel, Plane, SampleType};
 
+use crate::pixel::{Pixel, Plane};
 use rayon::prelude::*;
 
 /// Luma weights of the first three bands (0.3R + 0.59G + 0.11B), in hundredths.

@@ -9,10 +9,10 @@
 //! device agree bit for bit. Float32 needs an explicit range.
 
 use super::LUMA_PERCENT;
-use super::pixel::{Pixel, Plane, SampleType};
 use super::{par_band_rows, per_pixel};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Pixel, Plane, SampleType};
 use rayon::prelude::*;
 
 /// Oil-paint parameters.

@@ -20,11 +20,11 @@ use super::denoise::Denoise;
 use super::laplacian::{Detail, diff_nodata};
 use super::median::Median;
 use super::oil::Oil;
-use super::pixel::{Bands, Pixel, Plane, SampleType};
 use super::pyramid::Pyr;
 use super::scharr::Scharr;
 use crate::bail;
 use crate::error::{Error, Result};
+use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use rayon::prelude::*;
 use std::path::Path;
@@ -542,7 +542,7 @@ pub fn pad_bands(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    pub use crate::filter::pixel::noise_planes;
+    pub use crate::pixel::noise_planes;
 
     /// Planes padded by `r` with reflect101.
     pub fn padded<T: Pixel>(planes: Vec<Plane<T>>, r: usize) -> Vec<Plane<T>> {

@@ -28,7 +28,7 @@
 
 use super::border::{BorderMode, Win};
 use super::par_band_rows;
-use super::pixel::{Pixel, Plane};
+use crate::pixel::{Pixel, Plane};
 
 /// One pyramid step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,7 +331,7 @@ fn up3(o: i64, a: f32, b: f32, c: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::pixel::noise_planes;
+    use crate::pixel::noise_planes;
 
     fn whole<T: Pixel>(p: Pyr, planes: &[Plane<T>], border: BorderMode) -> Vec<Plane<T>> {
         let (w, h) = (planes[0].width, planes[0].height);

@@ -6,10 +6,10 @@
 //! Float32 output bands, ∂x then ∂y. Integer inputs give exact integers.
 
 use super::per_pixel;
-use super::pixel::{Acc, Pixel, Plane};
 use super::strip::{self, RowKernel, Rows, Source};
 use crate::bail;
 use crate::error::Result;
+use crate::pixel::{Acc, Pixel, Plane};
 
 /// Scharr derivatives of side `size` (3, 5, 7 or 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,8 +12,8 @@
 //! copies give the same bits). `MAPFILTER_SIMD=baseline` forces the plain copy.
 
 use super::border::{BorderMode, RowPad, Win};
-use super::pixel::{Pixel, Plane};
 use crate::cpu::avx2;
+use crate::pixel::{Pixel, Plane};
 use rayon::prelude::*;
 
 /// Rows of samples `stride` apart: a strip's input rows, padded by the
@@ -199,7 +199,7 @@ mod tests {
     fn strips_see_the_padded_window() {
         // A 37×150 raster; the tile holds rows 3.. and the output is cut
         // from it, so strips start at many offsets and meet every border.
-        let p = crate::filter::pixel::noise_planes::<u16>(37, 150, 2, 3);
+        let p = crate::pixel::noise_planes::<u16>(37, 150, 2, 3);
         let image = (37, 150);
         let have = Win::new(0, 3, 37, 147);
         let tile: Vec<Plane<u16>> = p

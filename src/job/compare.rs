@@ -8,14 +8,14 @@
 use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
+use crate::gdal::class_raster::{
+    ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
+};
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
-use crate::raster::{
-    ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
-};
 use crate::report::compare::{CompareReport, Input, Map, RunComparison};
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
 use gdal::raster::GdalDataType;
@@ -60,7 +60,7 @@ pub fn check_baseline_grid(
         expected.height = expected.height.saturating_sub(2 * r);
         expected.geo_transform = expected
             .geo_transform
-            .map(|g| crate::raster::shift_transform(g, r as f64, r as f64));
+            .map(|g| crate::gdal::class_raster::shift_transform(g, r as f64, r as f64));
     }
     let names = format!(
         "{} and the output of {}",
@@ -243,7 +243,7 @@ fn mismatch_spec(meta: &RasterMeta) -> OutputSpec {
 pub struct SmoothRun<'a> {
     pub input: &'a Path,
     /// The input's band and nodata, as the method read them.
-    pub band: crate::raster::BandChoice,
+    pub band: crate::gdal::class_raster::BandChoice,
     /// The kernel as given and as built (rows of the report's settings).
     pub kernel: Vec<(String, String)>,
     /// The method's output, already written.
@@ -256,7 +256,7 @@ pub struct SmoothRun<'a> {
     pub quiet: bool,
     /// The run's per-pixel vote weights (`--confidence`), which the
     /// baseline takes too.
-    pub confidence: Option<&'a crate::confidence::ConfidenceSpec>,
+    pub confidence: Option<&'a crate::gdal::confidence::ConfidenceSpec>,
     /// An exact output to compare with instead of running the baseline
     /// (`--baseline FILE`); it must be on the output's grid.
     pub baseline: Option<&'a Path>,
@@ -430,7 +430,7 @@ fn run_baseline(
         .confidence
         .map(|c| c.open(source.meta.width, source.meta.height))
         .transpose()?;
-    let votes = votes.as_mut().map(|v| v as &mut dyn engine::ClassSource);
+    let votes = votes.as_mut().map(|v| v as &mut dyn crate::io::ClassSource);
     engine::smooth_weighted(source, votes, &mut out, run.job, &NaiveHost, &progress)?;
     let file = out.finish_scratch()?;
     Ok((file, t0.elapsed().as_secs_f64()))

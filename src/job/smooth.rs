@@ -9,18 +9,21 @@
 //! methods). `batch` relies on it.
 
 use crate::classes::{ClassTable, ClassWeights};
-use crate::confidence::ConfidenceSpec;
-use crate::deferred_output::DeferredOutput;
 use crate::device::DeviceChoice;
-use crate::engine::{self, ClassSink, ClassSource, RunStats, SmoothJob};
+use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
+use crate::gdal::class_raster::{
+    BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec,
+};
+use crate::gdal::confidence::ConfidenceSpec;
+use crate::gdal::deferred_output::DeferredOutput;
+use crate::io::{ClassSink, ClassSource};
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
 use crate::method::policy::Policies;
 use crate::method::select::{FastOptions, smoother_for};
 use crate::output::Target;
 use crate::progress::Progress;
-use crate::raster::{BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec};
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -339,7 +342,7 @@ fn smooth_into(
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
 fn shifted(gt: Option<[f64; 6]>, x: usize, y: usize) -> Option<[f64; 6]> {
-    gt.map(|g| crate::raster::shift_transform(g, x as f64, y as f64))
+    gt.map(|g| crate::gdal::class_raster::shift_transform(g, x as f64, y as f64))
 }
 
 /// A window of a source, seen as a source of its own.
@@ -420,7 +423,7 @@ fn few_threads() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::MemRaster;
+    use crate::io::MemRaster;
 
     #[test]
     fn crop_sink_keeps_the_crop_only() {

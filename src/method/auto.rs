@@ -230,11 +230,6 @@ impl Auto {
         best
     }
 
-    /// [`Auto::explain_tile`] for a tile of the engine's default side.
-    pub fn explain(&self, classes: usize) -> String {
-        self.explain_tile(classes, crate::engine::DEFAULT_TILE)
-    }
-
     /// Why: every candidate's cost for a `side`×`side` tile holding
     /// `classes` classes, the chosen one marked.
     pub fn explain_tile(&self, classes: usize, side: usize) -> String {

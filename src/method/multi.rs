@@ -345,7 +345,8 @@ impl ClassSmoother for Shared {
 mod tests {
     use super::*;
     use crate::classes::ClassTable;
-    use crate::engine::{MemRaster, SmoothJob, smooth_in_memory, smooth_in_memory_with_stats};
+    use crate::engine::{SmoothJob, smooth_in_memory, smooth_in_memory_with_stats};
+    use crate::io::MemRaster;
     use crate::kernel::KernelSpec;
     use crate::method::naive::NaiveHost;
     use std::sync::atomic::AtomicUsize;

@@ -298,14 +298,22 @@ mod tests {
         // A 31×31 Gaussian over 17 classes: dct5 beats 961 histogram updates;
         // a 3×3 box over 17 classes: naive's 9 taps win.
         let a = auto(&DeviceChoice::Host, None, &gauss, &opts).unwrap();
-        assert!(a.explain(17).contains("=> dct5"), "{}", a.explain(17));
+        assert!(
+            a.explain_tile(17, 512).contains("=> dct5"),
+            "{}",
+            a.explain_tile(17, 512)
+        );
         let small: Kernel = "box:3"
             .parse::<crate::kernel::KernelSpec>()
             .unwrap()
             .build()
             .unwrap();
         let a = auto(&DeviceChoice::Host, None, &small, &opts).unwrap();
-        assert!(a.explain(17).contains("=> naive"), "{}", a.explain(17));
+        assert!(
+            a.explain_tile(17, 512).contains("=> naive"),
+            "{}",
+            a.explain_tile(17, 512)
+        );
         // Certified candidates with a loose bound pay for their recomputation.
         let a = auto(&DeviceChoice::Host, None, &gauss, &exact).unwrap();
         assert!(a.is_exact());

@@ -15,7 +15,7 @@
 //! - [`text`] writes JSON, CSV, Markdown and HTML outputs through the same
 //!   path, with `-` meaning standard output.
 //!
-//! GDAL-free: the GeoTIFF writer ([`crate::raster::OutputRaster`]) writes into
+//! GDAL-free: the GeoTIFF writer ([`crate::gdal::class_raster::OutputRaster`]) writes into
 //! a [`TempFile`] and commits it the same way.
 
 mod space;

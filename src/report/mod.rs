@@ -1,7 +1,8 @@
 //! Reports users hand on: the accuracy report of a comparison (JSON,
 //! Markdown, self-contained HTML with quick-look maps and plots) and the
-//! HTML report of a sweep. Everything here is GDAL-free; the CLI gathers the
-//! figures ([`crate::metrics`]) and pictures ([`quicklook`]) and calls in.
+//! page and plot pieces a sweep's report builds on. Everything here is
+//! GDAL-free and knows nothing of sweeps; the CLI gathers the figures ([`crate::metrics`]) and pictures
+//! ([`quicklook`]) and calls in.
 
 pub mod colour;
 pub mod compare;
@@ -9,4 +10,3 @@ pub mod numbers;
 pub mod page;
 pub mod plot;
 pub mod quicklook;
-pub mod sweep;

@@ -9,8 +9,8 @@
 //! covers, so a single differing pixel in a large raster still shows. Colours come from the
 //! raster's colour table where it has one.
 
-use crate::engine::ClassSource;
 use crate::error::{Error, Result};
+use crate::io::ClassSource;
 use crate::metrics::{MISMATCH_BOTH_NODATA, MISMATCH_DIFFERS, MISMATCH_EQUAL, MISMATCH_NODATA};
 use tiles::Rect;
 
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn sampling_a_source_matches_strips() {
         let data: Vec<u16> = (0..60 * 30).map(|i| (i % 13) as u16).collect();
-        let mut src = crate::engine::MemRaster::new(60, 30, data.clone());
+        let mut src = crate::io::MemRaster::new(60, 30, data.clone());
         let sampled = QuickLook::sample(&mut src, 20, 0).unwrap();
         let mut streamed = QuickLook::classes(60, 30, 20, 0);
         streamed.add(Rect::new(0, 0, 60, 30), &data);

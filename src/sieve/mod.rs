@@ -14,8 +14,8 @@ pub mod runs;
 pub mod stream;
 pub mod threshold;
 
-use crate::engine::{ClassSink, ClassSource};
 use crate::error::Result;
+use crate::io::{ClassSink, ClassSource};
 use crate::progress::Progress;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! a file), outputs go to memory through [`engine::smooth`], and agreement is
 //! measured with [`crate::metrics`] against the config's exact reference
 //! method, so the same binary runs on machines without libgdal (the GPU
-//! machine). [`output`] writes CSV and JSON; [`crate::report::sweep`] the HTML.
+//! machine). [`output`] writes CSV and JSON; [`report`] the HTML.
 //!
 //! A config (see `benches/sweeps/*.toml`):
 //!
@@ -36,12 +36,14 @@
 
 pub mod methods;
 pub mod output;
+pub mod report;
 pub mod source;
 
 use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
-use crate::engine::{self, MemRaster, SmoothJob};
+use crate::engine::{self, SmoothJob};
 use crate::error::{Error, Result};
+use crate::io::MemRaster;
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::policy::{Policies, PolicyText};
@@ -340,7 +342,7 @@ impl Settings {
             seed: self.seed.unwrap_or(1),
             rank: self.rank,
             terms: self.terms,
-            tile: self.tile.unwrap_or(engine::DEFAULT_TILE),
+            tile: self.tile.unwrap_or(crate::io::DEFAULT_TILE),
             border,
             policies,
         })
@@ -992,7 +994,7 @@ mod tests {
         assert_eq!(failed, 1);
         assert_eq!(r.failures.len(), 1);
         assert_eq!((r.failures[0].value, r.records.len()), (16, 3));
-        let html = crate::report::sweep::to_html(&r).unwrap();
+        let html = report::to_html(&r).unwrap();
         assert!(html.contains("Failed runs"));
     }
 }

@@ -91,7 +91,7 @@ impl ResultFiles {
         })?;
         let json = serde_json::to_string_pretty(result)
             .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
-        let html = crate::report::sweep::to_html(result)?;
+        let html = super::report::to_html(result)?;
         let texts = [to_csv(&result.records), json, html];
         let mut paths = Vec::new();
         for (name, text) in NAMES.iter().zip(&texts) {

@@ -4,8 +4,8 @@
 //! experiment runs every method on it instead of a synthetic raster.
 
 use crate::classes::{ClassTable, CodeHistogram};
-use crate::engine::MemRaster;
 use crate::error::Result;
+use crate::io::MemRaster;
 use serde::{Deserialize, Deserializer};
 
 /// A real input of a sweep, in memory.

@@ -247,7 +247,7 @@ pub fn synth_with_holes(
     scale: f64,
     holes: u16,
     nodata: u16,
-) -> mapfilter::engine::MemRaster {
+) -> mapfilter::io::MemRaster {
     use mapfilter::synth::{Pattern, SynthRaster};
     let synth = SynthRaster::new(w, h, classes, pattern, seed).with_scale(scale);
     let holes = SynthRaster::new(w, h, holes, Pattern::Random, seed + 1);
@@ -260,7 +260,7 @@ pub fn synth_with_holes(
             }
         })
         .collect();
-    mapfilter::engine::MemRaster::new(w, h, data)
+    mapfilter::io::MemRaster::new(w, h, data)
 }
 
 /// A smoothing job over `data` with nodata `nodata` (kept as the output's),

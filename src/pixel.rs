@@ -276,10 +276,10 @@ pub enum Bands {
 macro_rules! with_bands {
     ($b:expr, $p:ident => $e:expr) => {
         match $b {
-            $crate::filter::Bands::U8($p) => $e,
-            $crate::filter::Bands::U16($p) => $e,
-            $crate::filter::Bands::I16($p) => $e,
-            $crate::filter::Bands::F32($p) => $e,
+            $crate::pixel::Bands::U8($p) => $e,
+            $crate::pixel::Bands::U16($p) => $e,
+            $crate::pixel::Bands::I16($p) => $e,
+            $crate::pixel::Bands::F32($p) => $e,
         }
     };
 }
@@ -289,19 +289,19 @@ macro_rules! with_bands {
 macro_rules! with_type {
     ($t:expr, $T:ident => $e:expr) => {
         match $t {
-            $crate::filter::SampleType::U8 => {
+            $crate::pixel::SampleType::U8 => {
                 type $T = u8;
                 $e
             }
-            $crate::filter::SampleType::U16 => {
+            $crate::pixel::SampleType::U16 => {
                 type $T = u16;
                 $e
             }
-            $crate::filter::SampleType::I16 => {
+            $crate::pixel::SampleType::I16 => {
                 type $T = i16;
                 $e
             }
-            $crate::filter::SampleType::F32 => {
+            $crate::pixel::SampleType::F32 => {
                 type $T = f32;
                 $e
             }

@@ -8,7 +8,7 @@
 //! of the input (GDAL handles are not thread-safe; distinct ones are), reads
 //! its coordinate system, waits for the rest of the [`OutputSpec`], creates
 //! the [`OutputRaster`] and writes its header. The thread is one of
-//! [`crate::gdal_threads`]', which outlive the output, so that a batch of
+//! [`crate::gdal::threads`]', which outlive the output, so that a batch of
 //! outputs opens PROJ's database once per thread, not once per output. The caller meanwhile scans
 //! and starts the engine. Tiles that come before the output is ready are
 //! held in memory (up to [`HOLD_BYTES`], then the writer waits), so a slow
@@ -19,10 +19,10 @@
 //! never sends the spec leaves nothing behind (dropping waits for the
 //! thread's job and drops what it made).
 
-use crate::engine::ClassSink;
 use crate::error::{Error, Result};
+use crate::gdal::class_raster::{self, OutputRaster, OutputSpec};
+use crate::io::ClassSink;
 use crate::output::Target;
-use crate::raster::{self, OutputRaster, OutputSpec};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::Instant;
@@ -59,9 +59,9 @@ impl DeferredOutput {
     /// `spec.projection`. Without a spec nothing is created.
     pub fn spawn(target: Target, srs_of: PathBuf) -> Self {
         let (send, spec): (Sender<OutputSpec>, Receiver<OutputSpec>) = channel();
-        let making = crate::gdal_threads::run(move || {
+        let making = crate::gdal::threads::run(move || {
             let start = Instant::now();
-            let projection = raster::open(&srs_of)?.projection();
+            let projection = class_raster::open(&srs_of)?.projection();
             let mut spec = spec
                 .recv()
                 .map_err(|_| Error::new("output cancelled before it was created"))?;
@@ -173,7 +173,7 @@ impl ClassSink for DeferredOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raster::{ClassRaster, OutputCompression};
+    use crate::gdal::class_raster::{ClassRaster, OutputCompression};
     use gdal::DriverManager;
     use gdal::raster::GdalDataType;
 

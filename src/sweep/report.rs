@@ -2,10 +2,10 @@
 //! against the varied setting (one line per method and device, log₂ x axes
 //! like the thesis' figures) and the table of measured runs.
 
-use super::page::{self, escape};
-use super::plot::{self, LineChart, Scale, Series};
+use super::{Record, SweepResult, Variable};
 use crate::error::Result;
-use crate::sweep::{Record, SweepResult, Variable};
+use crate::report::page::{self, escape};
+use crate::report::plot::{self, LineChart, Scale, Series};
 use std::fmt::Write as _;
 
 /// One line per method, points in the order of the experiment's values.

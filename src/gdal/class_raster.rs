@@ -8,9 +8,9 @@
 
 use crate::bail;
 use crate::classes::{ClassTable, CodeHistogram};
-use crate::engine::{ClassSink, ClassSource};
 use crate::error::{Error, Result};
-use crate::gdal_errors::Mark;
+use crate::gdal::errors::Mark;
+use crate::io::{ClassSink, ClassSource};
 use crate::output::{Target, TempFile, parent_dir};
 use crate::progress::Progress;
 use gdal::raster::{ColorTable, GdalDataType, RasterCreationOptions};
@@ -21,9 +21,9 @@ use tiles::Rect;
 
 /// Silences GDAL's own printing to stderr: its messages reach the user
 /// through our one-line errors instead, and failures are counted
-/// ([`crate::gdal_errors`]).
+/// ([`crate::gdal::errors`]).
 pub fn quiet_gdal() {
-    crate::gdal_errors::install();
+    crate::gdal::errors::install();
 }
 
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.
@@ -311,7 +311,7 @@ impl ClassRaster {
 
     /// [`ClassRaster::open`] leaving `meta.projection` empty, for callers
     /// that read the coordinate system elsewhere (another thread, another
-    /// handle: see [`crate::deferred_output`]).
+    /// handle: see [`crate::gdal::deferred_output`]).
     pub fn open_without_projection(path: &Path) -> Result<Self> {
         Self::open_without_projection_with(path, BandChoice::default())
     }
@@ -449,7 +449,7 @@ impl ClassSource for ClassRaster {
 }
 
 /// GeoTIFF compression codecs of outputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Compression {
     None,
     #[default]
@@ -458,12 +458,38 @@ pub enum Compression {
     Zstd,
 }
 
-/// The codec's name as `--compress` spells it.
-fn codec_name(codec: Compression) -> String {
-    use clap::ValueEnum;
-    codec
-        .to_possible_value()
-        .map_or_else(|| format!("{codec:?}"), |v| v.get_name().to_string())
+impl Compression {
+    pub const ALL: [Compression; 4] = [
+        Compression::None,
+        Compression::Deflate,
+        Compression::Lzw,
+        Compression::Zstd,
+    ];
+
+    /// The codec's name as `--compress` and batch plans spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Deflate => "deflate",
+            Compression::Lzw => "lzw",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// A codec by name, in any case (batch plans give it as text).
+impl std::str::FromStr for Compression {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Compression::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::new(format!("compression '{s}' is not known"))
+                    .hint("use none, deflate, lzw or zstd")
+            })
+    }
 }
 
 /// DEFLATE level of outputs unless one is given. GDAL's default is 6; at 5
@@ -473,14 +499,12 @@ fn codec_name(codec: Compression) -> String {
 pub const DEFAULT_DEFLATE_LEVEL: u8 = 5;
 
 /// Output file formats (`--of`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     /// A tiled GeoTIFF.
     #[default]
-    #[value(name = "GTiff")]
     GTiff,
     /// A Cloud Optimized GeoTIFF with overviews, made by GDAL's COG driver.
-    #[value(name = "COG")]
     Cog,
 }
 
@@ -539,14 +563,14 @@ impl OutputCompression {
             Some(l) if most == 0 => bail!(
                 format!(
                     "--compress-level {l}: {} compression has no levels",
-                    codec_name(codec)
+                    codec.name()
                 ),
                 hint = "levels are for --compress deflate and zstd"
             ),
             Some(l) if !(1..=most).contains(&l) => bail!(
                 format!(
                     "--compress-level {l}: {} takes levels 1 to {most}",
-                    codec_name(codec)
+                    codec.name()
                 ),
                 hint = "higher levels make smaller files, more slowly"
             ),
@@ -562,7 +586,7 @@ impl OutputCompression {
     /// refused unless the format's driver lists every key (and, where it
     /// lists the values a key takes, the value).
     pub fn with_format(self, format: OutputFormat, extra: Vec<(String, String)>) -> Result<Self> {
-        crate::creation_options::check(format.driver(), &extra)?;
+        crate::gdal::creation_options::check(format.driver(), &extra)?;
         Ok(OutputCompression {
             format,
             extra,
@@ -662,7 +686,7 @@ pub struct OutputRaster {
     /// Where it goes; `None` for scratch rasters that are never kept.
     target: Option<Target>,
     /// GDAL's failure count when the raster was created: any failure after
-    /// it (on any thread: see [`crate::gdal_errors`]) fails the output.
+    /// it (on any thread: see [`crate::gdal::errors`]) fails the output.
     mark: Mark,
     data_type: GdalDataType,
     /// Block width and height of the GeoTIFF.
@@ -832,7 +856,7 @@ impl OutputRaster {
         // A flush also writes the `.aux.xml` sidecar (category names) by
         // name, so a signal's clean-up must not run in the middle of it.
         let flushed = crate::output::without_cleanup(|| {
-            crate::gdal_errors::on_this_thread(&what, || ds.flush_cache())
+            crate::gdal::errors::on_this_thread(&what, || ds.flush_cache())
         });
         self.own(flushed)
     }
@@ -949,8 +973,9 @@ impl OutputRaster {
         let factors: Vec<i32> = (1..=count).map(|k| 1 << k).collect();
         let what = format!("cannot add overviews to {}", self.shown().display());
         let ds = self.dataset();
-        let made =
-            crate::gdal_errors::on_this_thread(&what, || ds.build_overviews("NONE", &factors, &[]));
+        let made = crate::gdal::errors::on_this_thread(&what, || {
+            ds.build_overviews("NONE", &factors, &[])
+        });
         self.own(made)
     }
 
@@ -969,7 +994,7 @@ impl OutputRaster {
         if level > 0 {
             b = b.overview(level - 1).map_err(gdal_error)?;
         }
-        let written = crate::gdal_errors::on_this_thread(&what, || {
+        let written = crate::gdal::errors::on_this_thread(&what, || {
             b.write(
                 (window.x as isize, window.y as isize),
                 (window.width, window.height),
@@ -1010,7 +1035,7 @@ impl OutputRaster {
         if let Some(ds) = self.ds.take() {
             let what = format!("cannot write {}", self.shown().display());
             let closed = crate::output::without_cleanup(|| {
-                crate::gdal_errors::on_this_thread(&what, || ds.close())
+                crate::gdal::errors::on_this_thread(&what, || ds.close())
             });
             self.own(closed)?;
         }

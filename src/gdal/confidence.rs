@@ -6,8 +6,8 @@
 //! with the class raster's tiles.
 
 use crate::bail;
-use crate::engine::ClassSource;
 use crate::error::{Error, Result};
+use crate::io::ClassSource;
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
@@ -61,7 +61,7 @@ impl ConfidenceSpec {
 
     /// Opens the raster for a class raster of `width` × `height`.
     pub fn open(&self, width: usize, height: usize) -> Result<ConfidenceRaster> {
-        let ds = crate::raster::open(&self.path)?;
+        let ds = crate::gdal::class_raster::open(&self.path)?;
         let name = self.path.display().to_string();
         let gdal = |e: gdal::errors::GdalError| Error::new(format!("{name}: {e}"));
         if self.band > ds.raster_count() {

@@ -1,14 +1,14 @@
 //! GDAL I/O of continuous multi-band rasters (Byte, UInt16, Int16, Float32)
 //! for the image filters, through windows only: [`ImageRaster`] is an
-//! [`ImageSource`], and [`OutputRaster`] (from [`crate::raster`]) is an
+//! [`ImageSource`], and [`OutputRaster`] (from [`crate::gdal::class_raster`]) is an
 //! [`ImageSink`] writing every band of a tile; [`LevelSink`] writes one of
 //! its overview levels.
 
 use crate::bail;
 use crate::error::Result;
-use crate::filter::engine::{ImageSink, ImageSource};
-use crate::filter::pixel::{Bands, Pixel, Plane, SampleType};
-use crate::raster::{self, OutputRaster, RasterMeta, gdal_error};
+use crate::gdal::class_raster::{self, OutputRaster, RasterMeta, gdal_error};
+use crate::io::{ImageSink, ImageSource};
+use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use gdal::Dataset;
 use gdal::raster::{GdalDataType, GdalType};
@@ -37,7 +37,7 @@ pub fn gdal_type(t: SampleType) -> GdalDataType {
 impl ImageRaster {
     /// Opens `path`; every band must share one of the four sample types.
     pub fn open(path: &Path) -> Result<Self> {
-        let ds = raster::open(path)?;
+        let ds = class_raster::open(path)?;
         let meta = RasterMeta::read(&ds)?;
         let bands = ds.raster_count();
         let mut sample_type = None;
@@ -68,7 +68,7 @@ impl ImageRaster {
             path: path.to_path_buf(),
             ds,
             meta,
-            sample_type: sample_type.expect("raster::open checks for a band"),
+            sample_type: sample_type.expect("class_raster::open checks for a band"),
             bands,
         })
     }

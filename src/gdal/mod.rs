@@ -1,0 +1,21 @@
+//! Every GDAL call of the crate: reading and writing class rasters
+//! ([`class_raster`]) and multi-band images ([`image_raster`]), a
+//! confidence band read as vote weights ([`confidence`]), a COG copy of a
+//! finished mosaic ([`cog`]), checking
+//! creation options ([`creation_options`]), making an output on another
+//! thread ([`deferred_output`], on the long-lived [`threads`]), and keeping
+//! GDAL's own error reports off stderr while counting them ([`errors`]).
+//!
+//! Inside this folder the extern crate is reached as `gdal::...` from the
+//! submodules (where no local item shadows it); elsewhere in the crate a
+//! module names these files by their full path (`crate::gdal::class_raster`),
+//! never by importing the folder itself, so `gdal` stays the extern crate.
+
+pub mod class_raster;
+pub mod cog;
+pub mod confidence;
+pub mod creation_options;
+pub mod deferred_output;
+pub mod errors;
+pub mod image_raster;
+pub mod threads;
