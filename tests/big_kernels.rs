@@ -12,13 +12,13 @@ mod common;
 use mapfilter::device::test_device;
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec};
-use mapfilter::method::exact::Certified;
+use mapfilter::method::certified::Certified;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{CpuPaths, NaiveCl, Variant};
+use mapfilter::method::naive::cl::{CpuPaths, NaiveCl, Variant};
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::separable_cl::SeparableCl;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::cl::SeparableCl;
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::{ClassSmoother, dct5, separable::svd};
 use mapfilter::synth::Pattern;
 use tiles::Border;
 

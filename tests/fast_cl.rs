@@ -9,9 +9,9 @@ use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::separable_cl::SeparableCl;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::cl::SeparableCl;
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::{ClassSmoother, dct5, separable::svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use tiles::Border;
 
@@ -140,7 +140,7 @@ fn dct5_scores_within_the_device_bound() {
 #[test]
 fn every_tuned_shape_gives_the_same_bytes() {
     use mapfilter::device::tune::{self, Setting, TuneDb};
-    use mapfilter::method::naive_cl::{NaiveCl, Variant};
+    use mapfilter::method::naive::cl::{NaiveCl, Variant};
     let Some(dev) = test_device() else { return };
     let dir = tempfile::tempdir().unwrap();
     let raster = input(101, 77, 6, Pattern::Simplex, 5);

@@ -6,11 +6,11 @@ mod common;
 
 use mapfilter::engine::{MemRaster, SmoothJob, smooth_in_memory};
 use mapfilter::kernel::{Kernel, KernelSpec, parse_matrix};
-use mapfilter::method::exact::Certified;
+use mapfilter::method::certified::Certified;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::{ClassSmoother, dct5, separable::svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use proptest::prelude::*;
 use tiles::Border;

@@ -28,7 +28,7 @@
 //! The per-operation costs are relative weights fitted by hand to the host
 //! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
 
-use super::dct5_rot;
+use super::dct5::rot as dct5_rot;
 use super::separable::Bounds;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::DeviceKind;

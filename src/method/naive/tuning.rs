@@ -1,4 +1,4 @@
-//! How the fast naive variant on OpenCL (`naive_cl`) is tuned: the
+//! How the fast naive variant on OpenCL (`naive::cl`) is tuned: the
 //! work-group shape ([`FastShape`], the GPU default `gpu_fast_shape`), the
 //! CPU paths a caller may force ([`CpuPaths`]), and the `MAPFILTER_*` study
 //! knobs that override the defaults from the environment.

@@ -11,10 +11,7 @@
 //! `--exact` the flagged pixels are recomputed on the host with the naive
 //! method's integer arithmetic, so the result is byte-identical to naive.
 
-use super::dct5_rot::{self, Rot};
-use super::naive::{exact_pixel, taps};
-use super::separable::{Bounds, Filter, SeparablePlan};
-use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
 use crate::classes::NO_CLASS;
 use crate::device::tune::{self, Setting};
@@ -24,6 +21,9 @@ use crate::device::{
 };
 use crate::error::Result;
 use crate::kernel::Kernel;
+use crate::method::dct5::rot::{self as dct5_rot, Rot};
+use crate::method::naive::{exact_pixel, taps};
+use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -50,7 +50,7 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
         terms: plan
             .terms
             .iter()
-            .map(|t| super::separable::Term {
+            .map(|t| super::Term {
                 column: conv(&t.column),
                 row: conv(&t.row),
             })
@@ -155,7 +155,7 @@ impl SeparableCl {
                 Shape::Dct5(Rot::new(d))
             }
             Filter::Taps(_) => {
-                let flat = |pick: fn(&super::separable::Term) -> &Filter| -> Vec<f32> {
+                let flat = |pick: fn(&super::Term) -> &Filter| -> Vec<f32> {
                     plan.terms
                         .iter()
                         .flat_map(|t| match pick(t) {

@@ -9,13 +9,13 @@
 //! the tile has classes, on CPUs half as many). On CPU devices `fast` has
 //! paths of its own (`kernels/naive.cl` describes each): taps as offsets in
 //! the tile; on map-like tiles the run path of
-//! [`naive_cl_runs`](super::naive_cl_runs) (helper planes built on the host
+//! [`cl_runs`](super::cl_runs) (helper planes built on the host
 //! while staging cut each window into blocks of alike rows whose runs cost
 //! two look-ups each; uniform windows skip the histogram); for kernels whose
 //! rows are all alike (boxes) a histogram that slides down each item's
 //! column; for many bins a vectorisable winner search. Each is specialised
 //! with `-D` options per class-count bucket and work-group shape, and cached
-//! by the device; [`naive_cl_tuning`](super::naive_cl_tuning) holds the
+//! by the device; [`tuning`](super::tuning) holds the
 //! shapes and the knobs that force the choices.
 
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
@@ -26,14 +26,12 @@
 //! of i does (double buffering); slots are reused once waited for, so device
 //! memory stays bounded by the number of tiles in flight.
 
-use super::naive_cl_runs::{TileRuns, kernel_sat};
-pub use super::naive_cl_tuning::{CpuPaths, FAST_SHAPE_ENV, FastShape};
-use super::naive_cl_tuning::{
+use super::cl_runs::{TileRuns, kernel_sat};
+pub use super::tuning::{CpuPaths, FAST_SHAPE_ENV, FastShape};
+use super::tuning::{
     MASK_ENV, RUNS_ENV, SCAN2_ENV, SLIDE_ENV, TAP_SCAN_ENV, env_flag, gpu_fast_shape,
     shape_override,
 };
-use super::policy::Ties;
-use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use crate::bail;
 use crate::device::tune::{self, Setting};
 use crate::device::{
@@ -42,6 +40,8 @@ use crate::device::{
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel as WeightKernel;
+use crate::method::policy::Ties;
+use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
 use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
 use std::str::FromStr;

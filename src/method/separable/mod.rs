@@ -17,16 +17,19 @@
 //! full transposed plane. The ranking is updated strip by strip, so the score
 //! of a class never exists as a plane either.
 //!
-//! [`svd`]: super::svd
+//! [`svd`]: svd
 //! [`dct5`]: super::dct5
-//! [`exact`]: super::exact
+//! [`exact`]: super::certified
 
 use super::dct5::Dct5;
-use super::dct5_band::Target;
+use super::dct5::band::Target;
 use super::ranking::{LANES, Ranking};
 use super::{ClassTile, SmoothParams};
 use crate::kernel::Kernel;
 use rayon::prelude::*;
+
+pub mod cl;
+pub mod svd;
 
 /// Unit roundoff of the host's working precision (f64).
 pub const HOST_UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
@@ -275,7 +278,7 @@ impl SeparablePlan {
         ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
         if let Some(d) = self.band_filter() {
             let skip = tile.halo - self.size / 2;
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
+            super::dct5::band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
             return;
         }
         self.rank_generic(tile, params, ranking);
@@ -297,7 +300,7 @@ impl SeparablePlan {
                 out,
                 fill_nodata: params.fill_nodata,
             };
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, target);
+            super::dct5::band::rank_tile(d, tile, params, skip, tau, target);
             return;
         }
         self.rank(tile, params, tau, ranking);
@@ -305,7 +308,7 @@ impl SeparablePlan {
     }
 
     /// The DCT-5 filter of a plan the band scorer runs (one term, the same
-    /// filter both ways, at most [`MAX_TERMS`](super::dct5_band::MAX_TERMS)
+    /// filter both ways, at most [`MAX_TERMS`](super::dct5::band::MAX_TERMS)
     /// terms).
     fn band_filter(&self) -> Option<&Dct5> {
         match self.terms.as_slice() {
@@ -314,7 +317,7 @@ impl SeparablePlan {
                     column: Filter::Dct5(d),
                     row: Filter::Dct5(e),
                 },
-            ] if d == e && d.coeffs().len() <= super::dct5_band::MAX_TERMS => Some(d),
+            ] if d == e && d.coeffs().len() <= super::dct5::band::MAX_TERMS => Some(d),
             _ => None,
         }
     }

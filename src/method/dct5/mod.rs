@@ -31,6 +31,9 @@ use crate::error::Result;
 use crate::kernel::Kernel;
 use std::f64::consts::PI;
 
+pub(crate) mod band;
+pub mod rot;
+
 /// The paper's default number of terms beyond k = 0.
 pub const DEFAULT_TERMS: usize = 3;
 

@@ -37,10 +37,10 @@
 //! exactly zero is within any bound too. Plans of more than [`MAX_TERMS`]
 //! terms take the generic path.
 
-use super::dct5::{Dct5, cos_index, cos_table};
-use super::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
-use super::simd4::F64x4;
-use super::{ClassTile, SmoothParams};
+use super::{Dct5, cos_index, cos_table};
+use crate::method::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
+use crate::method::simd4::F64x4;
+use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
 /// The constants of one filter: `G_k`, the seeds' `cos(φk(t − R))` (at
@@ -1098,7 +1098,7 @@ mod tests {
         }
         .build()
         .unwrap();
-        let (g, terms) = super::super::dct5::one_d_kernel(&kernel, 3).unwrap();
+        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
         let f = Dct5::new(&g, terms).unwrap();
         let (halo, n) = (kernel.radius(), 6);
         let (w, h) = (97 + 2 * halo, 75 + 2 * halo);

@@ -20,10 +20,10 @@
 //! per segment and segments are `≥ 4·N` long, so the cost per output is
 //! `(1 + N/L)` steps, at most 1.25, whatever σ.
 
-use super::dct5::Dct5;
-use super::separable::{Bounds, SeparablePlan, gamma};
+use super::Dct5;
 use crate::device::DeviceKind;
 use crate::kernel::Kernel;
+use crate::method::separable::{Bounds, SeparablePlan, gamma};
 use std::f64::consts::PI;
 
 /// Outputs per segment: at least this many window lengths (warm-up share ≤ 1/4).
