@@ -32,6 +32,10 @@ use crate::kernel::Kernel;
 use std::f64::consts::PI;
 
 pub(crate) mod band;
+mod masks;
+mod pass1;
+mod planes;
+mod recursion;
 pub mod rot;
 
 /// The paper's default number of terms beyond k = 0.
