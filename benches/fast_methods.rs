@@ -9,7 +9,7 @@ use mapfilter::kernel::KernelSpec;
 use mapfilter::method::certified::Certified;
 use mapfilter::method::separable::SeparableHost;
 use mapfilter::method::separable::svd::RankChoice;
-use mapfilter::method::{dct5, separable::svd};
+use mapfilter::method::separable::{self, svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use tiles::Border;
@@ -35,7 +35,11 @@ fn benches(c: &mut Criterion) {
     group.sample_size(10);
     for sigma in [1.0, 5.0, 21.0, 42.0] {
         let job = job(sigma, &input);
-        let m = SeparableHost::new("dct5", dct5::plan(&job.kernel, 3).unwrap(), &job.kernel);
+        let m = SeparableHost::new(
+            "dct5",
+            separable::dct5_plan(&job.kernel, 3).unwrap(),
+            &job.kernel,
+        );
         group.bench_function(format!("sigma={sigma}"), |b| {
             b.iter(|| black_box(smooth_in_memory(&input, &job, &m).unwrap()))
         });
@@ -54,7 +58,7 @@ fn benches(c: &mut Criterion) {
     });
     let exact = Certified::new(SeparableHost::new(
         "dct5",
-        dct5::plan(&job.kernel, 3).unwrap(),
+        separable::dct5_plan(&job.kernel, 3).unwrap(),
         &job.kernel,
     ));
     group.bench_function("dct5_exact", |b| {

@@ -219,7 +219,10 @@ impl Sweep<'_> {
     fn rate(&self, kernel: &Kernel, setting: &Setting) -> Result<f64> {
         let method: Box<dyn ClassSmoother> = match setting.kernel.as_str() {
             tune::DCT5 => {
-                let plan = crate::method::dct5::plan(kernel, crate::method::dct5::DEFAULT_TERMS)?;
+                let plan = crate::method::separable::dct5_plan(
+                    kernel,
+                    crate::method::dct5::DEFAULT_TERMS,
+                )?;
                 Box::new(
                     SeparableCl::new(self.dev.clone(), "dct5", &plan, kernel, false)?
                         .with_tuning(Some(setting.clone())),

@@ -6,10 +6,12 @@
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
 pub mod auto;
+pub mod bounds;
 pub mod certified;
 pub mod dct5;
 pub mod multi;
 pub mod naive;
+pub mod plane;
 pub mod policy;
 pub mod ranking;
 pub mod select;

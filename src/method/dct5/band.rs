@@ -1,7 +1,6 @@
 //! The host dct5 scorer, band by band and class by class over only the
-//! pixels a class can reach (the fast path of
-//! [`SeparablePlan::rank`](super::separable::SeparablePlan::rank) for dct5
-//! plans).
+//! pixels a class can reach (the fast path of the separable plans' ranking
+//! for dct5 plans).
 //!
 //! The output is cut into bands of at most one segment of rows (a multiple
 //! of [`LANES`]); bands run in parallel, each with its thread's scratch

@@ -151,7 +151,7 @@ impl SeparableCl {
                 if plan.terms.len() != 1 {
                     bail!("a dct5 plan has exactly one separable term");
                 }
-                bounds = dct5_rot::device_bounds(&plan, d, kernel, DEVICE_UNIT_ROUNDOFF);
+                bounds = dct5_rot::device_bounds(bounds.approx, d, DEVICE_UNIT_ROUNDOFF);
                 Shape::Dct5(Rot::new(d))
             }
             Filter::Taps(_) => {
