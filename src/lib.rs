@@ -43,6 +43,7 @@ pub mod raster;
 pub mod report;
 pub mod sieve;
 pub mod sweep;
+pub mod switches;
 pub mod synth;
 
 pub use error::{Error, Result};

@@ -561,7 +561,7 @@ impl SeparableCl {
                 ms[0], ms[1], ms[2]
             )
         };
-        if kernel_times() {
+        if crate::switches::get().kernel_times {
             // scripts/gpu-fast-bench.sh reads these lines whatever -v says.
             eprintln!("{}", line());
         } else {
@@ -827,11 +827,4 @@ impl ClassSmoother for SeparableCl {
             self.bounds.total()
         ))
     }
-}
-
-/// `MAPFILTER_KERNEL_TIMES` (any value): print every tile's kernel times;
-/// read once per process.
-fn kernel_times() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some())
 }
