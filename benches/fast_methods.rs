@@ -7,10 +7,10 @@ use mapfilter::classes::ClassTable;
 use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
-use mapfilter::method::exact::Certified;
+use mapfilter::method::certified::Certified;
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{dct5, svd};
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::separable::{self, svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use tiles::Border;
@@ -36,7 +36,11 @@ fn benches(c: &mut Criterion) {
     group.sample_size(10);
     for sigma in [1.0, 5.0, 21.0, 42.0] {
         let job = job(sigma, &input);
-        let m = SeparableHost::new("dct5", dct5::plan(&job.kernel, 3).unwrap(), &job.kernel);
+        let m = SeparableHost::new(
+            "dct5",
+            separable::dct5_plan(&job.kernel, 3).unwrap(),
+            &job.kernel,
+        );
         group.bench_function(format!("sigma={sigma}"), |b| {
             b.iter(|| black_box(smooth_in_memory(&input, &job, &m).unwrap()))
         });
@@ -55,7 +59,7 @@ fn benches(c: &mut Criterion) {
     });
     let exact = Certified::new(SeparableHost::new(
         "dct5",
-        dct5::plan(&job.kernel, 3).unwrap(),
+        separable::dct5_plan(&job.kernel, 3).unwrap(),
         &job.kernel,
     ));
     group.bench_function("dct5_exact", |b| {

@@ -12,7 +12,7 @@ use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{NaiveCl, Variant};
+use mapfilter::method::naive::cl::{NaiveCl, Variant};
 use mapfilter::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 // dct5: one pass of the constant-time DCT-5 Gaussian in its rotating-phasor
-// form (src/method/dct5_rot.rs is the plain Rust twin and derives it; the
-// host's f64 reference is src/method/dct5.rs, docs/semantics.md#methods the formulas).
+// form (src/method/dct5/rot.rs is the plain Rust twin and derives it; the
+// host's f64 reference is src/method/dct5/mod.rs, docs/semantics.md#methods the formulas).
 // Per term k >= 1 a work-item carries Z_k = sum_t f(y+t) e^{i phi k (t-R)}
 // (Re Z_k = F_k) and slides it by one with a rotation:
 //   Z_k(y+1) = rho_k (Z_k(y) + d_k (f(y+2R+1) - f(y))),  rho_k = e^{-i phi k},

@@ -1,6 +1,6 @@
 // The exact naive class-histogram filter (the thesis' Phase 1) on OpenCL.
-// Plain Rust twin: src/method/naive.rs (NaiveHost); the winner rule is
-// src/method/mod.rs::pick_winner. Host side: src/method/naive_cl.rs.
+// Plain Rust twin: src/method/naive/mod.rs (NaiveHost); the winner rule is
+// src/method/mod.rs::pick_winner. Host side: src/method/naive/cl.rs.
 //
 // Input: one halo-padded tile of local class indices (CLS_T: uchar when the
 // tile has at most 255 classes, else ushort), `nc` classes, value `nc` =
@@ -24,7 +24,7 @@
 // RUNS with KS = N (CPU devices): the tile's helper planes (per
 // pixel the index of its run in its row, per row the runs' starts and
 // classes, per pixel how many rows from it down are alike in the N pixels
-// from it: src/method/naive_cl_runs.rs, whose `score` is this path's Rust
+// from it: src/method/naive/cl_runs.rs, whose `score` is this path's Rust
 // twin) and the kernel's summed-area table `sat` ((KS + 1)^2 entries) cut
 // each window into blocks of alike rows, whose runs are rectangles of one
 // class worth two table look-ups each; uniform windows skip the histogram;

@@ -1,5 +1,5 @@
 // rank: the winner per pixel from the weighted float scores of every class
-// (S[c][y][x], classes ascending), by the rule of separable.rs' Ranking:
+// (S[c][y][x], classes ascending), by the rule of ranking.rs' Ranking:
 // best score, ties within TAU to the centre class, else the smallest index;
 // nothing above TAU or a nodata centre (unless fill) gives 0xFFFF. `uncertain`
 // marks pixels whose margin over the runner-up (or over "no class", score 0)

@@ -1,5 +1,5 @@
-// svd: the separable passes of the svd method (src/method/svd.rs and
-// separable.rs are the plain Rust twins). Ranks are fused: pass 1 writes one
+// svd: the separable passes of the svd method (src/method/separable/svd.rs and
+// separable/mod.rs are the plain Rust twins). Ranks are fused: pass 1 writes one
 // plane per rank in one launch, pass 2 sums every rank in registers, so no
 // rank ever returns to the host. Work-items are pixels; neighbours in x read
 // neighbouring addresses in both passes.

@@ -5,14 +5,14 @@
 use std::sync::OnceLock;
 
 /// Whether the AVX2 copies may run: the CPU has AVX2 and
-/// `MAPFILTER_SIMD` is not `baseline`. Read once per process.
+/// `MAPFILTER_SIMD` is not `baseline` ([`crate::switches`]). Read once per
+/// process.
 pub fn avx2() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            std::env::var("MAPFILTER_SIMD").map_or(true, |v| v != "baseline")
-                && std::arch::is_x86_feature_detected!("avx2")
+            !crate::switches::get().simd_baseline && std::arch::is_x86_feature_detected!("avx2")
         }
         #[cfg(not(target_arch = "x86_64"))]
         false

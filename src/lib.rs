@@ -35,6 +35,7 @@ pub mod progress;
 pub mod report;
 pub mod sieve;
 pub mod sweep;
+pub mod switches;
 pub mod synth;
 
 pub use error::{Error, Result};

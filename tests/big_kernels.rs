@@ -13,13 +13,14 @@ use mapfilter::device::test_device;
 use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec};
-use mapfilter::method::exact::Certified;
+use mapfilter::method::ClassSmoother;
+use mapfilter::method::certified::Certified;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{CpuPaths, NaiveCl, Variant};
+use mapfilter::method::naive::cl::{CpuPaths, NaiveCl, Variant};
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::separable_cl::SeparableCl;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::cl::SeparableCl;
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::separable::{self, svd};
 use mapfilter::synth::Pattern;
 use tiles::Border;
 
@@ -105,7 +106,7 @@ fn sigma_64_through_every_exact_method() {
     assert!(case.reference.data.contains(&NODATA));
     assert!(case.reference.data.iter().any(|&v| v != NODATA));
     case.check(&NaiveHost, &[SMALL_TILE]);
-    let plan = dct5::plan(&case.kernel, 3).unwrap();
+    let plan = separable::dct5_plan(&case.kernel, 3).unwrap();
     let svd_plan = svd::plan(&case.kernel, RankChoice::Numerical);
     assert_eq!(svd_plan.terms.len(), 1);
     let host_exact = Certified::new(SeparableHost::new("dct5", plan.clone(), &case.kernel));
@@ -148,7 +149,7 @@ fn box_301_through_every_exact_method() {
     // Noise: the fast variant's sliding histogram (alike kernel rows).
     let case = Case::new("box:301", input(120, 36, 3, Pattern::Random, 5), true);
     case.check(&NaiveHost, &[SMALL_TILE]);
-    let plan = dct5::plan(&case.kernel, 3).unwrap();
+    let plan = separable::dct5_plan(&case.kernel, 3).unwrap();
     let host_exact = Certified::new(SeparableHost::new("dct5", plan.clone(), &case.kernel));
     case.check(&host_exact, &[SMALL_TILE]);
     let Some(dev) = test_device() else { return };

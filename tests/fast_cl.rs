@@ -8,11 +8,12 @@ use mapfilter::device::test_device;
 use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec};
+use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::separable_cl::SeparableCl;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::cl::SeparableCl;
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::separable::{self, svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use tiles::Border;
 
@@ -43,7 +44,7 @@ fn device_matches_host_and_exact_matches_naive() {
         let job = job(&kernel, &raster.data, weights, tile, fill);
         let naive = smooth_in_memory(&raster, &job, &NaiveHost).unwrap();
         let mut plans = vec![("svd", svd::plan(&kernel, RankChoice::Numerical))];
-        if let Ok(p) = dct5::plan(&kernel, 3.min(kernel.radius())) {
+        if let Ok(p) = separable::dct5_plan(&kernel, 3.min(kernel.radius())) {
             plans.push(("dct5", p));
         }
         for (name, plan) in plans {
@@ -76,7 +77,7 @@ fn dct5_scores_within_the_device_bound() {
     let Some(dev) = test_device() else { return };
     for (sigma, classes, ow, oh) in [(1.0, 4, 150, 170), (5.0, 3, 130, 260), (21.0, 2, 70, 90)] {
         let kernel = KernelSpec::Gaussian { sigma, size: None }.build().unwrap();
-        let plan = dct5::plan(&kernel, 3).unwrap();
+        let plan = separable::dct5_plan(&kernel, 3).unwrap();
         let Filter::Dct5(d) = &plan.terms[0].row else {
             unreachable!()
         };
@@ -141,7 +142,7 @@ fn dct5_scores_within_the_device_bound() {
 #[test]
 fn every_tuned_shape_gives_the_same_bytes() {
     use mapfilter::device::tune::{self, Setting, TuneDb};
-    use mapfilter::method::naive_cl::{NaiveCl, Variant};
+    use mapfilter::method::naive::cl::{NaiveCl, Variant};
     let Some(dev) = test_device() else { return };
     let dir = tempfile::tempdir().unwrap();
     let raster = input(101, 77, 6, Pattern::Simplex, 5);
@@ -165,7 +166,7 @@ fn every_tuned_shape_gives_the_same_bytes() {
     };
     let kernel: Kernel = "gaussian:3".parse::<KernelSpec>().unwrap().build().unwrap();
     let job = job(&kernel, &raster.data, "", 40, false);
-    let plan = dct5::plan(&kernel, 3).unwrap();
+    let plan = separable::dct5_plan(&kernel, 3).unwrap();
     let untuned = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false)
         .unwrap()
         .with_tuning(None);
@@ -239,7 +240,7 @@ impl ClassSmoother for AtOnce<'_> {
 fn dct5_tiles_in_flight_match_tiles_at_once() {
     let Some(dev) = test_device() else { return };
     let kernel: Kernel = "gaussian:2".parse::<KernelSpec>().unwrap().build().unwrap();
-    let plan = dct5::plan(&kernel, 3).unwrap();
+    let plan = separable::dct5_plan(&kernel, 3).unwrap();
     for (classes, tile) in [(5, 24), (256, 64)] {
         let raster = input(90, 71, classes, Pattern::Random, 9);
         let job = job(&kernel, &raster.data, "", tile, false);

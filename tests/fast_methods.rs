@@ -7,11 +7,12 @@ mod common;
 use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec, parse_matrix};
-use mapfilter::method::exact::Certified;
+use mapfilter::method::ClassSmoother;
+use mapfilter::method::certified::Certified;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::svd::RankChoice;
-use mapfilter::method::{ClassSmoother, dct5, svd};
+use mapfilter::method::separable::svd::RankChoice;
+use mapfilter::method::separable::{self, svd};
 use mapfilter::synth::{Pattern, SynthRaster};
 use proptest::prelude::*;
 use tiles::Border;
@@ -107,7 +108,7 @@ proptest! {
         let choice = rank.map_or(RankChoice::Numerical, RankChoice::Fixed);
         let mut methods = vec![SeparableHost::new("svd", svd::plan(&kernel, choice), &kernel)];
         let terms = terms.min(kernel.radius());
-        if let Ok(p) = dct5::plan(&kernel, terms) {
+        if let Ok(p) = separable::dct5_plan(&kernel, terms) {
             methods.push(SeparableHost::new("dct5", p, &kernel));
         }
         for fast in methods {
@@ -132,7 +133,11 @@ fn exact_mode_past_the_presence_masks() {
     let k: Kernel = "gaussian:2".parse::<KernelSpec>().unwrap().build().unwrap();
     let job = job(k.clone(), &input.data, "", Border::Same, false, 90);
     let expected = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
-    let certified = Certified::new(SeparableHost::new("dct5", dct5::plan(&k, 3).unwrap(), &k));
+    let certified = Certified::new(SeparableHost::new(
+        "dct5",
+        separable::dct5_plan(&k, 3).unwrap(),
+        &k,
+    ));
     assert_eq!(
         smooth_in_memory(&input, &job, &certified).unwrap(),
         expected
@@ -159,7 +164,7 @@ fn exact_mode_on_the_fixture_kernels_with_ties() {
             SeparableHost::new("svd", svd::plan(&k, RankChoice::Numerical), &k),
             SeparableHost::new(
                 "dct5",
-                dct5::plan(&k, 3.min(k.radius()))
+                separable::dct5_plan(&k, 3.min(k.radius()))
                     .unwrap_or_else(|_| svd::plan(&k, RankChoice::Fixed(1))),
                 &k,
             ),
@@ -215,11 +220,11 @@ fn dct5_agrees_with_naive_on_random_four_classes() {
     assert_eq!(k.size(), 127);
     let job = job(k.clone(), &input.data, "", Border::Same, false, n);
     let expected = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
-    let fast = SeparableHost::new("dct5", dct5::plan(&k, 3).unwrap(), &k);
+    let fast = SeparableHost::new("dct5", separable::dct5_plan(&k, 3).unwrap(), &k);
     let got = smooth_in_memory(&input, &job, &fast).unwrap();
     let a = agreement(&got, &expected);
     assert!(a >= 0.998, "K=3: {a}");
-    let fast = SeparableHost::new("dct5", dct5::plan(&k, 8).unwrap(), &k);
+    let fast = SeparableHost::new("dct5", separable::dct5_plan(&k, 8).unwrap(), &k);
     let a8 = agreement(&smooth_in_memory(&input, &job, &fast).unwrap(), &expected);
     assert!(a8 >= 0.999 && a8 > a, "K=8: {a8}");
 }
@@ -251,7 +256,7 @@ fn dct5_takes_the_one_class_of_a_window_exactly() {
     .build()
     .unwrap();
     assert_eq!(k.size(), 25);
-    let fast = SeparableHost::new("dct5", dct5::plan(&k, 1).unwrap(), &k);
+    let fast = SeparableHost::new("dct5", separable::dct5_plan(&k, 1).unwrap(), &k);
     for tile in [w, 32] {
         let job = job(k.clone(), &input.data, "", Border::Same, false, tile);
         let expected = smooth_in_memory(&input, &job, &NaiveHost).unwrap();

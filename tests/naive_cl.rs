@@ -9,7 +9,7 @@ use mapfilter::io::MemRaster;
 use mapfilter::kernel::KernelSpec;
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive_cl::{CpuPaths, FastShape, NaiveCl, Variant};
+use mapfilter::method::naive::cl::{CpuPaths, FastShape, NaiveCl, Variant};
 use mapfilter::synth::{Pattern, SynthRaster};
 use proptest::prelude::*;
 use tiles::Border;

@@ -266,7 +266,7 @@ fn bench_one(
             "total_ms": total,
             "mpix_s": stats.pixels as f64 / total / 1e3,
             "check": check,
-            "shape": std::env::var(crate::method::naive_cl::FAST_SHAPE_ENV).ok(),
+            "shape": crate::switches::get().fast_shape,
             "summary": method.summary(),
             "devices": (!devices.is_empty()).then_some(devices),
         });

@@ -12,8 +12,8 @@ use crate::error::Result;
 use crate::io::MemRaster;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::ClassSmoother;
-use crate::method::naive_cl::{NaiveCl, Variant};
-use crate::method::separable_cl::SeparableCl;
+use crate::method::naive::cl::{NaiveCl, Variant};
+use crate::method::separable::cl::SeparableCl;
 use crate::synth::{Pattern, SynthRaster};
 use clap::Args;
 use std::path::PathBuf;
@@ -220,7 +220,10 @@ impl Sweep<'_> {
     fn rate(&self, kernel: &Kernel, setting: &Setting) -> Result<f64> {
         let method: Box<dyn ClassSmoother> = match setting.kernel.as_str() {
             tune::DCT5 => {
-                let plan = crate::method::dct5::plan(kernel, crate::method::dct5::DEFAULT_TERMS)?;
+                let plan = crate::method::separable::dct5_plan(
+                    kernel,
+                    crate::method::dct5::DEFAULT_TERMS,
+                )?;
                 Box::new(
                     SeparableCl::new(self.dev.clone(), "dct5", &plan, kernel, false)?
                         .with_tuning(Some(setting.clone())),

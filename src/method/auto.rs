@@ -28,8 +28,8 @@
 //! The per-operation costs are relative weights fitted by hand to the host
 //! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
 
-use super::dct5_rot;
-use super::separable::Bounds;
+use super::bounds::Bounds;
+use super::dct5::rot as dct5_rot;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::DeviceKind;
 use crate::error::Result;

@@ -6,22 +6,17 @@
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
 pub mod auto;
+pub mod bounds;
+pub mod certified;
 pub mod dct5;
-mod dct5_band;
-pub mod dct5_rot;
-pub mod exact;
 pub mod multi;
 pub mod naive;
-pub mod naive_cl;
-pub mod naive_cl_runs;
-pub mod naive_cl_tuning;
+pub mod plane;
 pub mod policy;
 pub mod ranking;
 pub mod select;
 pub mod separable;
-pub mod separable_cl;
 mod simd4;
-pub mod svd;
 
 use crate::classes::NO_CLASS;
 use crate::error::Result;

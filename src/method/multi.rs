@@ -483,7 +483,7 @@ mod tests {
         let members: Vec<Box<dyn ClassSmoother>> = [dev, second]
             .into_iter()
             .map(|d| {
-                Box::new(crate::method::naive_cl::NaiveCl::new(d, Default::default()).unwrap())
+                Box::new(crate::method::naive::cl::NaiveCl::new(d, Default::default()).unwrap())
                     as Box<dyn ClassSmoother>
             })
             .collect();

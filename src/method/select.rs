@@ -7,14 +7,14 @@
 
 use super::ClassSmoother;
 use super::auto::{Auto, Candidate, Dct5Passes, DeviceCosts, Shape};
-use super::exact::Certified;
+use super::certified::Certified;
+use super::dct5::{self, rot as dct5_rot};
 use super::multi::Shared;
 use super::naive::NaiveHost;
-use super::naive_cl::{NaiveCl, Variant};
-use super::separable::{Filter, SeparableHost};
-use super::separable_cl::SeparableCl;
-use super::svd::{self, RankChoice};
-use super::{dct5, dct5_rot};
+use super::naive::cl::{NaiveCl, Variant};
+use super::separable::cl::SeparableCl;
+use super::separable::svd::{self, RankChoice};
+use super::separable::{Filter, SeparableHost, dct5_plan};
 use crate::bail;
 use crate::device::{Device, DeviceChoice, Member};
 use crate::error::Result;
@@ -159,7 +159,7 @@ fn fast_smoother(
                     hint = "dct5 takes --terms K"
                 );
             }
-            let plan = dct5::plan(kernel, fast.terms.unwrap_or(dct5::DEFAULT_TERMS))?;
+            let plan = dct5_plan(kernel, fast.terms.unwrap_or(dct5::DEFAULT_TERMS))?;
             let (terms, segment) = match &plan.terms[0].row {
                 Filter::Dct5(d) => (d.terms(), d.segment()),
                 Filter::Taps(_) => unreachable!("dct5 plans hold DCT-5 filters"),

@@ -1,4 +1,4 @@
-//! Four f64 lanes for the host dct5 scorer ([`super::dct5_band`]): one
+//! Four f64 lanes for the host dct5 scorer ([`super::dct5::band`]): one
 //! AVX2 register where the CPU has it, a plain array everywhere else.
 //!
 //! Every operation is the lane-wise IEEE operation of its scalar twin
@@ -148,7 +148,7 @@ mod avx2 {
 
     // SAFETY (every block below): these methods are only reached from
     // code compiled with `#[target_feature(enable = "avx2")]` after the CPU
-    // was found to have AVX2 (`dct5_band::Isa::best`), and every memory
+    // was found to have AVX2 (`dct5::band::Isa::best`), and every memory
     // access stays within an array of four.
     /// `a` where `m`, else `b`, as one `vblendvpd` the compiler cannot see
     /// into: it turned a blend stored back where `b` came from into a

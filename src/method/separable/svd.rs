@@ -8,7 +8,7 @@
 //! `N·ε·s₀`: a Gaussian or box has rank 1, a disc of radius r about r),
 //! `--rank R` or `--energy E` (the smallest rank holding E of `Σ s²`) to truncate.
 
-use super::separable::{Filter, SeparablePlan, Term};
+use super::{Filter, SeparablePlan, Term};
 use crate::bail;
 use crate::error::Result;
 use crate::kernel::Kernel;

@@ -11,10 +11,7 @@
 //! `--exact` the flagged pixels are recomputed on the host with the naive
 //! method's integer arithmetic, so the result is byte-identical to naive.
 
-use super::dct5_rot::{self, Rot};
-use super::naive::{exact_pixel, taps};
-use super::separable::{Bounds, Filter, SeparablePlan};
-use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
 use crate::classes::NO_CLASS;
 use crate::device::tune::{self, Setting};
@@ -24,6 +21,9 @@ use crate::device::{
 };
 use crate::error::Result;
 use crate::kernel::Kernel;
+use crate::method::dct5::rot::{self as dct5_rot, Rot};
+use crate::method::naive::{exact_pixel, taps};
+use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -50,7 +50,7 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
         terms: plan
             .terms
             .iter()
-            .map(|t| super::separable::Term {
+            .map(|t| super::Term {
                 column: conv(&t.column),
                 row: conv(&t.row),
             })
@@ -151,11 +151,11 @@ impl SeparableCl {
                 if plan.terms.len() != 1 {
                     bail!("a dct5 plan has exactly one separable term");
                 }
-                bounds = dct5_rot::device_bounds(&plan, d, kernel, DEVICE_UNIT_ROUNDOFF);
+                bounds = dct5_rot::device_bounds(bounds.approx, d, DEVICE_UNIT_ROUNDOFF);
                 Shape::Dct5(Rot::new(d))
             }
             Filter::Taps(_) => {
-                let flat = |pick: fn(&super::separable::Term) -> &Filter| -> Vec<f32> {
+                let flat = |pick: fn(&super::Term) -> &Filter| -> Vec<f32> {
                     plan.terms
                         .iter()
                         .flat_map(|t| match pick(t) {
@@ -561,7 +561,7 @@ impl SeparableCl {
                 ms[0], ms[1], ms[2]
             )
         };
-        if kernel_times() {
+        if crate::switches::get().kernel_times {
             // scripts/gpu-fast-bench.sh reads these lines whatever -v says.
             eprintln!("{}", line());
         } else {
@@ -827,11 +827,4 @@ impl ClassSmoother for SeparableCl {
             self.bounds.total()
         ))
     }
-}
-
-/// `MAPFILTER_KERNEL_TIMES` (any value): print every tile's kernel times;
-/// read once per process.
-fn kernel_times() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("MAPFILTER_KERNEL_TIMES").is_some())
 }

@@ -25,11 +25,19 @@
 //! every k > 0 (a full period of cosines sums to zero), so the box is exact
 //! and costs O(1) per pixel.
 
-use super::separable::{Filter, Plane, SeparablePlan, Term, gamma};
+use super::bounds::gamma;
+use super::plane::Plane;
 use crate::bail;
 use crate::error::Result;
 use crate::kernel::Kernel;
 use std::f64::consts::PI;
+
+pub(crate) mod band;
+mod masks;
+mod pass1;
+mod planes;
+mod recursion;
+pub mod rot;
 
 /// The paper's default number of terms beyond k = 0.
 pub const DEFAULT_TERMS: usize = 3;
@@ -275,24 +283,11 @@ pub fn one_d_kernel(kernel: &Kernel, terms: usize) -> Result<(Vec<f64>, usize)> 
     Ok((g, terms))
 }
 
-/// The dct5 plan of `kernel` with `terms` (K) cosine terms.
-pub fn plan(kernel: &Kernel, terms: usize) -> Result<SeparablePlan> {
-    let (g, terms) = one_d_kernel(kernel, terms)?;
-    let f = Filter::Dct5(Dct5::new(&g, terms)?);
-    Ok(SeparablePlan {
-        size: kernel.size(),
-        terms: vec![Term {
-            column: f.clone(),
-            row: f,
-        }],
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
-    use crate::method::separable::HOST_UNIT_ROUNDOFF;
+    use crate::method::bounds::HOST_UNIT_ROUNDOFF;
 
     fn gauss(sigma: f64) -> Kernel {
         KernelSpec::Gaussian { sigma, size: None }.build().unwrap()
@@ -342,7 +337,9 @@ mod tests {
                 *v = (state >> 31) as f64;
             }
             let mut out = Plane::new(w, rows);
-            Filter::Dct5(d.clone()).apply(&src, &mut out);
+            for (b, o) in out.data.chunks_mut(d.segment() * w).enumerate() {
+                d.segment_pass(&src, b * d.segment(), o, w);
+            }
             let eff = d.effective();
             let bound = d.rounding_bound(1.0, HOST_UNIT_ROUNDOFF);
             for y in 0..rows {
@@ -445,19 +442,5 @@ mod tests {
         let (g19, _) = one_d_kernel(&spec.build().unwrap(), 3).unwrap();
         let e19 = l2_2d(&Dct5::new(&g19, 3).unwrap().effective(), &g19);
         assert!(e19 < 0.5 * e_best, "{e19}");
-    }
-
-    #[test]
-    fn only_gaussians_and_boxes() {
-        assert!(plan(&gauss(3.0), 3).is_ok());
-        let b = KernelSpec::Box { size: 9 }.build().unwrap();
-        let p = plan(&b, 3).unwrap();
-        match &p.terms[0].row {
-            Filter::Dct5(d) => assert_eq!(d.terms(), 0),
-            _ => unreachable!(),
-        }
-        let disc = KernelSpec::Disc { radius: 3 }.build().unwrap();
-        assert!(plan(&disc, 3).is_err());
-        assert!(plan(&gauss(1.0), 4).is_err());
     }
 }

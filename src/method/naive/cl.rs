@@ -9,13 +9,13 @@
 //! the tile has classes, on CPUs half as many). On CPU devices `fast` has
 //! paths of its own (`kernels/naive.cl` describes each): taps as offsets in
 //! the tile; on map-like tiles the run path of
-//! [`naive_cl_runs`](super::naive_cl_runs) (helper planes built on the host
+//! [`cl_runs`](super::cl_runs) (helper planes built on the host
 //! while staging cut each window into blocks of alike rows whose runs cost
 //! two look-ups each; uniform windows skip the histogram); for kernels whose
 //! rows are all alike (boxes) a histogram that slides down each item's
 //! column; for many bins a vectorisable winner search. Each is specialised
 //! with `-D` options per class-count bucket and work-group shape, and cached
-//! by the device; [`naive_cl_tuning`](super::naive_cl_tuning) holds the
+//! by the device; [`tuning`](super::tuning) holds the
 //! shapes and the knobs that force the choices.
 
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
@@ -26,14 +26,9 @@
 //! of i does (double buffering); slots are reused once waited for, so device
 //! memory stays bounded by the number of tiles in flight.
 
-use super::naive_cl_runs::{TileRuns, kernel_sat};
-pub use super::naive_cl_tuning::{CpuPaths, FAST_SHAPE_ENV, FastShape};
-use super::naive_cl_tuning::{
-    MASK_ENV, RUNS_ENV, SCAN2_ENV, SLIDE_ENV, TAP_SCAN_ENV, env_flag, gpu_fast_shape,
-    shape_override,
-};
-use super::policy::Ties;
-use super::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use super::cl_runs::{TileRuns, kernel_sat};
+pub use super::tuning::{CpuPaths, FastShape};
+use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
 use crate::device::tune::{self, Setting};
 use crate::device::{
@@ -42,6 +37,9 @@ use crate::device::{
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel as WeightKernel;
+use crate::method::policy::Ties;
+use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use crate::switches;
 use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
 use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
 use std::str::FromStr;
@@ -398,31 +396,22 @@ impl NaiveCl {
                         let q = taps.quantised.as_slice();
                         q.chunks_exact(k).all(|row| row == &q[..k])
                     }
-                    && (self.paths.slide)
-                        .or_else(|| env_flag(SLIDE_ENV))
-                        .unwrap_or(true);
+                    && (self.paths.slide).or(switches::get().slide).unwrap_or(true);
                 // The run path, on map-like tiles: on noise (few equal
                 // neighbours) it only costs, so only where at least half the
                 // horizontal neighbours are equal.
                 let runs = tile.width <= TileRuns::MAX_WIDTH
-                    && self
-                        .paths
-                        .runs
-                        .or_else(|| env_flag(RUNS_ENV))
-                        .unwrap_or_else(|| {
-                            cpu_shape && !(slide_ok && k >= 7) && {
-                                let equal =
-                                    tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
-                                2 * equal >= tile.classes.len()
-                            }
-                        });
+                    && self.paths.runs.or(switches::get().runs).unwrap_or_else(|| {
+                        cpu_shape && !(slide_ok && k >= 7) && {
+                            let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
+                            2 * equal >= tile.classes.len()
+                        }
+                    });
                 // A bit per touched bin, so that the winner search and the
                 // clearing skip the untouched ones: pays beyond a few bins.
                 let mask = runs
                     && !plain_winner
-                    && (self.paths.mask)
-                        .or_else(|| env_flag(MASK_ENV))
-                        .unwrap_or(nb > 8);
+                    && (self.paths.mask).or(switches::get().mask).unwrap_or(nb > 8);
                 let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
                     s
                 } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
@@ -441,7 +430,7 @@ impl NaiveCl {
                 };
                 // The two-loop winner search pays for many bins only; with
                 // a few dozen it is slower (docs/decisions/0010).
-                let scan2 = cpu_shape && !plain_winner && env_flag(SCAN2_ENV).unwrap_or(nb > 64);
+                let scan2 = cpu_shape && !plain_winner && switches::get().scan2.unwrap_or(nb > 64);
                 // Score and bin packed in one ulong (score << 9): every score
                 // (kernel sum times class weight) must stay below 2^55.
                 let packed = scan2 && {
@@ -458,7 +447,7 @@ impl NaiveCl {
                 // The run path picks its winner from the classes it saw; a
                 // sliding histogram must not be cleared by a tap scan.
                 let tap_scan =
-                    !runs && !slide && !plain_winner && env_flag(TAP_SCAN_ENV).unwrap_or(by_taps);
+                    !runs && !slide && !plain_winner && switches::get().tap_scan.unwrap_or(by_taps);
                 let tile_bytes = if tile_local {
                     (tx + k - 1) * (rows + k - 1) * elem
                 } else {

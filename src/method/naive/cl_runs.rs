@@ -16,8 +16,8 @@
 //! of the list found with two look-ups: the walk has no chain of dependent
 //! loads. Building the helper data is O(1) per pixel.
 
-use super::{ClassTile, SmoothParams, pick_winner};
 use crate::classes::NO_CLASS;
+use crate::method::{ClassTile, SmoothParams, pick_winner};
 use rayon::prelude::*;
 
 /// Helper data of one tile; every plane is indexed like the tile (`r · width + x`).

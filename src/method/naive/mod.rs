@@ -18,6 +18,10 @@ use crate::classes::NO_CLASS;
 use crate::error::Result;
 use rayon::prelude::*;
 
+pub mod cl;
+pub mod cl_runs;
+pub mod tuning;
+
 /// The non-zero quantised kernel weights as (offset in the tile from the
 /// window's top-left pixel, weight).
 pub fn taps(tile: &ClassTile, params: &SmoothParams) -> Vec<(usize, u32)> {

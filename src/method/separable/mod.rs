@@ -17,58 +17,23 @@
 //! full transposed plane. The ranking is updated strip by strip, so the score
 //! of a class never exists as a plane either.
 //!
-//! [`svd`]: super::svd
+//! [`svd`]: svd
 //! [`dct5`]: super::dct5
-//! [`exact`]: super::exact
+//! [`exact`]: super::certified
 
 use super::dct5::Dct5;
-use super::dct5_band::Target;
+use super::dct5::band::Target;
 use super::ranking::{LANES, Ranking};
 use super::{ClassTile, SmoothParams};
+use crate::error::Result;
 use crate::kernel::Kernel;
 use rayon::prelude::*;
 
-/// Unit roundoff of the host's working precision (f64).
-pub const HOST_UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+pub mod cl;
+pub mod svd;
 
-/// A row-major plane of scores.
-#[derive(Clone, Debug, Default)]
-pub struct Plane {
-    pub width: usize,
-    pub height: usize,
-    pub data: Vec<f64>,
-}
-
-impl Plane {
-    pub fn new(width: usize, height: usize) -> Self {
-        Plane {
-            width,
-            height,
-            data: vec![0.0; width * height],
-        }
-    }
-}
-
-impl Plane {
-    /// Row `r`.
-    #[inline]
-    pub fn row(&self, r: usize) -> &[f64] {
-        &self.data[r * self.width..(r + 1) * self.width]
-    }
-
-    /// Fills the plane with the indicator of `class` in `classes` (same
-    /// shape): 1 where a pixel holds the class, 0 elsewhere.
-    pub fn indicator(&mut self, classes: &[u16], class: u16) {
-        self.data
-            .par_chunks_mut(4096)
-            .zip(classes.par_chunks(4096))
-            .for_each(|(d, c)| {
-                d.iter_mut()
-                    .zip(c)
-                    .for_each(|(v, &k)| *v = f64::from(u8::from(k == class)))
-            });
-    }
-}
+pub use super::bounds::{Bounds, HOST_UNIT_ROUNDOFF, gamma};
+pub use super::plane::Plane;
 
 /// A 1-D filter of odd length `2R+1` run down the columns of its input:
 /// `out[y] = Σ_t w_t · in[y + t]`, `t = 0..=2R` (correlation, centre at `t = R`).
@@ -173,16 +138,6 @@ impl Filter {
     }
 }
 
-/// `γ_n = n·u / (1 − n·u)`, the classic bound of an n-term float sum.
-pub fn gamma(n: usize, u: f64) -> f64 {
-    let nu = n as f64 * u;
-    if nu >= 0.5 {
-        f64::INFINITY
-    } else {
-        nu / (1.0 - nu)
-    }
-}
-
 /// One separable term: `column` runs along y (kernel rows), `row` along x.
 #[derive(Clone, Debug)]
 pub struct Term {
@@ -190,30 +145,18 @@ pub struct Term {
     pub row: Filter,
 }
 
-/// Error bounds of a plan, in units of a normalised kernel (weights summing
-/// to 1) and a class weight of 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Bounds {
-    /// Float rounding of the passes, the sum over terms and the class weighting.
-    pub rounding: f64,
-    /// `Σ|k̃ − q/Σq|`: approximation plus quantisation of the exact kernel.
-    pub approx: f64,
-}
-
-impl Bounds {
-    /// The tolerance under which two float scores count as equal (a tie) in
-    /// the approximate modes: rounding noise of a few operations, at most the
-    /// rounding bound. Kept far below the a-priori bound, which is loose, so
-    /// that real score differences are not mistaken for ties. Any value up
-    /// to [`Bounds::total`] keeps the certified mode correct.
-    pub fn tie_tolerance(&self, u: f64) -> f64 {
-        self.rounding.min(32.0 * u)
-    }
-
-    /// Bound on any score's total error.
-    pub fn total(&self) -> f64 {
-        self.rounding + self.approx
-    }
+/// The dct5 plan of `kernel` with `terms` (K) cosine terms: one term, the
+/// same DCT-5 filter down the columns and along the rows.
+pub fn dct5_plan(kernel: &Kernel, terms: usize) -> Result<SeparablePlan> {
+    let (g, terms) = super::dct5::one_d_kernel(kernel, terms)?;
+    let f = Filter::Dct5(Dct5::new(&g, terms)?);
+    Ok(SeparablePlan {
+        size: kernel.size(),
+        terms: vec![Term {
+            column: f.clone(),
+            row: f,
+        }],
+    })
 }
 
 /// A kernel as a sum of separable terms, ready to run.
@@ -275,7 +218,7 @@ impl SeparablePlan {
         ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
         if let Some(d) = self.band_filter() {
             let skip = tile.halo - self.size / 2;
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
+            super::dct5::band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
             return;
         }
         self.rank_generic(tile, params, ranking);
@@ -297,7 +240,7 @@ impl SeparablePlan {
                 out,
                 fill_nodata: params.fill_nodata,
             };
-            super::dct5_band::rank_tile(d, tile, params, skip, tau, target);
+            super::dct5::band::rank_tile(d, tile, params, skip, tau, target);
             return;
         }
         self.rank(tile, params, tau, ranking);
@@ -305,7 +248,7 @@ impl SeparablePlan {
     }
 
     /// The DCT-5 filter of a plan the band scorer runs (one term, the same
-    /// filter both ways, at most [`MAX_TERMS`](super::dct5_band::MAX_TERMS)
+    /// filter both ways, at most [`MAX_TERMS`](super::dct5::band::MAX_TERMS)
     /// terms).
     fn band_filter(&self) -> Option<&Dct5> {
         match self.terms.as_slice() {
@@ -314,7 +257,7 @@ impl SeparablePlan {
                     column: Filter::Dct5(d),
                     row: Filter::Dct5(e),
                 },
-            ] if d == e && d.coeffs().len() <= super::dct5_band::MAX_TERMS => Some(d),
+            ] if d == e && d.coeffs().len() <= super::dct5::band::MAX_TERMS => Some(d),
             _ => None,
         }
     }
@@ -484,6 +427,7 @@ impl super::ClassSmoother for SeparableHost {
 mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
+    use crate::method::dct5::rot::device_bounds;
 
     /// The band scorer (class boxes, per-column row ranges, runs, the
     /// one-class shortcut) against the plain whole-plane path, on a tile
@@ -499,7 +443,7 @@ mod tests {
         }
         .build()
         .unwrap();
-        let plan = super::super::dct5::plan(&kernel, 3).unwrap();
+        let plan = dct5_plan(&kernel, 3).unwrap();
         let (halo, n) = (kernel.radius(), 5);
         let (w, h) = (150 + 2 * halo, 140 + 2 * halo);
         let classes: Vec<u16> = (0..w * h)
@@ -568,5 +512,73 @@ mod tests {
             }
             assert!(compared > ow * oh * 9 / 10, "{compared} of {}", ow * oh);
         }
+    }
+
+    #[test]
+    fn dct5_plans_take_only_gaussians_and_boxes() {
+        let gauss = |sigma| KernelSpec::Gaussian { sigma, size: None }.build().unwrap();
+        assert!(dct5_plan(&gauss(3.0), 3).is_ok());
+        let b = KernelSpec::Box { size: 9 }.build().unwrap();
+        let p = dct5_plan(&b, 3).unwrap();
+        match &p.terms[0].row {
+            Filter::Dct5(d) => assert_eq!(d.terms(), 0),
+            _ => unreachable!(),
+        }
+        let disc = KernelSpec::Disc { radius: 3 }.build().unwrap();
+        assert!(dct5_plan(&disc, 3).is_err());
+        assert!(dct5_plan(&gauss(1.0), 4).is_err());
+    }
+
+    /// f32's unit roundoff (the OpenCL devices').
+    const F32_UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
+
+    /// A Gaussian's kernel, dct5 plan and its DCT-5 filter.
+    fn dct5_filter(sigma: f64, terms: usize) -> (Kernel, SeparablePlan, Dct5) {
+        let k = KernelSpec::Gaussian { sigma, size: None }.build().unwrap();
+        let p = dct5_plan(&k, terms).unwrap();
+        let Filter::Dct5(d) = p.terms[0].row.clone() else {
+            unreachable!()
+        };
+        (k, p, d)
+    }
+
+    /// The device bound grows with N but stays within a small multiple of the
+    /// approximation error for the σ the GPU target uses.
+    #[test]
+    fn device_bound_is_modest() {
+        // Up to the largest kernels the f32 rounding (which grows as N²:
+        // segments of 4·N steps over window sums of N) stays of the order of
+        // the approximation error, so certification still pays: σ = 64
+        // (N = 385) 2.8e-3 against 2.6e-3.
+        for sigma in [64.0, 85.0] {
+            let (k, p, d) = dct5_filter(sigma, 3);
+            let b = device_bounds(
+                p.bounds(&k, F32_UNIT_ROUNDOFF).approx,
+                &d,
+                F32_UNIT_ROUNDOFF,
+            );
+            assert!(
+                b.rounding < 2.0 * b.approx && b.total() < 1e-2,
+                "σ={sigma}: {b:?}"
+            );
+        }
+        let (k, p, d) = dct5_filter(21.0, 3);
+        let b = device_bounds(
+            p.bounds(&k, F32_UNIT_ROUNDOFF).approx,
+            &d,
+            F32_UNIT_ROUNDOFF,
+        );
+        assert!(b.rounding < b.approx, "{b:?}");
+        let host = p.bounds(&k, F32_UNIT_ROUNDOFF);
+        let old = SeparablePlan {
+            size: p.size,
+            terms: vec![Term {
+                column: Filter::Dct5(d.clone().with_segment(256)),
+                row: Filter::Dct5(d.clone().with_segment(256)),
+            }],
+        }
+        .bounds(&k, F32_UNIT_ROUNDOFF);
+        assert!(b.rounding < old.rounding / 4.0, "{b:?} vs {old:?}");
+        assert_eq!(b.approx, host.approx);
     }
 }

@@ -1,0 +1,554 @@
+//! The host dct5 scorer, band by band and class by class over only the
+//! pixels a class can reach (the fast path of the separable plans' ranking
+//! for dct5 plans).
+//!
+//! The output is cut into bands of at most one segment of rows (a multiple
+//! of [`LANES`]); bands run in parallel, each with its thread's scratch
+//! (kept across bands and tiles). One scan of a band's input rows finds
+//! every class's bounding box and, per block of [`LANES`] rows and per
+//! column, the set of classes there. A class absent from the band costs
+//! nothing; a present one runs pass 1 down the columns of its box that hold
+//! it, per group of [`WIDE`] columns only over the rows whose windows reach
+//! its blocks there (everything else stays exactly 0), straight from the
+//! class codes into a strip-major plane on whole cache lines. Pass 2 then
+//! goes strip by strip ([`LANES`] output rows), every class in turn, so
+//! that the strip's ranking slots stay in cache (cleared there, just before
+//! the first class folds in): along the rows, over the runs of outputs
+//! whose windows (in that strip) hold the class, folding each score into
+//! the ranking at once.
+//! Outside those runs the exact score is zero, and a zero score never
+//! changes a ranking slot (see `SlotsMut::update`).
+//!
+//! An output whose windows in the strip hold one class only is decided
+//! without scores (`SlotsMut::single`): with the centre not nodata, that
+//! class holds the centre, whose kernel weight is positive, so it is the one
+//! class with a positive exact score — the exact answer, certified with the
+//! widest margin. (With `--fill-nodata` a window may hold no class at all,
+//! so the shortcut is off there.)
+//!
+//! The recursion runs [`WIDE`] lines in step on one [`F64x4`], its state
+//! in registers (one copy of the code per number of terms; on AVX2 vectors
+//! where the CPU has them, element for element the same arithmetic). The
+//! arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
+//! recursion, same order of sums) on segments no longer than
+//! [`Dct5::segment`], so
+//! [`Dct5::rounding_bound`] holds unchanged; a score skipped where it is
+//! exactly zero is within any bound too. Plans of more than [`MAX_TERMS`]
+//! terms take the generic path.
+
+use super::Dct5;
+use super::masks::{MASK_CLASSES, Presence, find_extents, for_each_class, window_unions};
+use super::pass1::pass1;
+use super::planes::{Plane, PlaneAt};
+pub(crate) use super::recursion::MAX_TERMS;
+use super::recursion::{Strip, Tables, WIDE, segment};
+use crate::method::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
+use crate::method::simd4::F64x4;
+use crate::method::{ClassTile, SmoothParams};
+use rayon::prelude::*;
+
+/// Per-thread scratch of a band.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Where each class lies in the band's input.
+    pub(super) presence: Presence,
+    /// Per input column: the classes in the windows of the current strip.
+    strip_columns: Vec<u64>,
+    /// Per output column: the classes in the windows of the current strip.
+    outputs: Vec<u64>,
+    /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`]).
+    prefix: Vec<u64>,
+    suffix: Vec<u64>,
+    /// One strip's decisions in slot order.
+    decisions: Vec<u16>,
+    /// Per class, its runs of outputs in the current strip, `(first, end)`.
+    runs: Vec<Vec<(usize, usize)>>,
+    /// A band's ranking slots, when the tile's winners go straight to the output.
+    slots: Slots,
+    /// Per class: its pass-1 plane and where it lies.
+    pub(super) planes: Vec<Plane>,
+    pub(super) at: Vec<PlaneAt>,
+}
+
+thread_local! {
+    /// Each worker thread's scratch, kept from band to band and tile to tile
+    /// so that its buffers are allocated (and faulted in) once.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// What every band shares.
+pub(super) struct Job<'a> {
+    pub(super) tab: Tables,
+    pub(super) tile: &'a ClassTile<'a>,
+    pub(super) weights: Vec<f64>,
+    /// Tile rows and columns skipped before the kernel's reach (extra halo).
+    pub(super) skip: usize,
+    pub(super) ow: usize,
+    pub(super) oh: usize,
+    pub(super) band: usize,
+    pub(super) segment: usize,
+    pub(super) tau: f64,
+    /// Whether an output whose windows hold one class only may take it
+    /// without scoring (see [`SlotsMut::single`]).
+    pub(super) single_class: bool,
+    /// The vectors the bands run on.
+    pub(super) isa: Isa,
+}
+
+/// The vector instructions a band runs on: the same arithmetic, element
+/// for element, on either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    /// Plain arrays ([`F64x4`] for `[f64; 4]`).
+    Portable,
+    /// AVX2 registers.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Isa {
+    /// The fastest this CPU has and may run ([`crate::cpu::avx2`]).
+    fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2() {
+            return Isa::Avx2;
+        }
+        Isa::Portable
+    }
+}
+
+/// The most output rows of a band for radius `r`: two windows' height, at
+/// least 64. Short bands keep a band's planes (per class, its rows plus
+/// 2R) small enough for the caches and give the threads more bands to
+/// share, while the seeds of a band (two sums of 2R + 1 rows per group of
+/// columns) stay no more than its rows
+/// (docs/decisions/0003-host-dct5-bands-and-segments.md).
+fn band_rows(r: usize) -> usize {
+    (2 * (2 * r + 1)).max(64)
+}
+
+/// Output rows per band for a tile of `oh` rows: bands run in parallel and
+/// each pass-1 segment stays within one, so a band is at most `segment`
+/// rows; within that, the tile is cut into a multiple of `threads` bands of
+/// (nearly) equal height, a multiple of [`LANES`], so that no thread waits
+/// for a last odd band.
+fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
+    let (most, threads) = ((segment / LANES).max(1) * LANES, threads.max(1));
+    let bands = oh.div_ceil(most).div_ceil(threads) * threads;
+    oh.div_ceil(bands).div_ceil(LANES) * LANES
+}
+
+/// Where [`rank_tile`] puts its results.
+pub(crate) enum Target<'a> {
+    /// Every pixel's ranking, margins included (for certification).
+    Ranking(&'a mut Ranking),
+    /// Only the winners, straight into the tile's output (row-major),
+    /// decided strip by strip while the strip's slots are in cache.
+    Decisions {
+        out: &'a mut [u16],
+        fill_nodata: bool,
+    },
+}
+
+/// Scores every class of `tile` with the dct5 filter `f` (used down the
+/// columns and along the rows) into `target` (a [`Target::Ranking`] is
+/// already reset). `skip`: tile rows/columns outside the kernel's reach on
+/// every side.
+pub(crate) fn rank_tile(
+    f: &Dct5,
+    tile: &ClassTile,
+    params: &SmoothParams,
+    skip: usize,
+    tau: f64,
+    target: Target,
+) {
+    rank_tile_on(Isa::best(), f, tile, params, skip, tau, target);
+}
+
+/// [`rank_tile`] on the vectors of `isa` (which the CPU must have).
+fn rank_tile_on(
+    isa: Isa,
+    f: &Dct5,
+    tile: &ClassTile,
+    params: &SmoothParams,
+    skip: usize,
+    tau: f64,
+    target: Target,
+) {
+    let (ow, oh) = (tile.output_width(), tile.output_height());
+    if ow == 0 || oh == 0 {
+        return;
+    }
+    let wmax = params.max_class_weight();
+    let q = params.kernel.quantised();
+    let job = Job {
+        tab: Tables::new(f),
+        tile,
+        weights: params.class_weights[..tile.n_classes]
+            .iter()
+            .map(|&w| w as f64 / wmax)
+            .collect(),
+        skip,
+        ow,
+        oh,
+        band: band_height(
+            f.segment().min(band_rows(f.radius())),
+            oh,
+            rayon::current_num_threads(),
+        ),
+        segment: f.segment(),
+        tau,
+        // Exactly one class has a positive exact score where it is alone in
+        // the window and holds the centre: the centre's weight is > 0.
+        single_class: !params.fill_nodata
+            && q[q.len() / 2] > 0
+            && params.class_weights[..tile.n_classes]
+                .iter()
+                .all(|&w| w > 0),
+        isa,
+    };
+    match target {
+        Target::Ranking(ranking) => {
+            ranking
+                .runs_mut(job.band)
+                .enumerate()
+                .for_each(|(b, mut slots)| {
+                    SCRATCH.with_borrow_mut(|scratch| {
+                        run_band::<true>(&job, b * job.band, &mut slots, scratch, None)
+                    })
+                })
+        }
+        Target::Decisions { out, fill_nodata } => {
+            out.par_chunks_mut(job.band * ow)
+                .enumerate()
+                .for_each(|(b, out)| {
+                    SCRATCH.with_borrow_mut(|scratch| {
+                        let y0 = b * job.band;
+                        let bh = job.band.min(oh - y0);
+                        let mut slots = std::mem::take(&mut scratch.slots);
+                        // Cleared strip by strip in `band`, while in cache.
+                        slots.size_uncleared(bh.div_ceil(LANES) * LANES * ow);
+                        for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
+                            fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
+                                tile.centre(x, y0 + y)
+                            });
+                        }
+                        let decide = Decide { out, fill_nodata };
+                        run_band::<false>(&job, y0, &mut slots.all_mut(), scratch, Some(decide));
+                        scratch.slots = slots;
+                    })
+                });
+        }
+    }
+}
+
+/// A band's output rows, to be decided strip by strip.
+struct Decide<'a> {
+    out: &'a mut [u16],
+    fill_nodata: bool,
+}
+
+fn run_band<const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    decide: Option<Decide>,
+) {
+    // One copy per number of terms, so the recursion state stays in registers.
+    macro_rules! by_terms {
+        ($($t:literal)*) => {
+            match job.tab.g.len() {
+                $($t => run_band_with::<$t, M>(job, y0, slots, scratch, decide),)*
+                _ => unreachable!("dct5 plans of more than MAX_TERMS terms take the generic path"),
+            }
+        };
+    }
+    by_terms!(1 2 3 4 5 6 7 8);
+}
+
+fn run_band_with<const T: usize, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    decide: Option<Decide>,
+) {
+    match job.isa {
+        // SAFETY: `Isa::Avx2` is only chosen where the CPU has AVX2 (`Isa::best`,
+        // and the test that names it checks the CPU first).
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { band_avx2::<T, M>(job, y0, slots, scratch, decide) },
+        Isa::Portable => band::<T, M, [f64; WIDE]>(job, y0, slots, scratch, decide),
+    }
+}
+
+/// [`band`] compiled for AVX2, on AVX2 vectors (the same arithmetic).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn band_avx2<const T: usize, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    decide: Option<Decide>,
+) {
+    band::<T, M, std::arch::x86_64::__m256d>(job, y0, slots, scratch, decide)
+}
+
+/// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
+/// slots: pass 1 of every class present, then strip by strip pass 2 of
+/// every class that reaches the strip, so a strip's slots stay in cache.
+#[inline(always)]
+fn band<const T: usize, const M: bool, S: F64x4>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    mut decide: Option<Decide>,
+) {
+    let tile = job.tile;
+    let (r, ow, skip) = (job.tab.r, job.ow, job.skip);
+    let bh = job.band.min(job.oh - y0);
+    let span = ow + 2 * r;
+    let base = (skip + y0) * tile.width + skip;
+    find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
+    scratch.planes.resize_with(tile.n_classes, Plane::default);
+    scratch.at.resize(tile.n_classes, PlaneAt::default());
+    for c in 0..tile.n_classes {
+        scratch.at[c] = PlaneAt::default();
+        if let Some(e) = scratch.presence.extents[c] {
+            pass1::<T, S>(job, c, e, bh, base, scratch);
+        }
+    }
+    let blocks = (bh + 2 * r).div_ceil(LANES);
+    for s in 0..bh.div_ceil(LANES) {
+        if decide.is_some() {
+            // Decisions: the band's slots come uncleared (`size_uncleared`).
+            slots.clear(s * ow * LANES, ow * LANES);
+        }
+        // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
+        let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
+        let strip_columns = &mut scratch.strip_columns;
+        strip_columns.clear();
+        strip_columns.extend_from_slice(&scratch.presence.blocks[first * span..(first + 1) * span]);
+        for b in first + 1..=last.min(blocks - 1) {
+            let row = &scratch.presence.blocks[b * span..(b + 1) * span];
+            strip_columns
+                .iter_mut()
+                .zip(row)
+                .for_each(|(m, &v)| *m |= v);
+        }
+        window_unions(
+            &scratch.strip_columns,
+            2 * r + 1,
+            &mut scratch.outputs,
+            &mut scratch.prefix,
+            &mut scratch.suffix,
+        );
+        let outputs = &scratch.outputs;
+        let shortcut = job.single_class && tile.n_classes <= MASK_CLASSES;
+        let single = |m: u64| shortcut && m.is_power_of_two();
+        // Per class, the runs of outputs that it reaches (within its plane)
+        // and that are not decided alone; outputs in short gaps between runs
+        // score (about) 0. Re-seeding costs about 2(2R+1) steps: shorter
+        // gaps are run through.
+        let gap = 2 * (2 * r + 1);
+        let (places, runs) = (&scratch.at, &mut scratch.runs);
+        runs.resize_with(tile.n_classes, Vec::new);
+        runs.iter_mut().for_each(Vec::clear);
+        let mut reach = |c: usize, x: usize| {
+            let at = places[c];
+            if (at.sa..at.sb).contains(&s) && (at.xa..at.xb).contains(&x) {
+                match runs[c].last_mut() {
+                    Some((_, end)) if x < *end + gap => *end = x + 1,
+                    _ => runs[c].push((x, x + 1)),
+                }
+            }
+        };
+        if tile.n_classes <= MASK_CLASSES {
+            // The classes each output's windows hold, from its mask.
+            for (x, &m) in outputs.iter().enumerate() {
+                if !single(m) {
+                    for_each_class(m, |c| reach(c, x));
+                }
+            }
+        } else {
+            // Masks all set: every class may be anywhere.
+            for c in 0..tile.n_classes {
+                (0..outputs.len()).for_each(|x| reach(c, x));
+            }
+        }
+        for c in 0..tile.n_classes {
+            let at = scratch.at[c];
+            let runs = &scratch.runs[c];
+            if runs.is_empty() {
+                continue;
+            }
+            let plane = scratch.planes[c].values();
+            let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
+            let weight = job.weights[c];
+            for &(a, b) in runs.iter() {
+                for (a, h) in (a..b)
+                    .step_by(job.segment)
+                    .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
+                {
+                    let lanes = Strip {
+                        data: &strip[(a - at.xa) * LANES + h..],
+                        stride: LANES,
+                    };
+                    segment::<_, S, T>(
+                        &job.tab,
+                        &lanes,
+                        job.segment.min(b - a),
+                        #[inline(always)]
+                        |i, o| {
+                            let scores = S::splat(weight).mul(o);
+                            let at = (s * ow + a + i) * LANES + h;
+                            if M {
+                                slots.update(at, c as u16, scores, job.tau);
+                            } else {
+                                slots.update_winner(at, c as u16, scores, job.tau);
+                            }
+                        },
+                    );
+                }
+            }
+        }
+        // Last, so that no score folded in a run-through gap stays.
+        if shortcut {
+            for (x, &m) in outputs.iter().enumerate() {
+                if single(m) {
+                    slots.single::<M>((s * ow + x) * LANES, m.trailing_zeros() as u16);
+                }
+            }
+        }
+        if let Some(d) = decide.as_mut() {
+            let rows = LANES.min(bh - s * LANES);
+            let decisions = &mut scratch.decisions;
+            decisions.resize(ow * LANES, 0);
+            let at = s * ow * LANES;
+            slots.decide_run::<S>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
+            write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
+                decisions[i]
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelSpec;
+
+    /// The AVX2 bands give the same bits as the plain ones: every ranking
+    /// slot and every decision, with uneven weights, nodata, a class past
+    /// the tile's right edge and a width that is no multiple of the lanes.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_bands_match_plain_bands() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let kernel = KernelSpec::Gaussian {
+            sigma: 1.7,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
+        let f = Dct5::new(&g, terms).unwrap();
+        let (halo, n) = (kernel.radius(), 6);
+        let (w, h) = (97 + 2 * halo, 75 + 2 * halo);
+        // Blocky classes with speckle, a nodata patch (index n).
+        let classes: Vec<u16> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                if (30..36).contains(&x) && (10..19).contains(&y) {
+                    n as u16
+                } else if (x * 31 + y * 17) % 23 == 0 {
+                    5
+                } else {
+                    ((x / 9 + y / 7 + x * y / 97) % 5) as u16
+                }
+            })
+            .collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: n,
+            classes: &classes,
+        };
+        let weights = [3, 1, 2, 2, 1, 4];
+        let (ow, oh, nodata, tau) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.nodata(),
+            1e-12,
+        );
+        for fill_nodata in [false, true] {
+            let params = SmoothParams {
+                kernel: &kernel,
+                class_weights: &weights,
+                fill_nodata,
+                ties: Default::default(),
+                confidence: None,
+            };
+            let rank = |isa| {
+                let mut ranking = Ranking::default();
+                ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+                let target = Target::Ranking(&mut ranking);
+                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                let mut out = vec![0; ow * oh];
+                let target = Target::Decisions {
+                    out: &mut out,
+                    fill_nodata,
+                };
+                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                (ranking, out)
+            };
+            let ((plain, plain_out), (avx2, avx2_out)) = (rank(Isa::Portable), rank(Isa::Avx2));
+            assert_eq!(plain_out, avx2_out, "decisions, fill {fill_nodata}");
+            for y in 0..oh {
+                for x in 0..ow {
+                    let ((a, b), (c, d)) = (plain.best_two(x, y), avx2.best_two(x, y));
+                    assert_eq!(
+                        (a.to_bits(), b.to_bits()),
+                        (c.to_bits(), d.to_bits()),
+                        "({x}, {y}), fill {fill_nodata}"
+                    );
+                    assert_eq!(
+                        plain.decide(x, y, nodata, fill_nodata),
+                        avx2.decide(x, y, nodata, fill_nodata),
+                    );
+                }
+            }
+            let decided = plain_out
+                .iter()
+                .filter(|&&c| c != crate::classes::NO_CLASS)
+                .count();
+            assert!(decided > ow * oh / 2, "only {decided} decided");
+        }
+    }
+
+    #[test]
+    fn bands_split_a_tile_evenly_between_threads() {
+        // 512 rows, at most 124 per band, 2 threads: 6 bands of 88 (the last
+        // 72), not 4 of 120 and one of 32.
+        assert_eq!(band_height(124, 512, 2), 88);
+        for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (508, 512, 16), (9, 5, 1)] {
+            let band = band_height(segment, oh, threads);
+            assert!(band.is_multiple_of(LANES) && band > 0, "{band}");
+            assert!(
+                band <= (segment / LANES).max(1) * LANES,
+                "{band} > {segment}"
+            );
+            assert_eq!(
+                oh.div_ceil(band) % threads,
+                0,
+                "{oh} rows in bands of {band}"
+            );
+        }
+    }
+}

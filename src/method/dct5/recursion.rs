@@ -1,0 +1,262 @@
+//! The DCT-5 recursion of the host band scorer on [`WIDE`] lines at once:
+//! a filter's constants ([`Tables`]), the lines it reads ([`Lanes`]: class
+//! indicator columns for pass 1, strips of a plane for pass 2) and one
+//! explicitly seeded segment ([`segment`]), its state in registers.
+
+use crate::method::ClassTile;
+use crate::method::dct5::{Dct5, cos_index, cos_table};
+use crate::method::simd4::F64x4;
+
+/// The constants of one filter: `G_k`, the seeds' `cos(φk(t − R))` (at
+/// `t·terms + k`), `2cos(φk)`, `cos(φkR)`.
+pub(super) struct Tables {
+    pub(super) r: usize,
+    pub(super) g: Vec<f64>,
+    pub(super) seed: Vec<f64>,
+    pub(super) a: Vec<f64>,
+    pub(super) d: Vec<f64>,
+}
+
+impl Tables {
+    pub(super) fn new(f: &Dct5) -> Self {
+        let r = f.radius();
+        let n = 2 * r + 1;
+        let cos = cos_table(n);
+        let terms = f.coeffs().len();
+        Tables {
+            r,
+            g: f.coeffs().to_vec(),
+            a: (0..terms).map(|k| 2.0 * cos[k % n]).collect(),
+            d: (0..terms).map(|k| cos[(k * r) % n]).collect(),
+            seed: (0..n)
+                .flat_map(|t| (0..terms).map(move |k| (t, k)))
+                .map(|(t, k)| cos[cos_index(k, t, r)])
+                .collect(),
+        }
+    }
+}
+
+/// Terms (K + 1) the lane kernel keeps in registers; plans with more take
+/// the generic path.
+pub(crate) const MAX_TERMS: usize = 8;
+
+/// Lines one recursion carries in step: one AVX2 vector of f64
+/// ([`F64x4`]), so that its state (`2·T` vectors for `T` terms) stays in
+/// the 16 vector registers (eight lines spilled it to the stack). Pass 2
+/// runs a strip of [`LANES`] rows as `LANES / WIDE` recursions; pass 1
+/// takes the columns of a box `WIDE` at a time.
+pub(super) const WIDE: usize = 4;
+
+/// The input of one recursion: [`WIDE`] independent lines read in step.
+pub(super) trait Lanes {
+    /// Whether elements `0..n` of every lane lie inside the data.
+    fn readable(&self, n: usize) -> bool;
+
+    /// Element `t` of every lane.
+    ///
+    /// # Safety
+    /// `self.readable(n)` for some `n > t`.
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S;
+}
+
+/// [`WIDE`] neighbouring columns of class codes, read as the indicator of one
+/// class; columns at or beyond `width` read as 0. `FULL`: `width ≥ WIDE`
+/// (every lane inside), known where the loop is compiled.
+pub(super) struct ClassColumns<'a, const FULL: bool> {
+    codes: &'a [u16],
+    stride: usize,
+    /// Index of element 0 of lane 0.
+    base: usize,
+    width: usize,
+    class: u16,
+}
+
+impl<'a, const FULL: bool> ClassColumns<'a, FULL> {
+    /// The columns of `tile`'s codes from index `base` on, `width` of them
+    /// inside, read as the indicator of class `class`.
+    pub(super) fn of(tile: &'a ClassTile, base: usize, width: usize, class: usize) -> Self {
+        ClassColumns {
+            codes: tile.classes,
+            stride: tile.width,
+            base,
+            width,
+            class: class as u16,
+        }
+    }
+}
+
+impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
+    fn readable(&self, n: usize) -> bool {
+        debug_assert!(!FULL || self.width >= WIDE);
+        n == 0 || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len()
+    }
+
+    #[inline(always)]
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
+        let at = self.base + t * self.stride;
+        // SAFETY: `at + min(width, WIDE)` is in bounds (the caller's `readable`).
+        unsafe {
+            if FULL {
+                S::indicator(
+                    &*self.codes.as_ptr().add(at).cast::<[u16; WIDE]>(),
+                    self.class,
+                )
+            } else {
+                S::from_array(std::array::from_fn(|j| {
+                    f64::from(u8::from(
+                        j < self.width && *self.codes.get_unchecked(at + j) == self.class,
+                    ))
+                }))
+            }
+        }
+    }
+}
+
+/// A block whose lane `j` at element `t` is `data[t·stride + j]`.
+pub(super) struct Strip<'a> {
+    pub(super) data: &'a [f64],
+    pub(super) stride: usize,
+}
+
+impl Lanes for Strip<'_> {
+    fn readable(&self, n: usize) -> bool {
+        n == 0 || (n - 1) * self.stride + WIDE <= self.data.len()
+    }
+
+    #[inline(always)]
+    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
+        let at = t * self.stride;
+        // SAFETY: in bounds by the caller's `readable`.
+        S::load(unsafe { &*self.data.as_ptr().add(at).cast::<[f64; WIDE]>() })
+    }
+}
+
+/// One explicitly seeded segment on [`WIDE`] lines at once, its state in
+/// registers: output `i` (`i < rows`) is the filter applied to elements
+/// `i..=i + 2R`; `emit(i, out)` receives each output.
+#[inline(always)]
+pub(super) fn segment<L: Lanes, S: F64x4, const T: usize>(
+    tab: &Tables,
+    src: &L,
+    rows: usize,
+    mut emit: impl FnMut(usize, S),
+) {
+    let r = tab.r;
+    debug_assert_eq!(tab.g.len(), T);
+    if rows == 0 {
+        return;
+    }
+    // Outputs 0..rows read elements 0..rows + 2R.
+    assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
+    if rows == 1 {
+        emit(0, output(tab, &seed::<L, S, T>(tab, src)));
+        return;
+    }
+    let (mut prev, mut cur) = seeds::<L, S, T>(tab, src);
+    emit(0, output(tab, &prev));
+    emit(1, output(tab, &cur));
+    // SAFETY (every load below): t < rows + 2R, checked above.
+    let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
+    // Two steps per turn, `prev` and `cur` trading places, so that no
+    // state is copied from register to register between steps.
+    let mut y = 1;
+    while y + 2 < rows {
+        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        emit(y + 1, output(tab, &prev));
+        let (lead2, trail2): (S, S) = unsafe { (src.load(y + 2 * r + 2), src.load(y + 1)) };
+        step(tab, &prev, &mut cur, lead2, trail2, trail.sub(lead));
+        emit(y + 2, output(tab, &cur));
+        (lead_in, trail_out) = (lead2, trail2);
+        y += 2;
+    }
+    if y + 1 < rows {
+        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        emit(y + 1, output(tab, &prev));
+    }
+}
+
+/// One step of the recursion from `cur` (`F_k` at `y`) and `prev` (at
+/// `y − 1`) to `F_k` at `y + 1`, written over `prev`: `lead` and `trail`
+/// are the elements entering and leaving the window, `back` the previous
+/// step's `trail − lead`.
+#[inline(always)]
+fn step<S: F64x4, const T: usize>(
+    tab: &Tables,
+    cur: &[S; T],
+    prev: &mut [S; T],
+    lead: S,
+    trail: S,
+    back: S,
+) {
+    let d = lead.sub(trail);
+    // k = 0: first order, a box sliding by one.
+    prev[0] = cur[0].add(d);
+    let b = d.add(back);
+    let (ta, td) = (terms::<T>(&tab.a), terms::<T>(&tab.d));
+    for k in 1..T {
+        let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
+        prev[k] = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
+    }
+}
+
+/// `F_k` at output 0 by direct sums.
+#[inline(always)]
+fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
+    let mut f = [S::splat(0.0); T];
+    for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
+        // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
+        let v: S = unsafe { src.load(t) };
+        fold(&mut f, coeffs, v);
+    }
+    f
+}
+
+/// `F_k` at outputs 0 and 1 by direct sums, each element loaded once for
+/// both (the same sums, in the same order, as two calls of [`seed`]).
+#[inline(always)]
+fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
+    let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
+    let mut coeffs = tab.seed.chunks_exact(T);
+    let Some(mut before) = coeffs.next() else {
+        return (f0, f1);
+    };
+    // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
+    // for rows ≥ 2.
+    fold(&mut f0, before, unsafe { src.load(0) });
+    let mut t = 1;
+    for c in coeffs {
+        let v: S = unsafe { src.load(t) };
+        fold(&mut f0, c, v);
+        fold(&mut f1, before, v);
+        (before, t) = (c, t + 1);
+    }
+    fold(&mut f1, before, unsafe { src.load(t) });
+    (f0, f1)
+}
+
+/// `f_k += c_k·v` for every term.
+#[inline(always)]
+fn fold<S: F64x4, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
+    for (fk, &c) in f.iter_mut().zip(coeffs) {
+        *fk = fk.add(S::splat(c).mul(v));
+    }
+}
+
+/// One output: `Σ_k G_k·F_k`, summed in ascending k.
+#[inline(always)]
+fn output<S: F64x4, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
+    let mut o = S::splat(0.0);
+    for (fk, &g) in f.iter().zip(terms::<T>(&tab.g)) {
+        o = o.add(S::splat(g).mul(*fk));
+    }
+    o
+}
+
+/// The first `T` constants of a table (one per term), as an array: no
+/// bounds checks where the recursion reads them.
+#[inline(always)]
+fn terms<const T: usize>(v: &[f64]) -> &[f64; T] {
+    v[..T].try_into().expect("one constant per term")
+}
