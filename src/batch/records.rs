@@ -17,10 +17,12 @@
 //!   output still matches its record is done.
 //! - `task-K.failed.json`: the error of a failed task.
 //!
-//! Durability: outputs, records and claims are moved into place by rename
-//! (atomic) but not synced one by one; a run makes them durable with one
-//! `syncfs` now and then and at its end ([`State::sync`]). That keeps
-//! every guarantee, because nothing is trusted without a check:
+//! Durability: outputs and records are moved into place by rename (atomic)
+//! without waiting for the disk; a [`Syncer`] thread of the run syncs them
+//! (and their directories) in passes while the workers go on, and the run
+//! waits for it before it ends, so a finished run's files are on disk as
+//! with `smooth`. Claims are never synced. That keeps every guarantee,
+//! because nothing is trusted without a check:
 //! - A process killed at any moment (SIGKILL) loses nothing written: the
 //!   kernel's page cache outlives it. Only a crash of the machine can lose
 //!   unsynced data.
@@ -192,28 +194,19 @@ impl State {
     fn write<T: Serialize>(&self, task: usize, kind: &str, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::new(format!("cannot encode a record: {e}")))?;
-        // Synced by [`State::sync`], not here (see the module's comment).
+        // Synced by the run's [`Syncer`], not here (see the module's comment).
         let target = Target::check(&self.file(task, kind), true, &[])?.synced_later();
         output::text::write(&Destination::File(target), &text)
     }
 
-    /// Makes everything written so far durable: one `syncfs` of each
-    /// filesystem holding the state or one of `outputs` (their files'
-    /// directories), so a run pays one sync for many tasks.
-    pub fn sync(&self, outputs: &[PathBuf]) -> Result<()> {
-        use std::os::unix::fs::MetadataExt;
-        let mut devices = Vec::new();
-        for dir in std::iter::once(&self.dir).chain(outputs) {
-            let Ok(meta) = std::fs::metadata(dir) else {
-                continue;
-            };
-            if devices.contains(&meta.dev()) {
-                continue;
-            }
-            devices.push(meta.dev());
-            sync_filesystem(dir)?;
-        }
-        Ok(())
+    /// Where the done record of `task` is.
+    pub fn done_path(&self, task: usize) -> PathBuf {
+        self.file(task, "done.json")
+    }
+
+    /// Where the failure record of `task` is.
+    pub fn failed_path(&self, task: usize) -> PathBuf {
+        self.file(task, "failed.json")
     }
 
     /// Claims `task` for this process: `None` when a live run holds it.
@@ -524,28 +517,59 @@ pub fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Flushes the filesystem holding `path` to disk.
-fn sync_filesystem(path: &Path) -> Result<()> {
-    let fail = |e: std::io::Error| {
-        Error::new(format!("cannot sync {} to disk: {e}", path.display()))
-            .hint("check the disk (its outputs are checked again on the next run)")
-    };
-    let dir = std::fs::File::open(path).map_err(fail)?;
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: the descriptor is open for the call's duration.
-        if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-            return Err(fail(std::io::Error::last_os_error()));
+/// Syncs files to disk on a thread of its own, in passes: each pass syncs
+/// every file handed over since the last one, then each of their
+/// directories once (for the renames).
+pub struct Syncer {
+    send: Option<crossbeam_channel::Sender<PathBuf>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Syncer {
+    pub fn start() -> Syncer {
+        let (send, todo) = crossbeam_channel::unbounded::<PathBuf>();
+        let thread = std::thread::spawn(move || {
+            let mut first_error = None;
+            while let Ok(path) = todo.recv() {
+                let mut pass = vec![path];
+                pass.extend(todo.try_iter());
+                let mut dirs: Vec<PathBuf> = pass.iter().map(|p| output::parent_dir(p)).collect();
+                dirs.sort();
+                dirs.dedup();
+                for path in pass.iter().chain(&dirs) {
+                    if let Err(e) = std::fs::File::open(path).and_then(|f| f.sync_all()) {
+                        first_error.get_or_insert_with(|| {
+                            Error::new(format!("cannot sync {} to disk: {e}", path.display()))
+                                .hint("check the disk; the next run checks every output again")
+                        });
+                    }
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        });
+        Syncer {
+            send: Some(send),
+            thread: Some(thread),
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        drop(dir);
-        // SAFETY: sync takes no arguments and cannot fail.
-        unsafe { libc::sync() };
+
+    /// Has `path` synced in the next pass.
+    pub fn add(&self, path: PathBuf) {
+        if let Some(send) = &self.send {
+            let _ = send.send(path);
+        }
     }
-    Ok(())
+
+    /// Waits for every file handed over to be synced: the first error, if
+    /// any.
+    pub fn finish(mut self) -> Result<()> {
+        self.send = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(done)) => done,
+            Some(Err(panicked)) => std::panic::resume_unwind(panicked),
+            None => Ok(()),
+        }
+    }
 }
 
 /// CRC-32 of a file's bytes.

@@ -4,7 +4,7 @@
 //! and going on past failed tasks (listed at the end).
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
-use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
+use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 use crate::bail;
 use crate::engine::ClassSource;
 use crate::error::{Error, Result};
@@ -21,11 +21,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tiles::Rect;
-
-/// How often a long run syncs what its finished tasks wrote (a crash of
-/// the machine then loses at most this much work; the final sync is at the
-/// end of the run).
-const SYNC_EVERY: Duration = Duration::from_secs(30);
 
 /// Which tasks a run takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,34 +178,17 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         state: &state,
         finished: &finished,
         fingerprint,
-        written: AtomicUsize::new(0),
+        syncer: Syncer::start(),
     };
-    // The directories of this run's outputs, for the syncs (see
-    // `records`: outputs and records are synced in passes, not one by one).
-    let mut output_dirs: Vec<_> = todo
-        .iter()
-        .map(|t| crate::output::parent_dir(&req.dir.join(&t.output)))
-        .collect();
-    output_dirs.sort();
-    output_dirs.dedup();
     let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
-        // Refreshes this run's claims until the workers are done, and syncs
-        // what finished tasks wrote now and then, off the workers' path.
+        // Refreshes this run's claims until the workers are done.
         scope.spawn(|| {
-            let mut synced = (Instant::now(), 0);
             while stopped
                 .recv_timeout(state.heartbeat())
                 .is_err_and(|e| e.is_timeout())
             {
                 records::refresh_held();
-                let written = ctx.written.load(Ordering::SeqCst);
-                if written > synced.1 && synced.0.elapsed() >= SYNC_EVERY {
-                    if let Err(e) = state.sync(&output_dirs) {
-                        log::warn!("{e}");
-                    }
-                    synced = (Instant::now(), written);
-                }
             }
         });
         let workers: Vec<_> = (0..req.jobs.clamp(1, todo.len().max(1)))
@@ -237,8 +215,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         }
     });
     progress.finish();
-    // What this run wrote is durable before it says it is done.
-    state.sync(&output_dirs)?;
+    // What this run wrote is on disk before it says it is done.
+    ctx.syncer.finish()?;
     summary.devices = method.take_shares();
     for (id, outcome) in results.into_inner().expect("results lock") {
         match outcome {
@@ -274,8 +252,8 @@ struct Context<'a> {
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
     fingerprint: u32,
-    /// Done records written so far (for the periodic sync).
-    written: AtomicUsize,
+    /// Syncs outputs and records off the workers' path (see `records`).
+    syncer: Syncer,
 }
 
 impl Context<'_> {
@@ -292,7 +270,8 @@ impl Context<'_> {
         let outcome = match self.run_task(task, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => {
-                    self.written.fetch_add(1, Ordering::SeqCst);
+                    self.syncer.add(self.dir.join(&task.output));
+                    self.syncer.add(self.state.done_path(task.id));
                     Outcome::Done(Box::new(rec))
                 }
                 Err(e) => Outcome::Failed(e.to_string()),
@@ -301,12 +280,15 @@ impl Context<'_> {
             Err(e) if crate::interrupt::check().is_err() => Outcome::Failed(e.to_string()),
             Err(e) => {
                 let error = e.to_string();
-                let _ = self.state.write_failed(&FailedRecord {
+                let written = self.state.write_failed(&FailedRecord {
                     task: task.id,
                     plan: self.fingerprint,
                     error: error.clone(),
                     host: hostname(),
                 });
+                if written.is_ok() {
+                    self.syncer.add(self.state.failed_path(task.id));
+                }
                 Outcome::Failed(error)
             }
         };
@@ -483,9 +465,8 @@ impl Context<'_> {
     fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
         // A task's output is replaced: it is only ever a complete output of
         // this very task (temp file + rename) that lacks its record.
-        // Synced with the records, in passes (see `records`).
-        let target =
-            Target::check(output, true, &[&mosaic.source, &task.input])?.synced_later();
+        // Synced by the run's `Syncer`, off the workers' path.
+        let target = Target::check(output, true, &[&mosaic.source, &task.input])?.synced_later();
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
             band: Default::default(),
