@@ -648,6 +648,79 @@ fn a_claim_of_another_host_is_taken_over_once_not_refreshed_for_stale_after() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--stale-after soon"));
 }
 
+/// Outputs and records are synced in passes, not one by one, so a crash of
+/// the machine may leave what unsynced writes leave: a record that did not
+/// reach the disk, or an empty one, or a record whose output was lost or
+/// zero-filled. Each such task is done again, and only those.
+#[test]
+fn a_task_whose_output_no_longer_matches_its_record_is_done_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "lost");
+    let b = batch.to_str().unwrap();
+    mapfilter_ok(&["batch", "run", b, "-q"]);
+    let expected = outputs(&batch);
+    assert_eq!(expected.len(), 16);
+    let state = batch.join("state");
+    let out = batch.join("out");
+    let names: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
+    let record = |task: usize| state.join(format!("task-{task}.done.json"));
+    let output_of = |task: usize| {
+        let text = std::fs::read_to_string(record(task)).unwrap();
+        let rec: serde_json::Value = serde_json::from_str(&text).unwrap();
+        batch.join(rec["output"].as_str().unwrap())
+    };
+    // Task 0: its output lost (empty); task 1: zero-filled, same size.
+    std::fs::write(output_of(0), b"").unwrap();
+    let size = std::fs::metadata(output_of(1)).unwrap().len();
+    std::fs::write(output_of(1), vec![0u8; size as usize]).unwrap();
+    // Task 2: its record empty; task 3: its record missing.
+    std::fs::write(record(2), b"").unwrap();
+    std::fs::remove_file(record(3)).unwrap();
+    let run = mapfilter_ok(&["batch", "run", b]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        text.contains("4 done now") && text.contains("12 done before"),
+        "{text}"
+    );
+    assert!(outputs(&batch) == expected, "outputs differ");
+    assert_eq!(files_in(&out), names);
+}
+
+/// A claim left empty by a crash names no process: it holds its task until
+/// it is older than the lease, then it is taken over.
+#[test]
+fn an_empty_claim_is_taken_over_once_older_than_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "empty-claim");
+    std::fs::create_dir_all(batch.join("state")).unwrap();
+    let b = batch.to_str().unwrap();
+    let claim = batch.join("state").join("task-5.claim");
+    let empty = |age: Duration| {
+        std::fs::write(&claim, b"").unwrap();
+        std::fs::File::options()
+            .append(true)
+            .open(&claim)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    };
+    empty(Duration::from_secs(10));
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "1h"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("1 held by another run"), "{text}");
+    assert!(claim.exists());
+    empty(Duration::from_secs(120));
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "60s"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        text.contains("1 done now") && text.contains("0 held by another run"),
+        "{text}"
+    );
+    assert!(!claim.exists());
+    assert_eq!(outputs(&batch).len(), 16);
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
+}
+
 #[test]
 fn progress_lines_follow_the_pixels_of_the_batch_within_tasks() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,28 @@
 //!   the output's size and CRC-32, timings, class counts. A task whose
 //!   output still matches its record is done.
 //! - `task-K.failed.json`: the error of a failed task.
+//!
+//! Durability: outputs and records are moved into place by rename (atomic)
+//! without waiting for the disk; a [`Syncer`] thread of the run syncs them
+//! (and their directories) in passes while the workers go on, and the run
+//! waits for it before it ends, so a finished run's files are on disk as
+//! with `smooth`. Claims are never synced. That keeps every guarantee,
+//! because nothing is trusted without a check:
+//! - A process killed at any moment (SIGKILL) loses nothing written: the
+//!   kernel's page cache outlives it. Only a crash of the machine can lose
+//!   unsynced data.
+//! - After such a crash a record may be missing (the task runs again and
+//!   writes the same bytes), or be empty or garbled (it does not parse:
+//!   the same), or have survived when its output did not (the output is
+//!   missing, empty, short or zero-filled: its size or CRC-32 no longer
+//!   matches, so the task runs again). A record counts only while its
+//!   output matches its size and checksum ([`State::done_and_intact`]);
+//!   the outputs of exact methods are deterministic, so a task done twice
+//!   gives the same bytes.
+//! - A claim only matters while its holder lives; after a crash its
+//!   process is gone. A claim left empty by a crash does not read, so it
+//!   cannot name its process: it is taken for stale once not modified for
+//!   longer than the lease (live claims are refreshed well within it).
 
 use super::plan::Task;
 use crate::error::{Error, Result};
@@ -172,8 +194,19 @@ impl State {
     fn write<T: Serialize>(&self, task: usize, kind: &str, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::new(format!("cannot encode a record: {e}")))?;
-        let target = Target::check(&self.file(task, kind), true, &[])?;
+        // Synced by the run's [`Syncer`], not here (see the module's comment).
+        let target = Target::check(&self.file(task, kind), true, &[])?.synced_later();
         output::text::write(&Destination::File(target), &text)
+    }
+
+    /// Where the done record of `task` is.
+    pub fn done_path(&self, task: usize) -> PathBuf {
+        self.file(task, "done.json")
+    }
+
+    /// Where the failure record of `task` is.
+    pub fn failed_path(&self, task: usize) -> PathBuf {
+        self.file(task, "failed.json")
     }
 
     /// Claims `task` for this process: `None` when a live run holds it.
@@ -197,7 +230,7 @@ impl State {
                 .write(true)
                 .create_new(true)
                 .open(&draft)
-                .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()));
+                .and_then(|mut f| f.write_all(text.as_bytes()));
             if let Err(e) = written {
                 let _ = std::fs::remove_file(&draft);
                 return Err(Error::new(format!("cannot claim {}: {e}", path.display()))
@@ -270,15 +303,24 @@ impl State {
         age(path).is_some_and(|age| age > lease)
     }
 
+    /// Whether the claim at `path`, whose token read as `token`, is stale.
+    /// Claims are linked into place whole, so one that does not read was
+    /// left empty by a crash (see the module's comment): stale once older
+    /// than the lease.
+    fn is_stale_claim(&self, token: Option<&ClaimToken>, path: &Path) -> bool {
+        match token {
+            Some(t) => self.is_stale(t, path),
+            None => age(path).is_some_and(|age| age > self.stale_after),
+        }
+    }
+
     /// Removes the claim at `path` if it is stale; true if removed. The
     /// claim is first renamed aside (one run wins the rename), then checked
     /// again: a claim that took its place, or was refreshed, meanwhile is
     /// put back.
     fn take_over_stale(&self, path: &Path) -> bool {
-        let Some(seen) = read_token(path) else {
-            return false;
-        };
-        if !self.is_stale(&seen, path) {
+        let seen = read_token(path);
+        if !self.is_stale_claim(seen.as_ref(), path) {
             return false;
         }
         let aside = path.with_extension(format!("claim.stale-{}", std::process::id()));
@@ -286,14 +328,12 @@ impl State {
             return false;
         }
         match read_token(&aside) {
-            Some(moved) if moved == seen && self.is_stale(&moved, &aside) => {
+            moved if moved == seen && self.is_stale_claim(moved.as_ref(), &aside) => {
                 let _ = std::fs::remove_file(&aside);
-                log::warn!(
-                    "took over the stale claim {} of {} (process {})",
-                    path.display(),
-                    seen.host,
-                    seen.pid
-                );
+                let holder = seen.map_or("a crashed run".into(), |t| {
+                    format!("{} (process {})", t.host, t.pid)
+                });
+                log::warn!("took over the stale claim {} of {holder}", path.display());
                 true
             }
             _ => {
@@ -475,6 +515,61 @@ pub fn hostname() -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Syncs files to disk on a thread of its own, in passes: each pass syncs
+/// every file handed over since the last one, then each of their
+/// directories once (for the renames).
+pub struct Syncer {
+    send: Option<crossbeam_channel::Sender<PathBuf>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Syncer {
+    pub fn start() -> Syncer {
+        let (send, todo) = crossbeam_channel::unbounded::<PathBuf>();
+        let thread = std::thread::spawn(move || {
+            let mut first_error = None;
+            while let Ok(path) = todo.recv() {
+                let mut pass = vec![path];
+                pass.extend(todo.try_iter());
+                let mut dirs: Vec<PathBuf> = pass.iter().map(|p| output::parent_dir(p)).collect();
+                dirs.sort();
+                dirs.dedup();
+                for path in pass.iter().chain(&dirs) {
+                    if let Err(e) = std::fs::File::open(path).and_then(|f| f.sync_all()) {
+                        first_error.get_or_insert_with(|| {
+                            Error::new(format!("cannot sync {} to disk: {e}", path.display()))
+                                .hint("check the disk; the next run checks every output again")
+                        });
+                    }
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        });
+        Syncer {
+            send: Some(send),
+            thread: Some(thread),
+        }
+    }
+
+    /// Has `path` synced in the next pass.
+    pub fn add(&self, path: PathBuf) {
+        if let Some(send) = &self.send {
+            let _ = send.send(path);
+        }
+    }
+
+    /// Waits for every file handed over to be synced: the first error, if
+    /// any.
+    pub fn finish(mut self) -> Result<()> {
+        self.send = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(done)) => done,
+            Some(Err(panicked)) => std::panic::resume_unwind(panicked),
+            None => Ok(()),
+        }
+    }
 }
 
 /// CRC-32 of a file's bytes.

@@ -4,7 +4,7 @@
 //! and going on past failed tasks (listed at the end).
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
-use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, hostname};
+use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 use crate::bail;
 use crate::error::{Error, Result};
 use crate::gdal::class_raster::ClassRaster;
@@ -178,6 +178,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         state: &state,
         finished: &finished,
         fingerprint,
+        syncer: Syncer::start(),
     };
     let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
@@ -214,6 +215,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         }
     });
     progress.finish();
+    // What this run wrote is on disk before it says it is done.
+    ctx.syncer.finish()?;
     summary.devices = method.take_shares();
     for (id, outcome) in results.into_inner().expect("results lock") {
         match outcome {
@@ -249,6 +252,8 @@ struct Context<'a> {
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
     fingerprint: u32,
+    /// Syncs outputs and records off the workers' path (see `records`).
+    syncer: Syncer,
 }
 
 impl Context<'_> {
@@ -264,19 +269,26 @@ impl Context<'_> {
         }
         let outcome = match self.run_task(task, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
-                Ok(()) => Outcome::Done(Box::new(rec)),
+                Ok(()) => {
+                    self.syncer.add(self.dir.join(&task.output));
+                    self.syncer.add(self.state.done_path(task.id));
+                    Outcome::Done(Box::new(rec))
+                }
                 Err(e) => Outcome::Failed(e.to_string()),
             },
             // An interrupted task is not a failed one: no record.
             Err(e) if crate::interrupt::check().is_err() => Outcome::Failed(e.to_string()),
             Err(e) => {
                 let error = e.to_string();
-                let _ = self.state.write_failed(&FailedRecord {
+                let written = self.state.write_failed(&FailedRecord {
                     task: task.id,
                     plan: self.fingerprint,
                     error: error.clone(),
                     host: hostname(),
                 });
+                if written.is_ok() {
+                    self.syncer.add(self.state.failed_path(task.id));
+                }
                 Outcome::Failed(error)
             }
         };
@@ -291,6 +303,8 @@ impl Context<'_> {
         let output = self.dir.join(&task.output);
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
+        let center = Self::center(mosaic, task);
+        observer.tally = Some(Arc::new(Tally::new(center)));
         let done = match job::run(&spec, self.method, observer) {
             Ok(done) => done,
             Err(e) => {
@@ -312,6 +326,7 @@ impl Context<'_> {
                     input: vrt.clone(),
                     ..spec
                 };
+                observer.tally = Some(Arc::new(Tally::new(center)));
                 let done = job::run(&spec, self.method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
@@ -319,21 +334,27 @@ impl Context<'_> {
             }
         };
         let engine_seconds = done.stats.wall.as_secs_f64();
-        // The window in the source's pixels.
-        let offset = (mosaic.width - mosaic.output_width) / 2;
-        let center = Rect::new(
-            task.window[0] + offset,
-            task.window[1] + offset,
-            task.window[2],
-            task.window[3],
-        );
-        let mut source = ClassRaster::open_without_projection(&mosaic.source)?;
-        let mut out = ClassRaster::open_without_projection(&output)?;
+        let center = Self::center(mosaic, task);
         let whole = Rect::new(0, 0, task.window[2], task.window[3]);
-        let input_counts = count(&mut source, center)?;
-        let output_counts = count(&mut out, whole)?;
+        // The counts of the pixels the engine moved. A count that does not
+        // cover the window exactly (the engine read or wrote some pixel
+        // other than once) is taken from the file instead.
+        let tally = observer.tally.take().expect("set before the run");
+        let (input_counts, output_counts) = tally.counts();
+        let input_counts = match input_counts {
+            Some(c) => c,
+            None => count(
+                &mut ClassRaster::open_without_projection(&mosaic.source)?,
+                center,
+            )?,
+        };
+        let output_counts = match output_counts {
+            Some(c) => c,
+            None => count(&mut ClassRaster::open_without_projection(&output)?, whole)?,
+        };
         let comparison = match self.plan.compare_with.as_deref() {
             Some("naive") if self.plan.compares(task.id) => {
+                let mut out = ClassRaster::open_without_projection(&output)?;
                 Some(self.compare(mosaic, task, &mut out)?)
             }
             _ => None,
@@ -357,6 +378,17 @@ impl Context<'_> {
             comparison,
             missing_halo,
         })
+    }
+
+    /// The task's window in the mosaic's pixels.
+    fn center(mosaic: &MosaicPlan, task: &Task) -> Rect {
+        let offset = (mosaic.width - mosaic.output_width) / 2;
+        Rect::new(
+            task.window[0] + offset,
+            task.window[1] + offset,
+            task.window[2],
+            task.window[3],
+        )
     }
 
     /// The task's window in the mosaic's pixels, with the kernel's halo.
@@ -433,7 +465,8 @@ impl Context<'_> {
     fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
         // A task's output is replaced: it is only ever a complete output of
         // this very task (temp file + rename) that lacks its record.
-        let target = Target::check(output, true, &[&mosaic.source, &task.input])?;
+        // Synced by the run's `Syncer`, off the workers' path.
+        let target = Target::check(output, true, &[&mosaic.source, &task.input])?.synced_later();
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
             band: Default::default(),
@@ -538,12 +571,16 @@ fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
             hist[c as usize] += 1;
         }
     }
-    Ok(hist
-        .iter()
+    Ok(nonzero(&hist))
+}
+
+/// The codes of a histogram by code that have pixels, with their counts.
+fn nonzero(hist: &[u64]) -> Counts {
+    hist.iter()
         .enumerate()
         .filter(|(_, n)| **n > 0)
         .map(|(c, &n)| (c as u16, n))
-        .collect())
+        .collect()
 }
 
 /// One bar over the batch on a terminal; one line per finished task
@@ -558,16 +595,107 @@ struct BatchProgress {
 }
 
 /// What a task reports while it runs: its engine's steps, as pixels of the
-/// batch.
+/// batch, and the class counts of what its engine reads and writes.
 struct TaskObserver {
     steps: Steps,
     /// Pixels of the task counted so far.
     counted: Arc<AtomicU64>,
+    /// The counts of the run under way.
+    tally: Option<Arc<Tally>>,
 }
 
 impl Observer for TaskObserver {
     fn progress(&self, _label: &str) -> Progress {
         Progress::steps_to(self.steps.clone())
+    }
+
+    fn tap(&self) -> Option<Arc<dyn job::Tap>> {
+        self.tally.clone().map(|t| t as Arc<dyn job::Tap>)
+    }
+}
+
+/// Counts by code of a task's window as its engine reads it (each pixel
+/// once, though tiles overlap by their halo) and of its output as written,
+/// so that a task's record needs no second reading of either.
+struct Tally {
+    /// The task's window in the input's pixels.
+    center: Rect,
+    inner: Mutex<TallyCounts>,
+}
+
+struct TallyCounts {
+    /// Pixels of the window counted already, row-major.
+    seen: Vec<bool>,
+    input: Vec<u64>,
+    output: Vec<u64>,
+    input_pixels: usize,
+    output_pixels: usize,
+}
+
+impl Tally {
+    fn new(center: Rect) -> Self {
+        Tally {
+            center,
+            inner: Mutex::new(TallyCounts {
+                seen: vec![false; center.width * center.height],
+                input: vec![0; 1 << 16],
+                output: vec![0; 1 << 16],
+                input_pixels: 0,
+                output_pixels: 0,
+            }),
+        }
+    }
+
+    /// The input's and the output's counts, each where every pixel of the
+    /// window was seen (else `None`: read them from the files).
+    fn counts(&self) -> (Option<Counts>, Option<Counts>) {
+        let t = self.inner.lock().expect("tally lock");
+        let area = self.center.width * self.center.height;
+        let counts = |hist: &[u64], pixels: usize| (pixels == area).then(|| nonzero(hist));
+        (
+            counts(&t.input, t.input_pixels),
+            counts(&t.output, t.output_pixels),
+        )
+    }
+}
+
+impl job::Tap for Tally {
+    fn read(&self, w: Rect, codes: &[u16]) {
+        let c = self.center;
+        let x0 = w.x.max(c.x);
+        let y0 = w.y.max(c.y);
+        let x1 = (w.x + w.width).min(c.x + c.width);
+        let y1 = (w.y + w.height).min(c.y + c.height);
+        if x0 >= x1 || y0 >= y1 {
+            return;
+        }
+        let mut t = self.inner.lock().expect("tally lock");
+        let TallyCounts {
+            seen,
+            input,
+            input_pixels,
+            ..
+        } = &mut *t;
+        for y in y0..y1 {
+            let from = (y - w.y) * w.width + (x0 - w.x);
+            let row = &codes[from..from + (x1 - x0)];
+            let at = (y - c.y) * c.width + (x0 - c.x);
+            for (s, &code) in seen[at..at + (x1 - x0)].iter_mut().zip(row) {
+                if !*s {
+                    *s = true;
+                    input[code as usize] += 1;
+                    *input_pixels += 1;
+                }
+            }
+        }
+    }
+
+    fn written(&self, _w: Rect, codes: &[u16]) {
+        let mut t = self.inner.lock().expect("tally lock");
+        for &code in codes {
+            t.output[code as usize] += 1;
+        }
+        t.output_pixels += codes.len();
     }
 }
 
@@ -607,7 +735,11 @@ impl BatchProgress {
             let now = (pixels as u128 * pos.min(len) as u128 / len.max(1) as u128) as u64;
             advance(bar.as_ref(), lines.as_deref(), &c, now);
         }));
-        TaskObserver { steps, counted }
+        TaskObserver {
+            steps,
+            counted,
+            tally: None,
+        }
     }
 
     fn finished(&self, task: &Task, observer: &TaskObserver, outcome: &Outcome) {
@@ -667,5 +799,35 @@ fn advance(bar: Option<&ProgressBar>, lines: Option<&Progress>, counted: &Atomic
         if let Some(lines) = lines {
             lines.inc(now - before);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::smooth::Tap;
+
+    #[test]
+    fn a_tally_counts_each_pixel_of_its_window_once() {
+        // A 4x2 window at (1, 1) of a 6x4 input, read as two tiles that
+        // overlap by a column and reach past the window.
+        let tally = Tally::new(Rect::new(1, 1, 4, 2));
+        let input: Vec<u16> = (0..24).map(|i| (i % 3) as u16).collect();
+        let part = |r: Rect| -> Vec<u16> {
+            (r.y..r.y + r.height)
+                .flat_map(|y| input[y * 6 + r.x..y * 6 + r.x + r.width].to_vec())
+                .collect()
+        };
+        let (left, right) = (Rect::new(0, 0, 4, 4), Rect::new(3, 0, 3, 4));
+        tally.read(left, &part(left));
+        assert_eq!(tally.counts().0, None, "half the window read");
+        tally.read(right, &part(right));
+        tally.read(left, &part(left));
+        // Rows 1..3, columns 1..5: pixels 7..11 and 13..17, code i % 3.
+        assert_eq!(tally.counts().0, Some(vec![(0, 2), (1, 4), (2, 2)]));
+        tally.written(Rect::new(0, 0, 4, 1), &[5, 5, 6, 5]);
+        assert_eq!(tally.counts().1, None, "half the output written");
+        tally.written(Rect::new(0, 1, 4, 1), &[6, 6, 6, 6]);
+        assert_eq!(tally.counts().1, Some(vec![(5, 3), (6, 5)]));
     }
 }

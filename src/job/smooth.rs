@@ -26,6 +26,7 @@ use crate::output::Target;
 use crate::progress::Progress;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 use tiles::{Border, Rect};
 
@@ -112,6 +113,21 @@ pub trait Observer {
     fn progress(&self, _label: &str) -> Progress {
         Progress::hidden()
     }
+    /// What sees the pixels the engine reads and writes (none by default).
+    fn tap(&self) -> Option<Arc<dyn Tap>> {
+        None
+    }
+}
+
+/// Sees the pixels of a run as the engine moves them, so that a caller can
+/// count them without reading the input or the output again.
+pub trait Tap: Send + Sync {
+    /// Codes of `window`, in the input's pixels, as read. Tiles overlap by
+    /// their halo, so a pixel may be read more than once.
+    fn read(&self, _window: Rect, _codes: &[u16]) {}
+    /// Codes of `window`, in the written output's pixels, as written (each
+    /// pixel once).
+    fn written(&self, _window: Rect, _codes: &[u16]) {}
 }
 
 /// An observer that observes nothing.
@@ -286,16 +302,32 @@ fn smooth_into(
         .as_ref()
         .map(|c| c.open(input.meta.width, input.meta.height))
         .transpose()?;
+    let tap = observer.tap();
+    let mut tapped_in = Tapped {
+        inner: &mut input,
+        tap: tap.clone(),
+    };
+    let mut tapped_out = Tapped {
+        inner: &mut output,
+        tap,
+    };
     let stats = if spec.window.is_none() {
         let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
-        engine::smooth_weighted(&mut input, votes, &mut output, &job, method, &progress)?
+        engine::smooth_weighted(
+            &mut tapped_in,
+            votes,
+            &mut tapped_out,
+            &job,
+            method,
+            &progress,
+        )?
     } else {
         // The window in the input's pixels, and the part of the input that
         // reaches it through the kernel: pixels beyond the input contribute
         // nothing, as in a run over the whole input.
         let center = Rect::new(window.x + offset, window.y + offset, width, height);
         let r = halo;
-        let (w, h) = (input.meta.width, input.meta.height);
+        let (w, h) = tapped_in.size();
         let x0 = center.x.saturating_sub(r);
         let y0 = center.y.saturating_sub(r);
         let x1 = (center.x + center.width + r).min(w);
@@ -303,7 +335,7 @@ fn smooth_into(
         let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
         let crop = Rect::new(center.x - x0, center.y - y0, width, height);
         let mut source = ViewSource {
-            inner: &mut input,
+            inner: &mut tapped_in,
             view,
         };
         let mut vote_view = votes.as_mut().map(|v| ViewSource {
@@ -311,7 +343,7 @@ fn smooth_into(
             view,
         });
         let mut sink = CropSink {
-            inner: &mut output,
+            inner: &mut tapped_out,
             crop,
         };
         // Engine tiles of about the asked side that split the view evenly:
@@ -343,6 +375,35 @@ fn smooth_into(
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
 fn shifted(gt: Option<[f64; 6]>, x: usize, y: usize) -> Option<[f64; 6]> {
     gt.map(|g| crate::gdal::class_raster::shift_transform(g, x as f64, y as f64))
+}
+
+/// A source or sink whose pixels a [`Tap`] (if any) sees go by.
+struct Tapped<'a, T> {
+    inner: &'a mut T,
+    tap: Option<Arc<dyn Tap>>,
+}
+
+impl<T: ClassSource> ClassSource for Tapped<'_, T> {
+    fn size(&self) -> (usize, usize) {
+        self.inner.size()
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        self.inner.read(w, buf)?;
+        if let Some(tap) = &self.tap {
+            tap.read(w, buf);
+        }
+        Ok(())
+    }
+}
+
+impl<T: ClassSink> ClassSink for Tapped<'_, T> {
+    fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
+        if let Some(tap) = &self.tap {
+            tap.written(w, codes);
+        }
+        self.inner.write(w, codes)
+    }
 }
 
 /// A window of a source, seen as a source of its own.

@@ -20,6 +20,9 @@ pub struct Target {
     shown: PathBuf,
     /// Whether an existing file may be replaced (`--overwrite`).
     overwrite: bool,
+    /// Whether committing the file syncs it and its directory (see
+    /// [`Target::synced_later`]).
+    sync: bool,
 }
 
 /// Where a text output goes: a checked file or standard output (`-`).
@@ -78,6 +81,7 @@ impl Target {
             path,
             shown,
             overwrite,
+            sync: true,
         })
     }
 
@@ -93,6 +97,25 @@ impl Target {
 
     pub fn overwrite(&self) -> bool {
         self.overwrite
+    }
+
+    /// The same target, committed by rename without syncing the file or its
+    /// directory: for a caller that makes its files durable itself later
+    /// (one `syncfs` for many files) and never trusts such a file after a
+    /// crash without checking it (`batch` checks each output against the
+    /// size and checksum in its record). A rename is still atomic: a
+    /// process killed at any moment leaves the old file or the whole new
+    /// one; only a crash of the machine can lose unsynced data.
+    pub fn synced_later(self) -> Self {
+        Target {
+            sync: false,
+            ..self
+        }
+    }
+
+    /// Whether committing syncs the file and its directory.
+    pub fn syncs(&self) -> bool {
+        self.sync
     }
 
     /// The directory the file is written in.

@@ -120,12 +120,16 @@ impl TempFile {
     pub fn commit(mut self, target: &Target) -> Result<()> {
         let dir = target.dir();
         let written = std::fs::metadata(&self.path).ok().map(|m| m.len());
-        let synced = self.file().sync_all().and_then(|()| {
-            for sidecar in self.sidecars() {
-                File::open(sidecar)?.sync_all()?;
-            }
+        let synced = if target.syncs() {
+            self.file().sync_all().and_then(|()| {
+                for sidecar in self.sidecars() {
+                    File::open(sidecar)?.sync_all()?;
+                }
+                Ok(())
+            })
+        } else {
             Ok(())
-        });
+        };
         synced.map_err(|e| {
             write_error(
                 e,
@@ -142,7 +146,9 @@ impl TempFile {
         }
         drop(registry);
         moved?;
-        sync_dir(&dir);
+        if target.syncs() {
+            sync_dir(&dir);
+        }
         log::debug!(
             "moved {} onto {}",
             self.path.display(),
