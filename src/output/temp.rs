@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What every temp file's name starts with.
 const PREFIX: &str = ".mapfilter-tmp.";
@@ -58,7 +58,9 @@ impl TempFile {
     }
 
     fn create_in(dir: &Path, name: &str, shown: &Path) -> Result<Self> {
-        sweep(dir);
+        if sweep_due(dir) {
+            sweep(dir);
+        }
         let pid = std::process::id();
         let prefix = format!("{PREFIX}{pid}.");
         // RANDOM is 10 characters; the name keeps its end (the extension).
@@ -232,6 +234,27 @@ pub fn abandon_all() {
         remove_with_sidecars(path);
     }
     std::mem::forget(registry);
+}
+
+/// Whether `dir` was not swept by this process for [`SWEEP_AGE`]: a batch
+/// writes thousands of files into one folder, and listing it for each
+/// would cost time quadratic in the folder's size. A leftover missed now is
+/// younger than `SWEEP_AGE` anyway, or is found by the next sweep.
+fn sweep_due(dir: &Path) -> bool {
+    static SWEPT: Mutex<Vec<(PathBuf, Instant)>> = Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    match swept.iter_mut().find(|(d, _)| d == dir) {
+        Some((_, last)) if now.duration_since(*last) < SWEEP_AGE => false,
+        Some((_, last)) => {
+            *last = now;
+            true
+        }
+        None => {
+            swept.push((dir.to_path_buf(), now));
+            true
+        }
+    }
 }
 
 /// Removes the leftovers of dead runs in `dir` (see the module doc), with a
@@ -445,6 +468,21 @@ mod tests {
     }
 
     #[test]
+    fn the_first_temp_file_in_a_folder_sweeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".mapfilter-tmp.1.abcdefghij.out.tif");
+        std::fs::write(&stale, b"partial").unwrap();
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        let _t = TempFile::scratch(dir.path(), "next.tif").unwrap();
+        assert!(!stale.exists());
+    }
+
+    #[test]
     fn long_names_fit_and_leftovers_of_dead_runs_are_swept() {
         let dir = tempfile::tempdir().unwrap();
         let name = "n".repeat(NAME_MAX);
@@ -471,7 +509,10 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        let _next = TempFile::scratch(dir.path(), "next.tif").unwrap();
+        // This process swept the folder moments ago: the next sweep is due
+        // later, and is run here directly.
+        assert!(!sweep_due(dir.path()));
+        sweep(dir.path());
         assert!(!stale.exists());
         assert!(!with_suffix(&stale, ".aux.xml").exists());
         assert!(live_one.path().exists());
