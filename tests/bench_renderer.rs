@@ -43,8 +43,7 @@ fn rendering_is_deterministic_and_current() {
     let a = render(&results, &dir.path().join("a.md"));
     let b = render(&results, &dir.path().join("b.md"));
     assert_eq!(a, b, "two renderings of the same JSON lines differ");
-    let committed =
-        std::fs::read_to_string(results.join("BENCHMARKS.rendered.md")).unwrap();
+    let committed = std::fs::read_to_string(results.join("BENCHMARKS.rendered.md")).unwrap();
     assert_eq!(
         a, committed,
         "benches/results/BENCHMARKS.rendered.md is stale: run scripts/render-benchmarks.py render"
