@@ -6,10 +6,14 @@
 #   3. `batch plan` over 2,651 small stand-in tiles on one grid.
 #
 #   bash benches/batch/run.sh [ROUNDS]  > benches/results/batch-rows.md
+# It also rewrites the table `batch` of BENCHMARKS.md as JSON lines,
+# benches/results/$BENCH_MACHINE/batch.jsonl (scripts/lib/jsonl.sh; the
+# committed table is BENCH_MACHINE=dev-2core), for scripts/render-benchmarks.py.
 #   MAPFILTER=/tmp/mf/bin/mapfilter bash benches/batch/run.sh   (another binary,
 #   e.g. the GDAL bundle on the GPU machine; row 3 needs GDAL's Python bindings)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/lib/jsonl.sh
 rounds=${1:-5}
 exe=$(realpath "${MAPFILTER:-target/release/mapfilter}")
 # Debian's python3 has GDAL's bindings and numpy (a pyenv python may not).
@@ -92,3 +96,16 @@ printf '| MODIS 2048² (%s), 16 tiles: `batch plan` + `batch run` | %.3f s | one
 printf '| `batch run` of the finished plan | %.3f s | | target < 1 s |\n' "$r"
 [ -z "${tasks:-}" ] || printf '| `batch plan` over %s stand-in tiles (64², one grid) | %.3f s | | target < 10 s |\n' "$tasks" "$p"
 echo "rounds: $rounds (median); $(nproc) CPUs; $(date -u +%Y-%m-%d)"
+
+# The same figures in the columns of BENCHMARKS.md's table.
+met() { awk -v v="$1" -v t="$2" 'BEGIN { print (v < t) ? "yes" : "no" }'; }
+jsonl_table batch "cargo build --release && chrt -r 10 bash benches/batch/run.sh $rounds" \
+  question measured target met
+jsonl_row "MODIS 2048² in 16 tiles, plan + run vs one \`smooth\`" \
+  "$(printf '%.3f s vs %.3f s = **%.2f×**; joined outputs %s' "$b" "$s" "$ratio" "$cmp_pixels")" \
+  "≤ 1.2×" "$(met "$ratio" 1.2000001)"
+jsonl_row "\`batch run\` of a finished plan" "$(printf '%.3f s' "$r")" "< 1 s" "$(met "$r" 1)"
+if [ -n "${tasks:-}" ]; then
+  jsonl_row "plan over $(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$tasks") stand-in tiles" \
+    "$(printf '%.3f s' "$p")" "< 10 s" "$(met "$p" 10)"
+fi

@@ -15,10 +15,13 @@
 # largest maximum resident set size. mapfilter writes its default output
 # (tiled, DEFLATE level 5); gdal_sieve.py an uncompressed striped GeoTIFF.
 # Needs python3-gdal (gdal_sieve.py) and /usr/bin/time (package `time`).
-# Outputs and results.tsv go to target/peers/sieve/. Not run by CI.
+# Outputs and results.tsv go to target/peers/sieve/; the rows of
+# BENCHMARKS.md's table `sieve` to benches/results/$BENCH_MACHINE/sieve.jsonl
+# (scripts/lib/jsonl.sh). Not run by CI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
+source scripts/lib/jsonl.sh
 
 quick=0
 repeat=3
@@ -58,8 +61,12 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 cases=("10 4" "10 8" "100 4" "100 8")
 [ "$quick" = 1 ] && cases=("10 4" "10 8")
 printf "input\tthreshold\tconnectivity\ttool\tmedian_s\tmax_rss_mib\tidentical\n" | tee "$out/results.tsv"
+jsonl_table sieve "bash benches/peers/sieve.sh $*" \
+  input '`-st`' conn. mapfilter gdal_sieve.py speed-up -- lrrllr
 for input in "$root/data/modis_igbp_2019_2048.tif" "$big"; do
   name=$(basename "$input" .tif)
+  label="simplex ${size}²"
+  [ "$input" = "$big" ] || label="MODIS 2048²"
   k=$repeat
   [ "$input" = "$big" ] && k=$big_repeat
   for c in "${cases[@]}"; do
@@ -79,5 +86,11 @@ a, b = (gdal.Open(p).ReadAsArray() for p in sys.argv[1:])
 print("yes" if np.array_equal(a, b) else "NO (%d pixels differ)" % int((a != b).sum()))' "$ours" "$gdal")
     printf "%s\t%s\t%s\tmapfilter\t%s\t%d\t%s\n" "$name" "$st" "$conn" "$(median <"$out/t_ours")" $((rss_ours / 1024)) "$ident" | tee -a "$out/results.tsv"
     printf "%s\t%s\t%s\tgdal_sieve.py\t%s\t%d\t%s\n" "$name" "$st" "$conn" "$(median <"$out/t_gdal")" $((rss_gdal / 1024)) "$ident" | tee -a "$out/results.tsv"
+    t_ours=$(median <"$out/t_ours")
+    t_gdal=$(median <"$out/t_gdal")
+    jsonl_row "$label" "$st" "$conn" \
+      "$(printf '%.2f s, %d MiB' "$t_ours" $((rss_ours / 1024)))" \
+      "$(printf '%.2f s, %d MiB' "$t_gdal" $((rss_gdal / 1024)))" \
+      "$(awk -v a="$t_gdal" -v b="$t_ours" 'BEGIN { printf "%.1f×", a / b }')"
   done
 done

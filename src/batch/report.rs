@@ -267,7 +267,7 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
     )?;
     output::text::write(
         &Destination::File(Target::check(&dir.join("report.html"), true, &[])?),
-        &html(&report),
+        &html(&report)?,
     )?;
     if let Some(target) = cog {
         cog::write_cog(&dir.join(mosaic_name(0)), target)?;
@@ -275,7 +275,7 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
     Ok(report)
 }
 
-fn html(r: &BatchReport) -> String {
+fn html(r: &BatchReport) -> Result<String> {
     let mut body = format!(
         "<p class=\"headline\">{} of {} tasks done, {} failed, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
         r.done,

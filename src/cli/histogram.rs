@@ -92,7 +92,7 @@ pub fn run(args: HistogramArgs) -> Result<()> {
     failed?;
     let json = serde_json::to_string_pretty(&hists).expect("histograms serialise") + "\n";
     if let Some(d) = &csv_dest {
-        output::text::write(d, &histogram::to_csv(&hists))?;
+        output::text::write(d, &histogram::to_csv(&hists)?)?;
     }
     match &json_dest {
         Some(d) => output::text::write(d, &json)?,

@@ -188,16 +188,21 @@ pub fn min_max<T: Pixel>(plane: &Plane<T>, nd: Option<T>) -> Option<(f64, f64)> 
 }
 
 /// Writes histograms as CSV: `band,bin,lo,hi,count`.
-pub fn to_csv(hists: &[BandHistogram]) -> String {
-    let mut s = String::from("band,bin,lo,hi,count\n");
-    for h in hists {
+pub fn to_csv(hists: &[BandHistogram]) -> Result<String> {
+    let rows = hists.iter().flat_map(|h| {
         let width = (h.hi - h.lo) / h.counts.len() as f64;
-        for (i, c) in h.counts.iter().enumerate() {
+        h.counts.iter().enumerate().map(move |(i, c)| {
             let a = h.lo + i as f64 * width;
-            s.push_str(&format!("{},{i},{a},{},{c}\n", h.band, a + width));
-        }
-    }
-    s
+            [
+                h.band.to_string(),
+                i.to_string(),
+                a.to_string(),
+                (a + width).to_string(),
+                c.to_string(),
+            ]
+        })
+    });
+    crate::output::csv::table(&["band", "bin", "lo", "hi", "count"], rows)
 }
 
 #[cfg(test)]
@@ -243,7 +248,7 @@ mod tests {
         let mut h = BandHistogram::new(1, &b);
         h.add(&p, &b, None);
         assert_eq!(h.counts, vec![1, 1, 1, 2]);
-        assert!(to_csv(&[h]).contains("1,0,-10,0,1"));
+        assert!(to_csv(&[h]).unwrap().contains("1,0,-10,0,1"));
         assert!(
             Binning::for_type(SampleType::U16, None, None)
                 .unwrap()

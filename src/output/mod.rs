@@ -13,11 +13,12 @@
 //!   appeared meanwhile unless `--overwrite`), then syncs the directory.
 //!   Leftovers of killed runs are recognised by their lock and swept.
 //! - [`text`] writes JSON, CSV, Markdown and HTML outputs through the same
-//!   path, with `-` meaning standard output.
+//!   path, with `-` meaning standard output; [`csv`] makes the CSV text.
 //!
 //! GDAL-free: the GeoTIFF writer ([`crate::gdal::class_raster::OutputRaster`]) writes into
 //! a [`TempFile`] and commits it the same way.
 
+pub mod csv;
 mod space;
 mod target;
 mod temp;

@@ -4,7 +4,7 @@
 //! and the confusion matrix — as JSON, Markdown and self-contained HTML.
 
 use super::numbers::{AreaUnit, Provenance, fixed};
-use super::page::{self, escape};
+use super::page;
 use super::plot;
 use super::quicklook::Palette;
 use crate::error::{Error, Result};
@@ -252,106 +252,23 @@ impl CompareReport {
 
     pub fn to_html(&self) -> Result<String> {
         let s = &self.summary;
-        let mut body = String::new();
-        body.push_str("<ul>");
-        for i in &self.inputs {
-            let _ = write!(
-                body,
-                "<li>{}: <code>{}</code></li>",
-                escape(&i.role),
-                escape(&i.source)
-            );
-        }
-        let provenance = Provenance::now();
-        let _ = write!(
-            body,
-            "<li>size: {} × {} pixels, pixel area {}</li>\
-             <li>command: <code>{}</code></li><li>{}, {}</li></ul>",
-            s.width,
-            s.height,
-            escape(&pixel_area_text(s)),
-            escape(&provenance.command_line),
-            escape(&provenance.version),
-            escape(&provenance.date)
-        );
         let units = self.area_unit();
-        let headline = [
-            vec![
-                "agreement".into(),
-                s.agreement_percent
-                    .map_or("–".into(), |a| format!("<b>{a:.4} %</b>")),
-            ],
-            vec!["Cohen's kappa".into(), num(s.kappa, 5)],
-            vec!["pixels valid in both".into(), s.valid_pixels.to_string()],
-            vec!["differing pixels".into(), s.differing_pixels.to_string()],
-            vec![
-                "nodata mismatches (reference only / candidate only)".into(),
-                format!(
-                    "{} ({} / {})",
-                    s.nodata_mismatches(),
-                    s.nodata.reference_only,
-                    s.nodata.candidate_only
-                ),
-            ],
-            vec!["nodata in both".into(), s.nodata.both.to_string()],
-        ];
-        body.push_str("<h2>Accuracy</h2><div class=\"headline\">");
-        body.push_str(&page::table(&["figure", "value"], &headline));
-        body.push_str("</div>");
-
-        if let Some(r) = &self.run {
-            body.push_str("<h2>Run times</h2>");
-            let rows = vec![
-                vec![escape(&r.method), format!("{:.3}", r.method_seconds)],
-                vec![
-                    format!("{} (exact baseline)", escape(&r.baseline)),
-                    r.baseline_seconds_text(),
-                ],
-                vec![
-                    "speed-up".into(),
-                    match r.speedup {
-                        Some(x) => format!("<b>{x:.2}×</b>"),
-                        None => format!("– ({})", escape(&r.speedup_text("×"))),
-                    },
-                ],
-            ];
-            body.push_str(&page::table(&["method", "seconds"], &rows));
-            if !r.settings.is_empty() {
-                let rows: Vec<Vec<String>> = r
-                    .settings
-                    .iter()
-                    .map(|(k, v)| vec![escape(k), escape(v)])
-                    .collect();
-                let table = page::table(&["setting", "value"], &rows);
-                body.push_str(&table.replacen("<table>", "<table class=\"settings\">", 1));
-            }
-        }
-
-        if !self.maps.is_empty() {
-            body.push_str("<h2>Maps</h2><div class=\"maps\">");
-            for m in &self.maps {
-                let _ = write!(
-                    body,
-                    "<figure>{}<figcaption>{}</figcaption></figure>",
-                    page::img(&m.png, &m.caption),
-                    escape(&m.caption)
-                );
-            }
-            body.push_str("</div>");
-            body.push_str(&self.legend_html());
-        }
-
-        body.push_str("<h2>Classes</h2>");
-        let rows: Vec<Vec<String>> = s
+        let run = self.run.as_ref().map(|r| RunView {
+            method: &r.method,
+            method_seconds: format!("{:.3}", r.method_seconds),
+            baseline: &r.baseline,
+            baseline_seconds: r.baseline_seconds_text(),
+            speedup: r.speedup.map(|x| format!("{x:.2}×")),
+            no_speedup: r.speedup_text("×"),
+            settings: r.settings.iter().map(|(k, v)| [k, v]).collect(),
+        });
+        let classes = s
             .classes
             .iter()
-            .map(|c| {
-                let swatch = self
-                    .palette
-                    .as_ref()
-                    .map_or(String::new(), |p| page::swatch(&p.hex(c.code)));
-                vec![
-                    format!("{swatch}{}", escape(&self.class_label(c.code))),
+            .map(|c| ClassRow {
+                hex: self.palette.as_ref().map(|p| p.hex(c.code)),
+                label: self.class_label(c.code),
+                figures: vec![
                     c.reference_pixels.to_string(),
                     c.candidate_pixels.to_string(),
                     pct(c.precision),
@@ -361,120 +278,231 @@ impl CompareReport {
                     units.show(c.candidate_area),
                     units.show(c.area_change),
                     num(c.area_change_percent, 3),
-                ]
+                ],
             })
             .collect();
-        let unit = escape(&units.name);
-        let header = [
-            "class".to_string(),
-            "reference px".into(),
-            "candidate px".into(),
-            "precision".into(),
-            "recall".into(),
-            "IoU".into(),
-            format!("reference area ({unit})"),
-            format!("candidate area ({unit})"),
-            format!("area change ({unit})"),
-            "change %".into(),
-        ];
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        body.push_str(&page::table(&header, &rows));
-
-        if !s.classes.is_empty() {
-            let labels: Vec<String> = s.classes.iter().map(|c| c.code.to_string()).collect();
-            let colors: Vec<(u8, u8, u8)> = s
-                .classes
+        let unit = &units.name;
+        let view = View {
+            inputs: &self.inputs,
+            width: s.width,
+            height: s.height,
+            pixel_area: pixel_area_text(s),
+            provenance: Provenance::now(),
+            agreement: s.agreement_percent.map(|a| format!("{a:.4} %")),
+            headline: vec![
+                ["Cohen's kappa".into(), num(s.kappa, 5)],
+                ["pixels valid in both".into(), s.valid_pixels.to_string()],
+                ["differing pixels".into(), s.differing_pixels.to_string()],
+                [
+                    "nodata mismatches (reference only / candidate only)".into(),
+                    format!(
+                        "{} ({} / {})",
+                        s.nodata_mismatches(),
+                        s.nodata.reference_only,
+                        s.nodata.candidate_only
+                    ),
+                ],
+                ["nodata in both".into(), s.nodata.both.to_string()],
+            ],
+            run,
+            maps: self
+                .maps
                 .iter()
-                .map(|c| {
-                    self.palette.as_ref().map_or((70, 130, 180), |p| {
-                        let [r, g, b, _] = p.color(c.code);
-                        (r, g, b)
-                    })
+                .map(|m| MapView {
+                    caption: &m.caption,
+                    src: page::png_data_uri(&m.png),
                 })
-                .collect();
-            let iou: Vec<f64> = s.classes.iter().map(|c| c.iou.unwrap_or(0.0)).collect();
-            let change: Vec<f64> = s
-                .classes
-                .iter()
-                .map(|c| c.area_change / units.per)
-                .collect();
-            body.push_str("<h2>Plots</h2><div class=\"plots\">");
-            body.push_str(&page::inline_svg(&plot::bar_chart(
+                .collect(),
+            classes_legend: self.palette.as_ref().map_or(Vec::new(), |p| {
+                s.classes
+                    .iter()
+                    .map(|c| LegendView {
+                        hex: p.hex(c.code),
+                        label: self.class_label(c.code),
+                    })
+                    .collect()
+            }),
+            mismatch_legend: {
+                let m = Palette::mismatch();
+                [(0u16, "equal"), (1, "differs"), (2, "nodata in one only")]
+                    .into_iter()
+                    .map(|(code, label)| LegendView {
+                        hex: m.hex(code),
+                        label: label.into(),
+                    })
+                    .collect()
+            },
+            class_header: vec![
+                "class".to_string(),
+                "reference px".into(),
+                "candidate px".into(),
+                "precision".into(),
+                "recall".into(),
+                "IoU".into(),
+                format!("reference area ({unit})"),
+                format!("candidate area ({unit})"),
+                format!("area change ({unit})"),
+                "change %".into(),
+            ],
+            classes,
+            plots: self.plots(&units)?,
+            matrix: self.matrix(),
+        };
+        page::render("compare.html", &self.title, view)
+    }
+
+    /// IoU and area change per class, as inline SVG bar charts.
+    fn plots(&self, units: &AreaUnit) -> Result<Vec<String>> {
+        let s = &self.summary;
+        if s.classes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let labels: Vec<String> = s.classes.iter().map(|c| c.code.to_string()).collect();
+        let colors: Vec<(u8, u8, u8)> = s
+            .classes
+            .iter()
+            .map(|c| {
+                self.palette.as_ref().map_or((70, 130, 180), |p| {
+                    let [r, g, b, _] = p.color(c.code);
+                    (r, g, b)
+                })
+            })
+            .collect();
+        let iou: Vec<f64> = s.classes.iter().map(|c| c.iou.unwrap_or(0.0)).collect();
+        let change: Vec<f64> = s
+            .classes
+            .iter()
+            .map(|c| c.area_change / units.per)
+            .collect();
+        Ok(vec![
+            page::svg_element(&plot::bar_chart(
                 "IoU per class",
                 "IoU",
                 &labels,
                 &iou,
                 &colors,
-            )?));
-            body.push_str(&page::inline_svg(&plot::bar_chart(
+            )?),
+            page::svg_element(&plot::bar_chart(
                 "Area change per class (candidate − reference)",
                 &units.name,
                 &labels,
                 &change,
                 &colors,
-            )?));
-            body.push_str("</div>");
-        }
-
-        body.push_str(&self.matrix_html());
-        Ok(page::page(&self.title, &body))
+            )?),
+        ])
     }
 
-    fn legend_html(&self) -> String {
-        let mut s = String::from("<p class=\"legend\">");
-        if let Some(p) = &self.palette {
-            for c in &self.summary.classes {
-                let _ = write!(
-                    s,
-                    "<span class=\"item\">{}{}</span>",
-                    page::swatch(&p.hex(c.code)),
-                    escape(&self.class_label(c.code))
-                );
-            }
-            s.push_str("<br>");
-        }
-        let m = Palette::mismatch();
-        for (code, label) in [(0u16, "equal"), (1, "differs"), (2, "nodata in one only")] {
-            let _ = write!(
-                s,
-                "<span class=\"item\">{}mismatch map: {label}</span>",
-                page::swatch(&m.hex(code))
-            );
-        }
-        s.push_str("</p>");
-        s
-    }
-
-    fn matrix_html(&self) -> String {
+    /// The confusion matrix, each cell shaded by its share of the row.
+    fn matrix(&self) -> MatrixView {
         let t = &self.summary.confusion;
         let n = t.codes.len();
-        let mut s = String::from("<h2>Confusion matrix</h2>");
         if n > MAX_MATRIX_CLASSES {
-            let _ = write!(s, "<p>{n} classes: the matrix is in the JSON report.</p>");
-            return s;
+            return MatrixView {
+                too_many: Some(n),
+                codes: Vec::new(),
+                rows: Vec::new(),
+            };
         }
-        s.push_str("<p>Rows: reference class, columns: candidate class; shading by share of the row.</p><table><thead><tr><th></th>");
-        for c in &t.codes {
-            let _ = write!(s, "<th>{c}</th>");
+        let rows = t
+            .codes
+            .iter()
+            .zip(&t.rows)
+            .enumerate()
+            .map(|(i, (code, row))| {
+                let total: u64 = row.iter().sum::<u64>().max(1);
+                MatrixRow {
+                    label: self.class_label(*code),
+                    cells: row
+                        .iter()
+                        .enumerate()
+                        .map(|(j, v)| MatrixCell {
+                            count: *v,
+                            hue: if i == j { "44,160,44" } else { "214,39,40" },
+                            alpha: format!("{:.3}", *v as f64 / total as f64 * 0.8),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        MatrixView {
+            too_many: None,
+            codes: t.codes.clone(),
+            rows,
         }
-        s.push_str("</tr></thead><tbody>");
-        for (i, (code, row)) in t.codes.iter().zip(&t.rows).enumerate() {
-            let total: u64 = row.iter().sum::<u64>().max(1);
-            let _ = write!(s, "<tr><th>{}</th>", escape(&self.class_label(*code)));
-            for (j, v) in row.iter().enumerate() {
-                let share = *v as f64 / total as f64;
-                let hue = if i == j { "44,160,44" } else { "214,39,40" };
-                let _ = write!(
-                    s,
-                    "<td style=\"background:rgba({hue},{:.3})\">{v}</td>",
-                    share * 0.8
-                );
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</tbody></table>");
-        s
     }
+}
+
+/// What `templates/compare.html` shows: text and figures, formatted.
+#[derive(Serialize)]
+struct View<'a> {
+    inputs: &'a [Input],
+    width: usize,
+    height: usize,
+    pixel_area: String,
+    provenance: Provenance,
+    agreement: Option<String>,
+    headline: Vec<[String; 2]>,
+    run: Option<RunView<'a>>,
+    maps: Vec<MapView<'a>>,
+    classes_legend: Vec<LegendView>,
+    mismatch_legend: Vec<LegendView>,
+    class_header: Vec<String>,
+    classes: Vec<ClassRow>,
+    plots: Vec<String>,
+    matrix: MatrixView,
+}
+
+#[derive(Serialize)]
+struct RunView<'a> {
+    method: &'a str,
+    method_seconds: String,
+    baseline: &'a str,
+    baseline_seconds: String,
+    speedup: Option<String>,
+    /// Why there is no speed-up, when there is none.
+    no_speedup: String,
+    settings: Vec<[&'a String; 2]>,
+}
+
+#[derive(Serialize)]
+struct MapView<'a> {
+    caption: &'a str,
+    /// A `data:` URI (base64, nothing to escape).
+    src: String,
+}
+
+#[derive(Serialize)]
+struct LegendView {
+    hex: String,
+    label: String,
+}
+
+#[derive(Serialize)]
+struct ClassRow {
+    hex: Option<String>,
+    label: String,
+    figures: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct MatrixView {
+    /// The number of classes, when too many to show.
+    too_many: Option<usize>,
+    codes: Vec<u16>,
+    rows: Vec<MatrixRow>,
+}
+
+#[derive(Serialize)]
+struct MatrixRow {
+    label: String,
+    cells: Vec<MatrixCell>,
+}
+
+#[derive(Serialize)]
+struct MatrixCell {
+    count: u64,
+    hue: &'static str,
+    alpha: String,
 }
 
 #[cfg(test)]

@@ -1,23 +1,66 @@
 //! The self-contained HTML page shared by every report: one file with inline
 //! CSS, inline SVG plots and PNG pictures as `data:` URIs, no scripts and no
-//! external resources, so it opens anywhere and can be mailed on.
+//! external resources, so it opens anywhere and can be mailed on. The markup
+//! lives in `templates/` (compiled into the binary), rendered by minijinja
+//! with HTML auto-escaping: the Rust side hands over text and figures only.
 
+use crate::error::{Error, Result};
 use base64::Engine;
+use minijinja::Environment;
+use serde::Serialize;
+use std::sync::OnceLock;
 
-/// Escapes text for HTML content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+/// The templates, by name, as compiled into the binary.
+const TEMPLATES: [(&str, &str); 5] = [
+    ("page.html", include_str!("templates/page.html")),
+    ("page.css", include_str!("templates/page.css")),
+    ("macros.html", include_str!("templates/macros.html")),
+    ("compare.html", include_str!("templates/compare.html")),
+    ("sweep.html", include_str!("templates/sweep.html")),
+];
+
+fn environment() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        // Auto-escaping follows the name: on for the .html templates.
+        let mut env = Environment::new();
+        // Each report ends with a line break, like every text mapfilter writes.
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()
+            .expect("the default syntax with trailing newlines kept is valid");
+        env.set_syntax(syntax);
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        for (name, source) in TEMPLATES {
+            // The templates are part of the binary and checked by the tests.
+            env.add_template(name, source)
+                .unwrap_or_else(|e| panic!("built-in template {name}: {e}"));
         }
-    }
-    out
+        env
+    })
+}
+
+/// Renders template `name` (a page of its own, extending `page.html`) with
+/// `context` and the page title.
+pub fn render<C: Serialize>(name: &str, title: &str, context: C) -> Result<String> {
+    let fail = |e: minijinja::Error| {
+        Error::new(format!("cannot write the HTML report ({name}): {e:#}"))
+            .hint("this is a bug in mapfilter's report templates; the JSON report has the figures")
+    };
+    let template = environment().get_template(name).map_err(fail)?;
+    template
+        .render(minijinja::context! {
+            title => title,
+            mapfilter_version => env!("CARGO_PKG_VERSION"),
+            ..minijinja::Value::from(minijinja::value::Serde(context))
+        })
+        .map_err(fail)
+}
+
+/// Escapes text for HTML content and attribute values (for pages whose body
+/// is still put together in Rust).
+pub fn escape(text: &str) -> String {
+    minijinja::HtmlEscape(text).to_string()
 }
 
 /// A PNG as a `data:` URI.
@@ -28,22 +71,14 @@ pub fn png_data_uri(png: &[u8]) -> String {
     )
 }
 
-/// An `<img>` of a PNG picture, scaled up without smoothing (class maps).
-pub fn img(png: &[u8], alt: &str) -> String {
-    format!(
-        "<img class=\"map\" alt=\"{}\" src=\"{}\">",
-        escape(alt),
-        png_data_uri(png)
-    )
-}
-
-/// Wraps an SVG document from [`super::plot`] for inline use (drops any XML prolog).
-pub fn inline_svg(svg: &str) -> String {
+/// An SVG document from [`super::plot`] without its XML prolog, for inline use.
+pub fn svg_element(svg: &str) -> String {
     let start = svg.find("<svg").unwrap_or(0);
-    format!("<div class=\"plot\">{}</div>", &svg[start..])
+    svg[start..].to_string()
 }
 
-/// A table with a header row; cells are raw HTML (escape text first).
+/// A table with a header row; cells are raw HTML (escape text first). For
+/// pages whose body is still put together in Rust.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut s = String::from("<table><thead><tr>");
     for h in header {
@@ -61,47 +96,14 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     s
 }
 
-/// A colour swatch for legends.
-pub fn swatch(hex: &str) -> String {
-    format!("<span class=\"swatch\" style=\"background:{hex}\"></span>")
-}
-
 /// The whole page around `body` (raw HTML).
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"generator\" content=\"mapfilter {version}\">\n\
-         <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{title}</h1>\n{body}\n\
-         <footer>Written by mapfilter {version}.</footer>\n</body>\n</html>\n",
-        title = escape(title),
-        version = env!("CARGO_PKG_VERSION"),
-    )
+pub fn page(title: &str, body: &str) -> Result<String> {
+    #[derive(Serialize)]
+    struct Raw<'a> {
+        body: &'a str,
+    }
+    render("page.html", title, Raw { body })
 }
-
-const CSS: &str = "
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
-h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-/* Figures never break across lines: a wrapped percentage reads as two numbers. */
-td:not(:first-child){white-space:nowrap}
-/* Settings are words (a kernel's conversion from metres): they wrap, left-aligned. */
-table.settings td{white-space:normal;text-align:left;max-width:48em}table.settings td:first-child{white-space:nowrap}
-table{max-width:100%;overflow-x:auto;display:block}
-.maps{display:flex;flex-wrap:wrap;gap:1em}
-figure{margin:0;flex:1 1 300px;max-width:520px}
-figcaption{font-size:.9em;color:#555}
-img.map{width:100%;image-rendering:pixelated;border:1px solid #ccc;
- background:repeating-conic-gradient(#eee 0% 25%,#fff 0% 50%) 0 0/16px 16px}
-.plot svg{max-width:100%;height:auto}
-.plots{display:flex;flex-wrap:wrap;gap:1em}
-.swatch{display:inline-block;width:.9em;height:.9em;border:1px solid #888;vertical-align:middle;margin-right:.3em}
-.legend span.item{margin-right:1em;white-space:nowrap;font-size:.9em}
-.headline{font-size:1.1em}
-footer{margin-top:3em;font-size:.8em;color:#777}
-";
 
 #[cfg(test)]
 mod tests {
@@ -112,15 +114,24 @@ mod tests {
         assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
         assert_eq!(png_data_uri(b"abc"), "data:image/png;base64,YWJj");
         assert_eq!(
-            inline_svg("<?xml version=\"1.0\"?><svg x=\"1\"></svg>"),
-            "<div class=\"plot\"><svg x=\"1\"></svg></div>"
+            svg_element("<?xml version=\"1.0\"?><svg x=\"1\"></svg>"),
+            "<svg x=\"1\"></svg>"
         );
-        let p = page("A<B", "<p>x</p>");
+        let p = page("A<B", "<p>x</p>").unwrap();
+        assert!(p.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"), "{p}");
         assert!(p.contains("<title>A&lt;B</title>") && p.contains("<p>x</p>"));
+        assert!(p.contains("<style>\nbody{font-family:") && p.ends_with("</html>\n"));
         let t = table(&["a"], &[vec!["1".into()]]);
         assert_eq!(
             t,
             "<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>"
         );
+    }
+
+    #[test]
+    fn every_template_compiles() {
+        for (name, _) in TEMPLATES {
+            environment().get_template(name).unwrap();
+        }
     }
 }

@@ -8,54 +8,68 @@ use crate::output::{Destination, Target, text};
 use std::path::{Path, PathBuf};
 
 /// CSV columns, in order.
-pub const CSV_HEADER: &str = "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa,input";
-
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+pub const CSV_COLUMNS: [&str; 23] = [
+    "experiment",
+    "variable",
+    "value",
+    "method",
+    "method_name",
+    "exact",
+    "width",
+    "height",
+    "kernel",
+    "kernel_side",
+    "classes",
+    "pattern",
+    "rank",
+    "terms",
+    "tile",
+    "repeats",
+    "seconds",
+    "seconds_min",
+    "compute_seconds",
+    "mpixels_per_second",
+    "agreement_percent",
+    "kappa",
+    "input",
+];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
+/// One record's fields in the order of [`CSV_COLUMNS`].
+fn row(r: &Record) -> [String; 23] {
+    [
+        r.experiment.clone(),
+        r.variable.name().to_string(),
+        r.value.to_string(),
+        r.method.clone(),
+        r.method_name.clone(),
+        r.exact.to_string(),
+        r.width.to_string(),
+        r.height.to_string(),
+        r.kernel.clone(),
+        r.kernel_side.to_string(),
+        r.classes.to_string(),
+        r.pattern.clone(),
+        opt(r.rank),
+        opt(r.terms),
+        r.tile.to_string(),
+        r.repeats.to_string(),
+        format!("{:.6}", r.seconds),
+        format!("{:.6}", r.seconds_min),
+        format!("{:.6}", r.compute_seconds),
+        format!("{:.3}", r.mpixels_per_second),
+        opt(r.agreement_percent.map(|a| format!("{a:.6}"))),
+        opt(r.kappa.map(|k| format!("{k:.6}"))),
+        r.input.clone().unwrap_or_default(),
+    ]
+}
+
 /// The records as CSV text with a header line.
-pub fn to_csv(records: &[Record]) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
-    for r in records {
-        let row = [
-            field(&r.experiment),
-            r.variable.name().to_string(),
-            r.value.to_string(),
-            field(&r.method),
-            field(&r.method_name),
-            r.exact.to_string(),
-            r.width.to_string(),
-            r.height.to_string(),
-            field(&r.kernel),
-            r.kernel_side.to_string(),
-            r.classes.to_string(),
-            r.pattern.clone(),
-            opt(r.rank),
-            opt(r.terms),
-            r.tile.to_string(),
-            r.repeats.to_string(),
-            format!("{:.6}", r.seconds),
-            format!("{:.6}", r.seconds_min),
-            format!("{:.6}", r.compute_seconds),
-            format!("{:.3}", r.mpixels_per_second),
-            opt(r.agreement_percent.map(|a| format!("{a:.6}"))),
-            opt(r.kappa.map(|k| format!("{k:.6}"))),
-            r.input.as_deref().map(field).unwrap_or_default(),
-        ];
-        out.push_str(&row.join(","));
-        out.push('\n');
-    }
-    out
+pub fn to_csv(records: &[Record]) -> Result<String> {
+    crate::output::csv::table(&CSV_COLUMNS, records.iter().map(row))
 }
 
 /// The three result files of a sweep in its `--out` directory, checked
@@ -92,7 +106,7 @@ impl ResultFiles {
         let json = serde_json::to_string_pretty(result)
             .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
         let html = super::report::to_html(result)?;
-        let texts = [to_csv(&result.records), json, html];
+        let texts = [to_csv(&result.records)?, json, html];
         let mut paths = Vec::new();
         for (name, text) in NAMES.iter().zip(&texts) {
             let target = Target::check(&self.dir.join(name), true, &[])?;
@@ -135,16 +149,30 @@ mod tests {
             kappa: None,
             input: None,
         };
-        let csv = to_csv(&[r]);
+        let with_input = Record {
+            input: Some("maps/a,\"b\".tif".into()),
+            ..r.clone()
+        };
+        let csv = to_csv(&[r, with_input]).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
+        // The header the hand-written writer used, unchanged.
+        assert_eq!(
+            lines[0],
+            "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa,input"
+        );
         assert_eq!(
             lines[1],
             "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,,"
         );
-        assert_eq!(
-            lines[0].split(',').count(),
-            lines[1].replace("\"naive, host\"", "x").split(',').count()
-        );
+        assert!(lines[2].ends_with(",100.000000,,\"maps/a,\"\"b\"\".tif\""));
+        // Read back, every row has the header's columns and the fields with
+        // commas and quotes come back whole.
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+        assert_eq!(reader.headers().unwrap().len(), CSV_COLUMNS.len());
+        assert!(rows.iter().all(|r| r.len() == CSV_COLUMNS.len()));
+        assert_eq!(&rows[0][4], "naive, host");
+        assert_eq!(&rows[1][22], "maps/a,\"b\".tif");
     }
 }

@@ -4,9 +4,9 @@
 
 use super::{Record, SweepResult, Variable};
 use crate::error::Result;
-use crate::report::page::{self, escape};
+use crate::report::page;
 use crate::report::plot::{self, LineChart, Scale, Series};
-use std::fmt::Write as _;
+use serde::Serialize;
 
 /// One line per method, points in the order of the experiment's values.
 fn series(records: &[&Record], y: impl Fn(&Record) -> Option<f64>) -> Vec<Series> {
@@ -72,65 +72,43 @@ fn fixed_settings(r: &Record, all: &[&Record]) -> String {
     format!("Fixed: {}.", parts.join(", "))
 }
 
+/// What `templates/sweep.html` shows: text and figures, formatted.
+#[derive(Serialize)]
+struct View<'a> {
+    description: &'a str,
+    methods: String,
+    reference: &'a str,
+    repeats: usize,
+    machine: &'a crate::sweep::Machine,
+    failures: Vec<[String; 4]>,
+    experiments: Vec<ExperimentView<'a>>,
+}
+
+#[derive(Serialize)]
+struct ExperimentView<'a> {
+    id: &'a str,
+    heading: &'a str,
+    fixed: Option<String>,
+    /// Inline SVG plots.
+    plots: Vec<String>,
+    vary: &'static str,
+    rows: Vec<[String; 8]>,
+}
+
 pub fn to_html(result: &SweepResult) -> Result<String> {
     let c = &result.config;
-    let m = &result.machine;
-    let mut body = String::new();
-    if !c.description.is_empty() {
-        let _ = write!(body, "<p>{}</p>", escape(&c.description));
-    }
-    let _ = write!(
-        body,
-        "<p>Methods: {}. Reference for agreement: {}. {} timed run(s) per point, median shown. \
-         Machine: {} {}, {} host threads, mapfilter {}.</p>",
-        escape(&c.methods.join(", ")),
-        escape(&c.reference),
-        c.repeats,
-        escape(&m.os),
-        escape(&m.arch),
-        m.host_threads,
-        escape(&m.mapfilter_version)
-    );
-    if !result.failures.is_empty() {
-        body.push_str("<h2>Failed runs</h2>");
-        let rows: Vec<Vec<String>> = result
-            .failures
-            .iter()
-            .map(|f| {
-                vec![
-                    escape(&f.experiment),
-                    format!("{}={}", f.variable.name(), f.value),
-                    escape(&f.method),
-                    escape(&f.error),
-                ]
-            })
-            .collect();
-        body.push_str(&page::table(
-            &["experiment", "point", "method", "error"],
-            &rows,
-        ));
-    }
+    let mut experiments = Vec::new();
     for e in &c.experiments {
         let records: Vec<&Record> = result
             .records
             .iter()
             .filter(|r| r.experiment == e.name)
             .collect();
-        let _ = write!(
-            body,
-            "<h2 id=\"{}\">{}</h2>",
-            escape(&e.name),
-            escape(e.heading())
-        );
-        if let Some(first) = records.first() {
-            let _ = write!(body, "<p>{}</p>", escape(&fixed_settings(first, &records)));
-        }
         let x_scale = if e.vary.log2_axis() {
             Scale::Log2
         } else {
             Scale::Linear
         };
-        body.push_str("<div class=\"plots\">");
         let time = LineChart {
             title: "Run time".into(),
             x_label: e.vary.label().into(),
@@ -145,7 +123,7 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
             y_range: None,
             legend_at_bottom: false,
         };
-        body.push_str(&page::inline_svg(&plot::line_chart(&time)?));
+        let mut plots = vec![page::svg_element(&plot::line_chart(&time)?)];
         let agreement = series(&records, |r| r.agreement_percent);
         if !agreement.is_empty() {
             // Up to 100 %, and at least the last percent below it.
@@ -164,15 +142,14 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
                 y_range: Some((lo - pad, 100.0 + pad)),
                 legend_at_bottom: true,
             };
-            body.push_str(&page::inline_svg(&plot::line_chart(&chart)?));
+            plots.push(page::svg_element(&plot::line_chart(&chart)?));
         }
-        body.push_str("</div>");
-        let rows: Vec<Vec<String>> = records
+        let rows = records
             .iter()
             .map(|r| {
-                vec![
+                [
                     r.value.to_string(),
-                    escape(&r.method),
+                    r.method.clone(),
                     format!("{:.4}", r.seconds),
                     format!("{:.4}", r.seconds_min),
                     format!("{:.4}", r.compute_seconds),
@@ -183,19 +160,34 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
                 ]
             })
             .collect();
-        body.push_str(&page::table(
-            &[
-                e.vary.label(),
-                "method",
-                "seconds",
-                "min s",
-                "compute s",
-                "Mpixel/s",
-                "agreement %",
-                "kappa",
-            ],
-            &rows,
-        ));
+        experiments.push(ExperimentView {
+            id: &e.name,
+            heading: e.heading(),
+            fixed: records.first().map(|first| fixed_settings(first, &records)),
+            plots,
+            vary: e.vary.label(),
+            rows,
+        });
     }
-    Ok(page::page(&c.title, &body))
+    let view = View {
+        description: &c.description,
+        methods: c.methods.join(", "),
+        reference: &c.reference,
+        repeats: c.repeats,
+        machine: &result.machine,
+        failures: result
+            .failures
+            .iter()
+            .map(|f| {
+                [
+                    f.experiment.clone(),
+                    format!("{}={}", f.variable.name(), f.value),
+                    f.method.clone(),
+                    f.error.clone(),
+                ]
+            })
+            .collect(),
+        experiments,
+    };
+    page::render("sweep.html", &c.title, view)
 }
