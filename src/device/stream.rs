@@ -114,7 +114,12 @@ impl Flight {
     }
 
     fn wait_all(&self) -> Result<()> {
-        for e in self.uploads.iter().chain(&self.kernels).chain(&self.downloads) {
+        for e in self
+            .uploads
+            .iter()
+            .chain(&self.kernels)
+            .chain(&self.downloads)
+        {
             e.wait().map_err(cl_error("running a tile"))?;
         }
         Ok(())
@@ -161,15 +166,24 @@ impl TileStream {
     /// # Safety
     /// `host` must stay alive and untouched until `flight` has been waited
     /// for (finished or dropped).
-    pub unsafe fn write<T>(&self, flight: &mut Flight, buf: &mut Buffer<T>, host: &[T]) -> Result<()> {
+    pub unsafe fn write<T>(
+        &self,
+        flight: &mut Flight,
+        buf: &mut Buffer<T>,
+        host: &[T],
+    ) -> Result<()> {
         if host.is_empty() {
             return Ok(());
         }
         // SAFETY: the caller keeps `host` until the flight is waited for.
         let ev = unsafe {
-            self.device
-                .queue(Queue::Upload)
-                .enqueue_write_buffer(buf, CL_NON_BLOCKING, 0, host, &[])
+            self.device.queue(Queue::Upload).enqueue_write_buffer(
+                buf,
+                CL_NON_BLOCKING,
+                0,
+                host,
+                &[],
+            )
         }
         .map_err(cl_error("uploading a tile"))?;
         flight.uploads.push(ev);
@@ -224,16 +238,25 @@ impl TileStream {
     /// # Safety
     /// `host` must stay alive and untouched until `flight` has been waited
     /// for (finished or dropped).
-    pub unsafe fn read<T>(&self, flight: &mut Flight, buf: &Buffer<T>, host: &mut [T]) -> Result<()> {
+    pub unsafe fn read<T>(
+        &self,
+        flight: &mut Flight,
+        buf: &Buffer<T>,
+        host: &mut [T],
+    ) -> Result<()> {
         if host.is_empty() {
             return Ok(());
         }
         let after: Vec<_> = flight.kernels.last().map(|e| e.get()).into_iter().collect();
         // SAFETY: the caller keeps `host` until the flight is waited for.
         let ev = unsafe {
-            self.device
-                .queue(Queue::Download)
-                .enqueue_read_buffer(buf, CL_NON_BLOCKING, 0, host, &after)
+            self.device.queue(Queue::Download).enqueue_read_buffer(
+                buf,
+                CL_NON_BLOCKING,
+                0,
+                host,
+                &after,
+            )
         }
         .map_err(cl_error("downloading a tile"))?;
         flight.downloads.push(ev);

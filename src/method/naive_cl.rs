@@ -577,8 +577,8 @@ impl ClPending<'_> {
             tile.width
         };
         let in_len = row * tile.height * elem;
-        let host_in = &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()
-            [..in_len];
+        let host_in =
+            &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()[..in_len];
         host_in
             .par_chunks_exact_mut(row * elem)
             .zip(tile.classes.par_chunks_exact(tile.width))
