@@ -288,6 +288,7 @@ impl SeparableCl {
                 class_weights: params.class_weights.to_vec(),
                 fill_nodata: params.fill_nodata,
                 ties: params.ties,
+                confidence: params.confidence.map(<[u16]>::to_vec),
             });
         }
         Ok(pending)
@@ -568,6 +569,7 @@ struct Certify {
     class_weights: Vec<u32>,
     fill_nodata: bool,
     ties: super::policy::Ties,
+    confidence: Option<Vec<u16>>,
 }
 
 /// A tile in flight ([`ClassSmoother::submit`]). The flight comes first, so
@@ -631,7 +633,7 @@ impl PendingTile for SepPending<'_> {
                 class_weights: &c.class_weights,
                 fill_nodata: c.fill_nodata,
                 ties: c.ties,
-                confidence: None,
+                confidence: c.confidence.as_deref(),
             };
             method.recompute(&tile, &params, out, &slot.flags_host);
         }
