@@ -21,6 +21,10 @@
 //!   [`Device::launch`] enqueues an ND-range returning its [`Event`];
 //!   [`event_ns`] reads an event's profiled duration; [`TimeCounters`]
 //!   sums [`DeviceTimes`] (upload, kernel, download) for reports.
+//! - [`stream`]: the streaming layer every device method uses ([`TileStream`]:
+//!   a tile's uploads, kernels and downloads on the three queues, ordered by
+//!   events, several tiles in flight; [`SlotPool`] and [`Grow`]: per-tile
+//!   device buffers reused across tiles; [`PinnedHost`]: pinned staging).
 //! - [`tune`]: the per-device database of tuned work-group shapes and
 //!   tile sides (`mapfilter tune` writes it, runs read it).
 //! - [`test_device`]: the device tests run on (the OpenCL CPU device, i.e.
@@ -32,9 +36,11 @@ mod icd;
 mod info;
 mod pinned;
 mod sources;
+pub mod stream;
 pub mod tune;
 
 pub use pinned::PinnedHost;
+pub use stream::{Flight, Grow, SlotPool, TileStream};
 
 pub use choice::{DEVICE_ENV, DeviceChoice, Member};
 pub use info::{DeviceInfo, DeviceKind, device_table, human_bytes, list_devices, opencl_available};

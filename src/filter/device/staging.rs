@@ -1,5 +1,6 @@
 //! Host↔device staging of one tile for [`super::DeviceRunner`]: memory that
-//! lives across calls, and the strip schedule that overlaps the host's
+//! lives across calls (the device layer's [`Grow`] buffers and
+//! [`PinnedHost`] staging), and the strip schedule that overlaps the host's
 //! copies, the transfers and the kernels.
 //!
 //! The runner walks a tile strip by strip: it copies a strip's input rows
@@ -13,7 +14,7 @@
 //! are allocated once and grown, never per call, and never zero-filled
 //! (every byte read back was written by a kernel).
 
-use crate::device::{Buffer, CL_MEM_READ_WRITE, Device, Event, PinnedHost, Queue, cl_error};
+use crate::device::{Buffer, CL_MEM_READ_WRITE, Device, Event, Grow, PinnedHost, Queue, cl_error};
 use crate::error::Result;
 use opencl3::types::{CL_NON_BLOCKING, cl_event};
 use rayon::prelude::*;
@@ -28,7 +29,7 @@ const PIECE: usize = 128 << 10;
 pub struct Staging {
     up: Option<PinnedHost<u8>>,
     down: Option<PinnedHost<u8>>,
-    bufs: [Option<(Buffer<u8>, usize)>; 2],
+    bufs: [Grow<u8>; 2],
 }
 
 /// Output rows `rows` (of the tile's output window) and the input rows
@@ -65,17 +66,12 @@ pub fn rows_per_strip(row_bytes: usize, bytes: usize, align: usize) -> usize {
 impl Staging {
     /// Device buffer `i` (0 or 1), grown to at least `len` bytes.
     pub fn buffer(&mut self, dev: &Device, i: usize, len: usize) -> Result<&mut Buffer<u8>> {
-        let slot = &mut self.bufs[i];
-        if slot.as_ref().is_none_or(|(_, have)| *have < len) {
-            *slot = None; // free the old one first
-            *slot = Some((dev.buffer::<u8>(len, CL_MEM_READ_WRITE)?, len));
-        }
-        Ok(&mut slot.as_mut().expect("set above").0)
+        self.bufs[i].get(dev, len, CL_MEM_READ_WRITE)
     }
 
     /// Device buffer `i` as it is (after [`Staging::buffer`] sized it).
     pub fn get(&self, i: usize) -> &Buffer<u8> {
-        &self.bufs[i].as_ref().expect("sized before use").0
+        self.bufs[i].buf()
     }
 
     /// Copies rows `range` of bands `src` (each `rows` rows of `row` bytes)
@@ -94,7 +90,7 @@ impl Staging {
         let total = plane * src.len();
         self.buffer(dev, 0, total)?;
         let pinned = PinnedHost::ensure(&mut self.up, dev, total)?;
-        let buf = &mut self.bufs[0].as_mut().expect("sized above").0;
+        let buf = self.bufs[0].buf_mut();
         let staged = &mut pinned.as_mut_slice()[..total];
         let bytes = range.start * row..range.end * row;
         let pairs = src
@@ -141,7 +137,7 @@ impl Staging {
     ) -> Result<Vec<Event>> {
         let plane = row * rows;
         let pinned = PinnedHost::ensure(&mut self.down, dev, plane * bands)?;
-        let buf = &self.bufs[from].as_ref().expect("written by a kernel").0;
+        let buf = self.bufs[from].buf();
         let staged = pinned.as_mut_slice();
         let queue = dev.queue(Queue::Download);
         let wait: [cl_event; 1] = [ready.get()];

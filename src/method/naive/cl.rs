@@ -1,5 +1,5 @@
 //! The exact naive method on an OpenCL device (`kernels/naive.cl`):
-//! byte-identical to [`NaiveHost`](super::naive::NaiveHost) on every device.
+//! byte-identical to [`NaiveHost`](super::NaiveHost) on every device.
 //!
 //! Four variants ([`Variant`]): the thesis' `buffer`, `image` (RGBA image2d)
 //! and `local` (local-memory tiles), and `fast`, the default (zero-weight taps
@@ -18,13 +18,11 @@
 //! by the device; [`tuning`](super::tuning) holds the
 //! shapes and the knobs that force the choices.
 
-//! Streaming: [`ClassSmoother::submit`] enqueues a tile's upload (upload
-//! queue), kernel (compute queue, after the upload's event) and download
-//! (download queue, after the kernel's event) without blocking, on a slot of
-//! device buffers of its own. The engine submits tile i+1 before waiting for
-//! tile i, so the upload of i+1 and the download of i−1 run while the kernel
-//! of i does (double buffering); slots are reused once waited for, so device
-//! memory stays bounded by the number of tiles in flight.
+//! Streaming: [`ClassSmoother::submit`] enqueues a tile's uploads, kernel
+//! and download on the device's [`TileStream`] without blocking, on a slot
+//! (device buffers and pinned staging) from the method's [`SlotPool`]. The
+//! engine submits tile i+1 before waiting for tile i, so the upload of i+1
+//! and the download of i−1 run while the kernel of i does.
 
 use super::cl_runs::{TileRuns, kernel_sat};
 pub use super::tuning::{CpuPaths, FastShape};
@@ -33,7 +31,7 @@ use crate::bail;
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
-    DeviceTimes, Event, Image, Kernel, Queue, TimeCounters, cl_error, event_ns,
+    DeviceTimes, Flight, Grow, Image, Kernel, PinnedHost, Queue, SlotPool, TileStream, cl_error,
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel as WeightKernel;
@@ -42,6 +40,7 @@ use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParam
 use crate::switches;
 use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
 use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
+use rayon::prelude::*;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -93,23 +92,18 @@ impl FromStr for Variant {
 
 /// The naive method on one OpenCL device.
 pub struct NaiveCl {
-    device: Device,
+    stream: TileStream,
     variant: Variant,
     shape: FastShape,
     paths: CpuPaths,
     /// The fast variant's shape from the tune database, if any.
     tuned: Option<Setting>,
-    state: Mutex<State>,
-    times: TimeCounters,
-}
-
-#[derive(Default)]
-struct State {
-    taps: Option<Arc<TapSet>>,
-    /// Device buffers of tiles no longer in flight, ready for reuse.
-    free: Vec<Slot>,
+    /// The device copy of the last kernel's taps.
+    taps: Mutex<Option<Arc<TapSet>>>,
+    /// Buffers of tiles no longer in flight.
+    slots: SlotPool<Slot>,
     /// Host helper planes of the run path, ready for reuse.
-    free_runs: Vec<TileRuns>,
+    runs: SlotPool<TileRuns>,
 }
 
 /// A kernel's non-zero taps on the device.
@@ -128,16 +122,20 @@ struct TapSet {
     flat: Mutex<Vec<(usize, Arc<Buffer<u32>>)>>,
 }
 
-/// Device buffers of one tile in flight.
+/// Device buffers and host staging of one tile in flight.
+#[derive(Default)]
 struct Slot {
-    input: Buffer<u8>,
-    input_bytes: usize,
-    output: Buffer<u16>,
-    output_len: usize,
-    weights: Buffer<u32>,
-    /// The run path's helper planes (run lists, alike-row streaks) and the
-    /// pixels they have room for (grown on demand).
-    aux: Option<(Buffer<u16>, Buffer<u16>, usize)>,
+    input: Grow<u8>,
+    output: Grow<u16>,
+    weights: Grow<u32>,
+    /// The run path's helper planes (run lists, alike-row streaks).
+    lists: Grow<u16>,
+    down: Grow<u16>,
+    /// The classes as the kernel reads them (bytes, or native-endian u16
+    /// pairs), and the winners as they come down.
+    host_in: Option<PinnedHost<u8>>,
+    host_out: Option<PinnedHost<u16>>,
+    host_w: Vec<u32>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -181,13 +179,14 @@ impl NaiveCl {
             _ => None,
         };
         Ok(NaiveCl {
-            device,
+            stream: TileStream::new(device),
             variant,
             shape: FastShape::Auto,
             paths: CpuPaths::default(),
             tuned,
-            state: Mutex::default(),
-            times: TimeCounters::default(),
+            taps: Mutex::default(),
+            slots: SlotPool::default(),
+            runs: SlotPool::default(),
         })
     }
 
@@ -219,7 +218,7 @@ impl NaiveCl {
         let fits = tx > 0
             && ty > 0
             && py > 0
-            && tx * ty <= self.device.info().max_work_group
+            && tx * ty <= self.device().info().max_work_group
             && (tl != 0) as usize * (tx + k - 1) * (ty * py + k - 1) * elem
                 + (hl != 0) as usize * nb * tx * ty * 4
                 <= budget;
@@ -233,21 +232,17 @@ impl NaiveCl {
     }
 
     pub fn device(&self) -> &Device {
-        &self.device
+        self.stream.device()
     }
 
     pub fn variant(&self) -> Variant {
         self.variant
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The device copy of `kernel`'s taps (uploaded once per kernel).
     fn taps(&self, kernel: &WeightKernel) -> Result<Arc<TapSet>> {
-        let mut state = self.state();
-        if let Some(t) = &state.taps
+        let mut state = self.taps.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = &*state
             && t.quantised == kernel.quantised()
         {
             return Ok(t.clone());
@@ -270,12 +265,12 @@ impl NaiveCl {
             quantised: kernel.quantised().to_vec(),
             ksize: n,
             n_taps: taps.len() / 2,
-            taps: self.device.buffer_from(&taps, CL_MEM_READ_ONLY)?,
-            row_start: self.device.buffer_from(&row_start, CL_MEM_READ_ONLY)?,
-            sat: self.device.buffer_from(&sat, CL_MEM_READ_ONLY)?,
+            taps: self.device().buffer_from(&taps, CL_MEM_READ_ONLY)?,
+            row_start: self.device().buffer_from(&row_start, CL_MEM_READ_ONLY)?,
+            sat: self.device().buffer_from(&sat, CL_MEM_READ_ONLY)?,
             flat: Mutex::default(),
         });
-        state.taps = Some(set.clone());
+        *state = Some(set.clone());
         Ok(set)
     }
 
@@ -293,33 +288,15 @@ impl NaiveCl {
             .filter(|&(_, &q)| q > 0)
             .flat_map(|(i, &q)| [((i / n) * width + i % n) as u32, q])
             .collect();
-        let buffer = Arc::new(self.device.buffer_from(&pairs, CL_MEM_READ_ONLY)?);
+        let buffer = Arc::new(self.device().buffer_from(&pairs, CL_MEM_READ_ONLY)?);
         cache.push((width, buffer.clone()));
         Ok(buffer)
-    }
-
-    /// A slot with room for `input_bytes` of classes and `output_len` outputs.
-    fn slot(&self, input_bytes: usize, output_len: usize) -> Result<Slot> {
-        let reuse = self.state().free.pop();
-        match reuse {
-            Some(s) if s.input_bytes >= input_bytes && s.output_len >= output_len => Ok(s),
-            _ => Ok(Slot {
-                input: self.device.buffer(input_bytes, CL_MEM_READ_ONLY)?,
-                input_bytes,
-                output: self.device.buffer(output_len, CL_MEM_WRITE_ONLY)?,
-                output_len,
-                weights: self
-                    .device
-                    .buffer(crate::classes::MAX_CLASSES, CL_MEM_READ_ONLY)?,
-                aux: None,
-            }),
-        }
     }
 
     /// Local memory a work-group may use: what the device has, at most 48 KiB
     /// (the common GPU limit), less a little for the compiler's own use.
     fn local_budget(&self) -> usize {
-        (self.device.info().local_mem as usize).min(48 * 1024) - 512
+        (self.device().info().local_mem as usize).min(48 * 1024) - 512
     }
 
     fn plan(&self, tile: &ClassTile, taps: &TapSet, weights: &[u32], ties: Ties) -> Plan {
@@ -340,7 +317,7 @@ impl NaiveCl {
         };
         let k = taps.ksize;
         let budget = self.local_budget();
-        let gpu = self.device.info().kind == DeviceKind::Gpu;
+        let gpu = self.device().info().kind == DeviceKind::Gpu;
         match self.variant {
             Variant::Buffer | Variant::Image => Plan {
                 kernel: if self.variant == Variant::Buffer {
@@ -487,7 +464,7 @@ impl ClassSmoother for NaiveCl {
         format!(
             "naive/opencl-{} on {}",
             self.variant.name(),
-            self.device.info().name
+            self.device().info().name
         )
     }
 
@@ -496,7 +473,7 @@ impl ClassSmoother for NaiveCl {
     }
 
     fn runs_on(&self) -> Option<crate::device::DeviceKind> {
-        Some(self.device.info().kind)
+        Some(self.device().info().kind)
     }
 
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
@@ -516,60 +493,33 @@ impl ClassSmoother for NaiveCl {
         }
         let taps = self.taps(params.kernel)?;
         let plan = self.plan(tile, &taps, params.class_weights, params.ties);
-        let kernel = self.device.kernel("naive", &plan.opts, plan.kernel)?;
-        let wide = tile.n_classes > 255;
-        let image = self.variant == Variant::Image;
-        // Image rows are whole RGBA texels: pad the width to a multiple of 4.
-        let row = if image {
-            tile.width.div_ceil(4) * 4
-        } else {
-            tile.width
-        };
-        let mut host_in = vec![0u8; row * tile.height * if wide { 2 } else { 1 }];
-        for (dst, src) in host_in
-            .chunks_exact_mut(row * if wide { 2 } else { 1 })
-            .zip(tile.classes.chunks_exact(tile.width))
-        {
-            if wide {
-                for (d, s) in dst.chunks_exact_mut(2).zip(src) {
-                    d.copy_from_slice(&s.to_ne_bytes());
-                }
-            } else {
-                for (d, s) in dst.iter_mut().zip(src) {
-                    *d = *s as u8;
-                }
-            }
-        }
-        // The run path's helper planes, built here while the device runs
-        // the previous tile.
-        let host_aux = plan.runs.then(|| {
-            let mut runs = self.state().free_runs.pop().unwrap_or_default();
-            runs.rebuild(tile, taps.ksize);
-            runs
-        });
+        let kernel = self.device().kernel("naive", &plan.opts, plan.kernel)?;
         let mut pending = ClPending {
-            method: self,
-            slot: Some(self.slot(host_in.len(), tile.output_len())?),
+            flight: Flight::default(),
             image: None,
-            host_in,
-            host_aux,
-            host_w: params.class_weights.to_vec(),
-            host_out: vec![0u16; tile.output_len()],
-            events: Vec::new(),
+            slot: Some(self.slots.take()),
+            // The run path's helper planes, built here while the device runs
+            // the previous tile.
+            runs: plan.runs.then(|| {
+                let mut runs = self.runs.take();
+                runs.rebuild(tile, taps.ksize);
+                runs
+            }),
             flat: if plan.flat {
                 Some(self.flat_taps(&taps, tile.width)?)
             } else {
                 None
             },
-            _kernel: None,
             _taps: taps.clone(),
+            method: self,
+            len: tile.output_len(),
         };
-        pending.enqueue(tile, params.fill_nodata, &taps, &plan, kernel, row)?;
+        pending.enqueue(tile, params, &taps, &plan, kernel)?;
         Ok(Box::new(pending))
     }
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
-        Some(self.times.take())
+        Some(self.stream.take_times())
     }
 
     fn tuned(&self) -> Vec<Setting> {
@@ -577,51 +527,77 @@ impl ClassSmoother for NaiveCl {
     }
 }
 
-/// A tile in flight: owns its host staging and device slot until waited for.
+/// A tile in flight: owns its slot until waited for. The flight comes
+/// first, so that dropped unwaited it waits before the memory goes.
 struct ClPending<'a> {
-    method: &'a NaiveCl,
-    slot: Option<Slot>,
+    flight: Flight,
     image: Option<Image>,
-    host_in: Vec<u8>,
+    slot: Option<Slot>,
     /// The run path's helper planes.
-    host_aux: Option<TileRuns>,
-    host_w: Vec<u32>,
-    host_out: Vec<u16>,
-    /// Upload(s), kernel, download, in order.
-    events: Vec<Event>,
+    runs: Option<TileRuns>,
     /// The taps as offsets for this tile's width (FLAT).
     flat: Option<Arc<Buffer<u32>>>,
-    _kernel: Option<Kernel>,
     _taps: Arc<TapSet>,
+    method: &'a NaiveCl,
+    /// Outputs of the tile.
+    len: usize,
 }
 
 impl ClPending<'_> {
+    /// Stages the tile's classes (narrowed to bytes where they fit) and
+    /// enqueues its uploads, kernel and download.
     fn enqueue(
         &mut self,
         tile: &ClassTile,
-        fill: bool,
+        params: &SmoothParams,
         taps: &TapSet,
         plan: &Plan,
         kernel: Kernel,
-        row: usize,
     ) -> Result<()> {
-        let dev = &self.method.device;
-        let up = dev.queue(Queue::Upload);
+        let stream = &self.method.stream;
+        let dev = stream.device();
         let slot = self.slot.as_mut().expect("slot present until waited");
-        let e = cl_error("uploading a tile");
-        // SAFETY (all enqueues below): the host vectors live in `self` until
-        // `wait` or `drop` has waited for every event.
-        if self.host_w.is_empty() {
-            self.host_w.push(0);
+        let wide = tile.n_classes > 255;
+        let elem = if wide { 2 } else { 1 };
+        // Image rows are whole RGBA texels: pad the width to a multiple of 4.
+        let row = if self.method.variant == Variant::Image {
+            tile.width.div_ceil(4) * 4
+        } else {
+            tile.width
+        };
+        let in_len = row * tile.height * elem;
+        let host_in =
+            &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()[..in_len];
+        host_in
+            .par_chunks_exact_mut(row * elem)
+            .zip(tile.classes.par_chunks_exact(tile.width))
+            .for_each(|(dst, src)| {
+                let (used, pad) = dst.split_at_mut(tile.width * elem);
+                if wide {
+                    for (d, s) in used.chunks_exact_mut(2).zip(src) {
+                        d.copy_from_slice(&s.to_ne_bytes());
+                    }
+                } else {
+                    for (d, s) in used.iter_mut().zip(src) {
+                        *d = *s as u8;
+                    }
+                }
+                pad.fill(0);
+            });
+        PinnedHost::ensure(&mut slot.host_out, dev, self.len)?;
+        slot.host_w.clear();
+        slot.host_w.extend_from_slice(params.class_weights);
+        if slot.host_w.is_empty() {
+            slot.host_w.push(0);
         }
-        self.events.push(
-            unsafe {
-                up.enqueue_write_buffer(&mut slot.weights, CL_NON_BLOCKING, 0, &self.host_w, &[])
-            }
-            .map_err(&e)?,
-        );
+        let weights = slot
+            .weights
+            .get(dev, crate::classes::MAX_CLASSES, CL_MEM_READ_ONLY)?;
+        // SAFETY (every transfer below): the host memory lies in the slot
+        // (or `runs`), which stays in `self` until the flight is waited for.
+        unsafe { stream.write(&mut self.flight, weights, &slot.host_w)? };
+        let host_in = &slot.host_in.as_ref().expect("staged above").as_slice()[..in_len];
         if self.method.variant == Variant::Image {
-            let wide = tile.n_classes > 255;
             let format = cl_image_format {
                 image_channel_order: CL_RGBA,
                 image_channel_data_type: if wide {
@@ -655,59 +631,42 @@ impl ClPending<'_> {
             })?;
             let origin = [0usize; 3];
             let region = [texels, tile.height, 1];
-            self.events.push(
-                unsafe {
-                    up.enqueue_write_image(
-                        &mut img,
-                        CL_NON_BLOCKING,
-                        origin.as_ptr(),
-                        region.as_ptr(),
-                        self.host_in.len() / tile.height,
-                        0,
-                        self.host_in.as_mut_ptr().cast(),
-                        &[],
-                    )
-                }
-                .map_err(&e)?,
-            );
+            let ev = unsafe {
+                dev.queue(Queue::Upload).enqueue_write_image(
+                    &mut img,
+                    CL_NON_BLOCKING,
+                    origin.as_ptr(),
+                    region.as_ptr(),
+                    row * elem,
+                    0,
+                    host_in.as_ptr() as *mut _,
+                    &[],
+                )
+            }
+            .map_err(cl_error("uploading a tile"))?;
+            stream.uploaded(&mut self.flight, ev);
             self.image = Some(img);
         } else {
-            self.events.push(
-                unsafe {
-                    up.enqueue_write_buffer(&mut slot.input, CL_NON_BLOCKING, 0, &self.host_in, &[])
-                }
-                .map_err(&e)?,
-            );
+            let input = slot.input.get(dev, in_len, CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(&mut self.flight, input, host_in)? };
         }
-        if let Some(runs) = &self.host_aux {
+        if let Some(runs) = &self.runs {
             let need = runs.down.len();
-            if slot
-                .aux
-                .as_ref()
-                .is_none_or(|(_, _, pixels)| *pixels < need)
-            {
-                slot.aux = Some((
-                    dev.buffer(3 * need, CL_MEM_READ_ONLY)?,
-                    dev.buffer(need, CL_MEM_READ_ONLY)?,
-                    need,
-                ));
-            }
-            let (lists, down, _) = slot.aux.as_mut().expect("just set");
-            for ev in [
-                unsafe { up.enqueue_write_buffer(lists, CL_NON_BLOCKING, 0, &runs.lists, &[]) },
-                unsafe { up.enqueue_write_buffer(down, CL_NON_BLOCKING, 0, &runs.down, &[]) },
-            ] {
-                self.events.push(ev.map_err(&e)?);
-            }
+            let lists = slot.lists.get(dev, 3 * need, CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(&mut self.flight, lists, &runs.lists)? };
+            let down = slot.down.get(dev, need, CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(&mut self.flight, down, &runs.down)? };
         }
-        up.flush().map_err(&e)?;
+        stream.flush_uploads()?;
 
         let (tw, th) = (tile.width as u32, tile.height as u32);
         let (ow, oh) = (tile.output_width() as u32, tile.output_height() as u32);
         let nc = tile.n_classes as u32;
-        let (halo, fill) = (tile.halo as u32, fill as u32);
+        let (halo, fill) = (tile.halo as u32, params.fill_nodata as u32);
         let n_taps = taps.n_taps as u32;
         let ksize = taps.ksize as u32;
+        let output = slot.output.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
+        let output: &Buffer<u16> = output;
         // Every variant's signature: the classes (buffer and row width, or
         // image), the tile height (`local`, `fast`), the taps (with a count, or
         // row starts for `local`), then one shared tail, then per-variant extras.
@@ -715,7 +674,7 @@ impl ClPending<'_> {
         let mut args = Args::new(&kernel);
         args = match &self.image {
             Some(img) => args.mem(img),
-            None => args.mem(&slot.input).scalar(tw),
+            None => args.mem(slot.input.buf()).scalar(tw),
         };
         if staged {
             args = args.scalar(th);
@@ -730,23 +689,22 @@ impl ClPending<'_> {
             args.scalar(n_taps)
         };
         args = args
-            .mem(&slot.weights)
+            .mem(slot.weights.buf())
             .scalar(nc)
             .scalar(ow)
             .scalar(oh)
             .scalar(halo)
             .scalar(fill)
-            .mem(&slot.output);
+            .mem(output);
         if staged {
             args = args.scalar(ksize);
         }
         if plan.runs {
-            let (lists, down, _) = slot.aux.as_ref().expect("uploaded above");
             args = args
                 .mem(&taps.row_start)
                 .mem(&taps.sat)
-                .mem(lists)
-                .mem(down);
+                .mem(slot.lists.buf())
+                .mem(slot.down.buf());
         }
         if plan.kernel == "naive_local" {
             args = args.scalar(plan.band);
@@ -758,66 +716,26 @@ impl ClPending<'_> {
             args = args.local(plan.hist_local);
         }
         args.done()?;
-        let uploads: Vec<&Event> = self.events.iter().collect();
         let local = plan.local.as_ref().map(|l| &l[..]);
-        let ev = dev.launch(Queue::Compute, &kernel, &plan.global, local, &uploads)?;
-        dev.queue(Queue::Compute)
-            .flush()
-            .map_err(cl_error("starting a kernel"))?;
-        self._kernel = Some(kernel);
-        let down = dev.queue(Queue::Download);
-        let read = unsafe {
-            down.enqueue_read_buffer(
-                &slot.output,
-                CL_NON_BLOCKING,
-                0,
-                &mut self.host_out,
-                &[ev.get()],
-            )
-        }
-        .map_err(cl_error("downloading a tile"))?;
-        self.events.push(ev);
-        self.events.push(read);
-        down.flush().map_err(cl_error("downloading a tile"))?;
-        Ok(())
-    }
-
-    fn wait_all(&self) -> Result<()> {
-        for e in &self.events {
-            e.wait().map_err(cl_error("running a tile"))?;
-        }
-        Ok(())
+        stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
+        self.flight.keep(kernel);
+        stream.flush_kernels()?;
+        let host_out = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
+        unsafe { stream.read(&mut self.flight, slot.output.buf(), host_out)? };
+        stream.flush_downloads()
     }
 }
 
 impl PendingTile for ClPending<'_> {
     fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
-        self.wait_all()?;
-        let n = self.events.len();
-        let ns: Vec<u64> = self.events.iter().map(event_ns).collect();
-        self.method.times.add(DeviceTimes {
-            upload_ns: ns[..n - 2].iter().sum(),
-            kernel_ns: ns[n - 2],
-            download_ns: ns[n - 1],
-        });
-        out.copy_from_slice(&self.host_out);
-        let mut state = self.method.state();
-        if let Some(slot) = self.slot.take() {
-            state.free.push(slot);
-        }
-        if let Some(runs) = self.host_aux.take() {
-            state.free_runs.push(runs);
+        let method = self.method;
+        method.stream.finish(&mut self.flight)?;
+        let slot = self.slot.take().expect("slot present until waited");
+        out.copy_from_slice(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len]);
+        method.slots.give(slot);
+        if let Some(runs) = self.runs.take() {
+            method.runs.give(runs);
         }
         Ok(())
-    }
-}
-
-impl Drop for ClPending<'_> {
-    fn drop(&mut self) {
-        // Not waited for (an error on the way): the device may still read or
-        // write our host vectors and slot; let it finish before they go.
-        if self.slot.is_some() {
-            let _ = self.wait_all();
-        }
     }
 }
