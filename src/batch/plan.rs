@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::policy::{Policies, PolicyText};
-use crate::method::select::FastOptions;
+use crate::method::select::{FastOptions, Method, MethodSpec};
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
 use crate::raster::{ClassRaster, Compression, OutputCompression};
@@ -41,7 +41,7 @@ pub struct SmoothOptions {
     pub border: String,
     pub fill_nodata: bool,
     pub tile: usize,
-    pub method: String,
+    pub method: Method,
     pub rank: Option<usize>,
     pub energy: Option<f64>,
     pub terms: Option<usize>,
@@ -93,16 +93,16 @@ impl SmoothOptions {
                 .hint("use none, deflate, lzw or zstd")
         })?;
         let compression = OutputCompression::new(codec, self.compress_level)?;
+        let options = FastOptions {
+            rank: self.rank,
+            energy: self.energy,
+            terms: self.terms,
+            exact: self.exact,
+        };
+        let variant = self.variant.as_deref().map(str::parse).transpose()?;
         let method = MethodChoice {
-            name: self.method.clone(),
+            spec: MethodSpec::new(self.method, variant, options)?,
             device: DeviceChoice::from_arg(self.device.as_deref())?,
-            variant: self.variant.clone(),
-            options: FastOptions {
-                rank: self.rank,
-                energy: self.energy,
-                terms: self.terms,
-                exact: self.exact,
-            },
         };
         let policies = PolicyText {
             ties: self.ties.as_deref(),

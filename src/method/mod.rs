@@ -21,6 +21,7 @@ pub mod select;
 pub mod separable;
 pub mod separable_cl;
 mod simd4;
+pub mod spec;
 pub mod svd;
 
 use crate::classes::NO_CLASS;
