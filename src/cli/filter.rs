@@ -4,8 +4,9 @@
 use super::compress_args::CompressArgs;
 use super::summary::JsonSummary;
 use crate::error::Result;
-use crate::filter::engine::{self, ChainRunner, DEFAULT_TILE, FilterJob, HostRunner};
+use crate::filter::engine::{self, DEFAULT_TILE, FilterJob};
 use crate::filter::levels::Levels;
+use crate::filter::run_on::RunOn;
 use crate::filter::{BorderMode, Chain};
 use crate::image_raster::{ImageRaster, LevelSink, gdal_type};
 use crate::output::{self, Target};
@@ -44,7 +45,7 @@ pub struct FilterArgs {
     pub ops: Vec<String>,
     /// What ops see beyond the edge: replicate, reflect101, constant:V, nodata.
     #[arg(long, default_value = "reflect101")]
-    pub border: String,
+    pub border: BorderMode,
     /// Where a level op's levels go: files (OUTPUT_L0.tif, … with the geotransform of
     /// each level) or overviews (level 0 in OUTPUT, level k as its k-th GeoTIFF overview,
     /// which GDAL places over the base's extent; pyramids only, not scale-space).
@@ -53,7 +54,7 @@ pub struct FilterArgs {
     /// Where to run: host (fast host paths), host-reference (plain per-pixel references),
     /// or an OpenCL device: auto, cpu, gpu, INDEX.
     #[arg(long, default_value = "host")]
-    pub device: String,
+    pub device: RunOn,
     /// Tile side in pixels.
     #[arg(long, default_value_t = DEFAULT_TILE)]
     pub tile: usize,
@@ -116,8 +117,8 @@ fn summary(args: &FilterArgs, outputs: Vec<Value>, started: std::time::Instant) 
     json!({
         "input": args.input,
         "ops": args.ops,
-        "border": args.border,
-        "device": args.device,
+        "border": args.border.to_string(),
+        "device": args.device.to_string(),
         "outputs": outputs,
         "seconds": { "total": started.elapsed().as_secs_f64() },
     })
@@ -185,7 +186,7 @@ fn run_overviews(
         }
     }
     let (spec, border) = output_spec(args, &chains[0], &input)?;
-    let runner = runner(&args.device)?;
+    let runner = args.device.runner()?;
     let mut output = OutputRaster::create(target, &spec)?;
     let overviews = chains.len() - 1;
     output.add_overviews(overviews)?;
@@ -235,7 +236,7 @@ fn output_spec(
     chain: &Chain,
     input: &ImageRaster,
 ) -> Result<(OutputSpec, BorderMode)> {
-    let border: BorderMode = args.border.parse()?;
+    let border = args.border;
     let nd = input.meta.nodata;
     chain
         .check(input.bands, input.sample_type, border, nd)
@@ -265,7 +266,7 @@ fn output_spec(
 fn run_chain(args: &FilterArgs, chain: Chain, target: &Target) -> Result<Value> {
     let mut input = ImageRaster::open(&args.input)?;
     let (spec, border) = output_spec(args, &chain, &input)?;
-    let runner = runner(&args.device)?;
+    let runner = args.device.runner()?;
     let mut output = OutputRaster::create(target, &spec)?;
     let job = FilterJob {
         chain,
@@ -338,14 +339,5 @@ impl OutputType {
             );
         }
         Ok(t)
-    }
-}
-
-/// The runner a `--device` value names.
-pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
-    match device {
-        "host" => Ok(Box::new(HostRunner { reference: false })),
-        "host-reference" => Ok(Box::new(HostRunner { reference: true })),
-        other => crate::filter::device::runner(other),
     }
 }

@@ -253,11 +253,7 @@ impl Observer for CliObserver {
 
 /// What `--explain` prints: the method, and auto's cost model for a tile
 /// of `--tile` holding every class of the raster.
-fn explain(
-    choice: &MethodChoice,
-    job: &SmoothJob,
-    method: &dyn ClassSmoother,
-) -> Result<String> {
+fn explain(choice: &MethodChoice, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<String> {
     let exact = if method.is_exact() {
         "exact"
     } else {

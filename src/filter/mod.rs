@@ -37,6 +37,7 @@ pub mod oil;
 pub mod op;
 pub mod pixel;
 pub mod pyramid;
+pub mod run_on;
 pub mod scharr;
 pub mod strip;
 

@@ -24,7 +24,12 @@ use crate::kernel::Kernel;
 /// The device variants `method` takes (the first is the default).
 pub fn variants_of(method: Method) -> &'static [Variant] {
     match method {
-        Method::Naive => &[Variant::Fast, Variant::Buffer, Variant::Image, Variant::Local],
+        Method::Naive => &[
+            Variant::Fast,
+            Variant::Buffer,
+            Variant::Image,
+            Variant::Local,
+        ],
         Method::Svd | Method::Dct5 | Method::Auto => &[],
     }
 }
@@ -84,7 +89,9 @@ pub fn smoother_for(
         Ok(match spec.method() {
             Method::Naive => naive_on(member, spec.variant())?,
             Method::Svd => fast_smoother(FastMethod::Svd, member.as_ref(), kernel, fast)?.smoother,
-            Method::Dct5 => fast_smoother(FastMethod::Dct5, member.as_ref(), kernel, fast)?.smoother,
+            Method::Dct5 => {
+                fast_smoother(FastMethod::Dct5, member.as_ref(), kernel, fast)?.smoother
+            }
             Method::Auto => Box::new(auto_on(member, spec.variant(), kernel, fast)?),
         })
     })

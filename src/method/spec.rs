@@ -189,10 +189,16 @@ mod tests {
         assert!(MethodSpec::new(Method::Auto, None, rank).is_ok());
         assert!(MethodSpec::new(Method::Dct5, None, terms).is_ok());
         let e = MethodSpec::new(Method::Naive, None, rank).unwrap_err();
-        assert!(e.to_string().starts_with("--rank, --energy and --terms"), "{e}");
+        assert!(
+            e.to_string().starts_with("--rank, --energy and --terms"),
+            "{e}"
+        );
         let e = MethodSpec::new(Method::Svd, None, terms).unwrap_err();
         assert!(e.to_string().starts_with("--terms applies to dct5"), "{e}");
         let e = MethodSpec::new(Method::Dct5, None, rank).unwrap_err();
-        assert!(e.to_string().starts_with("--rank and --energy apply"), "{e}");
+        assert!(
+            e.to_string().starts_with("--rank and --energy apply"),
+            "{e}"
+        );
     }
 }

@@ -48,7 +48,7 @@ use crate::method::policy::{Policies, PolicyText};
 use crate::metrics;
 use crate::progress::Progress;
 use crate::synth::{Pattern, SynthRaster};
-use methods::{MethodCache, MethodOptions, MethodName};
+use methods::{MethodCache, MethodName, MethodOptions};
 use serde::{Deserialize, Serialize};
 pub use source::Source;
 use std::path::Path;
