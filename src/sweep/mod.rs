@@ -936,9 +936,12 @@ mod tests {
                 .contains("not odd")
         );
         let bad = CONFIG.replace("naive@host", "nope@host");
-        let e = Config::parse(&bad).unwrap().check_methods().unwrap_err();
+        // Method names are typed: an unknown one fails with the config.
+        let e = Config::parse(&bad).unwrap_err();
         assert!(e.to_string().contains("unknown method 'nope'"), "{e}");
-        assert!(run(&Config::parse(&bad).unwrap(), |_, _, _| ()).is_err());
+        let bad = CONFIG.replace("naive@host", "naive:exact@host");
+        let e = Config::parse(&bad).unwrap_err();
+        assert!(e.to_string().contains("unknown naive variant"), "{e}");
         let bad = CONFIG.replace("classes = 3", "colours = 3");
         let e = Config::parse(&bad).unwrap_err().to_string();
         assert!(e.contains("bad sweep config") && !e.contains('\n'), "{e}");
