@@ -50,7 +50,6 @@ const LOCAL: usize = 16;
 /// Input bytes per strip of the upload/compute/download overlap.
 pub const STRIP_BYTES: usize = 2 << 20;
 
-
 /// Runs chains on one OpenCL device, one tile at a time (calls from several
 /// threads take turns: the staging memory is shared).
 pub struct DeviceRunner {
