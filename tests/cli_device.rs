@@ -1,5 +1,6 @@
 //! The device-related CLI without GDAL inputs: `devices`, `bench --check`,
-//! and one-line errors for bad `--device` / `--variant` values.
+//! and one-line errors for bad typed values (`--device`, `--variant`,
+//! `--method`, `--border`).
 
 use std::process::Command;
 
@@ -37,6 +38,52 @@ fn bad_device_is_one_line_error() {
     assert!(!ok && err.contains("unknown naive variant 'warp'"), "{err}");
     let (ok, _, err) = mapfilter(&["bench", "--device", "99", "--size", "16"]);
     assert!(!ok && err.trim().lines().count() == 1, "{err}");
+}
+
+/// Typed values are refused while the arguments are parsed, each in one
+/// line with a hint, in every command that takes them.
+#[test]
+fn bad_typed_values_are_one_line_errors() {
+    for (args, want) in [
+        (
+            &[
+                "filter", "in.tif", "out.tif", "--op", "box:3", "--device", "tpu",
+            ][..],
+            "unknown device 'tpu'",
+        ),
+        (
+            &[
+                "filter", "in.tif", "out.tif", "--op", "box:3", "--border", "weird",
+            ][..],
+            "unknown border mode 'weird'",
+        ),
+        (
+            &["bench-filter", "--op", "box:3", "--border", "constant:x"][..],
+            "border constant 'x' is not a number",
+        ),
+        (
+            &["histogram", "in.tif", "--device", "tpu"][..],
+            "unknown device 'tpu'",
+        ),
+        (
+            &["bench", "--method", "fancy", "--size", "16"][..],
+            "unknown method 'fancy'",
+        ),
+        (
+            &[
+                "smooth", "in.tif", "out.tif", "-k", "box:3", "--method", "Naive",
+            ][..],
+            "unknown method 'Naive'",
+        ),
+    ] {
+        let (ok, _, err) = mapfilter(args);
+        assert!(!ok, "{args:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.contains("hint"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::policy::{Policies, PolicyText};
-use crate::method::select::FastOptions;
+use crate::method::select::{FastOptions, Method, MethodSpec};
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
 use serde::{Deserialize, Serialize};
@@ -40,7 +40,7 @@ pub struct SmoothOptions {
     pub border: String,
     pub fill_nodata: bool,
     pub tile: usize,
-    pub method: String,
+    pub method: Method,
     pub rank: Option<usize>,
     pub energy: Option<f64>,
     pub terms: Option<usize>,
@@ -89,16 +89,16 @@ impl SmoothOptions {
         };
         let codec: Compression = self.compress.parse()?;
         let compression = OutputCompression::new(codec, self.compress_level)?;
+        let options = FastOptions {
+            rank: self.rank,
+            energy: self.energy,
+            terms: self.terms,
+            exact: self.exact,
+        };
+        let variant = self.variant.as_deref().map(str::parse).transpose()?;
         let method = MethodChoice {
-            name: self.method.clone(),
+            spec: MethodSpec::new(self.method, variant, options)?,
             device: DeviceChoice::from_arg(self.device.as_deref())?,
-            variant: self.variant.clone(),
-            options: FastOptions {
-                rank: self.rank,
-                energy: self.energy,
-                terms: self.terms,
-                exact: self.exact,
-            },
         };
         let policies = PolicyText {
             ties: self.ties.as_deref(),

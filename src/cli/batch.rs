@@ -12,6 +12,7 @@ use crate::batch::{report, run as batch_run, slurm};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
 use crate::io::DEFAULT_TILE;
+use crate::method::naive::cl::Variant;
 use crate::output::Target;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -95,10 +96,10 @@ struct PlanArgs {
     /// Where to run: auto, host, cpu, gpu, a device index, all (every GPU,
     /// else every OpenCL device) or a list such as 0,1 (the devices share the tiles).
     #[arg(long)]
-    device: Option<String>,
+    device: Option<DeviceChoice>,
     /// Device variant of the method.
     #[arg(long)]
-    variant: Option<String>,
+    variant: Option<Variant>,
     #[command(flatten)]
     fast: FastArgs,
     #[command(flatten)]
@@ -169,13 +170,13 @@ fn plan(a: PlanArgs) -> Result<()> {
         },
         fill_nodata: a.fill_nodata,
         tile: a.tile,
-        method: a.fast.method.clone(),
+        method: a.fast.method,
         rank: a.fast.rank,
         energy: a.fast.energy,
         terms: a.fast.terms,
         exact: a.fast.exact,
-        device: a.device.clone(),
-        variant: a.variant.clone(),
+        device: a.device.as_ref().map(ToString::to_string),
+        variant: a.variant.map(|v| v.name().to_string()),
         compress: a
             .compression
             .compress
@@ -191,6 +192,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     };
     // Every option is checked before anything is written.
     a.compression.compression()?;
+    a.fast.spec(a.variant)?;
     let policies = a.policies.policies()?;
     if a.policies.confidence.is_some() {
         crate::bail!(
@@ -199,8 +201,8 @@ fn plan(a: PlanArgs) -> Result<()> {
         );
     }
     // Naive is exact; the fast methods only with --exact.
-    let exact = a.fast.method == "naive" || a.fast.exact;
-    crate::method::policy::check_method(&policies, exact, &a.fast.method)?;
+    let exact = !a.fast.method.is_fast() || a.fast.exact;
+    crate::method::policy::check_method(&policies, exact, a.fast.method.name())?;
     let plan = Plan::make(&PlanRequest {
         inputs: &a.inputs,
         dir: &a.out,
@@ -225,10 +227,7 @@ fn plan(a: PlanArgs) -> Result<()> {
                 cpus_per_task: a.slurm_cpus,
                 mem: a.slurm_mem.clone(),
                 time: a.slurm_time.clone(),
-                gpus: match (
-                    a.slurm_gpus,
-                    a.device.as_deref().map(str::parse).transpose()?,
-                ) {
+                gpus: match (a.slurm_gpus, &a.device) {
                     (Some(n), _) => n,
                     (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
                     _ => 0,

@@ -14,6 +14,7 @@ use crate::io::MemRaster;
 use crate::kernel::KernelSpec;
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
+use crate::method::naive::cl::Variant;
 use crate::method::select::smoother_for;
 use crate::progress::Progress;
 use crate::synth::SynthRaster;
@@ -45,10 +46,10 @@ pub struct BenchArgs {
     /// auto, host, cpu, gpu, a device index, all or a list such as 0,1 (devices
     /// sharing the tiles) (default: $MAPFILTER_DEVICE or auto).
     #[arg(long)]
-    pub device: Option<String>,
+    pub device: Option<DeviceChoice>,
     /// Device variant of the method (naive: fast, buffer, image, local).
     #[arg(long)]
-    pub variant: Option<String>,
+    pub variant: Option<Variant>,
     /// Tile side in pixels.
     #[arg(long, default_value_t = 1024)]
     pub tile: usize,
@@ -143,8 +144,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    let device = DeviceChoice::from_arg(args.device.as_deref())?;
-    let variant = args.variant.clone().unwrap_or_else(|| "default".into());
+    let device = DeviceChoice::or_env(args.device.clone())?;
+    let method_spec = args.fast.spec(args.variant)?;
+    let variant = args.variant.map_or("default", Variant::name);
     for input in inputs(&args)? {
         let table = ClassTable::from_codes(&input.raster.data, input.nodata)?;
         for spec in &kernels {
@@ -158,13 +160,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 tile: args.tile,
                 policies: Default::default(),
             };
-            let method = smoother_for(
-                &args.fast.method,
-                &device,
-                args.variant.as_deref(),
-                &job.kernel,
-                &args.fast.options(),
-            )?;
+            let method = smoother_for(&method_spec, &device, &job.kernel)?;
             let mut config = json!({
                 "method": args.fast.method, "exact": args.fast.exact, "variant": variant,
                 "kernel": spec, "ksize": job.kernel.size(), "tile": args.tile,

@@ -17,6 +17,7 @@ use crate::filter::device::{DeviceRunner, histogram};
 use crate::filter::engine::{ChainRunner, HostRunner};
 use crate::filter::histogram::{BandHistogram, Binning};
 use crate::filter::op::TileAt;
+use crate::filter::run_on::RunOn;
 use crate::filter::{BorderMode, Chain, Win};
 use crate::io::MemImage;
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
@@ -45,7 +46,7 @@ pub struct BenchFilterArgs {
     pub sample_type: String,
     /// host (fast host paths), host-reference, or an OpenCL device: auto, cpu, gpu, INDEX.
     #[arg(long, default_value = "host")]
-    pub device: String,
+    pub device: RunOn,
     /// Timed runs.
     #[arg(long, default_value_t = 5)]
     pub repeat: usize,
@@ -62,7 +63,7 @@ pub struct BenchFilterArgs {
     pub check: bool,
     /// Border mode.
     #[arg(long, default_value = "reflect101")]
-    pub border: String,
+    pub border: BorderMode,
 }
 
 pub fn run(args: BenchFilterArgs) -> Result<()> {
@@ -79,12 +80,12 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             hint = "use u8, u16, i16 or f32"
         ),
     };
-    let border: BorderMode = args.border.parse()?;
+    let border = args.border;
     let image = synthetic(t, w, h, args.bands.max(1));
     let op_label = args.ops.join(" ");
-    let (device, device_name): (Option<Device>, String) = match args.device.as_str() {
-        "host" | "host-reference" => (None, args.device.clone()),
-        d => match DeviceChoice::from_arg(Some(d))?.resolve()? {
+    let (device, device_name): (Option<Device>, String) = match &args.device {
+        RunOn::Reference | RunOn::Choice(DeviceChoice::Host) => (None, args.device.to_string()),
+        RunOn::Choice(choice) => match choice.resolve()? {
             Some(dev) => {
                 let name = dev.info().name.clone();
                 (Some(dev), name)
@@ -128,7 +129,7 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             Box::new(r)
         }
         None => Box::new(HostRunner {
-            reference: args.device == "host-reference",
+            reference: args.device == RunOn::Reference,
         }),
     };
     let whole = Win::new(0, 0, w, h);

@@ -1,7 +1,9 @@
 //! The method options shared by `smooth` and `bench`: `--method`, and the
 //! fast methods' `--rank`, `--energy`, `--terms`, `--exact`.
 
-use crate::method::select::FastOptions;
+use crate::error::Result;
+use crate::method::naive::cl::Variant;
+use crate::method::select::{FastOptions, Method, MethodSpec};
 use clap::Args;
 
 /// The method and the fast methods' options (shared by `smooth` and `bench`).
@@ -10,7 +12,7 @@ pub struct FastArgs {
     /// Method: naive (exact), svd (separable factors), dct5 (constant-time
     /// Gaussian), auto (cost model per tile).
     #[arg(long, default_value = "naive")]
-    pub method: String,
+    pub method: Method,
     /// svd: keep this many ranks (default: the numerical rank).
     #[arg(long)]
     pub rank: Option<usize>,
@@ -27,6 +29,11 @@ pub struct FastArgs {
 }
 
 impl FastArgs {
+    /// The method with these options and the device `variant`, checked to fit.
+    pub fn spec(&self, variant: Option<Variant>) -> Result<MethodSpec> {
+        MethodSpec::new(self.method, variant, self.options())
+    }
+
     pub fn options(&self) -> FastOptions {
         FastOptions {
             rank: self.rank,

@@ -30,7 +30,7 @@ pub struct HistogramArgs {
     pub csv: Option<PathBuf>,
     /// Where to count: host, or an OpenCL device (auto, cpu, gpu, INDEX).
     #[arg(long, default_value = "host")]
-    pub device: String,
+    pub device: DeviceChoice,
     #[command(flatten)]
     pub overwrite: super::output_args::OverwriteArg,
 }
@@ -50,7 +50,7 @@ pub fn run(args: HistogramArgs) -> Result<()> {
         output::distinct(&[a, b])?;
     }
     let range = args.range.as_deref().map(parse_range).transpose()?;
-    let device = DeviceChoice::from_arg(Some(&args.device))?.resolve()?;
+    let device = args.device.resolve()?;
     let mut input = ImageRaster::open(&args.input)?;
     let nd = input.meta.nodata;
     let (w, h) = (input.meta.width, input.meta.height);

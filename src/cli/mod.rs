@@ -117,7 +117,10 @@ enum Command {
 pub fn main() -> i32 {
     // First: a signal at any moment from here on removes temp files and exits 128 + N.
     crate::interrupt::install();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     logging::init(cli.verbose);
     match run(cli) {
         Ok(()) => 0,
@@ -126,6 +129,18 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+/// A typed option's own refusal (a bad `--device`, `--method`, `--border`,
+/// ...) is one line with a hint and exit code 1, like every error of a run;
+/// clap's usage errors, `--help` and `--version` keep clap's output and codes.
+fn usage_error(e: clap::Error) -> i32 {
+    use std::error::Error as _;
+    if let Some(err) = e.source().and_then(|s| s.downcast_ref::<crate::Error>()) {
+        eprintln!("mapfilter: error: {err}");
+        return 1;
+    }
+    e.exit()
 }
 
 fn run(cli: Cli) -> Result<()> {

@@ -10,7 +10,8 @@ use crate::engine::{self, SmoothJob};
 use crate::error::Result;
 use crate::job::smooth::{self as job, Classes, MethodChoice, Observer, SmoothSpec};
 use crate::method::ClassSmoother;
-use crate::method::select::FastOptions;
+use crate::method::naive::cl::Variant;
+use crate::method::select::Method;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
@@ -53,10 +54,10 @@ pub struct SmoothArgs {
     /// the tiles, each pulling the next when it has room
     /// (default: $MAPFILTER_DEVICE, else auto).
     #[arg(long)]
-    pub device: Option<String>,
+    pub device: Option<DeviceChoice>,
     /// Device variant of the method (naive: fast, buffer, image, local).
     #[arg(long)]
-    pub variant: Option<String>,
+    pub variant: Option<Variant>,
     #[command(flatten)]
     pub fast: FastArgs,
     #[command(flatten)]
@@ -107,11 +108,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let mut observer = CliObserver {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
-        explain: args
-            .explain
-            .then(|| (args.fast.method.clone(), args.variant.clone())),
-        device: DeviceChoice::Auto,
-        options: args.fast.options(),
+        explain: None,
     };
     let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
     if let (true, Some(c)) = (args.explain, &built.conversion) {
@@ -122,12 +119,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let policies = args.policies.policies()?;
     let confidence = args.policies.confidence()?;
     let choice = MethodChoice {
-        name: args.fast.method.clone(),
-        device: DeviceChoice::from_arg(args.device.as_deref())?,
-        variant: args.variant.clone(),
-        options: args.fast.options(),
+        spec: args.fast.spec(args.variant)?,
+        device: DeviceChoice::or_env(args.device.clone())?,
     };
-    observer.device = choice.device.clone();
+    observer.explain = args.explain.then(|| choice.clone());
     let method = choice.build(&kernel)?;
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
     crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
@@ -233,10 +228,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
 struct CliObserver {
     timings: Timings,
     quiet: bool,
-    /// `--explain`: the method and variant as named.
-    explain: Option<(String, Option<String>)>,
-    device: DeviceChoice,
-    options: FastOptions,
+    /// `--explain`: the method as named.
+    explain: Option<MethodChoice>,
 }
 
 impl Observer for CliObserver {
@@ -249,15 +242,8 @@ impl Observer for CliObserver {
     }
 
     fn before_engine(&mut self, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<()> {
-        if let Some((name, variant)) = &self.explain {
-            let text = explain(
-                name,
-                variant.as_deref(),
-                self.device.clone(),
-                &self.options,
-                job,
-                method,
-            )?;
+        if let Some(choice) = &self.explain {
+            let text = explain(choice, job, method)?;
             eprintln!("{text}");
         }
         Ok(())
@@ -270,14 +256,7 @@ impl Observer for CliObserver {
 
 /// What `--explain` prints: the method, and auto's cost model for a tile
 /// of `--tile` holding every class of the raster.
-fn explain(
-    name: &str,
-    variant: Option<&str>,
-    device: DeviceChoice,
-    options: &FastOptions,
-    job: &SmoothJob,
-    method: &dyn ClassSmoother,
-) -> Result<String> {
+fn explain(choice: &MethodChoice, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<String> {
     let exact = if method.is_exact() {
         "exact"
     } else {
@@ -287,8 +266,14 @@ fn explain(
     for setting in method.tuned() {
         text += &format!("\ntuned setting used: {setting} ({})", setting.device);
     }
-    if name == "auto" {
-        let auto = crate::method::select::auto(&device, variant, &job.kernel, options)?;
+    if choice.spec.method() == Method::Auto {
+        let spec = &choice.spec;
+        let auto = crate::method::select::auto(
+            &choice.device,
+            spec.variant(),
+            &job.kernel,
+            spec.options(),
+        )?;
         text += "\n";
         text += &auto.explain_tile(job.classes.len(), job.tile);
     }

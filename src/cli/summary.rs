@@ -108,7 +108,7 @@ impl SmoothFacts<'_> {
             "method": self.method_label,
             "method_run": self.method.name(),
             "exact": self.method.is_exact(),
-            "device": a.device.clone().unwrap_or_else(|| "auto".into()),
+            "device": a.device.as_ref().map_or_else(|| "auto".into(), ToString::to_string),
             "border": format!("{:?}", job.border).to_lowercase(),
             "tile": job.tile,
             "tiles": self.stats.tiles,

@@ -24,7 +24,7 @@ use tiles::Border;
 pub struct TuneArgs {
     /// Devices to tune: all (every GPU, else every OpenCL device), an index, cpu, gpu or a list.
     #[arg(long, default_value = "all")]
-    pub device: String,
+    pub device: DeviceChoice,
     /// The database file (default: $MAPFILTER_TUNE_DB, else
     /// $XDG_CACHE_HOME/mapfilter/tune.json, else ~/.cache/mapfilter/tune.json).
     #[arg(long)]
@@ -54,13 +54,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     // An unusable file is replaced, as runs would ignore it.
     let mut db = TuneDb::load(&path).ok().flatten().unwrap_or_default();
     db.format = TuneDb::new().format;
-    let devices: Vec<Device> = args
-        .device
-        .parse::<DeviceChoice>()?
-        .members()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let devices: Vec<Device> = args.device.members()?.into_iter().flatten().collect();
     if devices.is_empty() {
         crate::bail!(
             "no OpenCL device to tune",

@@ -111,8 +111,13 @@ impl std::fmt::Display for DeviceChoice {
 impl DeviceChoice {
     /// The `--device` value if given, else `MAPFILTER_DEVICE`, else `auto`.
     pub fn from_arg(arg: Option<&str>) -> Result<Self> {
+        Self::or_env(arg.map(str::parse).transpose()?)
+    }
+
+    /// The parsed `--device` value if given, else `MAPFILTER_DEVICE`, else `auto`.
+    pub fn or_env(arg: Option<DeviceChoice>) -> Result<Self> {
         match arg {
-            Some(a) => a.parse(),
+            Some(choice) => Ok(choice),
             None => match std::env::var(DEVICE_ENV) {
                 Ok(v) => v.parse().map_err(|e: Error| e.context(DEVICE_ENV)),
                 Err(_) => Ok(DeviceChoice::Auto),

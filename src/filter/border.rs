@@ -44,6 +44,17 @@ impl FromStr for BorderMode {
     }
 }
 
+impl std::fmt::Display for BorderMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BorderMode::Replicate => f.write_str("replicate"),
+            BorderMode::Reflect101 => f.write_str("reflect101"),
+            BorderMode::Constant(v) => write!(f, "constant:{v}"),
+            BorderMode::Nodata => f.write_str("nodata"),
+        }
+    }
+}
+
 impl BorderMode {
     /// The in-raster coordinate that `c` stands for on an axis of `len`
     /// pixels, or `None` where the fill value applies.

@@ -32,8 +32,8 @@ use super::op::{Chain, Op, Step, TileAt};
 use super::pyramid::Pyr;
 use crate::bail;
 use crate::device::{
-    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceChoice,
-    DeviceTimes, Event, Kernel, Queue, TimeCounters, event_ns, raw_source, source,
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceTimes, Event,
+    Kernel, Queue, TimeCounters, event_ns, raw_source, source,
 };
 use crate::error::Result;
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
@@ -49,14 +49,6 @@ const LOCAL: usize = 16;
 
 /// Input bytes per strip of the upload/compute/download overlap.
 pub const STRIP_BYTES: usize = 2 << 20;
-
-/// The runner `--device` names (`auto`, `cpu`, `gpu`, `INDEX`; `host` gives the host runner).
-pub fn runner(device: &str) -> Result<Box<dyn ChainRunner>> {
-    match DeviceChoice::from_arg(Some(device))?.resolve()? {
-        Some(dev) => Ok(Box::new(DeviceRunner::new(dev))),
-        None => Ok(Box::new(super::engine::HostRunner::default())),
-    }
-}
 
 /// Runs chains on one OpenCL device, one tile at a time (calls from several
 /// threads take turns: the staging memory is shared).

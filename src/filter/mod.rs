@@ -36,6 +36,7 @@ pub mod median;
 pub mod oil;
 pub mod op;
 pub mod pyramid;
+pub mod run_on;
 pub mod scharr;
 pub mod strip;
 

@@ -7,4 +7,6 @@
 #[cfg(feature = "gdal")]
 pub mod compare;
 #[cfg(feature = "gdal")]
+pub mod filter;
+#[cfg(feature = "gdal")]
 pub mod smooth;

@@ -21,7 +21,7 @@ use crate::io::{ClassSink, ClassSource};
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
 use crate::method::policy::Policies;
-use crate::method::select::{FastOptions, smoother_for};
+use crate::method::select::{MethodSpec, smoother_for};
 use crate::output::Target;
 use crate::progress::Progress;
 use gdal::raster::GdalDataType;
@@ -33,29 +33,19 @@ use tiles::{Border, Rect};
 /// The method and where it runs, as named by the user.
 #[derive(Clone, Debug)]
 pub struct MethodChoice {
-    /// naive, svd, dct5 or auto.
-    pub name: String,
+    pub spec: MethodSpec,
     pub device: DeviceChoice,
-    /// Device variant (naive: fast, buffer, image, local).
-    pub variant: Option<String>,
-    pub options: FastOptions,
 }
 
 impl MethodChoice {
     /// Builds the smoother for `kernel`.
     pub fn build(&self, kernel: &Kernel) -> Result<Box<dyn ClassSmoother>> {
-        smoother_for(
-            &self.name,
-            &self.device,
-            self.variant.as_deref(),
-            kernel,
-            &self.options,
-        )
+        smoother_for(&self.spec, &self.device, kernel)
     }
 
     /// How reports name it, e.g. `dct5@host`.
     pub fn label(&self) -> String {
-        format!("{}@{}", self.name, self.device)
+        format!("{}@{}", self.spec.method(), self.device)
     }
 }
 

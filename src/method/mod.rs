@@ -17,6 +17,7 @@ pub mod ranking;
 pub mod select;
 pub mod separable;
 mod simd4;
+pub mod spec;
 
 use crate::classes::NO_CLASS;
 use crate::error::Result;

@@ -1,7 +1,8 @@
-//! Turns `--method`, `--device` and `--variant` into a class smoother.
+//! Turns a [`MethodSpec`] and a `--device` choice into a class smoother.
 //!
-//! One place decides which implementation runs where; other methods add an
-//! arm to [`class_smoother`] (and their variants to [`variants_of`]). A
+//! One place decides which implementation runs where; other methods add a
+//! [`Method`] and its arm to [`smoother_for`] (and their variants to
+//! [`variants_of`]). A
 //! device choice naming several devices builds the method once per device,
 //! sharing the tiles ([`Shared`]).
 
@@ -15,31 +16,32 @@ use super::naive::cl::{NaiveCl, Variant};
 use super::separable::cl::SeparableCl;
 use super::separable::svd::{self, RankChoice};
 use super::separable::{Filter, SeparableHost, dct5_plan};
-use crate::bail;
+pub use super::spec::{FastOptions, Method, MethodSpec};
 use crate::device::{Device, DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
 
-/// Methods this build knows, for help texts and errors.
-pub const METHODS: &[&str] = &["naive", "svd", "dct5", "auto"];
-
-/// The variants `method` accepts on a device (the first is the default).
-pub fn variants_of(method: &str) -> &'static [&'static str] {
+/// The device variants `method` takes (the first is the default).
+pub fn variants_of(method: Method) -> &'static [Variant] {
     match method {
-        "naive" => &["fast", "buffer", "image", "local"],
-        _ => &[],
+        Method::Naive => &[
+            Variant::Fast,
+            Variant::Buffer,
+            Variant::Image,
+            Variant::Local,
+        ],
+        Method::Svd | Method::Dct5 | Method::Auto => &[],
     }
 }
 
-/// The smoother for `method` on `device` (`variant`: `None` for the default).
-/// `host` (or `auto` without OpenCL) gives the plain Rust implementation;
-/// several devices share the tiles (see [`on_members`]).
+/// Naive on `device` (`variant`: `None` for the default), the one method
+/// built without a kernel. `host` (or `auto` without OpenCL) gives the plain
+/// Rust implementation; several devices share the tiles (see [`on_members`]).
 pub fn class_smoother(
-    method: &str,
     device: &DeviceChoice,
-    variant: Option<&str>,
+    variant: Option<Variant>,
 ) -> Result<Box<dyn ClassSmoother>> {
-    on_members(device, |member| naive_on(method, member, variant))
+    on_members(device, |member| naive_on(member, variant))
 }
 
 /// `build` for the device of `device`, or for each of its devices sharing
@@ -67,84 +69,50 @@ fn first_member(device: &DeviceChoice) -> Result<Member> {
     Ok(device.members()?.into_iter().next().flatten())
 }
 
-/// Naive (the only method not built for a kernel) on one device.
-fn naive_on(method: &str, member: Member, variant: Option<&str>) -> Result<Box<dyn ClassSmoother>> {
-    match method {
-        "naive" => match member {
-            None => {
-                if let Some(v) = variant {
-                    v.parse::<Variant>()?; // still reject nonsense
-                }
-                Ok(Box::new(NaiveHost))
-            }
-            Some(dev) => {
-                let v = variant.map_or(Ok(Variant::default()), str::parse)?;
-                Ok(Box::new(NaiveCl::new(dev, v)?))
-            }
-        },
-        "svd" | "dct5" | "auto" => bail!(
-            format!("method '{method}' is built for a kernel"),
-            hint = "call select::smoother_for"
-        ),
-        other => bail!(
-            format!("unknown method '{other}'"),
-            hint = format!("methods: {}", METHODS.join(", "))
-        ),
+/// Naive on one device (the host ignores the variant).
+fn naive_on(member: Member, variant: Option<Variant>) -> Result<Box<dyn ClassSmoother>> {
+    match member {
+        None => Ok(Box::new(NaiveHost)),
+        Some(dev) => Ok(Box::new(NaiveCl::new(dev, variant.unwrap_or_default())?)),
     }
 }
 
-/// Options of the fast methods: `--rank`, `--energy`, `--terms`, `--exact`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FastOptions {
-    pub rank: Option<usize>,
-    pub energy: Option<f64>,
-    pub terms: Option<usize>,
-    /// Certify fast results and recompute the rest exactly (byte-identical to naive).
-    pub exact: bool,
-}
-
-/// The smoother for `method` on `device`, built for `kernel`: naive (via
-/// [`class_smoother`]), svd, dct5, or auto (which also returns the model's
-/// explanation for a tile holding `explain_classes` classes).
+/// The smoother `spec` names on `device`, built for `kernel`: naive, svd,
+/// dct5, or auto (the cost model choosing among them per tile).
 pub fn smoother_for(
-    method: &str,
+    spec: &MethodSpec,
     device: &DeviceChoice,
-    variant: Option<&str>,
     kernel: &Kernel,
-    fast: &FastOptions,
 ) -> Result<Box<dyn ClassSmoother>> {
-    if !matches!(method, "svd" | "dct5" | "auto")
-        && (fast.rank.is_some() || fast.energy.is_some() || fast.terms.is_some())
-    {
-        bail!(
-            "--rank, --energy and --terms apply to --method svd, dct5 or auto",
-            hint = "drop them, or choose a fast method"
-        );
-    }
+    let fast = spec.options();
     on_members(device, |member| {
-        Ok(match method {
-            "svd" | "dct5" => fast_smoother(method, member.as_ref(), kernel, fast)?.smoother,
-            "auto" => Box::new(auto_on(member, variant, kernel, fast)?),
-            _ => naive_on(method, member, variant)?,
+        Ok(match spec.method() {
+            Method::Naive => naive_on(member, spec.variant())?,
+            Method::Svd => fast_smoother(FastMethod::Svd, member.as_ref(), kernel, fast)?.smoother,
+            Method::Dct5 => {
+                fast_smoother(FastMethod::Dct5, member.as_ref(), kernel, fast)?.smoother
+            }
+            Method::Auto => Box::new(auto_on(member, spec.variant(), kernel, fast)?),
         })
     })
 }
 
+/// The separable methods [`fast_smoother`] builds.
+#[derive(Clone, Copy)]
+enum FastMethod {
+    Svd,
+    Dct5,
+}
+
 /// svd or dct5 (certified when `fast.exact`), with its cost shape.
 fn fast_smoother(
-    method: &str,
+    method: FastMethod,
     device: Option<&Device>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Candidate> {
     let (name, plan, shape) = match method {
-        "svd" => {
-            if fast.terms.is_some() {
-                bail!(
-                    "--terms applies to dct5",
-                    hint = "svd truncates with --rank or --energy"
-                );
-            }
+        FastMethod::Svd => {
             let plan = svd::plan(kernel, RankChoice::from_options(fast.rank, fast.energy)?);
             let shape = Shape::Svd {
                 size: kernel.size(),
@@ -152,13 +120,7 @@ fn fast_smoother(
             };
             (format!("svd/host (rank {})", plan.terms.len()), plan, shape)
         }
-        _ => {
-            if fast.rank.is_some() || fast.energy.is_some() {
-                bail!(
-                    "--rank and --energy apply to svd",
-                    hint = "dct5 takes --terms K"
-                );
-            }
+        FastMethod::Dct5 => {
             let plan = dct5_plan(kernel, fast.terms.unwrap_or(dct5::DEFAULT_TERMS))?;
             let (terms, segment) = match &plan.terms[0].row {
                 Filter::Dct5(d) => (d.terms(), d.segment()),
@@ -184,7 +146,11 @@ fn fast_smoother(
             },
             other => other,
         };
-        let cl = SeparableCl::new(dev.clone(), method, &plan, kernel, fast.exact)?;
+        let name = match method {
+            FastMethod::Svd => "svd",
+            FastMethod::Dct5 => "dct5",
+        };
+        let cl = SeparableCl::new(dev.clone(), name, &plan, kernel, fast.exact)?;
         return Ok(Candidate {
             bounds: Some(cl.bounds()),
             smoother: Box::new(cl),
@@ -211,7 +177,7 @@ fn fast_smoother(
 /// chosen per tile; on several devices, auto on the first.
 pub fn auto(
     device: &DeviceChoice,
-    variant: Option<&str>,
+    variant: Option<Variant>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Auto> {
@@ -221,14 +187,14 @@ pub fn auto(
 /// [`auto`] on one device.
 fn auto_on(
     device: Member,
-    variant: Option<&str>,
+    variant: Option<Variant>,
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Auto> {
     let kind = device.as_ref().map(|d| d.info().kind);
     let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
     let mut candidates = vec![Candidate {
-        smoother: naive_on("naive", device.clone(), variant)?,
+        smoother: naive_on(device.clone(), variant)?,
         shape: Shape::Naive { taps },
         bounds: None,
         certified: false,
@@ -237,13 +203,18 @@ fn auto_on(
         terms: None,
         ..*fast
     };
-    candidates.push(fast_smoother("svd", device.as_ref(), kernel, &svd_opts)?);
+    candidates.push(fast_smoother(
+        FastMethod::Svd,
+        device.as_ref(),
+        kernel,
+        &svd_opts,
+    )?);
     let dct_opts = FastOptions {
         rank: None,
         energy: None,
         ..*fast
     };
-    if let Ok(c) = fast_smoother("dct5", device.as_ref(), kernel, &dct_opts) {
+    if let Ok(c) = fast_smoother(FastMethod::Dct5, device.as_ref(), kernel, &dct_opts) {
         candidates.push(c);
     }
     Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
@@ -253,17 +224,18 @@ fn auto_on(
 mod tests {
     use super::*;
 
+    fn spec(method: Method, options: FastOptions) -> MethodSpec {
+        MethodSpec::new(method, None, options).unwrap()
+    }
+
     #[test]
-    fn host_and_errors() {
-        let m = class_smoother("naive", &DeviceChoice::Host, None).unwrap();
+    fn host_and_variants() {
+        let m = class_smoother(&DeviceChoice::Host, None).unwrap();
         assert_eq!(m.name(), "naive/host");
-        assert!(class_smoother("nope", &DeviceChoice::Host, None).is_err());
-        let e = class_smoother("naive", &DeviceChoice::Host, Some("warp"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("unknown naive variant 'warp'"), "{e}");
-        assert_eq!(variants_of("naive")[0], "fast");
+        let m = class_smoother(&DeviceChoice::Host, Some(Variant::Local)).unwrap();
+        assert_eq!(m.name(), "naive/host");
+        assert_eq!(variants_of(Method::Naive)[0], Variant::default());
+        assert!(variants_of(Method::Svd).is_empty());
     }
 
     #[test]
@@ -279,25 +251,22 @@ mod tests {
             .build()
             .unwrap();
         let opts = FastOptions::default();
-        let m = smoother_for("dct5", &DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        let host = DeviceChoice::Host;
+        let m = smoother_for(&spec(Method::Dct5, opts), &host, &gauss).unwrap();
         assert_eq!(m.name(), "dct5/host (K=3)");
         assert!(!m.is_exact());
         let exact = FastOptions {
             exact: true,
             ..opts
         };
-        let m = smoother_for("svd", &DeviceChoice::Host, None, &disc, &exact).unwrap();
+        let m = smoother_for(&spec(Method::Svd, exact), &host, &disc).unwrap();
         assert!(m.is_exact() && m.name().starts_with("exact(svd/host"));
-        assert!(smoother_for("dct5", &DeviceChoice::Host, None, &disc, &opts).is_err());
-        let bad = FastOptions {
-            rank: Some(2),
-            ..opts
-        };
-        assert!(smoother_for("dct5", &DeviceChoice::Host, None, &gauss, &bad).is_err());
-        assert!(smoother_for("naive", &DeviceChoice::Host, None, &gauss, &bad).is_err());
+        assert!(smoother_for(&spec(Method::Dct5, opts), &host, &disc).is_err());
+        let m = smoother_for(&spec(Method::Naive, exact), &host, &disc).unwrap();
+        assert_eq!(m.name(), "naive/host");
         // A 31×31 Gaussian over 17 classes: dct5 beats 961 histogram updates;
         // a 3×3 box over 17 classes: naive's 9 taps win.
-        let a = auto(&DeviceChoice::Host, None, &gauss, &opts).unwrap();
+        let a = auto(&host, None, &gauss, &opts).unwrap();
         assert!(
             a.explain_tile(17, 512).contains("=> dct5"),
             "{}",
@@ -308,14 +277,14 @@ mod tests {
             .unwrap()
             .build()
             .unwrap();
-        let a = auto(&DeviceChoice::Host, None, &small, &opts).unwrap();
+        let a = auto(&host, None, &small, &opts).unwrap();
         assert!(
             a.explain_tile(17, 512).contains("=> naive"),
             "{}",
             a.explain_tile(17, 512)
         );
         // Certified candidates with a loose bound pay for their recomputation.
-        let a = auto(&DeviceChoice::Host, None, &gauss, &exact).unwrap();
+        let a = auto(&host, None, &gauss, &exact).unwrap();
         assert!(a.is_exact());
     }
 }

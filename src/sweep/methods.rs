@@ -13,21 +13,27 @@ use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
-use crate::method::select::{self, FastOptions};
+use crate::method::naive::cl::Variant;
+use crate::method::select::{self, FastOptions, Method, MethodSpec};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
 /// A method on a device, as named in configs: `METHOD[:VARIANT][@DEVICE]`
-/// (device `host` by default, the method's default variant).
+/// (device `host` by default, the method's default variant). Names are
+/// not case-sensitive.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct MethodSpec {
-    pub method: String,
-    pub variant: Option<String>,
+pub struct MethodName {
+    pub method: Method,
+    /// The device variant (naive's, also auto's naive candidate).
+    pub variant: Option<Variant>,
+    /// The variant `exact` of a fast method: certified.
+    pub certified: bool,
+    /// The device as named (lowercase), checked to parse.
     pub device: String,
 }
 
-impl FromStr for MethodSpec {
+impl FromStr for MethodName {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
@@ -44,19 +50,28 @@ impl FromStr for MethodSpec {
             );
         }
         device.parse::<DeviceChoice>()?;
-        Ok(MethodSpec {
-            method: method.to_ascii_lowercase(),
-            variant: variant.map(str::to_ascii_lowercase),
+        let method: Method = method.to_ascii_lowercase().parse()?;
+        let variant = variant.map(str::to_ascii_lowercase);
+        let certified = method.is_fast() && variant.as_deref() == Some("exact");
+        let variant = match variant {
+            Some(_) if certified => None,
+            v => v.as_deref().map(str::parse::<Variant>).transpose()?,
+        };
+        Ok(MethodName {
+            method,
+            variant,
+            certified,
             device: device.to_ascii_lowercase(),
         })
     }
 }
 
-impl fmt::Display for MethodSpec {
+impl fmt::Display for MethodName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.variant {
-            Some(v) => write!(f, "{}:{v}@{}", self.method, self.device),
-            None => write!(f, "{}@{}", self.method, self.device),
+        match (self.certified, self.variant) {
+            (true, _) => write!(f, "{}:exact@{}", self.method, self.device),
+            (false, Some(v)) => write!(f, "{}:{}@{}", self.method, v.name(), self.device),
+            (false, None) => write!(f, "{}@{}", self.method, self.device),
         }
     }
 }
@@ -70,32 +85,27 @@ pub struct MethodOptions {
     pub terms: Option<usize>,
 }
 
-/// Builds the method `spec` names on its device (opening it) for `kernel`,
-/// or says what exists. Rank and terms reach the fast methods only (naive
-/// ignores them, so one sweep can vary the rank for svd beside naive).
+/// Builds the method `name` names on its device (opening it) for `kernel`,
+/// or says what exists. Rank and terms reach the methods that take them
+/// only (naive ignores both, so one sweep can vary the rank for svd beside
+/// naive).
 pub fn resolve(
-    spec: &MethodSpec,
+    name: &MethodName,
     options: &MethodOptions,
     kernel: &Kernel,
 ) -> Result<Box<dyn ClassSmoother>> {
-    let device: DeviceChoice = spec.device.parse()?;
-    let fast_method = spec.method != "naive";
-    let (variant, exact) = match spec.variant.as_deref() {
-        Some("exact") if fast_method => (None, true),
-        v => (v, false),
-    };
+    let device: DeviceChoice = name.device.parse()?;
+    let takes_rank = matches!(name.method, Method::Svd | Method::Auto);
+    let takes_terms = matches!(name.method, Method::Dct5 | Method::Auto);
     let fast = FastOptions {
-        rank: options
-            .rank
-            .filter(|_| spec.method == "svd" || spec.method == "auto"),
+        rank: options.rank.filter(|_| takes_rank),
         energy: None,
-        terms: options
-            .terms
-            .filter(|_| spec.method == "dct5" || spec.method == "auto"),
-        exact,
+        terms: options.terms.filter(|_| takes_terms),
+        exact: name.certified,
     };
-    select::smoother_for(&spec.method, &device, variant, kernel, &fast)
-        .map_err(|e| e.context(format!("method {spec}")))
+    MethodSpec::new(name.method, name.variant, fast)
+        .and_then(|spec| select::smoother_for(&spec, &device, kernel))
+        .map_err(|e| e.context(format!("method {name}")))
 }
 
 /// Methods built once per (name, options, kernel) and reused: opening a
@@ -106,12 +116,12 @@ pub struct MethodCache {
 }
 
 /// A method as built: name, options and the kernel (side and exact weights).
-type CacheKey = (MethodSpec, MethodOptions, usize, Vec<u32>);
+type CacheKey = (MethodName, MethodOptions, usize, Vec<u32>);
 
 impl MethodCache {
     pub fn get(
         &mut self,
-        spec: &MethodSpec,
+        spec: &MethodName,
         options: &MethodOptions,
         kernel: &Kernel,
     ) -> Result<&dyn ClassSmoother> {
@@ -135,7 +145,7 @@ mod tests {
 
     #[test]
     fn parses_and_resolves() {
-        let s: MethodSpec = "Naive".parse().unwrap();
+        let s: MethodName = "Naive".parse().unwrap();
         assert_eq!(s.to_string(), "naive@host");
         let k = crate::kernel::KernelSpec::Box { size: 3 }.build().unwrap();
         let m = resolve(&s, &MethodOptions::default(), &k).unwrap();
@@ -150,25 +160,22 @@ mod tests {
         assert!(svd.name().contains("rank 1"), "{}", svd.name());
         let exact = resolve(&"svd:exact@host".parse().unwrap(), &rank1, &k).unwrap();
         assert!(exact.is_exact());
-        let v: MethodSpec = "naive:Local@GPU".parse().unwrap();
+        let v: MethodName = "naive:Local@GPU".parse().unwrap();
         assert_eq!(
-            (v.variant.as_deref(), v.device.as_str()),
-            (Some("local"), "gpu")
+            (v.variant, v.device.as_str()),
+            (Some(Variant::Local), "gpu")
         );
         assert_eq!(v.to_string(), "naive:local@gpu");
-        let e = resolve(&"warp@host".parse().unwrap(), &MethodOptions::default(), &k)
-            .err()
-            .unwrap();
-        assert!(
-            e.to_string().contains("method warp@host: unknown method"),
-            "{e}"
-        );
-        assert!("naive@moon".parse::<MethodSpec>().is_err());
-        assert!("naive:@gpu".parse::<MethodSpec>().is_err());
+        let e = "warp@host".parse::<MethodName>().unwrap_err();
+        assert!(e.to_string().contains("unknown method 'warp'"), "{e}");
+        let e = "naive:exact@host".parse::<MethodName>().unwrap_err();
+        assert!(e.to_string().contains("unknown naive variant"), "{e}");
+        assert!("naive@moon".parse::<MethodName>().is_err());
+        assert!("naive:@gpu".parse::<MethodName>().is_err());
         let mut cache = MethodCache::default();
         let a = cache.get(&s, &MethodOptions::default(), &k).unwrap() as *const _ as *const u8;
         let b = cache.get(&s, &MethodOptions::default(), &k).unwrap() as *const _ as *const u8;
         assert_eq!(a, b, "built once");
-        assert!("@gpu".parse::<MethodSpec>().is_err());
+        assert!("@gpu".parse::<MethodName>().is_err());
     }
 }

@@ -50,7 +50,7 @@ use crate::method::policy::{Policies, PolicyText};
 use crate::metrics;
 use crate::progress::Progress;
 use crate::synth::{Pattern, SynthRaster};
-use methods::{MethodCache, MethodOptions, MethodSpec};
+use methods::{MethodCache, MethodName, MethodOptions};
 use serde::{Deserialize, Serialize};
 pub use source::Source;
 use std::path::Path;
@@ -535,7 +535,7 @@ impl Config {
                 );
             }
             for m in config.methods_of(e) {
-                m.parse::<MethodSpec>()?;
+                m.parse::<MethodName>()?;
             }
             if let Some(set) = &e.methods
                 && set.is_empty()
@@ -572,7 +572,7 @@ impl Config {
         Ok(())
     }
 
-    fn reference_spec(&self) -> Result<Option<MethodSpec>> {
+    fn reference_spec(&self) -> Result<Option<MethodName>> {
         match self.reference.trim() {
             "none" | "" => Ok(None),
             r => Ok(Some(r.parse()?)),
@@ -691,9 +691,9 @@ pub fn run_on(
             let specs = config
                 .methods_of(e)
                 .iter()
-                .map(|m| m.parse::<MethodSpec>())
+                .map(|m| m.parse::<MethodName>())
                 .collect::<Result<Vec<_>>>()?;
-            let mut fail = |spec: &MethodSpec, err: Error, done: usize| {
+            let mut fail = |spec: &MethodName, err: Error, done: usize| {
                 let f = Failure {
                     experiment: e.name.clone(),
                     variable: e.vary,
@@ -804,7 +804,7 @@ fn make_record(
     value: usize,
     point: &Point,
     job: &SmoothJob,
-    spec: &MethodSpec,
+    spec: &MethodName,
     (method_name, exact): (String, bool),
     times: &[(Duration, Duration)],
     agreement_percent: Option<f64>,
@@ -852,7 +852,7 @@ fn make_record(
 
 /// How records name a method: with the input's name where several inputs
 /// share the plots.
-fn label(spec: &MethodSpec, source: Option<&Source>, inputs: usize) -> String {
+fn label(spec: &MethodName, source: Option<&Source>, inputs: usize) -> String {
     match source {
         Some(s) if inputs > 1 => format!("{spec} on {}", s.label),
         _ => spec.to_string(),
@@ -938,9 +938,12 @@ mod tests {
                 .contains("not odd")
         );
         let bad = CONFIG.replace("naive@host", "nope@host");
-        let e = Config::parse(&bad).unwrap().check_methods().unwrap_err();
+        // Method names are typed: an unknown one fails with the config.
+        let e = Config::parse(&bad).unwrap_err();
         assert!(e.to_string().contains("unknown method 'nope'"), "{e}");
-        assert!(run(&Config::parse(&bad).unwrap(), |_, _, _| ()).is_err());
+        let bad = CONFIG.replace("naive@host", "naive:exact@host");
+        let e = Config::parse(&bad).unwrap_err();
+        assert!(e.to_string().contains("unknown naive variant"), "{e}");
         let bad = CONFIG.replace("classes = 3", "colours = 3");
         let e = Config::parse(&bad).unwrap_err().to_string();
         assert!(e.contains("bad sweep config") && !e.contains('\n'), "{e}");

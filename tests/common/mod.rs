@@ -126,28 +126,31 @@ pub fn exact_methods(
     use mapfilter::device::{DeviceChoice, test_device};
     use mapfilter::method::ClassSmoother;
     use mapfilter::method::naive::NaiveHost;
-    use mapfilter::method::select::{FastOptions, class_smoother, smoother_for, variants_of};
+    use mapfilter::method::select::{
+        FastOptions, Method, MethodSpec, class_smoother, smoother_for, variants_of,
+    };
     let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
         vec![("naive/host".into(), Box::new(NaiveHost))];
     let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
     if let Some(device) = &device {
-        for variant in variants_of("naive") {
-            let m = class_smoother("naive", device, Some(variant)).unwrap();
-            methods.push((format!("{} ({variant})", m.name()), m));
+        for &variant in variants_of(Method::Naive) {
+            let m = class_smoother(device, Some(variant)).unwrap();
+            methods.push((format!("{} ({})", m.name(), variant.name()), m));
         }
     }
     let exact = FastOptions {
         exact: true,
         ..FastOptions::default()
     };
-    for method in ["svd", "dct5", "auto"] {
+    for method in [Method::Svd, Method::Dct5, Method::Auto] {
+        let spec = MethodSpec::new(method, None, exact).unwrap();
         for dev in [Some(DeviceChoice::Host), device.clone()]
             .into_iter()
             .flatten()
         {
-            match smoother_for(method, &dev, None, kernel, &exact) {
+            match smoother_for(&spec, &dev, kernel) {
                 Ok(m) => methods.push((format!("{method} --exact on {dev:?}"), m)),
-                Err(e) if method == "dct5" => eprintln!("dct5 skipped: {e}"),
+                Err(e) if method == Method::Dct5 => eprintln!("dct5 skipped: {e}"),
                 Err(e) => panic!("{method} --exact on {dev:?}: {e}"),
             }
         }

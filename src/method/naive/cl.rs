@@ -45,7 +45,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 /// How the naive method runs on the device.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// One work-item per pixel, classes from a plain buffer, private histogram.
     Buffer,
