@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod output;
 pub mod pipeline;
 pub mod pixel;
+pub mod pixel_area;
 pub mod progress;
 pub mod report;
 pub mod sieve;

@@ -187,8 +187,8 @@ impl RasterMeta {
     /// The area of a pixel: in the CRS's unit² for a projected raster, in
     /// m² on the CRS's ellipsoid (WGS84 where it names none) row by row for
     /// a north-up geographic one.
-    pub fn pixel_area(&self) -> crate::metrics::PixelArea {
-        use crate::metrics::PixelArea;
+    pub fn pixel_area(&self) -> crate::pixel_area::PixelArea {
+        use crate::pixel_area::PixelArea;
         use gdal::spatial_ref::SpatialRef;
         let srs = SpatialRef::from_wkt(&self.projection).ok();
         if let (Some(s), Some(gt)) = (&srs, self.geo_transform)

@@ -13,8 +13,9 @@ use crate::gdal::class_raster::{
 };
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
-use crate::metrics::{self, MISMATCH_BOTH_NODATA, PixelArea, Summary};
+use crate::metrics::{self, MISMATCH_BOTH_NODATA, Summary};
 use crate::output::{self, Destination, Target};
+use crate::pixel_area::PixelArea;
 use crate::progress::Progress;
 use crate::report::compare::{CompareReport, Input, Map, RunComparison};
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};

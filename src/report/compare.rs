@@ -508,7 +508,8 @@ struct MatrixCell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Confusion, PixelArea};
+    use crate::metrics::Confusion;
+    use crate::pixel_area::PixelArea;
 
     fn report() -> CompareReport {
         let m = Confusion::from_matrix(vec![3, 7], vec![90, 10, 5, 95]).unwrap();
