@@ -9,7 +9,8 @@ use crate::bail;
 use crate::error::{Error, Result};
 use crate::gdal::class_raster::ClassRaster;
 use crate::io::ClassSource;
-use crate::job::smooth::{self as job, Classes, Observer, Silent, SmoothSpec};
+use crate::job::observer::{Observer, Silent, Tap};
+use crate::job::smooth::{self as job, Classes, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::output::Target;
@@ -609,8 +610,8 @@ impl Observer for TaskObserver {
         Progress::steps_to(self.steps.clone())
     }
 
-    fn tap(&self) -> Option<Arc<dyn job::Tap>> {
-        self.tally.clone().map(|t| t as Arc<dyn job::Tap>)
+    fn tap(&self) -> Option<Arc<dyn Tap>> {
+        self.tally.clone().map(|t| t as Arc<dyn Tap>)
     }
 }
 
@@ -659,7 +660,7 @@ impl Tally {
     }
 }
 
-impl job::Tap for Tally {
+impl Tap for Tally {
     fn read(&self, w: Rect, codes: &[u16]) {
         let c = self.center;
         let x0 = w.x.max(c.x);
@@ -805,7 +806,7 @@ fn advance(bar: Option<&ProgressBar>, lines: Option<&Progress>, counted: &Atomic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::smooth::Tap;
+    use crate::job::observer::Tap;
 
     #[test]
     fn a_tally_counts_each_pixel_of_its_window_once() {

@@ -1,12 +1,13 @@
 //! `mapfilter compare`: accuracy of a candidate class raster against a
 //! reference (agreement, kappa, confusion, per-class figures, area change),
 //! with a georeferenced mismatch raster and JSON/Markdown/HTML reports. The
-//! comparison itself is [`crate::job::compare`].
+//! comparison is the job [`crate::job::compare::run`]; this module turns
+//! the arguments into its spec and writes the reports.
 
 use super::output_args::OverwriteArg;
 use crate::error::Result;
-use crate::gdal::class_raster::ClassRaster;
-use crate::job::compare::{check_same_grid, compare_rasters, file_name, input};
+use crate::job::compare::{self, CompareSpec};
+use crate::job::observer::Observer;
 use crate::output::{self, Destination, Target};
 use crate::progress::Progress;
 use crate::report::compare::CompareReport;
@@ -106,6 +107,17 @@ impl ReportOutputs {
     }
 }
 
+/// Progress bars on the terminal unless `--quiet`.
+struct Bars {
+    quiet: bool,
+}
+
+impl Observer for Bars {
+    fn progress(&self, label: &str) -> Progress {
+        Progress::new(self.quiet, label)
+    }
+}
+
 pub fn run(args: CompareArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let inputs = [args.reference.as_path(), args.candidate.as_path()];
@@ -125,32 +137,14 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let mut all: Vec<&Target> = reports.files().collect();
     all.extend(mismatch.as_ref());
     output::distinct(&all)?;
-    let mut reference = ClassRaster::open_with(&args.reference, args.bands.choice())?;
-    let mut candidate = ClassRaster::open_with(&args.candidate, args.bands.choice())?;
-    check_same_grid(&reference, &candidate)?;
-    let progress = Progress::new(args.quiet, "compare");
-    let outcome = compare_rasters(
-        &mut reference,
-        &mut candidate,
-        mismatch.as_ref(),
-        args.map_side,
-        &progress,
-    )?;
-    let report = CompareReport {
-        title: format!(
-            "Accuracy of {} against {}",
-            file_name(&args.candidate),
-            file_name(&args.reference)
-        ),
-        inputs: vec![
-            input("reference", &args.reference),
-            input("candidate", &args.candidate),
-        ],
-        run: None,
-        summary: outcome.summary,
-        maps: outcome.maps,
-        palette: Some(outcome.palette),
+    let spec = CompareSpec {
+        reference: args.reference.clone(),
+        candidate: args.candidate.clone(),
+        band: args.bands.choice(),
+        mismatch,
+        map_side: args.map_side,
     };
+    let report = compare::run(&spec, &mut Bars { quiet: args.quiet })?;
     let facts = serde_json::json!({
         "command": "compare",
         "band": args.bands.band.unwrap_or(1),

@@ -9,7 +9,7 @@ use crate::filter::BorderMode;
 use crate::filter::run_on::RunOn;
 use crate::io::DEFAULT_TILE;
 use crate::job::filter::{self as job, FilterPlan, FilterReport, FilterSpec};
-use crate::job::smooth::Observer;
+use crate::job::observer::Observer;
 use crate::progress::Progress;
 use clap::Args;
 use gdal::raster::GdalDataType;

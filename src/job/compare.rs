@@ -5,11 +5,12 @@
 //! of `smooth --report`, which runs the exact baseline beside the chosen
 //! method and compares the two.
 
+use super::observer::Observer;
 use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::gdal::class_raster::{
-    ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
+    BandChoice, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
 };
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
@@ -21,7 +22,7 @@ use crate::report::compare::{CompareReport, Input, Map, RunComparison};
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
 use gdal::raster::GdalDataType;
 use gdal::spatial_ref::SpatialRef;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub fn file_name(path: &Path) -> String {
@@ -36,6 +37,53 @@ pub fn input(role: &str, path: &Path) -> Input {
         role: role.into(),
         source: path.display().to_string(),
     }
+}
+
+/// What to compare: a candidate class raster against a reference on the
+/// same grid, and where the mismatch raster goes.
+#[derive(Clone, Debug)]
+pub struct CompareSpec {
+    pub reference: PathBuf,
+    pub candidate: PathBuf,
+    /// The band of classes and its nodata, the same for both rasters.
+    pub band: BandChoice,
+    /// The mismatch raster's checked target, if one is wanted.
+    pub mismatch: Option<Target>,
+    /// Longest side of the report's quick-look maps, in pixels.
+    pub map_side: usize,
+}
+
+/// Compares the spec's rasters strip by strip (writing the mismatch raster
+/// if asked) and returns the report: figures, quick-look maps, palette.
+pub fn run(spec: &CompareSpec, observer: &mut dyn Observer) -> Result<CompareReport> {
+    let mut reference = ClassRaster::open_with(&spec.reference, spec.band)?;
+    let mut candidate = ClassRaster::open_with(&spec.candidate, spec.band)?;
+    check_same_grid(&reference, &candidate)?;
+    observer.stage("open");
+    let progress = observer.progress("compare");
+    let outcome = compare_rasters(
+        &mut reference,
+        &mut candidate,
+        spec.mismatch.as_ref(),
+        spec.map_side,
+        &progress,
+    )?;
+    observer.stage("compare");
+    Ok(CompareReport {
+        title: format!(
+            "Accuracy of {} against {}",
+            file_name(&spec.candidate),
+            file_name(&spec.reference)
+        ),
+        inputs: vec![
+            input("reference", &spec.reference),
+            input("candidate", &spec.candidate),
+        ],
+        run: None,
+        summary: outcome.summary,
+        maps: outcome.maps,
+        palette: Some(outcome.palette),
+    })
 }
 
 /// Refuses rasters that are not on the same grid: size, geotransform, CRS.

@@ -7,7 +7,7 @@
 //! level: each level to its own file beside the output, or (pyramids) the
 //! levels as the output's overviews.
 
-use super::smooth::Observer;
+use super::observer::Observer;
 use crate::error::Result;
 use crate::filter::engine::{self, ChainRunner, FilterJob};
 use crate::filter::levels::Levels;

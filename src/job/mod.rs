@@ -8,5 +8,6 @@
 pub mod compare;
 #[cfg(feature = "gdal")]
 pub mod filter;
+pub mod observer;
 #[cfg(feature = "gdal")]
 pub mod smooth;
