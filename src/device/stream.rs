@@ -12,8 +12,8 @@
 //!
 //! Memory is reused, never allocated per tile: a method keeps the device
 //! buffers and host staging of one tile in a slot of its own type, built
-//! from [`Grow`] (device buffers grown on demand) and [`PinnedHost`]
-//! (page-locked staging, see [`super::pinned`]), and takes slots from a
+//! from [`Grow`] (device buffers grown on demand) and [`PinnedHost`](super::PinnedHost)
+//! (page-locked staging, in `device::pinned`), and takes slots from a
 //! [`SlotPool`]: a slot is out while its tile is in flight and back once
 //! waited for, so memory stays bounded by the tiles in flight and no lock
 //! is held while a tile runs.

@@ -1,7 +1,7 @@
 //! dct5 as the OpenCL kernels run it (`kernels/dct5.cl`): the rotating-phasor
 //! form of the DCT-5 recursion in f32, its segment lengths, and the error
 //! bound that the certified mode uses on a device. Plain Rust twin of the
-//! kernels; the host method ([`super::dct5`]) stays the f64 reference.
+//! kernels; the host method ([`super`], the `dct5` module) stays the f64 reference.
 //!
 //! Per term k ≥ 1 the kernels carry the complex window sum
 //! `Z_k(y) = Σ_{t=0..2R} f(y+t)·e^{iφk(t−R)}`, whose real part is the
