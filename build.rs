@@ -1,4 +1,6 @@
-//! Build script: start-up time of every binary linked with GDAL.
+//! Build script, two jobs: the table of embedded OpenCL sources
+//! ([`embed_kernels`]), and the start-up time of every binary linked with
+//! GDAL (below).
 //!
 //! Debian's libgdal pulls in about 110 shared libraries, and loading them
 //! is most of the fixed cost of a `mapfilter` run. Most
@@ -23,6 +25,7 @@
 //! another GDAL build gets no extra library; where libgdal or `ldd` cannot
 //! be found the script does nothing and the link is the plain one.
 
+use std::path::Path;
 use std::process::Command;
 
 /// Library name stems, most symbol bindings first (counted with
@@ -59,6 +62,46 @@ const HEAVY_PROVIDERS: &[&str] = &[
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    embed_kernels();
+    order_gdal_providers();
+}
+
+/// Writes `$OUT_DIR/kernel_sources.rs` for `device::sources`: every
+/// `kernels/*.cl` but the common header, as `(name, include_str!(path))` in
+/// name order, so a new kernel file is embedded by putting it in
+/// `kernels/` (cargo reruns this when that folder changes).
+fn embed_kernels() {
+    println!("cargo:rerun-if-changed=kernels");
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&root).join("kernels");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("kernels/ is part of the crate")
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            if path.extension()? != "cl" {
+                return None;
+            }
+            Some(path.file_stem()?.to_str()?.to_string())
+        })
+        .filter(|name| name != "common")
+        .collect();
+    names.sort();
+    let mut table = String::from("&[\n");
+    for name in &names {
+        let path = dir.join(format!("{name}.cl"));
+        table += &format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        );
+    }
+    table += "]\n";
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(Path::new(&out).join("kernel_sources.rs"), table).expect("OUT_DIR is writable");
+}
+
+/// Names libgdal's heaviest symbol providers as direct dependencies (the
+/// module doc says why).
+fn order_gdal_providers() {
     if std::env::var_os("CARGO_FEATURE_GDAL").is_none()
         || std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux")
     {

@@ -1,50 +1,16 @@
 //! The OpenCL C sources embedded in the binary (`kernels/*.cl`) and the
 //! `-D` build options that specialise them.
 //!
-//! To add a kernel file: put it in `kernels/`, add one line to [`SOURCES`],
-//! and build it with `device.program("name", &BuildOptions::new().define(..))`.
+//! To add a kernel file: put it in `kernels/` (the build script embeds every
+//! file there) and build it with
+//! `device.program("name", &BuildOptions::new().define(..))`.
 
 /// Prepended to every source: helpers shared by all kernel files.
 const COMMON: &str = include_str!("../../kernels/common.cl");
 
-/// Every embedded source by name (the file name without `.cl`).
-pub const SOURCES: &[(&str, &str)] = &[
-    ("naive", include_str!("../../kernels/naive.cl")),
-    ("svd", include_str!("../../kernels/svd.cl")),
-    ("dct5", include_str!("../../kernels/dct5.cl")),
-    ("rank", include_str!("../../kernels/rank.cl")),
-    ("filter_tile", include_str!("../../kernels/filter_tile.cl")),
-    ("filter_conv", include_str!("../../kernels/filter_conv.cl")),
-    (
-        "filter_median",
-        include_str!("../../kernels/filter_median.cl"),
-    ),
-    (
-        "filter_scharr",
-        include_str!("../../kernels/filter_scharr.cl"),
-    ),
-    (
-        "filter_bilateral",
-        include_str!("../../kernels/filter_bilateral.cl"),
-    ),
-    ("filter_oil", include_str!("../../kernels/filter_oil.cl")),
-    (
-        "filter_color",
-        include_str!("../../kernels/filter_color.cl"),
-    ),
-    (
-        "filter_demosaic",
-        include_str!("../../kernels/filter_demosaic.cl"),
-    ),
-    (
-        "filter_pyramid",
-        include_str!("../../kernels/filter_pyramid.cl"),
-    ),
-    (
-        "filter_histogram",
-        include_str!("../../kernels/filter_histogram.cl"),
-    ),
-];
+/// Every embedded source by name (the file name without `.cl`): every
+/// `kernels/*.cl` but `common.cl`, listed by the build script.
+pub const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
 /// The text of embedded source `name` without the common header.
 pub fn raw_source(name: &str) -> Option<&'static str> {
@@ -112,6 +78,23 @@ mod tests {
             .flag("OFF", false)
             .raw("-w");
         assert_eq!(o.render(), "-D NB=16 -D HIST_LOCAL -w");
+    }
+
+    #[test]
+    fn every_kernel_file_is_embedded() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels");
+        let mut files = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap();
+            if name != "common" {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert_eq!(raw_source(name), Some(text.as_str()), "{name}");
+                files += 1;
+            }
+        }
+        assert_eq!(SOURCES.len(), files);
+        assert!(raw_source("naive").is_some() && raw_source("filter_conv").is_some());
     }
 
     #[test]
