@@ -416,11 +416,11 @@ impl Context<'_> {
             .iter()
             .filter(|m| m.path != task.input)
             .filter_map(|m| {
-                let x0 = view.x.max(m.x);
-                let y0 = view.y.max(m.y);
-                let x1 = (view.x + view.width).min(m.x + m.width);
-                let y1 = (view.y + view.height).min(m.y + m.height);
-                (x0 < x1 && y0 < y1).then(|| (m, Rect::new(x0 - m.x, y0 - m.y, x1 - x0, y1 - y0)))
+                let both = view.intersection(&Rect::new(m.x, m.y, m.width, m.height))?;
+                Some((
+                    m,
+                    Rect::new(both.x - m.x, both.y - m.y, both.width, both.height),
+                ))
             })
             .filter(|(m, part)| !readable(&m.path, Some(*part)))
             .map(|(m, _)| m.path.clone())
@@ -663,13 +663,10 @@ impl Tally {
 impl Tap for Tally {
     fn read(&self, w: Rect, codes: &[u16]) {
         let c = self.center;
-        let x0 = w.x.max(c.x);
-        let y0 = w.y.max(c.y);
-        let x1 = (w.x + w.width).min(c.x + c.width);
-        let y1 = (w.y + w.height).min(c.y + c.height);
-        if x0 >= x1 || y0 >= y1 {
+        let Some(both) = w.intersection(&c) else {
             return;
-        }
+        };
+        let (x0, y0, x1, y1) = (both.x, both.y, both.x + both.width, both.y + both.height);
         let mut t = self.inner.lock().expect("tally lock");
         let TallyCounts {
             seen,

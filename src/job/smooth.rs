@@ -384,20 +384,16 @@ struct CropSink<'a> {
 impl ClassSink for CropSink<'_> {
     fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
         let c = self.crop;
-        let x0 = w.x.max(c.x);
-        let y0 = w.y.max(c.y);
-        let x1 = (w.x + w.width).min(c.x + c.width);
-        let y1 = (w.y + w.height).min(c.y + c.height);
-        if x0 >= x1 || y0 >= y1 {
+        let Some(both) = w.intersection(&c) else {
             return Ok(());
-        }
-        let part = Rect::new(x0 - c.x, y0 - c.y, x1 - x0, y1 - y0);
+        };
+        let part = Rect::new(both.x - c.x, both.y - c.y, both.width, both.height);
         if part.width == w.width && part.height == w.height {
             return self.inner.write(part, codes);
         }
         let mut kept = Vec::with_capacity(part.width * part.height);
-        for y in y0..y1 {
-            let start = (y - w.y) * w.width + (x0 - w.x);
+        for y in both.y..both.y + both.height {
+            let start = (y - w.y) * w.width + (both.x - w.x);
             kept.extend_from_slice(&codes[start..start + part.width]);
         }
         self.inner.write(part, &kept)

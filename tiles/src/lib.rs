@@ -41,6 +41,15 @@ impl Rect {
     pub fn is_empty(&self) -> bool {
         self.width == 0 || self.height == 0
     }
+
+    /// The part of `self` that lies in `other`, if they overlap.
+    pub fn intersection(&self, other: &Rect) -> Option<Rect> {
+        let x0 = self.x.max(other.x);
+        let y0 = self.y.max(other.y);
+        let x1 = (self.x + self.width).min(other.x + other.width);
+        let y1 = (self.y + self.height).min(other.y + other.height);
+        (x0 < x1 && y0 < y1).then(|| Rect::new(x0, y0, x1 - x0, y1 - y0))
+    }
 }
 
 /// How the output raster relates to the input at its borders.
@@ -273,6 +282,19 @@ impl Tile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rects_intersect_where_they_overlap() {
+        let a = Rect::new(2, 3, 10, 5);
+        assert_eq!(
+            a.intersection(&Rect::new(8, 0, 10, 5)),
+            Some(Rect::new(8, 3, 4, 2))
+        );
+        assert_eq!(a.intersection(&a), Some(a));
+        // Touching edges share no pixel.
+        assert_eq!(a.intersection(&Rect::new(12, 3, 4, 4)), None);
+        assert_eq!(a.intersection(&Rect::new(0, 0, 0, 0)), None);
+    }
 
     fn covers_output_once(grid: &TileGrid) {
         let (w, h) = grid.output_size();
