@@ -1,6 +1,7 @@
-//! The benchmark tables are rendered from the committed JSON lines by
-//! `scripts/render-benchmarks.py`: the same lines always give the same
-//! Markdown, the committed rendering is current, and a changed figure shows.
+//! The benchmark tables (BENCHMARKS.md, benches/results/background.md) are
+//! rendered from the committed JSON lines by `scripts/render-benchmarks.py`:
+//! the same lines always give the same Markdown, the committed renderings
+//! are current, and a changed figure shows.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,4 +61,19 @@ fn rendering_is_deterministic_and_current() {
     let changed = render(&copy, &dir.path().join("c.md"));
     assert!(changed.contains("**75.0×**") && !changed.contains("**74.8×**"));
     assert_eq!(changed.lines().count(), a.lines().count());
+}
+
+#[test]
+fn the_background_page_is_current_too() {
+    let status = Command::new("python3")
+        .arg(format!("{ROOT}/scripts/render-benchmarks.py"))
+        .arg("check")
+        .arg("--in")
+        .arg(format!("{ROOT}/benches/results/background.md"))
+        .status()
+        .expect("python3 runs");
+    assert!(
+        status.success(),
+        "benches/results/background.md is stale: run python3 scripts/render-benchmarks.py render --in benches/results/background.md"
+    );
 }
