@@ -477,7 +477,7 @@ impl Context<'_> {
             weights: self.settings.weights.clone(),
             border: self.settings.border,
             fill_nodata: self.plan.options.fill_nodata,
-            tile: self.plan.options.tile,
+            tile: Some(self.plan.options.tile),
             compression: self.settings.compression.clone(),
             classes: Classes::Given(mosaic.classes.table()?),
             window: Some(task.rect()),

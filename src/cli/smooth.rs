@@ -6,12 +6,13 @@ use super::output_args::OverwriteArg;
 use super::timings::Timings;
 use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
-use crate::engine::{self, SmoothJob};
+use crate::engine::SmoothJob;
 use crate::error::Result;
 use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::cl::Variant;
+use crate::method::policy::Policies;
 use crate::method::select::Method;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
@@ -110,6 +111,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
         explain: None,
+        refuse: None,
     };
     let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
     if let (true, Some(c)) = (args.explain, &built.conversion) {
@@ -124,9 +126,13 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::or_env(args.device.clone())?,
     };
     observer.explain = args.explain.then(|| choice.clone());
-    let method = choice.build(&kernel)?;
-    crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
-    crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
+    // The method builds (an OpenCL device's set-up takes a few hundred
+    // milliseconds) while the checks below run and the job opens the input.
+    let pending = choice.spawn_build(&kernel);
+    observer.refuse = Some(Refusals {
+        policies: policies.clone(),
+        confidence: confidence.is_some(),
+    });
     let overwrite = args.overwrite.overwrite;
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.baseline.as_deref());
@@ -163,9 +169,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         weights,
         border: args.border.into(),
         fill_nodata: args.fill_nodata,
-        tile: args
-            .tile
-            .unwrap_or_else(|| engine::default_tile(method.as_ref())),
+        tile: args.tile,
         compression: args.compression.compression()?,
         classes: Classes::Auto {
             need_present: args.report.is_some() || args.explain || args.json.json.is_some(),
@@ -174,7 +178,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let done = job::run(&spec, method.as_ref(), &mut observer)?;
+    let (done, method) = job::run_building(&spec, pending, &mut observer)?;
     for share in method.take_shares() {
         observer.timings.device(&share);
     }
@@ -231,6 +235,14 @@ struct CliObserver {
     quiet: bool,
     /// `--explain`: the method as named.
     explain: Option<MethodChoice>,
+    /// What the built method must support, checked before the engine.
+    refuse: Option<Refusals>,
+}
+
+/// The options a method may not support: the policies and `--confidence`.
+struct Refusals {
+    policies: Policies,
+    confidence: bool,
 }
 
 impl Observer for CliObserver {
@@ -242,7 +254,19 @@ impl Observer for CliObserver {
         self.timings.background(name, from, to);
     }
 
+    fn busy(&mut self, name: &str, time: std::time::Duration) {
+        self.timings.busy(name, time);
+    }
+
+    fn note(&mut self, text: &str) {
+        self.timings.note(text);
+    }
+
     fn before_engine(&mut self, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<()> {
+        if let Some(r) = &self.refuse {
+            crate::method::policy::check_method(&r.policies, method.is_exact(), &method.name())?;
+            crate::method::policy::check_confidence(r.confidence, &method.name())?;
+        }
         if let Some(choice) = &self.explain {
             let text = explain(choice, job, method)?;
             eprintln!("{text}");

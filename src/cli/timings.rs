@@ -36,6 +36,23 @@ impl Timings {
         self.last = now;
     }
 
+    /// Prints how long a stage's own thread (`read`, `write`) was busy.
+    pub fn busy(&self, name: &str, time: std::time::Duration) {
+        if self.enabled {
+            eprintln!(
+                "timing {name:<8} {:8.1} ms  (busy on its own thread)",
+                time.as_secs_f64() * 1e3
+            );
+        }
+    }
+
+    /// Prints a remark on the run among the timings.
+    pub fn note(&self, text: &str) {
+        if self.enabled {
+            eprintln!("timing note     {text}");
+        }
+    }
+
     /// Prints what one device of a run on several did.
     pub fn device(&self, share: &crate::method::multi::Share) {
         if self.enabled {

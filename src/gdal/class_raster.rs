@@ -235,6 +235,14 @@ impl ClassType {
             ClassType::UInt16 => u16::MAX,
         }
     }
+
+    /// Bytes a pixel takes in the file.
+    pub fn bytes(self) -> usize {
+        match self {
+            ClassType::Byte => 1,
+            ClassType::UInt16 => 2,
+        }
+    }
 }
 
 /// Which band of an input holds the classes and what its nodata is: GDAL's
@@ -415,12 +423,33 @@ impl ClassRaster {
     /// Whether the decoded raster fits in half of GDAL's block cache, so
     /// that blocks read once (by a scan) are still there when the engine
     /// reads its tiles.
+    /// Decodes whole rows from the top into GDAL's block cache until
+    /// `done()` says stop, the raster ends or half the cache is used, and
+    /// returns how many rows it decoded: the engine's first tiles then read
+    /// decoded blocks. Used while something else makes the run wait.
+    pub fn warm_rows(&mut self, done: impl Fn() -> bool) -> Result<usize> {
+        let (width, height) = (self.meta.width, self.meta.height);
+        let bytes_per_row = (width * self.class_type.bytes()).max(1) as u64;
+        // SAFETY: a plain getter of GDAL's global setting.
+        let cache = unsafe { gdal_sys::GDALGetCacheMax64() }.max(0) as u64;
+        let max_rows = ((cache / 2) / bytes_per_row).min(height as u64) as usize;
+        // About 4 Mpx a read, so `done` is asked often.
+        let step = (4 << 20) / width.max(1);
+        let step = step.clamp(1, 1024);
+        let mut buf = Vec::new();
+        let mut row = 0;
+        while row < max_rows && !done() {
+            let rows = step.min(max_rows - row);
+            buf.resize(width * rows, 0u16);
+            self.read(Rect::new(0, row, width, rows), &mut buf)?;
+            row += rows;
+        }
+        Ok(row)
+    }
+
     pub fn fits_block_cache(&self) -> bool {
-        let bytes = match self.class_type {
-            ClassType::Byte => 1,
-            ClassType::UInt16 => 2,
-        } * self.meta.width as u64
-            * self.meta.height as u64;
+        let bytes =
+            self.class_type.bytes() as u64 * self.meta.width as u64 * self.meta.height as u64;
         // SAFETY: a plain getter of GDAL's global setting.
         let cache = unsafe { gdal_sys::GDALGetCacheMax64() };
         bytes.saturating_mul(2) <= cache.max(0) as u64

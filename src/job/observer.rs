@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::method::ClassSmoother;
 use crate::progress::Progress;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tiles::Rect;
 
 /// What a run reports to whoever started it. Every method has a default
@@ -19,6 +19,11 @@ pub trait Observer {
     fn stage(&mut self, _name: &str) {}
     /// Work `name` ran from `from` to `to` on another thread.
     fn background(&mut self, _name: &str, _from: Instant, _to: Instant) {}
+    /// Time a stage's own thread spent working (`read`, `write`: the
+    /// engine's reader and writer threads), the rest of it waiting.
+    fn busy(&mut self, _name: &str, _time: Duration) {}
+    /// A remark on the run (shown with the timings).
+    fn note(&mut self, _text: &str) {}
     /// The method chosen and the job, before the engine starts.
     fn before_engine(&mut self, _job: &SmoothJob, _method: &dyn ClassSmoother) -> Result<()> {
         Ok(())

@@ -7,6 +7,11 @@
 //! the window plus the kernel's halo read from the input, so that windows
 //! of one input put side by side equal one run over the whole input (exact
 //! methods). `batch` relies on it.
+//!
+//! A method may still be building when the run starts ([`PendingMethod`]):
+//! an OpenCL method's set-up (the driver, the context, the programs) takes
+//! a few hundred milliseconds, and the run opens the input, makes the
+//! output and decodes the input's first rows meanwhile.
 
 use super::observer::{Observer, Tap};
 use crate::classes::{ClassTable, ClassWeights};
@@ -27,6 +32,8 @@ use crate::output::Target;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use tiles::{Border, Rect};
 
 /// The method and where it runs, as named by the user.
@@ -42,10 +49,44 @@ impl MethodChoice {
         smoother_for(&self.spec, &self.device, kernel)
     }
 
+    /// Starts building the smoother for `kernel` on its own thread.
+    pub fn spawn_build(&self, kernel: &Kernel) -> PendingMethod {
+        let (choice, kernel) = (self.clone(), kernel.clone());
+        PendingMethod {
+            handle: std::thread::spawn(move || choice.build(&kernel)),
+        }
+    }
+
     /// How reports name it, e.g. `dct5@host`.
     pub fn label(&self) -> String {
         format!("{}@{}", self.spec.method(), self.device)
     }
+}
+
+/// A smoother being built on its own thread ([`MethodChoice::spawn_build`]).
+pub struct PendingMethod {
+    handle: JoinHandle<Result<Box<dyn ClassSmoother>>>,
+}
+
+impl PendingMethod {
+    /// Whether the smoother is built (or its building failed).
+    pub fn is_ready(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// The smoother, once built.
+    pub fn wait(self) -> Result<Box<dyn ClassSmoother>> {
+        match self.handle.join() {
+            Ok(built) => built,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// The smoother a run uses: built already, or still building.
+enum Smoother<'a> {
+    Built(&'a dyn ClassSmoother),
+    Building(PendingMethod),
 }
 
 /// Where the class table of a run comes from.
@@ -75,7 +116,9 @@ pub struct SmoothSpec {
     pub weights: ClassWeights,
     pub border: Border,
     pub fill_nodata: bool,
-    pub tile: usize,
+    /// The engine's tile side; `None`: the method's default
+    /// ([`engine::default_tile`]).
+    pub tile: Option<usize>,
     pub compression: OutputCompression,
     pub classes: Classes,
     /// A window of the output grid (the whole output's coordinates) to
@@ -97,15 +140,18 @@ pub struct SmoothReport {
     pub stats: RunStats,
 }
 
-/// Builds the method of `choice` for the spec's kernel and runs the spec.
-pub fn run_with_choice(
+/// Runs the spec with the smoother `pending` is building: the input is
+/// opened, the output made and the input's first rows decoded while it
+/// builds. Returns the smoother with the report (for its device shares).
+pub fn run_building(
     spec: &SmoothSpec,
-    choice: &MethodChoice,
+    pending: PendingMethod,
     observer: &mut dyn Observer,
 ) -> Result<(SmoothReport, Box<dyn ClassSmoother>)> {
-    let method = choice.build(&spec.kernel)?;
-    let report = run(spec, method.as_ref(), observer)?;
-    Ok((report, method))
+    observer.stage("setup");
+    let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
+    let (report, built) = smooth_into(spec, Smoother::Building(pending), output, observer)?;
+    Ok((report, built.expect("a pending smoother is returned built")))
 }
 
 /// Smooths the spec's input with `method` into its target.
@@ -118,17 +164,18 @@ pub fn run(
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
     let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
-    smooth_into(spec, method, output, observer)
+    Ok(smooth_into(spec, Smoother::Built(method), output, observer)?.0)
 }
 
 /// Opens the input, finds its classes, smooths it into `output` (handing
-/// it its spec as soon as that is known) and finishes the output.
+/// it its spec as soon as that is known) and finishes the output. A
+/// smoother that was still building is returned.
 fn smooth_into(
     spec: &SmoothSpec,
-    method: &dyn ClassSmoother,
+    smoother: Smoother,
     mut output: DeferredOutput,
     observer: &mut dyn Observer,
-) -> Result<SmoothReport> {
+) -> Result<(SmoothReport, Option<Box<dyn ClassSmoother>>)> {
     let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
     observer.stage("open");
     spec.policies.check()?;
@@ -138,7 +185,8 @@ fn smooth_into(
         input.meta.height,
         halo,
         spec.border,
-        spec.tile,
+        // The output's size does not depend on the tile side.
+        spec.tile.unwrap_or(crate::io::DEFAULT_TILE),
     )?;
     let (full_width, full_height) = grid.output_size();
     let offset = grid.offset();
@@ -237,6 +285,22 @@ fn smooth_into(
         None => classes.output_nodata(max_code),
     };
     output.make(with_nodata(output_nodata));
+    let mut built = None;
+    let method = match smoother {
+        Smoother::Built(m) => m,
+        Smoother::Building(pending) => {
+            // The reader thread decodes the first rows again from GDAL's
+            // block cache instead of from the file.
+            let rows = input.warm_rows(|| pending.is_ready())?;
+            built = Some(pending.wait()?);
+            observer.stage("method");
+            if rows > 0 {
+                observer.note(&format!("{rows} rows decoded while the method was built"));
+            }
+            built.as_deref().expect("just built")
+        }
+    };
+    let tile = spec.tile.unwrap_or_else(|| engine::default_tile(method));
     let job = SmoothJob {
         class_weights: spec.weights.quantise(&classes),
         output_nodata,
@@ -244,7 +308,7 @@ fn smooth_into(
         classes,
         border: spec.border,
         fill_nodata: spec.fill_nodata,
-        tile: spec.tile,
+        tile,
         policies: spec.policies.clone(),
     };
     observer.before_engine(&job, method)?;
@@ -258,10 +322,12 @@ fn smooth_into(
     let mut tapped_in = Tapped {
         inner: &mut input,
         tap: tap.clone(),
+        busy: Duration::ZERO,
     };
     let mut tapped_out = Tapped {
         inner: &mut output,
         tap,
+        busy: Duration::ZERO,
     };
     let stats = if spec.window.is_none() {
         let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
@@ -303,7 +369,7 @@ fn smooth_into(
         // tile and three slivers. Exact methods give the same pixels for
         // any tile side.
         let side = view.width.max(view.height);
-        let tiles = ((side as f64 / spec.tile.max(1) as f64).round() as usize).max(1);
+        let tiles = ((side as f64 / tile.max(1) as f64).round() as usize).max(1);
         let windowed = SmoothJob {
             border: Border::Same,
             tile: side.div_ceil(tiles),
@@ -313,15 +379,20 @@ fn smooth_into(
         engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, &progress)?
     };
     observer.stage("engine");
+    observer.busy("read", tapped_in.busy);
+    observer.busy("write", tapped_out.busy);
     let (made_from, made_to) = output.finish()?;
     observer.stage("finish");
     observer.background("output", made_from, made_to);
-    Ok(SmoothReport {
-        width,
-        height,
-        job,
-        stats,
-    })
+    Ok((
+        SmoothReport {
+            width,
+            height,
+            job,
+            stats,
+        },
+        built,
+    ))
 }
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
@@ -329,10 +400,12 @@ fn shifted(gt: Option<[f64; 6]>, x: usize, y: usize) -> Option<[f64; 6]> {
     gt.map(|g| crate::gdal::class_raster::shift_transform(g, x as f64, y as f64))
 }
 
-/// A source or sink whose pixels a [`Tap`] (if any) sees go by.
+/// A source or sink whose pixels a [`Tap`] (if any) sees go by, and the
+/// time spent in it (the reader's or the writer's thread's busy time).
 struct Tapped<'a, T> {
     inner: &'a mut T,
     tap: Option<Arc<dyn Tap>>,
+    busy: Duration,
 }
 
 impl<T: ClassSource> ClassSource for Tapped<'_, T> {
@@ -341,7 +414,9 @@ impl<T: ClassSource> ClassSource for Tapped<'_, T> {
     }
 
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        let t0 = Instant::now();
         self.inner.read(w, buf)?;
+        self.busy += t0.elapsed();
         if let Some(tap) = &self.tap {
             tap.read(w, buf);
         }
@@ -354,7 +429,10 @@ impl<T: ClassSink> ClassSink for Tapped<'_, T> {
         if let Some(tap) = &self.tap {
             tap.written(w, codes);
         }
-        self.inner.write(w, codes)
+        let t0 = Instant::now();
+        let written = self.inner.write(w, codes);
+        self.busy += t0.elapsed();
+        written
     }
 }
 
