@@ -1179,3 +1179,36 @@ pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
         other => Error::new(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modis() -> ClassRaster {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/modis_igbp_2019_2048.tif");
+        ClassRaster::open(&path).unwrap()
+    }
+
+    #[test]
+    fn warming_stops_when_told_and_leaves_reads_unchanged() {
+        let mut cold = modis();
+        assert_eq!(cold.warm_rows(|| true).unwrap(), 0);
+        let window = Rect::new(100, 200, 300, 50);
+        let mut expected = vec![0u16; window.area() as usize];
+        cold.read(window, &mut expected).unwrap();
+
+        let mut warm = modis();
+        let asked = std::cell::Cell::new(0);
+        let rows = warm
+            .warm_rows(|| {
+                asked.set(asked.get() + 1);
+                asked.get() > 2
+            })
+            .unwrap();
+        // Two reads of about 4 Mpx: 2048 rows of 2048 pixels each time.
+        assert_eq!(rows, 2048);
+        let mut got = vec![0u16; window.area() as usize];
+        warm.read(window, &mut got).unwrap();
+        assert_eq!(got, expected);
+    }
+}
