@@ -17,6 +17,7 @@ if [ "${ENV:-1}" = 1 ]; then source scripts/gpu-env.sh; fi
 OUT=${OUT:-out/gpu-filterstream}
 DEV=${DEV:-gpu}
 REPEAT=${REPEAT:-5}
+TILES=${TILES:-512 1024}
 AFTER=${AFTER:-/tmp/mf/bin/mapfilter}
 BEFORE=${BEFORE:?BEFORE=path to the mapfilter built before this change}
 PRIO=()
@@ -39,7 +40,7 @@ once() {
   t1=$(date +%s.%N)
   echo "$build $tile $(echo "$t1 - $t0" | bc)" >>"$LOG"
 }
-for tile in 512 1024; do
+for tile in $TILES; do
   LOG=$OUT/warm.txt # warm-up: kernel builds, page cache
   once before "$BEFORE" "$tile"
   once after "$AFTER" "$tile"
@@ -58,7 +59,7 @@ done
 {
   echo "| build | tile | median s | runs |"
   echo "|---|---|---|---|"
-  for tile in 512 1024; do
+  for tile in $TILES; do
     for build in before after; do
       awk -v b="$build" -v t="$tile" '$1 == b && $2 == t { print $3 }' "$OUT/all.txt" | sort -n |
         awk -v b="$build" -v t="$tile" '{ v[NR] = $1 } END {

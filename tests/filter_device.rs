@@ -213,7 +213,11 @@ fn tiles_in_flight_match() {
         for tile in [1 << 20, 40, 16] {
             for runner in [&dev, &serial] {
                 let got = run(&img, ops, BorderMode::Reflect101, tile, Some(runner));
-                assert!(same(&got, &want), "{ops:?}, tile {tile}, depth {}", runner.depth);
+                assert!(
+                    same(&got, &want),
+                    "{ops:?}, tile {tile}, depth {}",
+                    runner.depth
+                );
             }
         }
     }

@@ -85,7 +85,11 @@ impl Slot {
         };
         let plane = dst.first().map_or(0, |b| b.len());
         let staged = down.as_slice();
-        par_copy(staged.chunks(plane.max(1)).zip(dst.iter_mut().map(|d| &mut **d)));
+        par_copy(
+            staged
+                .chunks(plane.max(1))
+                .zip(dst.iter_mut().map(|d| &mut **d)),
+        );
     }
 }
 
