@@ -1,7 +1,7 @@
 //! Image ops on the OpenCL device (PoCL in CI) against the plain host
 //! references: every op, every sample type, every border mode, nodata,
 //! chains across several tiles, the generic median (sizes above 5), and
-//! tiles staged in several strips. Exact, except bilateral where the
+//! several tiles in flight at once. Exact, except bilateral where the
 //! similarity needs `exp` (Float32 and luma), which may differ in the last bits.
 
 use mapfilter::device::test_device;
@@ -197,11 +197,11 @@ fn generic_median_matches_the_host_reference() {
 }
 
 #[test]
-fn tiles_staged_in_strips_match() {
+fn tiles_in_flight_match() {
     let Some(dev) = test_device() else { return };
-    // One byte per strip: strips of one work-group row (16 output rows).
     let mut dev = DeviceRunner::new(dev);
-    dev.strip_bytes = 1;
+    let mut serial = DeviceRunner::new(dev.device.clone());
+    serial.depth = 0;
     let img = MemImage::new(Bands::U8(noise(45, 71, 3, 8)), None);
     let cases: [&[&str]; 3] = [
         &["median:5"],
@@ -210,11 +210,20 @@ fn tiles_staged_in_strips_match() {
     ];
     for ops in cases {
         let want = run(&img, ops, BorderMode::Reflect101, 1 << 20, None);
-        for tile in [1 << 20, 40] {
-            let got = run(&img, ops, BorderMode::Reflect101, tile, Some(&dev));
-            assert!(same(&got, &want), "{ops:?}, tile {tile}");
+        for tile in [1 << 20, 40, 16] {
+            for runner in [&dev, &serial] {
+                let got = run(&img, ops, BorderMode::Reflect101, tile, Some(runner));
+                assert!(
+                    same(&got, &want),
+                    "{ops:?}, tile {tile}, depth {}",
+                    runner.depth
+                );
+            }
         }
     }
+    // Several tiles were on the device at once, and none with depth 0.
+    assert_eq!(dev.stream.most_in_flight(), dev.depth + 1);
+    assert_eq!(serial.stream.most_in_flight(), 1);
     let mut planes = noise::<i16>(38, 50, 2, 9);
     planes[0]
         .data

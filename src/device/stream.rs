@@ -23,6 +23,7 @@ use super::{cl_error, event_ns};
 use crate::error::Result;
 use opencl3::types::CL_NON_BLOCKING;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A device buffer that grows on demand and is otherwise reused; its
 /// contents are not kept when it grows.
@@ -100,6 +101,8 @@ pub struct Flight {
     /// The kernels' programs, kept until the tile is done.
     programs: Vec<Kernel>,
     done: bool,
+    /// Begun with [`TileStream::flight`]: counted among the tiles in flight.
+    counted: bool,
 }
 
 impl Flight {
@@ -111,6 +114,15 @@ impl Flight {
     /// Keeps `kernel` alive until the tile is done.
     pub fn keep(&mut self, kernel: Kernel) {
         self.programs.push(kernel);
+    }
+
+    /// Waits for the kernels enqueued so far (e.g. before freeing buffers
+    /// that only they use).
+    pub fn wait_kernels(&self) -> Result<()> {
+        for e in &self.kernels {
+            e.wait().map_err(cl_error("running a tile"))?;
+        }
+        Ok(())
     }
 
     fn wait_all(&self) -> Result<()> {
@@ -147,6 +159,10 @@ impl Drop for Flight {
 pub struct TileStream {
     device: Device,
     times: TimeCounters,
+    /// Flights begun with [`TileStream::flight`] and not yet finished.
+    open: AtomicUsize,
+    /// The most flights open at once.
+    most: AtomicUsize,
 }
 
 impl TileStream {
@@ -154,7 +170,25 @@ impl TileStream {
         TileStream {
             device,
             times: TimeCounters::default(),
+            open: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
         }
+    }
+
+    /// A new flight, counted among the tiles in flight until finished.
+    pub fn flight(&self) -> Flight {
+        let open = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most.fetch_max(open, Ordering::Relaxed);
+        let mut flight = Flight::default();
+        flight.counted = true;
+        flight
+    }
+
+    /// The most tiles in flight at once so far: flights begun with
+    /// [`TileStream::flight`] and not yet finished (one dropped unfinished
+    /// stays counted).
+    pub fn most_in_flight(&self) -> usize {
+        self.most.load(Ordering::Relaxed)
     }
 
     pub fn device(&self) -> &Device {
@@ -276,6 +310,9 @@ impl TileStream {
     /// [`Flight::kernel_ns`]).
     pub fn finish(&self, flight: &mut Flight) -> Result<DeviceTimes> {
         flight.wait_all()?;
+        if flight.counted && !flight.done {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+        }
         flight.done = true;
         let t = flight.times();
         self.times.add(t);

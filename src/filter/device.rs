@@ -14,9 +14,19 @@
 //! similarity needs `exp` (bilateral on Float32 or by luma), which may
 //! differ in the last bits.
 //!
-//! Transfers go through [`staging`]: pinned memory and device buffers kept
-//! across calls, copies in parallel, and upload, first kernel and download
-//! overlapped strip by strip within a tile.
+//! Tiles stream through the device layer's [`TileStream`]: the engine
+//! submits a tile ([`ChainRunner::submit`]) and finishes it up to
+//! [`DeviceRunner::depth`] tiles later, so tile k+1 goes up and tile k−1
+//! comes down while tile k's kernels run. A tile's memory (pinned staging,
+//! device buffers) is a [`staging::Slot`] from a [`SlotPool`], reused by
+//! later tiles; its commands' profiled times feed the `--timings` device
+//! line through the stream's counters.
+//!
+//! Every op of a chain streams this way, each tile on its own window plus
+//! halo. Denoising's level buffers are made per tile, so its submission
+//! waits for its kernels (its tile still overlaps the others' transfers).
+//! Histograms ([`histogram`]) are whole-raster statistics, not tiles: they
+//! run one plane at a time outside the stream.
 
 mod staging;
 
@@ -24,7 +34,7 @@ use super::bilateral::Distance;
 use super::border::{BorderMode, Win};
 use super::color::Color;
 use super::denoise::Denoise;
-use super::engine::ChainRunner;
+use super::engine::{ChainRunner, Pending};
 use super::histogram::{BandHistogram, Binning};
 use super::laplacian::Detail;
 use super::median;
@@ -32,44 +42,50 @@ use super::op::{Chain, Op, Step, TileAt};
 use super::pyramid::Pyr;
 use crate::bail;
 use crate::device::{
-    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceTimes, Event,
-    Kernel, Queue, TimeCounters, event_ns, raw_source, source,
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceTimes, Flight,
+    Kernel, Queue, SlotPool, TileStream, raw_source, source,
 };
 use crate::error::Result;
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
-use staging::Staging;
+use staging::Slot;
 use std::any::Any;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::Mutex;
 
 /// Work-group side.
 const LOCAL: usize = 16;
 
-/// Input bytes per strip of the upload/compute/download overlap.
-pub const STRIP_BYTES: usize = 2 << 20;
+/// Tiles in flight beyond the one being submitted (see [`DeviceRunner::depth`]).
+pub const DEPTH: usize = 2;
 
-/// Runs chains on one OpenCL device, one tile at a time (calls from several
-/// threads take turns: the staging memory is shared).
+/// Runs chains on one OpenCL device, several tiles in flight.
 pub struct DeviceRunner {
     pub device: Device,
-    /// Upload, kernel and download times of every tile so far (profiled
-    /// device time of the commands; with the overlap they may run at once).
-    pub times: TimeCounters,
-    /// Input bytes per strip (see [`STRIP_BYTES`]); tests make it small.
-    pub strip_bytes: usize,
+    /// The device's queues, and the upload, kernel and download times of
+    /// every tile so far (profiled device time of the commands; with the
+    /// overlap they may run at once).
+    pub stream: TileStream,
+    /// Tiles the engine keeps in flight beyond the one it submits (see
+    /// [`DEPTH`]); 0 finishes every tile before the next goes up.
+    pub depth: usize,
     /// Write results into the input's planes where the type matches (default);
     /// `false` allocates every result anew (to measure what that costs).
     pub recycle: bool,
-    state: Mutex<State>,
+    kernels: Mutex<HashMap<String, Built>>,
+    slots: SlotPool<Slot>,
 }
 
-/// What a runner keeps between calls.
-#[derive(Default)]
-struct State {
-    staging: Staging,
-    kernels: HashMap<String, Built>,
+/// A tile in flight: its commands, the memory they use, and what its result
+/// is made of. The flight is declared first: dropped unfinished (an error on
+/// the way), it waits for its commands before the slot's memory goes.
+struct InFlight {
+    flight: Flight,
+    slot: Slot,
+    input: Option<Bands>,
+    t_out: SampleType,
+    bands_out: usize,
+    size: (usize, usize),
 }
 
 /// A built kernel and the constant buffers its arguments point to.
@@ -81,11 +97,12 @@ struct Built {
 impl DeviceRunner {
     pub fn new(device: Device) -> Self {
         DeviceRunner {
+            stream: TileStream::new(device.clone()),
             device,
-            times: TimeCounters::default(),
-            strip_bytes: STRIP_BYTES,
+            depth: DEPTH,
             recycle: true,
-            state: Mutex::default(),
+            kernels: Mutex::default(),
+            slots: SlotPool::default(),
         }
     }
 
@@ -229,28 +246,25 @@ impl DeviceRunner {
         Ok(Built { kernel, consts })
     }
 
-    /// Runs one op (several kernels for denoising) from `src` into `dst`:
-    /// the launches' events, the last one ending last.
+    /// Enqueues one op (several kernels for denoising) from `src` into `dst`
+    /// on `flight`.
     #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
         kernels: &mut HashMap<String, Built>,
+        flight: &mut Flight,
         op: &Op,
         pair: (&Buffer<u8>, &Buffer<u8>),
         t: SampleType,
         bands: usize,
         geo: Geo,
         mode: (BorderMode, Option<f64>),
-        rows: Range<usize>,
-        wait: &[&Event],
-    ) -> Result<Vec<Event>> {
+    ) -> Result<()> {
         if let Op::Denoise(d) = op {
-            return self.denoise(kernels, d, pair, t, bands, geo, mode.0, wait);
+            return self.denoise(kernels, flight, d, pair, t, bands, geo, mode.0);
         }
         let built = self.kernel(kernels, op, t, bands, mode.0, mode.1)?;
-        Ok(vec![self.launch(
-            built, op, pair, t, bands, geo, mode, rows, wait,
-        )?])
+        self.launch(built, flight, op, pair, t, bands, geo, mode)
     }
 
     /// A kernel built once per `key` from `kernels/FILE.cl` with the tile
@@ -282,20 +296,21 @@ impl DeviceRunner {
     /// Denoising on the device, step for step as [`super::denoise`]'s host
     /// path: widen the input to Float32, pyrdown per level, the detail
     /// levels, the bilateral on each, the reconstruction into `dst`. Waits
-    /// for the last kernel (the level buffers are freed on return).
+    /// for its kernels (the level buffers are freed on return).
     #[allow(clippy::too_many_arguments)]
     fn denoise(
         &self,
         kernels: &mut HashMap<String, Built>,
+        flight: &mut Flight,
         d: &Denoise,
         (src, dst): (&Buffer<u8>, &Buffer<u8>),
         t: SampleType,
         bands: usize,
         geo: Geo,
         border: BorderMode,
-        wait: &[&Event],
-    ) -> Result<Vec<Event>> {
+    ) -> Result<()> {
         let dev = &self.device;
+        let stream = &self.stream;
         let f = SampleType::F32;
         let p = d.plan(geo.out, geo.image);
         let l = d.levels;
@@ -306,7 +321,6 @@ impl DeviceRunner {
         let alloc = |w: Win| dev.buffer::<u8>(bands * w.width * w.height * 4, CL_MEM_READ_WRITE);
         let size = |w: Win| [w.width, w.height, bands];
         let local = Some(&[LOCAL, LOCAL, 1][..]);
-        let mut events = Vec::new();
         // g_0: the input window, widened.
         let mut gwin = vec![geo.have];
         let mut g = vec![alloc(geo.have)?];
@@ -326,7 +340,7 @@ impl DeviceRunner {
             out: geo.have,
         };
         geo_args(args, whole, fill).done()?;
-        events.push(dev.launch(Queue::Compute, &k.kernel, &size(geo.have), local, wait)?);
+        stream.launch(flight, &k.kernel, &size(geo.have), local)?;
         for lv in 1..l {
             let k = self.denoise_kernel(
                 kernels,
@@ -345,17 +359,18 @@ impl DeviceRunner {
                 out: p.g[lv],
             };
             geo_args(args, at, fill).done()?;
-            events.push(dev.launch(Queue::Compute, &k.kernel, &size(p.g[lv]), local, &[])?);
+            stream.launch(flight, &k.kernel, &size(p.g[lv]), local)?;
             g.push(buf);
             gwin.push(p.g[lv]);
         }
         // a ± pyrup(b) into `out` (window `w`).
         let add_up = |kernels: &mut HashMap<String, Built>,
+                      flight: &mut Flight,
                       (a, aw): (&Buffer<u8>, Win),
                       (b, bw, bsize): (&Buffer<u8>, Win, (usize, usize)),
                       (out, w, to): (&Buffer<u8>, Win, SampleType),
                       sub: bool|
-         -> Result<Event> {
+         -> Result<()> {
             let k = self.denoise_kernel(
                 kernels,
                 ("filter_pyramid", "add_up"),
@@ -385,7 +400,7 @@ impl DeviceRunner {
                 .scalar(w.height as i32)
                 .scalar(fill)
                 .done()?;
-            dev.launch(Queue::Compute, &k.kernel, &size(w), local, &[])
+            stream.launch(flight, &k.kernel, &size(w), local)
         };
         let b = &d.bilateral;
         let extra = [
@@ -399,13 +414,14 @@ impl DeviceRunner {
         let mut rwin = gwin[l - 1];
         for lv in (0..l - 1).rev() {
             let detail = alloc(p.b[lv])?;
-            events.push(add_up(
+            add_up(
                 kernels,
+                flight,
                 (&g[lv], gwin[lv]),
                 (&g[lv + 1], gwin[lv + 1], p.sizes[lv + 1]),
                 (&detail, p.b[lv], f),
                 true,
-            )?);
+            )?;
             let smooth = alloc(p.t[lv])?;
             let k = self.denoise_kernel(
                 kernels,
@@ -438,46 +454,42 @@ impl DeviceRunner {
                 out: p.t[lv],
             };
             geo_args(args, at, fill).done()?;
-            events.push(dev.launch(Queue::Compute, &k.kernel, &size(p.t[lv]), local, &[])?);
+            stream.launch(flight, &k.kernel, &size(p.t[lv]), local)?;
             let next = if lv == 0 { None } else { Some(alloc(p.t[lv])?) };
             let coarse = r.as_ref().unwrap_or(&g[l - 1]);
             let (out, to) = match &next {
                 Some(n) => (n, f),
                 None => (dst, t),
             };
-            events.push(add_up(
+            add_up(
                 kernels,
+                flight,
                 (&smooth, p.t[lv]),
                 (coarse, rwin, p.sizes[lv + 1]),
                 (out, p.t[lv], to),
                 false,
-            )?);
+            )?;
             r = next;
             rwin = p.t[lv];
         }
-        events
-            .last()
-            .expect("launched")
-            .wait()
-            .map_err(crate::device::cl_error("denoising on the device"))?;
-        Ok(events)
+        stream.flush_kernels()?;
+        flight.wait_kernels()
     }
 
-    /// Launches one op from device buffer `src` (window `geo.have`) into
-    /// buffer `dst` (window `geo.out`), on output rows `rows`, after `wait`.
+    /// Enqueues one op on `flight` from device buffer `src` (window
+    /// `geo.have`) into buffer `dst` (window `geo.out`).
     #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         built: &Built,
+        flight: &mut Flight,
         op: &Op,
         (src, dst): (&Buffer<u8>, &Buffer<u8>),
         t: SampleType,
         bands: usize,
         geo: Geo,
         (border, nd): (BorderMode, Option<f64>),
-        rows: Range<usize>,
-        wait: &[&Event],
-    ) -> Result<Event> {
+    ) -> Result<()> {
         let fill = match border {
             BorderMode::Constant(v) => round_to(t, v as f32),
             BorderMode::Nodata => nd.unwrap_or(0.0) as f32,
@@ -520,16 +532,12 @@ impl DeviceRunner {
             .scalar(g.out.width as i32)
             .scalar(g.out.height as i32)
             .scalar(fill)
-            .scalar(rows.start as i32)
+            .scalar(0i32)
             .done()?;
         let z = if joint_bands(op, bands) > 1 { 1 } else { bands };
-        self.device.launch(
-            Queue::Compute,
-            kernel,
-            &[g.out.width, rows.len(), z],
-            Some(&[LOCAL, LOCAL, 1]),
-            wait,
-        )
+        let global = [g.out.width, g.out.height, z];
+        self.stream
+            .launch(flight, kernel, &global, Some(&[LOCAL, LOCAL, 1]))
     }
 }
 
@@ -688,110 +696,24 @@ fn result_planes(input: Option<Bands>, t: SampleType, n: usize, w: usize, h: usi
     crate::with_type!(t, T => typed::<T>(input, n, w, h))
 }
 
-impl ChainRunner for DeviceRunner {
-    fn name(&self) -> String {
-        format!("OpenCL {}", self.device.info().name)
-    }
-
-    fn device_times(&self) -> Option<DeviceTimes> {
-        Some(self.times.take())
-    }
-
-    fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
-        let (t_in, bands_in) = (input.sample_type(), input.count());
-        self.check(chain, bands_in)?;
-        let (t_out, bands_out) = (chain.out_type(t_in), chain.out_bands(bands_in));
-        let out = at.out;
-        if out.width == 0 || out.height == 0 || bands_in == 0 {
-            return Ok(result_planes(
-                Some(input),
-                t_out,
-                bands_out,
-                out.width,
-                out.height,
-            ));
-        }
+impl DeviceRunner {
+    /// Enqueues `chain` on one tile: its input goes up, every op runs on the
+    /// device (ping-ponging between the slot's two buffers, in order on the
+    /// compute queue), its result comes down, all without waiting.
+    fn enqueue(&self, chain: &Chain, input: &Bands, at: &TileAt) -> Result<(Flight, Slot)> {
         let dev = &self.device;
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let State { staging, kernels } = &mut *state;
-        let steps = chain.steps(at);
-
-        // Strips of the first op's output rows: per strip, stage its input
-        // rows in, launch the op on it, and (one-op chains) stage it out.
-        let Step {
-            op: op0,
-            target: target0,
-            image: image0,
-        } = steps[0];
-        let have = at.have;
-        let row_in = have.width * t_in.size();
-        // A pyramid step's rows map to input rows at another scale, and
-        // denoising reads every level: they take their input whole, in one strip.
-        let per = match op0 {
-            _ if op0.resampling().is_some() => target0.height.max(1),
-            Op::Denoise(_) => target0.height.max(1),
-            _ => staging::rows_per_strip(row_in * bands_in, self.strip_bytes, LOCAL),
-        };
-        let lead = (target0.y - have.y).max(0) as usize;
-        let plan = staging::strips(target0.height, per, lead, have.height, op0.radius());
-        let row_out = out.width * t_out.size();
-        let single = steps.len() == 1;
-        let srcs = band_bytes(&input);
-        let (mut up, mut computed, mut down) = (Vec::new(), Vec::new(), Vec::new());
-        let mut reads: Vec<(Range<usize>, Vec<Event>)> = Vec::new();
-        let (mut t, mut bands, mut have, mut nd) = (t_in, bands_in, have, at.nd);
-        let mode = (at.border, nd);
-        let geo = Geo {
-            have,
-            image: image0,
-            out: target0,
-        };
-        let len0 = op0.out_bands(bands) * target0.width * target0.height * op0.out_type(t).size();
-        staging.buffer(dev, 1, len0)?;
-        let mut staged = 0;
-        for s in &plan {
-            if s.need > staged {
-                up.extend(staging.stage_in(dev, &srcs, row_in, have.height, staged..s.need)?);
-                staged = s.need;
-            }
-            let pair = (staging.get(0), staging.get(1));
-            let wait: Vec<&Event> = up.last().into_iter().collect();
-            let mut events = self.step(
-                kernels,
-                op0,
-                pair,
-                t,
-                bands,
-                geo,
-                mode,
-                s.rows.clone(),
-                &wait,
-            )?;
-            let e = events.pop().expect("a step launches a kernel");
-            computed.extend(events);
-            flush(dev, Queue::Compute)?;
-            if single {
-                let r = staging.stage_out(
-                    dev,
-                    1,
-                    bands_out,
-                    row_out,
-                    out.height,
-                    s.rows.clone(),
-                    &e,
-                )?;
-                reads.push((s.rows.clone(), r));
-            }
-            computed.push(e);
-        }
-        drop(srcs);
-
-        // The other ops, each over its whole window, ping-ponging between
-        // buffers 0 and 1 (in order on the compute queue).
-        let mut from = 1;
-        nd = op0.out_nodata(t, nd);
-        (t, bands, have) = (op0.out_type(t), op0.out_bands(bands), target0);
-        for &Step { op, target, image } in &steps[1..] {
+        let stream = &self.stream;
+        let mut kernels = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.slots.take();
+        let mut flight = stream.flight();
+        // SAFETY: the slot travels with the flight (see `InFlight`) until
+        // the flight is waited for.
+        unsafe { slot.stage_in(stream, &mut flight, &band_bytes(input))? };
+        stream.flush_uploads()?;
+        let (mut t, mut bands, mut have, mut nd) =
+            (input.sample_type(), input.count(), at.have, at.nd);
+        let mut from = 0;
+        for Step { op, target, image } in chain.steps(at) {
             let geo = Geo {
                 have,
                 image,
@@ -799,62 +721,86 @@ impl ChainRunner for DeviceRunner {
             };
             let to = op.out_type(t);
             let len = op.out_bands(bands) * target.width * target.height * to.size();
-            staging.buffer(dev, 1 - from, len)?;
-            let pair = (staging.get(from), staging.get(1 - from));
+            slot.buffer(dev, 1 - from, len)?;
+            let pair = (slot.get(from), slot.get(1 - from));
             let mode = (at.border, nd);
-            let rows = 0..target.height;
-            computed.extend(self.step(kernels, op, pair, t, bands, geo, mode, rows, &[])?);
-            flush(dev, Queue::Compute)?;
+            self.step(&mut kernels, &mut flight, op, pair, t, bands, geo, mode)?;
+            stream.flush_kernels()?;
             from = 1 - from;
             nd = op.out_nodata(t, nd);
             (t, bands, have) = (to, op.out_bands(bands), target);
         }
-        if !single {
-            let per = staging::rows_per_strip(row_out * bands_out, self.strip_bytes, 1);
-            let last = computed.last().expect("one per op");
-            for y in (0..out.height).step_by(per) {
-                let rows = y..(y + per).min(out.height);
-                let r = staging.stage_out(
-                    dev,
-                    from,
-                    bands_out,
-                    row_out,
-                    out.height,
-                    rows.clone(),
-                    last,
-                )?;
-                reads.push((rows, r));
-            }
-        }
-
-        // Copy each strip out as its reads land.
-        let recycled = self.recycle.then_some(input);
-        let mut result = result_planes(recycled, t_out, bands_out, out.width, out.height);
-        let mut dst = band_bytes_mut(&mut result);
-        for (rows, events) in reads {
-            events
-                .last()
-                .expect("one per band")
-                .wait()
-                .map_err(crate::device::cl_error("downloading from the device"))?;
-            staging.copy_out(&mut dst, row_out, out.height, rows);
-            down.extend(events);
-        }
-        let sum = |e: &[Event]| e.iter().map(event_ns).sum::<u64>();
-        self.times.add(DeviceTimes {
-            upload_ns: sum(&up),
-            kernel_ns: sum(&computed),
-            download_ns: sum(&down),
-        });
-        Ok(result)
+        let len = bands * at.out.width * at.out.height * t.size();
+        // SAFETY: as above.
+        unsafe { slot.stage_out(stream, &mut flight, from, len)? };
+        stream.flush_downloads()?;
+        Ok((flight, slot))
     }
 }
 
-/// Submits what is queued on `q` (drivers may hold commands back until then).
-fn flush(dev: &Device, q: Queue) -> Result<()> {
-    dev.queue(q)
-        .flush()
-        .map_err(crate::device::cl_error("submitting commands"))
+impl ChainRunner for DeviceRunner {
+    fn name(&self) -> String {
+        format!("OpenCL {}", self.device.info().name)
+    }
+
+    fn device_times(&self) -> Option<DeviceTimes> {
+        Some(self.stream.take_times())
+    }
+
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands> {
+        let pending = self.submit(chain, input, at)?;
+        self.finish(pending)
+    }
+
+    fn submit(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Pending> {
+        let (t_in, bands_in) = (input.sample_type(), input.count());
+        self.check(chain, bands_in)?;
+        let (t_out, bands_out) = (chain.out_type(t_in), chain.out_bands(bands_in));
+        let out = at.out;
+        if out.width == 0 || out.height == 0 || bands_in == 0 {
+            let planes = result_planes(Some(input), t_out, bands_out, out.width, out.height);
+            return Ok(Pending::Done(planes));
+        }
+        let (flight, slot) = self.enqueue(chain, &input, at)?;
+        Ok(Pending::InFlight(Box::new(InFlight {
+            flight,
+            slot,
+            input: self.recycle.then_some(input),
+            t_out,
+            bands_out,
+            size: (out.width, out.height),
+        })))
+    }
+
+    fn finish(&self, pending: Pending) -> Result<Bands> {
+        let tile = match pending {
+            Pending::Done(bands) => return Ok(bands),
+            Pending::InFlight(tile) => tile,
+        };
+        let Ok(tile) = tile.downcast::<InFlight>() else {
+            bail!(
+                "a tile in flight from another runner",
+                hint = "this is a bug: please report it"
+            );
+        };
+        let InFlight {
+            mut flight,
+            slot,
+            input,
+            t_out,
+            bands_out,
+            size: (w, h),
+        } = *tile;
+        self.stream.finish(&mut flight)?;
+        let mut result = result_planes(input, t_out, bands_out, w, h);
+        slot.copy_out(&mut band_bytes_mut(&mut result));
+        self.slots.give(slot);
+        Ok(result)
+    }
 }
 
 /// Histogram of one plane on the device (see `kernels/filter_histogram.cl`).

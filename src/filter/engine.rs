@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 use tiles::{Border, Rect, TileGrid};
 
 /// Runs a chain on one tile.
+///
+/// A runner may keep tiles in flight: the engine [`submit`](ChainRunner::submit)s
+/// a tile and [`finish`](ChainRunner::finish)es it up to
+/// [`depth`](ChainRunner::depth) tiles later, in order. The defaults run each
+/// tile at once.
 pub trait ChainRunner: Sync {
     fn name(&self) -> String;
     /// Device times since the last call (reset on read); `None` on the host.
@@ -24,6 +29,33 @@ pub trait ChainRunner: Sync {
         None
     }
     fn run(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Bands>;
+
+    /// Tiles kept in flight beyond the one being submitted.
+    fn depth(&self) -> usize {
+        0
+    }
+
+    /// Starts a tile; [`ChainRunner::finish`] gives its result.
+    fn submit(&self, chain: &Chain, input: Bands, at: &TileAt) -> Result<Pending> {
+        self.run(chain, input, at).map(Pending::Done)
+    }
+
+    /// The result of a tile [`ChainRunner::submit`] started.
+    fn finish(&self, pending: Pending) -> Result<Bands> {
+        match pending {
+            Pending::Done(bands) => Ok(bands),
+            Pending::InFlight(_) => crate::bail!(
+                "a tile in flight on a runner that keeps none",
+                hint = "this is a bug: please report it"
+            ),
+        }
+    }
+}
+
+/// A submitted tile: done, or in flight in a form its runner knows.
+pub enum Pending {
+    Done(Bands),
+    InFlight(Box<dyn std::any::Any>),
 }
 
 /// The host runner: plain Rust, rayon over rows.
@@ -155,11 +187,11 @@ pub fn filter(
     let tiles = tiles(job, (w, h))?;
     progress.start(tiles.len() as u64, "tiles");
     let mut stats = FilterStats::default();
-    pipeline::run(
+    let compute = std::cell::Cell::new(Duration::ZERO);
+    pipeline::run_deferred(
         tiles.into_iter(),
         |tile| source.read(tile.source),
         |tile, input| {
-            let t0 = Instant::now();
             let at = TileAt {
                 have: win(tile.source),
                 image: (w, h),
@@ -167,12 +199,20 @@ pub fn filter(
                 border: job.border,
                 nd,
             };
-            let out = runner.run(&job.chain, input, &at)?;
-            stats.compute += t0.elapsed();
+            let t0 = Instant::now();
+            let pending = runner.submit(&job.chain, input, &at);
+            compute.set(compute.get() + t0.elapsed());
+            pending
+        },
+        |tile, pending| {
+            let t0 = Instant::now();
+            let out = runner.finish(pending)?;
+            compute.set(compute.get() + t0.elapsed());
             stats.tiles += 1;
             stats.pixels += tile.output.area();
             Ok(out)
         },
+        runner.depth(),
         |tile, out| {
             sink.write(tile.output, &out)?;
             progress.inc(1);
@@ -180,6 +220,7 @@ pub fn filter(
         },
     )?;
     progress.finish();
+    stats.compute = compute.get();
     stats.wall = start.elapsed();
     Ok(stats)
 }
