@@ -18,6 +18,7 @@
 //! across calls, copies in parallel, and upload, first kernel and download
 //! overlapped strip by strip within a tile.
 
+pub mod pyramid_store;
 mod staging;
 
 use super::bilateral::Distance;
