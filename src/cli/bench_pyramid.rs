@@ -18,7 +18,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::filter::Chain;
 use crate::filter::device::pyramid_store::{DevicePyramid, Store, scharr_host};
-use crate::filter::levels::Levels;
+use crate::filter::levels::{Level, Levels};
 use crate::filter::op::TileAt;
 use crate::filter::scharr::Scharr;
 use crate::filter::{BorderMode, Win};
@@ -53,24 +53,29 @@ pub fn run(
     let border = args.border;
     let chains = levels.chains(&[], &[]);
     with_bands!(&image.bands, p => {
-        let first = vec![p[0].clone()];
-        let (w, h) = (first[0].width, first[0].height);
-        let mut built = Vec::with_capacity(chains.len());
-        for level in &chains {
-            let chain = Chain::parse(&level.ops)?;
-            let (ow, oh) = chain.out_size((w, h));
-            let at = TileAt {
-                have: Win::new(0, 0, w, h),
-                image: (w, h),
-                out: Win::new(0, 0, ow, oh),
-                border,
-                nd: None,
-            };
-            let out = chain.run_tile_host(Pixel::wrap(first.clone()), &at, false);
-            built.push(first_plane(out)?);
-        }
+        let built = build(&p[0], &chains, border)?;
         bench(args, dev, &stores, &built, &sizes, border)
     })
+}
+
+/// Every level's chain run on the host over the whole of `band`.
+fn build<T: Pixel>(band: &Plane<T>, chains: &[Level], border: BorderMode) -> Result<Vec<Plane<T>>> {
+    let (w, h) = (band.width, band.height);
+    let mut built = Vec::with_capacity(chains.len());
+    for level in chains {
+        let chain = Chain::parse(&level.ops)?;
+        let (ow, oh) = chain.out_size((w, h));
+        let at = TileAt {
+            have: Win::new(0, 0, w, h),
+            image: (w, h),
+            out: Win::new(0, 0, ow, oh),
+            border,
+            nd: None,
+        };
+        let out = chain.run_tile_host(T::wrap(vec![band.clone()]), &at, false);
+        built.push(first_plane::<T>(out)?);
+    }
+    Ok(built)
 }
 
 /// The first band of a level's result, as the input's type.

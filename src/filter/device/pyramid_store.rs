@@ -17,8 +17,8 @@
 
 use crate::bail;
 use crate::device::{
-    Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Image, Kernel, Queue,
-    cl_error, event_ns,
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Image, Kernel,
+    Queue, event_ns,
 };
 use crate::error::{Error, Result};
 use crate::filter::border::{BorderMode, Win, pad};
@@ -207,32 +207,38 @@ impl<T: Pixel> DevicePyramid<T> {
                 let k = kernel("scharr_lut")?;
                 let widest = self.slots.iter().map(|s| s.width).max().unwrap_or(1);
                 let rows: usize = self.slots.iter().map(|s| s.height).sum();
-                set(&k, 0, data)?;
-                set(&k, 1, table)?;
-                set_scalar(&k, 2, self.slots.len() as i32)?;
-                set(&k, 3, out)?;
+                Args::new(&k)
+                    .mem(data)
+                    .mem(table)
+                    .scalar(self.slots.len() as i32)
+                    .mem(out)
+                    .done()?;
                 events.push(launch(dev, &k, widest, rows)?);
             }
             Held::Separate(bufs) => {
                 let k = kernel("scharr_level")?;
                 for (b, s) in bufs.iter().zip(&self.slots) {
-                    set(&k, 0, b)?;
-                    set_scalar(&k, 1, s.width as i32)?;
-                    set_scalar(&k, 2, s.height as i32)?;
-                    set_scalar(&k, 3, s.pitch as i32)?;
-                    set(&k, 4, out)?;
-                    set_scalar(&k, 5, s.out as i32)?;
+                    Args::new(&k)
+                        .mem(b)
+                        .scalar(s.width as i32)
+                        .scalar(s.height as i32)
+                        .scalar(s.pitch as i32)
+                        .mem(out)
+                        .scalar(s.out as i32)
+                        .done()?;
                     events.push(launch(dev, &k, s.width, s.height)?);
                 }
             }
             Held::Images(images) => {
                 let k = kernel("scharr_image")?;
                 for (img, s) in images.iter().zip(&self.slots) {
-                    set(&k, 0, img)?;
-                    set_scalar(&k, 1, s.width as i32)?;
-                    set_scalar(&k, 2, s.height as i32)?;
-                    set(&k, 3, out)?;
-                    set_scalar(&k, 4, s.out as i32)?;
+                    Args::new(&k)
+                        .mem(img)
+                        .scalar(s.width as i32)
+                        .scalar(s.height as i32)
+                        .mem(out)
+                        .scalar(s.out as i32)
+                        .done()?;
                     events.push(launch(dev, &k, s.width, s.height)?);
                 }
             }
@@ -326,16 +332,6 @@ fn cl_float(v: f32) -> String {
     } else {
         format!("({v:?}f)")
     }
-}
-
-fn set<M: opencl3::memory::ClMem>(k: &Kernel, i: u32, m: &M) -> Result<()> {
-    // SAFETY: the argument is a memory object the caller keeps alive until the launch ends.
-    unsafe { k.set_arg(i, &m.get()) }.map_err(cl_error("setting a kernel argument"))
-}
-
-fn set_scalar<S: Copy>(k: &Kernel, i: u32, v: S) -> Result<()> {
-    // SAFETY: a plain scalar argument of the kernel's declared type.
-    unsafe { k.set_arg(i, &v) }.map_err(cl_error("setting a kernel argument"))
 }
 
 fn launch(dev: &Device, k: &Kernel, w: usize, h: usize) -> Result<Event> {
