@@ -5,8 +5,8 @@
 
 use super::compress_args::CompressArgs;
 use crate::bail;
-use crate::error::Result;
 use crate::device::{Device, DeviceChoice};
+use crate::error::Result;
 use crate::filter::blend::{Blend, BlendNodata};
 use crate::filter::blend_cl;
 use crate::gdal::class_raster::{OutputRaster, OutputSpec};

@@ -33,7 +33,10 @@ pub fn apply<T: Pixel, A: Pixel>(
         .define("CONVERT", convert(T::TYPE))
         .define("ALPHA", use_alpha as u8)
         .define("A_INT", A::TYPE.range().is_some() as u8)
-        .define("A_HI", literal(A::TYPE.range().map_or(1.0, |(_, hi)| hi as f32)))
+        .define(
+            "A_HI",
+            literal(A::TYPE.range().map_or(1.0, |(_, hi)| hi as f32)),
+        )
         .define("HAS_NDA", nda.is_some() as u8)
         .define("NDA", literal(nda.map_or(0.0, Pixel::to_f32)))
         .define("HAS_NDB", ndb.is_some() as u8)
@@ -117,15 +120,28 @@ mod tests {
         let b = vec![plane::<T>(3, 0.29), plane::<T>(4, 0.53)];
         let w = plane::<A>(5, 0.0173);
         let blends = [
-            Blend::Weighted { alpha: 0.7, beta: 0.3, gamma: 0.0 },
-            Blend::Weighted { alpha: 1.3, beta: -0.6, gamma: -10.25 },
+            Blend::Weighted {
+                alpha: 0.7,
+                beta: 0.3,
+                gamma: 0.0,
+            },
+            Blend::Weighted {
+                alpha: 1.3,
+                beta: -0.6,
+                gamma: -10.25,
+            },
             Blend::Alpha,
         ];
         for blend in blends {
             let alpha = (blend == Blend::Alpha).then_some(&w);
             let host = blend.apply(&a, &b, alpha, nd);
             let cl = apply(dev, blend, &a, &b, alpha, nd).unwrap();
-            assert!(same(&host, &cl), "{:?}/{:?} {blend:?} {nd:?}", T::TYPE, A::TYPE);
+            assert!(
+                same(&host, &cl),
+                "{:?}/{:?} {blend:?} {nd:?}",
+                T::TYPE,
+                A::TYPE
+            );
         }
     }
 
@@ -133,11 +149,21 @@ mod tests {
     fn device_blend_equals_the_host() {
         let Some(dev) = test_device() else { return };
         let none = BlendNodata::default();
-        let nd = BlendNodata { a: Some(0.0), b: Some(7.0), alpha: Some(3.0) };
+        let nd = BlendNodata {
+            a: Some(0.0),
+            b: Some(7.0),
+            alpha: Some(3.0),
+        };
         check::<u8, u8>(&dev, none);
         check::<u8, u8>(&dev, nd);
         check::<u16, f32>(&dev, none);
         check::<i16, u16>(&dev, nd);
-        check::<f32, f32>(&dev, BlendNodata { a: Some(f64::NAN), ..none });
+        check::<f32, f32>(
+            &dev,
+            BlendNodata {
+                a: Some(f64::NAN),
+                ..none
+            },
+        );
     }
 }

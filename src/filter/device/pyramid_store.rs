@@ -25,8 +25,8 @@ use crate::filter::border::{BorderMode, Win, pad};
 use crate::filter::scharr::Scharr;
 use crate::pixel::{Pixel, Plane, SampleType};
 use opencl3::memory::{
-    CL_FLOAT, CL_MEM_COPY_HOST_PTR, CL_MEM_OBJECT_IMAGE2D, CL_R, CL_SIGNED_INT16,
-    CL_UNSIGNED_INT8, CL_UNSIGNED_INT16,
+    CL_FLOAT, CL_MEM_COPY_HOST_PTR, CL_MEM_OBJECT_IMAGE2D, CL_R, CL_SIGNED_INT16, CL_UNSIGNED_INT8,
+    CL_UNSIGNED_INT16,
 };
 use opencl3::types::{cl_image_desc, cl_image_format};
 
@@ -150,7 +150,9 @@ impl<T: Pixel> DevicePyramid<T> {
                 let mut rows = 0;
                 let mut table = Vec::with_capacity(LUT_ROW * slots.len());
                 for s in &slots {
-                    table.extend([s.offset, s.width, s.height, s.pitch, rows, s.out].map(|v| v as i32));
+                    table.extend(
+                        [s.offset, s.width, s.height, s.pitch, rows, s.out].map(|v| v as i32),
+                    );
                     rows += s.height;
                 }
                 Held::Lut {
@@ -249,7 +251,10 @@ impl<T: Pixel> DevicePyramid<T> {
 
     /// The last filter's ∂x and ∂y of every level, downloaded.
     pub fn download(&self, dev: &Device) -> Result<Vec<[Plane<f32>; 2]>> {
-        let total = self.slots.last().map_or(0, |s| s.out + 2 * s.width * s.height);
+        let total = self
+            .slots
+            .last()
+            .map_or(0, |s| s.out + 2 * s.width * s.height);
         let mut all = vec![0f32; total];
         dev.download(&self.out, &mut all)?;
         Ok(self
@@ -269,11 +274,22 @@ impl<T: Pixel> DevicePyramid<T> {
 
 /// The plain host counterpart of the device kernels: Scharr of one whole
 /// level (no nodata) with `border` beyond its edges, as ∂x and ∂y.
-pub fn scharr_host<T: Pixel>(level: &Plane<T>, scharr: Scharr, border: BorderMode) -> [Plane<f32>; 2] {
+pub fn scharr_host<T: Pixel>(
+    level: &Plane<T>,
+    scharr: Scharr,
+    border: BorderMode,
+) -> [Plane<f32>; 2] {
     let (w, h) = (level.width, level.height);
     let r = scharr.radius();
     let whole = Win::new(0, 0, w, h);
-    let padded = pad(level, whole, (w, h), whole.grow(r), border, border.fill::<T>(None));
+    let padded = pad(
+        level,
+        whole,
+        (w, h),
+        whole.grow(r),
+        border,
+        border.fill::<T>(None),
+    );
     let [dx, dy]: [Plane<f32>; 2] = scharr
         .reference(&[padded], None)
         .try_into()
@@ -355,11 +371,19 @@ mod tests {
 
     /// Odd sizes, one-pixel levels and levels narrower than the tap spacing.
     fn pyramid<T: Pixel>() -> Vec<Plane<T>> {
-        [(37, 23), (37, 23), (19, 12), (10, 6), (5, 3), (2, 1), (1, 1)]
-            .iter()
-            .enumerate()
-            .map(|(i, &(w, h))| level(w, h, i as u32 * 77))
-            .collect()
+        [
+            (37, 23),
+            (37, 23),
+            (19, 12),
+            (10, 6),
+            (5, 3),
+            (2, 1),
+            (1, 1),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &(w, h))| level(w, h, i as u32 * 77))
+        .collect()
     }
 
     fn check<T: Pixel>(dev: &Device, sizes: &[usize], borders: &[BorderMode]) {
@@ -377,7 +401,11 @@ mod tests {
                     let got = p.download(dev).unwrap();
                     for (l, (g, w)) in got.iter().zip(&want).enumerate() {
                         for d in 0..2 {
-                            let same = g[d].data.iter().zip(&w[d].data).all(|(a, b)| a.to_bits() == b.to_bits());
+                            let same = g[d]
+                                .data
+                                .iter()
+                                .zip(&w[d].data)
+                                .all(|(a, b)| a.to_bits() == b.to_bits());
                             assert!(
                                 same,
                                 "{:?} {:?} scharr:{size} {border:?} level {l} d{d}",
@@ -395,7 +423,11 @@ mod tests {
     fn every_store_equals_the_host() {
         let Some(dev) = test_device() else { return };
         check::<u8>(&dev, &[3, 5, 7, 9], &[BorderMode::Reflect101]);
-        check::<u8>(&dev, &[5], &[BorderMode::Replicate, BorderMode::Constant(7.0)]);
+        check::<u8>(
+            &dev,
+            &[5],
+            &[BorderMode::Replicate, BorderMode::Constant(7.0)],
+        );
         check::<f32>(&dev, &[3, 9], &[BorderMode::Reflect101]);
         check::<i16>(&dev, &[7], &[BorderMode::Reflect101]);
     }
