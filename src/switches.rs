@@ -29,6 +29,9 @@ pub const MASK_ENV: &str = "MAPFILTER_MASK";
 /// `MAPFILTER_SCAN2=0|1` forces the CPU winner search over all bins in two
 /// vectorisable loops (1) or in one (0).
 pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
+/// `MAPFILTER_PYRAMID_STORE=lut|image|separate` forces how a pyramid's
+/// levels are held on an OpenCL device (`filter::device::pyramid_store`).
+pub const PYRAMID_STORE_ENV: &str = "MAPFILTER_PYRAMID_STORE";
 
 /// Every study switch, as the environment set it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,6 +52,8 @@ pub struct StudySwitches {
     pub mask: Option<bool>,
     /// [`SCAN2_ENV`], as `tap_scan`.
     pub scan2: Option<bool>,
+    /// [`PYRAMID_STORE_ENV`] as written (the pyramid store parses it).
+    pub pyramid_store: Option<String>,
 }
 
 impl StudySwitches {
@@ -74,6 +79,7 @@ impl StudySwitches {
             slide: flag(SLIDE_ENV),
             mask: flag(MASK_ENV),
             scan2: flag(SCAN2_ENV),
+            pyramid_store: text(PYRAMID_STORE_ENV),
         }
     }
 }

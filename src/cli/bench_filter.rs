@@ -10,12 +10,17 @@
 //! that build the kernels and allocate the staging memory kept between calls.
 //! `kernel_ms`, `upload_ms`, `download_ms` are the profiled device times of
 //! those commands (they overlap in time, strip by strip).
+//!
+//! A level op first (`scale-space:..`, `gaussian-pyramid:..`) with
+//! `scharr:N` ops after it, on a device, times the device-held pyramid
+//! instead ([`super::bench_pyramid`]).
 
 use crate::device::{Device, DeviceChoice};
 use crate::error::{Error, Result};
 use crate::filter::device::{DeviceRunner, histogram};
 use crate::filter::engine::{ChainRunner, HostRunner};
 use crate::filter::histogram::{BandHistogram, Binning};
+use crate::filter::levels::Levels;
 use crate::filter::op::TileAt;
 use crate::filter::run_on::RunOn;
 use crate::filter::{BorderMode, Chain, Win};
@@ -118,6 +123,10 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             }
         }
         return Ok(());
+    }
+    // A level op first, on a device: the device pyramid bench.
+    if let (Some(dev), Some(levels)) = (&device, Levels::parse(&args.ops[0])) {
+        return super::bench_pyramid::run(&args, dev, &image, &levels?, &args.ops[1..]);
     }
     let chain = Chain::parse(&args.ops)?;
     chain.check(args.bands, t, border, None)?;

@@ -1,11 +1,14 @@
 //! `mapfilter blend`: two rasters of one grid into one, by a weighted sum
 //! (`cv2.addWeighted`) or by an alpha band ([`crate::filter::blend`]),
-//! strip by strip.
+//! strip by strip, on the host or an OpenCL device (`--device`,
+//! [`crate::filter::blend_cl`]).
 
 use super::compress_args::CompressArgs;
 use crate::bail;
+use crate::device::{Device, DeviceChoice};
 use crate::error::Result;
 use crate::filter::blend::{Blend, BlendNodata};
+use crate::filter::blend_cl;
 use crate::gdal::class_raster::{OutputRaster, OutputSpec};
 use crate::gdal::image_raster::{ImageRaster, gdal_type};
 use crate::io::{ImageSink, ImageSource};
@@ -41,6 +44,10 @@ pub struct BlendArgs {
     /// raster has the other bands.
     #[arg(long, value_name = "N")]
     pub alpha_band: Option<usize>,
+    /// Where to blend: host, or an OpenCL device (auto, cpu, gpu, INDEX);
+    /// both give the same bits.
+    #[arg(long, default_value = "host")]
+    pub device: DeviceChoice,
     #[command(flatten)]
     pub compression: CompressArgs,
     /// No summary.
@@ -172,6 +179,7 @@ pub fn run(args: BlendArgs) -> Result<()> {
             None => args.alpha_band.and(first.meta.nodata),
         },
     };
+    let device = args.device.resolve()?;
     let start = std::time::Instant::now();
     for y in (0..h).step_by(STRIP) {
         let window = Rect::new(0, y, w, STRIP.min(h - y));
@@ -182,14 +190,15 @@ pub fn run(args: BlendArgs) -> Result<()> {
             (None, Some(n)) => Some(take_band(&mut a, n - 1)),
             (None, None) => None,
         };
-        let out = blend_bands(blend, &a, &b, weight.as_ref(), nd)?;
+        let out = blend_bands(device.as_ref(), blend, &a, &b, weight.as_ref(), nd)?;
         output.write(window, &out)?;
     }
     output.finish()?;
     if !args.quiet {
         eprintln!(
-            "wrote {} ({w}x{h}, {colour_bands} bands, host in {:.3} s)",
+            "wrote {} ({w}x{h}, {colour_bands} bands, {} in {:.3} s)",
             target.shown().display(),
+            device.as_ref().map_or("host", |d| d.info().name.as_str()),
             start.elapsed().as_secs_f64()
         );
     }
@@ -203,6 +212,7 @@ fn take_band(bands: &mut Bands, i: usize) -> Bands {
 
 /// `blend` over `a` and `b` (one type) with the alpha band `weight`.
 fn blend_bands(
+    device: Option<&Device>,
     blend: Blend,
     a: &Bands,
     b: &Bands,
@@ -211,10 +221,16 @@ fn blend_bands(
 ) -> Result<Bands> {
     macro_rules! typed {
         ($pa:ident, $pb:ident) => {
-            Ok(match weight {
-                None => crate::pixel::Pixel::wrap(blend.apply::<_, u8>($pa, $pb, None, nd)),
-                Some(wb) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
+            Ok(match (weight, device) {
+                (None, None) => crate::pixel::Pixel::wrap(blend.apply::<_, u8>($pa, $pb, None, nd)),
+                (None, Some(d)) => {
+                    crate::pixel::Pixel::wrap(blend_cl::apply::<_, u8>(d, blend, $pa, $pb, None, nd)?)
+                }
+                (Some(wb), None) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
                     blend.apply($pa, $pb, Some(&pw[0]), nd)
+                )),
+                (Some(wb), Some(d)) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
+                    blend_cl::apply(d, blend, $pa, $pb, Some(&pw[0]), nd)?
                 )),
             })
         };

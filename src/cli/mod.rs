@@ -6,6 +6,7 @@
 mod batch;
 mod bench;
 mod bench_filter;
+mod bench_pyramid;
 #[cfg(feature = "gdal")]
 mod blend;
 #[cfg(feature = "gdal")]

@@ -28,6 +28,7 @@
 //! Histograms ([`histogram`]) are whole-raster statistics, not tiles: they
 //! run one plane at a time outside the stream.
 
+pub mod pyramid_store;
 mod staging;
 
 use super::bilateral::Distance;

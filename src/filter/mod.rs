@@ -22,6 +22,7 @@
 
 pub mod bilateral;
 pub mod blend;
+pub mod blend_cl;
 pub mod border;
 pub mod color;
 pub mod conv;
