@@ -154,7 +154,7 @@ pub fn smooth_weighted(
                     .hint("give a confidence raster of the same size"),
             );
         }
-        policy::check_confidence(true, &method.name())?;
+        policy::check_confidence(true, method)?;
     }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();

@@ -268,8 +268,17 @@ fn methods_for(
 ) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods = exact_methods(kernel);
     if case.option("--confidence").is_some() {
-        // Only naive on the host weighs votes (the others are refused).
-        methods.retain(|(name, _)| name == "naive/host");
+        // The methods that weigh votes: naive on the host and every OpenCL
+        // variant, the certified svd/dct5/auto on the host (the others are
+        // refused); naive on OpenCL and svd must be among them.
+        methods.retain(|(_, m)| m.weighs_votes());
+        let names: Vec<&str> = methods.iter().map(|(n, _)| n.as_str()).collect();
+        let cl = test_device().is_some();
+        assert!(
+            names.iter().any(|n| n.starts_with("naive/opencl")) == cl
+                && names.contains(&"svd --exact on Host"),
+            "{names:?}"
+        );
         return methods;
     }
     if case.option("--ties").is_some() {

@@ -126,7 +126,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     observer.explain = args.explain.then(|| choice.clone());
     let method = choice.build(&kernel)?;
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
-    crate::method::policy::check_confidence(confidence.is_some(), &method.name())?;
+    crate::method::policy::check_confidence(confidence.is_some(), method.as_ref())?;
     let overwrite = args.overwrite.overwrite;
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.baseline.as_deref());
