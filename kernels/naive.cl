@@ -466,3 +466,75 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
     }
 }
 #endif
+
+// -------------------------------------------------------------- weighted --
+// Confidence-weighted votes (`--confidence`, docs/semantics.md#confidence):
+// each tap adds its kernel weight times its pixel's quantised confidence
+// (`conf`, ushort, laid out as `cls`). Plain Rust twin:
+// src/method/naive/mod.rs::weighted_pixel. The quantised kernel weights sum
+// to at most 2^31 and a confidence is below 2^16, so a class's sum stays
+// below 2^47 in a ulong; its product with the class weight (below 2^32)
+// needs 79 bits, compared as (mul_hi, low word) pairs. One work-item per
+// output pixel, a private ulong histogram, every tap (a run's weights are
+// no longer its span of the kernel), whatever the variant.
+
+// a > b for the 128-bit products a = ah:al, b = bh:bl.
+#define WIDE_GT(ah, al, bh, bl) ((ah) > (bh) || ((ah) == (bh) && (al) > (bl)))
+
+__kernel void naive_weighted(__global const CLS_T *cls,
+                             __global const ushort *conf, uint tw,
+                             __global const uint2 *taps, uint n_taps,
+                             __constant uint *w, uint nc, uint ow, uint oh,
+                             uint halo, uint fill, __global ushort *out)
+{
+    uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= ow || y >= oh)
+        return;
+    size_t origin = (size_t)y * tw + x;
+    size_t o = (size_t)y * ow + x;
+    uint centre = cls[origin + (size_t)halo * tw + halo];
+    if (centre == nc && !fill) {
+        out[o] = NO_CLASS;
+        return;
+    }
+    ulong h[NB];
+    for (uint c = 0; c <= nc; ++c)
+        h[c] = 0;
+    for (uint t = 0; t < n_taps; ++t) {
+        uint2 tp = taps[t];
+        size_t a = origin + (size_t)TAP_DY(tp.x) * tw + TAP_DX(tp.x);
+        h[cls[a]] += (ulong)tp.y * conf[a];
+    }
+    ulong best_hi = 0, best_lo = 0;
+#if TIES == 0
+    uint r = NO_CLASS;
+    for (uint c = 0; c < nc; ++c) {
+        ulong hi = mul_hi(h[c], (ulong)w[c]), lo = h[c] * (ulong)w[c];
+        if (WIDE_GT(hi, lo, best_hi, best_lo)) {
+            best_hi = hi;
+            best_lo = lo;
+            r = c;
+        }
+    }
+    if (r != NO_CLASS && centre < nc &&
+        mul_hi(h[centre], (ulong)w[centre]) == best_hi &&
+        h[centre] * (ulong)w[centre] == best_lo)
+        r = centre;
+#else
+    uint first = NO_CLASS, last = NO_CLASS, n = 0;
+    for (uint c = 0; c < nc; ++c) {
+        ulong hi = mul_hi(h[c], (ulong)w[c]), lo = h[c] * (ulong)w[c];
+        if (WIDE_GT(hi, lo, best_hi, best_lo)) {
+            best_hi = hi;
+            best_lo = lo;
+            first = last = c;
+            n = 1;
+        } else if (hi == best_hi && lo == best_lo && (hi | lo) != 0) {
+            last = c;
+            ++n;
+        }
+    }
+    uint r = TIES == 2 ? last : (TIES == 3 && n > 1) ? UNDECIDED : first;
+#endif
+    out[o] = (ushort)r;
+}

@@ -147,8 +147,8 @@ pub fn smooth(
 }
 
 /// [`smooth`] with each pixel's vote weighted by `confidence` (quantised
-/// weights on the source's grid, docs/semantics.md#confidence); only the
-/// naive host method takes them.
+/// weights on the source's grid, docs/semantics.md#confidence); methods
+/// that do not weigh votes ([`ClassSmoother::weighs_votes`]) are refused.
 pub fn smooth_weighted(
     source: &mut dyn ClassSource,
     mut confidence: Option<&mut dyn ClassSource>,
@@ -166,7 +166,7 @@ pub fn smooth_weighted(
                     .hint("give a confidence raster of the same size"),
             );
         }
-        policy::check_confidence(true, &method.name())?;
+        policy::check_confidence(true, method)?;
     }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();

@@ -444,3 +444,72 @@ fn sliding_histograms_match_host_on_noise_and_nodata() {
         check_methods(&case, &[33, 80], &methods);
     }
 }
+
+/// Confidence-weighted votes (`--confidence`): every variant runs the
+/// weighted kernel, byte-identical to the host for every tie rule, with
+/// confidences at the top of their range and class weights near 2³², whose
+/// scores need more than 64 bits (the kernel compares 128-bit products), and
+/// with confidences of 0 and ties everywhere (two values only).
+#[test]
+fn confidence_weighted_votes_match_host() {
+    use mapfilter::method::policy::Ties;
+    use mapfilter::method::{ClassTile, SmoothParams};
+    let Some(dev) = test_device() else { return };
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for kernel in ["box:9", "gaussian:1.5"] {
+        let kernel = kernel.parse::<KernelSpec>().unwrap().build().unwrap();
+        let halo = kernel.radius();
+        let (w, h, nc) = (37 + 2 * halo, 29 + 2 * halo, 6usize);
+        for two_values in [false, true] {
+            let classes: Vec<u16> = (0..w * h)
+                .map(|_| (next() % (nc as u64 + 1)) as u16)
+                .collect();
+            let votes: Vec<u16> = (0..w * h)
+                .map(|_| match (two_values, next() % 4) {
+                    (true, 0) => 0,
+                    (true, _) => 65535,
+                    (false, 0) => 65535 - (next() % 3) as u16,
+                    (false, _) => next() as u16,
+                })
+                .collect();
+            let tile = ClassTile {
+                width: w,
+                height: h,
+                halo,
+                n_classes: nc,
+                classes: &classes,
+            };
+            let weights = [u32::MAX, u32::MAX, 1, 0, 1 << 31, u32::MAX - 1];
+            for ties in [
+                Ties::Centre,
+                Ties::Smallest,
+                Ties::Largest,
+                Ties::Undecided(9),
+            ] {
+                for fill_nodata in [false, true] {
+                    let params = SmoothParams {
+                        kernel: &kernel,
+                        class_weights: &weights,
+                        fill_nodata,
+                        ties,
+                        confidence: Some(&votes),
+                    };
+                    let mut want = vec![0u16; tile.output_len()];
+                    NaiveHost.smooth(&tile, &params, &mut want).unwrap();
+                    for variant in Variant::ALL {
+                        let m = NaiveCl::new(dev.clone(), variant).unwrap();
+                        let mut got = vec![0u16; tile.output_len()];
+                        m.smooth(&tile, &params, &mut got).unwrap();
+                        assert_eq!(got, want, "{} {ties:?} fill {fill_nodata}", m.name());
+                    }
+                }
+            }
+        }
+    }
+}

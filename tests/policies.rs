@@ -268,8 +268,17 @@ fn methods_for(
 ) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods = exact_methods(kernel);
     if case.option("--confidence").is_some() {
-        // Only naive on the host weighs votes (the others are refused).
-        methods.retain(|(name, _)| name == "naive/host");
+        // The methods that weigh votes: naive on the host and every OpenCL
+        // variant, the certified svd/dct5/auto on the host (the others are
+        // refused); naive on OpenCL and svd must be among them.
+        methods.retain(|(_, m)| m.weighs_votes());
+        let names: Vec<&str> = methods.iter().map(|(n, _)| n.as_str()).collect();
+        let cl = test_device().is_some();
+        assert!(
+            names.iter().any(|n| n.starts_with("naive/opencl")) == cl
+                && names.contains(&"svd --exact on Host"),
+            "{names:?}"
+        );
         return methods;
     }
     if case.option("--ties").is_some() {
@@ -473,17 +482,22 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         ],
         "is outside 0..50",
     );
-    refused(
-        &[
-            "--confidence",
-            pct,
-            "--confidence-scale",
-            "100",
-            "--method",
-            "dct5",
-        ],
-        "--confidence weights votes in naive on the host only",
-    );
+    // svd/dct5 on an OpenCL device do not weigh votes.
+    if test_device().is_some() {
+        refused(
+            &[
+                "--confidence",
+                pct,
+                "--confidence-scale",
+                "100",
+                "--method",
+                "dct5",
+                "--device",
+                "cpu",
+            ],
+            "--confidence does not weigh votes in",
+        );
+    }
     refused(
         &[
             "--confidence",
@@ -507,4 +521,27 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         "--ties",
         "largest",
     ]);
+    // dct5 on the host weighs votes; certified, it reproduces the fixture.
+    mapfilter_ok(&[
+        "smooth",
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-k",
+        "gaussian:1.5",
+        "-q",
+        "--overwrite",
+        "--method",
+        "dct5",
+        "--exact",
+        "--device",
+        "host",
+        "--confidence",
+        pct,
+        "--confidence-scale",
+        "100",
+    ]);
+    assert_eq!(
+        read_raster(&out),
+        read_raster(&fixture("expected_policy_confidence_pct.tif"))
+    );
 }

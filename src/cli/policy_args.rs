@@ -28,7 +28,8 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N")]
     pub iterations: Option<usize>,
     /// Weight each pixel's vote by its confidence from RASTER (band BAND,
-    /// default 1; the class raster's grid): naive on the host.
+    /// default 1; the class raster's grid): naive on any device,
+    /// svd/dct5/auto on the host.
     #[arg(long, value_name = "RASTER[:BAND]")]
     pub confidence: Option<String>,
     /// The confidence value of full confidence (default: from the band's

@@ -265,7 +265,7 @@ impl Observer for CliObserver {
     fn before_engine(&mut self, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<()> {
         if let Some(r) = &self.refuse {
             crate::method::policy::check_method(&r.policies, method.is_exact(), &method.name())?;
-            crate::method::policy::check_confidence(r.confidence, &method.name())?;
+            crate::method::policy::check_confidence(r.confidence, method)?;
         }
         if let Some(choice) = &self.explain {
             let text = explain(choice, job, method)?;

@@ -292,6 +292,10 @@ impl ClassSmoother for Auto {
         self.candidates.iter().all(|c| c.smoother.is_exact())
     }
 
+    fn weighs_votes(&self) -> bool {
+        self.candidates.iter().all(|c| c.smoother.weighs_votes())
+    }
+
     fn host_parallel(&self) -> bool {
         self.candidates.iter().all(|c| c.smoother.host_parallel())
     }

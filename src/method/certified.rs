@@ -76,6 +76,10 @@ impl ClassSmoother for Certified {
         true
     }
 
+    fn weighs_votes(&self) -> bool {
+        true
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         if ow == 0 || oh == 0 {

@@ -74,7 +74,7 @@ pub struct SmoothParams<'a> {
     pub ties: policy::Ties,
     /// Per tile pixel (laid out as `ClassTile::classes`): the quantised
     /// weight of its vote (`--confidence`); `None`: every vote weighs 1.
-    /// Only the naive host method takes it.
+    /// Only methods whose [`ClassSmoother::weighs_votes`] is true take it.
     pub confidence: Option<&'a [u16]>,
 }
 
@@ -97,6 +97,12 @@ pub trait ClassSmoother: Send + Sync {
 
     /// Whether the result is byte-identical to the exact baseline.
     fn is_exact(&self) -> bool;
+
+    /// Whether the method weighs each vote by [`SmoothParams::confidence`]
+    /// (`--confidence`); the others are refused rather than run without.
+    fn weighs_votes(&self) -> bool {
+        false
+    }
 
     /// A line on what the method did over the run so far (e.g. the share of
     /// pixels the certified mode recomputed), for the run's summary.

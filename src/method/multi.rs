@@ -248,6 +248,10 @@ impl ClassSmoother for Shared {
         self.submit(tile, params)?.wait(out)
     }
 
+    fn weighs_votes(&self) -> bool {
+        self.members.iter().all(|m| m.weighs_votes())
+    }
+
     fn is_exact(&self) -> bool {
         self.members.iter().all(|m| m.is_exact())
     }

@@ -279,13 +279,13 @@ pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> 
     Ok(())
 }
 
-/// Refuses `--confidence` (`given`) on any method but naive on the host,
-/// the one whose scores take per-pixel vote weights.
-pub fn check_confidence(given: bool, name: &str) -> Result<()> {
-    if given && name != "naive/host" {
+/// Refuses `--confidence` (`given`) on a method whose scores do not take
+/// per-pixel vote weights ([`ClassSmoother::weighs_votes`]).
+pub fn check_confidence(given: bool, method: &dyn crate::method::ClassSmoother) -> Result<()> {
+    if given && !method.weighs_votes() {
         bail!(
-            format!("--confidence weights votes in naive on the host only, not in {name}"),
-            hint = "use --method naive --device host"
+            format!("--confidence does not weigh votes in {}", method.name()),
+            hint = "use --method naive (any device), or svd, dct5 or auto with --device host"
         );
     }
     Ok(())

@@ -17,6 +17,11 @@
 //! with `-D` options per class-count bucket and work-group shape, and cached
 //! by the device; [`tuning`](super::tuning) holds the
 //! shapes and the knobs that force the choices.
+//!
+//! Confidence-weighted votes (`--confidence`) take a fifth kernel,
+//! `naive_weighted`, whatever the variant: the per-pixel quantised
+//! confidences are uploaded beside the classes in the same slot, and each
+//! tap adds its weight times its pixel's confidence into 64-bit bins.
 
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's uploads, kernel
 //! and download on the device's [`TileStream`] without blocking, on a slot
@@ -136,6 +141,10 @@ struct Slot {
     host_in: Option<PinnedHost<u8>>,
     host_out: Option<PinnedHost<u16>>,
     host_w: Vec<u32>,
+    /// The tile's quantised confidences (`--confidence`), on the device and
+    /// as staged.
+    conf: Grow<u16>,
+    host_conf: Vec<u16>,
 }
 
 /// Launch shape and specialisation of one tile.
@@ -299,7 +308,8 @@ impl NaiveCl {
         (self.device().info().local_mem as usize).min(48 * 1024) - 512
     }
 
-    fn plan(&self, tile: &ClassTile, taps: &TapSet, weights: &[u32], ties: Ties) -> Plan {
+    fn plan(&self, tile: &ClassTile, taps: &TapSet, params: &SmoothParams) -> Plan {
+        let (weights, ties) = (params.class_weights, params.ties);
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let nc = tile.n_classes;
         let elem = if nc > 255 { 2 } else { 1 };
@@ -318,6 +328,19 @@ impl NaiveCl {
         let k = taps.ksize;
         let budget = self.local_budget();
         let gpu = self.device().info().kind == DeviceKind::Gpu;
+        if params.confidence.is_some() {
+            return Plan {
+                kernel: "naive_weighted",
+                opts: base,
+                global: [ow, oh],
+                local: None,
+                tile_local: 0,
+                hist_local: 0,
+                band: 0,
+                runs: false,
+                flat: false,
+            };
+        }
         match self.variant {
             Variant::Buffer | Variant::Image => Plan {
                 kernel: if self.variant == Variant::Buffer {
@@ -472,6 +495,10 @@ impl ClassSmoother for NaiveCl {
         true
     }
 
+    fn weighs_votes(&self) -> bool {
+        true
+    }
+
     fn runs_on(&self) -> Option<crate::device::DeviceKind> {
         Some(self.device().info().kind)
     }
@@ -491,8 +518,14 @@ impl ClassSmoother for NaiveCl {
                 params.kernel.radius()
             ));
         }
+        if params
+            .confidence
+            .is_some_and(|c| c.len() != tile.classes.len())
+        {
+            bail!("the tile's confidences do not cover its classes");
+        }
         let taps = self.taps(params.kernel)?;
-        let plan = self.plan(tile, &taps, params.class_weights, params.ties);
+        let plan = self.plan(tile, &taps, params);
         let kernel = self.device().kernel("naive", &plan.opts, plan.kernel)?;
         let mut pending = ClPending {
             flight: Flight::default(),
@@ -560,7 +593,8 @@ impl ClPending<'_> {
         let wide = tile.n_classes > 255;
         let elem = if wide { 2 } else { 1 };
         // Image rows are whole RGBA texels: pad the width to a multiple of 4.
-        let row = if self.method.variant == Variant::Image {
+        let as_image = plan.kernel == "naive_image";
+        let row = if as_image {
             tile.width.div_ceil(4) * 4
         } else {
             tile.width
@@ -597,7 +631,7 @@ impl ClPending<'_> {
         // (or `runs`), which stays in `self` until the flight is waited for.
         unsafe { stream.write(&mut self.flight, weights, &slot.host_w)? };
         let host_in = &slot.host_in.as_ref().expect("staged above").as_slice()[..in_len];
-        if self.method.variant == Variant::Image {
+        if as_image {
             let format = cl_image_format {
                 image_channel_order: CL_RGBA,
                 image_channel_data_type: if wide {
@@ -650,6 +684,12 @@ impl ClPending<'_> {
             let input = slot.input.get(dev, in_len, CL_MEM_READ_ONLY)?;
             unsafe { stream.write(&mut self.flight, input, host_in)? };
         }
+        if let Some(conf) = params.confidence {
+            slot.host_conf.clear();
+            slot.host_conf.extend_from_slice(conf);
+            let buf = slot.conf.get(dev, conf.len(), CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(&mut self.flight, buf, &slot.host_conf)? };
+        }
         if let Some(runs) = &self.runs {
             let need = runs.down.len();
             let lists = slot.lists.get(dev, 3 * need, CL_MEM_READ_ONLY)?;
@@ -674,6 +714,9 @@ impl ClPending<'_> {
         let mut args = Args::new(&kernel);
         args = match &self.image {
             Some(img) => args.mem(img),
+            None if plan.kernel == "naive_weighted" => {
+                args.mem(slot.input.buf()).mem(slot.conf.buf()).scalar(tw)
+            }
             None => args.mem(slot.input.buf()).scalar(tw),
         };
         if staged {

@@ -116,6 +116,10 @@ impl ClassSmoother for NaiveHost {
         true
     }
 
+    fn weighs_votes(&self) -> bool {
+        true
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         let out_w = tile.output_width();
         if out_w == 0 {

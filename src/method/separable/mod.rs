@@ -216,7 +216,7 @@ impl SeparablePlan {
     pub fn rank(&self, tile: &ClassTile, params: &SmoothParams, tau: f64, ranking: &mut Ranking) {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
-        if let Some(d) = self.band_filter() {
+        if let Some(d) = self.band_filter(params) {
             let skip = tile.halo - self.size / 2;
             super::dct5::band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
             return;
@@ -234,7 +234,7 @@ impl SeparablePlan {
         ranking: &mut Ranking,
         out: &mut [u16],
     ) {
-        if let Some(d) = self.band_filter() {
+        if let Some(d) = self.band_filter(params) {
             let skip = tile.halo - self.size / 2;
             let target = Target::Decisions {
                 out,
@@ -249,8 +249,13 @@ impl SeparablePlan {
 
     /// The DCT-5 filter of a plan the band scorer runs (one term, the same
     /// filter both ways, at most [`MAX_TERMS`](super::dct5::band::MAX_TERMS)
-    /// terms).
-    fn band_filter(&self) -> Option<&Dct5> {
+    /// terms) and unweighted votes: its shortcuts (class boxes, runs, the
+    /// one-class window) count pixels, not confidences, so weighted votes
+    /// take the whole-plane path.
+    fn band_filter(&self, params: &SmoothParams) -> Option<&Dct5> {
+        if params.confidence.is_some() {
+            return None;
+        }
         match self.terms.as_slice() {
             [
                 Term {
@@ -281,8 +286,19 @@ impl SeparablePlan {
             .map(|_| Plane::new(tile.width, oh))
             .collect();
         let mut indicator = Plane::new(tile.width, rows.len() / tile.width);
+        // Weighted votes: the indicator times the confidence, over the
+        // tile's largest confidence (scores stay within the bounds' range;
+        // one positive factor per tile leaves every winner as it is).
+        let votes = params.confidence.map(|v| {
+            let v = &v[skip * tile.width..(tile.height - skip) * tile.width];
+            let top = v.iter().copied().max().unwrap_or(0).max(1);
+            (v, 1.0 / f64::from(top))
+        });
         for c in 0..tile.n_classes {
-            indicator.indicator(rows, c as u16);
+            match votes {
+                Some((v, scale)) => indicator.weighted_indicator(rows, v, c as u16, scale),
+                None => indicator.indicator(rows, c as u16),
+            }
             for (term, plane) in self.terms.iter().zip(&mut planes) {
                 term.column.apply(&indicator, plane);
             }
@@ -407,6 +423,10 @@ impl super::ClassSmoother for SeparableHost {
 
     fn is_exact(&self) -> bool {
         false
+    }
+
+    fn weighs_votes(&self) -> bool {
+        true
     }
 
     fn smooth(
