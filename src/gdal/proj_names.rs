@@ -84,13 +84,47 @@ fn found_nothing() -> &'static Mutex<HashSet<Search>> {
     EMPTY.get_or_init(Default::default)
 }
 
+/// The arguments of a search that may be remembered: none with options
+/// (PROJ's options may change what a search finds).
+///
+/// # Safety
+/// As [`proj_create_from_name`].
+unsafe fn search_of(
+    auth_name: *const c_char,
+    searched_name: *const c_char,
+    types: *const c_int,
+    types_count: usize,
+    approximate_match: c_int,
+    limit_result_count: usize,
+    options: *const *const c_char,
+) -> Option<Search> {
+    if !options.is_null() || searched_name.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: NUL-terminated strings, `types_count` types.
+    unsafe {
+        Some(Search {
+            authority: (!auth_name.is_null())
+                .then(|| CStr::from_ptr(auth_name).to_bytes().to_vec()),
+            name: CStr::from_ptr(searched_name).to_bytes().to_vec(),
+            types: if types.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(types, types_count).to_vec()
+            },
+            approximate: approximate_match != 0,
+            limit: limit_result_count,
+        })
+    }
+}
+
 /// PROJ's `proj_create_from_name`, with the searches that found nothing
 /// remembered (the module doc says why).
 ///
 /// # Safety
 /// The contract of PROJ's function: `searched_name` a NUL-terminated
 /// string, `auth_name` one or null, `types` `types_count` values or null.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn proj_create_from_name(
     ctx: *mut c_void,
     auth_name: *const c_char,
@@ -104,54 +138,57 @@ pub unsafe extern "C" fn proj_create_from_name(
     let Some(proj) = proj() else {
         return std::ptr::null_mut();
     };
-    let search = (options.is_null() && !searched_name.is_null()).then(|| Search {
-        authority: (!auth_name.is_null()).then(|| CStr::from_ptr(auth_name).to_bytes().to_vec()),
-        name: CStr::from_ptr(searched_name).to_bytes().to_vec(),
-        types: if types.is_null() {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(types, types_count).to_vec()
-        },
-        approximate: approximate_match != 0,
-        limit: limit_result_count,
-    });
-    let known_empty = search.as_ref().is_some_and(|s| {
-        found_nothing()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(s)
-    });
-    if known_empty {
-        return (proj.create_from_name)(
-            ctx,
+    // SAFETY: the caller's arguments, passed on to PROJ's own function
+    // under the same contract; an empty name and null options are valid.
+    unsafe {
+        let search = search_of(
             auth_name,
-            c"".as_ptr(),
+            searched_name,
             types,
             types_count,
-            0,
+            approximate_match,
             limit_result_count,
-            std::ptr::null(),
+            options,
         );
-    }
-    let list = (proj.create_from_name)(
-        ctx,
-        auth_name,
-        searched_name,
-        types,
-        types_count,
-        approximate_match,
-        limit_result_count,
-        options,
-    );
-    if let Some(search) = search {
-        if !list.is_null() && (proj.list_count)(list) == 0 {
+        let known_empty = search.as_ref().is_some_and(|s| {
+            found_nothing()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(s)
+        });
+        if known_empty {
+            return (proj.create_from_name)(
+                ctx,
+                auth_name,
+                c"".as_ptr(),
+                types,
+                types_count,
+                0,
+                limit_result_count,
+                std::ptr::null(),
+            );
+        }
+        let list = (proj.create_from_name)(
+            ctx,
+            auth_name,
+            searched_name,
+            types,
+            types_count,
+            approximate_match,
+            limit_result_count,
+            options,
+        );
+        if let Some(search) = search
+            && !list.is_null()
+            && (proj.list_count)(list) == 0
+        {
             found_nothing()
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(search);
         }
+        list
     }
-    list
 }
 
 #[cfg(test)]
