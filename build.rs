@@ -1,6 +1,7 @@
-//! Build script, two jobs: the table of embedded OpenCL sources
-//! ([`embed_kernels`]), and the start-up time of every binary linked with
-//! GDAL (below).
+//! Build script, three jobs: the table of embedded OpenCL sources
+//! ([`embed_kernels`]), the start-up time of every binary linked with
+//! GDAL (below), and exporting our cache of PROJ's name searches
+//! ([`export_proj_name_cache`]).
 //!
 //! Debian's libgdal pulls in about 110 shared libraries, and loading them
 //! is most of the fixed cost of a `mapfilter` run. Most
@@ -64,6 +65,20 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     embed_kernels();
     order_gdal_providers();
+    export_proj_name_cache();
+}
+
+/// Exports `src/gdal/proj_names.rs`'s `proj_create_from_name` from our
+/// binaries, so that libgdal's calls bind to it (that module says why).
+fn export_proj_name_cache() {
+    if std::env::var_os("CARGO_FEATURE_GDAL").is_some()
+        && std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
+    {
+        // `-u` makes the linker take that object from our library even though
+        // no Rust code calls the function.
+        println!("cargo:rustc-link-arg=-Wl,-u,proj_create_from_name");
+        println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol=proj_create_from_name");
+    }
 }
 
 /// Writes `$OUT_DIR/kernel_sources.rs` for `device::sources`: every

@@ -3,8 +3,10 @@
 //! confidence band read as vote weights ([`confidence`]), a COG copy of a
 //! finished mosaic ([`cog`]), checking
 //! creation options ([`creation_options`]), making an output on another
-//! thread ([`deferred_output`], on the long-lived [`threads`]), and keeping
-//! GDAL's own error reports off stderr while counting them ([`errors`]).
+//! thread ([`deferred_output`], on the long-lived [`threads`]), keeping
+//! GDAL's own error reports off stderr while counting them ([`errors`]),
+//! and sparing PROJ's database the same fruitless name search for every
+//! output ([`proj_names`]).
 //!
 //! Inside this folder the extern crate is reached as `gdal::...` from the
 //! submodules (where no local item shadows it); elsewhere in the crate a
@@ -18,4 +20,5 @@ pub mod creation_options;
 pub mod deferred_output;
 pub mod errors;
 pub mod image_raster;
+pub mod proj_names;
 pub mod threads;
