@@ -19,6 +19,7 @@ use crate::error::Result;
 use rayon::prelude::*;
 
 pub mod cl;
+pub mod family;
 pub mod cl_runs;
 pub mod tuning;
 
