@@ -123,10 +123,7 @@ fn auto_on(
             terms: fast.terms.filter(|_| accepts.terms),
             exact: fast.exact && accepts.certifiable,
         };
-        if let Some(c) = method
-            .family()
-            .candidate(&device, variant, kernel, &fits)?
-        {
+        if let Some(c) = method.family().candidate(&device, variant, kernel, &fits)? {
             candidates.push(c);
         }
     }

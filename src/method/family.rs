@@ -143,7 +143,12 @@ mod tests {
             false
         }
 
-        fn build(&self, _: &MethodSpec, member: Member, _: &Kernel) -> Result<Box<dyn ClassSmoother>> {
+        fn build(
+            &self,
+            _: &MethodSpec,
+            member: Member,
+            _: &Kernel,
+        ) -> Result<Box<dyn ClassSmoother>> {
             match member {
                 None => Ok(Box::new(Centre)),
                 Some(_) => crate::bail!("centre runs on the host", hint = "--device host"),
@@ -165,7 +170,10 @@ mod tests {
             ..FastOptions::default()
         };
         let e = MethodSpec::new(centre, None, rank).unwrap_err().to_string();
-        assert!(e.starts_with("--rank, --energy and --terms apply to"), "{e}");
+        assert!(
+            e.starts_with("--rank, --energy and --terms apply to"),
+            "{e}"
+        );
         // select builds it through the descriptor.
         let kernel = crate::kernel::KernelSpec::Box { size: 3 }.build().unwrap();
         let spec = MethodSpec::plain(centre);
@@ -192,9 +200,19 @@ mod tests {
         // Nothing else has to learn its name: no explanation, no auto candidate.
         let member = None;
         let fast = FastOptions::default();
-        assert!(CENTRE.candidate(&member, None, &kernel, &fast).unwrap().is_none());
+        assert!(
+            CENTRE
+                .candidate(&member, None, &kernel, &fast)
+                .unwrap()
+                .is_none()
+        );
         let all = DeviceChoice::Host;
-        assert!(CENTRE.explain(&spec, &all, &kernel, 3, 64).unwrap().is_none());
+        assert!(
+            CENTRE
+                .explain(&spec, &all, &kernel, 3, 64)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

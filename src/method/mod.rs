@@ -22,9 +22,9 @@ mod simd4;
 pub mod spec;
 
 use crate::classes::NO_CLASS;
-use family::Family;
 use crate::error::Result;
 use crate::kernel::Kernel;
+use family::Family;
 
 /// Every class-smoothing method's descriptor, in the order help texts and
 /// errors list them; the first is the default and the exact baseline that

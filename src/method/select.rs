@@ -140,7 +140,10 @@ mod tests {
         // Only auto explains more; on a disc auto has no dct5 candidate.
         let text = explain(&spec("auto", opts), &host, &disc, 3, 256).unwrap();
         let text = text.expect("auto explains its choice");
-        assert!(text.contains("svd/host") && !text.contains("dct5"), "{text}");
+        assert!(
+            text.contains("svd/host") && !text.contains("dct5"),
+            "{text}"
+        );
         assert!(
             explain(&spec("svd", opts), &host, &disc, 3, 256)
                 .unwrap()

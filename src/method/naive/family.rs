@@ -99,9 +99,6 @@ impl CostShape for NaiveCost {
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
-        format!(
-            "{} histogram updates + {} to rank",
-            self.taps, tile.classes
-        )
+        format!("{} histogram updates + {} to rank", self.taps, tile.classes)
     }
 }

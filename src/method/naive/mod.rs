@@ -19,8 +19,8 @@ use crate::error::Result;
 use rayon::prelude::*;
 
 pub mod cl;
-pub mod family;
 pub mod cl_runs;
+pub mod family;
 pub mod tuning;
 
 /// The non-zero quantised kernel weights as (offset in the tile from the

@@ -112,7 +112,11 @@ impl Family for Dct5Family {
 }
 
 /// svd with `fast.rank`/`fast.energy` (certified when `fast.exact`).
-fn svd_candidate(device: Option<&Device>, kernel: &Kernel, fast: &FastOptions) -> Result<Candidate> {
+fn svd_candidate(
+    device: Option<&Device>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Candidate> {
     let plan = svd::plan(kernel, RankChoice::from_options(fast.rank, fast.energy)?);
     let shape = SvdCost {
         size: kernel.size(),
@@ -124,7 +128,11 @@ fn svd_candidate(device: Option<&Device>, kernel: &Kernel, fast: &FastOptions) -
 
 /// dct5 with `fast.terms` (certified when `fast.exact`); an error for
 /// kernels other than Gaussian and box.
-fn dct5_candidate(device: Option<&Device>, kernel: &Kernel, fast: &FastOptions) -> Result<Candidate> {
+fn dct5_candidate(
+    device: Option<&Device>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Candidate> {
     let plan = dct5_plan(kernel, fast.terms.unwrap_or(dct5::DEFAULT_TERMS))?;
     let (terms, segment) = match &plan.terms[0].row {
         Filter::Dct5(d) => (d.terms(), d.segment()),
