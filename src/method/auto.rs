@@ -13,13 +13,13 @@
 //!   *with* the halo (`(w + N − 1)/w` of the output), pass 2 of N taps, plus
 //!   the ranking;
 //! - dct5 (Gaussian and box kernels only), per class, its two passes as the
-//!   device runs them ([`Dct5Passes`]), pass 1 also over the halo columns:
+//!   device runs them ([`Dct5Passes`](super::separable::family::Dct5Passes)), pass 1 also over the halo columns:
 //!   - host (f64, second order): `3·(K+1)` operations per step plus the
 //!     segment seeds `2·(K+1)·N / segment` (segments of `max(64, 4·N)`);
 //!   - OpenCL (f32 rotating phasors, `kernels/dct5.cl`): `9·K + 2`
 //!     operations per step, and each segment warms up over N steps, so a
 //!     pass costs `1 + N / segment` steps per output, where the segment is
-//!     what [`dct5_rot::segment`] picks for this tile on this device (at
+//!     what [`segment`](super::dct5::rot::segment) picks for this tile on this device (at
 //!     least `4·N` on large tiles, down to 32 outputs where a GPU needs the
 //!     parallelism).
 //!
