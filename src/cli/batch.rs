@@ -200,8 +200,8 @@ fn plan(a: PlanArgs) -> Result<()> {
             hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
         );
     }
-    // Naive is exact; the fast methods only with --exact.
-    let exact = !a.fast.method.is_fast() || a.fast.exact;
+    // An exact method is; the others only with --exact.
+    let exact = a.fast.method.is_exact() || a.fast.exact;
     crate::method::policy::check_method(&policies, exact, a.fast.method.name())?;
     let plan = Plan::make(&PlanRequest {
         inputs: &a.inputs,

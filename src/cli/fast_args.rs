@@ -9,9 +9,8 @@ use clap::Args;
 /// The method and the fast methods' options (shared by `smooth` and `bench`).
 #[derive(Args, Debug, Clone)]
 pub struct FastArgs {
-    /// Method: naive (exact), svd (separable factors), dct5 (constant-time
-    /// Gaussian), auto (cost model per tile).
-    #[arg(long, default_value = "naive")]
+    // The help lists every method's descriptor (`method::registry`).
+    #[arg(long, default_value = Method::default().name(), help = Method::help())]
     pub method: Method,
     /// svd: keep this many ranks (default: the numerical rank).
     #[arg(long)]

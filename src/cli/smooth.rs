@@ -13,7 +13,6 @@ use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::cl::Variant;
 use crate::method::policy::Policies;
-use crate::method::select::Method;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
@@ -291,16 +290,16 @@ fn explain(choice: &MethodChoice, job: &SmoothJob, method: &dyn ClassSmoother) -
     for setting in method.tuned() {
         text += &format!("\ntuned setting used: {setting} ({})", setting.device);
     }
-    if choice.spec.method() == Method::Auto {
-        let spec = &choice.spec;
-        let auto = crate::method::select::auto(
-            &choice.device,
-            spec.variant(),
-            &job.kernel,
-            spec.options(),
-        )?;
+    let more = crate::method::select::explain(
+        &choice.spec,
+        &choice.device,
+        &job.kernel,
+        job.classes.len(),
+        job.tile,
+    )?;
+    if let Some(more) = more {
         text += "\n";
-        text += &auto.explain_tile(job.classes.len(), job.tile);
+        text += &more;
     }
     Ok(text)
 }

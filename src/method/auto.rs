@@ -1,23 +1,25 @@
-//! `--method auto`: picks naive, svd or dct5 per tile by a cost model, and
-//! says why (`smooth --explain`).
+//! `--method auto`: picks among the other methods' candidates per tile by a
+//! cost model, and says why (`smooth --explain`). Every family in
+//! [`super::registry`] may offer a candidate ([`Family::candidate`]) with
+//! the [`CostShape`](super::cost::CostShape) of its inner loops; this module only compares them.
 //!
 //! The model counts the inner-loop operations per output pixel for the
 //! tile's extent and class count C (tile-local compaction: a tile pays only
 //! for the classes present in it and its halo) and weighs them by
-//! per-device costs:
+//! per-device costs ([`DeviceCosts`]); the families' shapes count:
 //!
 //! - naive: one histogram update per non-zero tap, then C for the argmax;
 //! - svd: per class and rank, pass 1 of N taps over the tile's columns
 //!   *with* the halo (`(w + N − 1)/w` of the output), pass 2 of N taps, plus
 //!   the ranking;
 //! - dct5 (Gaussian and box kernels only), per class, its two passes as the
-//!   device runs them ([`Dct5Passes`]), pass 1 also over the halo columns:
+//!   device runs them ([`Dct5Passes`](super::separable::family::Dct5Passes)), pass 1 also over the halo columns:
 //!   - host (f64, second order): `3·(K+1)` operations per step plus the
 //!     segment seeds `2·(K+1)·N / segment` (segments of `max(64, 4·N)`);
 //!   - OpenCL (f32 rotating phasors, `kernels/dct5.cl`): `9·K + 2`
 //!     operations per step, and each segment warms up over N steps, so a
 //!     pass costs `1 + N / segment` steps per output, where the segment is
-//!     what [`dct5_rot::segment`] picks for this tile on this device (at
+//!     what [`segment`](super::dct5::rot::segment) picks for this tile on this device (at
 //!     least `4·N` on large tiles, down to 32 outputs where a GPU needs the
 //!     parallelism).
 //!
@@ -28,175 +30,104 @@
 //! The per-operation costs are relative weights fitted by hand to the host
 //! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
 
-use super::bounds::Bounds;
-use super::dct5::rot as dct5_rot;
+use super::cost::{Candidate, DeviceCosts, TileExtent};
+use super::family::{Accepts, Family};
+use super::naive::cl::Variant;
+use super::select::first_member;
+use super::spec::{FastOptions, Method, MethodSpec};
 use super::{ClassSmoother, ClassTile, SmoothParams};
-use crate::device::DeviceKind;
+use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
 
-/// What each candidate costs per operation on one kind of device (relative).
-#[derive(Clone, Copy, Debug)]
-pub struct DeviceCosts {
-    /// One histogram update (a gather and an add, poorly vectorised).
-    pub histogram: f64,
-    /// One multiply-add of a separable pass (streams, vectorises).
-    pub stream: f64,
-    /// One ranking update per class and pixel.
-    pub rank: f64,
-}
+/// The descriptor of `--method auto`.
+pub struct AutoFamily;
 
-impl DeviceCosts {
-    /// Host (rayon): histogram updates are scattered loads; passes run at
-    /// SIMD width over whole rows.
-    pub const HOST: DeviceCosts = DeviceCosts {
-        histogram: 1.0,
-        stream: 0.35,
-        rank: 2.0,
-    };
-    /// GPU: the separable passes are bandwidth-bound and cheap per operation;
-    /// naive's per-pixel histograms sit in local memory.
-    pub const GPU: DeviceCosts = DeviceCosts {
-        histogram: 1.0,
-        stream: 0.1,
-        rank: 1.0,
-    };
-    /// OpenCL CPU devices behave like the host.
-    pub fn of(kind: Option<DeviceKind>) -> DeviceCosts {
-        match kind {
-            Some(DeviceKind::Gpu) | Some(DeviceKind::Accelerator) => Self::GPU,
-            _ => Self::HOST,
-        }
+/// `auto` in [`super::registry`].
+pub static AUTO: AutoFamily = AutoFamily;
+
+impl Family for AutoFamily {
+    fn name(&self) -> &'static str {
+        "auto"
     }
-}
 
-/// The shape of one candidate: what the model needs to cost it.
-#[derive(Clone, Debug)]
-pub enum Shape {
-    Naive {
-        taps: usize,
-    },
-    Svd {
-        size: usize,
-        rank: usize,
-    },
-    Dct5 {
-        size: usize,
-        terms: usize,
-        passes: Dct5Passes,
-    },
-}
+    fn help(&self) -> &'static str {
+        "cost model per tile"
+    }
 
-/// How a dct5 candidate runs its two passes, which fixes its segment lengths.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Dct5Passes {
-    /// The host's f64 recursion: segments of `segment` outputs, each seeded
-    /// by two direct sums of N samples.
-    Host { segment: usize },
-    /// The OpenCL kernels: segments from [`dct5_rot::segment`] for the tile
-    /// with `target` work-items ([`dct5_rot::target_items`] of the device),
-    /// each warmed up over N steps.
-    Device { target: usize },
-}
-
-/// The extent of one tile as the model sees it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TileExtent {
-    /// Output width and height.
-    pub width: usize,
-    pub height: usize,
-    /// Classes present in the tile and its halo.
-    pub classes: usize,
-}
-
-impl TileExtent {
-    /// A `side`×`side` output tile holding `classes` classes.
-    pub fn square(side: usize, classes: usize) -> Self {
-        TileExtent {
-            width: side,
-            height: side,
-            classes,
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            rank: true,
+            terms: true,
+            certifiable: true,
         }
     }
 
-    /// Pass 1 runs over the output columns and the halo's: its cost per
-    /// output pixel, relative to pass 2, for a kernel of side `n`.
-    fn halo_factor(&self, n: usize) -> f64 {
-        let w = self.width.max(1);
-        (w + n - 1) as f64 / w as f64
+    fn is_exact(&self) -> bool {
+        false
+    }
+
+    fn build(
+        &self,
+        spec: &MethodSpec,
+        member: Member,
+        kernel: &Kernel,
+    ) -> Result<Box<dyn ClassSmoother>> {
+        Ok(Box::new(auto_on(
+            member,
+            spec.variant(),
+            kernel,
+            spec.options(),
+        )?))
+    }
+
+    fn explain(
+        &self,
+        spec: &MethodSpec,
+        device: &DeviceChoice,
+        kernel: &Kernel,
+        classes: usize,
+        tile: usize,
+    ) -> Result<Option<String>> {
+        let auto = auto(device, spec.variant(), kernel, spec.options())?;
+        Ok(Some(auto.explain_tile(classes, tile)))
     }
 }
 
-/// Per output pixel and class, the steps (and a description) of a dct5
-/// candidate's two passes on `tile`, pass 1 over the halo columns included.
-fn dct5_steps(size: usize, terms: usize, passes: Dct5Passes, tile: &TileExtent) -> (f64, String) {
-    let n = size as f64;
-    let k1 = terms as f64 + 1.0;
-    let halo = tile.halo_factor(size);
-    match passes {
-        Dct5Passes::Host { segment } => {
-            let seeds = 2.0 * k1 * n / segment as f64;
-            let per_pass = 3.0 * k1 + seeds;
-            (
-                (halo + 1.0) * per_pass,
-                format!("segments of {segment} seeded by 2 sums of {size}"),
-            )
-        }
-        Dct5Passes::Device { target } => {
-            let r = size / 2;
-            let (ow, oh, c) = (tile.width.max(1), tile.height.max(1), tile.classes.max(1));
-            let seg1 = dct5_rot::segment(r, oh, (ow + size - 1) * c, target);
-            let seg2 = dct5_rot::segment(r, ow, oh * c, target);
-            let ops = 9.0 * terms as f64 + 2.0;
-            let warm = |seg: usize| 1.0 + n / seg as f64;
-            (
-                (halo * warm(seg1) + warm(seg2)) * ops,
-                format!("device segments {seg1}/{seg2} after {size} warm-up steps each"),
-            )
-        }
-    }
+/// `--method auto`: every other method's candidate (those that take the
+/// kernel), chosen per tile; on several devices, auto on the first.
+pub fn auto(
+    device: &DeviceChoice,
+    variant: Option<Variant>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Auto> {
+    auto_on(first_member(device)?, variant, kernel, fast)
 }
 
-/// One candidate method with its cost parameters.
-pub struct Candidate {
-    pub smoother: Box<dyn ClassSmoother>,
-    pub shape: Shape,
-    /// Error bounds of a fast method (`None` for naive).
-    pub bounds: Option<Bounds>,
-    /// Whether the candidate is a certified (exact) fast method.
-    pub certified: bool,
-}
-
-impl Candidate {
-    /// Guessed share of pixels a certified method recomputes with `classes` classes.
-    fn recompute_guess(&self, classes: f64) -> f64 {
-        match (&self.bounds, self.certified) {
-            (Some(b), true) => (10.0 * b.total() * classes).min(1.0),
-            _ => 0.0,
-        }
-    }
-
-    /// Relative cost per output pixel of `tile`.
-    pub fn cost(&self, tile: &TileExtent, costs: &DeviceCosts, naive_taps: usize) -> f64 {
-        let classes = tile.classes.max(1) as f64;
-        let naive = naive_taps as f64 * costs.histogram + classes * costs.rank;
-        let own = match self.shape {
-            Shape::Naive { .. } => return naive,
-            Shape::Svd { size, rank } => {
-                let taps = (tile.halo_factor(size) + 1.0) * size as f64;
-                classes * (rank as f64 * taps * costs.stream + costs.rank)
-            }
-            Shape::Dct5 {
-                size,
-                terms,
-                passes,
-            } => {
-                let (steps, _) = dct5_steps(size, terms, passes, tile);
-                classes * (steps * costs.stream + costs.rank)
-            }
+/// [`auto`] on one device: each family's candidate, given the options
+/// that fit it, in the registry's order (the exact baseline first).
+fn auto_on(
+    device: Member,
+    variant: Option<Variant>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Auto> {
+    let kind = device.as_ref().map(|d| d.info().kind);
+    let mut candidates = Vec::new();
+    for method in Method::all() {
+        let accepts = method.family().accepts();
+        let fits = FastOptions {
+            rank: fast.rank.filter(|_| accepts.rank),
+            energy: fast.energy.filter(|_| accepts.rank),
+            terms: fast.terms.filter(|_| accepts.terms),
+            exact: fast.exact && accepts.certifiable,
         };
-        own + self.recompute_guess(classes) * naive
+        if let Some(c) = method.family().candidate(&device, variant, kernel, &fits)? {
+            candidates.push(c);
+        }
     }
+    Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
 }
 
 /// Chooses among candidates per tile by the cost model.
@@ -207,7 +138,8 @@ pub struct Auto {
 }
 
 impl Auto {
-    /// `candidates` must include a naive one; `kernel` gives its tap count.
+    /// `candidates` start with the exact baseline; `kernel` gives its tap
+    /// count (certified candidates pay it on recomputed pixels).
     pub fn new(candidates: Vec<Candidate>, costs: DeviceCosts, kernel: &Kernel) -> Self {
         let naive_taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
         Auto {
@@ -241,25 +173,7 @@ impl Auto {
         );
         for (i, cand) in self.candidates.iter().enumerate() {
             let mark = if i == chosen { "=>" } else { "  " };
-            let detail = match &cand.shape {
-                Shape::Naive { taps } => format!("{taps} histogram updates + {classes} to rank"),
-                Shape::Svd { size, rank } => format!(
-                    "{classes} classes × rank {rank} × 2 passes × {size} taps, pass 1 over {} columns",
-                    side + size - 1
-                ),
-                Shape::Dct5 {
-                    size,
-                    terms,
-                    passes,
-                } => {
-                    let (_, how) = dct5_steps(*size, *terms, *passes, &tile);
-                    format!(
-                        "{classes} classes × 2 passes × {} terms, pass 1 over {} columns, {how}",
-                        terms + 1,
-                        side + size - 1
-                    )
-                }
-            };
+            let detail = cand.shape.explain(&tile);
             let mut line = format!(
                 "{mark} {:<28} cost {:>10.1}  ({detail}",
                 cand.smoother.name(),
@@ -330,13 +244,16 @@ mod tests {
     use super::*;
     use crate::device::DeviceKind;
     use crate::kernel::KernelSpec;
-    use crate::method::dct5::default_segment;
+    use crate::method::cost::CostShape;
+    use crate::method::dct5::{default_segment, rot as dct5_rot};
     use crate::method::naive::NaiveHost;
+    use crate::method::naive::family::NaiveCost;
+    use crate::method::separable::family::{Dct5Cost, Dct5Passes, SvdCost};
 
-    fn candidate(shape: Shape) -> Candidate {
+    fn candidate(shape: impl CostShape + 'static) -> Candidate {
         Candidate {
             smoother: Box::new(NaiveHost),
-            shape,
+            shape: Box::new(shape),
             bounds: None,
             certified: false,
         }
@@ -354,9 +271,9 @@ mod tests {
         let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
         Auto::new(
             vec![
-                candidate(Shape::Naive { taps }),
-                candidate(Shape::Svd { size, rank: 1 }),
-                candidate(Shape::Dct5 {
+                candidate(NaiveCost { taps }),
+                candidate(SvdCost { size, rank: 1 }),
+                candidate(Dct5Cost {
                     size,
                     terms,
                     passes,

@@ -8,7 +8,9 @@
 pub mod auto;
 pub mod bounds;
 pub mod certified;
+pub mod cost;
 pub mod dct5;
+pub mod family;
 pub mod multi;
 pub mod naive;
 pub mod plane;
@@ -22,6 +24,23 @@ pub mod spec;
 use crate::classes::NO_CLASS;
 use crate::error::Result;
 use crate::kernel::Kernel;
+use family::Family;
+
+/// Every class-smoothing method's descriptor, in the order help texts and
+/// errors list them; the first is the default and the exact baseline that
+/// `auto` and certified candidates fall back on. A new method adds its
+/// module above and its descriptor here.
+pub fn registry() -> &'static [&'static dyn Family] {
+    &REGISTRY
+}
+
+/// [`registry`]'s list.
+static REGISTRY: [&dyn Family; 4] = [
+    &naive::family::NAIVE,
+    &separable::family::SVD,
+    &separable::family::DCT5,
+    &auto::AUTO,
+];
 
 /// One halo-padded tile of local class indices.
 ///

@@ -3,50 +3,91 @@
 //! the edge, [`MethodSpec`] checked once, so no layer below matches method
 //! names as strings or re-checks which option fits which method.
 
+use super::family::{Accepts, Family, either};
 use super::naive::cl::Variant;
 use crate::bail;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
-/// A class-smoothing method. Serialised as its name (`"naive"`, `"svd"`,
-/// `"dct5"`, `"auto"`), the string batch plans have always held.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A class-smoothing method: one family of [`super::registry`].
+/// Serialised as its name (`"naive"`, `"svd"`, `"dct5"`, `"auto"`), the
+/// string batch plans have always held. The default is the registry's
+/// first (the exact baseline).
+#[derive(Clone, Copy, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub enum Method {
-    /// Exact: one histogram update per kernel tap.
-    #[default]
-    Naive,
-    /// Separable factors of the kernel (truncated SVD).
-    Svd,
-    /// Constant-time Gaussian and box (DCT-5 recursion).
-    Dct5,
-    /// A cost model choosing among the others per tile.
-    Auto,
-}
+pub struct Method(&'static dyn Family);
 
 impl Method {
     /// Every method, in the order help texts and errors list them.
-    pub const ALL: [Method; 4] = [Method::Naive, Method::Svd, Method::Dct5, Method::Auto];
+    pub fn all() -> impl Iterator<Item = Method> {
+        super::registry().iter().map(|&family| Method(family))
+    }
+
+    /// The method `family` describes.
+    pub fn of(family: &'static dyn Family) -> Self {
+        Method(family)
+    }
+
+    /// Its descriptor.
+    pub fn family(self) -> &'static dyn Family {
+        self.0
+    }
 
     /// The name users type.
     pub fn name(self) -> &'static str {
-        match self {
-            Method::Naive => "naive",
-            Method::Svd => "svd",
-            Method::Dct5 => "dct5",
-            Method::Auto => "auto",
-        }
+        self.0.name()
     }
 
-    /// Whether `--rank`, `--energy`, `--terms` and certification apply
-    /// (svd, dct5 and auto, which may choose them).
-    pub fn is_fast(self) -> bool {
-        match self {
-            Method::Naive => false,
-            Method::Svd | Method::Dct5 | Method::Auto => true,
-        }
+    /// Whether `--exact` and certification apply.
+    pub fn is_certifiable(self) -> bool {
+        self.0.accepts().certifiable
+    }
+
+    /// Whether its results are exact without `--exact`.
+    pub fn is_exact(self) -> bool {
+        self.0.is_exact()
+    }
+
+    /// The device variants it takes (the first is the default).
+    pub fn variants(self) -> &'static [Variant] {
+        self.0.variants()
+    }
+
+    /// `--method`'s help: every method with its help line.
+    pub fn help() -> String {
+        let methods: Vec<String> = Method::all()
+            .map(|m| format!("{} ({})", m.name(), m.0.help()))
+            .collect();
+        format!("Method: {}", methods.join(", "))
+    }
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method(super::registry()[0])
+    }
+}
+
+impl PartialEq for Method {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Method {}
+
+impl Hash for Method {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+
+impl fmt::Debug for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Method({})", self.name())
     }
 }
 
@@ -54,11 +95,11 @@ impl FromStr for Method {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        match Method::ALL.into_iter().find(|m| m.name() == text) {
+        match Method::all().find(|m| m.name() == text) {
             Some(m) => Ok(m),
             None => bail!(
                 format!("unknown method '{text}'"),
-                hint = format!("methods: {}", Method::ALL.map(Method::name).join(", "))
+                hint = format!("methods: {}", names(|_| true).join(", "))
             ),
         }
     }
@@ -84,6 +125,14 @@ impl fmt::Display for Method {
     }
 }
 
+/// The names of the methods whose options pass `fits`.
+fn names(fits: impl Fn(Accepts) -> bool) -> Vec<&'static str> {
+    Method::all()
+        .filter(|m| fits(m.family().accepts()))
+        .map(Method::name)
+        .collect()
+}
+
 /// Options of the fast methods: `--rank`, `--energy`, `--terms`, `--exact`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FastOptions {
@@ -94,8 +143,9 @@ pub struct FastOptions {
     pub exact: bool,
 }
 
-/// A method with its settings, checked to fit together: `--rank` and
-/// `--energy` only where svd may run, `--terms` only where dct5 may.
+/// A method with its settings, checked to fit together: `--rank`,
+/// `--energy` and `--terms` only where the method's descriptor takes them
+/// ([`Family::accepts`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MethodSpec {
     method: Method,
@@ -105,24 +155,38 @@ pub struct MethodSpec {
 
 impl MethodSpec {
     /// `method` with its device `variant` (naive's, also auto's naive
-    /// candidate; the others ignore it) and its fast `options` (naive
-    /// ignores `exact`: it is exact), or why they do not fit.
+    /// candidate; the others ignore it) and its fast `options` (an exact
+    /// method ignores `exact`), or why they do not fit.
     pub fn new(method: Method, variant: Option<Variant>, options: FastOptions) -> Result<Self> {
         let rank = options.rank.is_some() || options.energy.is_some();
-        match method {
-            Method::Naive if rank || options.terms.is_some() => bail!(
-                "--rank, --energy and --terms apply to --method svd, dct5 or auto",
+        let terms = options.terms.is_some();
+        let fits = method.family().accepts();
+        if (rank || terms) && !fits.rank && !fits.terms {
+            bail!(
+                format!(
+                    "--rank, --energy and --terms apply to --method {}",
+                    either(&names(|a| a.rank || a.terms))
+                ),
                 hint = "drop them, or choose a fast method"
-            ),
-            Method::Svd if options.terms.is_some() => bail!(
-                "--terms applies to dct5",
-                hint = "svd truncates with --rank or --energy"
-            ),
-            Method::Dct5 if rank => bail!(
-                "--rank and --energy apply to svd",
-                hint = "dct5 takes --terms K"
-            ),
-            Method::Naive | Method::Svd | Method::Dct5 | Method::Auto => {}
+            );
+        }
+        if terms && !fits.terms {
+            bail!(
+                format!(
+                    "--terms applies to {}",
+                    either(&names(|a| a.terms && !a.rank))
+                ),
+                hint = format!("{method} truncates with --rank or --energy")
+            );
+        }
+        if rank && !fits.rank {
+            bail!(
+                format!(
+                    "--rank and --energy apply to {}",
+                    either(&names(|a| a.rank && !a.terms))
+                ),
+                hint = format!("{method} takes --terms K")
+            );
         }
         Ok(MethodSpec {
             method,
@@ -159,7 +223,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in Method::ALL {
+        let all: Vec<&str> = Method::all().map(Method::name).collect();
+        assert_eq!(all, ["naive", "svd", "dct5", "auto"]);
+        assert_eq!(Method::default().name(), "naive");
+        for m in Method::all() {
             assert_eq!(m.name().parse::<Method>().unwrap(), m);
             let json = serde_json::to_string(&m).unwrap();
             assert_eq!(json, format!("\"{}\"", m.name()));
@@ -175,6 +242,10 @@ mod tests {
         assert!("Naive".parse::<Method>().is_err());
     }
 
+    fn m(name: &str) -> Method {
+        name.parse().unwrap()
+    }
+
     #[test]
     fn options_fit_their_method() {
         let rank = FastOptions {
@@ -185,20 +256,30 @@ mod tests {
             terms: Some(2),
             ..FastOptions::default()
         };
-        assert!(MethodSpec::new(Method::Svd, None, rank).is_ok());
-        assert!(MethodSpec::new(Method::Auto, None, rank).is_ok());
-        assert!(MethodSpec::new(Method::Dct5, None, terms).is_ok());
-        let e = MethodSpec::new(Method::Naive, None, rank).unwrap_err();
-        assert!(
-            e.to_string().starts_with("--rank, --energy and --terms"),
-            "{e}"
+        assert!(MethodSpec::new(m("svd"), None, rank).is_ok());
+        assert!(MethodSpec::new(m("auto"), None, rank).is_ok());
+        assert!(MethodSpec::new(m("dct5"), None, terms).is_ok());
+        // The messages list the methods whose descriptors take the option.
+        let e = MethodSpec::new(m("naive"), None, rank).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--rank, --energy and --terms apply to --method svd, dct5 or auto \
+             (hint: drop them, or choose a fast method)"
         );
-        let e = MethodSpec::new(Method::Svd, None, terms).unwrap_err();
-        assert!(e.to_string().starts_with("--terms applies to dct5"), "{e}");
-        let e = MethodSpec::new(Method::Dct5, None, rank).unwrap_err();
-        assert!(
-            e.to_string().starts_with("--rank and --energy apply"),
-            "{e}"
+        let e = MethodSpec::new(m("svd"), None, terms).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--terms applies to dct5 (hint: svd truncates with --rank or --energy)"
+        );
+        let e = MethodSpec::new(m("dct5"), None, rank).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--rank and --energy apply to svd (hint: dct5 takes --terms K)"
+        );
+        assert_eq!(
+            Method::help(),
+            "Method: naive (exact), svd (separable factors), \
+             dct5 (constant-time Gaussian), auto (cost model per tile)"
         );
     }
 }

@@ -52,7 +52,7 @@ impl FromStr for MethodName {
         device.parse::<DeviceChoice>()?;
         let method: Method = method.to_ascii_lowercase().parse()?;
         let variant = variant.map(str::to_ascii_lowercase);
-        let certified = method.is_fast() && variant.as_deref() == Some("exact");
+        let certified = method.is_certifiable() && variant.as_deref() == Some("exact");
         let variant = match variant {
             Some(_) if certified => None,
             v => v.as_deref().map(str::parse::<Variant>).transpose()?,
@@ -95,12 +95,11 @@ pub fn resolve(
     kernel: &Kernel,
 ) -> Result<Box<dyn ClassSmoother>> {
     let device: DeviceChoice = name.device.parse()?;
-    let takes_rank = matches!(name.method, Method::Svd | Method::Auto);
-    let takes_terms = matches!(name.method, Method::Dct5 | Method::Auto);
+    let takes = name.method.family().accepts();
     let fast = FastOptions {
-        rank: options.rank.filter(|_| takes_rank),
+        rank: options.rank.filter(|_| takes.rank),
         energy: None,
-        terms: options.terms.filter(|_| takes_terms),
+        terms: options.terms.filter(|_| takes.terms),
         exact: name.certified,
     };
     MethodSpec::new(name.method, name.variant, fast)

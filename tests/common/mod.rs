@@ -126,14 +126,13 @@ pub fn exact_methods(
     use mapfilter::device::{DeviceChoice, test_device};
     use mapfilter::method::ClassSmoother;
     use mapfilter::method::naive::NaiveHost;
-    use mapfilter::method::select::{
-        FastOptions, Method, MethodSpec, class_smoother, smoother_for, variants_of,
-    };
+    use mapfilter::method::naive::family::class_smoother;
+    use mapfilter::method::select::{FastOptions, Method, MethodSpec, smoother_for};
     let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
         vec![("naive/host".into(), Box::new(NaiveHost))];
     let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
     if let Some(device) = &device {
-        for &variant in variants_of(Method::Naive) {
+        for &variant in Method::default().variants() {
             let m = class_smoother(device, Some(variant)).unwrap();
             methods.push((format!("{} ({})", m.name(), variant.name()), m));
         }
@@ -142,7 +141,8 @@ pub fn exact_methods(
         exact: true,
         ..FastOptions::default()
     };
-    for method in [Method::Svd, Method::Dct5, Method::Auto] {
+    // Every certifiable method of the registry, so a new one is tested here.
+    for method in Method::all().filter(|m| m.is_certifiable()) {
         let spec = MethodSpec::new(method, None, exact).unwrap();
         for dev in [Some(DeviceChoice::Host), device.clone()]
             .into_iter()
@@ -150,7 +150,7 @@ pub fn exact_methods(
         {
             match smoother_for(&spec, &dev, kernel) {
                 Ok(m) => methods.push((format!("{method} --exact on {dev:?}"), m)),
-                Err(e) if method == Method::Dct5 => eprintln!("dct5 skipped: {e}"),
+                Err(e) if method.name() == "dct5" => eprintln!("dct5 skipped: {e}"),
                 Err(e) => panic!("{method} --exact on {dev:?}: {e}"),
             }
         }

@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 pub mod cl;
 pub mod cl_runs;
+pub mod family;
 pub mod tuning;
 
 /// The non-zero quantised kernel weights as (offset in the tile from the

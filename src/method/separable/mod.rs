@@ -30,6 +30,7 @@ use crate::kernel::Kernel;
 use rayon::prelude::*;
 
 pub mod cl;
+pub mod family;
 pub mod svd;
 
 pub use super::bounds::{Bounds, HOST_UNIT_ROUNDOFF, gamma};

@@ -1,0 +1,120 @@
+//! The pieces of `--method auto`'s cost model every family shares: the
+//! per-device operation costs, a tile's extent, and a candidate with its
+//! [`CostShape`] (each family costs its own inner loops; see
+//! [`super::auto`] for the model and its choice).
+
+use super::ClassSmoother;
+use super::bounds::Bounds;
+use crate::device::DeviceKind;
+
+/// What each candidate costs per operation on one kind of device (relative).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceCosts {
+    /// One histogram update (a gather and an add, poorly vectorised).
+    pub histogram: f64,
+    /// One multiply-add of a separable pass (streams, vectorises).
+    pub stream: f64,
+    /// One ranking update per class and pixel.
+    pub rank: f64,
+}
+
+impl DeviceCosts {
+    /// Host (rayon): histogram updates are scattered loads; passes run at
+    /// SIMD width over whole rows.
+    pub const HOST: DeviceCosts = DeviceCosts {
+        histogram: 1.0,
+        stream: 0.35,
+        rank: 2.0,
+    };
+    /// GPU: the separable passes are bandwidth-bound and cheap per operation;
+    /// naive's per-pixel histograms sit in local memory.
+    pub const GPU: DeviceCosts = DeviceCosts {
+        histogram: 1.0,
+        stream: 0.1,
+        rank: 1.0,
+    };
+    /// OpenCL CPU devices behave like the host.
+    pub fn of(kind: Option<DeviceKind>) -> DeviceCosts {
+        match kind {
+            Some(DeviceKind::Gpu) | Some(DeviceKind::Accelerator) => Self::GPU,
+            _ => Self::HOST,
+        }
+    }
+}
+
+/// The extent of one tile as the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileExtent {
+    /// Output width and height.
+    pub width: usize,
+    pub height: usize,
+    /// Classes present in the tile and its halo.
+    pub classes: usize,
+}
+
+impl TileExtent {
+    /// A `side`×`side` output tile holding `classes` classes.
+    pub fn square(side: usize, classes: usize) -> Self {
+        TileExtent {
+            width: side,
+            height: side,
+            classes,
+        }
+    }
+
+    /// Pass 1 runs over the output columns and the halo's: its cost per
+    /// output pixel, relative to pass 2, for a kernel of side `n`.
+    pub fn halo_factor(&self, n: usize) -> f64 {
+        let w = self.width.max(1);
+        (w + n - 1) as f64 / w as f64
+    }
+}
+
+/// What the model needs to cost one candidate: its family's inner loops.
+pub trait CostShape: Send + Sync {
+    /// Relative cost per output pixel of `tile` (recomputation of a
+    /// certified candidate not included).
+    fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64;
+
+    /// The operations behind [`CostShape::cost`] on `tile`, for `--explain`.
+    fn explain(&self, tile: &TileExtent) -> String;
+}
+
+/// The exact baseline's cost per output pixel: one histogram update per
+/// non-zero tap, then one ranking step per class. Certified candidates pay
+/// it on the pixels they recompute.
+pub fn baseline(taps: usize, classes: f64, costs: &DeviceCosts) -> f64 {
+    taps as f64 * costs.histogram + classes * costs.rank
+}
+
+/// One candidate method with its cost parameters.
+pub struct Candidate {
+    pub smoother: Box<dyn ClassSmoother>,
+    pub shape: Box<dyn CostShape>,
+    /// Error bounds of a fast method (`None` for an exact one).
+    pub bounds: Option<Bounds>,
+    /// Whether the candidate is a certified (exact) fast method.
+    pub certified: bool,
+}
+
+impl Candidate {
+    /// Guessed share of pixels a certified method recomputes with `classes` classes.
+    pub fn recompute_guess(&self, classes: f64) -> f64 {
+        match (&self.bounds, self.certified) {
+            (Some(b), true) => (10.0 * b.total() * classes).min(1.0),
+            _ => 0.0,
+        }
+    }
+
+    /// Relative cost per output pixel of `tile`; `naive_taps`: the exact
+    /// baseline's taps, paid on recomputed pixels.
+    pub fn cost(&self, tile: &TileExtent, costs: &DeviceCosts, naive_taps: usize) -> f64 {
+        let classes = tile.classes.max(1) as f64;
+        let guess = self.recompute_guess(classes);
+        let own = self.shape.cost(tile, costs);
+        if guess == 0.0 {
+            return own;
+        }
+        own + guess * baseline(naive_taps, classes, costs)
+    }
+}
