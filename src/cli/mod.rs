@@ -146,8 +146,6 @@ fn usage_error(e: clap::Error) -> i32 {
 
 fn run(cli: Cli) -> Result<()> {
     set_gdal_config(&cli.gdal_config)?;
-    #[cfg(feature = "gdal")]
-    crate::gdal::default_decode_threads();
     match cli.command {
         #[cfg(feature = "gdal")]
         Command::Smooth(args) => smooth::run(*args),

@@ -22,22 +22,3 @@ pub mod errors;
 pub mod image_raster;
 pub mod proj_names;
 pub mod threads;
-
-/// Lets GDAL decode the blocks of one read on several threads
-/// (`GDAL_NUM_THREADS`, one per thread of the run's pool) unless the user
-/// set it (environment or `--config`) or the run has two threads or fewer.
-/// The engine reads each tile on one thread; with many cores that reader,
-/// decoding DEFLATE block by block, bounds a whole run (BENCHMARKS.md,
-/// "Whole command against gdal_translate"). On two cores the class scan
-/// decodes the input ahead instead (`job::smooth`), and the threads are
-/// busy computing.
-pub fn default_decode_threads() {
-    let threads = rayon::current_num_threads();
-    if threads > 2
-        && gdal::config::get_config_option("GDAL_NUM_THREADS", "")
-            .unwrap_or_default()
-            .is_empty()
-    {
-        let _ = gdal::config::set_config_option("GDAL_NUM_THREADS", &threads.to_string());
-    }
-}
