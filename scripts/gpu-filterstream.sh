@@ -38,7 +38,7 @@ once() {
   "${PRIO[@]}" "$bin" filter "$IMG" "$OUT/$build-$tile.tif" --op gaussian:1:5 --device "$DEV" \
     --tile "$tile" --overwrite -q || { echo "FAILED: $build tile $tile" | tee -a "$OUT/check.txt"; return; }
   t1=$(date +%s.%N)
-  echo "$build $tile $(echo "$t1 - $t0" | bc)" >>"$LOG"
+  echo "$build $tile $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')" >>"$LOG"
 }
 for tile in $TILES; do
   LOG=$OUT/warm.txt # warm-up: kernel builds, page cache

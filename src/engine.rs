@@ -13,10 +13,7 @@
 //! so the threads that finish a tile's last bands move on to the next tile
 //! rather than wait.
 //! The engine owns class compaction per tile and the mapping back to codes;
-//! sources and sinks own the pixels' storage (GDAL files or memory). The
-//! reader thread prepares each tile whole (read, pad, compact) and the
-//! writer thread maps it back to codes, so that on a device the calling
-//! thread only submits and waits.
+//! sources and sinks own the pixels' storage (GDAL files or memory).
 
 use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
@@ -96,15 +93,6 @@ pub fn tile_grid(
     tile: usize,
 ) -> Result<TileGrid> {
     Ok(TileGrid::new(width, height, halo, border, tile)?)
-}
-
-/// A tile read, padded and compacted, ready to submit.
-struct Prepared {
-    local: TileCompaction,
-    /// The halo-padded local indices.
-    padded: Vec<u16>,
-    /// The padded vote weights, when the run has a confidence raster.
-    votes: Option<Vec<u16>>,
 }
 
 /// A tile submitted to the method and not yet waited for.
@@ -196,28 +184,19 @@ pub fn smooth_weighted(
     let mut stats = RunStats::default();
     let mut class_sum = 0usize;
     let mut present = vec![false; job.classes.len()];
-    // Buffers of padded local indices that a device method has copied
-    // from: the reader fills them again rather than allocating one a tile.
-    let (spare_tx, spare_rx) = crossbeam_channel::unbounded::<Vec<u16>>();
+    let mut reused = Vec::new();
     // Not from inside a rayon job: the calling thread waits for its tiles
     // without working, and on a one-thread pool nobody else would run them.
     let on_pool = method.host_parallel()
         && around.is_none()
         && rayon::current_thread_index().is_none()
         && job.tile <= ON_POOL_MAX_TILE;
-    let mut raw = Vec::new();
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
-            // The reader prepares each tile whole (read, pad, compact), so
-            // that this host work overlaps the submission and the device's
-            // work on the tiles before it.
             |tile| {
-                raw.clear();
-                raw.resize(tile.source.area() as usize, 0);
+                let mut raw = vec![0u16; tile.source.area() as usize];
                 source.read(tile.source, &mut raw)?;
-                let mut padded = spare_rx.try_recv().unwrap_or_default();
-                let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
                 // Votes weigh nothing beyond the raster.
                 let weights = match confidence.as_deref_mut() {
                     Some(c) => {
@@ -229,19 +208,18 @@ pub fn smooth_weighted(
                     }
                     None => None,
                 };
-                Ok(Prepared {
-                    local,
-                    padded,
-                    votes: weights,
-                })
+                Ok((raw, weights))
             },
-            |tile, prepared| -> Result<InFlight> {
+            |tile, (raw, votes)| -> Result<InFlight> {
                 crate::interrupt::check()?;
-                let Prepared {
-                    local,
-                    padded,
-                    votes,
-                } = prepared;
+                // A tile run on the pool needs its own classes; a tile
+                // submitted at once can reuse one buffer.
+                let mut padded = if on_pool {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut reused)
+                };
+                let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
                 if let Some(around) = &around {
                     let t0 = Instant::now();
                     let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
@@ -264,8 +242,6 @@ pub fn smooth_weighted(
                     classes: &[],
                 };
                 let t0 = Instant::now();
-                // A tile run on the pool keeps its classes; a submitted
-                // tile's were copied, so its buffer goes back to the reader.
                 let pending = if on_pool {
                     spawn_on_pool(scope, method, job, class_tile, padded, weights)
                 } else {
@@ -283,8 +259,7 @@ pub fn smooth_weighted(
                         },
                         &params,
                     )?;
-                    // The reader is gone only when the input is exhausted.
-                    let _ = spare_tx.send(padded);
+                    reused = padded;
                     pending
                 };
                 Ok(InFlight {
@@ -295,7 +270,7 @@ pub fn smooth_weighted(
             },
             |tile, flight| {
                 let t0 = Instant::now();
-                let out = flight.pending.into_output(tile.output.area() as usize)?;
+                let mut out = flight.pending.into_output(tile.output.area() as usize)?;
                 stats.compute += flight.submit_time + t0.elapsed();
                 stats.tiles += 1;
                 stats.pixels += tile.output.area();
@@ -304,19 +279,17 @@ pub fn smooth_weighted(
                 for &g in &flight.local.globals {
                     present[g as usize] = true;
                 }
-                Ok((flight.local, out))
-            },
-            method.depth(),
-            // The writer maps local indices back to codes, beside the
-            // device's work and the next tiles' preparation.
-            |tile, (local, mut codes)| {
                 to_codes(
-                    &mut codes,
-                    &local,
+                    &mut out,
+                    &flight.local,
                     &job.classes,
                     job.output_nodata,
                     job.policies.ties.undecided(),
                 )?;
+                Ok(out)
+            },
+            method.depth(),
+            |tile, codes| {
                 sink.write(tile.output, &codes)?;
                 progress.inc(1);
                 Ok(())
