@@ -12,7 +12,6 @@ use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::cl::Variant;
-use crate::method::policy::Policies;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
@@ -110,7 +109,6 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
         explain: None,
-        refuse: None,
     };
     let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
     if let (true, Some(c)) = (args.explain, &built.conversion) {
@@ -125,13 +123,9 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::or_env(args.device.clone())?,
     };
     observer.explain = args.explain.then(|| choice.clone());
-    // The method builds (an OpenCL device's set-up takes a few hundred
-    // milliseconds) while the checks below run and the job opens the input.
-    let pending = choice.spawn_build(&kernel);
-    observer.refuse = Some(Refusals {
-        policies: policies.clone(),
-        confidence: confidence.is_some(),
-    });
+    let method = choice.build(&kernel)?;
+    crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
+    crate::method::policy::check_confidence(confidence.is_some(), method.as_ref())?;
     let overwrite = args.overwrite.overwrite;
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.baseline.as_deref());
@@ -168,7 +162,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         weights,
         border: args.border.into(),
         fill_nodata: args.fill_nodata,
-        tile: args.tile,
+        tile: Some(
+            args.tile
+                .unwrap_or_else(|| crate::engine::default_tile(method.as_ref())),
+        ),
         compression: args.compression.compression()?,
         classes: Classes::Auto {
             need_present: args.report.is_some() || args.explain || args.json.json.is_some(),
@@ -177,7 +174,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let (done, method) = job::run_building(&spec, pending, &mut observer)?;
+    let done = job::run(&spec, method.as_ref(), &mut observer)?;
     for share in method.take_shares() {
         observer.timings.device(&share);
     }
@@ -234,14 +231,6 @@ struct CliObserver {
     quiet: bool,
     /// `--explain`: the method as named.
     explain: Option<MethodChoice>,
-    /// What the built method must support, checked before the engine.
-    refuse: Option<Refusals>,
-}
-
-/// The options a method may not support: the policies and `--confidence`.
-struct Refusals {
-    policies: Policies,
-    confidence: bool,
 }
 
 impl Observer for CliObserver {
@@ -257,15 +246,7 @@ impl Observer for CliObserver {
         self.timings.busy(name, time);
     }
 
-    fn note(&mut self, text: &str) {
-        self.timings.note(text);
-    }
-
     fn before_engine(&mut self, job: &SmoothJob, method: &dyn ClassSmoother) -> Result<()> {
-        if let Some(r) = &self.refuse {
-            crate::method::policy::check_method(&r.policies, method.is_exact(), &method.name())?;
-            crate::method::policy::check_confidence(r.confidence, method)?;
-        }
         if let Some(choice) = &self.explain {
             let text = explain(choice, job, method)?;
             eprintln!("{text}");

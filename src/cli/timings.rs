@@ -46,13 +46,6 @@ impl Timings {
         }
     }
 
-    /// Prints a remark on the run among the timings.
-    pub fn note(&self, text: &str) {
-        if self.enabled {
-            eprintln!("timing note     {text}");
-        }
-    }
-
     /// Prints what one device of a run on several did.
     pub fn device(&self, share: &crate::method::multi::Share) {
         if self.enabled {

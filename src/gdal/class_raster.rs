@@ -423,30 +423,6 @@ impl ClassRaster {
     /// Whether the decoded raster fits in half of GDAL's block cache, so
     /// that blocks read once (by a scan) are still there when the engine
     /// reads its tiles.
-    /// Decodes whole rows from the top into GDAL's block cache until
-    /// `done()` says stop, the raster ends or half the cache is used, and
-    /// returns how many rows it decoded: the engine's first tiles then read
-    /// decoded blocks. Used while something else makes the run wait.
-    pub fn warm_rows(&mut self, done: impl Fn() -> bool) -> Result<usize> {
-        let (width, height) = (self.meta.width, self.meta.height);
-        let bytes_per_row = (width * self.class_type.bytes()).max(1) as u64;
-        // SAFETY: a plain getter of GDAL's global setting.
-        let cache = unsafe { gdal_sys::GDALGetCacheMax64() }.max(0) as u64;
-        let max_rows = ((cache / 2) / bytes_per_row).min(height as u64) as usize;
-        // About 4 Mpx a read, so `done` is asked often.
-        let step = (4 << 20) / width.max(1);
-        let step = step.clamp(1, 1024);
-        let mut buf = Vec::new();
-        let mut row = 0;
-        while row < max_rows && !done() {
-            let rows = step.min(max_rows - row);
-            buf.resize(width * rows, 0u16);
-            self.read(Rect::new(0, row, width, rows), &mut buf)?;
-            row += rows;
-        }
-        Ok(row)
-    }
-
     pub fn fits_block_cache(&self) -> bool {
         let bytes =
             self.class_type.bytes() as u64 * self.meta.width as u64 * self.meta.height as u64;
@@ -1177,38 +1153,5 @@ pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
             Error::new(msg)
         }
         other => Error::new(other.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn modis() -> ClassRaster {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/modis_igbp_2019_2048.tif");
-        ClassRaster::open(&path).unwrap()
-    }
-
-    #[test]
-    fn warming_stops_when_told_and_leaves_reads_unchanged() {
-        let mut cold = modis();
-        assert_eq!(cold.warm_rows(|| true).unwrap(), 0);
-        let window = Rect::new(100, 200, 300, 50);
-        let mut expected = vec![0u16; window.area() as usize];
-        cold.read(window, &mut expected).unwrap();
-
-        let mut warm = modis();
-        let asked = std::cell::Cell::new(0);
-        let rows = warm
-            .warm_rows(|| {
-                asked.set(asked.get() + 1);
-                asked.get() > 2
-            })
-            .unwrap();
-        // Two reads of about 4 Mpx: 2048 rows of 2048 pixels each time.
-        assert_eq!(rows, 2048);
-        let mut got = vec![0u16; window.area() as usize];
-        warm.read(window, &mut got).unwrap();
-        assert_eq!(got, expected);
     }
 }

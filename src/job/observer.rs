@@ -22,8 +22,6 @@ pub trait Observer {
     /// Time a stage's own thread spent working (`read`, `write`: the
     /// engine's reader and writer threads), the rest of it waiting.
     fn busy(&mut self, _name: &str, _time: Duration) {}
-    /// A remark on the run (shown with the timings).
-    fn note(&mut self, _text: &str) {}
     /// The method chosen and the job, before the engine starts.
     fn before_engine(&mut self, _job: &SmoothJob, _method: &dyn ClassSmoother) -> Result<()> {
         Ok(())

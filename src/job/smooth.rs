@@ -7,11 +7,6 @@
 //! the window plus the kernel's halo read from the input, so that windows
 //! of one input put side by side equal one run over the whole input (exact
 //! methods). `batch` relies on it.
-//!
-//! A method may still be building when the run starts ([`PendingMethod`]):
-//! an OpenCL method's set-up (the driver, the context, the programs) takes
-//! a few hundred milliseconds, and the run opens the input, makes the
-//! output and decodes the input's first rows meanwhile.
 
 use super::observer::{Observer, Tap};
 use crate::classes::{ClassTable, ClassWeights};
@@ -32,7 +27,6 @@ use crate::output::Target;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect};
 
@@ -49,44 +43,10 @@ impl MethodChoice {
         smoother_for(&self.spec, &self.device, kernel)
     }
 
-    /// Starts building the smoother for `kernel` on its own thread.
-    pub fn spawn_build(&self, kernel: &Kernel) -> PendingMethod {
-        let (choice, kernel) = (self.clone(), kernel.clone());
-        PendingMethod {
-            handle: std::thread::spawn(move || choice.build(&kernel)),
-        }
-    }
-
     /// How reports name it, e.g. `dct5@host`.
     pub fn label(&self) -> String {
         format!("{}@{}", self.spec.method(), self.device)
     }
-}
-
-/// A smoother being built on its own thread ([`MethodChoice::spawn_build`]).
-pub struct PendingMethod {
-    handle: JoinHandle<Result<Box<dyn ClassSmoother>>>,
-}
-
-impl PendingMethod {
-    /// Whether the smoother is built (or its building failed).
-    pub fn is_ready(&self) -> bool {
-        self.handle.is_finished()
-    }
-
-    /// The smoother, once built.
-    pub fn wait(self) -> Result<Box<dyn ClassSmoother>> {
-        match self.handle.join() {
-            Ok(built) => built,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    }
-}
-
-/// The smoother a run uses: built already, or still building.
-enum Smoother<'a> {
-    Built(&'a dyn ClassSmoother),
-    Building(PendingMethod),
 }
 
 /// Where the class table of a run comes from.
@@ -140,20 +100,6 @@ pub struct SmoothReport {
     pub stats: RunStats,
 }
 
-/// Runs the spec with the smoother `pending` is building: the input is
-/// opened, the output made and the input's first rows decoded while it
-/// builds. Returns the smoother with the report (for its device shares).
-pub fn run_building(
-    spec: &SmoothSpec,
-    pending: PendingMethod,
-    observer: &mut dyn Observer,
-) -> Result<(SmoothReport, Box<dyn ClassSmoother>)> {
-    observer.stage("setup");
-    let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
-    let (report, built) = smooth_into(spec, Smoother::Building(pending), output, observer)?;
-    Ok((report, built.expect("a pending smoother is returned built")))
-}
-
 /// Smooths the spec's input with `method` into its target.
 pub fn run(
     spec: &SmoothSpec,
@@ -164,18 +110,17 @@ pub fn run(
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
     let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
-    Ok(smooth_into(spec, Smoother::Built(method), output, observer)?.0)
+    smooth_into(spec, method, output, observer)
 }
 
 /// Opens the input, finds its classes, smooths it into `output` (handing
-/// it its spec as soon as that is known) and finishes the output. A
-/// smoother that was still building is returned.
+/// it its spec as soon as that is known) and finishes the output.
 fn smooth_into(
     spec: &SmoothSpec,
-    smoother: Smoother,
+    method: &dyn ClassSmoother,
     mut output: DeferredOutput,
     observer: &mut dyn Observer,
-) -> Result<(SmoothReport, Option<Box<dyn ClassSmoother>>)> {
+) -> Result<SmoothReport> {
     let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
     observer.stage("open");
     spec.policies.check()?;
@@ -285,21 +230,6 @@ fn smooth_into(
         None => classes.output_nodata(max_code),
     };
     output.make(with_nodata(output_nodata));
-    let mut built = None;
-    let method = match smoother {
-        Smoother::Built(m) => m,
-        Smoother::Building(pending) => {
-            // The reader thread decodes the first rows again from GDAL's
-            // block cache instead of from the file.
-            let rows = input.warm_rows(|| pending.is_ready())?;
-            built = Some(pending.wait()?);
-            observer.stage("method");
-            if rows > 0 {
-                observer.note(&format!("{rows} rows decoded while the method was built"));
-            }
-            built.as_deref().expect("just built")
-        }
-    };
     let tile = spec.tile.unwrap_or_else(|| engine::default_tile(method));
     let job = SmoothJob {
         class_weights: spec.weights.quantise(&classes),
@@ -384,15 +314,12 @@ fn smooth_into(
     let (made_from, made_to) = output.finish()?;
     observer.stage("finish");
     observer.background("output", made_from, made_to);
-    Ok((
-        SmoothReport {
-            width,
-            height,
-            job,
-            stats,
-        },
-        built,
-    ))
+    Ok(SmoothReport {
+        width,
+        height,
+        job,
+        stats,
+    })
 }
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
