@@ -47,8 +47,10 @@ const LUT_ROW: usize = 6;
 impl Store {
     pub const ALL: [Store; 3] = [Store::Lut, Store::Image, Store::Separate];
 
-    /// The storage without a switch.
-    pub const DEFAULT: Store = Store::Lut;
+    /// The storage without a switch: images, the fastest of the three on
+    /// the GPU (BENCHMARKS.md, "Pyramids, demosaic, colour"); PoCL has
+    /// them too.
+    pub const DEFAULT: Store = Store::Image;
 
     pub fn name(self) -> &'static str {
         match self {
