@@ -162,10 +162,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         weights,
         border: args.border.into(),
         fill_nodata: args.fill_nodata,
-        tile: Some(
-            args.tile
-                .unwrap_or_else(|| crate::engine::default_tile(method.as_ref())),
-        ),
+        tile: args.tile,
         compression: args.compression.compression()?,
         classes: Classes::Auto {
             need_present: args.report.is_some() || args.explain || args.json.json.is_some(),

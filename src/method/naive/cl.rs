@@ -164,6 +164,23 @@ struct Plan {
     flat: bool,
 }
 
+impl Plan {
+    /// A kernel of one work item per output pixel, without local memory.
+    fn per_pixel(kernel: &'static str, opts: BuildOptions, global: [usize; 2]) -> Plan {
+        Plan {
+            kernel,
+            opts,
+            global,
+            local: None,
+            tile_local: 0,
+            hist_local: 0,
+            band: 0,
+            runs: false,
+            flat: false,
+        }
+    }
+}
+
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
 /// so that few programs are built: powers of two up to 64, then multiples of 64.
 fn bins(n_classes: usize) -> usize {
@@ -329,34 +346,11 @@ impl NaiveCl {
         let budget = self.local_budget();
         let gpu = self.device().info().kind == DeviceKind::Gpu;
         if params.confidence.is_some() {
-            return Plan {
-                kernel: "naive_weighted",
-                opts: base,
-                global: [ow, oh],
-                local: None,
-                tile_local: 0,
-                hist_local: 0,
-                band: 0,
-                runs: false,
-                flat: false,
-            };
+            return Plan::per_pixel("naive_weighted", base, [ow, oh]);
         }
         match self.variant {
-            Variant::Buffer | Variant::Image => Plan {
-                kernel: if self.variant == Variant::Buffer {
-                    "naive_buffer"
-                } else {
-                    "naive_image"
-                },
-                opts: base,
-                global: [ow, oh],
-                local: None,
-                tile_local: 0,
-                hist_local: 0,
-                band: 0,
-                runs: false,
-                flat: false,
-            },
+            Variant::Buffer => Plan::per_pixel("naive_buffer", base, [ow, oh]),
+            Variant::Image => Plan::per_pixel("naive_image", base, [ow, oh]),
             Variant::Local => {
                 let (tx, ty) = (16, 8);
                 let lw = tx + k - 1;
