@@ -12,6 +12,10 @@
 //!   run's span of weights (prefix sums). Integer sums are exact and
 //!   order-free, so the scores are the same. Noise-like tiles, where runs are
 //!   short, keep the plain loop over every tap.
+//!
+//! Its descriptor [`NaiveFamily`] (in this folder's [`FAMILIES`]) builds it
+//! on the host or as its OpenCL twin ([`cl`]), with the device variants and
+//! its cost for `--method auto`.
 
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, baseline};
 use super::family::{Accepts, Family};

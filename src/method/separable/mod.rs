@@ -17,6 +17,11 @@
 //! full transposed plane. The ranking is updated strip by strip, so the score
 //! of a class never exists as a plane either.
 //!
+//! This folder's [`FAMILIES`] are the two methods' descriptors,
+//! [`svd::SvdFamily`] and [`Dct5Family`]: each builds its plan on the host
+//! (certified with `--exact`) or as the OpenCL twin ([`cl`]), with its cost
+//! for `--method auto`.
+//!
 //! [`svd`]: svd
 //! [`dct5`]: super::dct5
 //! [`exact`]: super::certified

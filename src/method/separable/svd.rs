@@ -7,6 +7,8 @@
 //! Rank: the numerical rank by default (singular values above
 //! `N·ε·s₀`: a Gaussian or box has rank 1, a disc of radius r about r),
 //! `--rank R` or `--energy E` (the smallest rank holding E of `Σ s²`) to truncate.
+//!
+//! Its descriptor, [`SvdFamily`], is in the separable folder's `FAMILIES`.
 
 use super::{Filter, SeparablePlan, Term, separable_candidate};
 use crate::bail;
