@@ -1,10 +1,10 @@
 //! The per-method descriptor: what one class-smoothing method declares
 //! about itself (name, help, which options fit, exactness, how it is built
-//! on a device, its candidate for `--method auto`). Each family keeps its
-//! descriptor in its folder's `mod.rs`, listed in that folder's
-//! `FAMILIES`; [`super::registry`] gathers them (build.rs finds the
-//! folders), and spec parsing, select, auto, the CLI help and sweep names
-//! iterate that list instead of naming methods.
+//! on a device, its candidate for `--method auto`). Each method keeps its
+//! descriptor in its folder `src/method/<m>/`, listed in the `FAMILIES` of
+//! that folder's `mod.rs`; [`super::registry`] gathers them (build.rs finds
+//! the folders), and spec parsing, select, auto, the CLI help and sweep
+//! names iterate that list instead of naming methods.
 
 use super::ClassSmoother;
 use super::cost::Candidate;
