@@ -192,12 +192,13 @@ impl Device {
         self.inner.builds.load(Ordering::Relaxed)
     }
 
-    /// The embedded source `name` (`kernels/NAME.cl`) built with `opts`,
+    /// The embedded source `name` (`kernels/NAME.cl`, or `NAME.cl` in a
+    /// method's folder) built with `opts`,
     /// compiled once per (name, options) and cached.
     pub fn program(&self, name: &str, opts: &BuildOptions) -> Result<Arc<Program>> {
         let text = source(name).ok_or_else(|| {
             Error::new(format!("no embedded kernel source '{name}'"))
-                .hint("add it to SOURCES in src/device/sources.rs")
+                .hint("put NAME.cl in kernels/ or in its method's folder under src/method/")
         })?;
         self.program_from_source(name, &text, opts)
     }

@@ -1,15 +1,17 @@
-//! The OpenCL C sources embedded in the binary (`kernels/*.cl`) and the
-//! `-D` build options that specialise them.
+//! The OpenCL C sources embedded in the binary (`kernels/*.cl`, and the
+//! `*.cl` files in the folders of `src/method/`) and the `-D` build options
+//! that specialise them.
 //!
-//! To add a kernel file: put it in `kernels/` (the build script embeds every
-//! file there) and build it with
-//! `device.program("name", &BuildOptions::new().define(..))`.
+//! To add a kernel file: put it in `kernels/` or beside its method in
+//! `src/method/<m>/` (the build script embeds every `.cl` file there) and
+//! build it with `device.program("name", &BuildOptions::new().define(..))`.
 
 /// Prepended to every source: helpers shared by all kernel files.
 const COMMON: &str = include_str!("../../kernels/common.cl");
 
 /// Every embedded source by name (the file name without `.cl`): every
-/// `kernels/*.cl` but `common.cl`, listed by the build script.
+/// `kernels/*.cl` but `common.cl` and every `src/method/*/*.cl`, listed by
+/// the build script.
 pub const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
 /// The text of embedded source `name` without the common header.

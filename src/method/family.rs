@@ -1,9 +1,10 @@
 //! The per-method descriptor: what one class-smoothing method declares
 //! about itself (name, help, which options fit, exactness, how it is built
-//! on a device, its candidate for `--method auto`). Each family keeps its
-//! descriptor beside its code; [`super::registry`] lists them, and spec
-//! parsing, select, auto, the CLI help and sweep names iterate that list
-//! instead of naming methods.
+//! on a device, its candidate for `--method auto`). Each method keeps its
+//! descriptor in its folder `src/method/<m>/`, listed in the `FAMILIES` of
+//! that folder's `mod.rs`; [`super::registry`] gathers them (build.rs finds
+//! the folders), and spec parsing, select, auto, the CLI help and sweep
+//! names iterate that list instead of naming methods.
 
 use super::ClassSmoother;
 use super::cost::Candidate;
@@ -38,6 +39,14 @@ pub trait Family: Sync {
     /// Whether its results are byte-identical to the exact baseline without
     /// `--exact`.
     fn is_exact(&self) -> bool;
+
+    /// Where it stands in the lists users see (`--method`'s help, errors,
+    /// sweeps), lowest first, a tie by name. The lowest is the default
+    /// `--method` and the exact baseline: naive, 0. `auto`, which picks
+    /// among the others, is 255.
+    fn list_position(&self) -> u8 {
+        100
+    }
 
     /// The device variants it takes (the first is the default).
     fn variants(&self) -> &'static [Variant] {

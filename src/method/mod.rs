@@ -5,19 +5,16 @@
 //! of GDAL, files, progress or tiling; the shared scoring rules (tie rule,
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
-pub mod auto;
 pub mod bounds;
 pub mod certified;
 pub mod cost;
 pub mod dct5;
 pub mod family;
 pub mod multi;
-pub mod naive;
 pub mod plane;
 pub mod policy;
 pub mod ranking;
 pub mod select;
-pub mod separable;
 mod simd4;
 pub mod spec;
 
@@ -25,22 +22,31 @@ use crate::classes::NO_CLASS;
 use crate::error::Result;
 use crate::kernel::Kernel;
 use family::Family;
+use std::sync::LazyLock;
+
+// The method folders (`naive`, `separable`, `auto`, ...): every folder
+// `src/method/<m>/` whose `mod.rs` declares `pub const FAMILIES`, its
+// descriptors. build.rs writes their `pub mod` lines, `METHOD_FOLDERS` and
+// `FOLDER_FAMILIES` (docs/adding-a-method.md).
+include!(concat!(env!("OUT_DIR"), "/method_modules.rs"));
 
 /// Every class-smoothing method's descriptor, in the order help texts and
-/// errors list them; the first is the default and the exact baseline that
-/// `auto` and certified candidates fall back on. A new method adds its
-/// module above and its descriptor here.
+/// errors list them ([`Family::list_position`], then name); the first is
+/// the default and the exact baseline that `auto` and certified candidates
+/// fall back on. A method folder's `FAMILIES` joins it without an edit here.
 pub fn registry() -> &'static [&'static dyn Family] {
     &REGISTRY
 }
 
 /// [`registry`]'s list.
-static REGISTRY: [&dyn Family; 4] = [
-    &naive::family::NAIVE,
-    &separable::family::SVD,
-    &separable::family::DCT5,
-    &auto::AUTO,
-];
+static REGISTRY: LazyLock<Vec<&'static dyn Family>> = LazyLock::new(|| {
+    let mut all: Vec<&'static dyn Family> = FOLDER_FAMILIES
+        .iter()
+        .flat_map(|f| f.iter().copied())
+        .collect();
+    all.sort_by_key(|family| (family.list_position(), family.name()));
+    all
+});
 
 /// One halo-padded tile of local class indices.
 ///
@@ -311,6 +317,65 @@ fn pick_by_score<S: Copy + Ord + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// A method folder whose `mod.rs` lacks the `FAMILIES` line would be
+    /// compiled and listed nowhere, without an error: so every folder of
+    /// src/method/ must be a method folder or a module declared above by
+    /// hand (a helper such as `dct5/`), and every descriptor outside the
+    /// tests must be in the registry.
+    #[test]
+    fn the_registry_lists_exactly_the_method_folders() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/method");
+        let this = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+        let mut descriptors = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                let name = path.file_name().unwrap().to_str().unwrap();
+                let by_hand = format!("mod {name};");
+                let declared = this
+                    .lines()
+                    .any(|line| line.trim_start_matches("pub ") == by_hand);
+                assert!(
+                    METHOD_FOLDERS.contains(&name) || declared,
+                    "src/method/{name}/ is compiled nowhere: a method folder's mod.rs \
+                     needs a line `pub const FAMILIES: &[&dyn Family] = ...`"
+                );
+            }
+            descriptors += descriptors_in(&path);
+        }
+        assert_eq!(
+            descriptors,
+            registry().len(),
+            "a descriptor (`impl Family for`) is missing from its folder's FAMILIES"
+        );
+        let mut names: Vec<&str> = registry().iter().map(|f| f.name()).collect();
+        assert!(registry()[0].is_exact(), "the first is the exact baseline");
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), registry().len(), "method names are unique");
+    }
+
+    /// The `impl Family for` blocks in the file `path`, or in the files of
+    /// the folder `path`, above their `#[cfg(test)]`.
+    fn descriptors_in(path: &Path) -> usize {
+        if path.is_dir() {
+            return std::fs::read_dir(path)
+                .unwrap()
+                .map(|entry| descriptors_in(&entry.unwrap().path()))
+                .sum();
+        }
+        if path.extension().is_none_or(|ext| ext != "rs") {
+            return 0;
+        }
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .take_while(|line| line.trim() != "#[cfg(test)]")
+            .filter(|line| line.trim_start().starts_with("impl Family for"))
+            .count()
+    }
 
     #[test]
     fn winner_rules() {

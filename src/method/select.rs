@@ -69,7 +69,7 @@ mod tests {
     use super::*;
     use crate::method::auto::auto;
     use crate::method::naive::cl::Variant;
-    use crate::method::naive::family::class_smoother;
+    use crate::method::naive::class_smoother;
 
     fn spec(method: &str, options: FastOptions) -> MethodSpec {
         MethodSpec::new(method.parse().unwrap(), None, options).unwrap()

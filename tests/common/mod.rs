@@ -126,7 +126,7 @@ pub fn exact_methods(
     use mapfilter::device::{DeviceChoice, test_device};
     use mapfilter::method::ClassSmoother;
     use mapfilter::method::naive::NaiveHost;
-    use mapfilter::method::naive::family::class_smoother;
+    use mapfilter::method::naive::class_smoother;
     use mapfilter::method::select::{FastOptions, Method, MethodSpec, smoother_for};
     let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
         vec![("naive/host".into(), Box::new(NaiveHost))];

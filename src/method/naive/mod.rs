@@ -12,16 +12,123 @@
 //!   run's span of weights (prefix sums). Integer sums are exact and
 //!   order-free, so the scores are the same. Noise-like tiles, where runs are
 //!   short, keep the plain loop over every tap.
+//!
+//! Its descriptor [`NaiveFamily`] (in this folder's [`FAMILIES`]) builds it
+//! on the host or as its OpenCL twin ([`cl`]), with the device variants and
+//! its cost for `--method auto`.
 
+use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, baseline};
+use super::family::{Accepts, Family};
+use super::select::on_members;
+use super::spec::{FastOptions, MethodSpec};
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wide};
 use crate::classes::NO_CLASS;
+use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
+use crate::kernel::Kernel;
+use cl::{NaiveCl, Variant};
 use rayon::prelude::*;
 
 pub mod cl;
 pub mod cl_runs;
-pub mod family;
 pub mod tuning;
+
+/// The descriptor of `--method naive`: the exact method, built without a
+/// kernel, with its device variants and its cost for `--method auto`.
+pub struct NaiveFamily;
+
+/// This folder's methods in [`crate::method::registry`] (build.rs finds
+/// this line).
+pub const FAMILIES: &[&dyn Family] = &[&NaiveFamily];
+
+impl Family for NaiveFamily {
+    fn name(&self) -> &'static str {
+        "naive"
+    }
+
+    fn help(&self) -> &'static str {
+        "exact"
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts::default()
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+
+    fn list_position(&self) -> u8 {
+        0
+    }
+
+    fn variants(&self) -> &'static [Variant] {
+        &[
+            Variant::Fast,
+            Variant::Buffer,
+            Variant::Image,
+            Variant::Local,
+        ]
+    }
+
+    fn build(
+        &self,
+        spec: &MethodSpec,
+        member: Member,
+        _kernel: &Kernel,
+    ) -> Result<Box<dyn ClassSmoother>> {
+        naive_on(member, spec.variant())
+    }
+
+    fn candidate(
+        &self,
+        member: &Member,
+        variant: Option<Variant>,
+        kernel: &Kernel,
+        _fast: &FastOptions,
+    ) -> Result<Option<Candidate>> {
+        let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
+        Ok(Some(Candidate {
+            smoother: naive_on(member.clone(), variant)?,
+            shape: Box::new(NaiveCost { taps }),
+            bounds: None,
+            certified: false,
+        }))
+    }
+}
+
+/// Naive on `device` (`variant`: `None` for the default), the one method
+/// built without a kernel. `host` (or `auto` without OpenCL) gives the plain
+/// Rust implementation; several devices share the tiles.
+pub fn class_smoother(
+    device: &DeviceChoice,
+    variant: Option<Variant>,
+) -> Result<Box<dyn ClassSmoother>> {
+    on_members(device, |member| naive_on(member, variant))
+}
+
+/// Naive on one device (the host ignores the variant).
+fn naive_on(member: Member, variant: Option<Variant>) -> Result<Box<dyn ClassSmoother>> {
+    match member {
+        None => Ok(Box::new(NaiveHost)),
+        Some(dev) => Ok(Box::new(NaiveCl::new(dev, variant.unwrap_or_default())?)),
+    }
+}
+
+/// naive's cost: one histogram update per non-zero tap, then C to rank.
+pub struct NaiveCost {
+    pub taps: usize,
+}
+
+impl CostShape for NaiveCost {
+    fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
+        baseline(self.taps, tile.classes.max(1) as f64, costs)
+    }
+
+    fn explain(&self, tile: &TileExtent) -> String {
+        format!("{} histogram updates + {} to rank", self.taps, tile.classes)
+    }
+}
 
 /// The non-zero quantised kernel weights as (offset in the tile from the
 /// window's top-left pixel, weight).

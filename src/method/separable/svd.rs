@@ -7,12 +7,20 @@
 //! Rank: the numerical rank by default (singular values above
 //! `N·ε·s₀`: a Gaussian or box has rank 1, a disc of radius r about r),
 //! `--rank R` or `--energy E` (the smallest rank holding E of `Σ s²`) to truncate.
+//!
+//! Its descriptor, [`SvdFamily`], is in the separable folder's `FAMILIES`.
 
-use super::{Filter, SeparablePlan, Term};
+use super::{Filter, SeparablePlan, Term, separable_candidate};
 use crate::bail;
+use crate::device::{Device, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::linalg::{Svd, jacobi_svd};
+use crate::method::ClassSmoother;
+use crate::method::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
+use crate::method::family::{Accepts, Family};
+use crate::method::naive::cl::Variant;
+use crate::method::spec::{FastOptions, MethodSpec};
 use nalgebra::DMatrix;
 
 /// How many singular triplets to keep.
@@ -82,6 +90,94 @@ pub fn plan(kernel: &Kernel, choice: RankChoice) -> SeparablePlan {
     SeparablePlan {
         size: kernel.size(),
         terms,
+    }
+}
+
+/// The descriptor of `--method svd`: its plan, built on the host
+/// (certified with `--exact`) or a device, and its cost for `--method auto`.
+pub struct SvdFamily;
+
+impl Family for SvdFamily {
+    fn name(&self) -> &'static str {
+        "svd"
+    }
+
+    fn help(&self) -> &'static str {
+        "separable factors"
+    }
+
+    fn accepts(&self) -> Accepts {
+        Accepts {
+            rank: true,
+            terms: false,
+            certifiable: true,
+        }
+    }
+
+    fn is_exact(&self) -> bool {
+        false
+    }
+
+    fn list_position(&self) -> u8 {
+        10
+    }
+
+    fn build(
+        &self,
+        spec: &MethodSpec,
+        member: Member,
+        kernel: &Kernel,
+    ) -> Result<Box<dyn ClassSmoother>> {
+        Ok(svd_candidate(member.as_ref(), kernel, spec.options())?.smoother)
+    }
+
+    fn candidate(
+        &self,
+        member: &Member,
+        _variant: Option<Variant>,
+        kernel: &Kernel,
+        fast: &FastOptions,
+    ) -> Result<Option<Candidate>> {
+        svd_candidate(member.as_ref(), kernel, fast).map(Some)
+    }
+}
+
+/// svd with `fast.rank`/`fast.energy` (certified when `fast.exact`).
+fn svd_candidate(
+    device: Option<&Device>,
+    kernel: &Kernel,
+    fast: &FastOptions,
+) -> Result<Candidate> {
+    let plan = plan(kernel, RankChoice::from_options(fast.rank, fast.energy)?);
+    let shape = SvdCost {
+        size: kernel.size(),
+        rank: plan.terms.len(),
+    };
+    let name = format!("svd/host (rank {})", plan.terms.len());
+    separable_candidate(device, "svd", name, plan, Box::new(shape), kernel, fast)
+}
+
+/// svd's cost per class: rank × (pass 1 of N taps over the tile's columns
+/// with the halo, pass 2 of N taps), plus the ranking.
+pub struct SvdCost {
+    pub size: usize,
+    pub rank: usize,
+}
+
+impl CostShape for SvdCost {
+    fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
+        let classes = tile.classes.max(1) as f64;
+        let taps = (tile.halo_factor(self.size) + 1.0) * self.size as f64;
+        classes * (self.rank as f64 * taps * costs.stream + costs.rank)
+    }
+
+    fn explain(&self, tile: &TileExtent) -> String {
+        let (size, rank) = (self.size, self.rank);
+        format!(
+            "{} classes × rank {rank} × 2 passes × {size} taps, pass 1 over {} columns",
+            tile.classes,
+            tile.width + size - 1
+        )
     }
 }
 

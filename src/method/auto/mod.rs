@@ -13,7 +13,7 @@
 //!   *with* the halo (`(w + N − 1)/w` of the output), pass 2 of N taps, plus
 //!   the ranking;
 //! - dct5 (Gaussian and box kernels only), per class, its two passes as the
-//!   device runs them ([`Dct5Passes`](super::separable::family::Dct5Passes)), pass 1 also over the halo columns:
+//!   device runs them ([`Dct5Passes`](super::separable::Dct5Passes)), pass 1 also over the halo columns:
 //!   - host (f64, second order): `3·(K+1)` operations per step plus the
 //!     segment seeds `2·(K+1)·N / segment` (segments of `max(64, 4·N)`);
 //!   - OpenCL (f32 rotating phasors, `kernels/dct5.cl`): `9·K + 2`
@@ -43,8 +43,8 @@ use crate::kernel::Kernel;
 /// The descriptor of `--method auto`.
 pub struct AutoFamily;
 
-/// `auto` in [`super::registry`].
-pub static AUTO: AutoFamily = AutoFamily;
+/// This folder's method in [`super::registry`] (build.rs finds this line).
+pub const FAMILIES: &[&dyn Family] = &[&AutoFamily];
 
 impl Family for AutoFamily {
     fn name(&self) -> &'static str {
@@ -65,6 +65,10 @@ impl Family for AutoFamily {
 
     fn is_exact(&self) -> bool {
         false
+    }
+
+    fn list_position(&self) -> u8 {
+        255
     }
 
     fn build(
@@ -247,8 +251,9 @@ mod tests {
     use crate::method::cost::CostShape;
     use crate::method::dct5::{default_segment, rot as dct5_rot};
     use crate::method::naive::NaiveHost;
-    use crate::method::naive::family::NaiveCost;
-    use crate::method::separable::family::{Dct5Cost, Dct5Passes, SvdCost};
+    use crate::method::naive::NaiveCost;
+    use crate::method::separable::svd::SvdCost;
+    use crate::method::separable::{Dct5Cost, Dct5Passes};
 
     fn candidate(shape: impl CostShape + 'static) -> Candidate {
         Candidate {
