@@ -515,10 +515,17 @@ fn device_built_pyramids_match_the_host_level_by_level() {
         ("gaussian-pyramid:4", &["scharr:5"]),
         ("scale-space:2:2", &[]),
     ];
+    // Every type and case on the default storage with reflect101; the
+    // other storages and a constant border on Byte (each a PoCL build).
+    let byte = |img: &MemImage| img.bands.sample_type() == mapfilter::pixel::SampleType::U8;
     for img in &images {
-        for (level_op, after) in cases {
+        for (i, (level_op, after)) in cases.into_iter().enumerate() {
             let levels = Levels::parse(level_op).unwrap().unwrap();
-            for border in [BorderMode::Reflect101, BorderMode::Constant(7.0)] {
+            let borders = match byte(img) && i < 2 {
+                true => vec![BorderMode::Reflect101, BorderMode::Constant(7.0)],
+                false => vec![BorderMode::Reflect101],
+            };
+            for border in borders {
                 let job = LevelJob::of(&levels, &[], &s(after), None, border)
                     .unwrap()
                     .expect("the device runs it whole");
@@ -534,7 +541,11 @@ fn device_built_pyramids_match_the_host_level_by_level() {
                         filter_in_memory(img, &job, &HostRunner::default()).unwrap()
                     })
                     .collect();
-                for store in Store::ALL {
+                let stores = match byte(img) && i == 0 {
+                    true => Store::ALL.to_vec(),
+                    false => vec![Store::DEFAULT],
+                };
+                for store in stores {
                     let mut got = Vec::new();
                     with_bands!(&img.bands, p => pyramid_levels::run(&dev, store, &job, p, border, |_, b| {
                         got.push(MemImage::new(b, None));
@@ -556,8 +567,16 @@ fn device_built_pyramids_match_the_host_level_by_level() {
     // Ops the device does not run whole are left to the level-by-level path.
     let ss = Levels::parse("scale-space:2:2").unwrap().unwrap();
     let r = BorderMode::Reflect101;
-    assert!(LevelJob::of(&ss, &s(&["box:3"]), &[], None, r).unwrap().is_none());
-    assert!(LevelJob::of(&ss, &[], &s(&["median:3"]), None, r).unwrap().is_none());
+    assert!(
+        LevelJob::of(&ss, &s(&["box:3"]), &[], None, r)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        LevelJob::of(&ss, &[], &s(&["median:3"]), None, r)
+            .unwrap()
+            .is_none()
+    );
     assert!(LevelJob::of(&ss, &[], &[], Some(0.0), r).unwrap().is_none());
     let lap = Levels::parse("laplacian-pyramid:3").unwrap().unwrap();
     assert!(LevelJob::of(&lap, &[], &[], None, r).unwrap().is_none());
