@@ -6,7 +6,11 @@ scale-space:O:S --op scharr:N`; the levels themselves are OpenCV's
 pyrDown + GaussianBlur, which time the same), timed for the filters only:
 CPU on numpy arrays, and with --umat on cv2.UMat levels uploaded beforehand
 (results left on the device, cv2.ocl.finish() before the clock stops), the
-analogue of our device-held pyramid. One JSON line per (peer, size)."""
+analogue of our device-held pyramid. One JSON line per (peer, size);
+then per peer the build alone ("op": "build": pyrDown + GaussianBlur of
+every level from the base, on the device for UMat) and the whole ("op":
+"whole:scharr:3": build, Scharr 3 over every level, results back in host
+memory), the analogue of `mapfilter filter` without the file I/O."""
 import argparse
 import json
 import statistics
@@ -22,8 +26,12 @@ from bench_filters import scharr_kernels  # noqa: E402
 R101 = cv2.BORDER_REFLECT_101
 
 
-def levels(w, h, octaves, scales, sigma0):
-    img = np.random.default_rng(1).integers(0, 256, (h, w), dtype=np.uint8)
+def base_image(w, h):
+    return np.random.default_rng(1).integers(0, 256, (h, w), dtype=np.uint8)
+
+
+def levels(w, h, octaves, scales, sigma0, img=None):
+    img = base_image(w, h) if img is None else img
     out, base = [], img
     for o in range(octaves):
         if o:
@@ -76,6 +84,30 @@ def main():
                 scharr_all(src, n, umat)
                 times.append((time.perf_counter() - t) * 1e3)
             print(json.dumps({"op": f"scharr:{n}", "peer": name, "levels": len(lv), "pixels": px,
+                              "min_ms": round(min(times), 3), "median_ms": round(statistics.median(times), 3),
+                              "threads": cv2.getNumThreads()}), flush=True)
+    for name, umat in peers:
+        base = base_image(w, h)
+
+        def build():
+            b = cv2.UMat(base) if umat else base
+            lv = levels(w, h, args.octaves, args.scales, args.sigma0, b)
+            if umat:
+                cv2.ocl.finish()
+            return lv
+
+        def whole():
+            res = scharr_all(build(), 3, umat)
+            return [r.get() for r in res] if umat else res
+
+        for label, fn in (("build", build), ("whole:scharr:3", whole)):
+            fn()  # warm-up
+            times = []
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t) * 1e3)
+            print(json.dumps({"op": label, "peer": name, "levels": len(lv), "pixels": px,
                               "min_ms": round(min(times), 3), "median_ms": round(statistics.median(times), 3),
                               "threads": cv2.getNumThreads()}), flush=True)
     return 0

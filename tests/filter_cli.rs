@@ -299,3 +299,102 @@ fn blend_mixes_rasters_of_one_grid_and_refuses_others() {
         "{err}"
     );
 }
+
+/// `filter --device DEV` with a scale space and Scharr (and a Gaussian
+/// pyramid into overviews) runs as one device job; its files hold the same
+/// pixels and georeferencing as `--device host`'s level-by-level path, on
+/// the bundled photo and an odd-sized window of it.
+#[test]
+fn device_pyramid_job_writes_the_host_files() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let dev = dev.info().index.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odd.tif");
+    let ok = Command::new("gdal_translate")
+        .args([
+            "-q",
+            "-srcwin",
+            "3",
+            "5",
+            "203",
+            "157",
+            "data/photo_grace_hopper.tif",
+        ])
+        .arg(&odd)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let cases: [(&Path, &[&str], &[&str]); 3] = [
+        (
+            &odd,
+            &["scale-space:2:2", "scharr:5"],
+            &["O0_S0", "O0_S1", "O1_S0", "O1_S1"],
+        ),
+        (
+            Path::new("data/photo_grace_hopper.tif"),
+            &["scale-space:3:1:1.2", "scharr:3"],
+            &["O0_S0", "O1_S0", "O2_S0"],
+        ),
+        (&odd, &["gaussian-pyramid:3", "scharr:3"], &[""]),
+    ];
+    for (n, (input, ops, suffixes)) in cases.iter().enumerate() {
+        let overviews = suffixes == &[""];
+        let mut files = Vec::new();
+        for device in ["host", dev.as_str()] {
+            let out = dir.path().join(format!("c{n}_{device}.tif"));
+            let mut args = vec!["filter", input.to_str().unwrap(), out.to_str().unwrap()];
+            for op in ops.iter() {
+                args.extend(["--op", op]);
+            }
+            args.extend(["--device", device, "--quiet"]);
+            if overviews {
+                args.extend(["--levels", "overviews"]);
+            }
+            let o = mapfilter(&args);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            files.push(out);
+        }
+        for s in suffixes.iter() {
+            let level = |f: &Path| match s.is_empty() {
+                true => f.to_path_buf(),
+                false => f.with_file_name(format!(
+                    "{}_{s}.tif",
+                    f.file_stem().unwrap().to_string_lossy()
+                )),
+            };
+            let (host, device) = (level(&files[0]), level(&files[1]));
+            assert_eq!(read_all(&host), read_all(&device), "{ops:?} level {s}");
+            let geo = |f: &Path| {
+                let info = gdalinfo(f);
+                let keep = |l: &&str| {
+                    l.starts_with("Origin")
+                        || l.starts_with("Pixel Size")
+                        || l.contains("Overviews")
+                };
+                info.lines().filter(keep).collect::<Vec<_>>().join("\n")
+            };
+            assert_eq!(geo(&host), geo(&device), "{ops:?} level {s}");
+        }
+        if overviews {
+            for k in 0..2 {
+                let get = |f: &Path| {
+                    let raw = dir.path().join(format!(
+                        "ovr{k}_{}.tif",
+                        f.file_stem().unwrap().to_string_lossy()
+                    ));
+                    let ok = Command::new("gdal_translate")
+                        .args(["-q", "-ovr", &k.to_string()])
+                        .arg(f)
+                        .arg(&raw)
+                        .status()
+                        .unwrap();
+                    assert!(ok.success());
+                    read_all(&raw)
+                };
+                assert_eq!(get(&files[0]), get(&files[1]), "overview {k}");
+            }
+        }
+    }
+}

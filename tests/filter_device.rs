@@ -490,3 +490,94 @@ fn denoising_matches_the_host() {
         }
     }
 }
+
+/// A level op run as one device job (levels built on the device, held in
+/// each pyramid storage, Scharr over all of them) against `filter --device
+/// host`'s level-by-level path: the fast host paths, level chain by level
+/// chain, in tiles.
+#[test]
+fn device_built_pyramids_match_the_host_level_by_level() {
+    use mapfilter::filter::device::pyramid_levels::{self, LevelJob};
+    use mapfilter::filter::device::pyramid_store::Store;
+    use mapfilter::filter::levels::Levels;
+    use mapfilter::with_bands;
+    let Some(dev) = test_device() else { return };
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let images = [
+        MemImage::new(Bands::U8(noise(41, 27, 2, 61)), None),
+        MemImage::new(Bands::U16(noise(23, 30, 1, 62)), None),
+        MemImage::new(Bands::I16(noise(19, 17, 1, 63)), None),
+        MemImage::new(Bands::F32(noise(26, 21, 1, 64)), None),
+    ];
+    let cases: [(&str, &[&str]); 4] = [
+        ("scale-space:3:2", &["scharr:3"]),
+        ("scale-space:2:3:1.1", &["scharr:7"]),
+        ("gaussian-pyramid:4", &["scharr:5"]),
+        ("scale-space:2:2", &[]),
+    ];
+    // Every type and case on the default storage with reflect101; the
+    // other storages and a constant border on Byte (each a PoCL build).
+    let byte = |img: &MemImage| img.bands.sample_type() == mapfilter::pixel::SampleType::U8;
+    for img in &images {
+        for (i, (level_op, after)) in cases.into_iter().enumerate() {
+            let levels = Levels::parse(level_op).unwrap().unwrap();
+            let borders = match byte(img) && i < 2 {
+                true => vec![BorderMode::Reflect101, BorderMode::Constant(7.0)],
+                false => vec![BorderMode::Reflect101],
+            };
+            for border in borders {
+                let job = LevelJob::of(&levels, &[], &s(after), None, border)
+                    .unwrap()
+                    .expect("the device runs it whole");
+                let want: Vec<MemImage> = levels
+                    .chains(&[], &s(after))
+                    .iter()
+                    .map(|l| {
+                        let job = FilterJob {
+                            chain: Chain::parse(&l.ops).unwrap(),
+                            border,
+                            tile: 16,
+                        };
+                        filter_in_memory(img, &job, &HostRunner::default()).unwrap()
+                    })
+                    .collect();
+                let stores = match byte(img) && i == 0 {
+                    true => Store::ALL.to_vec(),
+                    false => vec![Store::DEFAULT],
+                };
+                for store in stores {
+                    let mut got = Vec::new();
+                    with_bands!(&img.bands, p => pyramid_levels::run(&dev, store, &job, p, border, |_, b| {
+                        got.push(MemImage::new(b, None));
+                        Ok(())
+                    }))
+                    .unwrap();
+                    assert_eq!(got.len(), want.len());
+                    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            same(g, w),
+                            "{level_op} {after:?} level {k} on {:?}, {border:?}, {store:?}",
+                            img.bands.sample_type()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // Ops the device does not run whole are left to the level-by-level path.
+    let ss = Levels::parse("scale-space:2:2").unwrap().unwrap();
+    let r = BorderMode::Reflect101;
+    assert!(
+        LevelJob::of(&ss, &s(&["box:3"]), &[], None, r)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        LevelJob::of(&ss, &[], &s(&["median:3"]), None, r)
+            .unwrap()
+            .is_none()
+    );
+    assert!(LevelJob::of(&ss, &[], &[], Some(0.0), r).unwrap().is_none());
+    let lap = Levels::parse("laplacian-pyramid:3").unwrap().unwrap();
+    assert!(LevelJob::of(&lap, &[], &[], None, r).unwrap().is_none());
+}

@@ -4,20 +4,25 @@
 //! [`crate::filter::device::pyramid_store`] (or the one
 //! `MAPFILTER_PYRAMID_STORE` names).
 //!
-//! The levels (the level op's chains on the first band) are built once on
-//! the host, then held on the device: each `scharr` op after the level op
-//! is a separate filter over the whole pyramid, not a chain. One JSON line
-//! per storage, op and run: `upload_ms` (the levels going up, once per
-//! storage), `total_ms` (enqueue to finish of the filter over all levels)
-//! and `kernel_ms` (its profiled kernel time); with `--check` one more
-//! line per storage and op comparing every level with the host bit for bit.
+//! Per storage, the levels (the level op's levels of the first band) are
+//! built on the device ([`crate::filter::device::pyramid_build`]) into the
+//! storage and held there: each `scharr` op after the level op is a
+//! separate filter over the whole pyramid, not a chain. One JSON line per
+//! storage, op and run: `build_ms` (the base going up, every level built
+//! and stored, enqueue to finish; once per storage), `build_kernel_ms`
+//! (its profiled kernel time), `total_ms` (enqueue to finish of the filter
+//! over all levels) and `kernel_ms` (its profiled kernel time); with
+//! `--check` one more line per storage and op comparing every level's
+//! Scharr with the host's (levels built by the fast host paths) bit for bit.
 
 use super::bench_filter::BenchFilterArgs;
 use crate::bail;
 use crate::device::Device;
 use crate::error::Result;
 use crate::filter::Chain;
+use crate::filter::device::pyramid_build::{self, BuildPlan};
 use crate::filter::device::pyramid_store::{DevicePyramid, Store, scharr_host};
+use crate::filter::engine::{ChainRunner, HostRunner};
 use crate::filter::levels::{Level, Levels};
 use crate::filter::op::TileAt;
 use crate::filter::scharr::Scharr;
@@ -52,13 +57,23 @@ pub fn run(
     };
     let border = args.border;
     let chains = levels.chains(&[], &[]);
+    let Some(plan) = BuildPlan::of(levels)? else {
+        bail!(
+            "the device pyramid bench builds Gaussian pyramids and scale spaces",
+            hint = "write --op scale-space:4:4 or --op gaussian-pyramid:N"
+        );
+    };
     with_bands!(&image.bands, p => {
-        let built = build(&p[0], &chains, border)?;
-        bench(args, dev, &stores, &built, &sizes, border)
+        let host = match args.check {
+            true => build(&p[0], &chains, border)?,
+            false => Vec::new(),
+        };
+        bench(args, dev, &stores, (&p[0], &plan), &host, &sizes, border)
     })
 }
 
-/// Every level's chain run on the host over the whole of `band`.
+/// Every level's chain run on the host's fast paths over the whole of
+/// `band` (what `filter --device host` writes).
 fn build<T: Pixel>(band: &Plane<T>, chains: &[Level], border: BorderMode) -> Result<Vec<Plane<T>>> {
     let (w, h) = (band.width, band.height);
     let mut built = Vec::with_capacity(chains.len());
@@ -72,7 +87,7 @@ fn build<T: Pixel>(band: &Plane<T>, chains: &[Level], border: BorderMode) -> Res
             border,
             nd: None,
         };
-        let out = chain.run_tile_host(T::wrap(vec![band.clone()]), &at, false);
+        let out = HostRunner::default().run(&chain, T::wrap(vec![band.clone()]), &at)?;
         built.push(first_plane::<T>(out)?);
     }
     Ok(built)
@@ -90,21 +105,29 @@ fn first_plane<T: Pixel>(out: crate::pixel::Bands) -> Result<Plane<T>> {
     }
 }
 
+/// Per storage: the pyramid built on the device (`base`, `plan`), then
+/// the Scharr `sizes` over it; `host` holds the host's levels for `--check`.
 fn bench<T: Pixel>(
     args: &BenchFilterArgs,
     dev: &Device,
     stores: &[Store],
-    levels: &[Plane<T>],
+    (base, plan): (&Plane<T>, &BuildPlan),
+    host: &[Plane<T>],
     sizes: &[Scharr],
     border: BorderMode,
 ) -> Result<()> {
-    let px: usize = levels.iter().map(|l| l.width * l.height).sum();
+    let level_sizes = plan.sizes((base.width, base.height));
+    let px: usize = level_sizes.iter().map(|(w, h)| w * h).sum();
+    let count = level_sizes.len();
     let dname = &dev.info().name;
     for &store in stores {
+        // A first build compiles the kernels; the timed one reuses them.
+        drop(pyramid_build::build(dev, plan, base, border)?);
         let t0 = Instant::now();
-        let mut pyr = DevicePyramid::upload(dev, store, levels)?;
-        dev.finish()?;
-        let upload = t0.elapsed().as_secs_f64() * 1e3;
+        let built = pyramid_build::build(dev, plan, base, border)?;
+        let build_kernel = built.kernel_ns as f64 / 1e6;
+        let mut pyr = DevicePyramid::from_built(dev, store, built)?;
+        let build = t0.elapsed().as_secs_f64() * 1e3;
         for &s in sizes {
             let label = format!("scharr:{}", s.size);
             for i in 0..args.warmup + args.repeat {
@@ -113,9 +136,9 @@ fn bench<T: Pixel>(
                 let total = t0.elapsed().as_secs_f64() * 1e3;
                 if i >= args.warmup {
                     println!(
-                        "{{\"op\":{label:?},\"store\":{:?},\"levels\":{},\"pixels\":{px},\"type\":{:?},\"device\":{dname:?},\"run\":{},\"upload_ms\":{upload:.3},\"total_ms\":{total:.3},\"kernel_ms\":{:.3}}}",
+                        "{{\"op\":{label:?},\"store\":{:?},\"levels\":{},\"pixels\":{px},\"type\":{:?},\"device\":{dname:?},\"run\":{},\"build_ms\":{build:.3},\"build_kernel_ms\":{build_kernel:.3},\"total_ms\":{total:.3},\"kernel_ms\":{:.3}}}",
                         store.name(),
-                        levels.len(),
+                        count,
                         args.sample_type,
                         i + 1 - args.warmup,
                         kernel_ns as f64 / 1e6
@@ -129,7 +152,7 @@ fn bench<T: Pixel>(
                 let got = pyr.download(dev)?;
                 let differ: usize = got
                     .iter()
-                    .zip(levels)
+                    .zip(host)
                     .map(|(g, l)| {
                         let want = scharr_host(l, s, border);
                         (0..2)
@@ -151,7 +174,7 @@ fn bench<T: Pixel>(
                 println!(
                     "{{\"op\":{label:?},\"store\":{:?},\"levels\":{},\"pixels\":{px},\"type\":{:?},\"device\":{dname:?},\"check\":{verdict:?}}}",
                     store.name(),
-                    levels.len(),
+                    count,
                     args.sample_type
                 );
             }

@@ -157,8 +157,7 @@ impl Conv {
             return out;
         }
         if T::TYPE == SampleType::U8
-            && let Some((row, col)) = &self.separable
-            && let (Some(row), Some(col)) = (fixed_256(row, self.scale), fixed_256(col, 1.0))
+            && let Some((row, col)) = self.fixed_256()
         {
             let col = col.iter().map(|&v| v as u32).collect();
             return strip::run(&Fixed256 { row, col }, src);
@@ -183,6 +182,13 @@ impl Conv {
                 src,
             ),
         }
+    }
+
+    /// The 1-D kernels (row times `scale`, column) in units of 1/256, where
+    /// a separable kernel has them: Byte's fast path ([`Fixed256`]).
+    pub fn fixed_256(&self) -> Option<(Vec<u16>, Vec<u16>)> {
+        let (row, col) = self.separable.as_ref()?;
+        Some((fixed_256(row, self.scale)?, fixed_256(col, 1.0)?))
     }
 
     /// The exact integer path with accumulator `A`, if the weights are whole

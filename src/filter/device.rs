@@ -28,6 +28,8 @@
 //! Histograms ([`histogram`]) are whole-raster statistics, not tiles: they
 //! run one plane at a time outside the stream.
 
+pub mod pyramid_build;
+pub mod pyramid_levels;
 pub mod pyramid_store;
 mod staging;
 
@@ -55,7 +57,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Work-group side.
-const LOCAL: usize = 16;
+pub(super) const LOCAL: usize = 16;
 
 /// Tiles in flight beyond the one being submitted (see [`DeviceRunner::depth`]).
 pub const DEPTH: usize = 2;
@@ -544,7 +546,7 @@ impl DeviceRunner {
 
 /// `GEO_ARGS` (see `filter_tile.cl`) after a NaN `nd_out`, for a whole
 /// window from row 0.
-fn geo_args(a: Args<'_>, g: Geo, fill: f32) -> Args<'_> {
+pub(super) fn geo_args(a: Args<'_>, g: Geo, fill: f32) -> Args<'_> {
     a.scalar(f32::NAN)
         .scalar(g.have.x as i32)
         .scalar(g.have.y as i32)
@@ -561,7 +563,7 @@ fn geo_args(a: Args<'_>, g: Geo, fill: f32) -> Args<'_> {
 }
 
 /// The build options every `filter_*.cl` kernel takes (see `filter_tile.cl`).
-fn tile_options(
+pub(super) fn tile_options(
     t: SampleType,
     to: SampleType,
     r: usize,
@@ -589,7 +591,7 @@ fn tile_options(
 
 /// Kernel `name` of `kernels/FILE.cl` (after `filter_tile.cl` and `prelude`),
 /// built with `opts` through the device's program cache under `cache_name`.
-fn compile(
+pub(super) fn compile(
     dev: &Device,
     file: &str,
     cache_name: &str,
@@ -615,7 +617,7 @@ fn joint_bands(op: &Op, bands: usize) -> usize {
 
 /// Local memory of a work-group's tile for `op` on `bands` bands (pyramid
 /// steps read global memory directly).
-fn local_bytes(op: &Op, bands: usize) -> usize {
+pub(super) fn local_bytes(op: &Op, bands: usize) -> usize {
     if op.windowed() || matches!(op, Op::Color(_)) {
         return 0;
     }
@@ -624,10 +626,10 @@ fn local_bytes(op: &Op, bands: usize) -> usize {
 
 /// Where an op reads and writes.
 #[derive(Clone, Copy, Debug)]
-struct Geo {
-    have: Win,
-    image: (usize, usize),
-    out: Win,
+pub(super) struct Geo {
+    pub(super) have: Win,
+    pub(super) image: (usize, usize),
+    pub(super) out: Win,
 }
 
 /// A float literal for `-D`.
@@ -640,7 +642,7 @@ fn cl_float(v: f64) -> String {
 }
 
 /// `v` as the host pads a constant border of type `t` (rounded, saturated).
-fn round_to(t: SampleType, v: f32) -> f32 {
+pub(super) fn round_to(t: SampleType, v: f32) -> f32 {
     crate::with_type!(t, T => T::from_f32(v).to_f32())
 }
 

@@ -117,6 +117,11 @@ impl Levels {
         Ok(found.map(|(i, l)| (l, specs[..i].to_vec(), specs[i + 1..].to_vec())))
     }
 
+    /// The Gaussian σ of scale `s` of a scale space: SIGMA0 · 2^(s/SCALES).
+    pub fn sigma(sigma0: f64, s: usize, scales: usize) -> f64 {
+        sigma0 * 2f64.powf(s as f64 / scales as f64)
+    }
+
     /// The chain of every level: `before`, the level's own ops, `after`.
     pub fn chains(&self, before: &[String], after: &[String]) -> Vec<Level> {
         let down = |k: usize| std::iter::repeat_n("pyrdown".to_string(), k);
@@ -150,7 +155,7 @@ impl Levels {
             } => (0..octaves)
                 .flat_map(|o| {
                     (0..scales).map(move |s| {
-                        let sigma = sigma0 * 2f64.powf(s as f64 / scales as f64);
+                        let sigma = Self::sigma(sigma0, s, scales);
                         let own = down(o).chain([format!("gaussian:{sigma}")]).collect();
                         level(format!("O{o}_S{s}"), own)
                     })

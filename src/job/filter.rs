@@ -5,16 +5,22 @@
 //!
 //! A level op (a pyramid or a scale space) expands into one chain per
 //! level: each level to its own file beside the output, or (pyramids) the
-//! levels as the output's overviews.
+//! levels as the output's overviews. On an OpenCL device a Gaussian
+//! pyramid or scale space (alone or followed by `scharr:N`) runs as one
+//! device job instead ([`crate::filter::device::pyramid_levels`]): the
+//! levels are built and filtered on the device and written whole.
 
 use super::observer::Observer;
 use crate::error::Result;
-use crate::filter::engine::{self, ChainRunner, FilterJob};
-use crate::filter::levels::Levels;
+use crate::filter::device::pyramid_levels::{self, LevelJob};
+use crate::filter::device::pyramid_store::Store;
+use crate::filter::engine::{self, FilterJob};
+use crate::filter::levels::{Levels, Split};
 use crate::filter::run_on::RunOn;
 use crate::filter::{BorderMode, Chain};
 use crate::gdal::class_raster::{OutputCompression, OutputRaster, OutputSpec};
 use crate::gdal::image_raster::{ImageRaster, LevelSink, gdal_type};
+use crate::io::{ImageSink, ImageSource};
 use crate::output::{self, Target};
 use gdal::raster::GdalDataType;
 use serde::Serialize;
@@ -52,6 +58,8 @@ pub struct FilterSpec {
 /// The spec's chains and their outputs, every one checked.
 pub struct FilterPlan {
     runs: Runs,
+    /// The level op and the ops around it, where there is one.
+    split: Option<Split>,
 }
 
 enum Runs {
@@ -76,6 +84,7 @@ impl FilterPlan {
             let target = check(&spec.output)?;
             return Ok(FilterPlan {
                 runs: Runs::Chains(vec![(chain, target)]),
+                split: None,
             });
         };
         if spec.levels == LevelOutput::Overviews {
@@ -87,10 +96,11 @@ impl FilterPlan {
             let target = check(&spec.output)?;
             return Ok(FilterPlan {
                 runs: Runs::Overviews {
-                    levels,
+                    levels: levels.clone(),
                     chains,
                     target,
                 },
+                split: Some((levels, before, after)),
             });
         }
         let mut runs = Vec::new();
@@ -100,6 +110,7 @@ impl FilterPlan {
         }
         let plan = FilterPlan {
             runs: Runs::Chains(runs),
+            split: Some((levels, before, after)),
         };
         output::distinct(&plan.targets())?;
         Ok(plan)
@@ -171,6 +182,9 @@ pub fn run(
     plan: FilterPlan,
     observer: &mut dyn Observer,
 ) -> Result<FilterReport> {
+    if let Some(outputs) = run_device_levels(spec, &plan, observer)? {
+        return Ok(FilterReport { outputs });
+    }
     let mut outputs = Vec::new();
     match plan.runs {
         Runs::Chains(runs) => {
@@ -224,28 +238,8 @@ fn run_overviews(
     target: &Target,
     observer: &mut dyn Observer,
 ) -> Result<FilterOutput> {
-    let hint = "write the levels as files (--levels files)";
-    if matches!(levels, Levels::ScaleSpace { .. }) {
-        crate::bail!(
-            "a scale space has several levels of one size, which overviews cannot hold",
-            hint = hint
-        );
-    }
     let mut input = ImageRaster::open(&spec.input)?;
-    let size = (input.meta.width, input.meta.height);
-    for (k, chain) in chains.iter().enumerate() {
-        let want = (size.0.div_ceil(1 << k), size.1.div_ceil(1 << k));
-        if chain.out_size(size) != want
-            || chain.out_type(input.sample_type) != chains[0].out_type(input.sample_type)
-        {
-            crate::bail!(
-                format!(
-                    "level {k} is not an overview of level 0 (the ops after the level op change its size or type)"
-                ),
-                hint = hint
-            );
-        }
-    }
+    check_overviews(levels, &chains, &input)?;
     let out = output_spec(spec, &chains[0], &input)?;
     let runner = spec.run_on.runner()?;
     let mut output = OutputRaster::create(target, &out)?;
@@ -270,8 +264,118 @@ fn run_overviews(
         overviews: Some(overviews),
         count: levels.count(),
         seconds: start.elapsed().as_secs_f64(),
-        ..written(target, &out, runner.as_ref())
+        ..written(target, &out, runner.name())
     })
+}
+
+/// Refuses levels that GeoTIFF overviews cannot hold: a scale space, or
+/// levels after the first that are not ⌈size/2^k⌉ of its type.
+fn check_overviews(levels: &Levels, chains: &[Chain], input: &ImageRaster) -> Result<()> {
+    let hint = "write the levels as files (--levels files)";
+    if matches!(levels, Levels::ScaleSpace { .. }) {
+        crate::bail!(
+            "a scale space has several levels of one size, which overviews cannot hold",
+            hint = hint
+        );
+    }
+    let size = (input.meta.width, input.meta.height);
+    for (k, chain) in chains.iter().enumerate() {
+        let want = (size.0.div_ceil(1 << k), size.1.div_ceil(1 << k));
+        if chain.out_size(size) != want
+            || chain.out_type(input.sample_type) != chains[0].out_type(input.sample_type)
+        {
+            crate::bail!(
+                format!(
+                    "level {k} is not an overview of level 0 (the ops after the level op change its size or type)"
+                ),
+                hint = hint
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs the plan's level op as one device job where it can
+/// ([`LevelJob::of`], `--device` naming an OpenCL device); `None` leaves
+/// it to the level-by-level path.
+fn run_device_levels(
+    spec: &FilterSpec,
+    plan: &FilterPlan,
+    observer: &mut dyn Observer,
+) -> Result<Option<Vec<FilterOutput>>> {
+    let Some((levels, before, after)) = &plan.split else {
+        return Ok(None);
+    };
+    let crate::filter::run_on::RunOn::Choice(choice) = &spec.run_on else {
+        return Ok(None);
+    };
+    let mut input = ImageRaster::open(&spec.input)?;
+    let Some(job) = LevelJob::of(levels, before, after, input.meta.nodata, spec.border)? else {
+        return Ok(None);
+    };
+    let Some(dev) = choice.resolve()? else {
+        return Ok(None);
+    };
+    let chains = levels
+        .chains(before, after)
+        .iter()
+        .map(|l| Chain::parse(&l.ops))
+        .collect::<Result<Vec<_>>>()?;
+    let specs = chains
+        .iter()
+        .map(|c| output_spec(spec, c, &input))
+        .collect::<Result<Vec<_>>>()?;
+    let store = Store::chosen()?;
+    let runner = format!(
+        "OpenCL {}, pyramid on the device ({} store)",
+        dev.info().name,
+        store.name()
+    );
+    let (w, h) = input.size();
+    let progress = observer.progress("filter");
+    progress.start(chains.len() as u64, "levels");
+    let start = Instant::now();
+    let bands = input.read(tiles::Rect::new(0, 0, w, h))?;
+    let whole = |k: usize| tiles::Rect::new(0, 0, specs[k].width, specs[k].height);
+    let mut outputs = Vec::new();
+    match &plan.runs {
+        Runs::Chains(runs) => {
+            crate::with_bands!(&bands, p => pyramid_levels::run(&dev, store, &job, p, spec.border, |k, out| {
+                let (chain, target) = &runs[k];
+                let mut raster = OutputRaster::create(target, &specs[k])?;
+                raster.write(whole(k), &out)?;
+                raster.finish()?;
+                progress.inc(1);
+                outputs.push(FilterOutput {
+                    radius: Some(chain.radius()),
+                    tiles: Some(1),
+                    count: chain.ops.len(),
+                    seconds: start.elapsed().as_secs_f64(),
+                    ..written(target, &specs[k], runner.clone())
+                });
+                Ok(())
+            }))?;
+        }
+        Runs::Overviews { target, .. } => {
+            check_overviews(levels, &chains, &input)?;
+            let mut raster = OutputRaster::create(target, &specs[0])?;
+            raster.add_overviews(chains.len() - 1)?;
+            crate::with_bands!(&bands, p => pyramid_levels::run(&dev, store, &job, p, spec.border, |k, out| {
+                LevelSink { raster: &mut raster, level: k }.write(whole(k), &out)?;
+                progress.inc(1);
+                Ok(())
+            }))?;
+            raster.finish()?;
+            outputs.push(FilterOutput {
+                overviews: Some(chains.len() - 1),
+                count: levels.count(),
+                seconds: start.elapsed().as_secs_f64(),
+                ..written(target, &specs[0], runner)
+            });
+        }
+    }
+    progress.finish();
+    Ok(Some(outputs))
 }
 
 /// The output of `chain` on `input` (checked).
@@ -324,12 +428,12 @@ fn run_chain(
         tiles: Some(stats.tiles),
         count: job.chain.ops.len(),
         seconds: stats.wall.as_secs_f64(),
-        ..written(target, &out, runner.as_ref())
+        ..written(target, &out, runner.name())
     })
 }
 
 /// What every output reports about itself.
-fn written(target: &Target, out: &OutputSpec, runner: &dyn ChainRunner) -> FilterOutput {
+fn written(target: &Target, out: &OutputSpec, runner: String) -> FilterOutput {
     FilterOutput {
         output: target.shown().to_path_buf(),
         width: out.width,
@@ -339,7 +443,7 @@ fn written(target: &Target, out: &OutputSpec, runner: &dyn ChainRunner) -> Filte
         nodata: out.nodata.filter(|v| v.is_finite()),
         radius: None,
         overviews: None,
-        runner: runner.name(),
+        runner,
         tiles: None,
         seconds: 0.0,
         count: 0,

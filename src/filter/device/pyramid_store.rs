@@ -15,6 +15,7 @@
 //! [`scharr_host`] wraps), so every storage gives the host's bits.
 //! `MAPFILTER_PYRAMID_STORE` ([`crate::switches`]) picks the storage.
 
+use super::pyramid_build::BuiltLevels;
 use crate::bail;
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Image, Kernel,
@@ -109,37 +110,8 @@ const PITCH_ALIGN: usize = 32;
 impl<T: Pixel> DevicePyramid<T> {
     /// Uploads `levels` (finest first) into storage `store`.
     pub fn upload(dev: &Device, store: Store, levels: &[Plane<T>]) -> Result<Self> {
-        if levels.is_empty() || levels.iter().any(|l| l.width == 0 || l.height == 0) {
-            bail!(
-                "a device pyramid needs at least one non-empty level",
-                hint = "check the pyramid's sizes"
-            );
-        }
-        let mut slots = Vec::with_capacity(levels.len());
-        let (mut offset, mut out) = (0usize, 0usize);
-        for l in levels {
-            let pitch = match store {
-                Store::Lut => l.width.next_multiple_of(PITCH_ALIGN),
-                _ => l.width,
-            };
-            slots.push(Slot {
-                width: l.width,
-                height: l.height,
-                offset,
-                pitch,
-                out,
-            });
-            if store == Store::Lut {
-                offset += pitch * l.height;
-            }
-            out += 2 * l.width * l.height;
-        }
-        if offset.max(out) > i32::MAX as usize {
-            bail!(
-                format!("a pyramid of {out} output values is too large for one device buffer"),
-                hint = "use fewer or smaller levels"
-            );
-        }
+        let sizes: Vec<_> = levels.iter().map(|l| (l.width, l.height)).collect();
+        let (slots, offset, out) = layout(store, &sizes)?;
         let held = match store {
             Store::Lut => {
                 let mut data = vec![T::default(); offset];
@@ -149,17 +121,9 @@ impl<T: Pixel> DevicePyramid<T> {
                         data[at..at + l.width].copy_from_slice(l.row(y));
                     }
                 }
-                let mut rows = 0;
-                let mut table = Vec::with_capacity(LUT_ROW * slots.len());
-                for s in &slots {
-                    table.extend(
-                        [s.offset, s.width, s.height, s.pitch, rows, s.out].map(|v| v as i32),
-                    );
-                    rows += s.height;
-                }
                 Held::Lut {
                     data: dev.buffer_from(&data, CL_MEM_READ_ONLY)?,
-                    table: dev.buffer_from(&table, CL_MEM_READ_ONLY)?,
+                    table: lut_table(dev, &slots)?,
                 }
             }
             Store::Separate => Held::Separate(
@@ -175,6 +139,78 @@ impl<T: Pixel> DevicePyramid<T> {
                     .collect::<Result<_>>()?,
             ),
         };
+        Ok(DevicePyramid {
+            store,
+            slots,
+            held,
+            out: dev.buffer(out, CL_MEM_READ_WRITE)?,
+        })
+    }
+
+    /// Takes levels built on the device ([`BuiltLevels`]) into storage
+    /// `store` without a round trip through the host: separate buffers are
+    /// the built ones, the single buffer and the images are filled by
+    /// device-side copies. Waits for the copies.
+    pub fn from_built(dev: &Device, store: Store, built: BuiltLevels<T>) -> Result<Self> {
+        let (slots, offset, out) = layout(store, &built.sizes)?;
+        let q = dev.queue(Queue::Compute);
+        let sz = std::mem::size_of::<T>();
+        let held = match store {
+            Store::Separate => Held::Separate(built.levels),
+            Store::Lut => {
+                let mut data = dev.buffer::<T>(offset, CL_MEM_READ_WRITE)?;
+                for (b, s) in built.levels.iter().zip(&slots) {
+                    let src_origin = [0usize; 3];
+                    let dst_origin = [s.offset * sz, 0, 0];
+                    let region = [s.width * sz, s.height, 1];
+                    // SAFETY: both rectangles lie inside their buffers (the
+                    // layout's offsets and pitches); the copy is waited for below.
+                    unsafe {
+                        q.enqueue_copy_buffer_rect(
+                            b,
+                            &mut data,
+                            src_origin.as_ptr(),
+                            dst_origin.as_ptr(),
+                            region.as_ptr(),
+                            s.width * sz,
+                            0,
+                            s.pitch * sz,
+                            0,
+                            &[],
+                        )
+                    }
+                    .map_err(crate::device::cl_error("copying a pyramid level"))?;
+                }
+                Held::Lut {
+                    data,
+                    table: lut_table(dev, &slots)?,
+                }
+            }
+            Store::Image => {
+                let mut images = Vec::with_capacity(slots.len());
+                for (b, s) in built.levels.iter().zip(&slots) {
+                    let mut img = image_empty::<T>(dev, s.width, s.height)?;
+                    let origin = [0usize; 3];
+                    let region = [s.width, s.height, 1];
+                    // SAFETY: the buffer holds width × height samples of the
+                    // image's format; the copy is waited for below.
+                    unsafe {
+                        q.enqueue_copy_buffer_to_image(
+                            b,
+                            &mut img,
+                            0,
+                            origin.as_ptr(),
+                            region.as_ptr(),
+                            &[],
+                        )
+                    }
+                    .map_err(crate::device::cl_error("copying a pyramid level"))?;
+                    images.push(img);
+                }
+                Held::Images(images)
+            }
+        };
+        dev.finish()?;
         Ok(DevicePyramid {
             store,
             slots,
@@ -274,6 +310,54 @@ impl<T: Pixel> DevicePyramid<T> {
     }
 }
 
+/// Where each level of `sizes` lies in `store`: the slots, the single
+/// buffer's length (elements) and the output's (floats).
+fn layout(store: Store, sizes: &[(usize, usize)]) -> Result<(Vec<Slot>, usize, usize)> {
+    if sizes.is_empty() || sizes.iter().any(|&(w, h)| w == 0 || h == 0) {
+        bail!(
+            "a device pyramid needs at least one non-empty level",
+            hint = "check the pyramid's sizes"
+        );
+    }
+    let mut slots = Vec::with_capacity(sizes.len());
+    let (mut offset, mut out) = (0usize, 0usize);
+    for &(width, height) in sizes {
+        let pitch = match store {
+            Store::Lut => width.next_multiple_of(PITCH_ALIGN),
+            _ => width,
+        };
+        slots.push(Slot {
+            width,
+            height,
+            offset,
+            pitch,
+            out,
+        });
+        if store == Store::Lut {
+            offset += pitch * height;
+        }
+        out += 2 * width * height;
+    }
+    if offset.max(out) > i32::MAX as usize {
+        bail!(
+            format!("a pyramid of {out} output values is too large for one device buffer"),
+            hint = "use fewer or smaller levels"
+        );
+    }
+    Ok((slots, offset, out))
+}
+
+/// The single buffer's level table (see [`LUT_ROW`]).
+fn lut_table(dev: &Device, slots: &[Slot]) -> Result<Buffer<i32>> {
+    let mut rows = 0;
+    let mut table = Vec::with_capacity(LUT_ROW * slots.len());
+    for s in slots {
+        table.extend([s.offset, s.width, s.height, s.pitch, rows, s.out].map(|v| v as i32));
+        rows += s.height;
+    }
+    dev.buffer_from(&table, CL_MEM_READ_ONLY)
+}
+
 /// The plain host counterpart of the device kernels: Scharr of one whole
 /// level (no nodata) with `border` beyond its edges, as ∂x and ∂y.
 pub fn scharr_host<T: Pixel>(
@@ -300,9 +384,39 @@ pub fn scharr_host<T: Pixel>(
 }
 
 fn image_of<T: Pixel>(dev: &Device, level: &Plane<T>) -> Result<Image> {
+    // SAFETY: the host pointer covers width × height samples, copied at creation.
+    unsafe {
+        image_with(
+            dev,
+            T::TYPE,
+            (level.width, level.height),
+            CL_MEM_COPY_HOST_PTR,
+            level.data.as_ptr() as *mut _,
+        )
+    }
+}
+
+/// An image of `w`×`h` samples of `T`, filled later on the device.
+fn image_empty<T: Pixel>(dev: &Device, w: usize, h: usize) -> Result<Image> {
+    // SAFETY: no host pointer.
+    unsafe { image_with(dev, T::TYPE, (w, h), 0, std::ptr::null_mut()) }
+}
+
+/// A read-only single-channel image of `t` samples.
+///
+/// # Safety
+/// With `CL_MEM_COPY_HOST_PTR` in `flags`, `host` must point to `w × h`
+/// samples of `t`; else it must be null.
+unsafe fn image_with(
+    dev: &Device,
+    t: SampleType,
+    (w, h): (usize, usize),
+    flags: u64,
+    host: *mut std::ffi::c_void,
+) -> Result<Image> {
     let format = cl_image_format {
         image_channel_order: CL_R,
-        image_channel_data_type: match T::TYPE {
+        image_channel_data_type: match t {
             SampleType::U8 => CL_UNSIGNED_INT8,
             SampleType::U16 => CL_UNSIGNED_INT16,
             SampleType::I16 => CL_SIGNED_INT16,
@@ -312,23 +426,21 @@ fn image_of<T: Pixel>(dev: &Device, level: &Plane<T>) -> Result<Image> {
     // SAFETY: a zeroed descriptor is valid; the fields that matter are set.
     let mut desc: cl_image_desc = unsafe { std::mem::zeroed() };
     desc.image_type = CL_MEM_OBJECT_IMAGE2D;
-    desc.image_width = level.width;
-    desc.image_height = level.height;
-    // SAFETY: the host pointer covers width × height samples, copied at creation.
+    desc.image_width = w;
+    desc.image_height = h;
+    // SAFETY: the caller vouches for `host`.
     unsafe {
         Image::create(
             dev.context(),
-            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+            CL_MEM_READ_ONLY | flags,
             &format,
             &desc,
-            level.data.as_ptr() as *mut _,
+            host,
         )
     }
     .map_err(|e| {
         Error::new(format!(
-            "cannot create a {}x{} image on {}: {e}",
-            level.width,
-            level.height,
+            "cannot create a {w}x{h} image on {}: {e}",
             dev.info().name
         ))
         .hint(HINT)
