@@ -268,16 +268,21 @@ fn methods_for(
 ) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods = exact_methods(kernel);
     if case.option("--confidence").is_some() {
-        // The methods that weigh votes: naive on the host and every OpenCL
-        // variant, the certified svd/dct5/auto on the host (the others are
-        // refused); naive on OpenCL and svd must be among them.
-        methods.retain(|(_, m)| m.weighs_votes());
+        // Every method weighs votes: naive on the host and every OpenCL
+        // variant, the certified svd/dct5/auto on the host and on OpenCL.
         let names: Vec<&str> = methods.iter().map(|(n, _)| n.as_str()).collect();
+        let unweighted: Vec<&str> = methods
+            .iter()
+            .filter(|(_, m)| !m.weighs_votes())
+            .map(|(n, _)| n.as_str())
+            .collect();
         let cl = test_device().is_some();
         assert!(
-            names.iter().any(|n| n.starts_with("naive/opencl")) == cl
-                && names.contains(&"svd --exact on Host"),
-            "{names:?}"
+            unweighted.is_empty()
+                && names.iter().any(|n| n.starts_with("naive/opencl")) == cl
+                && names.contains(&"svd --exact on Host")
+                && names.iter().any(|n| n.starts_with("dct5 --exact on Index")) == cl,
+            "{names:?}, not weighing: {unweighted:?}"
         );
         return methods;
     }
@@ -452,10 +457,6 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!out.exists());
     };
-    refused(
-        &["--method", "dct5", "--ties", "smallest"],
-        "--ties smallest needs exact scores",
-    );
     refused(&["--iterations", "0"], "--iterations must be 1 to 1000");
     refused(&["--iterations", "999"], "more than 2048");
     refused(&["--only-isolated", "0"], "--only-isolated 0");
@@ -482,21 +483,19 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         ],
         "is outside 0..50",
     );
-    // svd/dct5 on an OpenCL device do not weigh votes.
-    if test_device().is_some() {
-        refused(
-            &[
-                "--confidence",
-                pct,
-                "--confidence-scale",
-                "100",
-                "--method",
-                "dct5",
-                "--device",
-                "cpu",
-            ],
-            "--confidence does not weigh votes in",
-        );
+    // Approximate scores cannot tell a tie, on the host and on OpenCL alike.
+    let devices: &[&str] = if test_device().is_some() {
+        &["host", "cpu"]
+    } else {
+        &["host"]
+    };
+    for &device in devices {
+        for method in ["svd", "dct5", "auto"] {
+            refused(
+                &["--method", method, "--ties", "largest", "--device", device],
+                "--ties largest is defined on exact scores",
+            );
+        }
     }
     refused(
         &[

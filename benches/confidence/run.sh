@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost of --confidence (issue 22): naive on the host and on the PoCL CPU
-# device, and dct5 (plain and --exact) on the host, on the bundled MODIS map,
+# device, and dct5 (plain and --exact) on the host and on PoCL, on the bundled MODIS map,
 # each with and without a 0-100 confidence raster. Prints a markdown table of
 # the best of three wall times per command.
 #
@@ -63,3 +63,7 @@ if "$bin" devices 2>/dev/null | grep -qi cpu; then
 fi
 row dct5 host --method dct5
 row "dct5 --exact" host --method dct5 --exact
+if "$bin" devices 2>/dev/null | grep -qi cpu; then
+  row dct5 cpu --method dct5
+  row "dct5 --exact" cpu --method dct5 --exact
+fi

@@ -182,11 +182,7 @@ impl SeparableCl {
     ) -> Result<Self> {
         let plan = device_plan(plan);
         let mut bounds = plan.bounds(kernel, DEVICE_UNIT_ROUNDOFF);
-        let a_max = plan
-            .terms
-            .iter()
-            .map(|t| t.column.l1() * t.row.l1())
-            .sum();
+        let a_max = plan.terms.iter().map(|t| t.column.l1() * t.row.l1()).sum();
         let shape = match &plan.terms[0].row {
             Filter::Dct5(d) => {
                 if plan.terms.len() != 1 {
