@@ -277,11 +277,17 @@ fn methods_for(
             .map(|(n, _)| n.as_str())
             .collect();
         let cl = test_device().is_some();
+        let on_device = |m: &str| {
+            names
+                .iter()
+                .any(|n| n.starts_with(&format!("{m} --exact on Index")))
+        };
         assert!(
             unweighted.is_empty()
                 && names.iter().any(|n| n.starts_with("naive/opencl")) == cl
                 && names.contains(&"svd --exact on Host")
-                && names.iter().any(|n| n.starts_with("dct5 --exact on Index")) == cl,
+                && on_device("svd") == cl
+                && on_device("dct5") == (cl && names.contains(&"dct5 --exact on Host")),
             "{names:?}, not weighing: {unweighted:?}"
         );
         return methods;
@@ -543,4 +549,46 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         read_raster(&out),
         read_raster(&fixture("expected_policy_confidence_pct.tif"))
     );
+    // So does dct5 on OpenCL: certified, the fixture again; plain, its
+    // report's agreement is taken against the weighted baseline.
+    if test_device().is_some() {
+        let report = out.with_extension("json");
+        for exact in [true, false] {
+            let mut args = vec![
+                "smooth",
+                input.to_str().unwrap(),
+                out.to_str().unwrap(),
+                "-k",
+                "gaussian:1.5",
+                "-q",
+                "--overwrite",
+                "--method",
+                "dct5",
+                "--device",
+                "cpu",
+                "--confidence",
+                pct,
+                "--confidence-scale",
+                "100",
+                "--report",
+                report.to_str().unwrap(),
+            ];
+            if exact {
+                args.push("--exact");
+            }
+            mapfilter_ok(&args);
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+            let agreement = json["summary"]["agreement_percent"].as_f64().unwrap();
+            if exact {
+                assert_eq!(agreement, 100.0, "{json}");
+                assert_eq!(
+                    read_raster(&out),
+                    read_raster(&fixture("expected_policy_confidence_pct.tif"))
+                );
+            } else {
+                assert!(agreement >= 99.5, "{agreement}");
+            }
+        }
+    }
 }
