@@ -11,8 +11,9 @@
 // explicit seed sums, and the cost per output is (1 + N / seg) steps.
 // Defines: R (radius), NT (terms K+1), WEIGHTED (--confidence: pass 1
 // weighs each pixel of the class by votes * inv_top, its quantised
-// confidence over the tile's largest, as rot.rs's Votes twin). The segment length `seg` is an
-// argument (a multiple of 32 for pass 1). Constants `co`: per k, G_k, rho_k
+// confidence over the tile's largest; twin: Votes in
+// src/method/separable/cl.rs). The segment length `seg` is an argument (a
+// multiple of 32 for pass 1). Constants `co`: per k, G_k, rho_k
 // (re, im), d_k (re, im).
 // dct5_cols_t runs down the columns of the class tile (the indicator of each
 // class), dct5_rows_t along the rows of the pass-1 planes, which are stored
