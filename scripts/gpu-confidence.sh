@@ -14,10 +14,10 @@
 # Prints a markdown table at the end (also $OUT/table.md).
 # Usage (repo root, on the GPU machine): OUT=dir bash scripts/gpu-confidence.sh [MAPFILTER]
 set -u
+# The binary resolved from the caller's directory, before moving to the repo root.
+B=${1:+$(realpath "$1")}
 cd "$(dirname "$0")/.."
-if [ $# -ge 1 ]; then
-  B=$(realpath "$1")
-else
+if [ -z "$B" ]; then
   source scripts/gpu-env.sh
   B=/tmp/mf/bin/mapfilter
 fi
@@ -73,7 +73,8 @@ echo "== --exact --confidence: GPU against host (checksums must match)"
 for f in gpu host; do
   echo "$f $(gdalinfo -checksum /tmp/c_exact_$f.tif | grep Checksum)"
 done | tee "$OUT/identity.txt"
-if [ "$(cut -d' ' -f2- "$OUT/identity.txt" | sort -u | wc -l)" = 1 ]; then
+if ! grep -qv Checksum= "$OUT/identity.txt" &&
+  [ "$(cut -d' ' -f2- "$OUT/identity.txt" | sort -u | wc -l)" = 1 ]; then
   echo "identity: GPU == host" | tee -a "$OUT/table.md"
 else
   echo "identity: GPU and host DIFFER" | tee -a "$OUT/table.md"
