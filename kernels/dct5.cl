@@ -9,8 +9,11 @@
 // A segment of outputs y0..y1 starts from Z = 0 and N warm-up steps that add
 // the samples y0..y0+2R with no trailing sample, which gives Z(y0) exactly: no
 // explicit seed sums, and the cost per output is (1 + N / seg) steps.
-// Defines: R (radius), NT (terms K+1). The segment length `seg` is an
-// argument (a multiple of 32 for pass 1). Constants `co`: per k, G_k, rho_k
+// Defines: R (radius), NT (terms K+1), WEIGHTED (--confidence: pass 1
+// weighs each pixel of the class by votes * inv_top, its quantised
+// confidence over the tile's largest; twin: Votes in
+// src/method/separable/cl.rs). The segment length `seg` is an argument (a
+// multiple of 32 for pass 1). Constants `co`: per k, G_k, rho_k
 // (re, im), d_k (re, im).
 // dct5_cols_t runs down the columns of the class tile (the indicator of each
 // class), dct5_rows_t along the rows of the pass-1 planes, which are stored
@@ -56,6 +59,14 @@ inline float dct5_emit(const float *G, const float *zr) {
 #define CODE ushort
 #endif
 
+#ifdef WEIGHTED
+#define VOTE_PARAMS , __global const ushort *votes, float inv_top
+#define VOTE(row) ((float)vcol[(size_t)(row) * w] * inv_top)
+#else
+#define VOTE_PARAMS
+#define VOTE(row) 1.0f
+#endif
+
 // Pass 1 for every class at once (global: [w rounded to 32, segments,
 // classes], work-groups of 32 along x): PT[c][x][y] (y < oh, x < w, rows
 // ohp apart) from the indicator of class c in the tile rows y..y+2R (the
@@ -65,7 +76,7 @@ inline float dct5_emit(const float *G, const float *zr) {
 // Every work-item of a group shares y0, so the loops and barriers are uniform.
 __kernel __attribute__((reqd_work_group_size(32, 1, 1)))
 void dct5_cols_t(__global const CODE *cls, int w, int oh, int ohp, int seg,
-                 __constant float *co, __global float *PT) {
+                 __constant float *co, __global float *PT VOTE_PARAMS) {
     __local float buf[32][33];
     int x = get_global_id(0), lx = get_local_id(0), x0 = x - lx;
     int y0 = get_global_id(1) * seg;
@@ -73,8 +84,11 @@ void dct5_cols_t(__global const CODE *cls, int w, int oh, int ohp, int seg,
     int y1 = MF_MIN(y0 + seg, oh);
     bool live = x < w;
     __global const CODE *col = cls + (live ? x : 0);
+#ifdef WEIGHTED
+    __global const ushort *vcol = votes + (live ? x : 0);
+#endif
     __global float *out = PT + (size_t)get_global_id(2) * w * ohp;
-#define LOAD(row) (live && col[(size_t)(row) * w] == cls_id ? 1.0f : 0.0f)
+#define LOAD(row) (live && col[(size_t)(row) * w] == cls_id ? VOTE(row) : 0.0f)
     DCT5_STATE
     for (int t = 0; t < N; t++) DCT5_STEP(LOAD(y0 + t))
     for (int base = y0; base < y1; base += 32) {

@@ -5,7 +5,10 @@
 // neighbouring addresses in both passes.
 // Defines: N (kernel side), RANK (kept ranks), TAPS_GLOBAL (the factors,
 // RANK * N floats each, are over the 64 KiB that every device's __constant
-// space holds, e.g. a 385² disc at rank 190: read them from __global).
+// space holds, e.g. a 385² disc at rank 190: read them from __global),
+// WEIGHTED (--confidence: pass 1 takes the tile's quantised confidences
+// `votes` and `inv_top`, 1 / the tile's largest confidence, and weighs each
+// pixel of the class by votes * inv_top, as Plane::weighted_indicator does).
 
 #ifdef TAPS_GLOBAL
 #define TAPS __global const
@@ -13,16 +16,29 @@
 #define TAPS __constant
 #endif
 
-// Pass 1: P[r][y][x] = sum_t U[r][t] * [cls[y+t][x] == cls_id], y < oh, x < w.
+#ifdef WEIGHTED
+#define VOTE_PARAMS , __global const ushort *votes, float inv_top
+#else
+#define VOTE_PARAMS
+#endif
+
+// Pass 1: P[r][y][x] = sum_t U[r][t] * [cls[y+t][x] == cls_id], y < oh, x < w
+// (WEIGHTED: times votes[y+t][x] * inv_top).
 __kernel void svd_cols(__global const ushort *cls, int w, int oh, ushort cls_id,
-                       TAPS float *U, __global float *P) {
+                       TAPS float *U, __global float *P VOTE_PARAMS) {
     int x = get_global_id(0), y = get_global_id(1);
     if (x >= w || y >= oh) return;
     float acc[RANK];
     for (int r = 0; r < RANK; r++) acc[r] = 0.0f;
     for (int t = 0; t < N; t++) {
-        if (cls[(size_t)(y + t) * w + x] == cls_id) {
+        size_t i = (size_t)(y + t) * w + x;
+        if (cls[i] == cls_id) {
+#ifdef WEIGHTED
+            float v = (float)votes[i] * inv_top;
+            for (int r = 0; r < RANK; r++) acc[r] += U[r * N + t] * v;
+#else
             for (int r = 0; r < RANK; r++) acc[r] += U[r * N + t];
+#endif
         }
     }
     size_t plane = (size_t)w * oh;

@@ -66,6 +66,84 @@ fn device_matches_host_and_exact_matches_naive() {
     }
 }
 
+/// Quantised confidences for a raster of `w × h`: a smooth field (another
+/// pattern's codes, spread over 0..=60000) with a zero at every 23rd pixel.
+fn votes(w: usize, h: usize, seed: u64) -> MemRaster {
+    let field = SynthRaster::new(w, h, 200, Pattern::Simplex, seed).with_scale(5.0);
+    let data = (0..w * h)
+        .map(|i| {
+            if i % 23 == 0 {
+                0
+            } else {
+                field.code(i % w, i / w) * 300
+            }
+        })
+        .collect();
+    MemRaster::new(w, h, data)
+}
+
+/// `--confidence` on svd and dct5 on the device: plain runs agree with the
+/// weighted naive result at the methods' usual accuracy (and with their
+/// weighted host twins), the certified mode is byte-identical to weighted
+/// naive, and the weights do change the map, at two tile sizes.
+#[test]
+fn device_weighs_votes_by_confidence() {
+    use mapfilter::engine::smooth_weighted;
+    use mapfilter::io::ClassSource;
+    use mapfilter::progress::Progress;
+    let Some(dev) = test_device() else { return };
+    let (w, h) = (150, 131);
+    let raster = input(w, h, 6, Pattern::Simplex, 11);
+    let conf = votes(w, h, 12);
+    let run = |method: &dyn ClassSmoother, job: &SmoothJob, weighted: bool| {
+        let mut out = MemRaster::filled(w, h, 0);
+        let mut c = conf.clone();
+        smooth_weighted(
+            &mut raster.clone(),
+            weighted.then_some(&mut c as &mut dyn ClassSource),
+            &mut out,
+            job,
+            method,
+            &Progress::hidden(),
+        )
+        .unwrap();
+        out
+    };
+    let agree = |a: &MemRaster, b: &MemRaster| {
+        let same = a.data.iter().zip(&b.data).filter(|(x, y)| x == y).count();
+        same as f64 / a.data.len() as f64
+    };
+    for (spec, weights, fill) in [("gaussian:2.5", "2:1.5", true), ("box:5", "", false)] {
+        let kernel: Kernel = spec.parse::<KernelSpec>().unwrap().build().unwrap();
+        let plans = [
+            ("svd", svd::plan(&kernel, RankChoice::Numerical)),
+            ("dct5", separable::dct5_plan(&kernel, 3).unwrap()),
+        ];
+        for tile in [37, 1000] {
+            let job = job(&kernel, &raster.data, weights, tile, fill);
+            let naive = run(&NaiveHost, &job, true);
+            let unweighted = run(&NaiveHost, &job, false);
+            assert!(
+                agree(&naive, &unweighted) < 0.99,
+                "{spec}: weights change little"
+            );
+            for (name, plan) in &plans {
+                let at = format!("{spec} {name} tile {tile}");
+                let host = SeparableHost::new(*name, plan.clone(), &kernel);
+                let cl = SeparableCl::new(dev.clone(), name, plan, &kernel, false).unwrap();
+                assert!(cl.weighs_votes(), "{at}");
+                let plain = run(&cl, &job, true);
+                let a = agree(&plain, &naive);
+                assert!(a >= 0.999, "{at}: {a} against weighted naive");
+                let a = agree(&plain, &run(&host, &job, true));
+                assert!(a >= 0.999, "{at}: {a} against the host twin");
+                let exact = SeparableCl::new(dev.clone(), name, plan, &kernel, true).unwrap();
+                assert!(run(&exact, &job, true) == naive, "{at}: --exact");
+            }
+        }
+    }
+}
+
 /// The dct5 kernels' float scores against the f64 filter they approximate
 /// (the effective DCT-5 taps, both ways, times the class weight): every
 /// score within the rounding part of the device bound that `--exact`
@@ -75,7 +153,15 @@ fn dct5_scores_within_the_device_bound() {
     use mapfilter::method::separable::Filter;
     use mapfilter::method::{ClassTile, SmoothParams};
     let Some(dev) = test_device() else { return };
-    for (sigma, classes, ow, oh) in [(1.0, 4, 150, 170), (5.0, 3, 130, 260), (21.0, 2, 70, 90)] {
+    use mapfilter::method::separable::cl::{DEVICE_UNIT_ROUNDOFF, Votes};
+    let cases = [
+        (1.0, 4, 150, 170, false),
+        (5.0, 3, 130, 260, false),
+        (21.0, 2, 70, 90, false),
+        (2.5, 3, 140, 120, true),
+        (8.0, 2, 90, 150, true),
+    ];
+    for (sigma, classes, ow, oh, weighted) in cases {
         let kernel = KernelSpec::Gaussian { sigma, size: None }.build().unwrap();
         let plan = separable::dct5_plan(&kernel, 3).unwrap();
         let Filter::Dct5(d) = &plan.terms[0].row else {
@@ -86,6 +172,15 @@ fn dct5_scores_within_the_device_bound() {
         let (w, h) = (ow + 2 * r, oh + 2 * r);
         let synth = SynthRaster::new(w, h, classes as u16 + 1, Pattern::Random, 3);
         let codes: Vec<u16> = (0..w * h).map(|i| synth.code(i % w, i / w)).collect();
+        // `--confidence`: quantised votes, weighed in f64 by the reference.
+        let conf = votes(w, h, 4).data;
+        let (scale, votes) = if weighted {
+            let top = *conf.iter().max().unwrap() as f64;
+            (1.0 / top, Some(conf.as_slice()))
+        } else {
+            (1.0, None)
+        };
+        let vote = |i: usize| votes.map_or(1.0, |v| v[i] as f64 * scale);
         let tile = ClassTile {
             width: w,
             height: h,
@@ -99,11 +194,17 @@ fn dct5_scores_within_the_device_bound() {
             class_weights: &weights,
             fill_nodata: false,
             ties: Default::default(),
-            confidence: None,
+            confidence: votes,
         };
         let cl = SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap();
         let got = cl.dct5_scores(&tile, &params).unwrap();
-        let bound = cl.bounds().rounding;
+        let l1: f64 = g.iter().map(|v| v.abs()).sum();
+        let weighing = if weighted {
+            Votes::rounding(l1 * l1, DEVICE_UNIT_ROUNDOFF)
+        } else {
+            0.0
+        };
+        let bound = cl.bounds().rounding + weighing;
         let wmax = *weights.iter().max().unwrap() as f64;
         let mut worst = 0.0f64;
         for c in 0..classes {
@@ -113,7 +214,7 @@ fn dct5_scores_within_the_device_bound() {
                 for x in 0..w {
                     cols[y * w + x] = (0..g.len())
                         .filter(|&t| codes[(y + t) * w + x] == c as u16)
-                        .map(|t| g[t])
+                        .map(|t| g[t] * vote((y + t) * w + x))
                         .sum();
                 }
             }
@@ -131,7 +232,9 @@ fn dct5_scores_within_the_device_bound() {
             "σ={sigma}: worst score error {worst:e} over the bound {bound:e}"
         );
         assert!(worst > 0.0, "σ={sigma}: the device scores look unset");
-        eprintln!("σ={sigma}: worst score error {worst:.2e}, bound {bound:.2e}");
+        eprintln!(
+            "σ={sigma} weighted {weighted}: worst score error {worst:.2e}, bound {bound:.2e}"
+        );
     }
 }
 

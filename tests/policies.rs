@@ -268,16 +268,27 @@ fn methods_for(
 ) -> Vec<(String, Box<dyn ClassSmoother>)> {
     let mut methods = exact_methods(kernel);
     if case.option("--confidence").is_some() {
-        // The methods that weigh votes: naive on the host and every OpenCL
-        // variant, the certified svd/dct5/auto on the host (the others are
-        // refused); naive on OpenCL and svd must be among them.
-        methods.retain(|(_, m)| m.weighs_votes());
+        // Every method weighs votes: naive on the host and every OpenCL
+        // variant, the certified svd/dct5/auto on the host and on OpenCL.
         let names: Vec<&str> = methods.iter().map(|(n, _)| n.as_str()).collect();
+        let unweighted: Vec<&str> = methods
+            .iter()
+            .filter(|(_, m)| !m.weighs_votes())
+            .map(|(n, _)| n.as_str())
+            .collect();
         let cl = test_device().is_some();
+        let on_device = |m: &str| {
+            names
+                .iter()
+                .any(|n| n.starts_with(&format!("{m} --exact on Index")))
+        };
         assert!(
-            names.iter().any(|n| n.starts_with("naive/opencl")) == cl
-                && names.contains(&"svd --exact on Host"),
-            "{names:?}"
+            unweighted.is_empty()
+                && names.iter().any(|n| n.starts_with("naive/opencl")) == cl
+                && names.contains(&"svd --exact on Host")
+                && on_device("svd") == cl
+                && on_device("dct5") == (cl && names.contains(&"dct5 --exact on Host")),
+            "{names:?}, not weighing: {unweighted:?}"
         );
         return methods;
     }
@@ -452,10 +463,6 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!out.exists());
     };
-    refused(
-        &["--method", "dct5", "--ties", "smallest"],
-        "--ties smallest needs exact scores",
-    );
     refused(&["--iterations", "0"], "--iterations must be 1 to 1000");
     refused(&["--iterations", "999"], "more than 2048");
     refused(&["--only-isolated", "0"], "--only-isolated 0");
@@ -482,21 +489,19 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         ],
         "is outside 0..50",
     );
-    // svd/dct5 on an OpenCL device do not weigh votes.
-    if test_device().is_some() {
-        refused(
-            &[
-                "--confidence",
-                pct,
-                "--confidence-scale",
-                "100",
-                "--method",
-                "dct5",
-                "--device",
-                "cpu",
-            ],
-            "--confidence does not weigh votes in",
-        );
+    // Approximate scores cannot tell a tie, on the host and on OpenCL alike.
+    let devices: &[&str] = if test_device().is_some() {
+        &["host", "cpu"]
+    } else {
+        &["host"]
+    };
+    for &device in devices {
+        for method in ["svd", "dct5", "auto"] {
+            refused(
+                &["--method", method, "--ties", "largest", "--device", device],
+                "--ties largest is defined on exact scores",
+            );
+        }
     }
     refused(
         &[
@@ -544,4 +549,46 @@ fn policies_a_method_cannot_honour_are_refused_in_one_line() {
         read_raster(&out),
         read_raster(&fixture("expected_policy_confidence_pct.tif"))
     );
+    // So does dct5 on OpenCL: certified, the fixture again; plain, its
+    // report's agreement is taken against the weighted baseline.
+    if test_device().is_some() {
+        let report = out.with_extension("json");
+        for exact in [true, false] {
+            let mut args = vec![
+                "smooth",
+                input.to_str().unwrap(),
+                out.to_str().unwrap(),
+                "-k",
+                "gaussian:1.5",
+                "-q",
+                "--overwrite",
+                "--method",
+                "dct5",
+                "--device",
+                "cpu",
+                "--confidence",
+                pct,
+                "--confidence-scale",
+                "100",
+                "--report",
+                report.to_str().unwrap(),
+            ];
+            if exact {
+                args.push("--exact");
+            }
+            mapfilter_ok(&args);
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+            let agreement = json["summary"]["agreement_percent"].as_f64().unwrap();
+            if exact {
+                assert_eq!(agreement, 100.0, "{json}");
+                assert_eq!(
+                    read_raster(&out),
+                    read_raster(&fixture("expected_policy_confidence_pct.tif"))
+                );
+            } else {
+                assert!(agreement >= 99.5, "{agreement}");
+            }
+        }
+    }
 }

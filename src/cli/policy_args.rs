@@ -10,7 +10,8 @@ use clap::Args;
 #[derive(Args, Debug, Clone, Default)]
 pub struct PolicyArgs {
     /// Who wins a tie: centre (the centre's class if among the best, else
-    /// the smallest code), smallest, largest, or undecided:CODE (ties give CODE).
+    /// the smallest code), smallest, largest, or undecided:CODE (ties give
+    /// CODE); all but centre need exact scores (naive, or --exact).
     #[arg(long, value_name = "centre|smallest|largest|undecided:CODE")]
     pub ties: Option<String>,
     /// Classes whose pixels never change (they still vote), e.g. 80,190.
@@ -28,8 +29,8 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N")]
     pub iterations: Option<usize>,
     /// Weight each pixel's vote by its confidence from RASTER (band BAND,
-    /// default 1; the class raster's grid): naive on any device,
-    /// svd/dct5/auto on the host.
+    /// default 1; the class raster's grid), on every method and device:
+    /// exact on naive and with --exact, approximate on svd/dct5/auto.
     #[arg(long, value_name = "RASTER[:BAND]")]
     pub confidence: Option<String>,
     /// The confidence value of full confidence (default: from the band's

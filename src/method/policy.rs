@@ -263,29 +263,35 @@ impl Policies {
     }
 }
 
-/// Refuses policies that `method` cannot honour: the fast methods without
-/// `--exact` rank float scores and apply only the default tie rule.
+/// Refuses policies that `method` cannot honour, on every device alike:
+/// a tie rule other than the default is defined on exact scores, and the
+/// fast methods without `--exact` rank approximate ones, which cannot tell
+/// a tie from a near-tie (docs/semantics.md#exactness-of-the-policies).
+/// Finding the ties among approximate scores means recomputing exactly
+/// every pixel whose two best scores lie within the error bound, which is
+/// what `--exact` does, so the hint points there.
 /// `exact`: whether the method gives naive's result; `name` names it.
 pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> {
     if policies.ties != Ties::Centre && !exact {
         bail!(
             format!(
-                "--ties {} needs exact scores, which {name} does not compute",
+                "--ties {} is defined on exact scores, and {name} computes approximate ones, which cannot tell a tie",
                 policies.ties
             ),
-            hint = "add --exact (certified svd/dct5/auto) or use --method naive"
+            hint = "add --exact (pixels whose best scores are within the error bound are recomputed exactly, so ties are found) or use --method naive"
         );
     }
     Ok(())
 }
 
 /// Refuses `--confidence` (`given`) on a method whose scores do not take
-/// per-pixel vote weights ([`ClassSmoother::weighs_votes`]).
+/// per-pixel vote weights ([`ClassSmoother::weighs_votes`]; every built-in
+/// method does, on every device).
 pub fn check_confidence(given: bool, method: &dyn crate::method::ClassSmoother) -> Result<()> {
     if given && !method.weighs_votes() {
         bail!(
             format!("--confidence does not weigh votes in {}", method.name()),
-            hint = "use --method naive (any device), or svd, dct5 or auto with --device host"
+            hint = "use --method naive"
         );
     }
     Ok(())

@@ -280,6 +280,47 @@ mod tests {
         }
     }
 
+    /// Weighted votes (`--confidence`, `WEIGHTED` in the kernels): the
+    /// segment fed with [`Votes`] samples equals the f64 correlation of the
+    /// votes over the tile's largest within `pass_bound` plus the weighing's
+    /// own rounding.
+    ///
+    /// [`Votes`]: crate::method::separable::cl::Votes
+    #[test]
+    fn weighted_segment_matches_direct_sums_within_the_bound() {
+        use crate::method::separable::cl::Votes;
+        let d = filter(2.5, 3);
+        let rot = Rot::new(&d);
+        let (r, seg) = (d.radius(), 96);
+        let n = 2 * r + 1;
+        let len = 2 * seg + 11;
+        let holds = noise(len + 2 * r, 9);
+        let q: Vec<u16> = (0..len + 2 * r)
+            .map(|i| ((i * 7919) % 60001) as u16)
+            .collect();
+        let votes = Votes::new(&q);
+        let top = *q.iter().max().unwrap() as f64;
+        let eff = d.effective();
+        let l1: f64 = eff.iter().map(|w| w.abs()).sum();
+        let bound = pass_bound(&d, n + seg - 1, 1.0, U32) + Votes::rounding(l1, U32);
+        let mut worst = 0.0f64;
+        for y0 in (0..len).step_by(seg) {
+            rot.segment(
+                |i| votes.sample(i, holds[i] > 0.0),
+                y0,
+                (y0 + seg).min(len),
+                |y, v| {
+                    let direct: f64 = (0..n)
+                        .filter(|&t| holds[y + t] > 0.0)
+                        .map(|t| eff[t] * q[y + t] as f64 / top)
+                        .sum();
+                    worst = worst.max((v as f64 - direct).abs());
+                },
+            );
+        }
+        assert!(worst <= bound && worst > 0.0, "{worst} against {bound}");
+    }
+
     /// A box (K = 0) is the running sum alone.
     #[test]
     fn box_is_the_running_sum() {

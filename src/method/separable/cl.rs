@@ -10,6 +10,13 @@
 //! f32 first, so the effective kernel is what the device applies). With
 //! `--exact` the flagged pixels are recomputed on the host with the naive
 //! method's integer arithmetic, so the result is byte-identical to naive.
+//!
+//! Confidence-weighted votes (`--confidence`): the tile's quantised
+//! confidences go up beside the classes (staged in pinned memory in the
+//! same slot), and pass 1 of both methods, built with `-D WEIGHTED`, weighs
+//! each pixel of the class by its confidence over the tile's largest
+//! ([`Votes`], the twin of what the kernels read), as the host's weighted
+//! indicator does. The certified recomputation reads the same staging.
 
 use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
@@ -55,6 +62,51 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
     }
 }
 
+/// The samples pass 1 reads with `--confidence` (`WEIGHTED` in
+/// `kernels/svd.cl` and `kernels/dct5.cl`), as plain Rust: a pixel of the
+/// class weighs `votes[i] · inv_top` in f32, `inv_top` being
+/// [`vote_scale`](super::vote_scale) rounded to f32; other pixels 0.
+pub struct Votes<'a> {
+    votes: &'a [u16],
+    inv_top: f32,
+}
+
+impl<'a> Votes<'a> {
+    /// The votes of one tile (the padded tile, as its classes).
+    pub fn new(votes: &'a [u16]) -> Self {
+        Votes {
+            votes,
+            inv_top: super::vote_scale(votes) as f32,
+        }
+    }
+
+    /// The kernels' `inv_top` argument.
+    pub fn inv_top(&self) -> f32 {
+        self.inv_top
+    }
+
+    /// Sample `i` of the weighted indicator of a class that pixel `i`
+    /// holds (`holds`) or not.
+    #[inline]
+    pub fn sample(&self, i: usize, holds: bool) -> f32 {
+        if holds {
+            f32::from(self.votes[i]) * self.inv_top
+        } else {
+            0.0
+        }
+    }
+
+    /// What weighing adds to the error bound of every score, for a plan
+    /// whose passes amplify input errors by at most `a_max` (Σ over terms
+    /// of the two passes' L1 norms) at unit roundoff `u`: `inv_top` and
+    /// the product are each rounded once, so a sample is off by at most
+    /// `2u + u²` of a value at most 1 (3u covers it and the bounds'
+    /// inputs of `1 + 2u`).
+    pub fn rounding(a_max: f64, u: f64) -> f64 {
+        3.0 * u * a_max
+    }
+}
+
 /// What the kernels need, flattened to f32.
 enum Shape {
     Svd {
@@ -72,6 +124,9 @@ pub struct SeparableCl {
     size: usize,
     shape: Shape,
     bounds: Bounds,
+    /// Σ over the plan's terms of the two passes' L1 norms (see
+    /// [`Votes::rounding`]).
+    a_max: f64,
     exact: bool,
     pixels: AtomicU64,
     recomputed: AtomicU64,
@@ -110,6 +165,10 @@ struct Slot {
     flags_host: Vec<u8>,
     /// The class weights as uploaded.
     cw: Vec<f32>,
+    /// `--confidence`: the tile's quantised confidences, staged in pinned
+    /// memory (the certified recomputation reads them there) and on the device.
+    votes_host: Option<PinnedHost<u16>>,
+    votes: Grow<u16>,
 }
 
 impl SeparableCl {
@@ -123,6 +182,7 @@ impl SeparableCl {
     ) -> Result<Self> {
         let plan = device_plan(plan);
         let mut bounds = plan.bounds(kernel, DEVICE_UNIT_ROUNDOFF);
+        let a_max = plan.terms.iter().map(|t| t.column.l1() * t.row.l1()).sum();
         let shape = match &plan.terms[0].row {
             Filter::Dct5(d) => {
                 if plan.terms.len() != 1 {
@@ -162,6 +222,7 @@ impl SeparableCl {
             size: plan.size,
             shape,
             bounds,
+            a_max,
             exact,
             stream: TileStream::new(device),
             pixels: AtomicU64::new(0),
@@ -207,6 +268,16 @@ impl SeparableCl {
             Shape::Svd { .. } => "svd",
             Shape::Dct5(_) => "dct5",
         }
+    }
+
+    /// Twice the error bound the ranking certifies with: the method's,
+    /// plus what weighing the votes in f32 adds (`weighted`).
+    fn margin(&self, weighted: bool) -> f32 {
+        let mut eps = self.bounds.total();
+        if weighted {
+            eps += Votes::rounding(self.a_max, DEVICE_UNIT_ROUNDOFF);
+        }
+        (2.0 * eps) as f32
     }
 
     fn options(&self) -> BuildOptions {
@@ -272,10 +343,14 @@ impl SeparableCl {
             slot.codes_host.clear();
             slot.codes_host.extend_from_slice(tile.classes);
         }
+        let inv_top = match params.confidence {
+            Some(votes) => Some(self.stage_votes(slot, tile, votes)?),
+            None => None,
+        };
         pending.narrow = if dct5 {
-            self.enqueue_dct5(&mut pending.flight, slot, tile, params)?
+            self.enqueue_dct5(&mut pending.flight, slot, tile, params, inv_top)?
         } else {
-            self.enqueue_svd(&mut pending.flight, slot, tile, params)?;
+            self.enqueue_svd(&mut pending.flight, slot, tile, params, inv_top)?;
             false
         };
         if self.exact {
@@ -288,10 +363,35 @@ impl SeparableCl {
                 class_weights: params.class_weights.to_vec(),
                 fill_nodata: params.fill_nodata,
                 ties: params.ties,
-                confidence: params.confidence.map(<[u16]>::to_vec),
+                weighted: inv_top.is_some(),
             });
         }
         Ok(pending)
+    }
+
+    /// Copies the tile's quantised confidences into the slot's pinned
+    /// staging and returns the kernels' `inv_top` ([`Votes`]).
+    fn stage_votes(&self, slot: &mut Slot, tile: &ClassTile, votes: &[u16]) -> Result<f32> {
+        if votes.len() != tile.classes.len() {
+            bail!("the tile's confidences do not cover its classes");
+        }
+        let staging = PinnedHost::ensure(&mut slot.votes_host, self.device(), votes.len())?;
+        staging.as_mut_slice()[..votes.len()]
+            .par_chunks_mut(1 << 16)
+            .zip(votes.par_chunks(1 << 16))
+            .for_each(|(s, v)| s.copy_from_slice(v));
+        Ok(Votes::new(votes).inv_top())
+    }
+
+    /// Enqueues the upload of the staged confidences of a tile of `len`
+    /// pixels (before the tile's `flush_uploads`).
+    fn upload_votes(&self, flight: &mut Flight, bufs: &mut Slot, len: usize) -> Result<()> {
+        let dev = self.device();
+        let b = bufs.votes.get(dev, len, CL_MEM_READ_ONLY)?;
+        let staged = &bufs.votes_host.as_ref().expect("staged").as_slice()[..len];
+        // SAFETY: the staging lies in the slot, which the pending tile keeps
+        // until its flight is waited for.
+        unsafe { self.stream.write(flight, b, staged) }
     }
 
     /// dct5 on one tile, enqueued: the codes go up once (as bytes from
@@ -306,6 +406,7 @@ impl SeparableCl {
         bufs: &mut Slot,
         tile: &ClassTile,
         params: &SmoothParams,
+        inv_top: Option<f32>,
     ) -> Result<bool> {
         let Shape::Dct5(rot) = &self.shape else {
             unreachable!("enqueue_dct5 runs dct5 shapes only")
@@ -318,7 +419,8 @@ impl SeparableCl {
         let narrow = classes < 255;
         let opts = self
             .options()
-            .define("CODE", if narrow { "uchar" } else { "ushort" });
+            .define("CODE", if narrow { "uchar" } else { "ushort" })
+            .flag("WEIGHTED", inv_top.is_some());
         let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
         let wmax = params.max_class_weight();
         bufs.cw = (0..classes.max(1))
@@ -350,6 +452,9 @@ impl SeparableCl {
         }
         let weights = bufs.weights.get(dev, bufs.cw.len(), CL_MEM_READ_ONLY)?;
         unsafe { stream.write(flight, weights, &bufs.cw)? };
+        if inv_top.is_some() {
+            self.upload_votes(flight, bufs, n_codes)?;
+        }
         stream.flush_uploads()?;
         let planes = classes.max(1);
         bufs.planes1.get(dev, planes * w * ohp, CL_MEM_READ_WRITE)?;
@@ -380,14 +485,14 @@ impl SeparableCl {
                 a.mem(bufs.codes16.buf())
             }
         }
-        codes_arg(Args::new(&cols), bufs, narrow)
+        let a = codes_arg(Args::new(&cols), bufs, narrow)
             .scalar(wi)
             .scalar(ohi)
             .scalar(ohpi)
             .scalar(seg1 as i32)
             .mem(co)
-            .mem(p1)
-            .done()?;
+            .mem(p1);
+        votes_args(a, bufs, inv_top).done()?;
         stream.launch(
             flight,
             &cols,
@@ -411,7 +516,6 @@ impl SeparableCl {
             &[oh, ow.div_ceil(seg2), planes],
             Some(&[self.rows_group(), 1, 1]),
         )?;
-        let eps = self.bounds.total();
         let a = Args::new(&rank)
             .mem(p2)
             .scalar(classes as i32)
@@ -423,7 +527,7 @@ impl SeparableCl {
             .scalar(tile.halo as i32)
             .scalar(params.fill_nodata as i32)
             .scalar(self.bounds.tie_tolerance(DEVICE_UNIT_ROUNDOFF) as f32)
-            .scalar((2.0 * eps) as f32);
+            .scalar(self.margin(inv_top.is_some()));
         let a = if narrow {
             a.mem(bufs.winners8.buf())
         } else {
@@ -447,6 +551,7 @@ impl SeparableCl {
         bufs: &mut Slot,
         tile: &ClassTile,
         params: &SmoothParams,
+        inv_top: Option<f32>,
     ) -> Result<()> {
         let Shape::Svd { u, v, rank: terms } = &self.shape else {
             unreachable!("enqueue_svd runs svd shapes only")
@@ -465,18 +570,20 @@ impl SeparableCl {
         // SAFETY (every transfer): the host memory lies in the slot, which
         // the pending tile keeps until its flight is waited for.
         unsafe { stream.write(flight, cls, &bufs.codes_host)? };
+        if inv_top.is_some() {
+            self.upload_votes(flight, bufs, w * tile.height)?;
+        }
         stream.flush_uploads()?;
-        let p = bufs.planes1.get(dev, terms * w * oh, CL_MEM_READ_WRITE)?;
-        let p: &Buffer<f32> = p;
-        let s = bufs
-            .planes2
+        bufs.planes1.get(dev, terms * w * oh, CL_MEM_READ_WRITE)?;
+        bufs.planes2
             .get(dev, classes.max(1) * ow * oh, CL_MEM_READ_WRITE)?;
-        let s: &Buffer<f32> = s;
         bufs.winners16.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
         bufs.flags.get(dev, ow * oh, CL_MEM_WRITE_ONLY)?;
-        let cls = bufs.codes16.buf();
-        let (ub, vb) = bufs.factors.as_ref().expect("set above");
-        let opts = self.options();
+        let slot: &Slot = bufs;
+        let (p, s) = (slot.planes1.buf(), slot.planes2.buf());
+        let cls = slot.codes16.buf();
+        let (ub, vb) = slot.factors.as_ref().expect("set above");
+        let opts = self.options().flag("WEIGHTED", inv_top.is_some());
         let wmax = params.max_class_weight();
         let (wi, ohi, owi) = (w as i32, oh as i32, ow as i32);
         let cols = dev.kernel("svd", &opts, "svd_cols")?;
@@ -485,14 +592,14 @@ impl SeparableCl {
         // object serves every class.
         for c in 0..classes {
             let cw = (params.class_weights[c] as f64 / wmax) as f32;
-            Args::new(&cols)
+            let a = Args::new(&cols)
                 .mem(cls)
                 .scalar(wi)
                 .scalar(ohi)
                 .scalar(c as u16)
                 .mem(ub)
-                .mem(p)
-                .done()?;
+                .mem(p);
+            votes_args(a, slot, inv_top).done()?;
             stream.launch(flight, &cols, &[w, oh], None)?;
             let sc = (c * ow * oh) as u64;
             Args::new(&rows)
@@ -510,7 +617,6 @@ impl SeparableCl {
         flight.keep(cols);
         flight.keep(rows);
         let rank = dev.kernel("rank", &BuildOptions::new(), "rank_scores")?;
-        let eps = self.bounds.total();
         Args::new(&rank)
             .mem(s)
             .scalar(classes as i32)
@@ -521,9 +627,9 @@ impl SeparableCl {
             .scalar(tile.halo as i32)
             .scalar(params.fill_nodata as i32)
             .scalar(self.bounds.tie_tolerance(DEVICE_UNIT_ROUNDOFF) as f32)
-            .scalar((2.0 * eps) as f32)
-            .mem(bufs.winners16.buf())
-            .mem(bufs.flags.buf())
+            .scalar(self.margin(inv_top.is_some()))
+            .mem(slot.winners16.buf())
+            .mem(slot.flags.buf())
             .done()?;
         stream.launch(flight, &rank, &[ow, oh], None)?;
         flight.keep(rank);
@@ -558,6 +664,15 @@ impl SeparableCl {
     }
 }
 
+/// Pass 1's weighing arguments (`WEIGHTED`): the tile's confidences on
+/// the device and `inv_top`.
+fn votes_args<'k>(a: Args<'k>, bufs: &Slot, inv_top: Option<f32>) -> Args<'k> {
+    match inv_top {
+        Some(t) => a.mem(bufs.votes.buf()).scalar(t),
+        None => a,
+    }
+}
+
 /// What the certified mode's recomputation needs of a tile once the device
 /// is done with it (the classes stay in the slot).
 struct Certify {
@@ -569,7 +684,8 @@ struct Certify {
     class_weights: Vec<u32>,
     fill_nodata: bool,
     ties: crate::method::policy::Ties,
-    confidence: Option<Vec<u16>>,
+    /// The votes were weighed: the recomputation reads the slot's staging.
+    weighted: bool,
 }
 
 /// A tile in flight ([`ClassSmoother::submit`]). The flight comes first, so
@@ -628,12 +744,16 @@ impl PendingTile for SepPending<'_> {
                 n_classes: c.n_classes,
                 classes: &slot.codes_host,
             };
+            let votes = c.weighted.then(|| {
+                let staged = slot.votes_host.as_ref().expect("staged");
+                &staged.as_slice()[..c.width * c.height]
+            });
             let params = SmoothParams {
                 kernel: &c.kernel,
                 class_weights: &c.class_weights,
                 fill_nodata: c.fill_nodata,
                 ties: c.ties,
-                confidence: c.confidence.as_deref(),
+                confidence: votes,
             };
             method.recompute(&tile, &params, out, &slot.flags_host);
         }
@@ -702,6 +822,10 @@ impl ClassSmoother for SeparableCl {
 
     fn is_exact(&self) -> bool {
         self.exact
+    }
+
+    fn weighs_votes(&self) -> bool {
+        true
     }
 
     /// Every tile is enqueued and left running, so the engine's next tiles

@@ -303,8 +303,7 @@ impl SeparablePlan {
         // one positive factor per tile leaves every winner as it is).
         let votes = params.confidence.map(|v| {
             let v = &v[skip * tile.width..(tile.height - skip) * tile.width];
-            let top = v.iter().copied().max().unwrap_or(0).max(1);
-            (v, 1.0 / f64::from(top))
+            (v, vote_scale(v))
         });
         for c in 0..tile.n_classes {
             match votes {
@@ -344,6 +343,15 @@ impl SeparablePlan {
             );
         }
     }
+}
+
+/// The factor that brings a tile's quantised confidences `votes` into
+/// 0..=1 for the fast methods (`--confidence`): 1 / the largest of them
+/// (1 where all are 0). One positive factor per tile scales every class's
+/// score alike, so it changes no winner; the device rounds it to f32.
+pub fn vote_scale(votes: &[u16]) -> f64 {
+    let top = votes.par_iter().copied().max().unwrap_or(0).max(1);
+    1.0 / f64::from(top)
 }
 
 /// A fast method on the host: a plan, its bounds, and the float winner rule.
