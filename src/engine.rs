@@ -221,6 +221,8 @@ pub fn smooth_weighted(
         && around.is_none()
         && !on_pool
         && job.classes.len() < NO_GLOBAL8 as usize;
+    // Device methods map their outputs to codes as they copy them out.
+    let on_device = method.runs_on().is_some();
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
@@ -347,7 +349,7 @@ pub fn smooth_weighted(
                 let t0 = Instant::now();
                 let mut out = out_free.try_recv().unwrap_or_default();
                 let len = tile.output.area() as usize;
-                let (waited, mapped) = if flight.pending.ready() || !takes_codes {
+                let (waited, mapped) = if flight.pending.ready() || !on_device {
                     // Host results (or a device's with the outputs copied
                     // out first): waiting and mapping are apart.
                     out = flight.pending.into_output(len)?;
