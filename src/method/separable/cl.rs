@@ -661,9 +661,14 @@ impl SepPending<'_> {
                 .iter()
                 .map(|&n| n as f64 / 1e6)
                 .collect();
+            // A tile compacted on the device has the code mapping first.
+            let (map, ms) = ms.split_at(ms.len().saturating_sub(3));
             let line = || {
+                let map = map
+                    .first()
+                    .map_or(String::new(), |m| format!(", map {m:.3}"));
                 format!(
-                    "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}",
+                    "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}{map}",
                     ms[0], ms[1], ms[2]
                 )
             };
