@@ -355,6 +355,147 @@ impl TileCompaction {
     pub fn is_empty(&self) -> bool {
         self.globals.is_empty()
     }
+
+    /// The weight of each local class, from the weights per global class.
+    pub fn weights(&self, global: &[u32]) -> Vec<u32> {
+        self.globals.iter().map(|&g| global[g as usize]).collect()
+    }
+
+    /// The compaction of a tile staged by [`stage_globals`]: the classes
+    /// present get local indices in ascending global order, as
+    /// [`TileCompaction::pad_and_compact`] gives them.
+    pub fn from_presence(present: &Presence) -> Self {
+        let globals = (0..NO_GLOBAL8 as u16)
+            .filter(|&g| present[g as usize])
+            .collect();
+        TileCompaction { globals }
+    }
+
+    /// The table a device maps a staged tile's global indices through to
+    /// this compaction's local indices ([`map_bytes`]): the classes absent
+    /// and [`NO_GLOBAL8`] become the local nodata value (the class count).
+    pub fn device_table(&self) -> [u8; 256] {
+        let none = self.globals.len().min(NO_GLOBAL8 as usize) as u8;
+        let mut table = [none; 256];
+        for (l, &g) in self.globals.iter().enumerate() {
+            table[g as usize] = l as u8;
+        }
+        table[NO_GLOBAL8 as usize] = none;
+        table
+    }
+}
+
+/// Stands for "no class" among the global indices of a staged tile
+/// ([`stage_globals`]), and for the nodata value in its device table.
+pub const NO_GLOBAL8: u8 = u8::MAX;
+
+/// Which global classes a staged tile holds ([`stage_globals`]).
+pub type Presence = [bool; 256];
+
+/// Writes one tile's halo-padded buffer of global class indices as bytes
+/// (`lut` maps a code to its global index; [`NO_GLOBAL8`] for nodata,
+/// unknown codes and everything outside the raster) and returns which
+/// classes it holds: the pad, the narrowing and the class scan in one pass
+/// over the codes, for methods that map global to local indices on their
+/// device ([`TileCompaction::device_table`]). Every global index must be
+/// below [`NO_GLOBAL8`] (fewer than 255 classes).
+pub fn stage_globals(
+    source: &[u16],
+    lut: &CodeLut,
+    tile: &tiles::Tile,
+    staged: &mut [u8],
+) -> Presence {
+    assert_eq!(
+        source.len() as u64,
+        tile.source.area(),
+        "source window size"
+    );
+    assert_eq!(staged.len(), tile.padded_len(), "staged tile size");
+    let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
+    let rows = tile.source.height;
+    let (head, rest) = staged.split_at_mut(top * tile.padded_width);
+    let (body, tail) = rest.split_at_mut(rows * tile.padded_width);
+    head.fill(NO_GLOBAL8);
+    tail.fill(NO_GLOBAL8);
+    if w == 0 {
+        body.fill(NO_GLOBAL8);
+        return [false; 256];
+    }
+    // Rows in bands of a few thousand pixels, so that a band's presence
+    // flags stay in registers' reach and the pool gets enough of them.
+    let band = (1usize << 14).div_ceil(tile.padded_width).max(1);
+    body.par_chunks_mut(band * tile.padded_width)
+        .zip(source.par_chunks(band * w))
+        .map(|(dst, src)| {
+            let mut seen = [false; 256];
+            for (row, src) in dst.chunks_mut(tile.padded_width).zip(src.chunks(w)) {
+                let (pad, rest) = row.split_at_mut(left);
+                pad.fill(NO_GLOBAL8);
+                let (used, pad) = rest.split_at_mut(w);
+                pad.fill(NO_GLOBAL8);
+                for (d, &code) in used.iter_mut().zip(src) {
+                    let g = lut[code as usize].min(NO_GLOBAL8 as u16) as u8;
+                    seen[g as usize] = true;
+                    *d = g;
+                }
+            }
+            seen
+        })
+        .reduce(
+            || [false; 256],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            },
+        )
+}
+
+/// Maps every byte of `codes` through `table` in place: the plain twin of
+/// the device kernel `map_codes` (kernels/codes.cl).
+pub fn map_bytes(codes: &mut [u8], table: &[u8; 256]) {
+    codes
+        .par_chunks_mut(1 << 16)
+        .for_each(|chunk| chunk.iter_mut().for_each(|c| *c = table[*c as usize]));
+}
+
+/// Local class indices (or [`NO_CLASS`], or [`UNDECIDED`](crate::method::policy::UNDECIDED))
+/// to the codes written: class codes, the output nodata code, the
+/// undecided code.
+#[derive(Clone, Debug)]
+pub struct CodeMap {
+    /// Local index → class code.
+    pub codes: Vec<u16>,
+    /// Written for [`NO_CLASS`].
+    pub fill: u16,
+    /// Written for the undecided value.
+    pub tie: u16,
+}
+
+impl CodeMap {
+    /// The code written for the method's output value `v`.
+    #[inline]
+    pub fn code(&self, v: u16) -> u16 {
+        match v {
+            NO_CLASS => self.fill,
+            v if v == NO_CLASS - 1 => self.tie,
+            l => self.codes[l as usize],
+        }
+    }
+
+    /// [`CodeMap::code`] for outputs that came down as bytes (a local
+    /// index, or [`u8::MAX`] for no class), one entry per byte.
+    pub fn byte_table(&self) -> [u16; 256] {
+        let mut table = [self.fill; 256];
+        table[..self.codes.len().min(255)]
+            .copy_from_slice(&self.codes[..self.codes.len().min(255)]);
+        table[255] = self.fill;
+        table
+    }
+
+    /// Maps `out` in place.
+    pub fn apply(&self, out: &mut [u16]) {
+        out.par_iter_mut().for_each(|v| *v = self.code(*v));
+    }
 }
 
 /// How often each byte value occurs in `data` (at most 2³² bytes), on this
@@ -469,6 +610,55 @@ mod tests {
         let row = &padded[tile.pad_top * pw..][..pw];
         assert_eq!(&row[tile.pad_left..tile.pad_left + 5], &[1, none, 0, 1, 2]);
         assert_eq!(padded.iter().filter(|&&v| v != none).count(), 4);
+    }
+
+    /// Staging global indices and mapping them through the device table
+    /// gives the compaction's local indices, pads included, byte for byte.
+    #[test]
+    fn staged_globals_mapped_equal_the_compacted_tile() {
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
+        for (g, code) in [2u16, 5, 9, 300, 301, 7000].into_iter().enumerate() {
+            lut[code as usize] = g as u16 * 40;
+        }
+        let codes = [2u16, 5, 9, 300, 301, 7000, 8, 0];
+        let (w, h) = (53, 37);
+        let source: Vec<u16> = (0..w * h)
+            .map(|i| codes[(i * 7 + i / w) % 8 % 5 + i % 3])
+            .collect();
+        for (halo, tile) in [(0, 64), (3, 16), (5, 20)] {
+            let grid = tiles::TileGrid::new(w, h, halo, tiles::Border::Same, tile).unwrap();
+            for t in grid.tiles() {
+                let window: Vec<u16> = (0..t.source.height)
+                    .flat_map(|y| {
+                        let row = (t.source.y + y) * w + t.source.x;
+                        source[row..row + t.source.width].to_vec()
+                    })
+                    .collect();
+                let mut padded = Vec::new();
+                let want = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
+                let mut staged = vec![0u8; t.padded_len()];
+                let present = stage_globals(&window, &lut, &t, &mut staged);
+                let got = TileCompaction::from_presence(&present);
+                assert_eq!(got.globals, want.globals);
+                map_bytes(&mut staged, &got.device_table());
+                let want: Vec<u8> = padded.iter().map(|&v| v as u8).collect();
+                assert_eq!(staged, want, "halo {halo} tile {tile} at {:?}", t.source);
+            }
+        }
+    }
+
+    #[test]
+    fn code_maps_give_codes_fill_and_tie() {
+        let map = CodeMap {
+            codes: vec![3, 9, 200],
+            fill: 255,
+            tie: 77,
+        };
+        let mut out = vec![0, 2, NO_CLASS, NO_CLASS - 1, 1];
+        map.apply(&mut out);
+        assert_eq!(out, vec![3, 200, 255, 77, 9]);
+        let table = map.byte_table();
+        assert_eq!((table[0], table[2], table[255]), (3, 200, 255));
     }
 
     #[test]

@@ -15,12 +15,14 @@
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
-use crate::classes::{ClassTable, NO_CLASS, TileCompaction};
+use crate::classes::{ClassTable, CodeMap, NO_CLASS, NO_GLOBAL8, TileCompaction};
 use crate::error::{Error, Result};
 use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster};
 use crate::kernel::Kernel;
-use crate::method::policy::{self, Policies, Settle, UNDECIDED};
-use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, Promised, SmoothParams};
+use crate::method::policy::{self, Policies, Settle};
+use crate::method::{
+    ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, Promised, SmoothParams,
+};
 use crate::pipeline;
 use crate::progress::Progress;
 use rayon::prelude::*;
@@ -121,6 +123,26 @@ pub struct RunStats {
     /// Classes present in the raster (the union of the tiles' classes; the
     /// source windows cover the raster), so callers need not scan for it.
     pub classes_present: usize,
+    /// Busy time of each stage of the run, summed over its tiles.
+    pub stages: StageTimes,
+}
+
+/// How long each stage of a run was busy, on the thread that runs it: the
+/// host-side share of a device run, beside the device's own times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageTimes {
+    /// Reading source windows (the reader thread).
+    pub read: Duration,
+    /// Padding and compacting tiles before they go to the method.
+    pub prepare: Duration,
+    /// Handing tiles to the method ([`ClassSmoother::submit`]).
+    pub submit: Duration,
+    /// Waiting for the method's results.
+    pub wait: Duration,
+    /// Mapping local indices back to codes.
+    pub map_back: Duration,
+    /// Writing tiles to the sink (the writer thread).
+    pub sink: Duration,
 }
 
 /// Smooths `source` into `sink` with `method`, tile by tile.
@@ -185,17 +207,36 @@ pub fn smooth_weighted(
     let mut class_sum = 0usize;
     let mut present = vec![false; job.classes.len()];
     let mut reused = Vec::new();
+    let (mut read_time, mut sink_time) = (Duration::ZERO, Duration::ZERO);
+    let (mut prepare_time, mut map_time) = (Duration::ZERO, Duration::ZERO);
     // Not from inside a rayon job: the calling thread waits for its tiles
     // without working, and on a one-thread pool nobody else would run them.
     let on_pool = method.host_parallel()
         && around.is_none()
         && rayon::current_thread_index().is_none()
         && job.tile <= ON_POOL_MAX_TILE;
+    // Methods that compact tiles on their device get the source windows,
+    // where every global index fits a byte.
+    let takes_codes = method.takes_codes()
+        && around.is_none()
+        && !on_pool
+        && job.classes.len() < NO_GLOBAL8 as usize;
+    // Device methods map their outputs to codes as they copy them out.
+    let on_device = method.runs_on().is_some();
+    // Where no code is free for nodata, NO_CLASS stays and is reported below.
+    let fill = job.output_nodata.unwrap_or(NO_CLASS);
+    let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
+    // Buffers go back to the stage that fills them, so that tiles after
+    // the first few allocate nothing.
+    let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
+    let (out_back, out_free) = crossbeam_channel::unbounded::<Vec<u16>>();
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
             |tile| {
-                let mut raw = vec![0u16; tile.source.area() as usize];
+                let t0 = Instant::now();
+                let mut raw = raw_free.try_recv().unwrap_or_default();
+                raw.resize(tile.source.area() as usize, 0);
                 source.read(tile.source, &mut raw)?;
                 // Votes weigh nothing beyond the raster.
                 let weights = match confidence.as_deref_mut() {
@@ -208,10 +249,34 @@ pub fn smooth_weighted(
                     }
                     None => None,
                 };
+                read_time += t0.elapsed();
                 Ok((raw, weights))
             },
             |tile, (raw, votes)| -> Result<InFlight> {
                 crate::interrupt::check()?;
+                let params = SmoothParams {
+                    kernel: &job.kernel,
+                    class_weights: &class_weights,
+                    fill_nodata: job.fill_nodata,
+                    ties: job.policies.ties,
+                    confidence: None,
+                };
+                if takes_codes {
+                    let t0 = Instant::now();
+                    let code_tile = CodeTile {
+                        tile: &tile,
+                        halo: grid.halo(),
+                        codes: &raw,
+                        lut: &lut,
+                    };
+                    let (local, pending) = method.submit_codes(&code_tile, &params)?;
+                    let _ = raw_back.send(raw);
+                    return Ok(InFlight {
+                        local,
+                        pending,
+                        submit_time: t0.elapsed(),
+                    });
+                }
                 // A tile run on the pool needs its own classes; a tile
                 // submitted at once can reuse one buffer.
                 let mut padded = if on_pool {
@@ -219,7 +284,10 @@ pub fn smooth_weighted(
                 } else {
                     std::mem::take(&mut reused)
                 };
+                let t0 = Instant::now();
                 let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
+                prepare_time += t0.elapsed();
+                let _ = raw_back.send(raw);
                 if let Some(around) = &around {
                     let t0 = Instant::now();
                     let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
@@ -229,11 +297,7 @@ pub fn smooth_weighted(
                         submit_time: t0.elapsed(),
                     });
                 }
-                let weights: Vec<u32> = local
-                    .globals
-                    .iter()
-                    .map(|&g| class_weights[g as usize])
-                    .collect();
+                let weights = local.weights(&class_weights);
                 let class_tile = ClassTile {
                     width: tile.padded_width,
                     height: tile.padded_height,
@@ -245,19 +309,15 @@ pub fn smooth_weighted(
                 let pending = if on_pool {
                     spawn_on_pool(scope, method, job, class_tile, padded, weights)
                 } else {
-                    let params = SmoothParams {
-                        kernel: &job.kernel,
-                        class_weights: &weights,
-                        fill_nodata: job.fill_nodata,
-                        ties: job.policies.ties,
-                        confidence: None,
-                    };
                     let pending = method.submit(
                         &ClassTile {
                             classes: &padded,
                             ..class_tile
                         },
-                        &params,
+                        &SmoothParams {
+                            class_weights: &weights,
+                            ..params
+                        },
                     )?;
                     reused = padded;
                     pending
@@ -269,9 +329,6 @@ pub fn smooth_weighted(
                 })
             },
             |tile, flight| {
-                let t0 = Instant::now();
-                let mut out = flight.pending.into_output(tile.output.area() as usize)?;
-                stats.compute += flight.submit_time + t0.elapsed();
                 stats.tiles += 1;
                 stats.pixels += tile.output.area();
                 stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
@@ -279,23 +336,53 @@ pub fn smooth_weighted(
                 for &g in &flight.local.globals {
                     present[g as usize] = true;
                 }
-                to_codes(
-                    &mut out,
-                    &flight.local,
-                    &job.classes,
-                    job.output_nodata,
-                    job.policies.ties.undecided(),
-                )?;
+                let map = CodeMap {
+                    codes: flight
+                        .local
+                        .globals
+                        .iter()
+                        .map(|&g| job.classes.codes()[g as usize])
+                        .collect(),
+                    fill,
+                    tie,
+                };
+                let t0 = Instant::now();
+                let mut out = out_free.try_recv().unwrap_or_default();
+                let len = tile.output.area() as usize;
+                let (waited, mapped) = if flight.pending.ready() || !on_device {
+                    // Host results (or a device's with the outputs copied
+                    // out first): waiting and mapping are apart.
+                    out = flight.pending.into_output(len)?;
+                    let waited = t0.elapsed();
+                    map.apply(&mut out);
+                    (waited, t0.elapsed() - waited)
+                } else {
+                    // The wait and the copy out, mapped on the way.
+                    flight.pending.wait_codes(len, &map, &mut out)?;
+                    (t0.elapsed(), Duration::ZERO)
+                };
+                stats.compute += flight.submit_time + waited;
+                stats.stages.submit += flight.submit_time;
+                stats.stages.wait += waited;
+                map_time += mapped;
+                check_nodata(&out, job.output_nodata)?;
                 Ok(out)
             },
             method.depth(),
             |tile, codes| {
+                let t0 = Instant::now();
                 sink.write(tile.output, &codes)?;
+                sink_time += t0.elapsed();
+                let _ = out_back.send(codes);
                 progress.inc(1);
                 Ok(())
             },
         )
     })?;
+    stats.stages.read = read_time;
+    stats.stages.prepare = prepare_time;
+    stats.stages.map_back = map_time;
+    stats.stages.sink = sink_time;
     stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
     stats.classes_present = present.iter().filter(|&&p| p).count();
     progress.finish();
@@ -438,30 +525,9 @@ impl Around {
     }
 }
 
-/// Local indices (or [`NO_CLASS`], or [`UNDECIDED`]) to class codes (or
-/// the output nodata code, or the undecided code).
-fn to_codes(
-    out: &mut [u16],
-    local: &TileCompaction,
-    classes: &ClassTable,
-    nodata: Option<u16>,
-    undecided: Option<u16>,
-) -> Result<()> {
-    let codes: Vec<u16> = local
-        .globals
-        .iter()
-        .map(|&g| classes.codes()[g as usize])
-        .collect();
-    // Where no code is free for nodata, NO_CLASS stays and is reported below.
-    let fill = nodata.unwrap_or(NO_CLASS);
-    let tie = undecided.unwrap_or(NO_CLASS);
-    out.par_iter_mut().for_each(|v| {
-        *v = match *v {
-            NO_CLASS => fill,
-            UNDECIDED => tie,
-            l => codes[l as usize],
-        }
-    });
+/// Fails where a pixel has no class (NO_CLASS left by the code map) and
+/// no code is free to mark nodata.
+fn check_nodata(out: &[u16], nodata: Option<u16>) -> Result<()> {
     if nodata.is_none() && out.par_iter().any(|&v| v == NO_CLASS) {
         return Err(Error::new(
             "a pixel has no class but every code is taken, so none can mark nodata",

@@ -258,6 +258,34 @@ impl TileStream {
         Ok(())
     }
 
+    /// Enqueues the mapping of the first `n` bytes of `codes` in place
+    /// through the 256 bytes of `table` (kernels/codes.cl `map_codes`; its
+    /// plain twin is [`crate::classes::map_bytes`]): a tile staged as
+    /// global class indices becomes the method's local indices on the
+    /// device. As the tile's first kernel, it waits for the uploads.
+    pub fn map_codes(
+        &self,
+        flight: &mut Flight,
+        codes: &Buffer<u8>,
+        table: &Buffer<u8>,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = self
+            .device
+            .kernel("codes", &super::BuildOptions::new(), "map_codes")?;
+        super::Args::new(&kernel)
+            .mem(codes)
+            .mem(table)
+            .scalar(n as u32)
+            .done()?;
+        self.launch(flight, &kernel, &[n.div_ceil(4)], Some(&[64]))?;
+        flight.keep(kernel);
+        Ok(())
+    }
+
     /// Starts the kernels enqueued so far.
     pub fn flush_kernels(&self) -> Result<()> {
         self.device
@@ -329,6 +357,36 @@ impl TileStream {
 mod tests {
     use super::*;
     use crate::device::{Args, BuildOptions, CL_MEM_READ_WRITE, PinnedHost, test_device};
+
+    /// The device's code mapping equals its plain twin, whatever the
+    /// length (tails of one to three bytes included).
+    #[test]
+    fn mapped_codes_equal_the_plain_twin() {
+        let Some(dev) = test_device() else { return };
+        let stream = TileStream::new(dev.clone());
+        let mut table = [0u8; 256];
+        for (i, t) in table.iter_mut().enumerate() {
+            *t = (i * 37 % 251) as u8;
+        }
+        let table_buf = dev.buffer_from(&table, CL_MEM_READ_WRITE).unwrap();
+        for n in [1usize, 3, 4, 5, 255, 4099, 70_001] {
+            let codes: Vec<u8> = (0..n).map(|i| (i * 13 + i / 7) as u8).collect();
+            let mut buf = dev.buffer_from(&codes, CL_MEM_READ_WRITE).unwrap();
+            let mut flight = stream.flight();
+            // A tail past n must stay untouched.
+            let n_mapped = n - n / 5;
+            unsafe { stream.write(&mut flight, &mut buf, &codes).unwrap() };
+            stream
+                .map_codes(&mut flight, &buf, &table_buf, n_mapped)
+                .unwrap();
+            stream.finish(&mut flight).unwrap();
+            let mut got = vec![0u8; n];
+            dev.download(&buf, &mut got).unwrap();
+            let mut want = codes.clone();
+            crate::classes::map_bytes(&mut want[..n_mapped], &table);
+            assert_eq!(got, want, "n {n}");
+        }
+    }
 
     /// Several tiles in flight at once on one stream, each on a slot of its
     /// own from the pool, come back in order and intact; slots are reused.

@@ -18,7 +18,7 @@ pub mod select;
 mod simd4;
 pub mod spec;
 
-use crate::classes::NO_CLASS;
+use crate::classes::{CodeLut, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use family::Family;
@@ -87,6 +87,20 @@ impl ClassTile<'_> {
     }
 }
 
+/// A tile as its source window of class codes, for
+/// [`ClassSmoother::submit_codes`].
+#[derive(Clone, Copy)]
+pub struct CodeTile<'a> {
+    /// Where the window lies and how it is padded.
+    pub tile: &'a tiles::Tile,
+    /// The halo of the padded tile ([`ClassTile::halo`]).
+    pub halo: usize,
+    /// The source window's codes, row by row.
+    pub codes: &'a [u16],
+    /// Code → global class index.
+    pub lut: &'a CodeLut,
+}
+
 /// Everything a method needs besides the tile.
 #[derive(Clone, Copy, Debug)]
 pub struct SmoothParams<'a> {
@@ -145,6 +159,27 @@ pub trait ClassSmoother: Send + Sync {
         Ok(Box::new(Finished(out)))
     }
 
+    /// Whether [`ClassSmoother::submit_codes`] is the method's own: it
+    /// stages a tile's codes and compacts them on its device, so the engine
+    /// hands it source windows rather than compacted tiles.
+    fn takes_codes(&self) -> bool {
+        false
+    }
+
+    /// [`ClassSmoother::submit`] for a tile given as its source window of
+    /// codes; `params.class_weights` are per global class. The engine calls
+    /// it only for jobs of fewer than 255 classes (every global index fits
+    /// a byte below [`crate::classes::NO_GLOBAL8`]). Returns the
+    /// tile's compaction with the handle. The default compacts on the host
+    /// and submits.
+    fn submit_codes(
+        &self,
+        tile: &CodeTile,
+        params: &SmoothParams,
+    ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
+        submit_compacted(self, tile, params)
+    }
+
     /// The kind of OpenCL device the method computes on (`None`: the host).
     /// The engine sizes default tiles by it.
     fn runs_on(&self) -> Option<crate::device::DeviceKind> {
@@ -185,6 +220,32 @@ pub trait ClassSmoother: Send + Sync {
     }
 }
 
+/// [`ClassSmoother::submit_codes`] by way of the host: compacts the tile
+/// and submits it.
+pub fn submit_compacted<'m, M: ClassSmoother + ?Sized>(
+    method: &'m M,
+    tile: &CodeTile,
+    params: &SmoothParams,
+) -> Result<(TileCompaction, Box<dyn PendingTile + 'm>)> {
+    let mut padded = Vec::new();
+    let local = TileCompaction::pad_and_compact(tile.codes, tile.lut, tile.tile, &mut padded);
+    let weights = local.weights(params.class_weights);
+    let pending = method.submit(
+        &ClassTile {
+            width: tile.tile.padded_width,
+            height: tile.tile.padded_height,
+            halo: tile.halo,
+            n_classes: local.len(),
+            classes: &padded,
+        },
+        &SmoothParams {
+            class_weights: &weights,
+            ..*params
+        },
+    )?;
+    Ok((local, pending))
+}
+
 /// [`ClassSmoother::depth`]'s default.
 pub const DEFAULT_DEPTH: usize = 2;
 
@@ -199,6 +260,15 @@ pub trait PendingTile: Send {
         let mut out = vec![0u16; len];
         self.wait(&mut out)?;
         Ok(out)
+    }
+
+    /// Waits for the tile and leaves its `len` outputs in `out` as codes,
+    /// mapped by `map`: device methods map straight from their staging, so
+    /// the outputs are copied once.
+    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
+        *out = self.into_output(len)?;
+        map.apply(out);
+        Ok(())
     }
 
     /// Whether the result is known to be there already (waiting costs

@@ -33,6 +33,7 @@ use super::cl_runs::{TileRuns, kernel_sat};
 pub use super::tuning::{CpuPaths, FastShape};
 use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
+use crate::classes::CodeMap;
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
@@ -763,16 +764,34 @@ impl ClPending<'_> {
     }
 }
 
-impl PendingTile for ClPending<'_> {
-    fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
+impl ClPending<'_> {
+    /// Waits for the tile and hands its outputs (in the slot's pinned
+    /// download) to `take` before the slot goes back to the pool.
+    fn finish_with(mut self: Box<Self>, take: impl FnOnce(&[u16])) -> Result<()> {
         let method = self.method;
         method.stream.finish(&mut self.flight)?;
         let slot = self.slot.take().expect("slot present until waited");
-        out.copy_from_slice(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len]);
+        take(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len]);
         method.slots.give(slot);
         if let Some(runs) = self.runs.take() {
             method.runs.give(runs);
         }
         Ok(())
+    }
+}
+
+impl PendingTile for ClPending<'_> {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        self.finish_with(|host| out.copy_from_slice(host))
+    }
+
+    /// The outputs go from the pinned download straight to codes.
+    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
+        out.resize(len, 0);
+        self.finish_with(|host| {
+            out.par_chunks_mut(1 << 14)
+                .zip(host.par_chunks(1 << 14))
+                .for_each(|(o, h)| o.iter_mut().zip(h).for_each(|(o, &v)| *o = map.code(v)))
+        })
     }
 }

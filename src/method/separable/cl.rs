@@ -20,7 +20,7 @@
 
 use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
-use crate::classes::NO_CLASS;
+use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::dct5::rot::{self as dct5_rot, Rot};
 use crate::method::naive::{exact_pixel, taps};
-use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -162,6 +162,10 @@ struct Slot {
     wide_host: Vec<u16>,
     /// Page-locked staging of the byte-narrowed codes (up) and winners (down).
     pinned8: Option<PinnedHost<u8>>,
+    /// A tile staged as global indices ([`SeparableCl::start_codes`]): the
+    /// table to its local ones, on the host and on the device.
+    table_host: Vec<u8>,
+    table: Grow<u8>,
     flags_host: Vec<u8>,
     /// The class weights as uploaded.
     cw: Vec<f32>,
@@ -348,7 +352,7 @@ impl SeparableCl {
             None => None,
         };
         pending.narrow = if dct5 {
-            self.enqueue_dct5(&mut pending.flight, slot, tile, params, inv_top)?
+            self.enqueue_dct5(&mut pending.flight, slot, tile, params, inv_top, false)?
         } else {
             self.enqueue_svd(&mut pending.flight, slot, tile, params, inv_top)?;
             false
@@ -394,12 +398,62 @@ impl SeparableCl {
         unsafe { self.stream.write(flight, b, staged) }
     }
 
+    /// dct5 on one tile given as codes, enqueued: the codes are staged as
+    /// global indices straight into pinned memory (pad, narrowing and class
+    /// scan in one pass on the pool) and mapped to local indices by the
+    /// device's first kernel, so no compacted copy is made on the host.
+    fn start_codes(
+        &self,
+        tile: &CodeTile,
+        params: &SmoothParams,
+    ) -> Result<(TileCompaction, SepPending<'_>)> {
+        let t = tile.tile;
+        let (w, h) = (t.padded_width, t.padded_height);
+        let outputs = (w - 2 * tile.halo) * (h - 2 * tile.halo);
+        let mut pending = SepPending {
+            flight: Flight::default(),
+            slot: Some(self.slots.take()),
+            method: self,
+            outputs,
+            narrow: true,
+            certify: None,
+        };
+        let slot = pending.slot.as_mut().expect("just taken");
+        let n_codes = w * h;
+        let staging = PinnedHost::ensure(&mut slot.pinned8, self.device(), n_codes.max(outputs))?;
+        let present = classes::stage_globals(
+            tile.codes,
+            tile.lut,
+            t,
+            &mut staging.as_mut_slice()[..n_codes],
+        );
+        let local = TileCompaction::from_presence(&present);
+        slot.table_host.clear();
+        slot.table_host.extend_from_slice(&local.device_table());
+        let weights = local.weights(params.class_weights);
+        let class_tile = ClassTile {
+            width: w,
+            height: h,
+            halo: tile.halo,
+            n_classes: local.len(),
+            classes: &[],
+        };
+        self.check(&class_tile)?;
+        let params = SmoothParams {
+            class_weights: &weights,
+            ..*params
+        };
+        self.enqueue_dct5(&mut pending.flight, slot, &class_tile, &params, None, true)?;
+        Ok((local, pending))
+    }
+
     /// dct5 on one tile, enqueued: the codes go up once (as bytes from
     /// pinned memory where the classes fit), pass 1 and pass 2 run for
     /// every class in one launch each (planes stored transposed, so every
     /// access is coalesced), the ranking in a third; winners (and, in the
     /// certified mode, the flags) come down into the slot. Returns whether
-    /// the winners come down as bytes.
+    /// the winners come down as bytes. `staged`: the codes lie in pinned
+    /// staging as global indices, with the table to local ones in the slot.
     fn enqueue_dct5(
         &self,
         flight: &mut Flight,
@@ -407,6 +461,7 @@ impl SeparableCl {
         tile: &ClassTile,
         params: &SmoothParams,
         inv_top: Option<f32>,
+        staged: bool,
     ) -> Result<bool> {
         let Shape::Dct5(rot) = &self.shape else {
             unreachable!("enqueue_dct5 runs dct5 shapes only")
@@ -437,13 +492,20 @@ impl SeparableCl {
         let n_codes = w * tile.height;
         // SAFETY (every transfer below): the host memory lies in the slot,
         // which the pending tile keeps until its flight is waited for.
+        if staged {
+            let table = bufs.table.get(dev, 256, CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(flight, table, &bufs.table_host)? };
+        }
         if narrow {
-            let staging = PinnedHost::ensure(&mut bufs.pinned8, dev, n_codes.max(ow * oh))?;
-            staging.as_mut_slice()[..n_codes]
-                .par_iter_mut()
-                .zip(tile.classes.par_iter())
-                .for_each(|(s, &c)| *s = c as u8);
-            let b = bufs.codes8.get(dev, n_codes, CL_MEM_READ_ONLY)?;
+            if !staged {
+                let staging = PinnedHost::ensure(&mut bufs.pinned8, dev, n_codes.max(ow * oh))?;
+                staging.as_mut_slice()[..n_codes]
+                    .par_iter_mut()
+                    .zip(tile.classes.par_iter())
+                    .for_each(|(s, &c)| *s = c as u8);
+            }
+            // Read-write: a staged tile is mapped in place.
+            let b = bufs.codes8.get(dev, n_codes, CL_MEM_READ_WRITE)?;
             let staging = bufs.pinned8.as_ref().expect("staged above");
             unsafe { stream.write(flight, b, &staging.as_slice()[..n_codes])? };
         } else {
@@ -475,6 +537,9 @@ impl SeparableCl {
         let weights = bufs.weights.buf();
         let flags = bufs.flags.buf();
         let (wi, ohi, owi, ohpi) = (w as i32, oh as i32, ow as i32, ohp as i32);
+        if staged {
+            stream.map_codes(flight, bufs.codes8.buf(), bufs.table.buf(), n_codes)?;
+        }
         let cols = dev.kernel("dct5", &opts, "dct5_cols_t")?;
         let rows = dev.kernel("dct5", &opts, "dct5_rows_t")?;
         let rank = dev.kernel("rank", &rank_opts, "rank_scores_t")?;
@@ -700,8 +765,9 @@ struct SepPending<'a> {
     certify: Option<Certify>,
 }
 
-impl PendingTile for SepPending<'_> {
-    fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
+impl SepPending<'_> {
+    /// Waits for the device and logs the kernels' times.
+    fn finish(&mut self) -> Result<()> {
         let method = self.method;
         method.stream.finish(&mut self.flight)?;
         if matches!(method.shape, Shape::Dct5(_)) {
@@ -711,9 +777,14 @@ impl PendingTile for SepPending<'_> {
                 .iter()
                 .map(|&n| n as f64 / 1e6)
                 .collect();
+            // A tile compacted on the device has the code mapping first.
+            let (map, ms) = ms.split_at(ms.len().saturating_sub(3));
             let line = || {
+                let map = map
+                    .first()
+                    .map_or(String::new(), |m| format!(", map {m:.3}"));
                 format!(
-                    "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}",
+                    "dct5 kernels (ms): columns {:.3}, rows {:.3}, ranking {:.3}{map}",
                     ms[0], ms[1], ms[2]
                 )
             };
@@ -724,6 +795,45 @@ impl PendingTile for SepPending<'_> {
                 log::trace!("{}", line());
             }
         }
+        Ok(())
+    }
+}
+
+impl PendingTile for SepPending<'_> {
+    /// Byte winners go from the pinned staging straight to codes.
+    fn wait_codes(
+        mut self: Box<Self>,
+        len: usize,
+        map: &CodeMap,
+        out: &mut Vec<u16>,
+    ) -> Result<()> {
+        if !self.narrow || self.certify.is_some() {
+            *out = self.into_output(len)?;
+            map.apply(out);
+            return Ok(());
+        }
+        self.finish()?;
+        let slot = self.slot.take().expect("present until waited");
+        let staged = &slot.pinned8.as_ref().expect("staged").as_slice()[..self.outputs];
+        let table = map.byte_table();
+        out.resize(len, 0);
+        out.par_chunks_mut(1 << 14)
+            .zip(staged.par_chunks(1 << 14))
+            .for_each(|(o, s)| {
+                o.iter_mut()
+                    .zip(s)
+                    .for_each(|(o, &v)| *o = table[v as usize])
+            });
+        self.method
+            .pixels
+            .fetch_add(self.outputs as u64, Ordering::Relaxed);
+        self.method.slots.give(slot);
+        Ok(())
+    }
+
+    fn wait(mut self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        let method = self.method;
+        self.finish()?;
         let slot = self.slot.take().expect("present until waited");
         if self.narrow {
             let staged = &slot.pinned8.as_ref().expect("staged").as_slice()[..self.outputs];
@@ -844,6 +954,28 @@ impl ClassSmoother for SeparableCl {
             return Ok(());
         }
         self.submit(tile, params)?.wait(out)
+    }
+
+    /// dct5 outside the certified mode compacts its tiles on the device
+    /// (the certified recomputation reads the compacted tile on the host).
+    fn takes_codes(&self) -> bool {
+        matches!(self.shape, Shape::Dct5(_)) && !self.exact
+    }
+
+    fn submit_codes(
+        &self,
+        tile: &CodeTile,
+        params: &SmoothParams,
+    ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
+        let t = tile.tile;
+        if !self.takes_codes()
+            || t.padded_width <= 2 * tile.halo
+            || t.padded_height <= 2 * tile.halo
+        {
+            return crate::method::submit_compacted(self, tile, params);
+        }
+        let (local, pending) = self.start_codes(tile, params)?;
+        Ok((local, Box::new(pending)))
     }
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
