@@ -217,7 +217,7 @@ fn smooth_into(
         Classes::Auto { need_present } => {
             // A --dst-nodata code must be checked against the classes present.
             let need_present = *need_present || spec.dst_nodata.is_some();
-            if scan_first(spec, need_present, &input) {
+            if scan_first(spec, need_present, input) {
                 let classes = input.scan_classes(&observer.progress("smooth"))?;
                 observer.stage("scan");
                 classes
