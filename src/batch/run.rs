@@ -195,11 +195,12 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         let workers: Vec<_> = (0..req.jobs.clamp(1, todo.len().max(1)))
             .map(|_| {
                 scope.spawn(|| {
+                    let mut opened = Opened::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(task) = todo.get(i) else { break };
                         let mut observer = progress.observer(task);
-                        let outcome = ctx.attempt(task, &mut observer);
+                        let outcome = ctx.attempt(task, &mut opened, &mut observer);
                         progress.finished(task, &observer, &outcome);
                         results
                             .lock()
@@ -258,7 +259,7 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn attempt(&self, task: &Task, observer: &mut TaskObserver) -> Outcome {
+    fn attempt(&self, task: &Task, opened: &mut Opened, observer: &mut TaskObserver) -> Outcome {
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
@@ -268,7 +269,7 @@ impl Context<'_> {
         if (self.finished)(task) {
             return Outcome::AlreadyDone;
         }
-        let outcome = match self.run_task(task, observer) {
+        let outcome = match self.run_task(task, opened, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => {
                     self.syncer.add(self.dir.join(&task.output));
@@ -297,7 +298,12 @@ impl Context<'_> {
         outcome
     }
 
-    fn run_task(&self, task: &Task, observer: &mut TaskObserver) -> Result<DoneRecord> {
+    fn run_task(
+        &self,
+        task: &Task,
+        opened: &mut Opened,
+        observer: &mut TaskObserver,
+    ) -> Result<DoneRecord> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
@@ -306,7 +312,7 @@ impl Context<'_> {
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
         observer.tally = Some(Arc::new(Tally::new(center)));
-        let done = match job::run(&spec, self.method, observer) {
+        let done = match opened.smooth(task.mosaic, &spec, self.method, observer) {
             Ok(done) => done,
             Err(e) => {
                 // A neighbour that cannot be read fails this task only if
@@ -519,6 +525,36 @@ impl Context<'_> {
         })();
         let _ = std::fs::remove_file(&scratch);
         result
+    }
+}
+
+/// A worker's handle of the mosaic its last task read, kept for its next
+/// task: a mosaic's VRT, the sources it opened and GDAL's cached blocks of
+/// them are then opened and decoded once per worker, not once per task.
+#[derive(Default)]
+struct Opened(Option<(usize, ClassRaster)>);
+
+impl Opened {
+    /// Smooths `spec` (a window of mosaic `mosaic`, read with the default
+    /// band) on the handle, opening it first if it is of another mosaic. A
+    /// failed run drops the handle, so that the next task opens it afresh.
+    fn smooth(
+        &mut self,
+        mosaic: usize,
+        spec: &SmoothSpec,
+        method: &dyn ClassSmoother,
+        observer: &mut dyn Observer,
+    ) -> Result<job::SmoothReport> {
+        if self.0.as_ref().is_none_or(|(m, _)| *m != mosaic) {
+            self.0 = None;
+            self.0 = Some((mosaic, ClassRaster::open(&spec.input)?));
+        }
+        let (_, raster) = self.0.as_mut().expect("opened above");
+        let done = job::run_opened(spec, raster, method, observer);
+        if done.is_err() {
+            self.0 = None;
+        }
+        done
     }
 }
 

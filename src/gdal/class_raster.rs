@@ -295,6 +295,43 @@ pub fn parse_nodata(text: &str) -> std::result::Result<Option<f64>, String> {
         .ok_or_else(|| format!("'{text}' is neither a number nor 'none'"))
 }
 
+/// Runs `f` with the coordinate system `wkt`, parsed once per thread.
+///
+/// `GDALDataset::SetProjection` parses its text (GIS axis order) and hands
+/// the result to `SetSpatialRef`; parsing searches PROJ's database for the
+/// datum's name (through every name, for a datum with no EPSG entry). A
+/// batch writes many outputs in one coordinate system on a few long-lived
+/// threads ([`crate::gdal::threads`]), so each thread parses it once and
+/// sets the same object on every output (GDAL copies it).
+fn with_parsed_srs<T>(
+    wkt: &str,
+    f: impl FnOnce(&gdal::spatial_ref::SpatialRef) -> gdal::errors::Result<T>,
+) -> Result<T> {
+    use gdal::spatial_ref::{AxisMappingStrategy, SpatialRef};
+    use std::cell::RefCell;
+    use std::mem::ManuallyDrop;
+    // Not dropped when the thread ends: GDAL's PROJ context of the thread
+    // may be gone by then (the order of thread-local destructors is not
+    // defined).
+    thread_local! {
+        static PARSED: RefCell<Option<(String, ManuallyDrop<SpatialRef>)>> =
+            const { RefCell::new(None) };
+    }
+    PARSED.with(|parsed| {
+        let mut parsed = parsed.borrow_mut();
+        if parsed.as_ref().is_none_or(|(text, _)| text != wkt) {
+            if let Some((_, old)) = parsed.take() {
+                drop(ManuallyDrop::into_inner(old));
+            }
+            let mut srs = SpatialRef::from_wkt(wkt).map_err(gdal_error)?;
+            srs.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
+            *parsed = Some((wkt.to_string(), ManuallyDrop::new(srs)));
+        }
+        let (_, srs) = parsed.as_ref().expect("parsed above");
+        f(srs).map_err(gdal_error)
+    })
+}
+
 /// An opened class raster: one band of the file (band 1 unless `-b`).
 pub struct ClassRaster {
     path: PathBuf,
@@ -903,7 +940,7 @@ impl OutputRaster {
             ds.set_geo_transform(&gt).map_err(gdal_error)?;
         }
         if !spec.projection.is_empty() {
-            ds.set_projection(&spec.projection).map_err(gdal_error)?;
+            with_parsed_srs(&spec.projection, |srs| ds.set_spatial_ref(srs))?;
         }
         for b in 1..=spec.bands {
             let mut band = ds.rasterband(b).map_err(gdal_error)?;

@@ -58,10 +58,27 @@ impl DeferredOutput {
     /// [`DeferredOutput::make`], with that coordinate system in place of
     /// `spec.projection`. Without a spec nothing is created.
     pub fn spawn(target: Target, srs_of: PathBuf) -> Self {
+        Self::spawn_with(
+            target,
+            move || Ok(class_raster::open(&srs_of)?.projection()),
+        )
+    }
+
+    /// [`DeferredOutput::spawn`] with the coordinate system known already
+    /// (as GDAL gives it for the input), so the thread opens no input: for
+    /// callers that make many outputs of one input (a batch).
+    pub fn spawn_with_projection(target: Target, projection: String) -> Self {
+        Self::spawn_with(target, move || Ok(projection))
+    }
+
+    fn spawn_with(
+        target: Target,
+        projection: impl FnOnce() -> Result<String> + Send + 'static,
+    ) -> Self {
         let (send, spec): (Sender<OutputSpec>, Receiver<OutputSpec>) = channel();
         let making = crate::gdal::threads::run(move || {
             let start = Instant::now();
-            let projection = class_raster::open(&srs_of)?.projection();
+            let projection = projection()?;
             let mut spec = spec
                 .recv()
                 .map_err(|_| Error::new("output cancelled before it was created"))?;

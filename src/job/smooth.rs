@@ -110,18 +110,35 @@ pub fn run(
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
     let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
-    smooth_into(spec, method, output, observer)
+    let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
+    smooth_into(spec, method, output, &mut input, observer)
 }
 
-/// Opens the input, finds its classes, smooths it into `output` (handing
-/// it its spec as soon as that is known) and finishes the output.
+/// [`run`] on an input opened already: `input` is `spec.input` opened with
+/// `spec.band` by [`ClassRaster::open_with`] (its `meta.projection` read).
+/// For many windows of one input (a batch worker), so that the input (a
+/// mosaic's VRT and the sources it opened) is opened once, not per window.
+pub fn run_opened(
+    spec: &SmoothSpec,
+    input: &mut ClassRaster,
+    method: &dyn ClassSmoother,
+    observer: &mut dyn Observer,
+) -> Result<SmoothReport> {
+    observer.stage("setup");
+    let output =
+        DeferredOutput::spawn_with_projection(spec.target.clone(), input.meta.projection.clone());
+    smooth_into(spec, method, output, input, observer)
+}
+
+/// Finds the input's classes, smooths it into `output` (handing it its
+/// spec as soon as that is known) and finishes the output.
 fn smooth_into(
     spec: &SmoothSpec,
     method: &dyn ClassSmoother,
     mut output: DeferredOutput,
+    input: &mut ClassRaster,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
-    let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
     observer.stage("open");
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
@@ -200,7 +217,7 @@ fn smooth_into(
         Classes::Auto { need_present } => {
             // A --dst-nodata code must be checked against the classes present.
             let need_present = *need_present || spec.dst_nodata.is_some();
-            if scan_first(spec, need_present, &input) {
+            if scan_first(spec, need_present, input) {
                 let classes = input.scan_classes(&observer.progress("smooth"))?;
                 observer.stage("scan");
                 classes
@@ -250,7 +267,7 @@ fn smooth_into(
         .transpose()?;
     let tap = observer.tap();
     let mut tapped_in = Tapped {
-        inner: &mut input,
+        inner: input,
         tap: tap.clone(),
         busy: Duration::ZERO,
     };
