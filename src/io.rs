@@ -8,7 +8,14 @@
 use crate::error::Result;
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
+use rayon::prelude::*;
 use tiles::Rect;
+
+/// Windows of at least this many pixels are copied in and out of a
+/// [`MemRaster`] by the pool's threads: one thread's memory bandwidth is what
+/// bounds the in-memory engine's reader and writer on a GPU's large tiles,
+/// while a host tile's copy is too small to be worth the split.
+const PARALLEL_COPY_MIN: u64 = 1 << 19;
 
 /// Default tile side of both engines: large enough to amortise the halo,
 /// small enough to pipeline.
@@ -58,9 +65,17 @@ impl ClassSource for MemRaster {
     }
 
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
-        for (row, dst) in buf.chunks_exact_mut(w.width.max(1)).enumerate() {
+        let copy_row = |(row, dst): (usize, &mut [u16])| {
             let start = (w.y + row) * self.width + w.x;
             dst.copy_from_slice(&self.data[start..start + w.width]);
+        };
+        let width = w.width.max(1);
+        if w.area() >= PARALLEL_COPY_MIN {
+            buf.par_chunks_exact_mut(width)
+                .enumerate()
+                .for_each(copy_row);
+        } else {
+            buf.chunks_exact_mut(width).enumerate().for_each(copy_row);
         }
         Ok(())
     }
@@ -68,9 +83,19 @@ impl ClassSource for MemRaster {
 
 impl ClassSink for MemRaster {
     fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
-        for (row, src) in codes.chunks_exact(w.width.max(1)).enumerate() {
-            let start = (w.y + row) * self.width + w.x;
-            self.data[start..start + w.width].copy_from_slice(src);
+        let width = self.width;
+        let band = &mut self.data[w.y * width..(w.y + w.height) * width];
+        let copy_row = |(row, src): (&mut [u16], &[u16])| {
+            row[w.x..w.x + w.width].copy_from_slice(src);
+        };
+        if w.area() >= PARALLEL_COPY_MIN {
+            band.par_chunks_exact_mut(width)
+                .zip(codes.par_chunks_exact(w.width.max(1)))
+                .for_each(copy_row);
+        } else {
+            band.chunks_exact_mut(width)
+                .zip(codes.chunks_exact(w.width.max(1)))
+                .for_each(copy_row);
         }
         Ok(())
     }
