@@ -166,6 +166,87 @@ fn two_contexts_share_the_tiles_of_exact_methods() {
     }
 }
 
+/// dct5 compacts its tiles on the device; on `--device I,I` each context
+/// stages the tiles it takes. The result is the one context's, byte for
+/// byte, whichever context took which tile.
+#[test]
+fn two_contexts_give_one_contexts_bytes_when_the_device_compacts() {
+    let Some(dev) = mapfilter::device::test_device() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let input = path("in.tif");
+    let (ok, _, err) = mapfilter(&[
+        "gen",
+        &input,
+        "--raster-size",
+        "301x173",
+        "--classes",
+        "7",
+        "--pattern",
+        "simplex",
+    ]);
+    assert!(ok, "{err}");
+    let one = dev.info().index.to_string();
+    let two = format!("{one},{one}");
+    let mut outputs = Vec::new();
+    for (device, out) in [(&one, path("one.tif")), (&two, path("two.tif"))] {
+        let (ok, _, err) = mapfilter(&[
+            "smooth",
+            "-q",
+            &input,
+            &out,
+            "-k",
+            "gaussian:2",
+            "--method",
+            "dct5",
+            "--tile",
+            "48",
+            "--device",
+            device,
+        ]);
+        assert!(ok, "{device}: {err}");
+        outputs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outputs[0] == outputs[1], "two contexts changed the output");
+    let (ok, out, err) = mapfilter(&[
+        "bench",
+        "--device",
+        &two,
+        "--method",
+        "dct5",
+        "--size",
+        "70",
+        "--classes",
+        "5",
+        "--kernel",
+        "gaussian:2",
+        "--tile",
+        "16",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    assert!(ok, "{err}");
+    let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let devices = line["devices"].as_array().expect("one share per context");
+    let tiles: Vec<u64> = devices
+        .iter()
+        .map(|d| d["tiles"].as_u64().unwrap())
+        .collect();
+    assert!(
+        tiles.iter().all(|&t| t > 0),
+        "both contexts take tiles: {out}"
+    );
+    assert_eq!(
+        tiles.iter().sum::<u64>(),
+        line["tiles"].as_u64().unwrap(),
+        "{out}"
+    );
+}
+
 /// Several devices are for the class methods: a command on one device says
 /// so in one line.
 #[test]

@@ -109,7 +109,10 @@ fn a_tie_rule_on_an_approximate_method_fails_before_running() {
         .replace("methods = [\"naive@host\"]", "methods = [\"svd@host\"]");
     let config = mapfilter::sweep::Config::parse(&text).unwrap();
     let err = config.check_methods().unwrap_err().to_string();
-    assert!(err.contains("--ties smallest needs exact scores"), "{err}");
+    assert!(
+        err.contains("--ties smallest is defined on exact scores"),
+        "{err}"
+    );
     let exact = text.replace("[\"svd@host\"]", "[\"svd:exact@host\"]");
     let config = mapfilter::sweep::Config::parse(&exact).unwrap();
     config.check_methods().unwrap();

@@ -23,6 +23,7 @@ use crate::gdal::image_raster::{ImageRaster, LevelSink, gdal_type};
 use crate::io::{ImageSink, ImageSource};
 use crate::output::{self, Target};
 use gdal::raster::GdalDataType;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -340,21 +341,31 @@ fn run_device_levels(
     let mut outputs = Vec::new();
     match &plan.runs {
         Runs::Chains(runs) => {
+            let mut levels = Vec::with_capacity(runs.len());
             crate::with_bands!(&bands, p => pyramid_levels::run(&dev, store, &job, p, spec.border, |k, out| {
-                let (chain, target) = &runs[k];
-                let mut raster = OutputRaster::create(target, &specs[k])?;
-                raster.write(whole(k), &out)?;
-                raster.finish()?;
-                progress.inc(1);
-                outputs.push(FilterOutput {
-                    radius: Some(chain.radius()),
-                    tiles: Some(1),
-                    count: chain.ops.len(),
-                    seconds: start.elapsed().as_secs_f64(),
-                    ..written(target, &specs[k], runner.clone())
-                });
+                levels.push((k, out));
                 Ok(())
             }))?;
+            // Every level is its own file: they are encoded and written side
+            // by side, where one after another the writes would be the
+            // command's longest stage.
+            outputs = levels
+                .into_par_iter()
+                .map(|(k, out)| {
+                    let (chain, target) = &runs[k];
+                    let mut raster = OutputRaster::create(target, &specs[k])?;
+                    raster.write(whole(k), &out)?;
+                    raster.finish()?;
+                    Ok(FilterOutput {
+                        radius: Some(chain.radius()),
+                        tiles: Some(1),
+                        count: chain.ops.len(),
+                        seconds: start.elapsed().as_secs_f64(),
+                        ..written(target, &specs[k], runner.clone())
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            progress.inc(outputs.len() as u64);
         }
         Runs::Overviews { target, .. } => {
             check_overviews(levels, &chains, &input)?;

@@ -10,14 +10,21 @@
 //! dct5 with `--exact`) give the same bytes on every device, so a shared
 //! run gives the bytes of a run on one. Approximate methods give, tile by
 //! tile, what the device that took the tile gives.
+//!
+//! Methods that compact tiles on their device ([`ClassSmoother::takes_codes`])
+//! skip the queue: the calling thread stages each tile straight into the
+//! pinned memory of the member with the fewest tiles in flight (staging is
+//! the host's work either way, and a queued tile would first be compacted
+//! and copied on the calling thread), and the engine waits for it there.
 
-use super::{ClassSmoother, ClassTile, PendingTile, Promised, SmoothParams};
+use super::{ClassSmoother, ClassTile, CodeTile, PendingTile, Promised, SmoothParams};
+use crate::classes::{CodeMap, TileCompaction};
 use crate::device::DeviceTimes;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -75,6 +82,11 @@ struct Counters {
     tiles: AtomicU64,
     pixels: AtomicU64,
     busy_ns: AtomicU64,
+    /// Tiles submitted straight to the member and not yet waited for.
+    in_flight: AtomicUsize,
+    /// When the member last went from no tile to one (nanoseconds since
+    /// the run's `epoch`), for its busy time on the direct path.
+    busy_since: AtomicU64,
     /// Device times taken from the member and not yet reported.
     times: Mutex<Option<DeviceTimes>>,
 }
@@ -88,6 +100,8 @@ pub struct Shared {
     workers: Vec<JoinHandle<()>>,
     /// The kernel of the last tile, shared by the jobs of a run.
     kernel: Mutex<Option<Arc<Kernel>>>,
+    /// The origin of the direct path's busy times.
+    epoch: Instant,
 }
 
 impl Shared {
@@ -120,6 +134,7 @@ impl Shared {
             jobs: Some(jobs),
             workers,
             kernel: Mutex::default(),
+            epoch: Instant::now(),
         })
     }
 
@@ -228,6 +243,43 @@ fn deliver((pending, len, reply): Held, counters: &Counters) {
     let _ = reply.send(out);
 }
 
+/// A tile submitted straight to one member: waiting for it counts it in
+/// the member's share.
+struct Direct<'m> {
+    pending: Box<dyn PendingTile + 'm>,
+    counters: &'m Counters,
+    epoch: Instant,
+}
+
+/// Counts a waited-for tile of `len` outputs in `counters`.
+fn finished(counters: &Counters, epoch: Instant, len: usize) {
+    counters.tiles.fetch_add(1, Ordering::Relaxed);
+    counters.pixels.fetch_add(len as u64, Ordering::Relaxed);
+    if counters.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+        let now = epoch.elapsed().as_nanos() as u64;
+        let since = counters.busy_since.load(Ordering::Relaxed);
+        counters
+            .busy_ns
+            .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+    }
+}
+
+impl PendingTile for Direct<'_> {
+    fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
+        let (len, direct) = (out.len(), *self);
+        direct.pending.wait(out)?;
+        finished(direct.counters, direct.epoch, len);
+        Ok(())
+    }
+
+    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
+        let direct = *self;
+        direct.pending.wait_codes(len, map, out)?;
+        finished(direct.counters, direct.epoch, len);
+        Ok(())
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         // Closing the queue ends every worker once its tiles are done.
@@ -286,6 +338,39 @@ impl ClassSmoother for Shared {
             .and_then(|q| q.send(job).ok())
             .ok_or_else(|| Error::new("every device of the run has stopped"))?;
         Ok(Box::new(Promised(result)))
+    }
+
+    fn takes_codes(&self) -> bool {
+        self.members.iter().all(|m| m.takes_codes())
+    }
+
+    fn submit_codes(
+        &self,
+        tile: &CodeTile,
+        params: &SmoothParams,
+    ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
+        let i = (0..self.members.len())
+            .min_by_key(|&i| self.counters[i].in_flight.load(Ordering::Relaxed))
+            .expect("a shared run has members");
+        let counters = &self.counters[i];
+        if counters.in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
+            let now = self.epoch.elapsed().as_nanos() as u64;
+            counters.busy_since.store(now, Ordering::Relaxed);
+        }
+        match self.members[i].submit_codes(tile, params) {
+            Ok((local, pending)) => Ok((
+                local,
+                Box::new(Direct {
+                    pending,
+                    counters,
+                    epoch: self.epoch,
+                }),
+            )),
+            Err(e) => {
+                counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
     }
 
     /// A GPU among the members sizes the tiles for it.
