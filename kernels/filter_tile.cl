@@ -21,18 +21,6 @@
 #define GEO_ARGS int have_x, int have_y, int have_w, int have_h, int img_w, int img_h, \
                  int out_x, int out_y, int out_w, int out_h, float fill, int row0
 
-inline int map_coord(int c, int len) {
-#if BORDER == 0
-    return clamp(c, 0, len - 1);
-#elif BORDER == 1
-    if (len == 1) return 0;
-    while (c < 0 || c >= len) c = c < 0 ? -c : 2 * len - 2 - c;
-    return c;
-#else
-    return (c < 0 || c >= len) ? -1 : c;
-#endif
-}
-
 #if HAS_ND
 #define IS_ND(v) ((v) == (float)ND || (isnan((float)ND) && isnan(v)))
 #else

@@ -15,18 +15,6 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-inline int map_coord(int c, int len) {
-#if BORDER == 0
-    return clamp(c, 0, len - 1);
-#elif BORDER == 1
-    if (len == 1) return 0;
-    while (c < 0 || c >= len) c = c < 0 ? -c : 2 * len - 2 - c;
-    return c;
-#else
-    return (c < 0 || c >= len) ? -1 : c;
-#endif
-}
-
 inline float ld_buf(__global const T *p, int pitch, int w, int h, int x, int y) {
     int cx = map_coord(x, w), cy = map_coord(y, h);
     return (cx < 0 || cy < 0) ? FILL : (float)p[(size_t)cy * pitch + cx];

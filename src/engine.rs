@@ -351,7 +351,9 @@ pub fn smooth_weighted(
                 let len = tile.output.area() as usize;
                 let (waited, mapped) = if flight.pending.ready() || !on_device {
                     // Host results (or a device's with the outputs copied
-                    // out first): waiting and mapping are apart.
+                    // out first): waiting and mapping are apart. The
+                    // recycled buffer taken above is dropped, so that the
+                    // sink's returns do not pile up in the channel.
                     out = flight.pending.into_output(len)?;
                     let waited = t0.elapsed();
                     map.apply(&mut out);

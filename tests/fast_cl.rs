@@ -88,26 +88,12 @@ fn votes(w: usize, h: usize, seed: u64) -> MemRaster {
 /// naive, and the weights do change the map, at two tile sizes.
 #[test]
 fn device_weighs_votes_by_confidence() {
-    use mapfilter::engine::smooth_weighted;
-    use mapfilter::io::ClassSource;
-    use mapfilter::progress::Progress;
     let Some(dev) = test_device() else { return };
     let (w, h) = (150, 131);
     let raster = input(w, h, 6, Pattern::Simplex, 11);
     let conf = votes(w, h, 12);
     let run = |method: &dyn ClassSmoother, job: &SmoothJob, weighted: bool| {
-        let mut out = MemRaster::filled(w, h, 0);
-        let mut c = conf.clone();
-        smooth_weighted(
-            &mut raster.clone(),
-            weighted.then_some(&mut c as &mut dyn ClassSource),
-            &mut out,
-            job,
-            method,
-            &Progress::hidden(),
-        )
-        .unwrap();
-        out
+        common::smooth_voted(&raster, weighted.then_some(&conf), job, method)
     };
     let agree = |a: &MemRaster, b: &MemRaster| {
         let same = a.data.iter().zip(&b.data).filter(|(x, y)| x == y).count();

@@ -296,9 +296,6 @@ fn dct5_takes_the_one_class_of_a_window_exactly() {
 /// (against the unweighted run), at two tile sizes.
 #[test]
 fn fast_methods_weigh_votes_by_confidence() {
-    use mapfilter::engine::smooth_weighted;
-    use mapfilter::io::ClassSource;
-    use mapfilter::progress::Progress;
     let n = 160;
     let input = MemRaster::new(
         n,
@@ -320,18 +317,7 @@ fn fast_methods_weigh_votes_by_confidence() {
             .collect(),
     );
     let run = |method: &dyn ClassSmoother, job: &SmoothJob, weighted: bool| {
-        let mut out = MemRaster::filled(n, n, 0);
-        let mut conf = votes.clone();
-        smooth_weighted(
-            &mut input.clone(),
-            weighted.then_some(&mut conf as &mut dyn ClassSource),
-            &mut out,
-            job,
-            method,
-            &Progress::hidden(),
-        )
-        .unwrap();
-        out
+        common::smooth_voted(&input, weighted.then_some(&votes), job, method)
     };
     let k = KernelSpec::Gaussian {
         sigma: 2.5,

@@ -289,3 +289,26 @@ pub fn class_job(
         policies: Default::default(),
     }
 }
+
+/// `method` over `input` in memory, each vote weighted by `votes` when
+/// given (`smooth --confidence`).
+pub fn smooth_voted(
+    input: &mapfilter::io::MemRaster,
+    votes: Option<&mapfilter::io::MemRaster>,
+    job: &mapfilter::engine::SmoothJob,
+    method: &dyn mapfilter::method::ClassSmoother,
+) -> mapfilter::io::MemRaster {
+    use mapfilter::io::{ClassSource, MemRaster};
+    let mut out = MemRaster::filled(input.width, input.height, 0);
+    let mut votes = votes.cloned();
+    mapfilter::engine::smooth_weighted(
+        &mut input.clone(),
+        votes.as_mut().map(|v| v as &mut dyn ClassSource),
+        &mut out,
+        job,
+        method,
+        &mapfilter::progress::Progress::hidden(),
+    )
+    .unwrap();
+    out
+}
