@@ -401,18 +401,18 @@ pub type Presence = [bool; 256];
 /// below [`NO_GLOBAL8`] (fewer than 255 classes).
 pub fn stage_globals(
     source: &[u16],
+    stride: usize,
     lut: &CodeLut,
     tile: &tiles::Tile,
     staged: &mut [u8],
 ) -> Presence {
-    assert_eq!(
-        source.len() as u64,
-        tile.source.area(),
+    let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
+    let rows = tile.source.height;
+    assert!(
+        rows == 0 || (stride >= w && source.len() >= (rows - 1) * stride + w),
         "source window size"
     );
     assert_eq!(staged.len(), tile.padded_len(), "staged tile size");
-    let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
-    let rows = tile.source.height;
     let (head, rest) = staged.split_at_mut(top * tile.padded_width);
     let (body, tail) = rest.split_at_mut(rows * tile.padded_width);
     head.fill(NO_GLOBAL8);
@@ -425,15 +425,15 @@ pub fn stage_globals(
     // flags stay in registers' reach and the pool gets enough of them.
     let band = (1usize << 14).div_ceil(tile.padded_width).max(1);
     body.par_chunks_mut(band * tile.padded_width)
-        .zip(source.par_chunks(band * w))
+        .zip(source.par_chunks(band * stride))
         .map(|(dst, src)| {
             let mut seen = [false; 256];
-            for (row, src) in dst.chunks_mut(tile.padded_width).zip(src.chunks(w)) {
+            for (row, src) in dst.chunks_mut(tile.padded_width).zip(src.chunks(stride)) {
                 let (pad, rest) = row.split_at_mut(left);
                 pad.fill(NO_GLOBAL8);
                 let (used, pad) = rest.split_at_mut(w);
                 pad.fill(NO_GLOBAL8);
-                for (d, &code) in used.iter_mut().zip(src) {
+                for (d, &code) in used.iter_mut().zip(&src[..w]) {
                     let g = lut[code as usize].min(NO_GLOBAL8 as u16) as u8;
                     seen[g as usize] = true;
                     *d = g;
@@ -636,13 +636,17 @@ mod tests {
                     .collect();
                 let mut padded = Vec::new();
                 let want = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
-                let mut staged = vec![0u8; t.padded_len()];
-                let present = stage_globals(&window, &lut, &t, &mut staged);
-                let got = TileCompaction::from_presence(&present);
-                assert_eq!(got.globals, want.globals);
-                map_bytes(&mut staged, &got.device_table());
-                let want: Vec<u8> = padded.iter().map(|&v| v as u8).collect();
-                assert_eq!(staged, want, "halo {halo} tile {tile} at {:?}", t.source);
+                // The window copied out, and read in place in the raster.
+                let in_place = &source[t.source.y * w + t.source.x..];
+                for (codes, stride) in [(&window[..], t.source.width), (in_place, w)] {
+                    let mut staged = vec![0u8; t.padded_len()];
+                    let present = stage_globals(codes, stride, &lut, &t, &mut staged);
+                    let got = TileCompaction::from_presence(&present);
+                    assert_eq!(got.globals, want.globals);
+                    map_bytes(&mut staged, &got.device_table());
+                    let want: Vec<u8> = padded.iter().map(|&v| v as u8).collect();
+                    assert_eq!(staged, want, "halo {halo} tile {tile} at {:?}", t.source);
+                }
             }
         }
     }

@@ -17,7 +17,7 @@
 
 use crate::classes::{ClassTable, CodeMap, NO_CLASS, NO_GLOBAL8, TileCompaction};
 use crate::error::{Error, Result};
-use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster};
+use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
 use crate::method::{
@@ -25,7 +25,6 @@ use crate::method::{
 };
 use crate::pipeline;
 use crate::progress::Progress;
-use rayon::prelude::*;
 use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
 
@@ -223,6 +222,22 @@ pub fn smooth_weighted(
         && job.classes.len() < NO_GLOBAL8 as usize;
     // Device methods map their outputs to codes as they copy them out.
     let on_device = method.runs_on().is_some();
+    // A raster in memory is staged from in place, and a device's results
+    // are mapped straight into an output in memory: the copies in and out
+    // would be most of a device run's host memory traffic.
+    let (resident, mut source) = if takes_codes && source.resident().is_some() {
+        let source: &dyn ClassSource = source;
+        (source.resident(), None)
+    } else {
+        (None, Some(source))
+    };
+    let (out_w, _) = grid.output_size();
+    let (mut in_place, mut sink) = if on_device && around.is_none() && sink.resident_mut().is_some()
+    {
+        (sink.resident_mut(), None)
+    } else {
+        (None, Some(sink))
+    };
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
@@ -234,6 +249,10 @@ pub fn smooth_weighted(
         pipeline::run_deferred(
             grid.tiles(),
             |tile| {
+                let Some(source) = source.as_deref_mut() else {
+                    // Staged in place by the compute stage.
+                    return Ok((Vec::new(), None));
+                };
                 let t0 = Instant::now();
                 let mut raw = raw_free.try_recv().unwrap_or_default();
                 raw.resize(tile.source.area() as usize, 0);
@@ -263,10 +282,15 @@ pub fn smooth_weighted(
                 };
                 if takes_codes {
                     let t0 = Instant::now();
+                    let (codes, stride) = match resident {
+                        Some(all) => (&all[tile.source.y * width + tile.source.x..], width),
+                        None => (&raw[..], tile.source.width),
+                    };
                     let code_tile = CodeTile {
                         tile: &tile,
                         halo: grid.halo(),
-                        codes: &raw,
+                        codes,
+                        stride,
                         lut: &lut,
                     };
                     let (local, pending) = method.submit_codes(&code_tile, &params)?;
@@ -347,6 +371,17 @@ pub fn smooth_weighted(
                     tie,
                 };
                 let t0 = Instant::now();
+                if let Some(all) = in_place.as_deref_mut() {
+                    // Waited for and mapped into its place in the output.
+                    let rows = RowsMut::window(all, out_w, tile.output);
+                    flight.pending.wait_codes(&map, rows)?;
+                    let waited = t0.elapsed();
+                    stats.compute += flight.submit_time + waited;
+                    stats.stages.submit += flight.submit_time;
+                    stats.stages.wait += waited;
+                    check_nodata(&RowsMut::window(all, out_w, tile.output), job.output_nodata)?;
+                    return Ok(None);
+                }
                 let mut out = out_free.try_recv().unwrap_or_default();
                 let len = tile.output.area() as usize;
                 let (waited, mapped) = if flight.pending.ready() || !on_device {
@@ -360,22 +395,29 @@ pub fn smooth_weighted(
                     (waited, t0.elapsed() - waited)
                 } else {
                     // The wait and the copy out, mapped on the way.
-                    flight.pending.wait_codes(len, &map, &mut out)?;
+                    out.resize(len, 0);
+                    let rows = RowsMut::contiguous(&mut out, tile.output.width);
+                    flight.pending.wait_codes(&map, rows)?;
                     (t0.elapsed(), Duration::ZERO)
                 };
                 stats.compute += flight.submit_time + waited;
                 stats.stages.submit += flight.submit_time;
                 stats.stages.wait += waited;
                 map_time += mapped;
-                check_nodata(&out, job.output_nodata)?;
-                Ok(out)
+                check_nodata(
+                    &RowsMut::contiguous(&mut out, tile.output.width),
+                    job.output_nodata,
+                )?;
+                Ok(Some(out))
             },
             method.depth(),
-            |tile, codes| {
-                let t0 = Instant::now();
-                sink.write(tile.output, &codes)?;
-                sink_time += t0.elapsed();
-                let _ = out_back.send(codes);
+            |tile, codes: Option<Vec<u16>>| {
+                if let (Some(codes), Some(sink)) = (codes, sink.as_deref_mut()) {
+                    let t0 = Instant::now();
+                    sink.write(tile.output, &codes)?;
+                    sink_time += t0.elapsed();
+                    let _ = out_back.send(codes);
+                }
                 progress.inc(1);
                 Ok(())
             },
@@ -529,8 +571,8 @@ impl Around {
 
 /// Fails where a pixel has no class (NO_CLASS left by the code map) and
 /// no code is free to mark nodata.
-fn check_nodata(out: &[u16], nodata: Option<u16>) -> Result<()> {
-    if nodata.is_none() && out.par_iter().any(|&v| v == NO_CLASS) {
+fn check_nodata(out: &RowsMut, nodata: Option<u16>) -> Result<()> {
+    if nodata.is_none() && out.contains(NO_CLASS) {
         return Err(Error::new(
             "a pixel has no class but every code is taken, so none can mark nodata",
         )

@@ -27,12 +27,106 @@ pub trait ClassSource: Send {
     fn size(&self) -> (usize, usize);
     /// Reads the codes of `window` row-major into `buf` (`window.area()` values).
     fn read(&mut self, window: Rect, buf: &mut [u16]) -> Result<()>;
+    /// The whole raster row-major, where it already lies in memory: the
+    /// engine then stages windows from it in place instead of copying them
+    /// out first (a copy is most of a GPU run's host memory traffic).
+    fn resident(&self) -> Option<&[u16]> {
+        None
+    }
 }
 
 /// Where output codes go.
 pub trait ClassSink: Send {
     /// Writes `codes` (row-major) into `window` of the output.
     fn write(&mut self, window: Rect, codes: &[u16]) -> Result<()>;
+    /// The whole output row-major, where it lies in memory: the engine then
+    /// maps a device's results straight into it instead of handing windows
+    /// to [`ClassSink::write`].
+    fn resident_mut(&mut self) -> Option<&mut [u16]> {
+        None
+    }
+}
+
+/// The rows of a window inside a row-major buffer: row `r` is
+/// `data[r * stride..][..width]`, so a window of a raster in memory is
+/// written in place and a window of its own is the case `stride == width`.
+pub struct RowsMut<'a> {
+    data: &'a mut [u16],
+    width: usize,
+    stride: usize,
+}
+
+impl<'a> RowsMut<'a> {
+    /// A whole buffer of rows of `width` values.
+    pub fn contiguous(data: &'a mut [u16], width: usize) -> Self {
+        let width = width.max(1);
+        assert_eq!(data.len() % width, 0, "whole rows");
+        RowsMut {
+            data,
+            width,
+            stride: width,
+        }
+    }
+
+    /// `window` of a row-major raster `raster` of `raster_width` columns.
+    pub fn window(raster: &'a mut [u16], raster_width: usize, window: Rect) -> Self {
+        assert!(
+            window.x + window.width <= raster_width,
+            "window inside the raster"
+        );
+        if window.is_empty() {
+            return RowsMut {
+                data: &mut [],
+                width: window.width.max(1),
+                stride: raster_width.max(1),
+            };
+        }
+        let start = window.y * raster_width + window.x;
+        let end = start + (window.height - 1) * raster_width + window.width;
+        RowsMut {
+            data: &mut raster[start..end],
+            width: window.width,
+            stride: raster_width,
+        }
+    }
+
+    /// Values in the window.
+    pub fn len(&self) -> usize {
+        self.rows() * self.width
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    fn rows(&self) -> usize {
+        self.data.len().div_ceil(self.stride)
+    }
+
+    /// The window's rows, for the pool.
+    pub fn par_rows_mut(&mut self) -> impl IndexedParallelIterator<Item = &mut [u16]> + '_ {
+        let width = self.width;
+        self.data
+            .par_chunks_mut(self.stride)
+            .map(move |row| &mut row[..width])
+    }
+
+    /// Whether any value of the window is `value`.
+    pub fn contains(&self, value: u16) -> bool {
+        self.data
+            .par_chunks(self.stride)
+            .any(|row| row[..self.width].contains(&value))
+    }
+
+    /// Fills the window from `values` (row-major, [`RowsMut::len`] of them),
+    /// each mapped by `map`.
+    pub fn fill_mapped<T: Copy + Sync>(&mut self, values: &[T], map: impl Fn(T) -> u16 + Sync) {
+        assert_eq!(values.len(), self.len(), "one value per pixel");
+        let width = self.width;
+        self.par_rows_mut()
+            .zip(values.par_chunks(width))
+            .for_each(|(row, src)| row.iter_mut().zip(src).for_each(|(o, &v)| *o = map(v)));
+    }
 }
 
 /// A class raster held in memory: a source, a sink, and the reference
@@ -64,6 +158,10 @@ impl ClassSource for MemRaster {
         (self.width, self.height)
     }
 
+    fn resident(&self) -> Option<&[u16]> {
+        Some(&self.data)
+    }
+
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
         let copy_row = |(row, dst): (usize, &mut [u16])| {
             let start = (w.y + row) * self.width + w.x;
@@ -82,6 +180,10 @@ impl ClassSource for MemRaster {
 }
 
 impl ClassSink for MemRaster {
+    fn resident_mut(&mut self) -> Option<&mut [u16]> {
+        Some(&mut self.data)
+    }
+
     fn write(&mut self, w: Rect, codes: &[u16]) -> Result<()> {
         let width = self.width;
         let band = &mut self.data[w.y * width..(w.y + w.height) * width];

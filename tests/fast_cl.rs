@@ -5,17 +5,21 @@
 mod common;
 
 use mapfilter::device::test_device;
-use mapfilter::engine::{SmoothJob, smooth_in_memory};
+use mapfilter::engine::{self, SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;
+use mapfilter::io::{ClassSink, ClassSource};
 use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::naive::NaiveHost;
+use mapfilter::method::naive::cl::{NaiveCl, Variant};
 use mapfilter::method::separable::SeparableHost;
 use mapfilter::method::separable::cl::SeparableCl;
 use mapfilter::method::separable::svd::RankChoice;
 use mapfilter::method::separable::{self, svd};
+use mapfilter::progress::Progress;
 use mapfilter::synth::{Pattern, SynthRaster};
 use tiles::Border;
+use tiles::Rect;
 
 const NODATA: u16 = 255;
 
@@ -62,6 +66,63 @@ fn device_matches_host_and_exact_matches_naive() {
             assert!(exact.is_exact());
             let c = smooth_in_memory(&raster, &job, &exact).unwrap();
             assert_eq!(c, naive, "{spec} {}", exact.name());
+        }
+    }
+}
+
+/// A raster in memory behind the window interface alone: what a file gives
+/// the engine, so that it copies every window in and out.
+struct Windowed(MemRaster);
+
+impl ClassSource for Windowed {
+    fn size(&self) -> (usize, usize) {
+        self.0.size()
+    }
+    fn read(&mut self, window: Rect, buf: &mut [u16]) -> mapfilter::error::Result<()> {
+        self.0.read(window, buf)
+    }
+}
+
+impl ClassSink for Windowed {
+    fn write(&mut self, window: Rect, codes: &[u16]) -> mapfilter::error::Result<()> {
+        self.0.write(window, codes)
+    }
+}
+
+/// Device runs stage a raster in memory in place and map their results
+/// straight into an output in memory: byte for byte what windows copied in
+/// and out give, for tiles that do not divide the raster, both borders.
+#[test]
+fn rasters_in_memory_run_in_place_as_through_windows() {
+    let Some(dev) = test_device() else { return };
+    let kernel: Kernel = "gaussian:2.5"
+        .parse::<KernelSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let plan = separable::dct5_plan(&kernel, 3).unwrap();
+    let raster = input(131, 77, 5, Pattern::Simplex, 3);
+    let methods: Vec<Box<dyn ClassSmoother>> = vec![
+        Box::new(SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, false).unwrap()),
+        Box::new(SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, true).unwrap()),
+        Box::new(NaiveCl::new(dev.clone(), Variant::Fast).unwrap()),
+    ];
+    for border in [Border::Same, Border::Valid] {
+        for tile in [29, 64] {
+            let mut job = job(&kernel, &raster.data, "", tile, false);
+            job.border = border;
+            let (w, h) = job.grid(raster.width, raster.height).unwrap().output_size();
+            for method in &methods {
+                let at = format!("{} {border:?} tile {tile}", method.name());
+                let mut in_place = MemRaster::filled(w, h, 0);
+                let hidden = Progress::hidden();
+                let mut source = raster.clone();
+                engine::smooth(&mut source, &mut in_place, &job, method.as_ref(), &hidden).unwrap();
+                let mut windows = Windowed(MemRaster::filled(w, h, 0));
+                let mut source = Windowed(raster.clone());
+                engine::smooth(&mut source, &mut windows, &job, method.as_ref(), &hidden).unwrap();
+                assert!(in_place == windows.0, "{at}");
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod spec;
 
 use crate::classes::{CodeLut, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::Result;
+use crate::io::RowsMut;
 use crate::kernel::Kernel;
 use family::Family;
 use std::sync::LazyLock;
@@ -95,10 +96,31 @@ pub struct CodeTile<'a> {
     pub tile: &'a tiles::Tile,
     /// The halo of the padded tile ([`ClassTile::halo`]).
     pub halo: usize,
-    /// The source window's codes, row by row.
+    /// The source window's codes from its first pixel on: row `r` is
+    /// `codes[r * stride..][..tile.source.width]`.
     pub codes: &'a [u16],
+    /// Distance between rows of `codes`: the source window's width when it
+    /// was copied out, the raster's when it is read in place.
+    pub stride: usize,
     /// Code → global class index.
     pub lut: &'a CodeLut,
+}
+
+impl CodeTile<'_> {
+    /// The source window's codes without gaps between rows (borrowed when
+    /// they have none).
+    pub fn contiguous(&self) -> std::borrow::Cow<'_, [u16]> {
+        let w = self.tile.source.width;
+        if self.stride == w || self.tile.source.height <= 1 {
+            let len = self.tile.source.area() as usize;
+            return std::borrow::Cow::Borrowed(&self.codes[..len]);
+        }
+        let mut rows = Vec::with_capacity(self.tile.source.area() as usize);
+        for row in self.codes.chunks(self.stride) {
+            rows.extend_from_slice(&row[..w]);
+        }
+        std::borrow::Cow::Owned(rows)
+    }
 }
 
 /// Everything a method needs besides the tile.
@@ -228,7 +250,8 @@ pub fn submit_compacted<'m, M: ClassSmoother + ?Sized>(
     params: &SmoothParams,
 ) -> Result<(TileCompaction, Box<dyn PendingTile + 'm>)> {
     let mut padded = Vec::new();
-    let local = TileCompaction::pad_and_compact(tile.codes, tile.lut, tile.tile, &mut padded);
+    let codes = tile.contiguous();
+    let local = TileCompaction::pad_and_compact(&codes, tile.lut, tile.tile, &mut padded);
     let weights = local.weights(params.class_weights);
     let pending = method.submit(
         &ClassTile {
@@ -262,12 +285,12 @@ pub trait PendingTile: Send {
         Ok(out)
     }
 
-    /// Waits for the tile and leaves its `len` outputs in `out` as codes,
+    /// Waits for the tile and writes its outputs into `out` as codes,
     /// mapped by `map`: device methods map straight from their staging, so
-    /// the outputs are copied once.
-    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
-        *out = self.into_output(len)?;
-        map.apply(out);
+    /// the outputs are copied once, into their place in the output.
+    fn wait_codes(self: Box<Self>, map: &CodeMap, mut out: RowsMut) -> Result<()> {
+        let local = self.into_output(out.len())?;
+        out.fill_mapped(&local, |v| map.code(v));
         Ok(())
     }
 

@@ -21,6 +21,7 @@ use super::{ClassSmoother, ClassTile, CodeTile, PendingTile, Promised, SmoothPar
 use crate::classes::{CodeMap, TileCompaction};
 use crate::device::DeviceTimes;
 use crate::error::{Error, Result};
+use crate::io::RowsMut;
 use crate::kernel::Kernel;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::VecDeque;
@@ -272,9 +273,9 @@ impl PendingTile for Direct<'_> {
         Ok(())
     }
 
-    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
-        let direct = *self;
-        direct.pending.wait_codes(len, map, out)?;
+    fn wait_codes(self: Box<Self>, map: &CodeMap, out: RowsMut) -> Result<()> {
+        let (len, direct) = (out.len(), *self);
+        direct.pending.wait_codes(map, out)?;
         finished(direct.counters, direct.epoch, len);
         Ok(())
     }

@@ -34,6 +34,7 @@ pub use super::tuning::{CpuPaths, FastShape};
 use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
 use crate::classes::CodeMap;
+use crate::io::RowsMut;
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
@@ -786,12 +787,7 @@ impl PendingTile for ClPending<'_> {
     }
 
     /// The outputs go from the pinned download straight to codes.
-    fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
-        out.resize(len, 0);
-        self.finish_with(|host| {
-            out.par_chunks_mut(1 << 14)
-                .zip(host.par_chunks(1 << 14))
-                .for_each(|(o, h)| o.iter_mut().zip(h).for_each(|(o, &v)| *o = map.code(v)))
-        })
+    fn wait_codes(self: Box<Self>, map: &CodeMap, mut out: RowsMut) -> Result<()> {
+        self.finish_with(|host| out.fill_mapped(host, |v| map.code(v)))
     }
 }

@@ -21,6 +21,7 @@
 use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
 use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
+use crate::io::RowsMut;
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device,
@@ -423,6 +424,7 @@ impl SeparableCl {
         let staging = PinnedHost::ensure(&mut slot.pinned8, self.device(), n_codes.max(outputs))?;
         let present = classes::stage_globals(
             tile.codes,
+            tile.stride,
             tile.lut,
             t,
             &mut staging.as_mut_slice()[..n_codes],
@@ -801,29 +803,17 @@ impl SepPending<'_> {
 
 impl PendingTile for SepPending<'_> {
     /// Byte winners go from the pinned staging straight to codes.
-    fn wait_codes(
-        mut self: Box<Self>,
-        len: usize,
-        map: &CodeMap,
-        out: &mut Vec<u16>,
-    ) -> Result<()> {
+    fn wait_codes(mut self: Box<Self>, map: &CodeMap, mut out: RowsMut) -> Result<()> {
         if !self.narrow || self.certify.is_some() {
-            *out = self.into_output(len)?;
-            map.apply(out);
+            let local = self.into_output(out.len())?;
+            out.fill_mapped(&local, |v| map.code(v));
             return Ok(());
         }
         self.finish()?;
         let slot = self.slot.take().expect("present until waited");
         let staged = &slot.pinned8.as_ref().expect("staged").as_slice()[..self.outputs];
         let table = map.byte_table();
-        out.resize(len, 0);
-        out.par_chunks_mut(1 << 14)
-            .zip(staged.par_chunks(1 << 14))
-            .for_each(|(o, s)| {
-                o.iter_mut()
-                    .zip(s)
-                    .for_each(|(o, &v)| *o = table[v as usize])
-            });
+        out.fill_mapped(staged, |v| table[v as usize]);
         self.method
             .pixels
             .fetch_add(self.outputs as u64, Ordering::Relaxed);
