@@ -15,6 +15,8 @@
 # and gdal_translate come from carry/gdal-bundle.tar.xz (gpu-env.sh).
 # Prints two tables (also $OUT/table.md): per binary and case, the value of
 # each round, then the median; the whole commands' --timings are in $OUT.
+# TILE=N passes --tile N to bench (default: each binary's own default);
+# WHOLE=0 skips the whole commands.
 # Usage (repo root, GPU machine): OUT=dir bash scripts/gpu-devmap.sh BIN [BIN...]
 set -u
 cd "$(dirname "$0")/.."
@@ -57,11 +59,12 @@ for round in 1 2 3; do
     for b in $order; do
       bin=${!b}
       # shellcheck disable=SC2086
-      timeout 300 "$bin" bench --input "$BIG" --device gpu --repeat 1 ${case#*|} \
+      timeout 300 "$bin" bench --input "$BIG" --device gpu --repeat 1 ${TILE:+--tile $TILE} ${case#*|} \
         2>>"$OUT/bench.err" |
         sed "s|^{|{\"bin\":$b,\"round\":$round,\"label\":\"$label\",|" >>"$OUT/bench.jsonl"
     done
   done
+  [ "${WHOLE:-1}" = 0 ] && continue
   timed copy 0 "$round" gdal_translate -q -co COMPRESS=DEFLATE -co TILED=YES \
     -co NUM_THREADS=ALL_CPUS "$BIG" /tmp/devmap-copy.tif
   for case in "${whole[@]}"; do
@@ -101,6 +104,8 @@ for label in ["dct5", "naive", "exact"]:
               f'{med([r.get("kernel_ms") for r in rs]):.0f} | {med([r.get("transfer_ms") for r in rs]):.0f} | '
               + " | ".join(f"{v:.0f}" for v in st) + " |")
 whole = [json.loads(l) for l in (out / "whole.jsonl").read_text().splitlines() if l.strip()]
+if not whole:
+    sys.exit(0)
 copy = med([r["wall_s"] for r in whole if r["label"] == "copy" and r["rc"] == 0])
 print(f"\nWhole commands, wall s (median of 3 rounds; gdal_translate copy {copy:.3f} s).\n")
 print("| binary | case | rounds | median s | × copy |")
