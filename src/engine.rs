@@ -96,6 +96,13 @@ pub fn tile_grid(
     Ok(TileGrid::new(width, height, halo, border, tile)?)
 }
 
+/// What the reader hands on: a source window (with its confidences), or a
+/// tile it submitted itself from a raster in memory.
+enum Read<'m> {
+    Window(Vec<u16>, Option<Vec<u16>>),
+    Submitted(InFlight<'m>),
+}
+
 /// A tile submitted to the method and not yet waited for.
 struct InFlight<'m> {
     local: TileCompaction,
@@ -232,6 +239,31 @@ pub fn smooth_weighted(
         (None, Some(source))
     };
     let (out_w, _) = grid.output_size();
+    let params = SmoothParams {
+        kernel: &job.kernel,
+        class_weights: &class_weights,
+        fill_nodata: job.fill_nodata,
+        ties: job.policies.ties,
+        confidence: None,
+    };
+    // A tile given to the method as its source window of codes.
+    let submit_codes = |tile: &tiles::Tile, codes: &[u16], stride: usize| -> Result<InFlight> {
+        crate::interrupt::check()?;
+        let t0 = Instant::now();
+        let code_tile = CodeTile {
+            tile,
+            halo: grid.halo(),
+            codes,
+            stride,
+            lut: &lut,
+        };
+        let (local, pending) = method.submit_codes(&code_tile, &params)?;
+        Ok(InFlight {
+            local,
+            pending,
+            submit_time: t0.elapsed(),
+        })
+    };
     let (mut in_place, mut sink) = if on_device && around.is_none() && sink.resident_mut().is_some()
     {
         (sink.resident_mut(), None)
@@ -250,8 +282,12 @@ pub fn smooth_weighted(
             grid.tiles(),
             |tile| {
                 let Some(source) = source.as_deref_mut() else {
-                    // Staged in place by the compute stage.
-                    return Ok((Vec::new(), None));
+                    // Nothing to read: the reader stages the tile from the
+                    // raster in place and submits it, so that staging the
+                    // next tiles overlaps waiting for and mapping this one.
+                    let all = resident.expect("a source or the raster");
+                    let at = &all[tile.source.y * width + tile.source.x..];
+                    return submit_codes(&tile, at, width).map(Read::Submitted);
                 };
                 let t0 = Instant::now();
                 let mut raw = raw_free.try_recv().unwrap_or_default();
@@ -269,38 +305,19 @@ pub fn smooth_weighted(
                     None => None,
                 };
                 read_time += t0.elapsed();
-                Ok((raw, weights))
+                Ok(Read::Window(raw, weights))
             },
-            |tile, (raw, votes)| -> Result<InFlight> {
-                crate::interrupt::check()?;
-                let params = SmoothParams {
-                    kernel: &job.kernel,
-                    class_weights: &class_weights,
-                    fill_nodata: job.fill_nodata,
-                    ties: job.policies.ties,
-                    confidence: None,
+            |tile, read| -> Result<InFlight> {
+                let (raw, votes) = match read {
+                    Read::Submitted(flight) => return Ok(flight),
+                    Read::Window(raw, votes) => (raw, votes),
                 };
                 if takes_codes {
-                    let t0 = Instant::now();
-                    let (codes, stride) = match resident {
-                        Some(all) => (&all[tile.source.y * width + tile.source.x..], width),
-                        None => (&raw[..], tile.source.width),
-                    };
-                    let code_tile = CodeTile {
-                        tile: &tile,
-                        halo: grid.halo(),
-                        codes,
-                        stride,
-                        lut: &lut,
-                    };
-                    let (local, pending) = method.submit_codes(&code_tile, &params)?;
+                    let flight = submit_codes(&tile, &raw, tile.source.width)?;
                     let _ = raw_back.send(raw);
-                    return Ok(InFlight {
-                        local,
-                        pending,
-                        submit_time: t0.elapsed(),
-                    });
+                    return Ok(flight);
                 }
+                crate::interrupt::check()?;
                 // A tile run on the pool needs its own classes; a tile
                 // submitted at once can reuse one buffer.
                 let mut padded = if on_pool {
@@ -410,7 +427,12 @@ pub fn smooth_weighted(
                 )?;
                 Ok(Some(out))
             },
-            method.depth(),
+            // Tiles the reader submitted wait in its channel already.
+            if resident.is_some() {
+                method.depth().saturating_sub(pipeline::PIPELINE_DEPTH)
+            } else {
+                method.depth()
+            },
             |tile, codes: Option<Vec<u16>>| {
                 if let (Some(codes), Some(sink)) = (codes, sink.as_deref_mut()) {
                     let t0 = Instant::now();
