@@ -238,7 +238,7 @@ pub fn smooth_weighted(
     } else {
         (None, Some(source))
     };
-    let (out_w, _) = grid.output_size();
+    let (out_w, out_h) = grid.output_size();
     let params = SmoothParams {
         kernel: &job.kernel,
         class_weights: &class_weights,
@@ -270,6 +270,15 @@ pub fn smooth_weighted(
     } else {
         (None, Some(sink))
     };
+    if in_place
+        .as_ref()
+        .is_some_and(|all| all.len() != out_w * out_h)
+    {
+        return Err(
+            Error::new("the output in memory is not the size of the run's output")
+                .hint("size it by SmoothJob::grid(..).output_size()"),
+        );
+    }
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
