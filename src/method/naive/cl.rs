@@ -33,7 +33,7 @@ use super::cl_runs::{Cells, TileRuns, kernel_sat};
 pub use super::tuning::{CpuPaths, FastShape};
 use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
-use crate::classes::{self, CodeMap, TileCompaction};
+use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
 use crate::device::tune::{self, Setting};
 use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device, DeviceKind,
@@ -135,6 +135,8 @@ struct TapSet {
 struct Slot {
     input: Grow<u8>,
     output: Grow<u16>,
+    /// The winners as bytes ([`bytes_out`]).
+    output8: Grow<u8>,
     weights: Grow<u32>,
     /// The run path's helper planes (run lists, alike-row streaks).
     lists: Grow<u16>,
@@ -143,6 +145,7 @@ struct Slot {
     /// pairs), and the winners as they come down.
     host_in: Option<PinnedHost<u8>>,
     host_out: Option<PinnedHost<u16>>,
+    host_out8: Option<PinnedHost<u8>>,
     /// A tile staged as global indices ([`NaiveCl::submit_codes`]): the
     /// table to its local ones, on the host and on the device.
     table_host: Vec<u8>,
@@ -186,6 +189,13 @@ impl Plan {
             flat: false,
         }
     }
+}
+
+/// Whether a tile's winners come down as bytes (`OUT_T` uchar): every
+/// local index and NO_CLASS (as 255) fit one, and no UNDECIDED is written.
+/// Bytes halve the download and map to codes by one table look-up.
+fn bytes_out(n_classes: usize, ties: Ties) -> bool {
+    n_classes < 255 && !matches!(ties, Ties::Undecided(_))
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -347,6 +357,11 @@ impl NaiveCl {
             .define("NB", nb);
         let base = if plain_winner {
             base.define("TIES", ties.cl_code())
+        } else {
+            base
+        };
+        let base = if bytes_out(nc, ties) {
+            base.define("OUT_T", "uchar")
         } else {
             base
         };
@@ -541,6 +556,7 @@ impl NaiveCl {
             _taps: taps.clone(),
             method: self,
             len: tile.output_len(),
+            bytes: bytes_out(tile.n_classes, params.ties),
         };
         pending.enqueue(tile, params, &taps, &plan, kernel, table.is_some())?;
         Ok(pending)
@@ -647,6 +663,8 @@ struct ClPending<'a> {
     method: &'a NaiveCl,
     /// Outputs of the tile.
     len: usize,
+    /// They come down as bytes ([`bytes_out`]).
+    bytes: bool,
 }
 
 impl ClPending<'_> {
@@ -697,7 +715,11 @@ impl ClPending<'_> {
                     pad.fill(0);
                 });
         }
-        PinnedHost::ensure(&mut slot.host_out, dev, self.len)?;
+        if self.bytes {
+            PinnedHost::ensure(&mut slot.host_out8, dev, self.len)?;
+        } else {
+            PinnedHost::ensure(&mut slot.host_out, dev, self.len)?;
+        }
         slot.host_w.clear();
         slot.host_w.extend_from_slice(params.class_weights);
         if slot.host_w.is_empty() {
@@ -789,8 +811,11 @@ impl ClPending<'_> {
         let (halo, fill) = (tile.halo as u32, params.fill_nodata as u32);
         let n_taps = taps.n_taps as u32;
         let ksize = taps.ksize as u32;
-        let output = slot.output.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
-        let output: &Buffer<u16> = output;
+        if self.bytes {
+            slot.output8.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
+        } else {
+            slot.output.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
+        }
         // Every variant's signature: the classes (buffer and row width, or
         // image), the tile height (`local`, `fast`), the taps (with a count, or
         // row starts for `local`), then one shared tail, then per-variant extras.
@@ -821,8 +846,12 @@ impl ClPending<'_> {
             .scalar(ow)
             .scalar(oh)
             .scalar(halo)
-            .scalar(fill)
-            .mem(output);
+            .scalar(fill);
+        args = if self.bytes {
+            args.mem(slot.output8.buf())
+        } else {
+            args.mem(slot.output.buf())
+        };
         if banded {
             args = args.scalar(ksize);
         }
@@ -852,20 +881,36 @@ impl ClPending<'_> {
         stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
         self.flight.keep(kernel);
         stream.flush_kernels()?;
-        let host_out = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
-        unsafe { stream.read(&mut self.flight, slot.output.buf(), host_out)? };
+        if self.bytes {
+            let host = &mut slot.host_out8.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output8.buf(), host)? };
+        } else {
+            let host = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output.buf(), host)? };
+        }
         stream.flush_downloads()
     }
+}
+
+/// A tile's winners in the slot's pinned download.
+enum Winners<'a> {
+    Wide(&'a [u16]),
+    /// [`bytes_out`]: 255 stands for NO_CLASS.
+    Bytes(&'a [u8]),
 }
 
 impl ClPending<'_> {
     /// Waits for the tile and hands its outputs (in the slot's pinned
     /// download) to `take` before the slot goes back to the pool.
-    fn finish_with(mut self: Box<Self>, take: impl FnOnce(&[u16])) -> Result<()> {
+    fn finish_with(mut self: Box<Self>, take: impl FnOnce(Winners)) -> Result<()> {
         let method = self.method;
         method.stream.finish(&mut self.flight)?;
         let slot = self.slot.take().expect("slot present until waited");
-        take(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len]);
+        take(if self.bytes {
+            Winners::Bytes(&slot.host_out8.as_ref().expect("sized").as_slice()[..self.len])
+        } else {
+            Winners::Wide(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len])
+        });
         method.slots.give(slot);
         if let Some(runs) = self.runs.take() {
             method.runs.give(runs);
@@ -874,18 +919,30 @@ impl ClPending<'_> {
     }
 }
 
+/// `out[i] = f(host[i])` in parallel blocks.
+fn map_into<T: Copy + Sync>(out: &mut [u16], host: &[T], f: impl Fn(T) -> u16 + Sync) {
+    out.par_chunks_mut(1 << 14)
+        .zip(host.par_chunks(1 << 14))
+        .for_each(|(o, h)| o.iter_mut().zip(h).for_each(|(o, &v)| *o = f(v)))
+}
+
 impl PendingTile for ClPending<'_> {
     fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
-        self.finish_with(|host| out.copy_from_slice(host))
+        self.finish_with(|host| match host {
+            Winners::Wide(h) => out.copy_from_slice(h),
+            Winners::Bytes(h) => map_into(out, h, |v| if v == u8::MAX { NO_CLASS } else { v as u16 }),
+        })
     }
 
     /// The outputs go from the pinned download straight to codes.
     fn wait_codes(self: Box<Self>, len: usize, map: &CodeMap, out: &mut Vec<u16>) -> Result<()> {
         out.resize(len, 0);
-        self.finish_with(|host| {
-            out.par_chunks_mut(1 << 14)
-                .zip(host.par_chunks(1 << 14))
-                .for_each(|(o, h)| o.iter_mut().zip(h).for_each(|(o, &v)| *o = map.code(v)))
+        self.finish_with(|host| match host {
+            Winners::Wide(h) => map_into(out, h, |v| map.code(v)),
+            Winners::Bytes(h) => {
+                let table = map.byte_table();
+                map_into(out, h, |v| table[v as usize])
+            }
         })
     }
 }
