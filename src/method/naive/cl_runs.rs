@@ -45,13 +45,6 @@ impl Cells<'_> {
             Cells::Staged { globals, .. } => count(globals),
         }
     }
-
-    pub fn len(&self) -> usize {
-        match self {
-            Cells::Local(c) => c.len(),
-            Cells::Staged { globals, .. } => globals.len(),
-        }
-    }
 }
 
 /// Helper data of one tile; every plane is indexed like the tile (`r · width + x`).
@@ -348,6 +341,53 @@ mod tests {
                     assert_eq!(runs.down[r * w + x] as usize, down, "down {x},{r}");
                 }
             }
+        }
+    }
+
+    /// Planes built from a tile staged as global bytes (mapped through its
+    /// device table) equal those built from its compacted local indices.
+    #[test]
+    fn staged_planes_equal_the_compacted_tiles() {
+        use crate::classes::{CodeLut, NO_CLASS, TileCompaction, stage_globals};
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
+        for (g, code) in [4u16, 9, 17, 30, 31].into_iter().enumerate() {
+            lut[code as usize] = 3 * g as u16 + 1;
+        }
+        let (w, h, n) = (47, 33, 5);
+        let codes = [4u16, 9, 17, 30, 31, 0];
+        let blob = blobs(w, h, 5, 6, 3);
+        let source: Vec<u16> = blob.iter().map(|&v| codes[v as usize]).collect();
+        let grid = tiles::TileGrid::new(w, h, n / 2, tiles::Border::Same, 20).unwrap();
+        for t in grid.tiles() {
+            let window: Vec<u16> = (0..t.source.height)
+                .flat_map(|y| {
+                    let row = (t.source.y + y) * w + t.source.x;
+                    source[row..row + t.source.width].to_vec()
+                })
+                .collect();
+            let mut padded = Vec::new();
+            let local = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
+            let tile = ClassTile {
+                width: t.padded_width,
+                height: t.padded_height,
+                halo: n / 2,
+                n_classes: local.len(),
+                classes: &padded,
+            };
+            let mut staged = vec![0u8; t.padded_len()];
+            let present = stage_globals(&window, &lut, &t, &mut staged);
+            let table = TileCompaction::from_presence(&present).device_table();
+            let cells = Cells::Staged {
+                globals: &staged,
+                table: &table,
+            };
+            let want = TileRuns::new(&tile, n);
+            let mut got = TileRuns::default();
+            got.rebuild_cells(cells, &tile, n);
+            assert_eq!(got.lists, want.lists, "{:?}", t.source);
+            assert_eq!(got.down, want.down, "{:?}", t.source);
+            let local_cells = Cells::Local(&padded);
+            assert_eq!(cells.equal_neighbours(), local_cells.equal_neighbours());
         }
     }
 
