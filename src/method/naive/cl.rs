@@ -23,6 +23,16 @@
 //! confidences are uploaded beside the classes in the same slot, and each
 //! tap adds its weight times its pixel's confidence into 64-bit bins.
 
+//! Codes ([`ClassSmoother::submit_codes`], every variant but `image`, whose
+//! kernel reads an image that the mapping kernel does not write): the
+//! engine hands a tile as its source window of codes, staged as global
+//! class indices straight into the slot's pinned upload
+//! ([`classes::stage_globals`]) and mapped to local indices on the device
+//! by `map_codes` (kernels/codes.cl) before the method's kernel, so the
+//! host never compacts it; the run path builds its helper planes from the
+//! staged bytes. Winners come down as bytes where they fit (`bytes_out`)
+//! and go from the pinned download straight to codes.
+//!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's uploads, kernel
 //! and download on the device's [`TileStream`] without blocking, on a slot
 //! (device buffers and pinned staging) from the method's [`SlotPool`]. The
