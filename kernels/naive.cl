@@ -11,7 +11,11 @@
 // Scores are exact: u32 sums (the quantised weights sum to at most 2^31),
 // products with the class weight in 64 bits.
 //
-// Build options: CLS_T, NB (histogram bins >= nc + 1); for `local` and
+// Output: one winner per pixel (OUT_T: ushort; uchar where every winner
+// and NO_CLASS fit a byte, fewer than 255 classes and no UNDECIDED, so
+// NO_CLASS comes down as 255 and the host maps bytes straight to codes).
+//
+// Build options: CLS_T, OUT_T, NB (histogram bins >= nc + 1); for `local` and
 // `fast`: TX, TY (work-group shape); for `fast`: PY (outputs per work-item,
 // stacked with stride TY), TILE_LOCAL (class tile in local memory),
 // HIST_LOCAL (histograms in local memory, bin-major: bin c of item i at
@@ -44,6 +48,9 @@
 
 #ifndef CLS_T
 #define CLS_T uchar
+#endif
+#ifndef OUT_T
+#define OUT_T ushort
 #endif
 #define NO_CLASS 0xFFFFu
 #define UNDECIDED 0xFFFEu
@@ -103,7 +110,7 @@
         size_t o_ = (size_t)y * ow + x;                                      \
         uint centre_ = AT(halo, halo);                                       \
         if (centre_ == nc && !fill) {                                        \
-            out[o_] = NO_CLASS;                                              \
+            out[o_] = (OUT_T)NO_CLASS;                                      \
             return;                                                          \
         }                                                                    \
         uint h[NB];                                                          \
@@ -115,7 +122,7 @@
         }                                                                    \
         uint r_;                                                             \
         WINNER_BINS(H_PRIV, w, nc, centre_, r_);                             \
-        out[o_] = (ushort)r_;                                                \
+        out[o_] = (OUT_T)r_;                                                 \
     }
 
 // ---------------------------------------------------------------- buffer --
@@ -124,7 +131,7 @@
 __kernel void naive_buffer(__global const CLS_T *cls, uint tw,
                            __global const uint2 *taps, uint n_taps,
                            __constant uint *w, uint nc, uint ow, uint oh,
-                           uint halo, uint fill, __global ushort *out)
+                           uint halo, uint fill, __global OUT_T *out)
 {
     uint x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh)
@@ -149,7 +156,7 @@ inline uint naive_texel(read_only image2d_t img, uint x, uint y)
 
 __kernel void naive_image(read_only image2d_t img, __global const uint2 *taps,
                           uint n_taps, __constant uint *w, uint nc, uint ow,
-                          uint oh, uint halo, uint fill, __global ushort *out)
+                          uint oh, uint halo, uint fill, __global OUT_T *out)
 {
     uint x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh)
@@ -167,7 +174,7 @@ __kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
 naive_local(__global const CLS_T *cls, uint tw, uint th,
             __global const uint2 *taps, __global const uint *row_start,
             __constant uint *w, uint nc, uint ow, uint oh, uint halo,
-            uint fill, __global ushort *out, uint ksize, uint band,
+            uint fill, __global OUT_T *out, uint ksize, uint band,
             __local CLS_T *tile)
 {
     uint lx = get_local_id(0), ly = get_local_id(1);
@@ -196,12 +203,12 @@ naive_local(__global const CLS_T *cls, uint tw, uint th,
         return;
     size_t o = (size_t)y * ow + x;
     if (centre == nc && !fill) {
-        out[o] = NO_CLASS;
+        out[o] = (OUT_T)NO_CLASS;
         return;
     }
     uint r;
     WINNER_BINS(H_PRIV, w, nc, centre, r);
-    out[o] = (ushort)r;
+    out[o] = (OUT_T)r;
 }
 #endif
 
@@ -221,7 +228,7 @@ __kernel __attribute__((reqd_work_group_size(TX, TY, 1))) void
 naive_fast(__global const CLS_T *cls, uint tw, uint th,
            __global const uint2 *taps, uint n_taps, __constant uint *w,
            uint nc, uint ow, uint oh, uint halo, uint fill,
-           __global ushort *out, uint ksize
+           __global OUT_T *out, uint ksize
 #ifdef RUNS
            , __global const uint *row_start, __global const uint *sat,
            __global const ushort *run_lists, __global const ushort *run_down
@@ -303,14 +310,14 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
 #endif
         uint centre = CLS_AT(r0 + halo, lx + halo);
         if (centre == nc && !fill) {
-            out[o] = NO_CLASS;
+            out[o] = (OUT_T)NO_CLASS;
             continue;
         }
 #ifdef RUNS
         if (run_down[a0] >= ksize && run_idx[a0] == run_idx[a0 + ksize - 1]) {
             // Uniform window: only the centre's class scores (the kernel's
             // weights are positive somewhere); it wins if its weight is.
-            out[o] = (centre < nc && w[centre] > 0) ? (ushort)centre : NO_CLASS;
+            out[o] = (centre < nc && w[centre] > 0) ? (OUT_T)centre : (OUT_T)NO_CLASS;
             continue;
         }
 #if MASK_WORDS == 1
@@ -393,7 +400,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             }
             if (r != NO_CLASS && cs == best)
                 r = centre;
-            out[o] = (ushort)r;
+            out[o] = (OUT_T)r;
             continue;
         }
 #endif
@@ -462,7 +469,7 @@ naive_fast(__global const CLS_T *cls, uint tw, uint th,
             H(c) = 0;
 #endif
 #endif
-        out[o] = (ushort)r;
+        out[o] = (OUT_T)r;
     }
 }
 #endif
@@ -485,7 +492,7 @@ __kernel void naive_weighted(__global const CLS_T *cls,
                              __global const ushort *conf, uint tw,
                              __global const uint2 *taps, uint n_taps,
                              __constant uint *w, uint nc, uint ow, uint oh,
-                             uint halo, uint fill, __global ushort *out)
+                             uint halo, uint fill, __global OUT_T *out)
 {
     uint x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh)
@@ -494,7 +501,7 @@ __kernel void naive_weighted(__global const CLS_T *cls,
     size_t o = (size_t)y * ow + x;
     uint centre = cls[origin + (size_t)halo * tw + halo];
     if (centre == nc && !fill) {
-        out[o] = NO_CLASS;
+        out[o] = (OUT_T)NO_CLASS;
         return;
     }
     ulong h[NB];
@@ -536,5 +543,5 @@ __kernel void naive_weighted(__global const CLS_T *cls,
     }
     uint r = TIES == 2 ? last : (TIES == 3 && n > 1) ? UNDECIDED : first;
 #endif
-    out[o] = (ushort)r;
+    out[o] = (OUT_T)r;
 }

@@ -166,9 +166,9 @@ fn two_contexts_share_the_tiles_of_exact_methods() {
     }
 }
 
-/// dct5 compacts its tiles on the device; on `--device I,I` each context
-/// stages the tiles it takes. The result is the one context's, byte for
-/// byte, whichever context took which tile.
+/// dct5 and naive compact their tiles on the device; on `--device I,I`
+/// each context stages the tiles it takes. The result is the one
+/// context's, byte for byte, whichever context took which tile.
 #[test]
 fn two_contexts_give_one_contexts_bytes_when_the_device_compacts() {
     let Some(dev) = mapfilter::device::test_device() else {
@@ -190,26 +190,36 @@ fn two_contexts_give_one_contexts_bytes_when_the_device_compacts() {
     assert!(ok, "{err}");
     let one = dev.info().index.to_string();
     let two = format!("{one},{one}");
-    let mut outputs = Vec::new();
-    for (device, out) in [(&one, path("one.tif")), (&two, path("two.tif"))] {
-        let (ok, _, err) = mapfilter(&[
-            "smooth",
-            "-q",
-            &input,
-            &out,
-            "-k",
-            "gaussian:2",
-            "--method",
-            "dct5",
-            "--tile",
-            "48",
-            "--device",
-            device,
-        ]);
-        assert!(ok, "{device}: {err}");
-        outputs.push(std::fs::read(&out).unwrap());
+    for method in [
+        &["--method", "dct5"][..],
+        &["--method", "naive"],
+        &["--method", "naive", "--variant", "buffer"],
+    ] {
+        let mut outputs = Vec::new();
+        for (device, out) in [(&one, path("one.tif")), (&two, path("two.tif"))] {
+            let mut args = vec![
+                "smooth",
+                "-q",
+                "--overwrite",
+                &input,
+                &out,
+                "-k",
+                "gaussian:2",
+                "--tile",
+                "48",
+                "--device",
+                device,
+            ];
+            args.extend_from_slice(method);
+            let (ok, _, err) = mapfilter(&args);
+            assert!(ok, "{method:?} {device}: {err}");
+            outputs.push(std::fs::read(&out).unwrap());
+        }
+        assert!(
+            outputs[0] == outputs[1],
+            "{method:?}: two contexts changed the output"
+        );
     }
-    assert!(outputs[0] == outputs[1], "two contexts changed the output");
     let (ok, out, err) = mapfilter(&[
         "bench",
         "--device",

@@ -513,3 +513,201 @@ fn confidence_weighted_votes_match_host() {
         }
     }
 }
+
+/// A naive method fed compacted tiles: the engine compacts on the host, as
+/// it does for methods that do not take codes.
+struct Compacted<'a>(&'a NaiveCl);
+
+impl ClassSmoother for Compacted<'_> {
+    fn name(&self) -> String {
+        format!("{} fed compacted tiles", self.0.name())
+    }
+
+    fn smooth(
+        &self,
+        tile: &mapfilter::method::ClassTile,
+        params: &mapfilter::method::SmoothParams,
+        out: &mut [u16],
+    ) -> mapfilter::error::Result<()> {
+        self.0.smooth(tile, params, out)
+    }
+
+    fn submit(
+        &self,
+        tile: &mapfilter::method::ClassTile,
+        params: &mapfilter::method::SmoothParams,
+    ) -> mapfilter::error::Result<Box<dyn mapfilter::method::PendingTile + '_>> {
+        self.0.submit(tile, params)
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+
+    fn runs_on(&self) -> Option<mapfilter::device::DeviceKind> {
+        self.0.runs_on()
+    }
+}
+
+/// Tiles given as codes (fewer than 255 classes) are staged as global
+/// indices and compacted on the device by every variant but `image`: the
+/// engine prepares nothing on the host, and the bytes are the host
+/// reference's and those of the same variant fed compacted tiles, over
+/// tile sizes, borders, nodata, tie rules, more than 16 classes, the run
+/// path, and tiles of a single class.
+#[test]
+fn tiles_compacted_on_the_device_match_host() {
+    use mapfilter::engine::smooth_in_memory_with_stats;
+    use mapfilter::method::policy::Ties;
+    use std::time::Duration;
+    let Some(dev) = test_device() else { return };
+    let mut methods: Vec<NaiveCl> = Variant::ALL
+        .iter()
+        .map(|&v| NaiveCl::new(dev.clone(), v).unwrap())
+        .collect();
+    methods.extend(run_paths(&dev));
+    for m in &methods {
+        assert_eq!(
+            m.takes_codes(),
+            m.variant() != Variant::Image,
+            "{}",
+            m.name()
+        );
+    }
+    // Columns 0..30 hold one class (code 3) and the rest blobs of 6, so
+    // the first tiles hold a single class; a uniform raster has nothing else.
+    let half = {
+        let mut r = synth(71, 53, 6, Pattern::Simplex, 11);
+        for (i, v) in r.data.iter_mut().enumerate() {
+            if i % 71 < 30 {
+                *v = 3;
+            }
+        }
+        r
+    };
+    let cases = [
+        (
+            with_nodata(synth(61, 47, 5, Pattern::Simplex, 3)),
+            Some(999),
+            "gaussian:1.5",
+            Border::Same,
+            false,
+        ),
+        (
+            with_nodata(synth(61, 47, 5, Pattern::Simplex, 3)),
+            Some(999),
+            "box:5",
+            Border::Valid,
+            true,
+        ),
+        (
+            with_nodata(synth(67, 45, 40, Pattern::Random, 4)),
+            Some(999),
+            "gaussian:1",
+            Border::Same,
+            true,
+        ),
+        (
+            synth(67, 45, 40, Pattern::Simplex, 5),
+            None,
+            "disc:3",
+            Border::Valid,
+            false,
+        ),
+        (half, None, "gaussian:2", Border::Same, false),
+        (
+            MemRaster::filled(33, 21, 7),
+            None,
+            "box:3",
+            Border::Same,
+            false,
+        ),
+    ];
+    let rules = [Ties::Centre, Ties::Largest, Ties::Undecided(5)];
+    for (i, (raster, nodata, kernel, border, fill)) in cases.into_iter().enumerate() {
+        let ties = rules[i % rules.len()];
+        let uniform = raster.data.iter().all(|&v| v == raster.data[0]);
+        let case = Case {
+            raster,
+            nodata,
+            kernel,
+            border,
+            fill,
+            weights: "1:2,3:1.5",
+        };
+        let job = |tile| {
+            let mut job = job(&case, tile);
+            if let Ties::Undecided(code) = ties {
+                job.classes = job.classes.clone().with_code(code, u16::MAX).unwrap();
+                job.class_weights = case
+                    .weights
+                    .parse::<ClassWeights>()
+                    .unwrap()
+                    .quantise(&job.classes);
+                job.output_nodata = job.classes.output_nodata(u16::MAX);
+            }
+            job.policies.ties = ties;
+            job
+        };
+        let reference = smooth_in_memory(&case.raster, &job(1 << 20), &NaiveHost).unwrap();
+        for tile in [16, 41] {
+            for m in &methods {
+                let (got, stats) =
+                    smooth_in_memory_with_stats(&case.raster, &job(tile), m).unwrap();
+                let what = format!("{} {kernel} {ties:?} tile {tile}", m.name());
+                assert!(got == reference, "{what}: differs from the host");
+                if m.takes_codes() {
+                    assert_eq!(
+                        stats.stages.prepare,
+                        Duration::ZERO,
+                        "{what}: compacted on the host"
+                    );
+                }
+                if uniform {
+                    assert_eq!(stats.max_tile_classes, 1, "{what}");
+                }
+                let compacted = smooth_in_memory(&case.raster, &job(tile), &Compacted(m)).unwrap();
+                assert!(compacted == got, "{what}: compacted tiles differ");
+            }
+        }
+    }
+}
+
+/// On two contexts of one device (`Shared`), naive members take codes, so
+/// the calling thread stages each tile straight into one member's memory:
+/// the bytes are one context's, and both take tiles.
+#[test]
+fn two_contexts_take_codes_and_give_one_contexts_bytes() {
+    use mapfilter::engine::smooth_in_memory_with_stats;
+    use mapfilter::method::multi::Shared;
+    let Some(dev) = test_device() else { return };
+    let case = Case {
+        raster: with_nodata(synth(90, 70, 20, Pattern::Simplex, 8)),
+        nodata: Some(999),
+        kernel: "gaussian:2",
+        border: Border::Same,
+        fill: false,
+        weights: "",
+    };
+    let reference = smooth_in_memory(&case.raster, &job(&case, 1 << 20), &NaiveHost).unwrap();
+    for variant in [Variant::Fast, Variant::Buffer] {
+        let members: Vec<Box<dyn ClassSmoother>> = (0..2)
+            .map(|i| {
+                let d = Device::open_instance(dev.info().index, i).unwrap();
+                Box::new(NaiveCl::new(d, variant).unwrap()) as Box<dyn ClassSmoother>
+            })
+            .collect();
+        let shared = Shared::new(members).unwrap();
+        assert!(shared.takes_codes());
+        let (got, stats) =
+            smooth_in_memory_with_stats(&case.raster, &job(&case, 16), &shared).unwrap();
+        assert!(
+            got == reference,
+            "{variant:?}: two contexts differ from the host"
+        );
+        assert_eq!(stats.stages.prepare, std::time::Duration::ZERO);
+        let shares = shared.take_shares();
+        assert_eq!(shares.len(), 2);
+        assert!(shares.iter().all(|s| s.tiles > 0), "{shares:?}");
+    }
+}

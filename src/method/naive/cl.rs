@@ -23,27 +23,39 @@
 //! confidences are uploaded beside the classes in the same slot, and each
 //! tap adds its weight times its pixel's confidence into 64-bit bins.
 
+//! Codes ([`ClassSmoother::submit_codes`], every variant but `image`, whose
+//! kernel reads an image that the mapping kernel does not write): the
+//! engine hands a tile as its source window of codes, staged as global
+//! class indices straight into the slot's pinned upload
+//! ([`classes::stage_globals`]) and mapped to local indices on the device
+//! by `map_codes` (kernels/codes.cl) before the method's kernel, so the
+//! host never compacts it; the run path builds its helper planes from the
+//! staged bytes. Winners come down as bytes where they fit (`bytes_out`)
+//! and go from the pinned download straight to codes.
+//!
 //! Streaming: [`ClassSmoother::submit`] enqueues a tile's uploads, kernel
 //! and download on the device's [`TileStream`] without blocking, on a slot
 //! (device buffers and pinned staging) from the method's [`SlotPool`]. The
 //! engine submits tile i+1 before waiting for tile i, so the upload of i+1
 //! and the download of i−1 run while the kernel of i does.
 
-use super::cl_runs::{TileRuns, kernel_sat};
+use super::cl_runs::{Cells, TileRuns, kernel_sat};
 pub use super::tuning::{CpuPaths, FastShape};
 use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
-use crate::classes::CodeMap;
+use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
 use crate::io::RowsMut;
 use crate::device::tune::{self, Setting};
 use crate::device::{
-    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY, Device, DeviceKind,
+    Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, Device, DeviceKind,
     DeviceTimes, Flight, Grow, Image, Kernel, PinnedHost, Queue, SlotPool, TileStream, cl_error,
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel as WeightKernel;
 use crate::method::policy::Ties;
-use crate::method::{ClassSmoother, ClassTile, Finished, PendingTile, SmoothParams};
+use crate::method::{
+    ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams, submit_compacted,
+};
 use crate::switches;
 use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
 use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
@@ -134,6 +146,8 @@ struct TapSet {
 struct Slot {
     input: Grow<u8>,
     output: Grow<u16>,
+    /// The winners as bytes ([`bytes_out`]).
+    output8: Grow<u8>,
     weights: Grow<u32>,
     /// The run path's helper planes (run lists, alike-row streaks).
     lists: Grow<u16>,
@@ -142,6 +156,11 @@ struct Slot {
     /// pairs), and the winners as they come down.
     host_in: Option<PinnedHost<u8>>,
     host_out: Option<PinnedHost<u16>>,
+    host_out8: Option<PinnedHost<u8>>,
+    /// A tile staged as global indices ([`NaiveCl::submit_codes`]): the
+    /// table to its local ones, on the host and on the device.
+    table_host: Vec<u8>,
+    table: Grow<u8>,
     host_w: Vec<u32>,
     /// The tile's quantised confidences (`--confidence`), on the device and
     /// as staged.
@@ -181,6 +200,13 @@ impl Plan {
             flat: false,
         }
     }
+}
+
+/// Whether a tile's winners come down as bytes (`OUT_T` uchar): every
+/// local index and NO_CLASS (as 255) fit one, and no UNDECIDED is written.
+/// Bytes halve the download and map to codes by one table look-up.
+fn bytes_out(n_classes: usize, ties: Ties) -> bool {
+    n_classes < 255 && !matches!(ties, Ties::Undecided(_))
 }
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
@@ -327,7 +353,8 @@ impl NaiveCl {
         (self.device().info().local_mem as usize).min(48 * 1024) - 512
     }
 
-    fn plan(&self, tile: &ClassTile, taps: &TapSet, params: &SmoothParams) -> Plan {
+    /// `cells` are the tile's classes as staged (`tile.classes` is not read).
+    fn plan(&self, tile: &ClassTile, cells: Cells, taps: &TapSet, params: &SmoothParams) -> Plan {
         let (weights, ties) = (params.class_weights, params.ties);
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let nc = tile.n_classes;
@@ -341,6 +368,11 @@ impl NaiveCl {
             .define("NB", nb);
         let base = if plain_winner {
             base.define("TIES", ties.cl_code())
+        } else {
+            base
+        };
+        let base = if bytes_out(nc, ties) {
+            base.define("OUT_T", "uchar")
         } else {
             base
         };
@@ -399,8 +431,7 @@ impl NaiveCl {
                 let runs = tile.width <= TileRuns::MAX_WIDTH
                     && self.paths.runs.or(switches::get().runs).unwrap_or_else(|| {
                         cpu_shape && !(slide_ok && k >= 7) && {
-                            let equal = tile.classes.windows(2).filter(|p| p[0] == p[1]).count();
-                            2 * equal >= tile.classes.len()
+                            2 * cells.equal_neighbours() >= tile.width * tile.height
                         }
                     });
                 // A bit per touched bin, so that the winner search and the
@@ -476,6 +507,71 @@ impl NaiveCl {
             }
         }
     }
+
+    /// Enqueues `tile` on `slot`. `table`: its classes lie in the slot's
+    /// pinned upload as global indices ([`classes::stage_globals`]), which
+    /// the device maps to local ones through this table first; otherwise
+    /// they are `tile.classes`, staged here.
+    fn start(
+        &self,
+        mut slot: Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        table: Option<[u8; 256]>,
+    ) -> Result<ClPending<'_>> {
+        if tile.halo != params.kernel.radius() {
+            bail!(format!(
+                "tile halo {} does not match the kernel radius {}",
+                tile.halo,
+                params.kernel.radius()
+            ));
+        }
+        if params
+            .confidence
+            .is_some_and(|c| c.len() != tile.width * tile.height)
+        {
+            bail!("the tile's confidences do not cover its classes");
+        }
+        let taps = self.taps(params.kernel)?;
+        let cells = match &table {
+            Some(table) => Cells::Staged {
+                globals: &slot.host_in.as_ref().expect("staged").as_slice()
+                    [..tile.width * tile.height],
+                table,
+            },
+            None => Cells::Local(tile.classes),
+        };
+        let plan = self.plan(tile, cells, &taps, params);
+        // The run path's helper planes, built here while the device runs
+        // the previous tile.
+        let runs = plan.runs.then(|| {
+            let mut runs = self.runs.take();
+            runs.rebuild_cells(cells, tile, taps.ksize);
+            runs
+        });
+        let kernel = self.device().kernel("naive", &plan.opts, plan.kernel)?;
+        if let Some(table) = &table {
+            slot.table_host.clear();
+            slot.table_host.extend_from_slice(table);
+        }
+        let mut pending = ClPending {
+            flight: Flight::default(),
+            image: None,
+            slot: Some(slot),
+            runs,
+            flat: if plan.flat {
+                Some(self.flat_taps(&taps, tile.width)?)
+            } else {
+                None
+            },
+            _taps: taps.clone(),
+            method: self,
+            len: tile.output_len(),
+            bytes: bytes_out(tile.n_classes, params.ties),
+        };
+        pending.enqueue(tile, params, &taps, &plan, kernel, table.is_some())?;
+        Ok(pending)
+    }
 }
 
 impl ClassSmoother for NaiveCl {
@@ -507,44 +603,52 @@ impl ClassSmoother for NaiveCl {
         if tile.output_len() == 0 {
             return Ok(Box::new(Finished(Vec::new())));
         }
-        if tile.halo != params.kernel.radius() {
-            bail!(format!(
-                "tile halo {} does not match the kernel radius {}",
-                tile.halo,
-                params.kernel.radius()
-            ));
-        }
-        if params
-            .confidence
-            .is_some_and(|c| c.len() != tile.classes.len())
+        Ok(Box::new(self.start(self.slots.take(), tile, params, None)?))
+    }
+
+    /// Every variant but `image` (its kernel reads an image, which the
+    /// mapping kernel does not write) compacts its tiles on the device.
+    fn takes_codes(&self) -> bool {
+        self.variant != Variant::Image
+    }
+
+    /// The codes are staged as global indices straight into the slot's
+    /// pinned upload (pad, narrowing and class scan in one pass on the
+    /// pool) and mapped to local indices by the device's first kernel
+    /// (`map_codes`), so no compacted copy is made on the host.
+    fn submit_codes(
+        &self,
+        tile: &CodeTile,
+        params: &SmoothParams,
+    ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
+        let t = tile.tile;
+        let (w, h) = (t.padded_width, t.padded_height);
+        if !self.takes_codes()
+            || params.confidence.is_some()
+            || w <= 2 * tile.halo
+            || h <= 2 * tile.halo
         {
-            bail!("the tile's confidences do not cover its classes");
+            return submit_compacted(self, tile, params);
         }
-        let taps = self.taps(params.kernel)?;
-        let plan = self.plan(tile, &taps, params);
-        let kernel = self.device().kernel("naive", &plan.opts, plan.kernel)?;
-        let mut pending = ClPending {
-            flight: Flight::default(),
-            image: None,
-            slot: Some(self.slots.take()),
-            // The run path's helper planes, built here while the device runs
-            // the previous tile.
-            runs: plan.runs.then(|| {
-                let mut runs = self.runs.take();
-                runs.rebuild(tile, taps.ksize);
-                runs
-            }),
-            flat: if plan.flat {
-                Some(self.flat_taps(&taps, tile.width)?)
-            } else {
-                None
-            },
-            _taps: taps.clone(),
-            method: self,
-            len: tile.output_len(),
+        let mut slot = self.slots.take();
+        let staging = PinnedHost::ensure(&mut slot.host_in, self.device(), w * h)?;
+        let present =
+            classes::stage_globals(tile.codes, tile.stride, tile.lut, t, &mut staging.as_mut_slice()[..w * h]);
+        let local = TileCompaction::from_presence(&present);
+        let weights = local.weights(params.class_weights);
+        let class_tile = ClassTile {
+            width: w,
+            height: h,
+            halo: tile.halo,
+            n_classes: local.len(),
+            classes: &[],
         };
-        pending.enqueue(tile, params, &taps, &plan, kernel)?;
-        Ok(Box::new(pending))
+        let params = SmoothParams {
+            class_weights: &weights,
+            ..*params
+        };
+        let pending = self.start(slot, &class_tile, &params, Some(local.device_table()))?;
+        Ok((local, Box::new(pending)))
     }
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
@@ -570,11 +674,15 @@ struct ClPending<'a> {
     method: &'a NaiveCl,
     /// Outputs of the tile.
     len: usize,
+    /// They come down as bytes ([`bytes_out`]).
+    bytes: bool,
 }
 
 impl ClPending<'_> {
     /// Stages the tile's classes (narrowed to bytes where they fit) and
-    /// enqueues its uploads, kernel and download.
+    /// enqueues its uploads, kernel and download. `staged`: the classes lie
+    /// in the pinned upload already, as global indices, and the table to
+    /// local ones in the slot ([`NaiveCl::start`]).
     fn enqueue(
         &mut self,
         tile: &ClassTile,
@@ -582,6 +690,7 @@ impl ClPending<'_> {
         taps: &TapSet,
         plan: &Plan,
         kernel: Kernel,
+        staged: bool,
     ) -> Result<()> {
         let stream = &self.method.stream;
         let dev = stream.device();
@@ -596,25 +705,32 @@ impl ClPending<'_> {
             tile.width
         };
         let in_len = row * tile.height * elem;
-        let host_in =
-            &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()[..in_len];
-        host_in
-            .par_chunks_exact_mut(row * elem)
-            .zip(tile.classes.par_chunks_exact(tile.width))
-            .for_each(|(dst, src)| {
-                let (used, pad) = dst.split_at_mut(tile.width * elem);
-                if wide {
-                    for (d, s) in used.chunks_exact_mut(2).zip(src) {
-                        d.copy_from_slice(&s.to_ne_bytes());
+        debug_assert!(!staged || (!wide && !as_image), "staged tiles are plain bytes");
+        if !staged {
+            let host_in =
+                &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()[..in_len];
+            host_in
+                .par_chunks_exact_mut(row * elem)
+                .zip(tile.classes.par_chunks_exact(tile.width))
+                .for_each(|(dst, src)| {
+                    let (used, pad) = dst.split_at_mut(tile.width * elem);
+                    if wide {
+                        for (d, s) in used.chunks_exact_mut(2).zip(src) {
+                            d.copy_from_slice(&s.to_ne_bytes());
+                        }
+                    } else {
+                        for (d, s) in used.iter_mut().zip(src) {
+                            *d = *s as u8;
+                        }
                     }
-                } else {
-                    for (d, s) in used.iter_mut().zip(src) {
-                        *d = *s as u8;
-                    }
-                }
-                pad.fill(0);
-            });
-        PinnedHost::ensure(&mut slot.host_out, dev, self.len)?;
+                    pad.fill(0);
+                });
+        }
+        if self.bytes {
+            PinnedHost::ensure(&mut slot.host_out8, dev, self.len)?;
+        } else {
+            PinnedHost::ensure(&mut slot.host_out, dev, self.len)?;
+        }
         slot.host_w.clear();
         slot.host_w.extend_from_slice(params.class_weights);
         if slot.host_w.is_empty() {
@@ -677,8 +793,13 @@ impl ClPending<'_> {
             stream.uploaded(&mut self.flight, ev);
             self.image = Some(img);
         } else {
-            let input = slot.input.get(dev, in_len, CL_MEM_READ_ONLY)?;
+            // Read-write: a staged tile is mapped in place.
+            let input = slot.input.get(dev, in_len, CL_MEM_READ_WRITE)?;
             unsafe { stream.write(&mut self.flight, input, host_in)? };
+        }
+        if staged {
+            let table = slot.table.get(dev, 256, CL_MEM_READ_ONLY)?;
+            unsafe { stream.write(&mut self.flight, table, &slot.table_host)? };
         }
         if let Some(conf) = params.confidence {
             slot.host_conf.clear();
@@ -701,12 +822,15 @@ impl ClPending<'_> {
         let (halo, fill) = (tile.halo as u32, params.fill_nodata as u32);
         let n_taps = taps.n_taps as u32;
         let ksize = taps.ksize as u32;
-        let output = slot.output.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
-        let output: &Buffer<u16> = output;
+        if self.bytes {
+            slot.output8.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
+        } else {
+            slot.output.get(dev, self.len, CL_MEM_WRITE_ONLY)?;
+        }
         // Every variant's signature: the classes (buffer and row width, or
         // image), the tile height (`local`, `fast`), the taps (with a count, or
         // row starts for `local`), then one shared tail, then per-variant extras.
-        let staged = matches!(plan.kernel, "naive_local" | "naive_fast");
+        let banded = matches!(plan.kernel, "naive_local" | "naive_fast");
         let mut args = Args::new(&kernel);
         args = match &self.image {
             Some(img) => args.mem(img),
@@ -715,7 +839,7 @@ impl ClPending<'_> {
             }
             None => args.mem(slot.input.buf()).scalar(tw),
         };
-        if staged {
+        if banded {
             args = args.scalar(th);
         }
         args = match &self.flat {
@@ -733,9 +857,13 @@ impl ClPending<'_> {
             .scalar(ow)
             .scalar(oh)
             .scalar(halo)
-            .scalar(fill)
-            .mem(output);
-        if staged {
+            .scalar(fill);
+        args = if self.bytes {
+            args.mem(slot.output8.buf())
+        } else {
+            args.mem(slot.output.buf())
+        };
+        if banded {
             args = args.scalar(ksize);
         }
         if plan.runs {
@@ -755,24 +883,45 @@ impl ClPending<'_> {
             args = args.local(plan.hist_local);
         }
         args.done()?;
+        // Every upload is enqueued: the mapping, as the first kernel, waits
+        // for them all, and the method's kernel follows it in queue order.
+        if staged {
+            stream.map_codes(&mut self.flight, slot.input.buf(), slot.table.buf(), in_len)?;
+        }
         let local = plan.local.as_ref().map(|l| &l[..]);
         stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
         self.flight.keep(kernel);
         stream.flush_kernels()?;
-        let host_out = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
-        unsafe { stream.read(&mut self.flight, slot.output.buf(), host_out)? };
+        if self.bytes {
+            let host = &mut slot.host_out8.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output8.buf(), host)? };
+        } else {
+            let host = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output.buf(), host)? };
+        }
         stream.flush_downloads()
     }
+}
+
+/// A tile's winners in the slot's pinned download.
+enum Winners<'a> {
+    Wide(&'a [u16]),
+    /// [`bytes_out`]: 255 stands for NO_CLASS.
+    Bytes(&'a [u8]),
 }
 
 impl ClPending<'_> {
     /// Waits for the tile and hands its outputs (in the slot's pinned
     /// download) to `take` before the slot goes back to the pool.
-    fn finish_with(mut self: Box<Self>, take: impl FnOnce(&[u16])) -> Result<()> {
+    fn finish_with(mut self: Box<Self>, take: impl FnOnce(Winners)) -> Result<()> {
         let method = self.method;
         method.stream.finish(&mut self.flight)?;
         let slot = self.slot.take().expect("slot present until waited");
-        take(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len]);
+        take(if self.bytes {
+            Winners::Bytes(&slot.host_out8.as_ref().expect("sized").as_slice()[..self.len])
+        } else {
+            Winners::Wide(&slot.host_out.as_ref().expect("sized").as_slice()[..self.len])
+        });
         method.slots.give(slot);
         if let Some(runs) = self.runs.take() {
             method.runs.give(runs);
@@ -781,13 +930,29 @@ impl ClPending<'_> {
     }
 }
 
+/// `out[i] = f(host[i])` in parallel blocks.
+fn map_into<T: Copy + Sync>(out: &mut [u16], host: &[T], f: impl Fn(T) -> u16 + Sync) {
+    out.par_chunks_mut(1 << 14)
+        .zip(host.par_chunks(1 << 14))
+        .for_each(|(o, h)| o.iter_mut().zip(h).for_each(|(o, &v)| *o = f(v)))
+}
+
 impl PendingTile for ClPending<'_> {
     fn wait(self: Box<Self>, out: &mut [u16]) -> Result<()> {
-        self.finish_with(|host| out.copy_from_slice(host))
+        self.finish_with(|host| match host {
+            Winners::Wide(h) => out.copy_from_slice(h),
+            Winners::Bytes(h) => map_into(out, h, |v| if v == u8::MAX { NO_CLASS } else { v as u16 }),
+        })
     }
 
     /// The outputs go from the pinned download straight to codes.
     fn wait_codes(self: Box<Self>, map: &CodeMap, mut out: RowsMut) -> Result<()> {
-        self.finish_with(|host| out.fill_mapped(host, |v| map.code(v)))
+        self.finish_with(|host| match host {
+            Winners::Wide(h) => out.fill_mapped(h, |v| map.code(v)),
+            Winners::Bytes(h) => {
+                let table = map.byte_table();
+                out.fill_mapped(h, |v| table[v as usize])
+            }
+        })
     }
 }

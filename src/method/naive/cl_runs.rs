@@ -20,6 +20,33 @@ use crate::classes::NO_CLASS;
 use crate::method::{ClassTile, SmoothParams, pick_winner};
 use rayon::prelude::*;
 
+/// A tile's classes as the host holds them while staging: local indices,
+/// or global indices as bytes with the table to local ones (a tile that the
+/// device compacts). Both give the same runs and alike rows, since the
+/// table is one to one on the values a tile holds.
+#[derive(Clone, Copy)]
+pub enum Cells<'a> {
+    Local(&'a [u16]),
+    Staged {
+        globals: &'a [u8],
+        table: &'a [u8; 256],
+    },
+}
+
+impl Cells<'_> {
+    /// How many pixels equal their right-hand neighbour (rows joined end
+    /// to end, as the tile lies in memory).
+    pub fn equal_neighbours(&self) -> usize {
+        fn count<T: PartialEq>(c: &[T]) -> usize {
+            c.windows(2).filter(|p| p[0] == p[1]).count()
+        }
+        match self {
+            Cells::Local(c) => count(c),
+            Cells::Staged { globals, .. } => count(globals),
+        }
+    }
+}
+
 /// Helper data of one tile; every plane is indexed like the tile (`r · width + x`).
 #[derive(Default)]
 pub struct TileRuns {
@@ -50,10 +77,34 @@ impl TileRuns {
     /// [`Self::new`] in place, reusing the allocations (fresh pages cost
     /// more than filling them: a few ms per megapixel).
     pub fn rebuild(&mut self, tile: &ClassTile, n: usize) {
+        self.rebuild_cells(Cells::Local(tile.classes), tile, n);
+    }
+
+    /// [`Self::rebuild`] from `cells`, the classes of a tile shaped as
+    /// `tile` (whose own classes are not read).
+    pub fn rebuild_cells(&mut self, cells: Cells, tile: &ClassTile, n: usize) {
+        match cells {
+            Cells::Local(c) => self.build(c, tile, n, |v| v),
+            Cells::Staged { globals, table } => {
+                self.build(globals, tile, n, |g| table[g as usize] as u16)
+            }
+        }
+    }
+
+    /// The planes from `cells`, whose values `class` maps to the local
+    /// indices the kernel bins by: runs and alike rows compare the values
+    /// themselves, so only the class plane needs the map.
+    fn build<T: Copy + Eq + Sync>(
+        &mut self,
+        cells: &[T],
+        tile: &ClassTile,
+        n: usize,
+        class_of: impl Fn(T) -> u16 + Sync,
+    ) {
         let (w, h) = (tile.width, tile.height);
         assert!(w <= Self::MAX_WIDTH, "tile too wide for u16 run indices");
+        assert_eq!(cells.len(), w * h, "cells of the tile");
         let ow = tile.output_width();
-        let cells = tile.classes;
         self.width = w;
         // Every entry the kernel reads is written below; others may be stale.
         self.lists.resize(3 * w * h, 0);
@@ -69,13 +120,13 @@ impl TileRuns {
                 let line = &cells[r * w..][..w];
                 let mut i = 0;
                 start[0] = 0;
-                class[0] = line[0];
+                class[0] = class_of(line[0]);
                 idx[0] = 0;
                 for x in 1..w {
                     if line[x] != line[x - 1] {
                         i += 1;
                         start[i] = x as u16;
-                        class[i] = line[x];
+                        class[i] = class_of(line[x]);
                     }
                     idx[x] = i as u16;
                 }
@@ -290,6 +341,53 @@ mod tests {
                     assert_eq!(runs.down[r * w + x] as usize, down, "down {x},{r}");
                 }
             }
+        }
+    }
+
+    /// Planes built from a tile staged as global bytes (mapped through its
+    /// device table) equal those built from its compacted local indices.
+    #[test]
+    fn staged_planes_equal_the_compacted_tiles() {
+        use crate::classes::{CodeLut, NO_CLASS, TileCompaction, stage_globals};
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
+        for (g, code) in [4u16, 9, 17, 30, 31].into_iter().enumerate() {
+            lut[code as usize] = 3 * g as u16 + 1;
+        }
+        let (w, h, n) = (47, 33, 5);
+        let codes = [4u16, 9, 17, 30, 31, 0];
+        let blob = blobs(w, h, 5, 6, 3);
+        let source: Vec<u16> = blob.iter().map(|&v| codes[v as usize]).collect();
+        let grid = tiles::TileGrid::new(w, h, n / 2, tiles::Border::Same, 20).unwrap();
+        for t in grid.tiles() {
+            let window: Vec<u16> = (0..t.source.height)
+                .flat_map(|y| {
+                    let row = (t.source.y + y) * w + t.source.x;
+                    source[row..row + t.source.width].to_vec()
+                })
+                .collect();
+            let mut padded = Vec::new();
+            let local = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
+            let tile = ClassTile {
+                width: t.padded_width,
+                height: t.padded_height,
+                halo: n / 2,
+                n_classes: local.len(),
+                classes: &padded,
+            };
+            let mut staged = vec![0u8; t.padded_len()];
+            let present = stage_globals(&window, t.source.width, &lut, &t, &mut staged);
+            let table = TileCompaction::from_presence(&present).device_table();
+            let cells = Cells::Staged {
+                globals: &staged,
+                table: &table,
+            };
+            let want = TileRuns::new(&tile, n);
+            let mut got = TileRuns::default();
+            got.rebuild_cells(cells, &tile, n);
+            assert_eq!(got.lists, want.lists, "{:?}", t.source);
+            assert_eq!(got.down, want.down, "{:?}", t.source);
+            let local_cells = Cells::Local(&padded);
+            assert_eq!(cells.equal_neighbours(), local_cells.equal_neighbours());
         }
     }
 
