@@ -26,7 +26,7 @@ use crate::method::select::{MethodSpec, smoother_for};
 use crate::output::Target;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect};
 
@@ -114,20 +114,61 @@ pub fn run(
     smooth_into(spec, method, output, &mut input, observer)
 }
 
-/// [`run`] on an input opened already: `input` is `spec.input` opened with
-/// `spec.band` by [`ClassRaster::open_with`] (its `meta.projection` read).
-/// For many windows of one input (a batch worker), so that the input (a
-/// mosaic's VRT and the sources it opened) is opened once, not per window.
-pub fn run_opened(
+/// [`run`] on an input opened already and shared with other runs: `input`
+/// is `spec.input` opened with `spec.band` by [`ClassRaster::open_with`]
+/// (its `meta.projection` read). For many windows of one input smoothed at
+/// once (a batch's workers), so that the input (a mosaic's VRT and the
+/// sources GDAL opens under it) is opened and georeferenced once per run,
+/// not per window or per worker. Each read holds the lock, the rest of the
+/// run does not.
+pub fn run_shared(
     spec: &SmoothSpec,
-    input: &mut ClassRaster,
+    input: &Mutex<ClassRaster>,
     method: &dyn ClassSmoother,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("setup");
-    let output =
-        DeferredOutput::spawn_with_projection(spec.target.clone(), input.meta.projection.clone());
-    smooth_into(spec, method, output, input, observer)
+    let projection = locked(input).meta.projection.clone();
+    let output = DeferredOutput::spawn_with_projection(spec.target.clone(), projection);
+    smooth_into(spec, method, output, &mut Shared(input), observer)
+}
+
+/// The input of a run as [`smooth_into`] needs it: the raster (its
+/// metadata, a class scan) and its pixels as a source.
+trait Input: ClassSource {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R;
+}
+
+impl Input for ClassRaster {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
+        f(self)
+    }
+}
+
+/// A raster shared by concurrent runs: GDAL handles are not thread-safe,
+/// so every use holds the lock.
+struct Shared<'a>(&'a Mutex<ClassRaster>);
+
+fn locked(input: &Mutex<ClassRaster>) -> std::sync::MutexGuard<'_, ClassRaster> {
+    // A run that panicked while reading leaves the raster as usable as a
+    // failed read does.
+    input.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClassSource for Shared<'_> {
+    fn size(&self) -> (usize, usize) {
+        locked(self.0).size()
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        locked(self.0).read(w, buf)
+    }
+}
+
+impl Input for Shared<'_> {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
+        f(&mut locked(self.0))
+    }
 }
 
 /// Finds the input's classes, smooths it into `output` (handing it its
@@ -136,15 +177,24 @@ fn smooth_into(
     spec: &SmoothSpec,
     method: &dyn ClassSmoother,
     mut output: DeferredOutput,
-    input: &mut ClassRaster,
+    input: &mut impl Input,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("open");
+    let (meta, class_type, band, input_nodata, fits_cache) = input.with_raster(|r| {
+        (
+            r.meta.clone(),
+            r.class_type,
+            r.band(),
+            r.nodata_code(),
+            r.fits_block_cache(),
+        )
+    });
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
     let grid = engine::tile_grid(
-        input.meta.width,
-        input.meta.height,
+        meta.width,
+        meta.height,
         halo,
         spec.border,
         // The output's size does not depend on the tile side.
@@ -174,19 +224,15 @@ fn smooth_into(
         width,
         height,
         bands: 1,
-        data_type: match input.class_type {
+        data_type: match class_type {
             ClassType::Byte => GdalDataType::UInt8,
             ClassType::UInt16 => GdalDataType::UInt16,
         },
-        geo_transform: shifted(
-            input.meta.geo_transform,
-            window.x + offset,
-            window.y + offset,
-        ),
+        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
         projection: String::new(),
         nodata: None,
-        colors: input.meta.colors.clone(),
-        category_names: input.meta.category_names.clone(),
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
         compression: spec.compression.clone(),
     };
     let with_nodata = |nodata: Option<u16>| OutputSpec {
@@ -195,9 +241,8 @@ fn smooth_into(
     };
     // The output's nodata is the input's where it has one, so the output
     // can be made while the classes are scanned.
-    let input_nodata = input.nodata_code();
     spec.policies.check_nodata(input_nodata)?;
-    let max_code = input.class_type.max_code();
+    let max_code = class_type.max_code();
     if let Some(d) = spec.dst_nodata
         && d > max_code
     {
@@ -217,8 +262,9 @@ fn smooth_into(
         Classes::Auto { need_present } => {
             // A --dst-nodata code must be checked against the classes present.
             let need_present = *need_present || spec.dst_nodata.is_some();
-            if scan_first(spec, need_present, input) {
-                let classes = input.scan_classes(&observer.progress("smooth"))?;
+            if scan_first(spec, need_present, class_type, input_nodata, fits_cache) {
+                let progress = observer.progress("smooth");
+                let classes = input.with_raster(|r| r.scan_classes(&progress))?;
                 observer.stage("scan");
                 classes
             } else {
@@ -239,7 +285,7 @@ fn smooth_into(
             format!(
                 "--dst-nodata {d} is a class of {} (band {})",
                 spec.input.display(),
-                input.band()
+                band
             ),
             hint = "pick a code the input does not hold (`mapfilter info` lists them)"
         ),
@@ -263,7 +309,7 @@ fn smooth_into(
     let mut votes = spec
         .confidence
         .as_ref()
-        .map(|c| c.open(input.meta.width, input.meta.height))
+        .map(|c| c.open(meta.width, meta.height))
         .transpose()?;
     let tap = observer.tap();
     let mut tapped_in = Tapped {
@@ -434,12 +480,18 @@ impl ClassSink for CropSink<'_> {
 /// other core, and the engine then finds them decoded
 /// (docs/decisions/0007-class-scan.md). Elsewhere the scan is skipped and
 /// with it a whole single-threaded decoding pass.
-fn scan_first(spec: &SmoothSpec, need_present: bool, input: &ClassRaster) -> bool {
-    input.class_type != ClassType::Byte
-        || input.nodata_code().is_none()
+fn scan_first(
+    spec: &SmoothSpec,
+    need_present: bool,
+    class_type: ClassType,
+    nodata: Option<u16>,
+    fits_block_cache: bool,
+) -> bool {
+    class_type != ClassType::Byte
+        || nodata.is_none()
         || !spec.weights.is_empty()
         || need_present
-        || (input.fits_block_cache() && few_threads())
+        || (fits_block_cache && few_threads())
 }
 
 /// Whether the run has so few threads (rayon's pool: the cores, or
