@@ -308,7 +308,7 @@ impl Context<'_> {
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
-        observer.tally = Some(Arc::new(Tally::new(center)));
+        observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
         let done = match self
             .opened
             .smooth(task.mosaic, &spec, self.method, observer)
@@ -333,7 +333,7 @@ impl Context<'_> {
                     input: vrt.clone(),
                     ..spec
                 };
-                observer.tally = Some(Arc::new(Tally::new(center)));
+                observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
                 let done = job::run(&spec, self.method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
@@ -624,14 +624,14 @@ fn strips(
 
 /// Pixels of `window` by code.
 fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
-    let mut hist = histogram();
+    let mut hist = vec![0; raster.class_type.max_code() as usize + 1];
     let mut buf = Vec::new();
     for r in strip_rects(window, 8 << 20) {
         buf.resize(r.width * r.height, 0);
         raster.read(r, &mut buf)?;
         add_codes(&mut hist, &buf);
     }
-    Ok(nonzero(&hist[..]))
+    Ok(nonzero(&hist))
 }
 
 /// The codes of a histogram by code that have pixels, with their counts.
@@ -689,22 +689,25 @@ struct TallyCounts {
     /// Scratch of a row's spans not counted yet, and of their next state.
     gaps: Vec<(usize, usize)>,
     next: Vec<(usize, usize)>,
-    input: Box<Histogram>,
-    output: Box<Histogram>,
+    /// Pixels by code, for every code the band's type holds.
+    input: Vec<u64>,
+    output: Vec<u64>,
     input_pixels: usize,
     output_pixels: usize,
 }
 
 impl Tally {
-    fn new(center: Rect) -> Self {
+    /// The tally of window `center` of a band whose codes are at most
+    /// `max_code`.
+    fn new(center: Rect, max_code: u16) -> Self {
         Tally {
             center,
             inner: Mutex::new(TallyCounts {
                 counted: Vec::new(),
                 gaps: Vec::new(),
                 next: Vec::new(),
-                input: histogram(),
-                output: histogram(),
+                input: vec![0; max_code as usize + 1],
+                output: vec![0; max_code as usize + 1],
                 input_pixels: 0,
                 output_pixels: 0,
             }),
@@ -716,7 +719,7 @@ impl Tally {
     fn counts(&self) -> (Option<Counts>, Option<Counts>) {
         let t = self.inner.lock().expect("tally lock");
         let area = self.center.width * self.center.height;
-        let counts = |hist: &Histogram, pixels: usize| (pixels == area).then(|| nonzero(hist));
+        let counts = |hist: &[u64], pixels: usize| (pixels == area).then(|| nonzero(hist));
         (
             counts(&t.input, t.input_pixels),
             counts(&t.output, t.output_pixels),
@@ -783,18 +786,9 @@ impl Tap for Tally {
     }
 }
 
-/// Pixels by code, for every code a band can hold.
-type Histogram = [u64; 1 << 16];
-
-fn histogram() -> Box<Histogram> {
-    vec![0u64; 1 << 16]
-        .into_boxed_slice()
-        .try_into()
-        .expect("the length of a histogram")
-}
-
-/// Adds `codes` to `hist` (indexed by code: no bounds to check).
-fn add_codes(hist: &mut Histogram, codes: &[u16]) {
+/// Adds `codes` to `hist`, a count by code as long as the band's type has
+/// codes (a band holds no other).
+fn add_codes(hist: &mut [u64], codes: &[u16]) {
     for &code in codes {
         hist[code as usize] += 1;
     }
@@ -912,7 +906,7 @@ mod tests {
     fn a_tally_counts_each_pixel_of_its_window_once() {
         // A 4x2 window at (1, 1) of a 6x4 input, read as two tiles that
         // overlap by a column and reach past the window.
-        let tally = Tally::new(Rect::new(1, 1, 4, 2));
+        let tally = Tally::new(Rect::new(1, 1, 4, 2), u8::MAX as u16);
         let input: Vec<u16> = (0..24).map(|i| (i % 3) as u16).collect();
         let part = |r: Rect| -> Vec<u16> {
             (r.y..r.y + r.height)

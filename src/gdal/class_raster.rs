@@ -19,13 +19,11 @@ use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use tiles::Rect;
 
-/// Readies GDAL for our calls: silences its own printing to stderr (its
-/// messages reach the user through our one-line errors instead, and
-/// failures are counted: [`crate::gdal::errors`]) and registers the drivers
-/// ([`crate::gdal::drivers`]).
+/// Silences GDAL's own printing to stderr: its messages reach the user
+/// through our one-line errors instead, and failures are counted
+/// ([`crate::gdal::errors`]).
 pub fn quiet_gdal() {
     crate::gdal::errors::install();
-    crate::gdal::drivers::prepare();
 }
 
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.

@@ -25,7 +25,7 @@ pub fn check(driver: &str, options: &[(String, String)]) -> Result<()> {
     if options.is_empty() {
         return Ok(());
     }
-    crate::gdal::class_raster::quiet_gdal();
+    crate::gdal::errors::install();
     let handle = DriverManager::get_driver_by_name(driver)
         .map_err(|_| Error::new(format!("GDAL has no {driver} driver")))?;
     let mut strings = Vec::with_capacity(options.len());

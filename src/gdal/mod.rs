@@ -2,8 +2,7 @@
 //! ([`class_raster`]) and multi-band images ([`image_raster`]), a
 //! confidence band read as vote weights ([`confidence`]), a COG copy of a
 //! finished mosaic ([`cog`]), checking
-//! creation options ([`creation_options`]), the drivers registered
-//! ([`drivers`]), making an output on another
+//! creation options ([`creation_options`]), making an output on another
 //! thread ([`deferred_output`], on the long-lived [`threads`]), keeping
 //! GDAL's own error reports off stderr while counting them ([`errors`]),
 //! and sparing PROJ's database the same fruitless name search for every
@@ -19,7 +18,6 @@ pub mod cog;
 pub mod confidence;
 pub mod creation_options;
 pub mod deferred_output;
-pub mod drivers;
 pub mod errors;
 pub mod image_raster;
 pub mod proj_names;

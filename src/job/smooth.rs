@@ -333,43 +333,76 @@ fn smooth_into(
             &progress,
         )?
     } else {
-        // The window in the input's pixels, and the part of the input that
-        // reaches it through the kernel: pixels beyond the input contribute
-        // nothing, as in a run over the whole input.
+        // The window in the input's pixels.
         let center = Rect::new(window.x + offset, window.y + offset, width, height);
-        let r = halo;
-        let (w, h) = tapped_in.size();
-        let x0 = center.x.saturating_sub(r);
-        let y0 = center.y.saturating_sub(r);
-        let x1 = (center.x + center.width + r).min(w);
-        let y1 = (center.y + center.height + r).min(h);
-        let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
-        let crop = Rect::new(center.x - x0, center.y - y0, width, height);
-        let mut source = ViewSource {
-            inner: &mut tapped_in,
-            view,
-        };
-        let mut vote_view = votes.as_mut().map(|v| ViewSource {
-            inner: v as &mut dyn ClassSource,
-            view,
-        });
-        let mut sink = CropSink {
-            inner: &mut tapped_out,
-            crop,
-        };
-        // Engine tiles of about the asked side that split the view evenly:
-        // a view one halo larger than `--tile` runs as one tile, not one
-        // tile and three slivers. Exact methods give the same pixels for
-        // any tile side.
-        let side = view.width.max(view.height);
-        let tiles = ((side as f64 / tile.max(1) as f64).round() as usize).max(1);
-        let windowed = SmoothJob {
-            border: Border::Same,
-            tile: side.div_ceil(tiles),
-            ..job.clone()
-        };
-        let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
-        engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, &progress)?
+        match outside_code(&job, method, votes.is_some(), max_code) {
+            Some(fill) => {
+                // The engine computes the window's pixels only: a `valid`
+                // grid over the window grown by the halo, where what lies
+                // beyond the input reads as a code that is no class. Such
+                // pixels vote for nothing, as nodata and the outside of the
+                // input do in a run over the whole input.
+                let mut source = PaddedView {
+                    inner: &mut tapped_in,
+                    center,
+                    halo,
+                    fill,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Valid,
+                    tile: even_tile(width.max(height), tile),
+                    ..job.clone()
+                };
+                engine::smooth_weighted(
+                    &mut source,
+                    None,
+                    &mut tapped_out,
+                    &windowed,
+                    method,
+                    &progress,
+                )?
+            }
+            None => {
+                // The part of the input that reaches the window through the
+                // kernel, smoothed whole, and the window cut from it: pixels
+                // beyond the input contribute nothing, as in a run over the
+                // whole input.
+                let r = halo;
+                let (w, h) = tapped_in.size();
+                let x0 = center.x.saturating_sub(r);
+                let y0 = center.y.saturating_sub(r);
+                let x1 = (center.x + center.width + r).min(w);
+                let y1 = (center.y + center.height + r).min(h);
+                let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
+                let crop = Rect::new(center.x - x0, center.y - y0, width, height);
+                let mut source = ViewSource {
+                    inner: &mut tapped_in,
+                    view,
+                };
+                let mut vote_view = votes.as_mut().map(|v| ViewSource {
+                    inner: v as &mut dyn ClassSource,
+                    view,
+                });
+                let mut sink = CropSink {
+                    inner: &mut tapped_out,
+                    crop,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Same,
+                    tile: even_tile(view.width.max(view.height), tile),
+                    ..job.clone()
+                };
+                let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
+                engine::smooth_weighted(
+                    &mut source,
+                    votes,
+                    &mut sink,
+                    &windowed,
+                    method,
+                    &progress,
+                )?
+            }
+        }
     };
     observer.stage("engine");
     observer.busy("read", tapped_in.busy);
@@ -383,6 +416,34 @@ fn smooth_into(
         job,
         stats,
     })
+}
+
+/// Engine tiles of about the asked side `tile` that split `side` pixels
+/// evenly: a window one halo larger than `--tile` runs as one tile, not one
+/// tile and three slivers. Exact methods give the same pixels for any tile
+/// side.
+fn even_tile(side: usize, tile: usize) -> usize {
+    let tiles = ((side as f64 / tile.max(1) as f64).round() as usize).max(1);
+    side.div_ceil(tiles)
+}
+
+/// A code that is no class of `job`, for the pixels beyond the input
+/// around a window, or `None` where the window is smoothed with the input
+/// around it instead: with vote weights, with policies around the method
+/// (their passes tell the outside from pixels of no class), and with
+/// approximate methods (whose pixels depend on the tiles' layout, which
+/// stays as it was).
+fn outside_code(
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    votes: bool,
+    max_code: u16,
+) -> Option<u16> {
+    if votes || job.policies.around_method() || !method.is_exact() {
+        return None;
+    }
+    let codes = job.classes.codes();
+    (0..=max_code).find(|c| codes.binary_search(c).is_err())
 }
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
@@ -440,6 +501,64 @@ impl ClassSource for ViewSource<'_> {
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
         let shifted = Rect::new(w.x + self.view.x, w.y + self.view.y, w.width, w.height);
         self.inner.read(shifted, buf)
+    }
+}
+
+/// Window `center` of a source grown by `halo` on every side, as a source
+/// of its own; what lies beyond the source reads as `fill`.
+struct PaddedView<'a> {
+    inner: &'a mut dyn ClassSource,
+    center: Rect,
+    halo: usize,
+    fill: u16,
+}
+
+impl PaddedView<'_> {
+    /// The part of `w` (in this view's pixels) inside the source, in the
+    /// source's pixels.
+    fn inside(&self, w: Rect) -> Option<Rect> {
+        let (width, height) = self.inner.size();
+        let span = |start: usize, len: usize, center: usize, limit: usize| {
+            // View pixel v is source pixel v + center - halo.
+            let lo = (start + center).saturating_sub(self.halo);
+            let hi = (start + len + center).saturating_sub(self.halo).min(limit);
+            (lo < hi).then_some((lo, hi - lo))
+        };
+        let (x, w_in) = span(w.x, w.width, self.center.x, width)?;
+        let (y, h_in) = span(w.y, w.height, self.center.y, height)?;
+        Some(Rect::new(x, y, w_in, h_in))
+    }
+}
+
+impl ClassSource for PaddedView<'_> {
+    fn size(&self) -> (usize, usize) {
+        (
+            self.center.width + 2 * self.halo,
+            self.center.height + 2 * self.halo,
+        )
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        let inside = self.inside(w);
+        if let Some(part) = inside
+            && (part.width, part.height) == (w.width, w.height)
+        {
+            return self.inner.read(part, buf);
+        }
+        buf.fill(self.fill);
+        let Some(part) = inside else {
+            return Ok(());
+        };
+        let mut read = vec![0u16; part.width * part.height];
+        self.inner.read(part, &mut read)?;
+        // Where the part starts in `w`.
+        let dx = part.x + self.halo - self.center.x - w.x;
+        let dy = part.y + self.halo - self.center.y - w.y;
+        for (row, src) in read.chunks_exact(part.width).enumerate() {
+            let at = (dy + row) * w.width + dx;
+            buf[at..at + part.width].copy_from_slice(src);
+        }
+        Ok(())
     }
 }
 
@@ -519,6 +638,31 @@ mod tests {
         sink.write(Rect::new(0, 0, 3, 3), &[1, 2, 3, 4, 5, 6, 7, 8, 9])
             .unwrap();
         assert_eq!(out.data, vec![5, 6, 8, 9]);
+    }
+
+    #[test]
+    fn padded_view_fills_beyond_the_source() {
+        // Pixel (0, 0) of a 3x2 source grown by 1: a 3x3 view whose first
+        // row and column lie beyond the source.
+        let mut raster = MemRaster::new(3, 2, vec![1, 2, 3, 4, 5, 6]);
+        let mut view = PaddedView {
+            inner: &mut raster,
+            center: Rect::new(0, 0, 1, 1),
+            halo: 1,
+            fill: 9,
+        };
+        assert_eq!(view.size(), (3, 3));
+        let mut buf = [0u16; 9];
+        view.read(Rect::new(0, 0, 3, 3), &mut buf).unwrap();
+        assert_eq!(buf, [9, 9, 9, 9, 1, 2, 9, 4, 5]);
+        // A part wholly inside reads straight through.
+        let mut buf = [0u16; 2];
+        view.read(Rect::new(1, 2, 2, 1), &mut buf).unwrap();
+        assert_eq!(buf, [4, 5]);
+        // A part wholly outside is all fill.
+        let mut buf = [0u16; 3];
+        view.read(Rect::new(0, 0, 3, 1), &mut buf).unwrap();
+        assert_eq!(buf, [9, 9, 9]);
     }
 
     #[test]
