@@ -24,7 +24,7 @@ for r in 0 1 2 3; do
     gdal_translate -q -srcwin $((c * 512)) $((r * 512)) 512 512 "$map" "$work/tiles/t_${r}${c}.tif"
   done
 done
-"$exe" batch plan "$work/tiles" --out "$work/b" "${opts[@]}" >/dev/null
+"$exe" batch plan "$work/tiles" --out "$work/b" "${opts[@]}" >/dev/null 2>&1
 
 grind() { # output file, then the command
   local out=$1
