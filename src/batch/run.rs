@@ -180,6 +180,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         finished: &finished,
         fingerprint,
         syncer: Syncer::start(),
+        opened: Opened::new(plan.mosaics.len()),
     };
     let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
@@ -195,12 +196,11 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         let workers: Vec<_> = (0..req.jobs.clamp(1, todo.len().max(1)))
             .map(|_| {
                 scope.spawn(|| {
-                    let mut opened = Opened::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(task) = todo.get(i) else { break };
                         let mut observer = progress.observer(task);
-                        let outcome = ctx.attempt(task, &mut opened, &mut observer);
+                        let outcome = ctx.attempt(task, &mut observer);
                         progress.finished(task, &observer, &outcome);
                         results
                             .lock()
@@ -256,10 +256,12 @@ struct Context<'a> {
     fingerprint: u32,
     /// Syncs outputs and records off the workers' path (see `records`).
     syncer: Syncer,
+    /// The mosaics' handles, shared by the workers.
+    opened: Opened,
 }
 
 impl Context<'_> {
-    fn attempt(&self, task: &Task, opened: &mut Opened, observer: &mut TaskObserver) -> Outcome {
+    fn attempt(&self, task: &Task, observer: &mut TaskObserver) -> Outcome {
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
@@ -269,7 +271,7 @@ impl Context<'_> {
         if (self.finished)(task) {
             return Outcome::AlreadyDone;
         }
-        let outcome = match self.run_task(task, opened, observer) {
+        let outcome = match self.run_task(task, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => {
                     self.syncer.add(self.dir.join(&task.output));
@@ -298,12 +300,7 @@ impl Context<'_> {
         outcome
     }
 
-    fn run_task(
-        &self,
-        task: &Task,
-        opened: &mut Opened,
-        observer: &mut TaskObserver,
-    ) -> Result<DoneRecord> {
+    fn run_task(&self, task: &Task, observer: &mut TaskObserver) -> Result<DoneRecord> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
@@ -311,8 +308,11 @@ impl Context<'_> {
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
-        observer.tally = Some(Arc::new(Tally::new(center)));
-        let done = match opened.smooth(task.mosaic, &spec, self.method, observer) {
+        observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
+        let done = match self
+            .opened
+            .smooth(task.mosaic, &spec, self.method, observer)
+        {
             Ok(done) => done,
             Err(e) => {
                 // A neighbour that cannot be read fails this task only if
@@ -333,7 +333,7 @@ impl Context<'_> {
                     input: vrt.clone(),
                     ..spec
                 };
-                observer.tally = Some(Arc::new(Tally::new(center)));
+                observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
                 let done = job::run(&spec, self.method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
@@ -528,34 +528,59 @@ impl Context<'_> {
     }
 }
 
-/// A worker's handle of the mosaic its last task read, kept for its next
-/// task: a mosaic's VRT, the sources it opened and GDAL's cached blocks of
-/// them are then opened and decoded once per worker, not once per task.
-#[derive(Default)]
-struct Opened(Option<(usize, ClassRaster)>);
+/// The run's handle of each mosaic, opened by its first task and shared by
+/// the workers: a mosaic's VRT, the sources GDAL opens under it (each a
+/// GeoTIFF header and its georeferencing) and GDAL's cached blocks of them
+/// are then opened and decoded once per run, not once per worker or task.
+struct Opened(Vec<Mutex<Option<Arc<Mutex<ClassRaster>>>>>);
 
 impl Opened {
+    fn new(mosaics: usize) -> Self {
+        Opened((0..mosaics).map(|_| Mutex::new(None)).collect())
+    }
+
     /// Smooths `spec` (a window of mosaic `mosaic`, read with the default
-    /// band) on the handle, opening it first if it is of another mosaic. A
+    /// band) on the shared handle, opening it first if no task has. A
     /// failed run drops the handle, so that the next task opens it afresh.
     fn smooth(
-        &mut self,
+        &self,
         mosaic: usize,
         spec: &SmoothSpec,
         method: &dyn ClassSmoother,
         observer: &mut dyn Observer,
     ) -> Result<job::SmoothReport> {
-        if self.0.as_ref().is_none_or(|(m, _)| *m != mosaic) {
-            self.0 = None;
-            self.0 = Some((mosaic, ClassRaster::open(&spec.input)?));
-        }
-        let (_, raster) = self.0.as_mut().expect("opened above");
-        let done = job::run_opened(spec, raster, method, observer);
+        let raster = {
+            // Held while opening: a second worker waits for this handle
+            // rather than opening one of its own.
+            let mut slot = self.0[mosaic].lock().expect("mosaic lock");
+            match &*slot {
+                Some(raster) => raster.clone(),
+                None => {
+                    let raster = Arc::new(Mutex::new(open_on_gdal_thread(&spec.input)?));
+                    *slot = Some(raster.clone());
+                    raster
+                }
+            }
+        };
+        let done = job::run_shared(spec, &raster, method, observer);
         if done.is_err() {
-            self.0 = None;
+            let mut slot = self.0[mosaic].lock().expect("mosaic lock");
+            if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, &raster)) {
+                *slot = None;
+            }
         }
         done
     }
+}
+
+/// Opens `path` on one of [`crate::gdal::threads`]' long-lived threads: its
+/// coordinate system is read there through the PROJ context that the
+/// outputs' threads keep warm, not through a cold one on a worker.
+fn open_on_gdal_thread(path: &Path) -> Result<ClassRaster> {
+    let path = path.to_path_buf();
+    crate::gdal::threads::run(move || ClassRaster::open(&path))
+        .recv()
+        .map_err(|_| Error::new("opening the mosaic failed (a GDAL thread stopped)"))?
 }
 
 /// Whether `part` of the raster at `path` (all of it when `None`) reads.
@@ -599,14 +624,12 @@ fn strips(
 
 /// Pixels of `window` by code.
 fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
-    let mut hist = vec![0u64; 1 << 16];
+    let mut hist = vec![0; raster.class_type.max_code() as usize + 1];
     let mut buf = Vec::new();
     for r in strip_rects(window, 8 << 20) {
         buf.resize(r.width * r.height, 0);
         raster.read(r, &mut buf)?;
-        for &c in &buf {
-            hist[c as usize] += 1;
-        }
+        add_codes(&mut hist, &buf);
     }
     Ok(nonzero(&hist))
 }
@@ -661,8 +684,12 @@ struct Tally {
 }
 
 struct TallyCounts {
-    /// Pixels of the window counted already, row-major.
-    seen: Vec<bool>,
+    /// The parts of the window counted already: each read's overlap with it.
+    counted: Vec<Rect>,
+    /// Scratch of a row's spans not counted yet, and of their next state.
+    gaps: Vec<(usize, usize)>,
+    next: Vec<(usize, usize)>,
+    /// Pixels by code, for every code the band's type holds.
     input: Vec<u64>,
     output: Vec<u64>,
     input_pixels: usize,
@@ -670,13 +697,17 @@ struct TallyCounts {
 }
 
 impl Tally {
-    fn new(center: Rect) -> Self {
+    /// The tally of window `center` of a band whose codes are at most
+    /// `max_code`.
+    fn new(center: Rect, max_code: u16) -> Self {
         Tally {
             center,
             inner: Mutex::new(TallyCounts {
-                seen: vec![false; center.width * center.height],
-                input: vec![0; 1 << 16],
-                output: vec![0; 1 << 16],
+                counted: Vec::new(),
+                gaps: Vec::new(),
+                next: Vec::new(),
+                input: vec![0; max_code as usize + 1],
+                output: vec![0; max_code as usize + 1],
                 input_pixels: 0,
                 output_pixels: 0,
             }),
@@ -698,38 +729,68 @@ impl Tally {
 
 impl Tap for Tally {
     fn read(&self, w: Rect, codes: &[u16]) {
-        let c = self.center;
-        let Some(both) = w.intersection(&c) else {
+        let Some(both) = w.intersection(&self.center) else {
             return;
         };
-        let (x0, y0, x1, y1) = (both.x, both.y, both.x + both.width, both.y + both.height);
         let mut t = self.inner.lock().expect("tally lock");
         let TallyCounts {
-            seen,
+            counted,
+            gaps,
+            next,
             input,
             input_pixels,
             ..
         } = &mut *t;
-        for y in y0..y1 {
-            let from = (y - w.y) * w.width + (x0 - w.x);
-            let row = &codes[from..from + (x1 - x0)];
-            let at = (y - c.y) * c.width + (x0 - c.x);
-            for (s, &code) in seen[at..at + (x1 - x0)].iter_mut().zip(row) {
-                if !*s {
-                    *s = true;
-                    input[code as usize] += 1;
-                    *input_pixels += 1;
+        // Only earlier reads that overlap this one take pixels from it
+        // (with tiles on a grid, its neighbours).
+        let overlapping: Vec<Rect> = counted
+            .iter()
+            .filter_map(|r| r.intersection(&both))
+            .collect();
+        for y in both.y..both.y + both.height {
+            gaps.clear();
+            gaps.push((both.x, both.x + both.width));
+            for r in overlapping
+                .iter()
+                .filter(|r| (r.y..r.y + r.height).contains(&y))
+            {
+                next.clear();
+                for &(a, b) in gaps.iter() {
+                    let (x0, x1) = (r.x.max(a), (r.x + r.width).min(b));
+                    if x0 >= x1 {
+                        next.push((a, b));
+                        continue;
+                    }
+                    if a < x0 {
+                        next.push((a, x0));
+                    }
+                    if x1 < b {
+                        next.push((x1, b));
+                    }
                 }
+                std::mem::swap(gaps, next);
+            }
+            let row = (y - w.y) * w.width;
+            for &(x0, x1) in gaps.iter() {
+                add_codes(input, &codes[row + x0 - w.x..row + x1 - w.x]);
+                *input_pixels += x1 - x0;
             }
         }
+        counted.push(both);
     }
 
     fn written(&self, _w: Rect, codes: &[u16]) {
         let mut t = self.inner.lock().expect("tally lock");
-        for &code in codes {
-            t.output[code as usize] += 1;
-        }
+        add_codes(&mut t.output, codes);
         t.output_pixels += codes.len();
+    }
+}
+
+/// Adds `codes` to `hist`, a count by code as long as the band's type has
+/// codes (a band holds no other).
+fn add_codes(hist: &mut [u64], codes: &[u16]) {
+    for &code in codes {
+        hist[code as usize] += 1;
     }
 }
 
@@ -845,7 +906,7 @@ mod tests {
     fn a_tally_counts_each_pixel_of_its_window_once() {
         // A 4x2 window at (1, 1) of a 6x4 input, read as two tiles that
         // overlap by a column and reach past the window.
-        let tally = Tally::new(Rect::new(1, 1, 4, 2));
+        let tally = Tally::new(Rect::new(1, 1, 4, 2), u8::MAX as u16);
         let input: Vec<u16> = (0..24).map(|i| (i % 3) as u16).collect();
         let part = |r: Rect| -> Vec<u16> {
             (r.y..r.y + r.height)

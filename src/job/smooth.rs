@@ -26,7 +26,7 @@ use crate::method::select::{MethodSpec, smoother_for};
 use crate::output::Target;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tiles::{Border, Rect};
 
@@ -114,20 +114,61 @@ pub fn run(
     smooth_into(spec, method, output, &mut input, observer)
 }
 
-/// [`run`] on an input opened already: `input` is `spec.input` opened with
-/// `spec.band` by [`ClassRaster::open_with`] (its `meta.projection` read).
-/// For many windows of one input (a batch worker), so that the input (a
-/// mosaic's VRT and the sources it opened) is opened once, not per window.
-pub fn run_opened(
+/// [`run`] on an input opened already and shared with other runs: `input`
+/// is `spec.input` opened with `spec.band` by [`ClassRaster::open_with`]
+/// (its `meta.projection` read). For many windows of one input smoothed at
+/// once (a batch's workers), so that the input (a mosaic's VRT and the
+/// sources GDAL opens under it) is opened and georeferenced once per run,
+/// not per window or per worker. Each read holds the lock, the rest of the
+/// run does not.
+pub fn run_shared(
     spec: &SmoothSpec,
-    input: &mut ClassRaster,
+    input: &Mutex<ClassRaster>,
     method: &dyn ClassSmoother,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("setup");
-    let output =
-        DeferredOutput::spawn_with_projection(spec.target.clone(), input.meta.projection.clone());
-    smooth_into(spec, method, output, input, observer)
+    let projection = locked(input).meta.projection.clone();
+    let output = DeferredOutput::spawn_with_projection(spec.target.clone(), projection);
+    smooth_into(spec, method, output, &mut Shared(input), observer)
+}
+
+/// The input of a run as [`smooth_into`] needs it: the raster (its
+/// metadata, a class scan) and its pixels as a source.
+trait Input: ClassSource {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R;
+}
+
+impl Input for ClassRaster {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
+        f(self)
+    }
+}
+
+/// A raster shared by concurrent runs: GDAL handles are not thread-safe,
+/// so every use holds the lock.
+struct Shared<'a>(&'a Mutex<ClassRaster>);
+
+fn locked(input: &Mutex<ClassRaster>) -> std::sync::MutexGuard<'_, ClassRaster> {
+    // A run that panicked while reading leaves the raster as usable as a
+    // failed read does.
+    input.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClassSource for Shared<'_> {
+    fn size(&self) -> (usize, usize) {
+        locked(self.0).size()
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        locked(self.0).read(w, buf)
+    }
+}
+
+impl Input for Shared<'_> {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
+        f(&mut locked(self.0))
+    }
 }
 
 /// Finds the input's classes, smooths it into `output` (handing it its
@@ -136,15 +177,24 @@ fn smooth_into(
     spec: &SmoothSpec,
     method: &dyn ClassSmoother,
     mut output: DeferredOutput,
-    input: &mut ClassRaster,
+    input: &mut impl Input,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("open");
+    let (meta, class_type, band, input_nodata, fits_cache) = input.with_raster(|r| {
+        (
+            r.meta.clone(),
+            r.class_type,
+            r.band(),
+            r.nodata_code(),
+            r.fits_block_cache(),
+        )
+    });
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
     let grid = engine::tile_grid(
-        input.meta.width,
-        input.meta.height,
+        meta.width,
+        meta.height,
         halo,
         spec.border,
         // The output's size does not depend on the tile side.
@@ -174,19 +224,15 @@ fn smooth_into(
         width,
         height,
         bands: 1,
-        data_type: match input.class_type {
+        data_type: match class_type {
             ClassType::Byte => GdalDataType::UInt8,
             ClassType::UInt16 => GdalDataType::UInt16,
         },
-        geo_transform: shifted(
-            input.meta.geo_transform,
-            window.x + offset,
-            window.y + offset,
-        ),
+        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
         projection: String::new(),
         nodata: None,
-        colors: input.meta.colors.clone(),
-        category_names: input.meta.category_names.clone(),
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
         compression: spec.compression.clone(),
     };
     let with_nodata = |nodata: Option<u16>| OutputSpec {
@@ -195,9 +241,8 @@ fn smooth_into(
     };
     // The output's nodata is the input's where it has one, so the output
     // can be made while the classes are scanned.
-    let input_nodata = input.nodata_code();
     spec.policies.check_nodata(input_nodata)?;
-    let max_code = input.class_type.max_code();
+    let max_code = class_type.max_code();
     if let Some(d) = spec.dst_nodata
         && d > max_code
     {
@@ -217,8 +262,9 @@ fn smooth_into(
         Classes::Auto { need_present } => {
             // A --dst-nodata code must be checked against the classes present.
             let need_present = *need_present || spec.dst_nodata.is_some();
-            if scan_first(spec, need_present, input) {
-                let classes = input.scan_classes(&observer.progress("smooth"))?;
+            if scan_first(spec, need_present, class_type, input_nodata, fits_cache) {
+                let progress = observer.progress("smooth");
+                let classes = input.with_raster(|r| r.scan_classes(&progress))?;
                 observer.stage("scan");
                 classes
             } else {
@@ -239,7 +285,7 @@ fn smooth_into(
             format!(
                 "--dst-nodata {d} is a class of {} (band {})",
                 spec.input.display(),
-                input.band()
+                band
             ),
             hint = "pick a code the input does not hold (`mapfilter info` lists them)"
         ),
@@ -263,7 +309,7 @@ fn smooth_into(
     let mut votes = spec
         .confidence
         .as_ref()
-        .map(|c| c.open(input.meta.width, input.meta.height))
+        .map(|c| c.open(meta.width, meta.height))
         .transpose()?;
     let tap = observer.tap();
     let mut tapped_in = Tapped {
@@ -287,43 +333,76 @@ fn smooth_into(
             &progress,
         )?
     } else {
-        // The window in the input's pixels, and the part of the input that
-        // reaches it through the kernel: pixels beyond the input contribute
-        // nothing, as in a run over the whole input.
+        // The window in the input's pixels.
         let center = Rect::new(window.x + offset, window.y + offset, width, height);
-        let r = halo;
-        let (w, h) = tapped_in.size();
-        let x0 = center.x.saturating_sub(r);
-        let y0 = center.y.saturating_sub(r);
-        let x1 = (center.x + center.width + r).min(w);
-        let y1 = (center.y + center.height + r).min(h);
-        let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
-        let crop = Rect::new(center.x - x0, center.y - y0, width, height);
-        let mut source = ViewSource {
-            inner: &mut tapped_in,
-            view,
-        };
-        let mut vote_view = votes.as_mut().map(|v| ViewSource {
-            inner: v as &mut dyn ClassSource,
-            view,
-        });
-        let mut sink = CropSink {
-            inner: &mut tapped_out,
-            crop,
-        };
-        // Engine tiles of about the asked side that split the view evenly:
-        // a view one halo larger than `--tile` runs as one tile, not one
-        // tile and three slivers. Exact methods give the same pixels for
-        // any tile side.
-        let side = view.width.max(view.height);
-        let tiles = ((side as f64 / tile.max(1) as f64).round() as usize).max(1);
-        let windowed = SmoothJob {
-            border: Border::Same,
-            tile: side.div_ceil(tiles),
-            ..job.clone()
-        };
-        let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
-        engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, &progress)?
+        match outside_code(&job, method, votes.is_some(), max_code) {
+            Some(fill) => {
+                // The engine computes the window's pixels only: a `valid`
+                // grid over the window grown by the halo, where what lies
+                // beyond the input reads as a code that is no class. Such
+                // pixels vote for nothing, as nodata and the outside of the
+                // input do in a run over the whole input.
+                let mut source = PaddedView {
+                    inner: &mut tapped_in,
+                    center,
+                    halo,
+                    fill,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Valid,
+                    tile: even_tile(width.max(height), tile),
+                    ..job.clone()
+                };
+                engine::smooth_weighted(
+                    &mut source,
+                    None,
+                    &mut tapped_out,
+                    &windowed,
+                    method,
+                    &progress,
+                )?
+            }
+            None => {
+                // The part of the input that reaches the window through the
+                // kernel, smoothed whole, and the window cut from it: pixels
+                // beyond the input contribute nothing, as in a run over the
+                // whole input.
+                let r = halo;
+                let (w, h) = tapped_in.size();
+                let x0 = center.x.saturating_sub(r);
+                let y0 = center.y.saturating_sub(r);
+                let x1 = (center.x + center.width + r).min(w);
+                let y1 = (center.y + center.height + r).min(h);
+                let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
+                let crop = Rect::new(center.x - x0, center.y - y0, width, height);
+                let mut source = ViewSource {
+                    inner: &mut tapped_in,
+                    view,
+                };
+                let mut vote_view = votes.as_mut().map(|v| ViewSource {
+                    inner: v as &mut dyn ClassSource,
+                    view,
+                });
+                let mut sink = CropSink {
+                    inner: &mut tapped_out,
+                    crop,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Same,
+                    tile: even_tile(view.width.max(view.height), tile),
+                    ..job.clone()
+                };
+                let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
+                engine::smooth_weighted(
+                    &mut source,
+                    votes,
+                    &mut sink,
+                    &windowed,
+                    method,
+                    &progress,
+                )?
+            }
+        }
     };
     observer.stage("engine");
     observer.busy("read", tapped_in.busy);
@@ -337,6 +416,34 @@ fn smooth_into(
         job,
         stats,
     })
+}
+
+/// Engine tiles of about the asked side `tile` that split `side` pixels
+/// evenly: a window one halo larger than `--tile` runs as one tile, not one
+/// tile and three slivers. Exact methods give the same pixels for any tile
+/// side.
+fn even_tile(side: usize, tile: usize) -> usize {
+    let tiles = ((side as f64 / tile.max(1) as f64).round() as usize).max(1);
+    side.div_ceil(tiles)
+}
+
+/// A code that is no class of `job`, for the pixels beyond the input
+/// around a window, or `None` where the window is smoothed with the input
+/// around it instead: with vote weights, with policies around the method
+/// (their passes tell the outside from pixels of no class), and with
+/// approximate methods (whose pixels depend on the tiles' layout, which
+/// stays as it was).
+fn outside_code(
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    votes: bool,
+    max_code: u16,
+) -> Option<u16> {
+    if votes || job.policies.around_method() || !method.is_exact() {
+        return None;
+    }
+    let codes = job.classes.codes();
+    (0..=max_code).find(|c| codes.binary_search(c).is_err())
 }
 
 /// The geotransform of an output whose pixel (0,0) is input pixel (x, y).
@@ -397,6 +504,64 @@ impl ClassSource for ViewSource<'_> {
     }
 }
 
+/// Window `center` of a source grown by `halo` on every side, as a source
+/// of its own; what lies beyond the source reads as `fill`.
+struct PaddedView<'a> {
+    inner: &'a mut dyn ClassSource,
+    center: Rect,
+    halo: usize,
+    fill: u16,
+}
+
+impl PaddedView<'_> {
+    /// The part of `w` (in this view's pixels) inside the source, in the
+    /// source's pixels.
+    fn inside(&self, w: Rect) -> Option<Rect> {
+        let (width, height) = self.inner.size();
+        let span = |start: usize, len: usize, center: usize, limit: usize| {
+            // View pixel v is source pixel v + center - halo.
+            let lo = (start + center).saturating_sub(self.halo);
+            let hi = (start + len + center).saturating_sub(self.halo).min(limit);
+            (lo < hi).then_some((lo, hi - lo))
+        };
+        let (x, w_in) = span(w.x, w.width, self.center.x, width)?;
+        let (y, h_in) = span(w.y, w.height, self.center.y, height)?;
+        Some(Rect::new(x, y, w_in, h_in))
+    }
+}
+
+impl ClassSource for PaddedView<'_> {
+    fn size(&self) -> (usize, usize) {
+        (
+            self.center.width + 2 * self.halo,
+            self.center.height + 2 * self.halo,
+        )
+    }
+
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        let inside = self.inside(w);
+        if let Some(part) = inside
+            && (part.width, part.height) == (w.width, w.height)
+        {
+            return self.inner.read(part, buf);
+        }
+        buf.fill(self.fill);
+        let Some(part) = inside else {
+            return Ok(());
+        };
+        let mut read = vec![0u16; part.width * part.height];
+        self.inner.read(part, &mut read)?;
+        // Where the part starts in `w`.
+        let dx = part.x + self.halo - self.center.x - w.x;
+        let dy = part.y + self.halo - self.center.y - w.y;
+        for (row, src) in read.chunks_exact(part.width).enumerate() {
+            let at = (dy + row) * w.width + dx;
+            buf[at..at + part.width].copy_from_slice(src);
+        }
+        Ok(())
+    }
+}
+
 /// A sink that keeps only the pixels inside `crop`, moved to its origin.
 struct CropSink<'a> {
     inner: &'a mut dyn ClassSink,
@@ -434,12 +599,18 @@ impl ClassSink for CropSink<'_> {
 /// other core, and the engine then finds them decoded
 /// (docs/decisions/0007-class-scan.md). Elsewhere the scan is skipped and
 /// with it a whole single-threaded decoding pass.
-fn scan_first(spec: &SmoothSpec, need_present: bool, input: &ClassRaster) -> bool {
-    input.class_type != ClassType::Byte
-        || input.nodata_code().is_none()
+fn scan_first(
+    spec: &SmoothSpec,
+    need_present: bool,
+    class_type: ClassType,
+    nodata: Option<u16>,
+    fits_block_cache: bool,
+) -> bool {
+    class_type != ClassType::Byte
+        || nodata.is_none()
         || !spec.weights.is_empty()
         || need_present
-        || (input.fits_block_cache() && few_threads())
+        || (fits_block_cache && few_threads())
 }
 
 /// Whether the run has so few threads (rayon's pool: the cores, or
@@ -467,6 +638,31 @@ mod tests {
         sink.write(Rect::new(0, 0, 3, 3), &[1, 2, 3, 4, 5, 6, 7, 8, 9])
             .unwrap();
         assert_eq!(out.data, vec![5, 6, 8, 9]);
+    }
+
+    #[test]
+    fn padded_view_fills_beyond_the_source() {
+        // Pixel (0, 0) of a 3x2 source grown by 1: a 3x3 view whose first
+        // row and column lie beyond the source.
+        let mut raster = MemRaster::new(3, 2, vec![1, 2, 3, 4, 5, 6]);
+        let mut view = PaddedView {
+            inner: &mut raster,
+            center: Rect::new(0, 0, 1, 1),
+            halo: 1,
+            fill: 9,
+        };
+        assert_eq!(view.size(), (3, 3));
+        let mut buf = [0u16; 9];
+        view.read(Rect::new(0, 0, 3, 3), &mut buf).unwrap();
+        assert_eq!(buf, [9, 9, 9, 9, 1, 2, 9, 4, 5]);
+        // A part wholly inside reads straight through.
+        let mut buf = [0u16; 2];
+        view.read(Rect::new(1, 2, 2, 1), &mut buf).unwrap();
+        assert_eq!(buf, [4, 5]);
+        // A part wholly outside is all fill.
+        let mut buf = [0u16; 3];
+        view.read(Rect::new(0, 0, 3, 1), &mut buf).unwrap();
+        assert_eq!(buf, [9, 9, 9]);
     }
 
     #[test]
