@@ -18,7 +18,7 @@ pub mod select;
 mod simd4;
 pub mod spec;
 
-use crate::classes::{CodeLut, CodeMap, NO_CLASS, TileCompaction};
+use crate::classes::{self, CodeLut, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::Result;
 use crate::io::RowsMut;
 use crate::kernel::Kernel;
@@ -107,6 +107,24 @@ pub struct CodeTile<'a> {
 }
 
 impl CodeTile<'_> {
+    /// Stages the tile into `staged` as global class indices, padded
+    /// ([`classes::stage_globals`]), for a device to compact: returns the
+    /// tile's compaction and the compacted tile's shape (its classes lie
+    /// on the device).
+    pub fn stage(&self, staged: &mut [u8]) -> (TileCompaction, ClassTile<'static>) {
+        let t = self.tile;
+        let present = classes::stage_globals(self.codes, self.stride, self.lut, t, staged);
+        let local = TileCompaction::from_presence(&present);
+        let shape = ClassTile {
+            width: t.padded_width,
+            height: t.padded_height,
+            halo: self.halo,
+            n_classes: local.len(),
+            classes: &[],
+        };
+        (local, shape)
+    }
+
     /// The source window's codes without gaps between rows (borrowed when
     /// they have none).
     pub fn contiguous(&self) -> std::borrow::Cow<'_, [u16]> {

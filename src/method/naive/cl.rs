@@ -27,7 +27,7 @@
 //! kernel reads an image that the mapping kernel does not write): the
 //! engine hands a tile as its source window of codes, staged as global
 //! class indices straight into the slot's pinned upload
-//! ([`classes::stage_globals`]) and mapped to local indices on the device
+//! ([`crate::classes::stage_globals`]) and mapped to local indices on the device
 //! by `map_codes` (kernels/codes.cl) before the method's kernel, so the
 //! host never compacts it; the run path builds its helper planes from the
 //! staged bytes. Winners come down as bytes where they fit (`bytes_out`)
@@ -43,7 +43,7 @@ use super::cl_runs::{Cells, TileRuns, kernel_sat};
 pub use super::tuning::{CpuPaths, FastShape};
 use super::tuning::{gpu_fast_shape, shape_override};
 use crate::bail;
-use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
+use crate::classes::{CodeMap, NO_CLASS, TileCompaction};
 use crate::io::RowsMut;
 use crate::device::tune::{self, Setting};
 use crate::device::{
@@ -509,7 +509,7 @@ impl NaiveCl {
     }
 
     /// Enqueues `tile` on `slot`. `table`: its classes lie in the slot's
-    /// pinned upload as global indices ([`classes::stage_globals`]), which
+    /// pinned upload as global indices ([`crate::classes::stage_globals`]), which
     /// the device maps to local ones through this table first; otherwise
     /// they are `tile.classes`, staged here.
     fn start(
@@ -632,17 +632,8 @@ impl ClassSmoother for NaiveCl {
         }
         let mut slot = self.slots.take();
         let staging = PinnedHost::ensure(&mut slot.host_in, self.device(), w * h)?;
-        let present =
-            classes::stage_globals(tile.codes, tile.stride, tile.lut, t, &mut staging.as_mut_slice()[..w * h]);
-        let local = TileCompaction::from_presence(&present);
+        let (local, class_tile) = tile.stage(&mut staging.as_mut_slice()[..w * h]);
         let weights = local.weights(params.class_weights);
-        let class_tile = ClassTile {
-            width: w,
-            height: h,
-            halo: tile.halo,
-            n_classes: local.len(),
-            classes: &[],
-        };
         let params = SmoothParams {
             class_weights: &weights,
             ..*params

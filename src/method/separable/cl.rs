@@ -20,7 +20,7 @@
 
 use super::{Bounds, Filter, SeparablePlan};
 use crate::bail;
-use crate::classes::{self, CodeMap, NO_CLASS, TileCompaction};
+use crate::classes::{CodeMap, NO_CLASS, TileCompaction};
 use crate::io::RowsMut;
 use crate::device::tune::{self, Setting};
 use crate::device::{
@@ -422,24 +422,10 @@ impl SeparableCl {
         let slot = pending.slot.as_mut().expect("just taken");
         let n_codes = w * h;
         let staging = PinnedHost::ensure(&mut slot.pinned8, self.device(), n_codes.max(outputs))?;
-        let present = classes::stage_globals(
-            tile.codes,
-            tile.stride,
-            tile.lut,
-            t,
-            &mut staging.as_mut_slice()[..n_codes],
-        );
-        let local = TileCompaction::from_presence(&present);
+        let (local, class_tile) = tile.stage(&mut staging.as_mut_slice()[..n_codes]);
         slot.table_host.clear();
         slot.table_host.extend_from_slice(&local.device_table());
         let weights = local.weights(params.class_weights);
-        let class_tile = ClassTile {
-            width: w,
-            height: h,
-            halo: tile.halo,
-            n_classes: local.len(),
-            classes: &[],
-        };
         self.check(&class_tile)?;
         let params = SmoothParams {
             class_weights: &weights,
