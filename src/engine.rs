@@ -209,9 +209,7 @@ pub fn smooth_weighted(
         .hint("add it to the class table (job::smooth does)"));
     }
 
-    let mut stats = RunStats::default();
-    let mut class_sum = 0usize;
-    let mut present = vec![false; job.classes.len()];
+    let mut tally = Tally::new(job.classes.len());
     let mut reused = Vec::new();
     let (mut read_time, mut sink_time) = (Duration::ZERO, Duration::ZERO);
     let (mut prepare_time, mut map_time) = (Duration::ZERO, Duration::ZERO);
@@ -282,6 +280,30 @@ pub fn smooth_weighted(
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
+    if let (Some(all), Some(out)) = (resident, in_place.as_deref_mut()) {
+        // Both ends in memory: every tile writes its own window, so tile
+        // order no longer matters and bands of tile rows run end to end on
+        // several threads, spreading the host's staging and mapping.
+        let bands = Bands {
+            grid: &grid,
+            job,
+            fill,
+            tie,
+            out_w,
+            // Each thread keeps two tiles in flight: as many in all as
+            // the pipeline keeps.
+            threads: (method.depth() + 1).div_ceil(2).max(2),
+        };
+        let mut stats = bands
+            .run(out, progress, |tile| {
+                let at = &all[tile.source.y * width + tile.source.x..];
+                submit_codes(tile, at, width)
+            })?
+            .stats();
+        progress.finish();
+        stats.wall = start.elapsed();
+        return Ok(stats);
+    }
     // Buffers go back to the stage that fills them, so that tiles after
     // the first few allocate nothing.
     let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
@@ -379,32 +401,13 @@ pub fn smooth_weighted(
                 })
             },
             |tile, flight| {
-                stats.tiles += 1;
-                stats.pixels += tile.output.area();
-                stats.max_tile_classes = stats.max_tile_classes.max(flight.local.len());
-                class_sum += flight.local.len();
-                for &g in &flight.local.globals {
-                    present[g as usize] = true;
-                }
-                let map = CodeMap {
-                    codes: flight
-                        .local
-                        .globals
-                        .iter()
-                        .map(|&g| job.classes.codes()[g as usize])
-                        .collect(),
-                    fill,
-                    tie,
-                };
+                let map = tally.count(&tile, &flight.local, job, fill, tie);
                 let t0 = Instant::now();
                 if let Some(all) = in_place.as_deref_mut() {
                     // Waited for and mapped into its place in the output.
                     let rows = RowsMut::window(all, out_w, tile.output);
                     flight.pending.wait_codes(&map, rows)?;
-                    let waited = t0.elapsed();
-                    stats.compute += flight.submit_time + waited;
-                    stats.stages.submit += flight.submit_time;
-                    stats.stages.wait += waited;
+                    tally.timed(flight.submit_time, t0.elapsed());
                     check_nodata(&RowsMut::window(all, out_w, tile.output), job.output_nodata)?;
                     return Ok(None);
                 }
@@ -426,9 +429,7 @@ pub fn smooth_weighted(
                     flight.pending.wait_codes(&map, rows)?;
                     (t0.elapsed(), Duration::ZERO)
                 };
-                stats.compute += flight.submit_time + waited;
-                stats.stages.submit += flight.submit_time;
-                stats.stages.wait += waited;
+                tally.timed(flight.submit_time, waited);
                 map_time += mapped;
                 check_nodata(
                     &RowsMut::contiguous(&mut out, tile.output.width),
@@ -454,15 +455,211 @@ pub fn smooth_weighted(
             },
         )
     })?;
+    let mut stats = tally.stats();
     stats.stages.read = read_time;
     stats.stages.prepare = prepare_time;
     stats.stages.map_back = map_time;
     stats.stages.sink = sink_time;
-    stats.mean_tile_classes = class_sum as f64 / stats.tiles.max(1) as f64;
-    stats.classes_present = present.iter().filter(|&&p| p).count();
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
+}
+
+/// A run whose source and output both lie in memory, by bands of tile
+/// rows: each thread takes the next band and stages, submits, waits for
+/// and maps its tiles in place, one tile ahead.
+struct Bands<'a> {
+    grid: &'a TileGrid,
+    job: &'a SmoothJob,
+    fill: u16,
+    tie: u16,
+    out_w: usize,
+    threads: usize,
+}
+
+impl Bands<'_> {
+    fn run<'m>(
+        &self,
+        out: &mut [u16],
+        progress: &Progress,
+        submit: impl Fn(&tiles::Tile) -> Result<InFlight<'m>> + Sync,
+    ) -> Result<Tally> {
+        let cols = self.grid.columns();
+        let mut rest = out;
+        let mut bands = Vec::new();
+        for row in 0..self.grid.rows() {
+            let first = self.grid.tile(row * cols);
+            let (band, tail) =
+                std::mem::take(&mut rest).split_at_mut(first.output.height * self.out_w);
+            bands.push((row, first.output.y, band));
+            rest = tail;
+        }
+        let threads = self.threads.min(bands.len()).max(1);
+        let queue = std::sync::Mutex::new(bands.into_iter());
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let tallies: Vec<Result<Tally>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut tally = Tally::new(self.job.classes.len());
+                        let result = self.work(&queue, &failed, &submit, progress, &mut tally);
+                        if result.is_err() {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        result.map(|()| tally)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| Err(Error::new("a tile thread panicked")))
+                })
+                .collect()
+        });
+        let mut all = Tally::new(self.job.classes.len());
+        for tally in tallies {
+            all.merge(tally?);
+        }
+        Ok(all)
+    }
+
+    /// One thread's share: bands from `queue` until it is empty.
+    fn work<'m, 'o>(
+        &self,
+        queue: &std::sync::Mutex<std::vec::IntoIter<(usize, usize, &'o mut [u16])>>,
+        failed: &std::sync::atomic::AtomicBool,
+        submit: &(impl Fn(&tiles::Tile) -> Result<InFlight<'m>> + Sync),
+        progress: &Progress,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let cols = self.grid.columns();
+        loop {
+            // Another thread's error ends the run.
+            let next = queue.lock().expect("no thread panics holding it").next();
+            let Some((row, y0, band)) = next else {
+                return Ok(());
+            };
+            if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(());
+            }
+            let mut ahead: Option<(tiles::Tile, InFlight)> = None;
+            for col in 0..cols {
+                let tile = self.grid.tile(row * cols + col);
+                let flight = submit(&tile)?;
+                if let Some((tile, flight)) = ahead.replace((tile, flight)) {
+                    self.finish(tile, flight, band, y0, tally)?;
+                    progress.inc(1);
+                }
+            }
+            if let Some((tile, flight)) = ahead {
+                self.finish(tile, flight, band, y0, tally)?;
+                progress.inc(1);
+            }
+        }
+    }
+
+    /// Waits for `tile` and maps its outputs into `band`, the output's rows
+    /// from `y0` on.
+    fn finish(
+        &self,
+        tile: tiles::Tile,
+        flight: InFlight,
+        band: &mut [u16],
+        y0: usize,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let map = tally.count(&tile, &flight.local, self.job, self.fill, self.tie);
+        let t0 = Instant::now();
+        let window = tiles::Rect {
+            y: tile.output.y - y0,
+            ..tile.output
+        };
+        flight
+            .pending
+            .wait_codes(&map, RowsMut::window(band, self.out_w, window))?;
+        tally.timed(flight.submit_time, t0.elapsed());
+        check_nodata(
+            &RowsMut::window(band, self.out_w, window),
+            self.job.output_nodata,
+        )
+    }
+}
+
+/// The figures of a run's tiles as they finish.
+struct Tally {
+    stats: RunStats,
+    class_sum: usize,
+    /// Per global class: in some tile.
+    present: Vec<bool>,
+}
+
+impl Tally {
+    fn new(classes: usize) -> Self {
+        Tally {
+            stats: RunStats::default(),
+            class_sum: 0,
+            present: vec![false; classes],
+        }
+    }
+
+    /// Counts a finished tile compacted as `local`; returns the map of its
+    /// outputs to codes.
+    fn count(
+        &mut self,
+        tile: &tiles::Tile,
+        local: &TileCompaction,
+        job: &SmoothJob,
+        fill: u16,
+        tie: u16,
+    ) -> CodeMap {
+        self.stats.tiles += 1;
+        self.stats.pixels += tile.output.area();
+        self.stats.max_tile_classes = self.stats.max_tile_classes.max(local.len());
+        self.class_sum += local.len();
+        for &g in &local.globals {
+            self.present[g as usize] = true;
+        }
+        CodeMap {
+            codes: local
+                .globals
+                .iter()
+                .map(|&g| job.classes.codes()[g as usize])
+                .collect(),
+            fill,
+            tie,
+        }
+    }
+
+    /// A tile's time in the method: handing it over, then waiting for it.
+    fn timed(&mut self, submit: Duration, wait: Duration) {
+        self.stats.compute += submit + wait;
+        self.stats.stages.submit += submit;
+        self.stats.stages.wait += wait;
+    }
+
+    fn merge(&mut self, other: Tally) {
+        let (a, b) = (&mut self.stats, other.stats);
+        a.tiles += b.tiles;
+        a.pixels += b.pixels;
+        a.max_tile_classes = a.max_tile_classes.max(b.max_tile_classes);
+        a.compute += b.compute;
+        a.stages.submit += b.stages.submit;
+        a.stages.wait += b.stages.wait;
+        self.class_sum += other.class_sum;
+        self.present
+            .iter_mut()
+            .zip(other.present)
+            .for_each(|(p, q)| *p |= q);
+    }
+
+    fn stats(self) -> RunStats {
+        let mut stats = self.stats;
+        stats.mean_tile_classes = self.class_sum as f64 / stats.tiles.max(1) as f64;
+        stats.classes_present = self.present.iter().filter(|&&p| p).count();
+        stats
+    }
 }
 
 /// Starts `tile` (whose classes are `classes`) as a job on the rayon pool:
