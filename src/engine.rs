@@ -12,6 +12,9 @@
 //! `ON_POOL_MAX_TILE` a side) started as a job on the rayon pool instead,
 //! so the threads that finish a tile's last bands move on to the next tile
 //! rather than wait.
+//! A raster in memory is staged from in place by the reader thread, and
+//! where the output lies in memory too, tile order no longer matters:
+//! bands of tile rows then run end to end on several threads ([`Bands`]).
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
