@@ -1009,4 +1009,82 @@ mod tests {
         assert_eq!(workers(ON_POOL_MAX_TILE + 8, true), (1, 0));
         assert_eq!(workers(ON_POOL_MAX_TILE / 2, false), (3, 0));
     }
+
+    /// A device method that compacts on its device and fails at its fifth
+    /// tile: a run with both ends in memory (bands on several threads)
+    /// returns that error rather than hang or panic, and one through the
+    /// window interface does too.
+    #[test]
+    fn a_failing_tile_stops_a_run_in_bands() {
+        struct FailsAtFifth(std::sync::atomic::AtomicUsize);
+        impl ClassSmoother for FailsAtFifth {
+            fn name(&self) -> String {
+                "fails-at-fifth".into()
+            }
+            fn is_exact(&self) -> bool {
+                true
+            }
+            fn smooth(
+                &self,
+                tile: &ClassTile,
+                params: &SmoothParams,
+                out: &mut [u16],
+            ) -> Result<()> {
+                NaiveHost.smooth(tile, params, out)
+            }
+            fn runs_on(&self) -> Option<crate::device::DeviceKind> {
+                Some(crate::device::DeviceKind::Cpu)
+            }
+            fn takes_codes(&self) -> bool {
+                true
+            }
+            fn submit_codes(
+                &self,
+                tile: &CodeTile,
+                params: &SmoothParams,
+            ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
+                let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n == 4 {
+                    return Err(Error::new("the fifth tile fails"));
+                }
+                crate::method::submit_compacted(self, tile, params)
+            }
+        }
+        let (w, h) = (64, 64);
+        let input = MemRaster::new(w, h, (0..w * h).map(|i| (i / 5 % 3) as u16).collect());
+        let classes = ClassTable::from_codes(&input.data, None).unwrap();
+        let job = job(classes, 16);
+        let method = FailsAtFifth(Default::default());
+        let err = run(&input, &job, &method).unwrap_err();
+        assert!(err.to_string().contains("fifth tile"), "{err}");
+        // The same method through windows gives the same error; counting
+        // from past the fifth it never fails, and the bands give the
+        // host's bytes (tiles that fall back to host compaction included).
+        let method = FailsAtFifth(Default::default());
+        let mut windows = Windows(input.clone());
+        let mut out = Windows(MemRaster::filled(w, h, 0));
+        let err = smooth(&mut windows, &mut out, &job, &method, &Progress::hidden()).unwrap_err();
+        assert!(err.to_string().contains("fifth tile"), "{err}");
+        let method = FailsAtFifth(5.into());
+        let want = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
+        assert_eq!(smooth_in_memory(&input, &job, &method).unwrap(), want);
+    }
+
+    /// A raster in memory behind the window interface alone.
+    struct Windows(MemRaster);
+
+    impl ClassSource for Windows {
+        fn size(&self) -> (usize, usize) {
+            self.0.size()
+        }
+        fn read(&mut self, window: tiles::Rect, buf: &mut [u16]) -> Result<()> {
+            self.0.read(window, buf)
+        }
+    }
+
+    impl ClassSink for Windows {
+        fn write(&mut self, window: tiles::Rect, codes: &[u16]) -> Result<()> {
+            self.0.write(window, codes)
+        }
+    }
 }

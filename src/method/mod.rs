@@ -134,7 +134,7 @@ impl CodeTile<'_> {
             return std::borrow::Cow::Borrowed(&self.codes[..len]);
         }
         let mut rows = Vec::with_capacity(self.tile.source.area() as usize);
-        for row in self.codes.chunks(self.stride) {
+        for row in self.codes.chunks(self.stride).take(self.tile.source.height) {
             rows.extend_from_slice(&row[..w]);
         }
         std::borrow::Cow::Owned(rows)
