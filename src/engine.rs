@@ -539,11 +539,11 @@ impl Bands<'_> {
     ) -> Result<()> {
         let cols = self.grid.columns();
         loop {
-            // Another thread's error ends the run.
             let next = queue.lock().expect("no thread panics holding it").next();
             let Some((row, y0, band)) = next else {
                 return Ok(());
             };
+            // Another thread's error ends the run.
             if failed.load(std::sync::atomic::Ordering::Relaxed) {
                 return Ok(());
             }
