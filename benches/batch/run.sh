@@ -3,7 +3,12 @@
 #   1. the bundled MODIS map cut into 16 tiles: batch plan + batch run
 #      against one `smooth` of the whole map (median of ROUNDS each);
 #   2. `batch run` of the finished plan (nothing left to do);
-#   3. `batch plan` over 2,651 small stand-in tiles on one grid.
+#   3. `batch plan` over 2,651 small stand-in tiles on one grid;
+#   4. row 1 at a realistic tile size: the map at 4× nearest (8192²) in 16
+#      tiles of 2048² (median of at most 3 rounds);
+#   5. where row 1's time goes: `batch plan` and `batch run` each against
+#      one `smooth`, and what any command of this binary pays before it
+#      starts (`mapfilter --version`: loading GDAL's libraries).
 #
 #   bash benches/batch/run.sh [ROUNDS]  > benches/results/batch-rows.md
 # It also rewrites the table `batch` of BENCHMARKS.md as JSON lines,
@@ -40,16 +45,44 @@ secs() {
 }
 median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f\n", m}'; }
 
-smooth_t=(); batch_t=(); rerun_t=()
+smooth_t=(); batch_t=(); plan_only_t=(); run_only_t=(); rerun_t=(); start_t=()
 for i in $(seq "$rounds"); do
   rm -f "$work/whole.tif"; rm -rf "$work/b"
   smooth_t+=("$(secs "$exe" smooth "$map" "$work/whole.tif" "${opts[@]}" -q)")
-  batch_t+=("$(secs bash -c "'$exe' batch plan '$work/tiles' --out '$work/b' ${opts[*]} && '$exe' batch run '$work/b' -q")")
+  pt=$(secs "$exe" batch plan "$work/tiles" --out "$work/b" "${opts[@]}")
+  rt=$(secs "$exe" batch run "$work/b" -q)
+  plan_only_t+=("$pt"); run_only_t+=("$rt")
+  batch_t+=("$(awk -v a="$pt" -v b="$rt" 'BEGIN { printf "%.4f\n", a + b }')")
   rerun_t+=("$(secs "$exe" batch run "$work/b" -q)")
+  start_t+=("$(secs "$exe" --version)")
 done
 s=$(printf '%s\n' "${smooth_t[@]}" | median)
 b=$(printf '%s\n' "${batch_t[@]}" | median)
 r=$(printf '%s\n' "${rerun_t[@]}" | median)
+po=$(printf '%s\n' "${plan_only_t[@]}" | median)
+ro=$(printf '%s\n' "${run_only_t[@]}" | median)
+st=$(printf '%s\n' "${start_t[@]}" | median)
+# Row 1 at a realistic tile size: the same map at 4x nearest, 16 tiles of 2048².
+gdal_translate -q -r nearest -outsize 8192 8192 -co TILED=YES -co COMPRESS=DEFLATE "$map" "$work/big.tif"
+mkdir -p "$work/bigtiles"
+for row in 0 1 2 3; do
+  for col in 0 1 2 3; do
+    gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE -srcwin $((col * 2048)) $((row * 2048)) 2048 2048 \
+      "$work/big.tif" "$work/bigtiles/big_r${row}c${col}.tif"
+  done
+done
+big_smooth_t=(); big_batch_t=()
+for i in $(seq "$(( rounds < 3 ? rounds : 3 ))"); do
+  rm -f "$work/bigwhole.tif"; rm -rf "$work/bb"
+  big_smooth_t+=("$(secs "$exe" smooth "$work/big.tif" "$work/bigwhole.tif" "${opts[@]}" -q)")
+  pt=$(secs "$exe" batch plan "$work/bigtiles" --out "$work/bb" "${opts[@]}")
+  rt=$(secs "$exe" batch run "$work/bb" -q)
+  big_batch_t+=("$(awk -v a="$pt" -v b="$rt" 'BEGIN { printf "%.4f\n", a + b }')")
+done
+bs=$(printf '%s\n' "${big_smooth_t[@]}" | median)
+bb=$(printf '%s\n' "${big_batch_t[@]}" | median)
+big_ratio=$(awk -v b="$bb" -v s="$bs" 'BEGIN { print b / s }')
+
 # The batch's outputs equal the whole map's smooth (checked, not timed).
 "$exe" batch report "$work/b" >/dev/null
 # Raw pixels of both, compared byte for byte (gdal_translate only, so that
@@ -95,6 +128,10 @@ ratio=$(awk -v b="$b" -v s="$s" 'BEGIN { print b / s }')
 printf '| MODIS 2048² (%s), 16 tiles: `batch plan` + `batch run` | %.3f s | one `smooth`: %.3f s | %.2f× (target ≤ 1.2×); joined outputs %s to smooth |\n' "${opts[*]}" "$b" "$s" "$ratio" "$cmp_pixels"
 printf '| `batch run` of the finished plan | %.3f s | | target < 1 s |\n' "$r"
 [ -z "${tasks:-}" ] || printf '| `batch plan` over %s stand-in tiles (64², one grid) | %.3f s | | target < 10 s |\n' "$tasks" "$p"
+printf '| 8192² in 16 tiles of 2048²: plan + run | %.3f s | one `smooth`: %.3f s | %.2f× |\n' "$bb" "$bs" "$big_ratio"
+printf '| of row 1: `batch plan` alone | %.3f s | %.2f× smooth | |\n' "$po" "$(awk -v a="$po" -v s="$s" 'BEGIN { print a / s }')"
+printf '| of row 1: `batch run` alone | %.3f s | %.2f× smooth | |\n' "$ro" "$(awk -v a="$ro" -v s="$s" 'BEGIN { print a / s }')"
+printf '| `mapfilter --version` (process start) | %.3f s | | |\n' "$st"
 echo "rounds: $rounds (median); $(nproc) CPUs; $(date -u +%Y-%m-%d)"
 
 # The same figures in the columns of BENCHMARKS.md's table.
@@ -109,3 +146,9 @@ if [ -n "${tasks:-}" ]; then
   jsonl_row "plan over $(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$tasks") stand-in tiles" \
     "$(printf '%.3f s' "$p")" "< 10 s" "$(met "$p" 10)"
 fi
+jsonl_row "the map at 4× (8192²) in 16 tiles of 2048², plan + run vs one \`smooth\`" \
+  "$(printf '%.3f s vs %.3f s = **%.2f×**' "$bb" "$bs" "$big_ratio")" "(context)" ""
+share() { awk -v a="$1" -v s="$s" 'BEGIN { printf "%.3f s = %.2f× one `smooth`", a, a / s }'; }
+jsonl_row "of row 1: \`batch plan\` alone" "$(share "$po")" "" ""
+jsonl_row "of row 1: \`batch run\` alone" "$(share "$ro")" "" ""
+jsonl_row "start of any command (\`mapfilter --version\`)" "$(printf '%.3f s' "$st")" "" ""
