@@ -11,8 +11,11 @@ Usage:
   benches/peers/vs_gdal.py INPUT --rounds 5 --bin target/release/mapfilter \
       --setting "-k gaussian:5 --method dct5" --setting "-k gaussian:2.5" \
       [--json benches/results/dev-2core/vs_gdal.jsonl] [--timings]
+      [--table benches/results/dev-2core/vs-gdal-2core.jsonl]
+--table rewrites that file as the rows of BENCHMARKS.md's table of the same
+name (scripts/render-benchmarks.py renders it), with this very command.
 """
-import argparse, json, os, platform, shlex, socket, statistics, subprocess, tempfile, time
+import argparse, json, os, platform, shlex, socket, statistics, subprocess, sys, tempfile, time
 
 
 def split_env(setting):
@@ -43,6 +46,22 @@ def clear(tmp):
             os.remove(os.path.join(tmp, name))
 
 
+def write_table(a, times, base, commit, date):
+    """The rows of BENCHMARKS.md's table (command, median, min, ratio)."""
+    name = os.path.splitext(os.path.basename(a.table))[0]
+    machine = os.path.basename(os.path.dirname(os.path.abspath(a.table)))
+    command = "chrt -r 10 python3 " + " ".join(shlex.quote(w) for w in sys.argv)
+    with open(a.table, "w") as f:
+        for row, (k, v) in enumerate(times.items()):
+            label = "`gdal_translate` copy" if k == "gdal_translate copy" else f"`{k}`"
+            m = statistics.median(v)
+            f.write(json.dumps({"table": name, "row": row, "machine": machine, "date": date,
+                                "commit": commit or None, "command": command,
+                                "columns": ["command", "median", "min", "× copy"], "align": "lrrr",
+                                "figures": [label, f"{m:.3f} s", f"{min(v):.3f} s", f"{m / base:.2f}"]},
+                               ensure_ascii=False) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("input")
@@ -52,6 +71,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--timings", action="store_true", help="print mapfilter's --timings of the last round")
     ap.add_argument("--label", default=socket.gethostname())
+    ap.add_argument("--table", help="JSON lines file of BENCHMARKS.md's table (rewritten)")
     a = ap.parse_args()
     settings = a.setting or ["-k gaussian:5 --method dct5"]
     tmp = tempfile.mkdtemp(prefix="vs-gdal-")
@@ -89,6 +109,8 @@ def main():
                 f.write(json.dumps({"machine": a.label, "cpus": os.cpu_count(), "commit": commit, "date": date,
                                     "input": a.input, "command": k, "median_s": m, "min_s": min(v),
                                     "ratio_to_copy": m / base, "rounds": a.rounds}) + "\n")
+    if a.table:
+        write_table(a, times, base, commit, date)
     for k, t in last_timings.items():
         print(f"\n{k} --timings:\n{t}")
     subprocess.run(["rm", "-rf", tmp])
