@@ -465,7 +465,8 @@ mod tests {
     /// second) until the fast member has finished two more tiles.
     struct Slow {
         fast: Arc<AtomicUsize>,
-        done: AtomicUsize,
+        /// Tiles started (shared with [`Counted`], which waits for the first).
+        done: Arc<AtomicUsize>,
     }
 
     impl ClassSmoother for Slow {
@@ -485,8 +486,14 @@ mod tests {
         }
     }
 
-    /// The host method, counting its tiles.
-    struct Counted(Arc<AtomicUsize>);
+    /// The host method, counting its tiles. It starts only once the slow
+    /// member has taken a tile (or a second has passed): on a loaded
+    /// machine the slow member's thread may otherwise start only after the
+    /// fast one has taken every tile.
+    struct Counted {
+        done: Arc<AtomicUsize>,
+        slow_started: Arc<AtomicUsize>,
+    }
 
     impl ClassSmoother for Counted {
         fn name(&self) -> String {
@@ -496,8 +503,12 @@ mod tests {
             true
         }
         fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            let until = Instant::now() + Duration::from_secs(1);
+            while self.slow_started.load(Ordering::SeqCst) == 0 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             NaiveHost.smooth(tile, params, out)?;
-            self.0.fetch_add(1, Ordering::SeqCst);
+            self.done.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
@@ -509,12 +520,16 @@ mod tests {
         let (input, job) = input();
         let want = smooth_in_memory(&input, &job, &NaiveHost).unwrap();
         let fast = Arc::new(AtomicUsize::new(0));
+        let slow = Arc::new(AtomicUsize::new(0));
         let shared = Shared::new(vec![
             Box::new(Slow {
                 fast: fast.clone(),
-                done: AtomicUsize::new(0),
+                done: slow.clone(),
             }),
-            Box::new(Counted(fast.clone())),
+            Box::new(Counted {
+                done: fast.clone(),
+                slow_started: slow,
+            }),
         ])
         .unwrap();
         let (got, stats) = smooth_in_memory_with_stats(&input, &job, &shared).unwrap();
