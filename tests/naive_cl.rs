@@ -699,15 +699,24 @@ fn two_contexts_take_codes_and_give_one_contexts_bytes() {
             .collect();
         let shared = Shared::new(members).unwrap();
         assert!(shared.takes_codes());
-        let (got, stats) =
-            smooth_in_memory_with_stats(&case.raster, &job(&case, 16), &shared).unwrap();
-        assert!(
-            got == reference,
-            "{variant:?}: two contexts differ from the host"
-        );
-        assert_eq!(stats.stages.prepare, std::time::Duration::ZERO);
-        let shares = shared.take_shares();
-        assert_eq!(shares.len(), 2);
+        // Devices pull tiles, so on a loaded machine one context may take
+        // all 30 before the other's thread starts: a run where both took
+        // tiles is waited for (every run must equal the host's result).
+        let mut shares = Vec::new();
+        for _attempt in 0..5 {
+            let (got, stats) =
+                smooth_in_memory_with_stats(&case.raster, &job(&case, 16), &shared).unwrap();
+            assert!(
+                got == reference,
+                "{variant:?}: two contexts differ from the host"
+            );
+            assert_eq!(stats.stages.prepare, std::time::Duration::ZERO);
+            shares = shared.take_shares();
+            assert_eq!(shares.len(), 2);
+            if shares.iter().all(|s| s.tiles > 0) {
+                break;
+            }
+        }
         assert!(shares.iter().all(|s| s.tiles > 0), "{shares:?}");
     }
 }

@@ -221,10 +221,7 @@ impl State {
         let mut registry = held();
         for _ in 0..2 {
             let token = ClaimToken::mine(self.stale_after);
-            let draft = self.dir.join(format!(
-                "task-{task}.claim.draft.{}.{}",
-                token.pid, token.nonce
-            ));
+            let draft = self.dir.join(draft_name(task, &token));
             let text = serde_json::to_string(&token).unwrap_or_default();
             let written = std::fs::OpenOptions::new()
                 .write(true)
@@ -278,11 +275,16 @@ impl State {
             if !name.contains(".claim.draft.") {
                 continue;
             }
-            // A draft that does not read yet may be being written: only an
-            // old one is a leftover.
-            let dead = match read_token(&e.path()) {
-                Some(t) => !t.is_alive(),
-                None => age(&e.path()).is_some_and(|age| age.as_secs() > 60),
+            // A draft names its host and process, so one of this host's
+            // dead processes is a leftover even if it was killed before
+            // writing a byte of it. Any other draft that does not read yet
+            // may be being written: only an old one is a leftover.
+            let dead = match draft_owner(&name) {
+                Some((host, pid)) if host == file_safe(&hostname()) => !process_alive(pid),
+                _ => match read_token(&e.path()) {
+                    Some(t) => !t.is_alive(),
+                    None => age(&e.path()).is_some_and(|age| age.as_secs() > 60),
+                },
             };
             if dead {
                 let _ = std::fs::remove_file(e.path());
@@ -402,13 +404,48 @@ impl ClaimToken {
     /// Whether the process holding it may still be running (always true
     /// for another host's: only its own host can tell).
     pub fn is_alive(&self) -> bool {
-        if self.host != hostname() {
-            return true;
-        }
-        // SAFETY: signal 0 only checks that the process exists.
-        let r = unsafe { libc::kill(self.pid as libc::pid_t, 0) };
-        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        self.host != hostname() || process_alive(self.pid)
     }
+}
+
+/// Whether process `pid` of this host exists.
+fn process_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The name of a claim's draft: `task-T.claim.draft.HOST.PID.NONCE`.
+fn draft_name(task: usize, token: &ClaimToken) -> String {
+    format!(
+        "task-{task}.claim.draft.{}.{}.{}",
+        file_safe(&token.host),
+        token.pid,
+        token.nonce
+    )
+}
+
+/// The host and process named by a draft's file name (`None` for a name
+/// of another shape, such as the drafts of earlier versions, which named
+/// no host).
+fn draft_owner(name: &str) -> Option<(&str, u32)> {
+    let (_, owner) = name.split_once(".claim.draft.")?;
+    let (rest, _nonce) = owner.rsplit_once('.')?;
+    let (host, pid) = rest.rsplit_once('.')?;
+    Some((host, pid.parse().ok()?))
+}
+
+/// `text` with every character but letters, digits, `-` and `.` as `_`.
+fn file_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn read_token(path: &Path) -> Option<ClaimToken> {
@@ -626,5 +663,46 @@ mod tests {
             std::fs::read_dir(dir.path().join("state")).unwrap().count(),
             0
         );
+    }
+
+    /// A process killed between creating its claim's draft and writing
+    /// it leaves an empty draft: the next run on its host removes it; an
+    /// empty draft of a live process, or of another host, is left to be
+    /// written (another host's goes once it is old).
+    #[test]
+    fn empty_drafts_of_dead_processes_of_this_host_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = State::open(dir.path()).unwrap();
+        let token = |host: String, pid: u32| ClaimToken {
+            host,
+            pid,
+            nonce: 7,
+            stale_after: None,
+        };
+        // A pid beyond Linux's largest (4194304) is never alive.
+        let dead = draft_name(1, &token(hostname(), 4_194_305));
+        let live = draft_name(2, &token(hostname(), std::process::id()));
+        let remote = draft_name(3, &token("another-host".into(), 4_194_305));
+        let remote_old = draft_name(4, &token("another-host".into(), 4_194_305));
+        let old_style = "task-5.claim.draft.4194305.7".to_string();
+        let folder = dir.path().join("state");
+        for name in [&dead, &live, &remote, &remote_old, &old_style] {
+            std::fs::File::create(folder.join(name)).unwrap();
+        }
+        make_old(&folder.join(&remote_old));
+        assert_eq!(
+            draft_owner(&dead),
+            Some((file_safe(&hostname()).as_str(), 4_194_305))
+        );
+        assert_eq!(draft_owner(&old_style), None);
+        state.sweep_leftovers();
+        let mut left: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![live, remote, old_style];
+        want.sort();
+        assert_eq!(left, want);
     }
 }
