@@ -6,6 +6,7 @@
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 use crate::bail;
+use crate::classes::CodeTally;
 use crate::error::{Error, Result};
 use crate::gdal::class_raster::ClassRaster;
 use crate::io::ClassSource;
@@ -624,14 +625,14 @@ fn strips(
 
 /// Pixels of `window` by code.
 fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
-    let mut hist = vec![0; raster.class_type.max_code() as usize + 1];
+    let mut tally = CodeTally::new(raster.class_type.max_code() as usize + 1);
     let mut buf = Vec::new();
     for r in strip_rects(window, 8 << 20) {
         buf.resize(r.width * r.height, 0);
         raster.read(r, &mut buf)?;
-        add_codes(&mut hist, &buf);
+        tally.add(&buf);
     }
-    Ok(nonzero(&hist))
+    Ok(nonzero(tally.counts()))
 }
 
 /// The codes of a histogram by code that have pixels, with their counts.
@@ -690,8 +691,8 @@ struct TallyCounts {
     gaps: Vec<(usize, usize)>,
     next: Vec<(usize, usize)>,
     /// Pixels by code, for every code the band's type holds.
-    input: Vec<u64>,
-    output: Vec<u64>,
+    input: CodeTally,
+    output: CodeTally,
     input_pixels: usize,
     output_pixels: usize,
 }
@@ -706,8 +707,8 @@ impl Tally {
                 counted: Vec::new(),
                 gaps: Vec::new(),
                 next: Vec::new(),
-                input: vec![0; max_code as usize + 1],
-                output: vec![0; max_code as usize + 1],
+                input: CodeTally::new(max_code as usize + 1),
+                output: CodeTally::new(max_code as usize + 1),
                 input_pixels: 0,
                 output_pixels: 0,
             }),
@@ -717,12 +718,14 @@ impl Tally {
     /// The input's and the output's counts, each where every pixel of the
     /// window was seen (else `None`: read them from the files).
     fn counts(&self) -> (Option<Counts>, Option<Counts>) {
-        let t = self.inner.lock().expect("tally lock");
+        let mut t = self.inner.lock().expect("tally lock");
+        let t = &mut *t;
         let area = self.center.width * self.center.height;
-        let counts = |hist: &[u64], pixels: usize| (pixels == area).then(|| nonzero(hist));
+        let counts =
+            |hist: &mut CodeTally, pixels: usize| (pixels == area).then(|| nonzero(hist.counts()));
         (
-            counts(&t.input, t.input_pixels),
-            counts(&t.output, t.output_pixels),
+            counts(&mut t.input, t.input_pixels),
+            counts(&mut t.output, t.output_pixels),
         )
     }
 }
@@ -772,7 +775,7 @@ impl Tap for Tally {
             }
             let row = (y - w.y) * w.width;
             for &(x0, x1) in gaps.iter() {
-                add_codes(input, &codes[row + x0 - w.x..row + x1 - w.x]);
+                input.add(&codes[row + x0 - w.x..row + x1 - w.x]);
                 *input_pixels += x1 - x0;
             }
         }
@@ -781,16 +784,8 @@ impl Tap for Tally {
 
     fn written(&self, _w: Rect, codes: &[u16]) {
         let mut t = self.inner.lock().expect("tally lock");
-        add_codes(&mut t.output, codes);
+        t.output.add(codes);
         t.output_pixels += codes.len();
-    }
-}
-
-/// Adds `codes` to `hist`, a count by code as long as the band's type has
-/// codes (a band holds no other).
-fn add_codes(hist: &mut [u64], codes: &[u16]) {
-    for &code in codes {
-        hist[code as usize] += 1;
     }
 }
 
