@@ -546,28 +546,26 @@ impl CodeTally {
 
     /// Counts `codes` (each below the bound; a larger one panics).
     pub fn add(&mut self, codes: &[u16]) {
-        // A lane takes at most every code added since the last sum.
-        if self.pending + codes.len() as u64 > u64::from(u32::MAX) {
-            self.sum_lanes();
-        }
-        if codes.len() as u64 > u64::from(u32::MAX) {
-            codes.chunks(1 << 31).for_each(|c| self.add(c));
-            return;
-        }
-        self.pending += codes.len() as u64;
-        let n = self.counts.len();
-        let (a, rest) = self.lanes.split_at_mut(n);
-        let (b, rest) = rest.split_at_mut(n);
-        let (c, d) = rest.split_at_mut(n);
-        let mut quads = codes.chunks_exact(4);
-        for q in &mut quads {
-            a[q[0] as usize] += 1;
-            b[q[1] as usize] += 1;
-            c[q[2] as usize] += 1;
-            d[q[3] as usize] += 1;
-        }
-        for &v in quads.remainder() {
-            a[v as usize] += 1;
+        for part in codes.chunks(1 << 31) {
+            // A lane takes at most every code added since the last sum.
+            if self.pending + part.len() as u64 > u64::from(u32::MAX) {
+                self.sum_lanes();
+            }
+            self.pending += part.len() as u64;
+            let n = self.counts.len();
+            let (a, rest) = self.lanes.split_at_mut(n);
+            let (b, rest) = rest.split_at_mut(n);
+            let (c, d) = rest.split_at_mut(n);
+            let mut quads = part.chunks_exact(4);
+            for q in &mut quads {
+                a[q[0] as usize] += 1;
+                b[q[1] as usize] += 1;
+                c[q[2] as usize] += 1;
+                d[q[3] as usize] += 1;
+            }
+            for &v in quads.remainder() {
+                a[v as usize] += 1;
+            }
         }
     }
 
@@ -715,15 +713,12 @@ mod tests {
         let source: Vec<u16> = (0..w * h)
             .map(|i| codes[(i * 7 + i / w) % 8 % 5 + i % 3])
             .collect();
+        let mut raster = crate::io::MemRaster::new(w, h, source.clone());
         for (halo, tile) in [(0, 64), (3, 16), (5, 20)] {
             let grid = tiles::TileGrid::new(w, h, halo, tiles::Border::Same, tile).unwrap();
             for t in grid.tiles() {
-                let window: Vec<u16> = (0..t.source.height)
-                    .flat_map(|y| {
-                        let row = (t.source.y + y) * w + t.source.x;
-                        source[row..row + t.source.width].to_vec()
-                    })
-                    .collect();
+                let mut window = vec![0; t.source.area() as usize];
+                crate::io::ClassSource::read(&mut raster, t.source, &mut window).unwrap();
                 let mut padded = Vec::new();
                 let want = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
                 // The window copied out, and read in place in the raster.

@@ -18,12 +18,8 @@ trap 'rm -rf "$work"' EXIT
 map=data/modis_igbp_2019_2048.tif
 opts=(-k gaussian:2.5)
 
-mkdir -p "$work/tiles"
-for r in 0 1 2 3; do
-  for c in 0 1 2 3; do
-    gdal_translate -q -srcwin $((c * 512)) $((r * 512)) 512 512 "$map" "$work/tiles/t_${r}${c}.tif"
-  done
-done
+source benches/batch/tiles.sh
+cut_4x4 "$map" "$work/tiles" 512 t
 "$exe" batch plan "$work/tiles" --out "$work/b" "${opts[@]}" >/dev/null 2>&1
 
 grind() { # output file, then the command

@@ -19,6 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/jsonl.sh
+source benches/batch/tiles.sh
 rounds=${1:-5}
 exe=$(realpath "${MAPFILTER:-target/release/mapfilter}")
 # Debian's python3 has GDAL's bindings and numpy (a pyenv python may not).
@@ -29,12 +30,7 @@ trap 'rm -rf "$work"' EXIT
 map=data/modis_igbp_2019_2048.tif
 opts=(-k gaussian:2.5)
 
-mkdir -p "$work/tiles"
-for r in 0 1 2 3; do
-  for c in 0 1 2 3; do
-    gdal_translate -q -srcwin $((c * 512)) $((r * 512)) 512 512 "$map" "$work/tiles/modis_r${r}c${c}.tif"
-  done
-done
+cut_4x4 "$map" "$work/tiles" 512 modis
 
 secs() {
   local t0 t1
@@ -64,13 +60,7 @@ ro=$(printf '%s\n' "${run_only_t[@]}" | median)
 st=$(printf '%s\n' "${start_t[@]}" | median)
 # Row 1 at a realistic tile size: the same map at 4x nearest, 16 tiles of 2048².
 gdal_translate -q -r nearest -outsize 8192 8192 -co TILED=YES -co COMPRESS=DEFLATE "$map" "$work/big.tif"
-mkdir -p "$work/bigtiles"
-for row in 0 1 2 3; do
-  for col in 0 1 2 3; do
-    gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE -srcwin $((col * 2048)) $((row * 2048)) 2048 2048 \
-      "$work/big.tif" "$work/bigtiles/big_r${row}c${col}.tif"
-  done
-done
+cut_4x4 "$work/big.tif" "$work/bigtiles" 2048 big -co TILED=YES -co COMPRESS=DEFLATE
 big_smooth_t=(); big_batch_t=()
 for i in $(seq "$(( rounds < 3 ? rounds : 3 ))"); do
   rm -f "$work/bigwhole.tif"; rm -rf "$work/bb"

@@ -266,6 +266,7 @@ impl State {
         };
         // Held so that a signal never finds a claim renamed aside.
         let _registry = held();
+        let this_host = file_safe(&hostname());
         for e in entries.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".claim") {
@@ -280,7 +281,7 @@ impl State {
             // writing a byte of it. Any other draft that does not read yet
             // may be being written: only an old one is a leftover.
             let dead = match draft_owner(&name) {
-                Some((host, pid)) if host == file_safe(&hostname()) => !process_alive(pid),
+                Some((host, pid)) if host == this_host => !process_alive(pid),
                 _ => match read_token(&e.path()) {
                     Some(t) => !t.is_alive(),
                     None => age(&e.path()).is_some_and(|age| age.as_secs() > 60),

@@ -357,14 +357,11 @@ mod tests {
         let codes = [4u16, 9, 17, 30, 31, 0];
         let blob = blobs(w, h, 5, 6, 3);
         let source: Vec<u16> = blob.iter().map(|&v| codes[v as usize]).collect();
+        let mut raster = crate::io::MemRaster::new(w, h, source);
         let grid = tiles::TileGrid::new(w, h, n / 2, tiles::Border::Same, 20).unwrap();
         for t in grid.tiles() {
-            let window: Vec<u16> = (0..t.source.height)
-                .flat_map(|y| {
-                    let row = (t.source.y + y) * w + t.source.x;
-                    source[row..row + t.source.width].to_vec()
-                })
-                .collect();
+            let mut window = vec![0; t.source.area() as usize];
+            crate::io::ClassSource::read(&mut raster, t.source, &mut window).unwrap();
             let mut padded = Vec::new();
             let local = TileCompaction::pad_and_compact(&window, &lut, &t, &mut padded);
             let tile = ClassTile {
