@@ -25,5 +25,8 @@ done | sort -u | grep -v -E '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libg
   while read -r lib; do cp -L "$lib" "$stage/mf/lib/"; done
 strip --strip-unneeded "$stage"/mf/lib/*.so* 2>/dev/null || true
 cp -r /usr/share/proj /usr/share/gdal "$stage/mf/share/"
+# PROJ's datum-shift grids (about 14 MB) serve no run here: the device
+# tool carries at most 64 MiB.
+find "$stage/mf/share/proj" -type f \( -name '*.gsb' -o -name '*.gtx' -o -name '*.tif' \) -delete
 tar -C "$stage" -cJf carry/gdal-bundle.tar.xz mf
 ls -l carry/gdal-bundle.tar.xz

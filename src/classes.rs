@@ -339,6 +339,7 @@ impl TileCompaction {
                 .par_chunks_mut(tile.padded_width)
                 .skip(top)
                 .zip(source.par_chunks(w))
+                .with_min_len(crate::grain::min_items(w))
                 .for_each(|(row, src)| {
                     for (d, &code) in row[left..left + w].iter_mut().zip(src) {
                         *d = local[global(code)];
@@ -494,7 +495,9 @@ impl CodeMap {
 
     /// Maps `out` in place.
     pub fn apply(&self, out: &mut [u16]) {
-        out.par_iter_mut().for_each(|v| *v = self.code(*v));
+        out.par_iter_mut()
+            .with_min_len(crate::grain::MIN_PIXELS)
+            .for_each(|v| *v = self.code(*v));
     }
 }
 

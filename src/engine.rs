@@ -23,9 +23,7 @@ use crate::error::{Error, Result};
 use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
-use crate::method::{
-    ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, Promised, SmoothParams,
-};
+use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
 use crate::pipeline;
 use crate::progress::Progress;
 use std::time::{Duration, Instant};
@@ -104,6 +102,13 @@ pub fn tile_grid(
 enum Read<'m> {
     Window(Vec<u16>, Option<Vec<u16>>),
     Submitted(InFlight<'m>),
+}
+
+/// A tile on its way through the method: submitted to it, or (host
+/// methods on the pool) handed whole to a pool job.
+enum Flight<'m> {
+    Method(InFlight<'m>),
+    Pooled(Pooled),
 }
 
 /// A tile submitted to the method and not yet waited for.
@@ -216,6 +221,8 @@ pub fn smooth_weighted(
     let mut reused = Vec::new();
     let (mut read_time, mut sink_time) = (Duration::ZERO, Duration::ZERO);
     let (mut prepare_time, mut map_time) = (Duration::ZERO, Duration::ZERO);
+    // Pool jobs' compaction, summed over their threads.
+    let mut pooled_prepare = Duration::ZERO;
     // Not from inside a rayon job: the calling thread waits for its tiles
     // without working, and on a one-thread pool nobody else would run them.
     let on_pool = method.host_parallel()
@@ -341,24 +348,32 @@ pub fn smooth_weighted(
                 read_time += t0.elapsed();
                 Ok(Read::Window(raw, weights))
             },
-            |tile, read| -> Result<InFlight> {
+            |tile, read| -> Result<Flight> {
                 let (raw, votes) = match read {
-                    Read::Submitted(flight) => return Ok(flight),
+                    Read::Submitted(flight) => return Ok(Flight::Method(flight)),
                     Read::Window(raw, votes) => (raw, votes),
                 };
                 if takes_codes {
                     let flight = submit_codes(&tile, &raw, tile.source.width)?;
                     let _ = raw_back.send(raw);
-                    return Ok(flight);
+                    return Ok(Flight::Method(flight));
                 }
                 crate::interrupt::check()?;
-                // A tile run on the pool needs its own classes; a tile
-                // submitted at once can reuse one buffer.
-                let mut padded = if on_pool {
-                    Vec::new()
-                } else {
-                    std::mem::take(&mut reused)
-                };
+                if on_pool {
+                    let work = TileWork {
+                        method,
+                        job,
+                        lut: &lut,
+                        class_weights: &class_weights,
+                        halo: grid.halo(),
+                        fill,
+                        tie,
+                        raw_back: &raw_back,
+                    };
+                    return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
+                }
+                // A tile submitted at once can reuse one buffer.
+                let mut padded = std::mem::take(&mut reused);
                 let t0 = Instant::now();
                 let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
                 prepare_time += t0.elapsed();
@@ -366,11 +381,11 @@ pub fn smooth_weighted(
                 if let Some(around) = &around {
                     let t0 = Instant::now();
                     let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
-                    return Ok(InFlight {
+                    return Ok(Flight::Method(InFlight {
                         local,
                         pending: Box::new(Finished(out)),
                         submit_time: t0.elapsed(),
-                    });
+                    }));
                 }
                 let weights = local.weights(&class_weights);
                 let class_tile = ClassTile {
@@ -381,29 +396,36 @@ pub fn smooth_weighted(
                     classes: &[],
                 };
                 let t0 = Instant::now();
-                let pending = if on_pool {
-                    spawn_on_pool(scope, method, job, class_tile, padded, weights)
-                } else {
-                    let pending = method.submit(
-                        &ClassTile {
-                            classes: &padded,
-                            ..class_tile
-                        },
-                        &SmoothParams {
-                            class_weights: &weights,
-                            ..params
-                        },
-                    )?;
-                    reused = padded;
-                    pending
-                };
-                Ok(InFlight {
+                let pending = method.submit(
+                    &ClassTile {
+                        classes: &padded,
+                        ..class_tile
+                    },
+                    &SmoothParams {
+                        class_weights: &weights,
+                        ..params
+                    },
+                )?;
+                reused = padded;
+                Ok(Flight::Method(InFlight {
                     local,
                     pending,
                     submit_time: t0.elapsed(),
-                })
+                }))
             },
             |tile, flight| {
+                let flight = match flight {
+                    Flight::Method(flight) => flight,
+                    Flight::Pooled(pooled) => {
+                        let t0 = Instant::now();
+                        let done = pooled.wait()?;
+                        tally.count(&tile, &done.local, job, fill, tie);
+                        tally.timed(Duration::ZERO, t0.elapsed());
+                        pooled_prepare += done.prepare;
+                        map_time += done.map_back;
+                        return Ok(Some(done.out));
+                    }
+                };
                 let map = tally.count(&tile, &flight.local, job, fill, tie);
                 let t0 = Instant::now();
                 if let Some(all) = in_place.as_deref_mut() {
@@ -443,6 +465,8 @@ pub fn smooth_weighted(
             // Tiles the reader submitted wait in its channel already.
             if resident.is_some() {
                 method.depth().saturating_sub(pipeline::PIPELINE_DEPTH)
+            } else if on_pool {
+                pool_depth(method.depth(), rayon::current_num_threads())
             } else {
                 method.depth()
             },
@@ -460,7 +484,7 @@ pub fn smooth_weighted(
     })?;
     let mut stats = tally.stats();
     stats.stages.read = read_time;
-    stats.stages.prepare = prepare_time;
+    stats.stages.prepare = prepare_time + pooled_prepare;
     stats.stages.map_back = map_time;
     stats.stages.sink = sink_time;
     progress.finish();
@@ -624,15 +648,7 @@ impl Tally {
         for &g in &local.globals {
             self.present[g as usize] = true;
         }
-        CodeMap {
-            codes: local
-                .globals
-                .iter()
-                .map(|&g| job.classes.codes()[g as usize])
-                .collect(),
-            fill,
-            tie,
-        }
+        code_map(local, job, fill, tie)
     }
 
     /// A tile's time in the method: handing it over, then waiting for it.
@@ -665,36 +681,117 @@ impl Tally {
     }
 }
 
-/// Starts `tile` (whose classes are `classes`) as a job on the rayon pool:
-/// the host method's bands then share the threads with the tiles before and
-/// after it, where a tile run alone leaves threads idle at its last bands.
-fn spawn_on_pool<'s>(
-    scope: &rayon::Scope<'s>,
+/// Tiles a host method keeps on a pool of `threads` beyond the one the
+/// engine waits for: a tile's bands feed only a few threads (a method cuts
+/// a tile no thinner than its bands stay efficient), so 64 threads need
+/// about 32 tiles in flight where 16 need 8. Memory grows with it by a
+/// few tiles of at most `ON_POOL_MAX_TILE`² (a dct5 ranking of 512² holds
+/// 9 MB).
+fn pool_depth(method_depth: usize, threads: usize) -> usize {
+    method_depth.max(threads.div_ceil(2))
+}
+
+/// What a pool job needs to take a tile from its source window to its
+/// output codes.
+#[derive(Clone, Copy)]
+struct TileWork<'s> {
     method: &'s dyn ClassSmoother,
     job: &'s SmoothJob,
-    tile: ClassTile<'static>,
-    classes: Vec<u16>,
-    weights: Vec<u32>,
-) -> Box<dyn PendingTile + 's> {
-    let (done, result) = crossbeam_channel::bounded(1);
-    scope.spawn(move |_| {
-        let tile = ClassTile {
-            classes: &classes,
-            ..tile
+    lut: &'s crate::classes::CodeLut,
+    /// Quantised weight per global class.
+    class_weights: &'s [u32],
+    halo: usize,
+    fill: u16,
+    tie: u16,
+    /// Where source buffers go back to the reader.
+    raw_back: &'s crossbeam_channel::Sender<Vec<u16>>,
+}
+
+/// A tile's output codes from a pool job, with what it found and spent.
+struct PooledTile {
+    local: TileCompaction,
+    out: Vec<u16>,
+    prepare: Duration,
+    map_back: Duration,
+}
+
+/// A tile handed to a pool job, not yet waited for.
+struct Pooled(crossbeam_channel::Receiver<Result<PooledTile>>);
+
+impl Pooled {
+    fn wait(self) -> Result<PooledTile> {
+        self.0
+            .recv()
+            .map_err(|_| Error::new("a tile's job on the pool stopped without a result"))?
+    }
+}
+
+impl<'s> TileWork<'s> {
+    /// Starts `tile` (its source window `raw`) as a job on the rayon pool
+    /// that compacts its classes, smooths it and maps the result to codes:
+    /// the host method's bands then share the threads with the tiles
+    /// before and after it, and the calling thread only keeps tiles in
+    /// order. Compacting and mapping were the calling thread's, through
+    /// parallel loops that queued behind the pool's tile jobs: at 64
+    /// threads they took 8.7 of a run's 8.8 s (issue 39).
+    fn spawn(self, scope: &rayon::Scope<'s>, tile: tiles::Tile, raw: Vec<u16>) -> Pooled {
+        let (done, result) = crossbeam_channel::bounded(1);
+        scope.spawn(move |_| {
+            // The receiver is gone only when the run already failed.
+            let _ = done.send(self.run(&tile, raw));
+        });
+        Pooled(result)
+    }
+
+    fn run(&self, tile: &tiles::Tile, raw: Vec<u16>) -> Result<PooledTile> {
+        let t0 = Instant::now();
+        let mut padded = Vec::new();
+        let local = TileCompaction::pad_and_compact(&raw, self.lut, tile, &mut padded);
+        let _ = self.raw_back.send(raw);
+        let weights = local.weights(self.class_weights);
+        let class_tile = ClassTile {
+            width: tile.padded_width,
+            height: tile.padded_height,
+            halo: self.halo,
+            n_classes: local.len(),
+            classes: &padded,
         };
         let params = SmoothParams {
-            kernel: &job.kernel,
+            kernel: &self.job.kernel,
             class_weights: &weights,
-            fill_nodata: job.fill_nodata,
-            ties: job.policies.ties,
+            fill_nodata: self.job.fill_nodata,
+            ties: self.job.policies.ties,
             confidence: None,
         };
-        let mut out = vec![0u16; tile.output_len()];
-        let smoothed = method.smooth(&tile, &params, &mut out).map(|()| out);
-        // The receiver is gone only when the run already failed.
-        let _ = done.send(smoothed);
-    });
-    Box::new(Promised(result))
+        let prepare = t0.elapsed();
+        let mut out = vec![0u16; class_tile.output_len()];
+        self.method.smooth(&class_tile, &params, &mut out)?;
+        let t1 = Instant::now();
+        code_map(&local, self.job, self.fill, self.tie).apply(&mut out);
+        check_nodata(
+            &RowsMut::contiguous(&mut out, tile.output.width),
+            self.job.output_nodata,
+        )?;
+        Ok(PooledTile {
+            local,
+            out,
+            prepare,
+            map_back: t1.elapsed(),
+        })
+    }
+}
+
+/// The codes written for a tile's local class indices.
+fn code_map(local: &TileCompaction, job: &SmoothJob, fill: u16, tie: u16) -> CodeMap {
+    CodeMap {
+        codes: local
+            .globals
+            .iter()
+            .map(|&g| job.classes.codes()[g as usize])
+            .collect(),
+        fill,
+        tie,
+    }
 }
 
 /// What the engine does around the method when policies ask for it
@@ -844,6 +941,15 @@ pub fn smooth_in_memory_with_stats(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn host_tiles_in_flight_grow_with_the_threads() {
+        assert_eq!(pool_depth(2, 1), 2);
+        assert_eq!(pool_depth(2, 16), 8);
+        assert_eq!(pool_depth(2, 64), 32);
+        // Never fewer than the method asks for.
+        assert_eq!(pool_depth(9, 16), 9);
+    }
     use super::*;
     use crate::kernel::KernelSpec;
     use crate::method::naive::NaiveHost;

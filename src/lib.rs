@@ -20,6 +20,7 @@ pub mod error;
 pub mod filter;
 #[cfg(feature = "gdal")]
 pub mod gdal;
+pub mod grain;
 pub mod interrupt;
 pub mod io;
 pub mod job;

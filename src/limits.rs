@@ -66,7 +66,7 @@ pub fn check_in_memory(
 
 /// Memory available to new allocations (`MemAvailable` of /proc/meminfo),
 /// or a generous bound where that cannot be read.
-fn available_memory() -> u64 {
+pub(crate) fn available_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {

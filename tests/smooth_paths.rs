@@ -246,3 +246,59 @@ fn two_devices_write_one_device_bytes() {
         );
     }
 }
+
+/// Host tiles run as whole jobs on the pool (compacted, smoothed and mapped
+/// there), as many in flight as the threads want: the bytes written do not
+/// depend on the pool's size, the tile side or how many tiles are in flight.
+#[test]
+fn host_outputs_are_the_same_whatever_the_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    let raster = common::synth_with_holes(
+        (301, 203),
+        7,
+        mapfilter::synth::Pattern::Simplex,
+        3,
+        6.0,
+        30,
+        0,
+    );
+    write_raster(
+        &input,
+        &TestRaster {
+            width: raster.width,
+            height: raster.height,
+            data: &raster.data,
+            data_type: GdalDataType::UInt8,
+            nodata: Some(0.0),
+            colors: false,
+        },
+    );
+    for method in [&["--method", "dct5", "--exact"][..], &["--method", "naive"]] {
+        let mut outputs = Vec::new();
+        for (threads, tile) in [
+            ("1", "32"),
+            ("3", "32"),
+            ("16", "32"),
+            ("16", "64"),
+            ("64", "40"),
+        ] {
+            let out = dir.path().join(format!("out-{threads}-{tile}.tif"));
+            let status = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+                .args(["smooth", input.to_str().unwrap(), out.to_str().unwrap()])
+                .args(["-k", "gaussian:2", "--device", "host", "--tile", tile, "-q"])
+                .args(method)
+                .env("RAYON_NUM_THREADS", threads)
+                .status()
+                .unwrap();
+            assert!(status.success(), "{method:?} on {threads} threads");
+            outputs.push((threads, tile, read_raster(&out).2));
+        }
+        for (threads, tile, data) in &outputs[1..] {
+            assert!(
+                *data == outputs[0].2,
+                "{method:?}: {threads} threads, tile {tile} differ from one thread"
+            );
+        }
+    }
+}

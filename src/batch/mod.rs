@@ -11,6 +11,7 @@
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
 //!   VRT and an optional Cloud Optimized GeoTIFF.
 //! - [`slurm`] writes a job-array script.
+//! - [`workers`] sizes a run to the node: tasks in flight, pool threads.
 
 pub mod inputs;
 pub mod mosaic;
@@ -19,3 +20,4 @@ pub mod records;
 pub mod report;
 pub mod run;
 pub mod slurm;
+pub mod workers;

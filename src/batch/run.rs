@@ -103,8 +103,9 @@ pub struct RunRequest<'a> {
     pub dir: &'a Path,
     pub share: Share,
     pub retry_failed: bool,
-    /// Tasks in flight at once.
-    pub jobs: usize,
+    /// Tasks in flight at once (`None`: sized to the node, see
+    /// [`super::workers`]).
+    pub jobs: Option<usize>,
     pub quiet: bool,
     /// Claims not refreshed for this long are taken over (any host).
     pub stale_after: Duration,
@@ -169,6 +170,14 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         return Ok(summary);
     }
     let method = settings.method.build(&settings.kernel)?;
+    let jobs = match req.jobs {
+        Some(jobs) => jobs,
+        None => {
+            let workers = super::workers::Node::here(method.gpus()).workers(todo.len());
+            size_pool(workers.pool_threads);
+            workers.jobs
+        }
+    };
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::new());
@@ -194,7 +203,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
                 records::refresh_held();
             }
         });
-        let workers: Vec<_> = (0..req.jobs.clamp(1, todo.len().max(1)))
+        let workers: Vec<_> = (0..jobs.clamp(1, todo.len().max(1)))
             .map(|_| {
                 scope.spawn(|| {
                     loop {
@@ -236,6 +245,21 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     summary.busy.sort();
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Gives the host's compute pool `threads` threads, unless the user sized
+/// it (`RAYON_NUM_THREADS`) or something in this process already used it
+/// (then it keeps its size: the run is as before, not wrong).
+fn size_pool(threads: usize) {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return;
+    }
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+    {
+        log::debug!("the compute pool keeps its size: {e}");
+    }
 }
 
 /// What one attempt at a task came to.
@@ -529,20 +553,23 @@ impl Context<'_> {
     }
 }
 
-/// The run's handle of each mosaic, opened by its first task and shared by
-/// the workers: a mosaic's VRT, the sources GDAL opens under it (each a
-/// GeoTIFF header and its georeferencing) and GDAL's cached blocks of them
-/// are then opened and decoded once per run, not once per worker or task.
-struct Opened(Vec<Mutex<Option<Arc<Mutex<ClassRaster>>>>>);
+/// The run's handles of each mosaic: idle ones wait here between tasks, so
+/// that a mosaic's VRT, the sources GDAL opens under it (each a GeoTIFF
+/// header and its georeferencing) are opened once per worker, not once per
+/// task. Each task holds a handle of its own while it runs: GDAL handles are
+/// not thread-safe, and one handle shared by every worker serialized all of
+/// the batch's decoding behind one lock (issue 39: 16 tasks on 64 cores
+/// decoded on about one).
+struct Opened(Vec<Mutex<Vec<ClassRaster>>>);
 
 impl Opened {
     fn new(mosaics: usize) -> Self {
-        Opened((0..mosaics).map(|_| Mutex::new(None)).collect())
+        Opened((0..mosaics).map(|_| Mutex::new(Vec::new())).collect())
     }
 
     /// Smooths `spec` (a window of mosaic `mosaic`, read with the default
-    /// band) on the shared handle, opening it first if no task has. A
-    /// failed run drops the handle, so that the next task opens it afresh.
+    /// band) on an idle handle of the mosaic, opening one if none is idle.
+    /// A failed run drops its handle, so that the next task opens it afresh.
     fn smooth(
         &self,
         mosaic: usize,
@@ -550,25 +577,16 @@ impl Opened {
         method: &dyn ClassSmoother,
         observer: &mut dyn Observer,
     ) -> Result<job::SmoothReport> {
-        let raster = {
-            // Held while opening: a second worker waits for this handle
-            // rather than opening one of its own.
-            let mut slot = self.0[mosaic].lock().expect("mosaic lock");
-            match &*slot {
-                Some(raster) => raster.clone(),
-                None => {
-                    let raster = Arc::new(Mutex::new(open_on_gdal_thread(&spec.input)?));
-                    *slot = Some(raster.clone());
-                    raster
-                }
-            }
+        let idle = self.0[mosaic].lock().expect("mosaic lock").pop();
+        let raster = match idle {
+            Some(raster) => raster,
+            None => open_on_gdal_thread(&spec.input)?,
         };
+        let raster = Mutex::new(raster);
         let done = job::run_shared(spec, &raster, method, observer);
-        if done.is_err() {
-            let mut slot = self.0[mosaic].lock().expect("mosaic lock");
-            if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, &raster)) {
-                *slot = None;
-            }
+        if done.is_ok() {
+            let raster = raster.into_inner().unwrap_or_else(|e| e.into_inner());
+            self.0[mosaic].lock().expect("mosaic lock").push(raster);
         }
         done
     }

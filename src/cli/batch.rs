@@ -127,7 +127,9 @@ struct RunArgs {
     /// Run failed tasks again (by default they are listed and left).
     #[arg(long)]
     retry_failed: bool,
-    /// Tasks in flight at once (default: 2, or 1 on one CPU).
+    /// Tasks in flight at once (default: sized to the node: a task per 8
+    /// cores on the host, per 3 cores with GPUs but at most 3 per GPU,
+    /// within the memory available; the compute pool gets the other cores).
     #[arg(long)]
     jobs: Option<usize>,
     /// No progress bar and no lines per task.
@@ -253,9 +255,8 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         (None, Some(k)) => Share::Task(k),
         (None, None) => Share::from_env(|k| std::env::var(k).ok())?.unwrap_or(Share::All),
     };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = a.jobs.unwrap_or(if cpus > 1 { 2 } else { 1 });
-    if jobs == 0 {
+    let jobs = a.jobs;
+    if jobs == Some(0) {
         bail!("--jobs 0 runs nothing", hint = "give --jobs 1 or more");
     }
     let stale_after = humantime::parse_duration(a.stale_after.trim())

@@ -72,6 +72,10 @@ impl ClassSmoother for Certified {
         self.fast.runs_on()
     }
 
+    fn gpus(&self) -> usize {
+        self.fast.gpus()
+    }
+
     fn is_exact(&self) -> bool {
         true
     }
@@ -90,6 +94,7 @@ impl ClassSmoother for Certified {
         let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
             out.par_chunks_mut(ow)
                 .enumerate()
+                .with_min_len(crate::grain::min_items(ow))
                 .map(|(y, row)| {
                     let mut acc = vec![0u32; tile.n_classes + 1];
                     let mut redone = 0;

@@ -226,6 +226,12 @@ pub trait ClassSmoother: Send + Sync {
         None
     }
 
+    /// How many GPUs the method computes on (a batch run sizes its tasks
+    /// in flight by it).
+    fn gpus(&self) -> usize {
+        usize::from(self.runs_on() == Some(crate::device::DeviceKind::Gpu))
+    }
+
     /// Whether `smooth` computes on the host's rayon pool alone and may run
     /// for several tiles at once: the engine then starts each tile as a job
     /// on the pool, so that a tile's last bands share the threads with the

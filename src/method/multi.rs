@@ -383,6 +383,10 @@ impl ClassSmoother for Shared {
         kinds.into_iter().flatten().next()
     }
 
+    fn gpus(&self) -> usize {
+        self.members.iter().map(|m| m.gpus()).sum()
+    }
+
     fn take_device_times(&self) -> Option<DeviceTimes> {
         self.collect_times();
         let mut sum: Option<DeviceTimes> = None;

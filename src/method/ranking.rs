@@ -258,6 +258,7 @@ impl Ranking {
             .centres_mut()
             .par_chunks_mut(LANES * ow.max(1))
             .enumerate()
+            .with_min_len(crate::grain::min_items(LANES * ow))
             .for_each(|(s, strip)| fill_strip_centres(strip, ow, s * LANES, oh, &centre));
     }
 
@@ -329,6 +330,7 @@ impl Ranking {
         }
         out.par_chunks_mut(self.ow * LANES)
             .enumerate()
+            .with_min_len(crate::grain::min_items(self.ow * LANES))
             .for_each(|(s, rows)| {
                 let at = s * self.ow * LANES;
                 write_strip(rows, self.ow, |i| {

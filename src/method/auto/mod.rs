@@ -222,6 +222,14 @@ impl ClassSmoother for Auto {
         self.candidates.iter().find_map(|c| c.smoother.runs_on())
     }
 
+    fn gpus(&self) -> usize {
+        self.candidates
+            .iter()
+            .map(|c| c.smoother.gpus())
+            .max()
+            .unwrap_or(0)
+    }
+
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
         let extent = TileExtent {
             width: tile.output_width(),

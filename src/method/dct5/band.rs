@@ -129,12 +129,22 @@ fn band_rows(r: usize) -> usize {
 
 /// Output rows per band for a tile of `oh` rows: bands run in parallel and
 /// each pass-1 segment stays within one, so a band is at most `segment`
-/// rows; within that, the tile is cut into a multiple of `threads` bands of
+/// rows. Within that, the tile is cut into a multiple of `threads` bands of
 /// (nearly) equal height, a multiple of [`LANES`], so that no thread waits
-/// for a last odd band.
+/// for a last odd band — but never into bands under half of `segment`:
+/// each band pays for its seeds (2R + 1 rows twice) whatever its height, so
+/// 64 threads cutting a 512-row tile into 8-row bands did 5× the work of
+/// 64-row bands (issue 39: the host ran 12× slower at 64 threads than at
+/// 16). The engine keeps enough tiles in flight to feed the other threads.
 fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
     let (most, threads) = ((segment / LANES).max(1) * LANES, threads.max(1));
-    let bands = oh.div_ceil(most).div_ceil(threads) * threads;
+    let fewest = oh.div_ceil(most);
+    let even = fewest.div_ceil(threads) * threads;
+    let bands = if oh.div_ceil(even) * 2 >= most {
+        even
+    } else {
+        fewest
+    };
     oh.div_ceil(bands).div_ceil(LANES) * LANES
 }
 
@@ -537,7 +547,7 @@ mod tests {
         // 512 rows, at most 124 per band, 2 threads: 6 bands of 88 (the last
         // 72), not 4 of 120 and one of 32.
         assert_eq!(band_height(124, 512, 2), 88);
-        for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (508, 512, 16), (9, 5, 1)] {
+        for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (64, 512, 16), (9, 5, 1)] {
             let band = band_height(segment, oh, threads);
             assert!(band.is_multiple_of(LANES) && band > 0, "{band}");
             assert!(
@@ -549,6 +559,26 @@ mod tests {
                 0,
                 "{oh} rows in bands of {band}"
             );
+        }
+    }
+
+    #[test]
+    fn bands_are_never_cut_thin_to_feed_many_threads() {
+        // 64 threads on a 512-row tile of σ = 5 (bands of at most 64 rows):
+        // 8 bands of 64, not 64 of 8, whose seeds would cost 5× their rows.
+        assert_eq!(band_height(64, 512, 64), 64);
+        assert_eq!(band_height(64, 512, 32), 64);
+        // A wide kernel's long bands are not cut to 32 rows for 16 threads.
+        assert_eq!(band_height(504, 512, 16), 256);
+        for threads in 1..=128 {
+            for oh in [8, 100, 512, 1000, 2048] {
+                let band = band_height(64, oh, threads);
+                assert!(
+                    band >= 32.min(oh.div_ceil(LANES) * LANES),
+                    "{oh} rows, {threads}: {band}"
+                );
+                assert!(band <= 64, "{band}");
+            }
         }
     }
 }

@@ -393,7 +393,10 @@ impl Runs {
         let (w, out_w, out_h) = (tile.width, tile.output_width(), tile.output_height());
         let cells = tile.classes;
         let mut len = vec![0u8; tile.height * w];
-        len.par_chunks_mut(w).enumerate().for_each(|(r, lens)| {
+        len.par_chunks_mut(w)
+            .enumerate()
+            .with_min_len(crate::grain::min_items(w))
+            .for_each(|(r, lens)| {
             let line = &cells[r * w..][..w];
             let mut run = 0usize;
             for x in (0..w).rev() {
@@ -410,6 +413,7 @@ impl Runs {
         count
             .par_chunks_mut(out_w)
             .enumerate()
+            .with_min_len(crate::grain::min_items(w))
             .for_each(|(r, counts)| {
                 let line = &cells[r * w..][..w];
                 // Run starts in line[x+1..x+n], slid along the row.

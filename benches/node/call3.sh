@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Third device call: the host engine against threads, and the node batch on
+# the compressible set (A) and the realistic one (simplex, 16 x 105 Mpx),
+# this build against the base build, paired.
+set -u
+export NCCL_NVLS_ENABLE=0
+source scripts/gpu-env.sh
+OUT=${OUT:-out/node}; mkdir -p "$OUT"
+nproc; nvidia-smi -L | head -1
+MF=/tmp/mf/bin/mapfilter BASE=/tmp/mf/bin/mapfilter-base
+THREADS="16 $(nproc)" BINS="new=$MF base=$BASE" bash benches/node/host-threads.sh
+bash benches/node/dataset.sh compressible /tmp/tA
+TILES=/tmp/tA BINS="new=$MF base=$BASE" DEVICES="gpu all host" CASES="exact naive" PAR="16" bash benches/node/batch.sh
+MAPFILTER=$MF bash benches/node/dataset.sh simplex /tmp/tS 10240
+TILES=/tmp/tS BINS="new=$MF base=$BASE" DEVICES="gpu host" CASES="exact" PAR="16 32" bash benches/node/batch.sh

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the node benchmark's tiles (issue 39) from the bundled MODIS crop:
+#   compressible  16 tiles of 7200x3600 cut from the crop at 14x nearest
+#                 (28800x14400, few long runs, like set A);
+#   simplex       16 tiles of `mapfilter gen --pattern simplex --classes 17`
+#                 at SIDE² (default 10240: 105 Mpx each; realistic entropy).
+#   bash benches/node/dataset.sh compressible|simplex DIR [SIDE]
+set -eu
+kind=$1 dir=$2 side=${3:-10240}
+mkdir -p "$dir"
+case $kind in
+  compressible)
+    big=/tmp/landcover_28800x14400.tif
+    [ -f "$big" ] || gdal_translate -q -r nearest -outsize 28800 14400 -co TILED=YES \
+      -co COMPRESS=DEFLATE -co NUM_THREADS=ALL_CPUS data/modis_igbp_2019_2048.tif "$big"
+    for r in 0 1 2 3; do for c in 0 1 2 3; do
+      echo "$r $c"
+    done; done | xargs -P 16 -n 2 sh -c 'gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE \
+      -srcwin $(($1 * 7200)) $(($0 * 3600)) 7200 3600 '"$big"' '"$dir"'/t_$0_$1.tif'
+    ;;
+  simplex)
+    # Each tile generated alone (seed = its number), then placed on a 4x4
+    # lattice of one grid (gen's UTM 33N, 30 m) and written as the others.
+    export side dir
+    seq 0 15 | xargs -P 16 -I{} sh -c '
+      r=$(($1 / 4)) c=$(($1 % 4))
+      "${MAPFILTER:-mapfilter}" gen /tmp/gen_$1.tif --raster-size "${side}x${side}" \
+        --classes 17 --pattern simplex --seed $(($1 + 1)) -q
+      ulx=$((500000 + c * side * 30)) uly=$((5000000 - r * side * 30))
+      gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE -a_ullr $ulx $uly \
+        $((ulx + side * 30)) $((uly - side * 30)) /tmp/gen_$1.tif "$dir/s_${r}_${c}.tif"
+      rm -f /tmp/gen_$1.tif' _ {}
+    ;;
+esac
