@@ -4,7 +4,7 @@
 //! once, stale claims of other hosts, progress lines, category names.
 
 #![cfg(feature = "gdal")]
-mod common;
+use crate::common;
 
 use common::*;
 use gdal::Metadata;

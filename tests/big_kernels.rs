@@ -7,7 +7,7 @@
 //! small (a naive pixel costs up to 148k taps at N = 385) but wider than
 //! 64 + R, so windows hold pixels at columns dx > 255 of the kernel.
 
-mod common;
+use crate::common;
 
 use mapfilter::device::test_device;
 use mapfilter::engine::{SmoothJob, smooth_in_memory};

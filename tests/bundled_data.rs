@@ -3,7 +3,7 @@
 //! included, keep them.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::mapfilter_ok;
 

@@ -2,7 +2,7 @@
 //! behind (not the target, not a temp file) and the input untouched.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{TestRaster, files_in, fixture, mapfilter, write_raster};
 use gdal::raster::GdalDataType;

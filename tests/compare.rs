@@ -3,7 +3,7 @@
 //! on different grids, and the smoothing report against the exact baseline.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{TestRaster, files_in, mapfilter, read_raster, write_raster};
 use gdal::Dataset;

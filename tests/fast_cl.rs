@@ -2,7 +2,7 @@
 //! twins: the float scores agree (winners identical except near-ties, which
 //! must be rare), and the certified mode is byte-identical to naive.
 
-mod common;
+use crate::common;
 
 use mapfilter::device::test_device;
 use mapfilter::engine::{self, SmoothJob, smooth_in_memory};

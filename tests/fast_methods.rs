@@ -2,7 +2,7 @@
 //! byte-identical to naive on random cases (proptest), svd and dct5 agree
 //! with naive at the accuracy docs/semantics.md#methods promises.
 
-mod common;
+use crate::common;
 
 use mapfilter::engine::{SmoothJob, smooth_in_memory};
 use mapfilter::io::MemRaster;

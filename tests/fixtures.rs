@@ -3,7 +3,7 @@
 //! reproduced byte for byte by every exact method, on every device and tile size.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{exact_methods, fixture, mapfilter, read_raster};
 use mapfilter::classes::ClassWeights;

@@ -8,7 +8,7 @@
 //! committed fixtures leave out: a quantised Gaussian, fractional class
 //! weights and `--fill-nodata`.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! table and category names; UInt16 classes stay UInt16; `gen` and `info` work.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{TestRaster, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::raster::GdalDataType;

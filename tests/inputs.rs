@@ -4,7 +4,7 @@
 //! raster with a colour table.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{mapfilter, mapfilter_ok, read_raster};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! output and reports the same figures as a run that recomputes it.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{mapfilter, mapfilter_ok};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! thing across commands, the old spellings still work.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{mapfilter, mapfilter_ok, read_raster};
 use std::path::{Path, PathBuf};

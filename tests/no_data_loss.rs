@@ -9,7 +9,7 @@
 //! when `MAPFILTER_REQUIRE_ROOT` is set (CI runs as root and sets it).
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{mapfilter, mapfilter_ok};
 use std::os::unix::process::ExitStatusExt;

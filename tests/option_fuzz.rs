@@ -2,8 +2,6 @@
 //! never panic or abort the CLI; it exits 0, 1 or 2 (usage) only.
 #![cfg(feature = "gdal")]
 
-mod common;
-
 use proptest::prelude::*;
 use std::process::Command;
 

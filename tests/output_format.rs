@@ -4,7 +4,7 @@
 //! and `--config` applied before any GDAL work.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{files_in, mapfilter, mapfilter_ok};
 use gdal::Dataset;

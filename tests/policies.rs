@@ -6,7 +6,7 @@
 //! CLI; and the refusals.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{exact_methods, fixture, mapfilter, mapfilter_ok, read_raster};
 use mapfilter::classes::ClassWeights;

@@ -1,7 +1,7 @@
 //! The HTML reports render in headless Chromium: no console errors, every
 //! map decoded, every plot laid out (scripts/check-report.sh). Ignored by
 //! default — it needs Debian's chromium (the script installs it) and takes
-//! seconds; run with `cargo test --test report_chromium -- --ignored`.
+//! seconds; run with `cargo test --test integration report_chromium -- --ignored`.
 #![cfg(feature = "gdal")]
 
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! `compare --min-agreement` as a quality gate.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{mapfilter, mapfilter_ok};
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! results for every tile size, equal to a plain untiled computation
 //! (`common::brute_force`, written apart from the library).
 
-mod common;
+use crate::common;
 
 use mapfilter::classes::{ClassTable, ClassWeights};
 use mapfilter::engine::{SmoothJob, smooth_in_memory};

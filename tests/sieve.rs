@@ -10,7 +10,7 @@
 //! (as `scripts/test.sh` and CI do), where they fail.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::raster::GdalDataType;

@@ -3,7 +3,7 @@
 //! metadata must be those of the full path, byte for byte.
 #![cfg(feature = "gdal")]
 
-mod common;
+use crate::common;
 
 use common::{TestRaster, files_in, read_raster, write_raster};
 use gdal::Dataset;

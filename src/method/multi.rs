@@ -557,10 +557,13 @@ mod tests {
     }
 
     /// A member that fails stops the run with its error; dropping the
-    /// shared method afterwards ends its workers.
+    /// shared method afterwards ends its workers. The host member waits (up
+    /// to 1 s) for the failing one's first tile: on a loaded machine it
+    /// could otherwise take every tile before the failing member's thread
+    /// starts (flaked once in the full suite: the run succeeded).
     #[test]
     fn a_failing_member_stops_the_run() {
-        struct Failing;
+        struct Failing(Arc<AtomicUsize>);
         impl ClassSmoother for Failing {
             fn name(&self) -> String {
                 "failing".into()
@@ -569,11 +572,17 @@ mod tests {
                 true
             }
             fn smooth(&self, _: &ClassTile, _: &SmoothParams, _: &mut [u16]) -> Result<()> {
+                self.0.fetch_add(1, Ordering::SeqCst);
                 Err(Error::new("this device fails"))
             }
         }
         let (input, job) = input();
-        let shared = Shared::new(vec![Box::new(Failing), Box::new(NaiveHost)]).unwrap();
+        let failed = Arc::new(AtomicUsize::new(0));
+        let host = Counted {
+            done: Arc::new(AtomicUsize::new(0)),
+            slow_started: failed.clone(),
+        };
+        let shared = Shared::new(vec![Box::new(Failing(failed)), Box::new(host)]).unwrap();
         let e = smooth_in_memory(&input, &job, &shared).unwrap_err();
         assert!(e.to_string().contains("this device fails"), "{e}");
         drop(shared);
