@@ -325,7 +325,10 @@ impl Plan {
             }
             let name = output_name(&task.output)?;
             if !outputs.insert(name.to_os_string()) {
-                return fail(format!("{} is also another task's output", task.output.display()));
+                return fail(format!(
+                    "{} is also another task's output",
+                    task.output.display()
+                ));
             }
             inputs.insert(task.input.clone());
         }
@@ -358,7 +361,12 @@ impl Plan {
         let mut files: Vec<PathBuf> = self
             .mosaics
             .iter()
-            .flat_map(|m| m.members.iter().map(|x| x.path.clone()).chain([m.source.clone()]))
+            .flat_map(|m| {
+                m.members
+                    .iter()
+                    .map(|x| x.path.clone())
+                    .chain([m.source.clone()])
+            })
             .collect();
         for t in &self.tasks {
             files.push(t.input.clone());
@@ -581,7 +589,9 @@ fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
             return false;
         };
         let mut parts = inside.components();
-        let first = parts.next().map(|c| c.as_os_str().to_string_lossy().into_owned());
+        let first = parts
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
         let nested = parts.next().is_some();
         match first.as_deref() {
             Some(OUT_DIR | "state" | "logs") => nested,

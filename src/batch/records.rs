@@ -226,7 +226,10 @@ impl State {
 
     /// The task's failure under plan `plan`, if it has one.
     pub fn failed(&self, task: usize, plan: u32) -> Option<FailedRecord> {
-        let text = read_bounded(&self.file(task, "failed.json"), crate::limits::MAX_TEXT_FILE)?;
+        let text = read_bounded(
+            &self.file(task, "failed.json"),
+            crate::limits::MAX_TEXT_FILE,
+        )?;
         serde_json::from_str(&text)
             .ok()
             .filter(|r: &FailedRecord| r.plan == plan && r.task == task)
@@ -433,9 +436,9 @@ impl State {
         };
         for e in entries.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
-            let scratch = SCRATCH
-                .iter()
-                .any(|k| name.ends_with(&format!(".{k}")) || name.ends_with(&format!(".{k}.aux.xml")));
+            let scratch = SCRATCH.iter().any(|k| {
+                name.ends_with(&format!(".{k}")) || name.ends_with(&format!(".{k}.aux.xml"))
+            });
             if name.starts_with("task-") && scratch {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -904,7 +907,11 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         // SAFETY: signal 0 only checks that the process exists.
-        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, 0) }, 0, "kill sees it");
+        assert_eq!(
+            unsafe { libc::kill(pid as libc::pid_t, 0) },
+            0,
+            "kill sees it"
+        );
         assert!(!process_alive(pid, None), "a zombie holds nothing");
         child.wait().unwrap();
         assert!(!process_alive(pid, None));

@@ -115,7 +115,9 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         .collect();
     // Records agree with their tasks (each pixel count is its window's), and
     // sums saturate rather than wrap whatever the plan's windows are.
-    let pixels_done = done.iter().fold(0u64, |sum, r| sum.saturating_add(r.pixels));
+    let pixels_done = done
+        .iter()
+        .fold(0u64, |sum, r| sum.saturating_add(r.pixels));
     let task_seconds: f64 = done.iter().map(|r| r.seconds).sum();
     let times: Vec<TaskTime> = done
         .iter()

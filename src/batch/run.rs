@@ -815,7 +815,9 @@ fn member_change(m: &super::mosaic::Member, grid: [f64; 6]) -> Option<String> {
         ));
     }
     let want = crate::gdal::class_raster::shift_transform(grid, m.x as f64, m.y as f64);
-    let have = meta.geo_transform.unwrap_or([0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+    // A file whose georeferencing does not read (a truncated header) is
+    // a read failure of its own, not a move.
+    let have = meta.geo_transform?;
     // Within a thousandth of a pixel: the plan's grid is the members' own.
     let pixel = grid[1].abs().max(grid[5].abs()).max(f64::MIN_POSITIVE);
     let moved = want
@@ -1308,8 +1310,7 @@ mod fuzz {
             .is_ok(),
             5 => std::fs::write(
                 file("claim"),
-                json!({"host": "elsewhere", "pid": 1, "nonce": 1, "stale_after": 1e9})
-                    .to_string(),
+                json!({"host": "elsewhere", "pid": 1, "nonce": 1, "stale_after": 1e9}).to_string(),
             )
             .is_ok(),
             6 => std::os::unix::fs::symlink("/dev/zero", file("claim")).is_ok(),
@@ -1329,12 +1330,25 @@ mod fuzz {
                 let mut ds = driver
                     .create_with_band_type::<u8, _>(&path, 24, 16, 1)
                     .unwrap();
-                let gt = [1000.0 + 24.0 * 10.0 * i as f64, 10.0, 0.0, 5000.0, 0.0, -10.0];
+                let gt = [
+                    1000.0 + 24.0 * 10.0 * i as f64,
+                    10.0,
+                    0.0,
+                    5000.0,
+                    0.0,
+                    -10.0,
+                ];
                 ds.set_geo_transform(&gt).unwrap();
                 let mut band = ds.rasterband(1).unwrap();
                 band.set_no_data_value(Some(9.0)).unwrap();
                 let data: Vec<u8> = (0..24 * 16)
-                    .map(|p| if p % 37 == 0 { 9 } else { ((p / 5 + i) % 6) as u8 })
+                    .map(|p| {
+                        if p % 37 == 0 {
+                            9
+                        } else {
+                            ((p / 5 + i) % 6) as u8
+                        }
+                    })
                     .collect();
                 let mut buffer = gdal::raster::Buffer::new((24, 16), data);
                 band.write((0, 0), (24, 16), &mut buffer).unwrap();

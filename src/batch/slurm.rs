@@ -35,7 +35,10 @@ pub fn script(dir: &Path, exe: &Path, o: &SlurmOptions) -> Result<String> {
     // the script would see one word).
     if exe.to_string_lossy().chars().any(char::is_control) {
         bail!(
-            format!("mapfilter's path {:?} holds a control character", exe.as_os_str()),
+            format!(
+                "mapfilter's path {:?} holds a control character",
+                exe.as_os_str()
+            ),
             hint = "install mapfilter under a plain path"
         );
     }
@@ -180,7 +183,14 @@ mod tests {
     fn hostile_values_and_names_never_reach_the_script() {
         let exe = Path::new("/bin/mapfilter");
         let dir = Path::new("/data/b");
-        for mem in ["8G\ntouch pwned", "8G; touch pwned", "$(touch pwned)", "8GG", "", "G"] {
+        for mem in [
+            "8G\ntouch pwned",
+            "8G; touch pwned",
+            "$(touch pwned)",
+            "8GG",
+            "",
+            "G",
+        ] {
             let e = script(dir, exe, &options(mem, "01:00:00")).unwrap_err();
             assert!(e.to_string().contains("--slurm-mem"), "{e}");
         }
@@ -191,19 +201,35 @@ mod tests {
         for ok in ["30", "10:00", "02:00:00", "1-12", "1-12:30:00", "UNLIMITED"] {
             script(dir, exe, &options("512M", ok)).unwrap();
         }
-        for bad in ["/data/a b", "/data/x\ntouch pwned", "/data/it's", "/data/%A", "/data/$(id)"] {
+        for bad in [
+            "/data/a b",
+            "/data/x\ntouch pwned",
+            "/data/it's",
+            "/data/%A",
+            "/data/$(id)",
+        ] {
             let e = script(Path::new(bad), exe, &options("8G", "10")).unwrap_err();
             assert!(e.to_string().contains("#SBATCH"), "{e}");
         }
         // An executable's path with a quote stays one shell word; one with
         // a newline is refused.
-        let s = script(dir, Path::new("/opt/it's bin/mapfilter"), &options("8G", "10")).unwrap();
-        assert!(s.contains("exec '/opt/it'\\''s bin/mapfilter' batch run /data/b --jobs 1\n"), "{s}");
+        let s = script(
+            dir,
+            Path::new("/opt/it's bin/mapfilter"),
+            &options("8G", "10"),
+        )
+        .unwrap();
+        assert!(
+            s.contains("exec '/opt/it'\\''s bin/mapfilter' batch run /data/b --jobs 1\n"),
+            "{s}"
+        );
         assert!(script(dir, Path::new("/opt/x\ny/mapfilter"), &options("8G", "10")).is_err());
         // Every line is a comment, an #SBATCH line or one of the script's own.
         for line in s.lines().filter(|l| !l.starts_with('#')) {
             assert!(
-                ["set ", "export ", "exec "].iter().any(|p| line.starts_with(p)),
+                ["set ", "export ", "exec "]
+                    .iter()
+                    .any(|p| line.starts_with(p)),
                 "{line:?} in {s}"
             );
         }
