@@ -823,7 +823,7 @@ fn member_change(m: &super::mosaic::Member, grid: [f64; 6]) -> Option<String> {
     let moved = want
         .iter()
         .zip(&have)
-        .any(|(a, b)| !((a - b).abs() <= 1e-3 * pixel));
+        .any(|(a, b)| (a - b).is_nan() || (a - b).abs() > 1e-3 * pixel);
     moved.then(|| format!("its georeferencing is {have:?} now, {want:?} planned"))
 }
 
