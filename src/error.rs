@@ -11,6 +11,9 @@ use std::fmt;
 pub struct Error {
     cause: String,
     hint: Option<String>,
+    /// The process exit code the CLI gives this error (1 unless a command
+    /// documents another, e.g. `batch run --no-wait`'s 75).
+    exit_code: i32,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -21,7 +24,19 @@ impl Error {
         Error {
             cause: cause.into(),
             hint: None,
+            exit_code: 1,
         }
+    }
+
+    /// The same error, ending the process with `code` instead of 1.
+    pub fn exit_code(mut self, code: i32) -> Self {
+        self.exit_code = code;
+        self
+    }
+
+    /// The exit code the CLI gives this error.
+    pub fn code(&self) -> i32 {
+        self.exit_code
     }
 
     /// Adds (or replaces) the hint shown after the cause.

@@ -1,7 +1,9 @@
 //! `mapfilter batch`: seam-free tasks (outputs put together equal one
 //! `smooth` of the whole map, byte for byte), resume after SIGKILL at random
 //! moments and after SIGINT, failure isolation, two runs on one plan at
-//! once, stale claims of other hosts, progress lines, category names.
+//! once, stale claims of other hosts, progress lines, category names; a
+//! resumed run never exits 0 with a task missing (zombie holders, reused
+//! PIDs, claims of other hosts), writes stay in the batch.
 
 #![cfg(feature = "gdal")]
 use crate::common;
@@ -373,7 +375,17 @@ fn a_corrupt_tile_fails_its_task_only() {
     // The neighbours are done, their halo over the bad tile taken as nodata.
     let outs = files_in(&batch.join("out"));
     assert_eq!(outs, ["t_0_0.tif", "t_0_1.tif", "t_1_1.tif"], "{err}");
-    mapfilter_ok(&["batch", "report", batch.to_str().unwrap()]);
+    // The report says so, and exits 1 unless told the batch may be incomplete.
+    let report = mapfilter(&["batch", "report", batch.to_str().unwrap()]);
+    assert_eq!(report.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("1 failed, 0 pending, 3 degraded"), "{text}");
+    mapfilter_ok(&[
+        "batch",
+        "report",
+        batch.to_str().unwrap(),
+        "--allow-incomplete",
+    ]);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(batch.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["done"], 3);
@@ -391,6 +403,13 @@ fn a_corrupt_tile_fails_its_task_only() {
     // A second run leaves it failed without --retry-failed.
     let again = mapfilter(&["batch", "run", batch.to_str().unwrap(), "-q"]);
     assert_eq!(again.status.code(), Some(1));
+    let allowed = [
+        "batch",
+        "run",
+        batch.to_str().unwrap(),
+        "--allow-incomplete",
+    ];
+    mapfilter_ok(&allowed);
     // Repaired, --retry-failed redoes it and its neighbours: seam-free again.
     std::fs::remove_dir_all(&tiles).unwrap();
     cut(&map, &[0, 60, 120], &[0, 50, 90]);
@@ -614,6 +633,22 @@ fn forge_claim(batch: &Path, task: usize, lease: Option<f64>, age: Duration) -> 
     path
 }
 
+/// Runs `args` (a `batch run --no-wait`), which must exit 75 with every task
+/// but those held done: its stderr.
+fn held(args: &[&str], batch: &Path) -> String {
+    let run = mapfilter(args);
+    let text = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(75), "{text}");
+    assert!(text.contains("held by other runs"), "{text}");
+    let claims = files_in(&batch.join("state"))
+        .iter()
+        .filter(|n| n.ends_with(".claim"))
+        .count();
+    assert!(claims > 0, "75 with no task held: {text}");
+    assert_eq!(outputs(batch).len() + claims, 16, "{text}");
+    text
+}
+
 #[test]
 fn a_claim_of_another_host_is_taken_over_once_not_refreshed_for_stale_after() {
     let dir = tempfile::tempdir().unwrap();
@@ -622,16 +657,22 @@ fn a_claim_of_another_host_is_taken_over_once_not_refreshed_for_stale_after() {
     let b = batch.to_str().unwrap();
     // Refreshed a minute ago: a live holder for a lease of an hour.
     let claim = forge_claim(&batch, 0, None, Duration::from_secs(60));
-    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "1h"]);
-    let text = String::from_utf8_lossy(&run.stderr);
+    let text = held(
+        &["batch", "run", b, "--stale-after", "1h", "--no-wait"],
+        &batch,
+    );
     assert!(text.contains("1 held by another run"), "{text}");
     assert!(claim.exists());
     // Its holder promised a lease of an hour: a shorter --stale-after does
     // not take it.
     forge_claim(&batch, 0, Some(3600.0), Duration::from_secs(60));
-    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "30s"]);
-    let text = String::from_utf8_lossy(&run.stderr);
+    let text = held(
+        &["batch", "run", b, "--stale-after", "30s", "--no-wait"],
+        &batch,
+    );
     assert!(text.contains("1 held by another run"), "{text}");
+    // --allow-incomplete: listed, exit 0.
+    mapfilter_ok(&["batch", "run", b, "--no-wait", "--allow-incomplete"]);
     // Not refreshed for longer than the lease: the node died, taken over.
     forge_claim(&batch, 0, None, Duration::from_secs(60));
     let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "30s"]);
@@ -705,8 +746,10 @@ fn an_empty_claim_is_taken_over_once_older_than_the_lease() {
             .unwrap();
     };
     empty(Duration::from_secs(10));
-    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "1h"]);
-    let text = String::from_utf8_lossy(&run.stderr);
+    let text = held(
+        &["batch", "run", b, "--stale-after", "1h", "--no-wait"],
+        &batch,
+    );
     assert!(text.contains("1 held by another run"), "{text}");
     assert!(claim.exists());
     empty(Duration::from_secs(120));
@@ -896,4 +939,358 @@ fn seam_free_on_two_devices() {
     let said = String::from_utf8_lossy(&run.stderr);
     assert_eq!(said.matches("batch: device #").count(), 2, "{said}");
     assert_mosaic_equals(&batch, &whole);
+}
+
+/// This host's name as the kernel has it (what gethostname returns).
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The state letter and start time (field 22) of process `pid`.
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields[0].chars().next()?, fields[19].parse().ok()?))
+}
+
+/// Slow tasks (naive, a wide kernel), so a run is killed mid-task.
+const SLOW: [&str; 6] = ["-k", "gaussian:6", "--method", "naive", "--grid", "4"];
+
+/// A run killed while its parent lives on without reaping it is a zombie:
+/// `kill(pid, 0)` calls it alive, but its claims are dead. The next run
+/// takes them over and finishes every task (exit 0), leaving no claim,
+/// temp or scratch file of the killed run.
+#[test]
+fn a_zombie_holder_is_taken_over_and_the_resumed_run_finishes_every_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = plan_of_map(dir.path(), "reference", &SLOW);
+    mapfilter_ok(&["batch", "run", reference.to_str().unwrap(), "-q"]);
+    let batch = plan_of_map(dir.path(), "zombie", &SLOW);
+    let b = batch.to_str().unwrap();
+    // sh starts the run, then becomes `sleep`, which never reaps it.
+    let script = format!(
+        "{} batch run {b} -q --jobs 2 2>/dev/null & exec sleep 1000",
+        env!("CARGO_BIN_EXE_mapfilter")
+    );
+    let state = batch.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let mut parent = Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let start = std::time::Instant::now();
+    let holder = loop {
+        let claim = files_in(&state).into_iter().find(|n| n.ends_with(".claim"));
+        if let Some(text) = claim.and_then(|c| std::fs::read_to_string(state.join(c)).ok()) {
+            let token: serde_json::Value = serde_json::from_str(&text).unwrap();
+            break token["pid"].as_u64().unwrap() as u32;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no claim made");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    Command::new("kill")
+        .args(["-KILL", &holder.to_string()])
+        .status()
+        .unwrap();
+    while proc_stat(holder).is_some_and(|(s, _)| s != 'Z') {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(proc_stat(holder).map(|s| s.0), Some('Z'), "a zombie");
+    assert!(outputs(&batch).len() < 16, "killed after the last task");
+    let run = mapfilter(&["batch", "run", b]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    let _ = parent.kill();
+    let _ = parent.wait();
+    assert_eq!(run.status.code(), Some(0), "{text}");
+    assert!(outputs(&batch) == outputs(&reference), "{text}");
+    assert_eq!(leftovers(&batch), Vec::<String>::new(), "{text}");
+}
+
+/// A claim naming a live process of this host that started at another
+/// time (its PID was reused) is dead; one naming the process as it is
+/// holds its task: --no-wait exits 75 with that task missing, never 0.
+#[test]
+fn a_reused_pid_does_not_hold_a_task_and_a_live_holder_gives_75() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "reused");
+    std::fs::create_dir_all(batch.join("state")).unwrap();
+    let b = batch.to_str().unwrap();
+    let mut other = Command::new("sleep").arg("1000").spawn().unwrap();
+    let (_, started) = proc_stat(other.id()).unwrap();
+    let forge = |task: usize, start: u64| {
+        let token = serde_json::json!({
+            "host": this_host(), "pid": other.id(), "nonce": 9, "start": start
+        });
+        std::fs::write(
+            batch.join("state").join(format!("task-{task}.claim")),
+            token.to_string(),
+        )
+        .unwrap();
+    };
+    forge(3, started + 1);
+    let run = mapfilter_ok(&["batch", "run", b, "--no-wait"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("16 done now"), "{text}");
+    std::fs::remove_dir_all(batch.join("out")).unwrap();
+    forge(5, started);
+    held(&["batch", "run", b, "--no-wait"], &batch);
+    assert!(!batch.join("out").join("map_r1c1.tif").exists());
+    // Waiting (the default), the run takes the task once its holder dies.
+    let mut waiting = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args(["batch", "run", b])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        waiting.try_wait().unwrap().is_none(),
+        "waits for the holder"
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    let done = waiting.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{text}");
+    assert!(text.contains("waiting for 1 task(s)"), "{text}");
+    assert_eq!(outputs(&batch).len(), 16);
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
+}
+
+/// A claim of another host holds its task for its lease: --no-wait gives
+/// 75; a waiting run takes it over once the lease ends and finishes.
+#[test]
+fn a_foreign_claim_is_waited_for_until_its_lease_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "foreign");
+    std::fs::create_dir_all(batch.join("state")).unwrap();
+    let b = batch.to_str().unwrap();
+    forge_claim(&batch, 7, Some(2.0), Duration::ZERO);
+    held(
+        &["batch", "run", b, "--no-wait", "--stale-after", "1s"],
+        &batch,
+    );
+    forge_claim(&batch, 7, Some(2.0), Duration::ZERO);
+    let t0 = std::time::Instant::now();
+    let run = mapfilter_ok(&["batch", "run", b, "--stale-after", "1s"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(t0.elapsed() >= Duration::from_secs(1), "{text}");
+    assert!(text.contains("1 done now"), "{text}");
+    assert_eq!(outputs(&batch).len(), 16);
+    // An expired one is taken at once.
+    std::fs::remove_file(batch.join("state/task-2.done.json")).unwrap();
+    forge_claim(&batch, 2, Some(60.0), Duration::from_secs(120));
+    let run = mapfilter_ok(&["batch", "run", b, "--no-wait", "--stale-after", "1s"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("1 done now"), "{text}");
+}
+
+/// 4x4 tiles, one deleted after planning, run with two tasks at once, 20
+/// times: only its task fails (its neighbours are done, degraded: their
+/// halo there is nodata); no other task ever fails or degrades.
+#[test]
+fn with_jobs_2_a_deleted_tile_fails_only_its_task_20_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (160, 160), Some(9), 21);
+    let cuts = [0, 40, 80, 120, 160];
+    let tiles = cut(&map, &cuts, &cuts);
+    let batch = dir.path().join("batch");
+    let b = batch.to_str().unwrap();
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        b,
+        "-k",
+        "gaussian:1",
+        "--device",
+        "host",
+    ]);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("plan.json")).unwrap()).unwrap();
+    let task_of = |name: &str| {
+        plan["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|t| t["input"].as_str().unwrap().ends_with(name))
+            .unwrap()
+    };
+    let bad = task_of("t_1_2.tif");
+    let neighbours: Vec<usize> = [
+        "t_0_1", "t_0_2", "t_0_3", "t_1_1", "t_1_3", "t_2_1", "t_2_2", "t_2_3",
+    ]
+    .iter()
+    .map(|n| task_of(&format!("{n}.tif")))
+    .collect();
+    std::fs::remove_file(tiles.join("t_1_2.tif")).unwrap();
+    for round in 0..20 {
+        for sub in ["out", "state"] {
+            let _ = std::fs::remove_dir_all(batch.join(sub));
+        }
+        let run = mapfilter(&["batch", "run", b, "--jobs", "2", "-q"]);
+        let text = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "round {round}: {text}");
+        assert!(
+            text.contains(&format!("1 task(s) failed: {bad}")),
+            "round {round}: {text}"
+        );
+        let state = files_in(&batch.join("state"));
+        let failed: Vec<&String> = state
+            .iter()
+            .filter(|n| n.ends_with(".failed.json"))
+            .collect();
+        assert_eq!(
+            failed,
+            [&format!("task-{bad}.failed.json")],
+            "round {round}: {text}"
+        );
+        assert_eq!(outputs(&batch).len(), 15, "round {round}: {text}");
+        for n in state.iter().filter(|n| n.ends_with(".done.json")) {
+            let rec: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(batch.join("state").join(n)).unwrap(),
+            )
+            .unwrap();
+            let task = rec["task"].as_u64().unwrap() as usize;
+            let degraded = !rec["missing_halo"].as_array().unwrap().is_empty();
+            assert_eq!(
+                degraded,
+                neighbours.contains(&task),
+                "round {round}: task {task}"
+            );
+        }
+    }
+}
+
+/// A member replaced by a raster of another size after planning fails the
+/// tasks that read it, saying so; planning a folder into itself again
+/// takes none of the batch's own files as inputs.
+#[test]
+fn a_changed_member_fails_clearly_and_a_plan_never_takes_its_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (120, 90), Some(9), 5);
+    let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
+    let t = tiles.to_str().unwrap();
+    let opts = ["-k", "gaussian:1.5", "--device", "host"];
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["batch", "plan", t, "--out", t];
+        args.extend(opts);
+        args.extend(extra);
+        mapfilter_ok(&args);
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(tiles.join("plan.json")).unwrap())
+                .unwrap();
+        plan
+    };
+    let first = plan(&[]);
+    mapfilter_ok(&["batch", "run", t, "-q"]);
+    let again = plan(&["--overwrite"]);
+    assert_eq!(again["tasks"], first["tasks"], "the same four tiles");
+    assert_eq!(again["tasks"].as_array().unwrap().len(), 4);
+    // t_0_0 replaced by a 50x50 cut of the map (planned 60x50).
+    let t00 = tiles.join("t_0_0.tif");
+    let status = Command::new("gdal_translate")
+        .args(["-q", "-srcwin", "0", "0", "50", "50"])
+        .arg(&map)
+        .arg(dir.path().join("smaller.tif"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::rename(dir.path().join("smaller.tif"), &t00).unwrap();
+    std::fs::remove_dir_all(tiles.join("state")).unwrap();
+    let run = mapfilter(&["batch", "run", t, "-q"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("t_0_0.tif changed since the plan: 50x50 pixels now, 60x50 planned"),
+        "{text}"
+    );
+    assert!(text.contains("failed task 0"), "{text}");
+}
+
+/// plan.json edited to write elsewhere (out of out/, over an input, over
+/// the plan, absolutely) or to index out of range is refused in one line,
+/// never a panic; a symlink planted in out/ is not written through.
+#[test]
+fn a_task_never_writes_outside_out_nor_through_a_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "confined");
+    let b = batch.to_str().unwrap();
+    let plan_path = batch.join("plan.json");
+    let original = std::fs::read_to_string(&plan_path).unwrap();
+    let map = dir.path().join("map.tif");
+    let map_bytes = std::fs::read(&map).unwrap();
+    let victim = dir.path().join("victim.tif");
+    std::fs::write(&victim, b"keep").unwrap();
+    let victim_path = victim.to_str().unwrap();
+    for (field, value) in [
+        ("/tasks/1/output", serde_json::json!("../map.tif")),
+        ("/tasks/1/output", serde_json::json!(victim_path)),
+        ("/tasks/1/output", serde_json::json!("plan.json")),
+        ("/tasks/1/output", serde_json::json!("out/../plan.json")),
+        (
+            "/tasks/1/output",
+            serde_json::json!("state/task-0.done.json"),
+        ),
+        ("/tasks/1/output", serde_json::json!("out/map_r0c0.tif")),
+        ("/tasks/1/mosaic", serde_json::json!(7)),
+        ("/tasks/1/window/2", serde_json::json!(u64::MAX)),
+        ("/mosaics/0/output_width", serde_json::json!(1_000_000)),
+    ] {
+        let mut plan: serde_json::Value = serde_json::from_str(&original).unwrap();
+        *plan.pointer_mut(field).unwrap() = value.clone();
+        std::fs::write(&plan_path, plan.to_string()).unwrap();
+        for cmd in ["run", "report"] {
+            let run = mapfilter(&["batch", cmd, b]);
+            let text = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(1), "{field} = {value}: {text}");
+            assert!(
+                text.contains("not a valid plan"),
+                "{field} = {value}: {text}"
+            );
+            assert_eq!(text.lines().count(), 1, "{text}");
+        }
+        assert_eq!(std::fs::read(&map).unwrap(), map_bytes);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    }
+    std::fs::write(&plan_path, &original).unwrap();
+    // A symlink in out/ to the input: its task fails, the input is intact.
+    std::os::unix::fs::symlink(&map, batch.join("out/map_r0c1.tif")).unwrap();
+    let run = mapfilter(&["batch", "run", b, "-q"]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("1 task(s) failed: 1") && text.contains("symlink"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&map).unwrap(), map_bytes);
+    assert_eq!(outputs(&batch).len(), 16, "15 written, the link kept");
+}
+
+/// A failure of the environment is not sticky: a run under a file size
+/// limit (as with a full disk, writes fail) fails its tasks with a hint
+/// that is not about inputs; a plain rerun, no --retry-failed, does them.
+#[test]
+fn a_failure_of_the_environment_is_retried_by_a_plain_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "env");
+    let b = batch.to_str().unwrap();
+    // Writes past 1 block fail with EFBIG (SIGXFSZ ignored, as exec keeps it).
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 1; exec {} batch run {b} -q",
+        env!("CARGO_BIN_EXE_mapfilter")
+    );
+    let run = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(text.contains("task(s) failed"), "{text}");
+    assert!(!text.contains("fix their inputs"), "{text}");
+    assert!(text.contains("run again"), "{text}");
+    assert!(outputs(&batch).len() < 16, "{text}");
+    let run = mapfilter_ok(&["batch", "run", b]);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert!(text.contains("0 failed"), "{text}");
+    assert_eq!(outputs(&batch).len(), 16);
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
 }

@@ -14,7 +14,7 @@ use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression};
+use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::method::policy::{Policies, PolicyText};
@@ -29,6 +29,11 @@ use tiles::{Border, Rect};
 pub const PLAN_FILE: &str = "plan.json";
 /// Version of the plan's format.
 const VERSION: u32 = 1;
+/// The folder of a batch's outputs: every task writes one file directly in it.
+pub const OUT_DIR: &str = "out";
+/// The most tasks a plan may have: a plan.json of tasks takes about 300
+/// bytes per task, and every run reads it whole.
+const MAX_TASKS: usize = 1 << 20;
 
 /// The smoothing options of a batch, as the user gave them.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -61,6 +66,12 @@ pub struct SmoothOptions {
     pub only_isolated: Option<u32>,
     #[serde(default)]
     pub iterations: Option<usize>,
+    /// `GTiff` or `COG` (`--of`); absent in plans of GeoTIFF outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// The driver's creation options (`--co KEY=VALUE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub creation_options: Vec<(String, String)>,
 }
 
 /// The typed values of [`SmoothOptions`].
@@ -88,7 +99,13 @@ impl SmoothOptions {
             other => bail!(format!("border '{other}' is neither same nor valid")),
         };
         let codec: Compression = self.compress.parse()?;
-        let compression = OutputCompression::new(codec, self.compress_level)?;
+        let format = match self.format.as_deref() {
+            None | Some("GTiff") => OutputFormat::GTiff,
+            Some("COG") => OutputFormat::Cog,
+            Some(other) => bail!(format!("output format '{other}' is neither GTiff nor COG")),
+        };
+        let compression = OutputCompression::new(codec, self.compress_level)?
+            .with_format(format, self.creation_options.clone())?;
         let options = FastOptions {
             rank: self.rank,
             energy: self.energy,
@@ -234,7 +251,131 @@ impl Plan {
                 hint = "make it again with this mapfilter's `batch plan`"
             );
         }
+        plan.validate().map_err(|e| {
+            e.context(format!("{}: not a valid plan", path.display()))
+                .hint("make it again with `mapfilter batch plan`")
+        })?;
         Ok(plan)
+    }
+
+    /// Checks every number and path `batch run` and `batch report` index
+    /// or write by, so that no plan.json makes them panic, loop or write
+    /// outside the batch's `out/` (see [`output_name`]), or over an input.
+    pub fn validate(&self) -> Result<()> {
+        if self.options.tile == 0 {
+            bail!("tile side 0");
+        }
+        if self.tasks.len() > MAX_TASKS {
+            bail!(format!("{} tasks, more than {MAX_TASKS}", self.tasks.len()));
+        }
+        let mut inputs = std::collections::HashSet::new();
+        for (m, mosaic) in self.mosaics.iter().enumerate() {
+            let fail = |what: &str| Err(Error::new(format!("mosaic {m}: {what}")));
+            let margin_x = mosaic.width.checked_sub(mosaic.output_width);
+            let margin_y = mosaic.height.checked_sub(mosaic.output_height);
+            // Valid borders trim the same halo off every side.
+            if margin_x.is_none() || margin_x != margin_y || margin_x.is_some_and(|d| d % 2 != 0) {
+                return fail("its output grid is not its grid less a halo on every side");
+            }
+            if mosaic.output_width == 0 || mosaic.output_height == 0 {
+                return fail("an empty output grid");
+            }
+            // Pixel counts are u64 products: a grid of at most 2^50 pixels
+            // (a petapixel) keeps every sum of them far from wrapping.
+            if (mosaic.width as u64)
+                .checked_mul(mosaic.height as u64)
+                .is_none_or(|p| p > 1 << 50)
+            {
+                return fail("a grid larger than 2^50 pixels");
+            }
+            if !mosaic.output_geo_transform.iter().all(|g| g.is_finite()) {
+                return fail("a geotransform that is not finite");
+            }
+            if mosaic.members.is_empty() {
+                return fail("no member rasters");
+            }
+            for member in &mosaic.members {
+                let inside = |at: usize, size: usize, limit: usize| {
+                    size > 0 && at.checked_add(size).is_some_and(|end| end <= limit)
+                };
+                if !inside(member.x, member.width, mosaic.width)
+                    || !inside(member.y, member.height, mosaic.height)
+                {
+                    return fail(&format!("{} lies outside it", member.path.display()));
+                }
+                inputs.insert(member.path.clone());
+            }
+            inputs.insert(mosaic.source.clone());
+        }
+        let mut outputs = std::collections::HashSet::new();
+        for (i, task) in self.tasks.iter().enumerate() {
+            let fail = |what: String| Err(Error::new(format!("task {i}: {what}")));
+            if task.id != i {
+                return fail(format!("numbered {}", task.id));
+            }
+            let Some(mosaic) = self.mosaics.get(task.mosaic) else {
+                return fail(format!("mosaic {} is not in the plan", task.mosaic));
+            };
+            let [x, y, w, h] = task.window;
+            let inside = |at: usize, size: usize, limit: usize| {
+                size > 0 && at.checked_add(size).is_some_and(|end| end <= limit)
+            };
+            if !inside(x, w, mosaic.output_width) || !inside(y, h, mosaic.output_height) {
+                return fail("its window lies outside its mosaic's output grid".into());
+            }
+            let name = output_name(&task.output)?;
+            if !outputs.insert(name.to_os_string()) {
+                return fail(format!(
+                    "{} is also another task's output",
+                    task.output.display()
+                ));
+            }
+            inputs.insert(task.input.clone());
+        }
+        // An output is never an input: compared by the file name in out/
+        // (inputs elsewhere may share a name) and, at run time, by the file
+        // itself (see `run`).
+        for input in &inputs {
+            let mut parts = input.components().rev();
+            let (Some(name), Some(parent)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            if parent.as_os_str() == OUT_DIR && outputs.contains(name.as_os_str()) {
+                bail!(format!(
+                    "the input {} may be a task's output",
+                    input.display()
+                ));
+            }
+        }
+        if let Some(sample) = &self.compare_tasks
+            && sample.iter().any(|&t| t >= self.tasks.len())
+        {
+            bail!("a compared task is not in the plan");
+        }
+        Ok(())
+    }
+
+    /// Every file of the batch in `dir`: its inputs (members, sources), its
+    /// tasks' outputs and the outputs' mosaics.
+    pub fn files(&self, dir: &Path) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self
+            .mosaics
+            .iter()
+            .flat_map(|m| {
+                m.members
+                    .iter()
+                    .map(|x| x.path.clone())
+                    .chain([m.source.clone()])
+            })
+            .collect();
+        for t in &self.tasks {
+            files.push(t.input.clone());
+            files.push(dir.join(&t.output));
+        }
+        files.extend((0..self.mosaics.len()).map(|m| dir.join(super::report::mosaic_name(m))));
+        files.sort();
+        files.dedup();
+        files
     }
 
     /// Whether task `id` runs the baseline too.
@@ -281,9 +422,12 @@ impl Plan {
             )
         })?;
         let geojson_target = Target::check(&dir.join("tasks.geojson"), true, &[])?;
-        let paths = super::inputs::expand(req.inputs)?;
+        let paths = without_own_files(super::inputs::expand(req.inputs)?, dir)?;
         let infos = mosaic::read_infos(&paths)?;
         let groups = mosaic::group(&infos);
+        if let Some(n) = req.grid {
+            check_grid(n, &groups)?;
+        }
         let r = settings.policies.checked_halo(settings.kernel.radius())?;
         let mut mosaics = Vec::new();
         let mut tasks = Vec::new();
@@ -368,6 +512,7 @@ impl Plan {
             mosaics,
             tasks,
         };
+        plan.validate()?;
         let json = serde_json::to_string_pretty(&plan)
             .map_err(|e| Error::new(format!("cannot encode the plan: {e}")))?;
         output::text::write(&Destination::File(geojson_target), &plan.geojson())?;
@@ -405,6 +550,97 @@ impl Plan {
             .collect();
         serde_json::json!({"type": "FeatureCollection", "features": features}).to_string()
     }
+}
+
+/// The file name of a task's output, which must be `out/NAME`: relative,
+/// directly in the batch's `out/`, no `..`, not hidden (the temp files of
+/// a run are), a GeoTIFF. What is at that name on disk is checked when it
+/// is written (no symlink is written through: see `run`).
+pub fn output_name(output: &Path) -> Result<&std::ffi::OsStr> {
+    use std::path::Component;
+    let parts: Vec<Component> = output.components().collect();
+    match parts.as_slice() {
+        [Component::Normal(dir), Component::Normal(name)]
+            if *dir == OUT_DIR
+                && !name.to_string_lossy().starts_with('.')
+                && Path::new(name).extension().is_some_and(|e| e == "tif") =>
+        {
+            Ok(name)
+        }
+        _ => Err(Error::new(format!(
+            "output {} is not a file directly in {OUT_DIR}/ named *.tif",
+            output.display()
+        ))),
+    }
+}
+
+/// `paths` less the files of the batch in `dir` itself (its mosaics,
+/// outputs, state and reports), which a second `batch plan DIR --out DIR`
+/// would otherwise take as inputs.
+fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Ok(paths);
+    };
+    let own = |p: &Path| {
+        let Ok(p) = std::fs::canonicalize(p) else {
+            return false;
+        };
+        let Ok(inside) = p.strip_prefix(&dir) else {
+            return false;
+        };
+        let mut parts = inside.components();
+        let first = parts
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        let nested = parts.next().is_some();
+        match first.as_deref() {
+            Some(OUT_DIR | "state" | "logs") => nested,
+            Some(name) => {
+                !nested && name.starts_with("mosaic") && name.ends_with(".vrt")
+                    || name == "report.html"
+                    || name == "report.json"
+            }
+            None => false,
+        }
+    };
+    let (skipped, kept): (Vec<PathBuf>, Vec<PathBuf>) = paths.into_iter().partition(|p| own(p));
+    if !skipped.is_empty() {
+        log::warn!(
+            "left out {} file(s) of the batch itself, e.g. {}",
+            skipped.len(),
+            skipped[0].display()
+        );
+    }
+    if kept.is_empty() {
+        bail!(
+            format!("no input rasters found outside the batch {}", dir.display()),
+            hint = "the batch's own mosaics and outputs are never its inputs"
+        );
+    }
+    Ok(kept)
+}
+
+/// Refuses a `--grid N` that would cut a raster into empty or more tasks
+/// than a plan holds (before any loop over N² cells).
+fn check_grid(n: usize, groups: &[Group]) -> Result<()> {
+    if n == 0 {
+        bail!("--grid 0 cuts nothing", hint = "give --grid 1 or more");
+    }
+    for group in groups.iter().filter(|g| g.members.len() == 1) {
+        let m = &group.members[0];
+        if n > m.width.min(m.height) || n.saturating_mul(n) > MAX_TASKS {
+            bail!(
+                format!(
+                    "--grid {n} would cut {} ({}x{}) into cells under a pixel, or into more than {MAX_TASKS} tasks",
+                    m.path.display(),
+                    m.width,
+                    m.height
+                ),
+                hint = "give --grid at most the raster's shorter side"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `n` of `len` task numbers (`n < len`), evenly spread, in order.

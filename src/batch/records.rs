@@ -3,11 +3,13 @@
 //! - `task-K.claim`: made by atomic create (`O_EXCL`, which network
 //!   filesystems honour where `flock` is unreliable) by the run working on
 //!   task K, removed when it is done, when the task fails, and by the
-//!   signal handler on SIGINT/SIGTERM/SIGHUP. It names the host and process
-//!   and is a lease: its holder refreshes its mtime (a heartbeat, see
-//!   [`refresh_held`]). A claim is stale, and taken over, when its process
-//!   is gone (same host) or when it was not refreshed for longer than the
-//!   lease (any host: a node that died). Ages are the local clock against
+//!   signal handler on SIGINT/SIGTERM/SIGHUP. It names the host, the
+//!   process and the process's start time, and is a lease: its holder
+//!   refreshes its mtime (a heartbeat, see [`refresh_held`]). A claim is
+//!   stale, and taken over, when its process is dead (same host: gone, a
+//!   zombie nobody reaped, or its PID now another process's, told by the
+//!   start time) or when it was not refreshed for longer than the lease
+//!   (any host: a node that died). Ages are the local clock against
 //!   the file's mtime, so on a network filesystem the hosts' clocks must
 //!   agree to well within the lease.
 //! - `task-K.halo.vrt`, `task-K.baseline.tif`: scratch files of the run
@@ -15,7 +17,16 @@
 //! - `task-K.done.json`: written atomically once the output is in place:
 //!   the output's size and CRC-32, timings, class counts. A task whose
 //!   output still matches its record is done.
-//! - `task-K.failed.json`: the error of a failed task.
+//! - `task-K.failed.json`: the error of a failed task. A failure of the
+//!   environment (a full disk, a missing or unwritable folder) is marked
+//!   so, and a plain rerun tries its task again.
+//!
+//! Every file here is read with a size limit, without following a symlink
+//! and only if it is a regular file (a record linked to `/dev/zero` or a
+//! FIFO is not read), and a record counts only if it agrees with its task
+//! ([`DoneRecord::agrees_with`]): a forged one cannot make the report's
+//! sums wrap. Records are written by rename over their name, never through
+//! a symlink planted there.
 //!
 //! Durability: outputs and records are moved into place by rename (atomic)
 //! without waiting for the disk; a [`Syncer`] thread of the run syncs them
@@ -59,6 +70,9 @@ const SCRATCH: [&str; 2] = ["halo.vrt", "baseline.tif"];
 /// Pixel counts by class code (codes with no pixel left out).
 pub type Counts = Vec<(u16, u64)>;
 
+/// Largest claim read: a claim is a line of JSON.
+const MAX_CLAIM: u64 = 4 << 10;
+
 /// A finished task.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct DoneRecord {
@@ -90,6 +104,35 @@ pub struct DoneRecord {
     pub missing_halo: Vec<PathBuf>,
 }
 
+impl DoneRecord {
+    /// Whether the record can be the record of `task`: its number, output
+    /// and pixels, and counts that add up to its pixels (checked, so a
+    /// forged record cannot overflow a sum here or in the report).
+    pub fn agrees_with(&self, task: &Task) -> bool {
+        let total = |counts: &Counts| {
+            counts
+                .iter()
+                .try_fold(0u64, |sum, &(_, n)| sum.checked_add(n))
+        };
+        let compared = self.comparison.as_ref().is_none_or(|c| {
+            c.pairs
+                .iter()
+                .try_fold(c.one_only, |sum, &(_, _, n)| sum.checked_add(n))
+                .is_some_and(|n| n <= self.pixels)
+        });
+        self.task == task.id
+            && self.output == task.output
+            && self.pixels == task.pixels()
+            && total(&self.input_counts) == Some(self.pixels)
+            && total(&self.output_counts) == Some(self.pixels)
+            && compared
+            && self.seconds.is_finite()
+            && self.seconds >= 0.0
+            && self.engine_seconds.is_finite()
+            && self.engine_seconds >= 0.0
+    }
+}
+
 /// A confusion matrix of one task against the exact baseline: counts of
 /// (baseline code, output code) pairs of pixels valid in both, and the
 /// pixels valid in one only.
@@ -107,6 +150,10 @@ pub struct FailedRecord {
     pub plan: u32,
     pub error: String,
     pub host: String,
+    /// Caused by the environment (disk full, a folder missing or not
+    /// writable), not by the task's inputs: a plain rerun tries it again.
+    #[serde(default)]
+    pub environment: bool,
 }
 
 /// The state directory of a batch.
@@ -125,6 +172,7 @@ impl State {
             Error::new(format!("cannot make {}: {e}", dir.display()))
                 .hint("the batch directory must be writable")
         })?;
+        real_dir(&dir)?;
         Ok(State {
             dir,
             batch: batch.to_path_buf(),
@@ -159,26 +207,32 @@ impl State {
 
     /// The task's done record, if it has one that reads.
     pub fn done(&self, task: usize) -> Option<DoneRecord> {
-        let text = std::fs::read_to_string(self.file(task, "done.json")).ok()?;
+        let text = read_bounded(&self.file(task, "done.json"), crate::limits::MAX_TEXT_FILE)?;
         serde_json::from_str(&text).ok()
     }
 
-    /// The task's done record if it is of plan `plan` and its output
-    /// still matches it.
+    /// The task's done record if it is of plan `plan`, agrees with the
+    /// task, and its output (a regular file, not a symlink) still matches
+    /// it.
     pub fn done_and_intact(&self, task: &Task, plan: u32) -> Option<DoneRecord> {
-        let rec = self.done(task.id).filter(|r| r.plan == plan)?;
+        let rec = self
+            .done(task.id)
+            .filter(|r| r.plan == plan && r.agrees_with(task))?;
         let path = self.batch.join(&task.output);
-        let size = std::fs::metadata(&path).ok()?.len();
-        (size == rec.size && rec.output == task.output && checksum(&path).ok()? == rec.crc32)
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        (meta.is_file() && meta.len() == rec.size && checksum(&path).ok()? == rec.crc32)
             .then_some(rec)
     }
 
     /// The task's failure under plan `plan`, if it has one.
     pub fn failed(&self, task: usize, plan: u32) -> Option<FailedRecord> {
-        let text = std::fs::read_to_string(self.file(task, "failed.json")).ok()?;
+        let text = read_bounded(
+            &self.file(task, "failed.json"),
+            crate::limits::MAX_TEXT_FILE,
+        )?;
         serde_json::from_str(&text)
             .ok()
-            .filter(|r: &FailedRecord| r.plan == plan)
+            .filter(|r: &FailedRecord| r.plan == plan && r.task == task)
     }
 
     pub fn write_done(&self, rec: &DoneRecord) -> Result<()> {
@@ -194,8 +248,18 @@ impl State {
     fn write<T: Serialize>(&self, task: usize, kind: &str, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::new(format!("cannot encode a record: {e}")))?;
+        let path = self.file(task, kind);
+        // A record is replaced by a rename over its name. Whatever else is
+        // there (a symlink, which `Target` would follow out of the state
+        // directory; a FIFO) is not a record of ours: it goes first.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+            std::fs::remove_file(&path).map_err(|e| {
+                Error::new(format!("cannot replace {}: {e}", path.display()))
+                    .hint("remove it; the state directory holds only the batch's records")
+            })?;
+        }
         // Synced by the run's [`Syncer`], not here (see the module's comment).
-        let target = Target::check(&self.file(task, kind), true, &[])?.synced_later();
+        let target = Target::check(&path, true, &[])?.synced_later();
         output::text::write(&Destination::File(target), &text)
     }
 
@@ -281,7 +345,7 @@ impl State {
             // writing a byte of it. Any other draft that does not read yet
             // may be being written: only an old one is a leftover.
             let dead = match draft_owner(&name) {
-                Some((host, pid)) if host == this_host => !process_alive(pid),
+                Some((host, pid)) if host == this_host => !process_alive(pid, None),
                 _ => match read_token(&e.path()) {
                     Some(t) => !t.is_alive(),
                     None => age(&e.path()).is_some_and(|age| age.as_secs() > 60),
@@ -348,6 +412,39 @@ impl State {
         }
     }
 
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether any task is claimed, or being claimed, now (a claim that
+    /// does not read counts too).
+    pub fn has_claims(&self) -> bool {
+        std::fs::read_dir(&self.dir).is_ok_and(|entries| {
+            entries.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.ends_with(".claim") || name.contains(".claim.")
+            })
+        })
+    }
+
+    /// Removes the tasks' scratch files (see [`State::scratch`]): for a
+    /// caller that knows no task is claimed.
+    pub fn remove_scratch(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in entries.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let scratch = SCRATCH.iter().any(|k| {
+                name.ends_with(&format!(".{k}")) || name.ends_with(&format!(".{k}.aux.xml"))
+            });
+            if name.starts_with("task-") && scratch {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
     /// Tasks claimed now, with their claims.
     pub fn claims(&self) -> Vec<(usize, ClaimToken)> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
@@ -378,6 +475,11 @@ pub struct ClaimToken {
     /// The holder's lease in seconds: it refreshes the claim well within it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_after: Option<f64>,
+    /// The holder's start time (`/proc/PID/stat` field 22, clock ticks
+    /// since boot): a process of the same PID started at another time is
+    /// not the holder (the PID was reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
 }
 
 impl ClaimToken {
@@ -392,6 +494,7 @@ impl ClaimToken {
             pid: std::process::id(),
             nonce: now ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(40),
             stale_after: Some(lease.as_secs_f64()),
+            start: process_start(std::process::id()),
         }
     }
 
@@ -403,16 +506,55 @@ impl ClaimToken {
     }
 
     /// Whether the process holding it may still be running (always true
-    /// for another host's: only its own host can tell).
+    /// for another host's: only its own host can tell, and the lease ends
+    /// its claim).
     pub fn is_alive(&self) -> bool {
-        self.host != hostname() || process_alive(self.pid)
+        self.host != hostname() || process_alive(self.pid, self.start)
     }
 }
 
-/// Whether process `pid` of this host exists.
-fn process_alive(pid: u32) -> bool {
+/// The state letter and start time of process `pid` of this host, from
+/// `/proc/PID/stat`; `None` when there is no such process (or no procfs).
+fn process_stat(pid: u32) -> Option<(char, u64)> {
+    if pid == 0 {
+        return None;
+    }
+    let text = read_bounded(Path::new(&format!("/proc/{pid}/stat")), MAX_CLAIM)?;
+    // The command name (field 2) is in parentheses and may hold any
+    // character, ')' and spaces included: the fields after the last ')'.
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 was the state; field 22 is 19 further on.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// The start time of process `pid` (see [`ClaimToken::start`]).
+pub fn process_start(pid: u32) -> Option<u64> {
+    process_stat(pid).map(|(_, start)| start)
+}
+
+/// Whether process `pid` of this host is alive and, when `start` is
+/// known, is the process that started then. A zombie (killed, not yet
+/// reaped by its parent) is dead: it holds nothing and never will; `kill(pid,
+/// 0)` would call it alive.
+fn process_alive(pid: u32, start: Option<u64>) -> bool {
+    if Path::new("/proc/self/stat").exists() {
+        return process_stat(pid).is_some_and(|(state, started)| {
+            !matches!(state, 'Z' | 'X' | 'x') && start.is_none_or(|s| s == started)
+        });
+    }
+    // Without procfs only existence can be told. Pid 0 and negative pids
+    // name process groups in kill(2), never one process.
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
     // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
@@ -450,8 +592,44 @@ fn file_safe(text: &str) -> String {
 }
 
 fn read_token(path: &Path) -> Option<ClaimToken> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+    serde_json::from_str(&read_bounded(path, MAX_CLAIM)?).ok()
+}
+
+/// The text of the regular file at `path` if it has at most `limit` bytes.
+/// A symlink is not followed and anything but a regular file is not read
+/// (opened non-blocking, so a FIFO cannot hang the run), so a state file
+/// linked to `/dev/zero` or planted as a FIFO reads as no record.
+pub fn read_bounded(path: &Path, limit: u64) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > limit {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Fails unless `dir` is a directory itself, not a symlink to one: what a
+/// batch writes stays inside its directory.
+pub fn real_dir(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::new(format!(
+            "{} is not a directory of the batch (a symlink or a file)",
+            dir.display()
+        ))
+        .hint("a batch writes only into its own out/ and state/ folders; remove it and run again")),
+        Err(e) => Err(Error::new(format!("cannot use {}: {e}", dir.display()))
+            .hint("the batch directory must be writable")),
+    }
 }
 
 /// How long ago the file at `path` was modified (zero if in the future).
@@ -679,6 +857,7 @@ mod tests {
             pid,
             nonce: 7,
             stale_after: None,
+            start: None,
         };
         // A pid beyond Linux's largest (4194304) is never alive.
         let dead = draft_name(1, &token(hostname(), 4_194_305));
@@ -705,5 +884,77 @@ mod tests {
         let mut want = vec![live, remote, old_style];
         want.sort();
         assert_eq!(left, want);
+    }
+
+    /// A claim's holder is dead when its process exited but was not reaped
+    /// (a zombie: `kill(pid, 0)` still succeeds) and when its PID is now
+    /// another process's (another start time).
+    #[test]
+    fn zombies_and_reused_pids_are_dead_holders() {
+        let me = std::process::id();
+        let start = process_start(me).expect("procfs");
+        assert!(process_alive(me, Some(start)));
+        assert!(process_alive(me, None));
+        assert!(!process_alive(me, Some(start + 1)), "another start: reused");
+        assert!(!process_alive(0, None));
+        assert!(!process_alive(4_194_305, None));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for: once it exits it is our zombie.
+        let t0 = std::time::Instant::now();
+        while process_stat(pid).is_some_and(|(state, _)| state != 'Z') {
+            assert!(t0.elapsed() < Duration::from_secs(10), "never a zombie");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: signal 0 only checks that the process exists.
+        assert_eq!(
+            unsafe { libc::kill(pid as libc::pid_t, 0) },
+            0,
+            "kill sees it"
+        );
+        assert!(!process_alive(pid, None), "a zombie holds nothing");
+        child.wait().unwrap();
+        assert!(!process_alive(pid, None));
+    }
+
+    /// Records and claims are read only as small regular files: a symlink
+    /// to /dev/zero, a FIFO or an oversized file reads as nothing.
+    #[test]
+    fn state_files_are_read_bounded_and_never_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small");
+        std::fs::write(&small, "{}").unwrap();
+        assert_eq!(read_bounded(&small, 2).as_deref(), Some("{}"));
+        assert_eq!(read_bounded(&small, 1), None, "over the limit");
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert_eq!(read_bounded(&zero, 1 << 20), None);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&small, &link).unwrap();
+        assert_eq!(read_bounded(&link, 10), None, "links are not followed");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_bounded(&fifo, 10), None, "a FIFO does not hang");
+        // A done record linked to /dev/zero is no record; writing the record
+        // replaces the link, not /dev/zero.
+        let state = State::open(dir.path()).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", state.done_path(3)).unwrap();
+        assert!(state.done(3).is_none());
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, state.failed_path(3)).unwrap();
+        state
+            .write_failed(&FailedRecord {
+                task: 3,
+                plan: 1,
+                error: "e".into(),
+                host: "h".into(),
+                environment: false,
+            })
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(state.failed(3, 1).is_some());
     }
 }

@@ -113,7 +113,11 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             missing_halo: r.missing_halo.clone(),
         })
         .collect();
-    let pixels_done = done.iter().map(|r| r.pixels).sum();
+    // Records agree with their tasks (each pixel count is its window's), and
+    // sums saturate rather than wrap whatever the plan's windows are.
+    let pixels_done = done
+        .iter()
+        .fold(0u64, |sum, r| sum.saturating_add(r.pixels));
     let task_seconds: f64 = done.iter().map(|r| r.seconds).sum();
     let times: Vec<TaskTime> = done
         .iter()
@@ -131,12 +135,14 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     for r in &done {
         for &(c, n) in &r.input_counts {
             if Some(c) != r.nodata {
-                classes.entry(c).or_default().0 += n;
+                let sum = &mut classes.entry(c).or_default().0;
+                *sum = sum.saturating_add(n);
             }
         }
         for &(c, n) in &r.output_counts {
             if Some(c) != r.output_nodata {
-                classes.entry(c).or_default().1 += n;
+                let sum = &mut classes.entry(c).or_default().1;
+                *sum = sum.saturating_add(n);
             }
         }
     }
@@ -154,9 +160,10 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         let mut one_only = 0;
         let compared: Vec<_> = done.iter().filter_map(|r| r.comparison.as_ref()).collect();
         for c in &compared {
-            one_only += c.one_only;
+            one_only = c.one_only.saturating_add(one_only);
             for &(p, q, n) in &c.pairs {
-                *pairs.entry((p, q)).or_default() += n;
+                let sum = pairs.entry((p, q)).or_default();
+                *sum = sum.saturating_add(n);
             }
         }
         let confusion: Vec<(u16, u16, u64)> =
@@ -191,16 +198,19 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
 /// Agreement, Cohen's kappa and the pixel count of a confusion given as
 /// (reference, candidate, count) triples.
 pub fn agreement_kappa(pairs: &[(u16, u16, u64)]) -> (f64, f64, u64) {
-    let n: u64 = pairs.iter().map(|p| p.2).sum();
+    let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let n = sum(&mut pairs.iter().map(|p| p.2));
     if n == 0 {
         return (1.0, 1.0, 0);
     }
-    let equal: u64 = pairs.iter().filter(|p| p.0 == p.1).map(|p| p.2).sum();
+    let equal = sum(&mut pairs.iter().filter(|p| p.0 == p.1).map(|p| p.2));
     let mut rows: BTreeMap<u16, u64> = BTreeMap::new();
     let mut cols: BTreeMap<u16, u64> = BTreeMap::new();
     for &(p, q, k) in pairs {
-        *rows.entry(p).or_default() += k;
-        *cols.entry(q).or_default() += k;
+        for (map, code) in [(&mut rows, p), (&mut cols, q)] {
+            let total = map.entry(code).or_default();
+            *total = total.saturating_add(k);
+        }
     }
     let nf = n as f64;
     let po = equal as f64 / nf;
@@ -216,7 +226,8 @@ pub fn agreement_kappa(pairs: &[(u16, u16, u64)]) -> (f64, f64, u64) {
     (po, kappa, n)
 }
 
-fn mosaic_name(m: usize) -> PathBuf {
+/// The name of the outputs' mosaic VRT of mosaic `m`.
+pub fn mosaic_name(m: usize) -> PathBuf {
     if m == 0 {
         "mosaic.vrt".into()
     } else {

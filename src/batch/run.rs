@@ -2,6 +2,14 @@
 //! a windowed smoothing job ([`crate::job::smooth`]), skipping tasks whose
 //! output matches its done record, claiming each task before working on it,
 //! and going on past failed tasks (listed at the end).
+//!
+//! A run ends only when every task of its share is done or failed: tasks
+//! held by other runs are waited for (their claims polled) and taken over
+//! once their holder is dead (see [`super::records`]), unless the request
+//! says not to wait, when they are returned as busy. Before a task reads a
+//! member of its mosaic, the member's size and georeferencing are checked
+//! against the plan; a task writes only `out/NAME` of its plan, never
+//! through a symlink and never over an input.
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
@@ -23,6 +31,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tiles::Rect;
+
+/// How often a run waiting for tasks held by others looks at their claims.
+const POLL: Duration = Duration::from_millis(250);
 
 /// Which tasks a run takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +120,8 @@ pub struct RunRequest<'a> {
     pub quiet: bool,
     /// Claims not refreshed for this long are taken over (any host).
     pub stale_after: Duration,
+    /// Wait for tasks held by other live runs (else return them as busy).
+    pub wait: bool,
 }
 
 /// What a run did.
@@ -118,14 +131,25 @@ pub struct RunSummary {
     /// Done before this run (output matched its record).
     pub already_done: usize,
     pub done_now: usize,
-    /// Failed now, or before and not retried: (task, error).
-    pub failed: Vec<(usize, String)>,
-    /// Held by another live run.
+    /// Failed now, or before and not retried.
+    pub failed: Vec<TaskFailure>,
+    /// Held by another live run (only when not waiting).
     pub busy: Vec<usize>,
+    /// Done, but without the halo of neighbours that could not be read.
+    pub degraded: Vec<usize>,
     pub seconds: f64,
     pub pixels_now: u64,
     /// What each device did when several shared the tiles (else empty).
     pub devices: Vec<crate::method::multi::Share>,
+}
+
+/// A task that failed.
+#[derive(Debug, Clone)]
+pub struct TaskFailure {
+    pub task: usize,
+    pub error: String,
+    /// Caused by the environment (disk, folders), not the task's inputs.
+    pub environment: bool,
 }
 
 /// Runs the request's share of the plan in `dir`.
@@ -142,22 +166,47 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     }
     let settings = plan.options.settings()?;
     let state = State::open(req.dir)?.with_stale_after(req.stale_after);
+    // Outputs go into the batch's own out/ folder, never through a symlink.
+    let out = req.dir.join(super::plan::OUT_DIR);
+    if std::fs::symlink_metadata(&out).is_err() {
+        std::fs::create_dir_all(&out).map_err(|e| {
+            Error::new(format!("cannot make {}: {e}", out.display()))
+                .hint("the batch directory must be writable")
+        })?;
+    }
+    records::real_dir(&out)?;
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
+    // A task whose record lacks part of its halo is done, unless failed
+    // tasks are being retried: then it is run again.
     let finished = |task: &Task| {
         state
             .done_and_intact(task, fingerprint)
-            .is_some_and(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+            .filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+    };
+    // A failure of the task's inputs stays until --retry-failed; one of the
+    // environment is tried again by any run.
+    let failed_before = |task: &Task| {
+        state
+            .failed(task.id, fingerprint)
+            .filter(|f| !req.retry_failed && !f.environment)
     };
     for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
         summary.selected += 1;
-        if finished(task) {
+        if let Some(rec) = finished(task) {
             summary.already_done += 1;
-        } else if let (false, Some(f)) = (req.retry_failed, state.failed(task.id, fingerprint)) {
-            summary.failed.push((task.id, f.error));
+            if !rec.missing_halo.is_empty() {
+                summary.degraded.push(task.id);
+            }
+        } else if let Some(f) = failed_before(task) {
+            summary.failed.push(TaskFailure {
+                task: task.id,
+                error: f.error,
+                environment: false,
+            });
         } else {
             todo.push(task);
         }
@@ -165,9 +214,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     if todo.is_empty() {
         // Nothing to run: no device is opened (an OpenCL start-up and its
         // program builds take longer than checking a finished plan).
-        summary.failed.sort();
-        summary.seconds = start.elapsed().as_secs_f64();
-        return Ok(summary);
+        sweep_temp_files(&out, &state);
+        return Ok(summary.sorted(start));
     }
     let method = settings.method.build(&settings.kernel)?;
     let jobs = match req.jobs {
@@ -179,19 +227,98 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         }
     };
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::new());
     let ctx = Context {
         dir: req.dir,
         plan: &plan,
         settings: &settings,
         method: method.as_ref(),
         state: &state,
-        finished: &finished,
+        finished: &|task: &Task| finished(task).is_some(),
+        failed_before: &|task: &Task| failed_before(task).map(|f| f.error),
         fingerprint,
         syncer: Syncer::start(),
         opened: Opened::new(plan.mosaics.len()),
+        members: Mutex::new(std::collections::HashMap::new()),
     };
+    let mut announced = false;
+    loop {
+        let mut busy = Vec::new();
+        for (task, outcome) in run_round(&ctx, &todo, jobs, &progress) {
+            match outcome {
+                Outcome::Done(rec) => {
+                    summary.done_now += 1;
+                    summary.pixels_now += rec.pixels;
+                    if !rec.missing_halo.is_empty() {
+                        summary.degraded.push(task.id);
+                    }
+                }
+                Outcome::AlreadyDone => summary.already_done += 1,
+                Outcome::Busy => busy.push(task),
+                Outcome::Failed(f) => summary.failed.push(f),
+            }
+        }
+        if busy.is_empty() {
+            break;
+        }
+        if !req.wait {
+            summary.busy = busy.iter().map(|t| t.id).collect();
+            break;
+        }
+        if !announced && !req.quiet {
+            progress.println(&format!(
+                "batch: waiting for {} task(s) held by other runs (taken over if their holder dies)",
+                busy.len()
+            ));
+            announced = true;
+        }
+        crate::interrupt::check()?;
+        std::thread::sleep(POLL);
+        todo = busy;
+    }
+    progress.finish();
+    // What this run wrote is on disk before it says it is done.
+    ctx.syncer.finish()?;
+    summary.devices = method.take_shares();
+    if summary.busy.is_empty() {
+        sweep_temp_files(&out, &state);
+    }
+    Ok(summary.sorted(start))
+}
+
+impl RunSummary {
+    fn sorted(mut self, start: Instant) -> Self {
+        self.failed.sort_by_key(|f| f.task);
+        self.busy.sort();
+        self.degraded.sort();
+        self.seconds = start.elapsed().as_secs_f64();
+        self
+    }
+}
+
+/// Removes what killed runs left in `out/` and `state/` (temp files no
+/// live process holds, scratch files of tasks), once no task is claimed by
+/// anyone: every writer of the batch holds a claim, so none is writing.
+/// Run at the end of a run that waited for every task, and by a run that
+/// finds nothing to do.
+fn sweep_temp_files(out: &Path, state: &State) {
+    if state.has_claims() {
+        return;
+    }
+    crate::output::sweep_unlocked(out);
+    crate::output::sweep_unlocked(state.dir());
+    state.remove_scratch();
+}
+
+/// Runs `tasks` with `jobs` workers and a heartbeat: each task's outcome.
+fn run_round<'t>(
+    ctx: &Context,
+    tasks: &[&'t Task],
+    jobs: usize,
+    progress: &BatchProgress,
+) -> Vec<(&'t Task, Outcome)> {
+    let state = ctx.state;
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
     let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
         // Refreshes this run's claims until the workers are done.
@@ -203,19 +330,16 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
                 records::refresh_held();
             }
         });
-        let workers: Vec<_> = (0..jobs.clamp(1, todo.len().max(1)))
+        let workers: Vec<_> = (0..jobs.clamp(1, tasks.len().max(1)))
             .map(|_| {
                 scope.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(task) = todo.get(i) else { break };
+                        let Some(&task) = tasks.get(i) else { break };
                         let mut observer = progress.observer(task);
                         let outcome = ctx.attempt(task, &mut observer);
                         progress.finished(task, &observer, &outcome);
-                        results
-                            .lock()
-                            .expect("results lock")
-                            .push((task.id, outcome));
+                        results.lock().expect("results lock").push((task, outcome));
                     }
                 })
             })
@@ -226,25 +350,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             std::panic::resume_unwind(panicked);
         }
     });
-    progress.finish();
-    // What this run wrote is on disk before it says it is done.
-    ctx.syncer.finish()?;
-    summary.devices = method.take_shares();
-    for (id, outcome) in results.into_inner().expect("results lock") {
-        match outcome {
-            Outcome::Done(rec) => {
-                summary.done_now += 1;
-                summary.pixels_now += rec.pixels;
-            }
-            Outcome::AlreadyDone => summary.already_done += 1,
-            Outcome::Busy => summary.busy.push(id),
-            Outcome::Failed(e) => summary.failed.push((id, e)),
-        }
-    }
-    summary.failed.sort();
-    summary.busy.sort();
-    summary.seconds = start.elapsed().as_secs_f64();
-    Ok(summary)
+    results.into_inner().expect("results lock")
 }
 
 /// Gives the host's compute pool `threads` threads, unless the user sized
@@ -267,7 +373,7 @@ enum Outcome {
     Done(Box<DoneRecord>),
     AlreadyDone,
     Busy,
-    Failed(String),
+    Failed(TaskFailure),
 }
 
 struct Context<'a> {
@@ -278,23 +384,38 @@ struct Context<'a> {
     state: &'a State,
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
+    /// The error of a task that failed (in another run) and stays failed.
+    failed_before: &'a (dyn Fn(&Task) -> Option<String> + Sync),
     fingerprint: u32,
     /// Syncs outputs and records off the workers' path (see `records`).
     syncer: Syncer,
     /// The mosaics' handles, shared by the workers.
     opened: Opened,
+    /// Members checked against the plan: how each differs, if it does.
+    members: Mutex<std::collections::HashMap<std::path::PathBuf, Option<String>>>,
 }
 
 impl Context<'_> {
     fn attempt(&self, task: &Task, observer: &mut TaskObserver) -> Outcome {
+        let failure = |error: String, environment: bool| {
+            Outcome::Failed(TaskFailure {
+                task: task.id,
+                error,
+                environment,
+            })
+        };
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
-            Err(e) => return Outcome::Failed(e.to_string()),
+            Err(e) => return failure(e.to_string(), true),
         };
-        // Another run may have finished it between the check and the claim.
+        // Another run may have finished it, or failed it, between the
+        // check and the claim (a run that waited for it).
         if (self.finished)(task) {
             return Outcome::AlreadyDone;
+        }
+        if let Some(error) = (self.failed_before)(task) {
+            return failure(error, false);
         }
         let outcome = match self.run_task(task, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
@@ -303,26 +424,56 @@ impl Context<'_> {
                     self.syncer.add(self.state.done_path(task.id));
                     Outcome::Done(Box::new(rec))
                 }
-                Err(e) => Outcome::Failed(e.to_string()),
+                Err(e) => failure(e.to_string(), true),
             },
             // An interrupted task is not a failed one: no record.
-            Err(e) if crate::interrupt::check().is_err() => Outcome::Failed(e.to_string()),
+            Err(e) if crate::interrupt::check().is_err() => failure(e.to_string(), true),
             Err(e) => {
                 let error = e.to_string();
+                let environment = self.environmental(task, &e);
                 let written = self.state.write_failed(&FailedRecord {
                     task: task.id,
                     plan: self.fingerprint,
                     error: error.clone(),
                     host: hostname(),
+                    environment,
                 });
                 if written.is_ok() {
                     self.syncer.add(self.state.failed_path(task.id));
                 }
-                Outcome::Failed(error)
+                failure(error, environment)
             }
         };
         drop(claim);
         outcome
+    }
+
+    /// Whether the failure `e` of `task` came from the environment rather
+    /// than from its inputs: its message names a full disk, a quota, a
+    /// read-only file system or a denied permission, or the output folder
+    /// and the state folder cannot be written now (a probe file fails: the
+    /// disk is full, a file size limit, the folder is gone or read-only).
+    /// Such a failure is tried again by the next run.
+    fn environmental(&self, task: &Task, e: &Error) -> bool {
+        const CAUSES: [&str; 8] = [
+            "no space left",
+            "disk quota",
+            "is full",
+            "file too large",
+            "read-only file system",
+            "permission denied",
+            "operation not permitted",
+            "too many open files",
+        ];
+        let text = e.to_string().to_ascii_lowercase();
+        if CAUSES.iter().any(|c| text.contains(c)) {
+            return true;
+        }
+        let output = self.dir.join(&task.output);
+        let folder = crate::output::parent_dir(&output);
+        [folder.as_path(), self.state.dir()]
+            .iter()
+            .any(|d| probe_write(d).is_err())
     }
 
     fn run_task(&self, task: &Task, observer: &mut TaskObserver) -> Result<DoneRecord> {
@@ -330,6 +481,8 @@ impl Context<'_> {
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
         let output = self.dir.join(&task.output);
+        self.check_members(mosaic, task)
+            .map_err(|e| e.context(format!("task {}", task.id)))?;
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
@@ -494,11 +647,74 @@ impl Context<'_> {
         Ok(path)
     }
 
+    /// Fails if a member of `mosaic` under the task's window and halo is
+    /// no longer the raster planned: another size, or moved on the ground.
+    /// Each member is checked once per run; one that does not open is left
+    /// to the read (a neighbour that cannot be read may be taken as nodata).
+    fn check_members(&self, mosaic: &MosaicPlan, task: &Task) -> Result<()> {
+        let view = self.view(mosaic, task);
+        let offset = ((mosaic.width - mosaic.output_width) / 2) as f64;
+        let grid = crate::gdal::class_raster::shift_transform(
+            mosaic.output_geo_transform,
+            -offset,
+            -offset,
+        );
+        for m in &mosaic.members {
+            if view
+                .intersection(&Rect::new(m.x, m.y, m.width, m.height))
+                .is_none()
+            {
+                continue;
+            }
+            let known = self
+                .members
+                .lock()
+                .expect("members lock")
+                .get(&m.path)
+                .cloned();
+            let changed = match known {
+                Some(changed) => changed,
+                None => {
+                    let changed = member_change(m, grid);
+                    self.members
+                        .lock()
+                        .expect("members lock")
+                        .insert(m.path.clone(), changed.clone());
+                    changed
+                }
+            };
+            if let Some(how) = changed {
+                bail!(
+                    format!("{} changed since the plan: {how}", m.path.display()),
+                    hint = "plan the batch again (batch plan --overwrite), or put the planned file back"
+                );
+            }
+        }
+        Ok(())
+    }
+
     fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
+        // Never written through a symlink (it could lead anywhere) nor
+        // over a file that is not a plain one.
+        if let Ok(meta) = std::fs::symlink_metadata(output)
+            && !meta.is_file()
+        {
+            bail!(
+                format!(
+                    "{} is a symlink or not a plain file: a task's output is never written through one",
+                    output.display()
+                ),
+                hint = "remove it; a batch writes only plain files in its out/ folder"
+            );
+        }
+        // Nor over an input: a member of the mosaic may be under out/ by
+        // another name (a hard link, a plan edited by hand).
+        let mut inputs: Vec<&Path> = mosaic.members.iter().map(|m| m.path.as_path()).collect();
+        inputs.extend([mosaic.source.as_path(), task.input.as_path()]);
         // A task's output is replaced: it is only ever a complete output of
         // this very task (temp file + rename) that lacks its record.
         // Synced by the run's `Syncer`, off the workers' path.
-        let target = Target::check(output, true, &[&mosaic.source, &task.input])?.synced_later();
+        let target = Target::check(output, true, &inputs)?.synced_later();
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
             band: Default::default(),
@@ -600,6 +816,57 @@ fn open_on_gdal_thread(path: &Path) -> Result<ClassRaster> {
     crate::gdal::threads::run(move || ClassRaster::open(&path))
         .recv()
         .map_err(|_| Error::new("opening the mosaic failed (a GDAL thread stopped)"))?
+}
+
+/// How member `m` differs from what the plan says of it (its size, and its
+/// origin and pixel size on the mosaic's grid `grid`), if it does; `None`
+/// also when it cannot be opened (a read failure, handled by the task).
+fn member_change(m: &super::mosaic::Member, grid: [f64; 6]) -> Option<String> {
+    let Ok(raster) = ClassRaster::open_without_projection(&m.path) else {
+        return None;
+    };
+    let meta = &raster.meta;
+    if (meta.width, meta.height) != (m.width, m.height) {
+        return Some(format!(
+            "{}x{} pixels now, {}x{} planned",
+            meta.width, meta.height, m.width, m.height
+        ));
+    }
+    let want = crate::gdal::class_raster::shift_transform(grid, m.x as f64, m.y as f64);
+    // A file whose georeferencing does not read (a truncated header) is
+    // a read failure of its own, not a move.
+    let have = meta.geo_transform?;
+    // Within a thousandth of a pixel: the plan's grid is the members' own.
+    let pixel = grid[1].abs().max(grid[5].abs()).max(f64::MIN_POSITIVE);
+    let moved = want
+        .iter()
+        .zip(&have)
+        .any(|(a, b)| (a - b).is_nan() || (a - b).abs() > 1e-3 * pixel);
+    moved.then(|| format!("its georeferencing is {have:?} now, {want:?} planned"))
+}
+
+/// Writes and removes a probe file of 64 KiB in `dir`: fails when the
+/// folder is missing or cannot be written, or the disk cannot take that
+/// much (full, over quota, a file size limit). Named as a temp file, so a
+/// probe left by a kill is swept like one.
+fn probe_write(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(format!(
+        "{}probe.{}.{:?}",
+        crate::output::TEMP_PREFIX,
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| {
+            f.write_all(&[0u8; 64 << 10])?;
+            f.sync_all()
+        });
+    let _ = std::fs::remove_file(&path);
+    written
 }
 
 /// Whether `part` of the raster at `path` (all of it when `None`) reads.
@@ -851,6 +1118,10 @@ impl BatchProgress {
     }
 
     fn finished(&self, task: &Task, observer: &TaskObserver, outcome: &Outcome) {
+        if let Outcome::Busy = outcome {
+            // Not finished: waited for, or listed at the end.
+            return;
+        }
         advance(
             self.bar.as_ref(),
             self.lines.as_deref(),
@@ -860,8 +1131,8 @@ impl BatchProgress {
         let n = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(bar) = &self.bar {
             bar.set_message(format!("{n}/{} tasks", self.total));
-            if let Outcome::Failed(e) = outcome {
-                bar.println(format!("task {} failed: {e}", task.id));
+            if let Outcome::Failed(f) = outcome {
+                bar.println(format!("task {} failed: {}", task.id, f.error));
             }
             return;
         }
@@ -875,8 +1146,8 @@ impl BatchProgress {
                 rec.pixels as f64 / rec.seconds.max(1e-9) / 1e6
             ),
             Outcome::AlreadyDone => "done by another run".into(),
-            Outcome::Busy => "held by another run".into(),
-            Outcome::Failed(e) => format!("FAILED: {e}"),
+            Outcome::Busy => return,
+            Outcome::Failed(f) => format!("FAILED: {}", f.error),
         };
         eprintln!(
             "[{n}/{}] task {} {}: {what}",
@@ -884,6 +1155,14 @@ impl BatchProgress {
             task.id,
             task.output.display()
         );
+    }
+
+    /// A line of the run's own, above the bar if there is one.
+    fn println(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
     }
 
     fn finish(&self) {
@@ -937,5 +1216,289 @@ mod tests {
         assert_eq!(tally.counts().1, None, "half the output written");
         tally.written(Rect::new(0, 1, 4, 1), &[6, 6, 6, 6]);
         assert_eq!(tally.counts().1, Some(vec![(5, 3), (6, 5)]));
+    }
+}
+
+/// A fuzz of what a batch directory may hold: plan.json with any field
+/// changed to any value (an output elsewhere, an index out of range, sizes
+/// near 2^64), forged, oversized, linked or garbled records and claims, a
+/// symlink planted in `out/`. Whatever it holds, `batch run` and `batch
+/// report` return (no panic), and nothing outside `out/`, `state/` and the
+/// report's own files changes: inputs, plan.json and a file beside the
+/// batch stay byte-identical.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use crate::batch::plan::{PlanRequest, SmoothOptions};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    /// Fields of plan.json changed, as JSON pointers.
+    const FIELDS: [&str; 24] = [
+        "/tasks/0/output",
+        "/tasks/1/output",
+        "/tasks/0/mosaic",
+        "/tasks/0/window/0",
+        "/tasks/0/window/2",
+        "/tasks/1/window/3",
+        "/tasks/0/id",
+        "/tasks/1/input",
+        "/mosaics/0/width",
+        "/mosaics/0/output_width",
+        "/mosaics/0/output_height",
+        "/mosaics/0/members/0/x",
+        "/mosaics/0/members/1/width",
+        "/mosaics/0/members/0/path",
+        "/mosaics/0/source",
+        "/options/tile",
+        "/compare_tasks",
+        "/tasks/0",
+        "/mosaics/0/classes/max_code",
+        "/mosaics/0/classes/every_code",
+        "/mosaics/0/output_geo_transform/1",
+        "/options/kernel",
+        "/mosaics",
+        "/tasks",
+    ];
+
+    /// Values put there; `{root}` is the folder holding the batch.
+    fn values(root: &Path) -> Vec<Value> {
+        let r = root.display();
+        vec![
+            json!(7),
+            json!(0),
+            json!(1),
+            json!(24),
+            json!(u64::MAX),
+            json!(-1),
+            json!(1e300),
+            json!("../in/a.tif"),
+            json!(format!("{r}/victim.tif")),
+            json!("out/../plan.json"),
+            json!("plan.json"),
+            json!("state/task-0.done.json"),
+            json!("out/b.tif"),
+            json!("out/.mapfilter-tmp.1.x.tif"),
+            json!("out/sub/x.tif"),
+            json!(format!("{r}/in/b.tif")),
+            json!(""),
+            Value::Null,
+            json!([]),
+            json!([5, 0]),
+            json!({"a": 1}),
+            json!("gaussian:1e9"),
+        ]
+    }
+
+    /// Records and claims planted in state/ (or out/): what each is.
+    const RECORDS: usize = 10;
+
+    fn plant(batch: &Path, task: usize, kind: usize) {
+        let state = batch.join("state");
+        let file = |k: &str| state.join(format!("task-{task}.{k}"));
+        let host = hostname();
+        let _ = match kind {
+            // A done record of the task's real output whose counts would
+            // wrap a sum.
+            0 => (|| {
+                let path = file("done.json");
+                let mut rec: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?;
+                rec["input_counts"] = json!([[1, u64::MAX], [2, u64::MAX]]);
+                rec["output_counts"] = json!([[1, u64::MAX]]);
+                rec["pixels"] = json!(u64::MAX);
+                std::fs::write(&path, rec.to_string()).ok()
+            })()
+            .is_some(),
+            1 => std::os::unix::fs::symlink("/dev/zero", file("done.json")).is_ok(),
+            2 => std::fs::write(file("done.json"), [0xff, b'{', 0]).is_ok(),
+            3 => std::fs::write(
+                file("failed.json"),
+                json!({"task": task, "plan": 0, "error": "x", "host": host, "environment": true})
+                    .to_string(),
+            )
+            .is_ok(),
+            // A claim of a dead process here; of a live one elsewhere.
+            4 => std::fs::write(
+                file("claim"),
+                json!({"host": host, "pid": 4_194_305, "nonce": 1}).to_string(),
+            )
+            .is_ok(),
+            5 => std::fs::write(
+                file("claim"),
+                json!({"host": "elsewhere", "pid": 1, "nonce": 1, "stale_after": 1e9}).to_string(),
+            )
+            .is_ok(),
+            6 => std::os::unix::fs::symlink("/dev/zero", file("claim")).is_ok(),
+            7 => std::fs::write(file("claim"), vec![b'x'; 1 << 16]).is_ok(),
+            // Symlinks in out/ to an input and to the file beside the batch.
+            8 => std::os::unix::fs::symlink("../../in/a.tif", batch.join("out/a.tif")).is_ok(),
+            _ => std::os::unix::fs::symlink("../../victim.tif", batch.join("out/b.tif")).is_ok(),
+        };
+    }
+
+    /// Two 24x16 tiles side by side on one grid, codes 0-5 and nodata 9.
+    fn inputs(dir: &Path) -> Vec<PathBuf> {
+        let driver = gdal::DriverManager::get_driver_by_name("GTiff").unwrap();
+        (0..2)
+            .map(|i| {
+                let path = dir.join(["a.tif", "b.tif"][i]);
+                let mut ds = driver
+                    .create_with_band_type::<u8, _>(&path, 24, 16, 1)
+                    .unwrap();
+                let gt = [
+                    1000.0 + 24.0 * 10.0 * i as f64,
+                    10.0,
+                    0.0,
+                    5000.0,
+                    0.0,
+                    -10.0,
+                ];
+                ds.set_geo_transform(&gt).unwrap();
+                let mut band = ds.rasterband(1).unwrap();
+                band.set_no_data_value(Some(9.0)).unwrap();
+                let data: Vec<u8> = (0..24 * 16)
+                    .map(|p| {
+                        if p % 37 == 0 {
+                            9
+                        } else {
+                            ((p / 5 + i) % 6) as u8
+                        }
+                    })
+                    .collect();
+                let mut buffer = gdal::raster::Buffer::new((24, 16), data);
+                band.write((0, 0), (24, 16), &mut buffer).unwrap();
+                path
+            })
+            .collect()
+    }
+
+    fn options() -> SmoothOptions {
+        SmoothOptions {
+            kernel: "gaussian:1".into(),
+            size: None,
+            class_weights: None,
+            border: "same".into(),
+            fill_nodata: false,
+            tile: 16,
+            method: "naive".parse().unwrap(),
+            rank: None,
+            energy: None,
+            terms: None,
+            exact: false,
+            device: Some("host".into()),
+            variant: None,
+            compress: "deflate".into(),
+            compress_level: None,
+            ties: None,
+            keep: None,
+            no_vote: None,
+            only_isolated: None,
+            iterations: None,
+            format: None,
+            creation_options: Vec::new(),
+        }
+    }
+
+    /// Every file under `root` but those a batch may write (`out/`,
+    /// `state/`, its reports and outputs' mosaics), with its bytes (a
+    /// symlink: its target).
+    fn snapshot(root: &Path, batch: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut files = BTreeMap::new();
+        let mut todo = vec![root.to_path_buf()];
+        while let Some(dir) = todo.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let writable = path.parent() == Some(batch)
+                    && (["out", "state", "report.json", "report.html", "mosaic.vrt"]
+                        .contains(&name.as_str())
+                        || name.starts_with("mosaic-out-"));
+                if writable {
+                    continue;
+                }
+                let meta = std::fs::symlink_metadata(&path).unwrap();
+                if meta.is_dir() {
+                    todo.push(path);
+                } else if meta.file_type().is_symlink() {
+                    let target = std::fs::read_link(&path).unwrap();
+                    files.insert(path, target.into_os_string().into_encoded_bytes());
+                } else {
+                    files.insert(path.clone(), std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        files
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn no_batch_directory_makes_run_or_report_panic_or_write_outside(
+            run_first in any::<bool>(),
+            jobs in 1usize..3,
+            records in prop::collection::vec((0usize..2, 0..RECORDS), 0..3),
+            changes in prop::collection::vec((0..FIELDS.len(), 0usize..22), 0..3),
+        ) {
+            let root = tempfile::tempdir().unwrap();
+            let root = root.path();
+            std::fs::create_dir(root.join("in")).unwrap();
+            std::fs::write(root.join("victim.tif"), b"not to be touched").unwrap();
+            let tiles = inputs(&root.join("in"));
+            let batch = root.join("batch");
+            let args: Vec<String> = tiles.iter().map(|p| p.display().to_string()).collect();
+            Plan::make(&PlanRequest {
+                inputs: &args,
+                dir: &batch,
+                options: options(),
+                grid: None,
+                compare_with: Some("naive".into()),
+                compare_sample: None,
+                overwrite: false,
+            })
+            .unwrap();
+            let request = RunRequest {
+                dir: &batch,
+                share: Share::All,
+                retry_failed: false,
+                jobs: Some(jobs),
+                quiet: true,
+                stale_after: Duration::from_secs(600),
+                wait: false,
+            };
+            if run_first {
+                let first = run(&request).unwrap();
+                prop_assert_eq!(first.done_now, 2);
+            }
+            for &(task, kind) in &records {
+                plant(&batch, task, kind);
+            }
+            if !changes.is_empty() {
+                let path = batch.join("plan.json");
+                let mut plan: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+                let values = values(root);
+                for &(field, value) in &changes {
+                    if let Some(slot) = plan.pointer_mut(FIELDS[field]) {
+                        *slot = values[value % values.len()].clone();
+                    }
+                }
+                std::fs::write(&path, plan.to_string()).unwrap();
+            }
+            let before = snapshot(root, &batch);
+            // Errors are fine; a panic fails the case.
+            let _ = run(&request);
+            if let Ok(plan) = Plan::load(&batch) {
+                let _ = crate::batch::report::write(&batch, &plan, None);
+            }
+            let after = snapshot(root, &batch);
+            prop_assert!(before == after, "changed: {:?}", before
+                .keys()
+                .chain(after.keys())
+                .filter(|k| before.get(*k) != after.get(*k))
+                .collect::<Vec<_>>());
+        }
     }
 }

@@ -124,9 +124,18 @@ struct RunArgs {
     /// Run this one task.
     #[arg(long)]
     task: Option<usize>,
-    /// Run failed tasks again (by default they are listed and left).
+    /// Run failed tasks again (by default they are listed and left; a
+    /// failure of the environment, such as a full disk, is always retried).
     #[arg(long)]
     retry_failed: bool,
+    /// Do not wait for tasks held by other live runs: exit with code 75
+    /// (EX_TEMPFAIL) if any is left, so a scheduler can run this again.
+    #[arg(long)]
+    no_wait: bool,
+    /// Exit 0 even when tasks of the share failed, are done without part
+    /// of their halo (degraded) or, with --no-wait, are held by other runs.
+    #[arg(long)]
+    allow_incomplete: bool,
     /// Tasks in flight at once (default: sized to the node: a task per 8
     /// cores on the host, per 3 cores with GPUs but at most 3 per GPU,
     /// within the memory available; the compute pool gets the other cores).
@@ -149,6 +158,10 @@ struct ReportArgs {
     /// Also write one Cloud Optimized GeoTIFF of the outputs (MODE overviews).
     #[arg(long)]
     cog: Option<PathBuf>,
+    /// Exit 0 even when tasks are pending, failed or degraded (the report is
+    /// written either way; without this such a batch exits 1).
+    #[arg(long)]
+    allow_incomplete: bool,
     #[command(flatten)]
     overwrite: OverwriteArg,
 }
@@ -191,6 +204,9 @@ fn plan(a: PlanArgs) -> Result<()> {
         no_vote: a.policies.no_vote.clone(),
         only_isolated: a.policies.only_isolated,
         iterations: a.policies.iterations,
+        format: (a.compression.format == super::compress_args::FormatArg::Cog)
+            .then(|| "COG".to_string()),
+        creation_options: a.compression.creation_options.clone(),
     };
     // Every option is checked before anything is written.
     a.compression.compression()?;
@@ -205,6 +221,23 @@ fn plan(a: PlanArgs) -> Result<()> {
     // An exact method is; the others only with --exact.
     let exact = a.fast.method.is_exact() || a.fast.exact;
     crate::method::policy::check_method(&policies, exact, a.fast.method.name())?;
+    // The job script's values are checked before anything is written.
+    let dir = std::path::absolute(&a.out).unwrap_or(a.out.clone());
+    let slurm_options = |tasks: usize| slurm::SlurmOptions {
+        shards: a.shards.min(tasks).max(1),
+        parallel: a.slurm_parallel,
+        cpus_per_task: a.slurm_cpus,
+        mem: a.slurm_mem.clone(),
+        time: a.slurm_time.clone(),
+        gpus: match (a.slurm_gpus, &a.device) {
+            (Some(n), _) => n,
+            (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
+            _ => 0,
+        },
+    };
+    if a.emit.is_some() {
+        slurm::check(&dir, &slurm_options(1))?;
+    }
     let plan = Plan::make(&PlanRequest {
         inputs: &a.inputs,
         dir: &a.out,
@@ -215,27 +248,11 @@ fn plan(a: PlanArgs) -> Result<()> {
         overwrite: a.overwrite.overwrite,
     })?;
     if let Some(Emit::Slurm) = a.emit {
-        let dir = std::path::absolute(&a.out).unwrap_or(a.out.clone());
         std::fs::create_dir_all(dir.join("logs"))
             .map_err(|e| Error::new(format!("cannot make {}/logs: {e}", dir.display())))?;
         let exe = std::env::current_exe()
             .map_err(|e| Error::new(format!("cannot tell where mapfilter is: {e}")))?;
-        let text = slurm::script(
-            &dir,
-            &exe,
-            &slurm::SlurmOptions {
-                shards: a.shards.min(plan.tasks.len()).max(1),
-                parallel: a.slurm_parallel,
-                cpus_per_task: a.slurm_cpus,
-                mem: a.slurm_mem.clone(),
-                time: a.slurm_time.clone(),
-                gpus: match (a.slurm_gpus, &a.device) {
-                    (Some(n), _) => n,
-                    (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
-                    _ => 0,
-                },
-            },
-        );
+        let text = slurm::script(&dir, &exe, &slurm_options(plan.tasks.len()))?;
         let target = Target::check(&dir.join("batch.sbatch"), true, &[])?;
         crate::output::text::write(&crate::output::Destination::File(target), &text)?;
         eprintln!("wrote {}", dir.join("batch.sbatch").display());
@@ -276,6 +293,7 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         jobs,
         quiet: a.quiet,
         stale_after,
+        wait: !a.no_wait,
     })?;
     if !a.quiet {
         eprintln!(
@@ -292,34 +310,100 @@ fn run_tasks(a: RunArgs) -> Result<()> {
             eprintln!("batch: device {device}");
         }
     }
-    if !s.failed.is_empty() {
-        for (id, e) in &s.failed {
-            eprintln!("failed task {id}: {e}");
+    for f in &s.failed {
+        eprintln!("failed task {}: {}", f.task, f.error);
+    }
+    let incomplete = run_outcome(&s);
+    match incomplete {
+        Some(e) if a.allow_incomplete => {
+            eprintln!("batch: incomplete (--allow-incomplete): {e}");
+            Ok(())
         }
-        let ids: Vec<String> = s.failed.iter().map(|f| f.0.to_string()).collect();
-        bail!(
-            format!("{} task(s) failed: {}", s.failed.len(), ids.join(", ")),
-            hint = "fix their inputs and run again with --retry-failed; `batch report` lists them"
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Exit code of `batch run --no-wait` when tasks are held by other runs
+/// (`EX_TEMPFAIL` of sysexits.h: try again later).
+pub const EXIT_HELD: i32 = 75;
+
+/// Why a run's share is not complete, as the error it exits with: failed
+/// tasks (1), tasks held by others with --no-wait (75), degraded tasks (1).
+fn run_outcome(s: &batch_run::RunSummary) -> Option<Error> {
+    let list = |ids: &mut dyn Iterator<Item = usize>| {
+        ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+    };
+    if !s.failed.is_empty() {
+        let ids = list(&mut s.failed.iter().map(|f| f.task));
+        let cause = format!("{} task(s) failed: {ids}", s.failed.len());
+        // A failure of the environment is retried by a plain rerun; one of
+        // the inputs needs them fixed first.
+        let hint = if s.failed.iter().all(|f| f.environment) {
+            "the disk or the batch's folders failed (full, missing or not writable): fix that and run again"
+        } else {
+            "fix their inputs and run again with --retry-failed; `batch report` lists them"
+        };
+        return Some(Error::new(cause).hint(hint));
+    }
+    if !s.busy.is_empty() {
+        let cause = format!(
+            "{} task(s) held by other runs: {}",
+            s.busy.len(),
+            list(&mut s.busy.iter().copied())
+        );
+        return Some(
+            Error::new(cause)
+                .hint("run again later (or without --no-wait to wait for them)")
+                .exit_code(EXIT_HELD),
         );
     }
-    Ok(())
+    if !s.degraded.is_empty() {
+        let cause = format!(
+            "{} task(s) done without part of their halo (degraded): {}",
+            s.degraded.len(),
+            list(&mut s.degraded.iter().copied())
+        );
+        return Some(Error::new(cause).hint(
+            "a neighbouring input could not be read: fix it and run again with --retry-failed",
+        ));
+    }
+    None
 }
 
 fn report_cmd(a: ReportArgs) -> Result<()> {
     let plan = Plan::load(&a.dir)?;
+    // The COG never replaces a file the batch reads or wrote: an input, a
+    // mosaic, a task's output.
+    let files = plan.files(&a.dir);
+    let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
     let cog = a
         .cog
         .as_deref()
-        .map(|p| Target::check(p, a.overwrite.overwrite, &[]))
+        .map(|p| Target::check(p, a.overwrite.overwrite, &files))
         .transpose()?;
     let r = report::write(&a.dir, &plan, cog.as_ref())?;
     println!(
-        "{} of {} tasks done, {} failed, {} pending; report in {}",
+        "{} of {} tasks done, {} failed, {} pending, {} degraded; report in {}",
         r.done,
         r.tasks,
         r.failed.len(),
         r.pending.len(),
+        r.degraded.len(),
         a.dir.join("report.html").display()
     );
-    Ok(())
+    let complete = r.failed.is_empty() && r.pending.is_empty() && r.degraded.is_empty();
+    if complete || a.allow_incomplete {
+        return Ok(());
+    }
+    bail!(
+        format!(
+            "the batch is incomplete: {} failed, {} pending, {} degraded of {} tasks",
+            r.failed.len(),
+            r.pending.len(),
+            r.degraded.len(),
+            r.tasks
+        ),
+        hint = "run it (batch run) until every task is done, or give --allow-incomplete"
+    );
 }

@@ -127,7 +127,7 @@ pub fn main() -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("mapfilter: error: {e}");
-            1
+            e.code()
         }
     }
 }

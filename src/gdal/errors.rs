@@ -8,11 +8,15 @@
 //! And a dirty block may be written out by whichever thread next needs room
 //! in GDAL's block cache. So failures are counted twice: every failure on
 //! the thread it happened on ([`on_this_thread`] wraps a writer's own GDAL
-//! calls), and every failure that is not a read on any thread (a writer
-//! takes a [`Mark`] when it starts and fails at [`Mark::check`] if one came
-//! after it). Read failures of other threads are left out of the second
-//! count: in a batch, another task's corrupt input must not fail this
-//! task's output.
+//! calls: a thread-local count, so it is this output's), and every failure
+//! of a write on any thread (a writer takes a [`Mark`] when it starts and
+//! fails at [`Mark::check`] if one came after it). Only writes enter the
+//! second count: a failure to open or read an input (a deleted tile, a
+//! corrupt one) belongs to the thread, and so the task, that read it, and
+//! in a batch must not fail another task's output. A write failure on
+//! another thread may be another output's (GDAL cannot say whose block it
+//! was writing): it fails every output in progress, and since such
+//! failures come from the disk, `batch run` retries them on a plain rerun.
 
 use crate::error::{Error, Result};
 use gdal::errors::CplErrType;
@@ -20,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Failures (`CE_Failure`, `CE_Fatal`) other than reads GDAL reported so far.
+/// Failures (`CE_Failure`, `CE_Fatal`) of writes GDAL reported so far.
 static FAILURES: AtomicU64 = AtomicU64::new(0);
 /// The latest such failure's message.
 static LAST: Mutex<String> = Mutex::new(String::new());
@@ -31,10 +35,14 @@ thread_local! {
     static LOCAL_LAST: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Whether a failure is a read (of an input), not a write.
-fn is_read(msg: &str) -> bool {
+/// Whether a failure is of a write (GDAL's and libtiff's messages for
+/// writing blocks, flushing and a full disk all say so), not of opening or
+/// reading an input.
+fn is_write(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
-    m.contains("read") && !m.contains("writ")
+    ["writ", "flush", "no space", "disk full", "quota"]
+        .iter()
+        .any(|w| m.contains(w))
 }
 
 /// Installs the handler (once; later calls do nothing).
@@ -45,7 +53,7 @@ pub fn install() {
             if matches!(class, CplErrType::Failure | CplErrType::Fatal) {
                 LOCAL.with(|n| n.set(n.get() + 1));
                 LOCAL_LAST.with(|l| *l.borrow_mut() = msg.to_string());
-                if !is_read(msg) {
+                if is_write(msg) {
                     *LAST.lock().unwrap_or_else(|e| e.into_inner()) = msg.to_string();
                     FAILURES.fetch_add(1, Ordering::SeqCst);
                 }
@@ -100,11 +108,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_are_told_from_writes() {
-        assert!(is_read(
-            "IReadBlock failed at X offset 0, Y offset 0: TIFFReadEncodedStrip() failed."
-        ));
-        assert!(!is_read("TIFFAppendToStrip:Write error at scanline 3"));
-        assert!(!is_read("Failed to write 65536 bytes"));
+    fn reads_and_opens_are_told_from_writes() {
+        for input in [
+            "IReadBlock failed at X offset 0, Y offset 0: TIFFReadEncodedStrip() failed.",
+            "/tiles/t_1_1.tif: No such file or directory",
+            "`/tiles/t.tif' not recognized as a supported file format.",
+        ] {
+            assert!(!is_write(input), "{input}");
+        }
+        for output in [
+            "TIFFAppendToStrip:Write error at scanline 3",
+            "Failed to write 65536 bytes",
+            "An error occurred while writing a dirty block from GDALRasterBand::IRasterIO",
+            "No space left on device",
+        ] {
+            assert!(is_write(output), "{output}");
+        }
     }
 }

@@ -26,4 +26,4 @@ pub mod text;
 
 pub use space::disk_full_cause;
 pub use target::{Destination, NAME_MAX, Target, distinct, parent_dir};
-pub use temp::{TempFile, abandon_all, without_cleanup};
+pub use temp::{PREFIX as TEMP_PREFIX, TempFile, abandon_all, sweep_unlocked, without_cleanup};

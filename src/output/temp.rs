@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What every temp file's name starts with.
-const PREFIX: &str = ".mapfilter-tmp.";
+pub const PREFIX: &str = ".mapfilter-tmp.";
 /// Files GDAL may write beside a raster: they follow it.
 const SIDECARS: [&str; 3] = [".aux.xml", ".ovr", ".msk"];
 /// A leftover younger than this is left alone (its owner may be between
@@ -260,6 +260,18 @@ fn sweep_due(dir: &Path) -> bool {
 /// Removes the leftovers of dead runs in `dir` (see the module doc), with a
 /// note on stderr.
 fn sweep(dir: &Path) {
+    sweep_older_than(dir, SWEEP_AGE);
+}
+
+/// Removes every temp file in `dir` whose owner is dead (nobody holds its
+/// lock), however young: for a caller that knows no run is about to create
+/// one there (a batch with no task claimed), so that a leftover of a
+/// killed run does not wait for the next output written beside it.
+pub fn sweep_unlocked(dir: &Path) {
+    sweep_older_than(dir, Duration::ZERO);
+}
+
+fn sweep_older_than(dir: &Path, min_age: Duration) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -271,7 +283,7 @@ fn sweep(dir: &Path) {
             continue;
         }
         let path = entry.path();
-        if is_stale(&path) {
+        if is_stale(&path, min_age) {
             remove_with_sidecars(&path);
             swept += 1;
         }
@@ -284,8 +296,8 @@ fn sweep(dir: &Path) {
     }
 }
 
-/// A regular file nobody holds the lock of, not modified for a while.
-fn is_stale(path: &Path) -> bool {
+/// A regular file nobody holds the lock of, not modified for `min_age`.
+fn is_stale(path: &Path, min_age: Duration) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
@@ -293,7 +305,7 @@ fn is_stale(path: &Path) -> bool {
         .modified()
         .ok()
         .and_then(|m| SystemTime::now().duration_since(m).ok())
-        .is_some_and(|age| age >= SWEEP_AGE);
+        .is_some_and(|age| age >= min_age);
     if !meta.is_file() || !old {
         return false;
     }
