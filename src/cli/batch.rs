@@ -15,7 +15,7 @@ use crate::io::DEFAULT_TILE;
 use crate::method::naive::cl::Variant;
 use crate::output::Target;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct BatchArgs {
@@ -306,10 +306,21 @@ fn run_tasks(a: RunArgs) -> Result<()> {
 
 fn report_cmd(a: ReportArgs) -> Result<()> {
     let plan = Plan::load(&a.dir)?;
+    // The COG is made from the batch: it replaces none of its files (the
+    // plan, an input tile through the mosaic VRT, a task's output).
+    let read: Vec<PathBuf> = std::iter::once(a.dir.join(crate::batch::plan::PLAN_FILE))
+        .chain(plan.mosaics.iter().map(|m| a.dir.join(&m.source)))
+        .chain(
+            plan.tasks
+                .iter()
+                .flat_map(|t| [a.dir.join(&t.input), a.dir.join(&t.output)]),
+        )
+        .collect();
+    let inputs: Vec<&Path> = read.iter().map(PathBuf::as_path).collect();
     let cog = a
         .cog
         .as_deref()
-        .map(|p| Target::check(p, a.overwrite.overwrite, &[]))
+        .map(|p| Target::check(p, a.overwrite.overwrite, &inputs))
         .transpose()?;
     let r = report::write(&a.dir, &plan, cog.as_ref())?;
     println!(

@@ -43,7 +43,9 @@ impl Destination {
 }
 
 impl Target {
-    /// Checks `path` as an output of a run reading `inputs`.
+    /// Checks `path` as an output of a run reading `inputs`: every file
+    /// the run reads (secondary inputs too: a baseline, a kernel file, a
+    /// config), each with the sources of a VRT among them.
     pub fn check(path: &Path, overwrite: bool, inputs: &[&Path]) -> Result<Self> {
         let shown = path.to_path_buf();
         let name = path.file_name().ok_or_else(|| {
@@ -163,14 +165,23 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
         ))
         .hint("outputs are written as new regular files; give another path (- for standard output where a command writes text)"));
     }
+    // Every file the run reads, VRT sources included: `--overwrite` would
+    // otherwise replace a file while (or before) it is read.
     for input in inputs {
-        if std::fs::metadata(input).is_ok_and(|m| same_file(&m, meta)) {
-            return Err(Error::new(format!(
-                "output {} is the input {} itself",
-                shown.display(),
-                input.display()
-            ))
-            .hint("write to a new file; inputs are never modified"));
+        for read in super::reads::files(input) {
+            if !std::fs::metadata(&read.path).is_ok_and(|m| same_file(&m, meta)) {
+                continue;
+            }
+            let what = match &read.via {
+                None => format!("the input {} itself", input.display()),
+                Some(vrt) => format!(
+                    "the input {}, a source of the VRT {}",
+                    read.path.display(),
+                    vrt.display()
+                ),
+            };
+            return Err(Error::new(format!("output {} is {what}", shown.display()))
+                .hint("write to a new file; inputs are never modified"));
         }
     }
     if !overwrite {
@@ -182,16 +193,7 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
 
 /// Whether two files are one (device and inode: hard links and bind mounts too).
 fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        a.dev() == b.dev() && a.ino() == b.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
+    cfg!(unix) && super::reads::identity(a) == super::reads::identity(b)
 }
 
 fn check_directory(dir: &Path, shown: &Path) -> Result<()> {
