@@ -19,8 +19,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// What every temp file's name starts with.
 const PREFIX: &str = ".mapfilter-tmp.";
-/// Files GDAL may write beside a raster: they follow it.
+/// Files GDAL may write beside a raster, named by appending to its name:
+/// they follow it.
 const SIDECARS: [&str; 3] = [".aux.xml", ".ovr", ".msk"];
+/// Files GDAL may write beside a raster, named by replacing its extension
+/// (the world file of `--co TFW=YES`): they follow it too.
+const WORLD_FILES: [&str; 1] = ["tfw"];
 /// A leftover younger than this is left alone (its owner may be between
 /// creating and locking it).
 const SWEEP_AGE: Duration = Duration::from_secs(10);
@@ -171,11 +175,7 @@ impl TempFile {
         if !target.overwrite() && target.path().exists() {
             return Err(appeared(target));
         }
-        for suffix in SIDECARS {
-            let (from, to) = (
-                with_suffix(&self.path, suffix),
-                with_suffix(target.path(), suffix),
-            );
+        for (from, to) in sidecar_names(&self.path).zip(sidecar_names(target.path())) {
             if from.exists() {
                 std::fs::rename(&from, &to).map_err(fail)?;
             } else if to.exists() {
@@ -197,10 +197,7 @@ impl TempFile {
     }
 
     fn sidecars(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        SIDECARS
-            .iter()
-            .map(|s| with_suffix(&self.path, s))
-            .filter(|p| p.exists())
+        sidecar_names(&self.path).filter(|p| p.exists())
     }
 }
 
@@ -267,7 +264,11 @@ fn sweep(dir: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if !name.starts_with(PREFIX) || SIDECARS.iter().any(|s| name.ends_with(s)) {
+        let sidecar = SIDECARS.iter().any(|s| name.ends_with(s))
+            || WORLD_FILES
+                .iter()
+                .any(|e| Path::new(name.as_ref()).extension() == Some(e.as_ref()));
+        if !name.starts_with(PREFIX) || sidecar {
             continue;
         }
         let path = entry.path();
@@ -305,9 +306,18 @@ fn is_stale(path: &Path) -> bool {
 
 fn remove_with_sidecars(path: &Path) {
     let _ = std::fs::remove_file(path);
-    for suffix in SIDECARS {
-        let _ = std::fs::remove_file(with_suffix(path, suffix));
+    for sidecar in sidecar_names(path) {
+        let _ = std::fs::remove_file(sidecar);
     }
+}
+
+/// The names GDAL gives the sidecars of the raster at `path`, in one order
+/// for every path (so a temp file's pair with its target's).
+fn sidecar_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    SIDECARS
+        .iter()
+        .map(|s| with_suffix(path, s))
+        .chain(WORLD_FILES.iter().map(|e| path.with_extension(e)))
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -465,6 +475,24 @@ mod tests {
         assert!(err.to_string().contains("appeared"), "{err}");
         assert_eq!(std::fs::read(&out).unwrap(), b"theirs");
         assert_eq!(names(dir.path()), ["out.txt"]);
+    }
+
+    #[test]
+    fn a_world_file_follows_its_raster_and_replaces_a_stale_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.tif");
+        std::fs::write(&out, b"old").unwrap();
+        std::fs::write(dir.path().join("out.tfw"), b"stale").unwrap();
+        let target = Target::check(&out, true, &[]).unwrap();
+        let t = TempFile::beside(&target).unwrap();
+        std::fs::write(t.path().with_extension("tfw"), b"world").unwrap();
+        t.commit(&target).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("out.tfw")).unwrap(), b"world");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
     }
 
     #[test]
