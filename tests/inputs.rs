@@ -219,3 +219,47 @@ fn filter_warns_on_a_colour_table() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// Category names are data: `info` shows their control characters
+/// escaped, never sends a terminal escape sequence.
+#[test]
+fn info_shows_control_characters_of_category_names_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("names.tif");
+    common::write_raster(
+        &path,
+        &common::TestRaster {
+            width: 4,
+            height: 4,
+            data: &[1; 16],
+            data_type: gdal::raster::GdalDataType::UInt8,
+            nodata: None,
+            colors: false,
+        },
+    );
+    {
+        let ds = gdal::Dataset::open_ex(
+            &path,
+            gdal::DatasetOptions {
+                open_flags: gdal::GdalOpenFlags::GDAL_OF_UPDATE,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let band = ds.rasterband(1).unwrap();
+        let names = ["none", "evil\x1b]0;pwned\x07\x1b[2J"]
+            .map(|n| std::ffi::CString::new(n).unwrap());
+        let mut list: Vec<*mut std::ffi::c_char> =
+            names.iter().map(|c| c.as_ptr().cast_mut()).collect();
+        list.push(std::ptr::null_mut());
+        // SAFETY: a NULL-terminated list of C strings GDAL copies.
+        let err = unsafe {
+            gdal_sys::GDALSetRasterCategoryNames(band.c_rasterband(), list.as_mut_ptr())
+        };
+        assert_eq!(err, gdal_sys::CPLErr::CE_None);
+    }
+    let o = mapfilter_ok(&["info", s(&path)]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains('\x1b') && !out.contains('\x07'), "{out:?}");
+    assert!(out.contains("evil\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"), "{out}");
+}
