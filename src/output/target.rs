@@ -48,6 +48,15 @@ impl Target {
     /// config), each with the sources of a VRT among them.
     pub fn check(path: &Path, overwrite: bool, inputs: &[&Path]) -> Result<Self> {
         let shown = path.to_path_buf();
+        if path.as_os_str() == "-" {
+            // `-` is standard output where a command writes text
+            // ([`Destination`]); a raster is never written there, and a
+            // file named `-` is almost never what was meant.
+            return Err(Error::new(
+                "output -: this output cannot go to standard output",
+            )
+            .hint("give a file path (./- for a file named -); - means standard output only for text outputs such as --json -"));
+        }
         let name = path.file_name().ok_or_else(|| {
             Error::new(format!("output {}: not a file name", path.display()))
                 .hint("give a file path such as out.tif")
@@ -280,6 +289,7 @@ mod tests {
             Destination::check(Path::new("-"), false, &[]).unwrap(),
             Destination::Stdout
         );
+        assert!(Target::check(Path::new("-"), true, &[]).is_err());
         let a = Target::check(&real, true, &[]).unwrap();
         assert!(distinct(&[&a, &t]).is_err());
     }
