@@ -10,11 +10,6 @@ use std::path::Path;
 
 /// Runs `smooth` expecting failure; checks the message and that `dir` holds
 /// only `keep` afterwards.
-/// `dir/name` as a string argument.
-fn s_out(dir: &Path, name: &str) -> &'static str {
-    dir.join(name).to_str().unwrap().to_string().leak()
-}
-
 fn fails(args: &[&str], expect: &str, dir: &Path, keep: &[&str]) {
     let run = mapfilter(args);
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -370,7 +365,8 @@ fn unbounded_or_wrong_inputs_get_a_clear_error() {
         assert!(!e.contains("s3cr3t") && !e.contains("root"), "{e}");
     }
     // Sizes that used to panic: a tune map smaller than every tile side.
-    let run = mapfilter(&["tune", "--size", "511", "--db", s_out(d, "tune.json")]);
+    let db = d.join("tune.json");
+    let run = mapfilter(&["tune", "--size", "511", "--db", db.to_str().unwrap()]);
     let e = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{e}");
     assert!(e.contains("smaller than the smallest tile side") && !e.contains("panicked"), "{e}");
