@@ -666,6 +666,111 @@ fn signals_at_any_moment_leave_nothing_behind() {
     }
 }
 
+/// Sends `signals` (`count` of them, 30 ms apart) to a child once a line
+/// of its stderr contains `when`, and returns its status and how long it
+/// took to exit after the first signal.
+fn signal_when(
+    mut cmd: Command,
+    when: &str,
+    signal: i32,
+    count: usize,
+) -> (std::process::ExitStatus, Duration, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen += &line;
+        seen.push('\n');
+        if line.contains(when) {
+            break;
+        }
+    }
+    assert!(seen.contains(when), "never said '{when}': {seen}");
+    // The rest of stderr is drained so that the child never blocks on it.
+    let rest = std::thread::spawn(move || lines.map_while(|l| l.ok()).collect::<Vec<_>>());
+    let sent = std::time::Instant::now();
+    for i in 0..count {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+    }
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    seen += &rest.join().unwrap().join("\n");
+    (status, took, seen)
+}
+
+/// A signal while GDAL writes a COG (minutes for a large map) stops the
+/// run within a second, one signal or two, leaving no temp file.
+#[test]
+fn a_signal_during_cog_creation_exits_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.tif");
+    for count in [1, 2] {
+        let mut cmd = Command::new(BIN);
+        cmd.env("RUST_LOG", "info").args([
+            "gen",
+            out.to_str().unwrap(),
+            "--size",
+            "12000x12000",
+            "--of",
+            "COG",
+            "--overwrite",
+            "-q",
+        ]);
+        let (status, took, said) = signal_when(cmd, "making the COG", libc::SIGTERM, count);
+        assert_eq!(status.code(), Some(143), "{count} signal(s): {said}");
+        assert!(took < Duration::from_secs(1), "{count} signal(s): {took:?}");
+        assert!(temps(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        assert!(!out.exists());
+    }
+}
+
+/// `batch run` blocked reading a claim (a FIFO here; a hung NFS read
+/// alike) while it holds the claims' lock: SIGTERM still ends it within a
+/// second with 143.
+#[test]
+fn a_signal_ends_a_batch_run_blocked_on_a_claim_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir(&tiles).unwrap();
+    std::fs::copy(MODIS, tiles.join("t.tif")).unwrap();
+    let batch = dir.path().join("batch");
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+        "-k",
+        "box:3",
+    ]);
+    let state = batch.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let fifo = std::ffi::CString::new(state.join("task-0.claim").to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let mut child = Command::new(BIN)
+        .args(["batch", "run", batch.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to be blocked in the open of the FIFO.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "batch run did not block");
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(1), "{:?}", sent.elapsed());
+    assert_eq!(status.code(), Some(143));
+    assert!(temps(&batch.join("out")).is_empty());
+}
+
 #[test]
 fn a_killed_run_leaves_the_old_output_and_its_temp_is_swept_later() {
     let dir = tempfile::tempdir().unwrap();

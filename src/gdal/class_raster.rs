@@ -1131,8 +1131,11 @@ fn make_cog(
     }
     crate::interrupt::check()?;
     // The copy creates its file by name: a signal's clean-up waits for it
-    // rather than leave a file made after the clean-up.
-    let made = crate::output::without_cleanup(|| input.create_copy(&driver, temp.path(), &options))
+    // (a short while: a signal stops the copy) rather than leave a file made
+    // after the clean-up.
+    let made = crate::output::without_cleanup(|| {
+        super::cog::create_copy_interruptible(&input, &driver, temp.path(), &options)
+    })
         .map_err(|e| {
             Error::new(format!(
                 "cannot write {shown} as COG: {}",
