@@ -140,7 +140,7 @@ fn unescape(text: &str) -> String {
             _ => entity
                 .strip_prefix("#x")
                 .map(|h| u32::from_str_radix(h, 16))
-                .or_else(|| entity.strip_prefix('#').map(str::parse))
+                .or_else(|| entity.strip_prefix('#').map(str::parse::<u32>))
                 .and_then(|n| n.ok())
                 .and_then(char::from_u32),
         };

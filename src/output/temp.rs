@@ -315,7 +315,7 @@ fn sweep(dir: &Path) {
         let sidecar = SIDECARS.iter().any(|s| name.ends_with(s))
             || WORLD_FILES
                 .iter()
-                .any(|e| Path::new(name.as_ref()).extension() == Some(e.as_ref()));
+                .any(|e| Path::new(&*name).extension() == Some(std::ffi::OsStr::new(e)));
         if !name.starts_with(PREFIX) || sidecar {
             continue;
         }
@@ -364,8 +364,8 @@ fn remove_with_sidecars(path: &Path) {
 fn sidecar_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     SIDECARS
         .iter()
-        .map(|s| with_suffix(path, s))
-        .chain(WORLD_FILES.iter().map(|e| path.with_extension(e)))
+        .map(move |s| with_suffix(path, s))
+        .chain(WORLD_FILES.iter().map(move |e| path.with_extension(e)))
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
