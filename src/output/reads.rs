@@ -11,7 +11,11 @@
 //! warped VRT); a name that is not a plain file (`/vsicurl/…`, a
 //! subdataset `GTIFF_DIR:…`) is skipped, as it cannot be an output path.
 
+use std::collections::HashMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 /// VRTs larger than this are not looked into (a VRT of a million tiles is
 /// about 500 MB; the check would cost more than the run's first second).
@@ -38,6 +42,48 @@ pub fn files(input: &Path) -> Vec<Read> {
     out
 }
 
+/// The files read through `input` by identity (device and inode), for
+/// many checks against one input: a batch checks each of its thousands of
+/// task outputs against its mosaic VRT, which is read and its members
+/// looked up once (again only when the VRT changed).
+pub fn by_identity(input: &Path) -> Arc<HashMap<(u64, u64), Read>> {
+    type Cache = HashMap<PathBuf, (Option<Stamp>, Arc<HashMap<(u64, u64), Read>>)>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let stamp = stamp(input);
+    if let Some((s, set)) = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(input)
+        && *s == stamp
+        && stamp.is_some()
+    {
+        return set.clone();
+    }
+    // Read without the lock held: the files may be slow to read.
+    let mut set = HashMap::new();
+    for read in files(input) {
+        if let Ok(meta) = std::fs::metadata(&read.path) {
+            set.entry(identity(&meta)).or_insert(read);
+        }
+    }
+    let set = Arc::new(set);
+    CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(input.to_path_buf(), (stamp, set.clone()));
+    set
+}
+
+/// What tells a changed file: identity, size and modification time.
+type Stamp = ((u64, u64), u64, Option<SystemTime>);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((identity(&meta), meta.len(), meta.modified().ok()))
+}
+
 fn collect(vrt: &Path, depth: usize, seen: &mut Vec<(u64, u64)>, out: &mut Vec<Read>) {
     if depth >= MAX_DEPTH {
         return;
@@ -50,14 +96,11 @@ fn collect(vrt: &Path, depth: usize, seen: &mut Vec<(u64, u64)>, out: &mut Vec<R
         return;
     }
     seen.push(id);
-    let Ok(text) = std::fs::read(vrt) else {
-        return;
-    };
-    let Some(text) = vrt_text(&text) else {
+    let Some(text) = vrt_text(vrt) else {
         return;
     };
     let dir = super::parent_dir(vrt);
-    for (name, relative) in sources(text) {
+    for (name, relative) in sources(&text) {
         let Some(path) = source_path(&name, relative, &dir) else {
             continue;
         };
@@ -69,11 +112,24 @@ fn collect(vrt: &Path, depth: usize, seen: &mut Vec<(u64, u64)>, out: &mut Vec<R
     }
 }
 
-/// The text of a VRT (`<VRTDataset` first, after white space), or `None`.
-fn vrt_text(bytes: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let text = text.trim_start_matches('\u{feff}').trim_start();
-    text.starts_with("<VRTDataset").then_some(text)
+/// The text of the VRT at `path` (`<VRTDataset` first, after white
+/// space), or `None` for any other file, of which only the first bytes
+/// are read (an input of gigabytes is not read here).
+fn vrt_text(path: &Path) -> Option<String> {
+    const TAG: &str = "<VRTDataset";
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut head = Vec::new();
+    (&mut file).take(4096).read_to_end(&mut head).ok()?;
+    let start = String::from_utf8_lossy(&head);
+    if !start
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with(TAG)
+    {
+        return None;
+    }
+    file.take(MAX_VRT_BYTES).read_to_end(&mut head).ok()?;
+    String::from_utf8(head).ok()
 }
 
 /// The source names of a VRT's text with their `relativeToVRT` flag.

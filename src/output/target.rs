@@ -176,11 +176,9 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
     }
     // Every file the run reads, VRT sources included: `--overwrite` would
     // otherwise replace a file while (or before) it is read.
+    let id = super::reads::identity(meta);
     for input in inputs {
-        for read in super::reads::files(input) {
-            if !std::fs::metadata(&read.path).is_ok_and(|m| same_file(&m, meta)) {
-                continue;
-            }
+        if let Some(read) = super::reads::by_identity(input).get(&id).filter(|_| cfg!(unix)) {
             let what = match &read.via {
                 None => format!("the input {} itself", input.display()),
                 Some(vrt) => format!(
@@ -198,11 +196,6 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
             .hint("pass --overwrite to replace it, or choose another path"));
     }
     Ok(())
-}
-
-/// Whether two files are one (device and inode: hard links and bind mounts too).
-fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    cfg!(unix) && super::reads::identity(a) == super::reads::identity(b)
 }
 
 fn check_directory(dir: &Path, shown: &Path) -> Result<()> {
