@@ -350,8 +350,12 @@ fn unbounded_or_wrong_inputs_get_a_clear_error() {
     // A kernel file that is no matrix: the message says where, never what
     // the file holds (it may be one readable only through this run).
     let secret = d.join("secret.txt");
-    std::fs::write(&secret, "root:$6$s3cr3t:19000:0:99999:7:::
-").unwrap();
+    std::fs::write(
+        &secret,
+        "root:$6$s3cr3t:19000:0:99999:7:::
+",
+    )
+    .unwrap();
     let k = format!("file:{}", secret.display());
     let f = format!("kernel:{}", secret.display());
     for args in [
@@ -369,7 +373,10 @@ fn unbounded_or_wrong_inputs_get_a_clear_error() {
     let run = mapfilter(&["tune", "--size", "511", "--db", db.to_str().unwrap()]);
     let e = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(2), "{e}");
-    assert!(e.contains("smaller than the smallest tile side") && !e.contains("panicked"), "{e}");
+    assert!(
+        e.contains("smaller than the smallest tile side") && !e.contains("panicked"),
+        "{e}"
+    );
     // `-` is no raster output: refused, no file named `-` made.
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
         .current_dir(d)

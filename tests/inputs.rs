@@ -247,15 +247,14 @@ fn info_shows_control_characters_of_category_names_escaped() {
         )
         .unwrap();
         let band = ds.rasterband(1).unwrap();
-        let names = ["none", "evil\x1b]0;pwned\x07\x1b[2J"]
-            .map(|n| std::ffi::CString::new(n).unwrap());
+        let names =
+            ["none", "evil\x1b]0;pwned\x07\x1b[2J"].map(|n| std::ffi::CString::new(n).unwrap());
         let mut list: Vec<*mut std::ffi::c_char> =
             names.iter().map(|c| c.as_ptr().cast_mut()).collect();
         list.push(std::ptr::null_mut());
         // SAFETY: a NULL-terminated list of C strings GDAL copies.
-        let err = unsafe {
-            gdal_sys::GDALSetRasterCategoryNames(band.c_rasterband(), list.as_mut_ptr())
-        };
+        let err =
+            unsafe { gdal_sys::GDALSetRasterCategoryNames(band.c_rasterband(), list.as_mut_ptr()) };
         assert_eq!(err, gdal_sys::CPLErr::CE_None);
     }
     let o = mapfilter_ok(&["info", s(&path)]);

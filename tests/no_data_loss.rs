@@ -407,7 +407,10 @@ fn secondary_inputs_are_never_replaced_even_with_overwrite() {
         "tiles/t.tif",
         "batch/plan.json",
     ];
-    let before: Vec<Vec<u8>> = all.iter().map(|n| std::fs::read(d.join(n)).unwrap()).collect();
+    let before: Vec<Vec<u8>> = all
+        .iter()
+        .map(|n| std::fs::read(d.join(n)).unwrap())
+        .collect();
     let smooth = |extra: &[&str]| {
         let mut v = vec!["smooth".to_string(), p("a.tif"), p("out.tif")];
         v.extend(["-k", "box:3", "-q", "--overwrite"].map(String::from));
@@ -553,7 +556,11 @@ fn secondary_inputs_are_never_replaced_even_with_overwrite() {
         );
     }
     for (name, bytes) in all.iter().zip(&before) {
-        assert_eq!(&std::fs::read(d.join(name)).unwrap(), bytes, "{name} changed");
+        assert_eq!(
+            &std::fs::read(d.join(name)).unwrap(),
+            bytes,
+            "{name} changed"
+        );
     }
     assert!(temps(d).is_empty(), "{:?}", names(d));
 }
@@ -761,12 +768,19 @@ fn a_signal_ends_a_batch_run_blocked_on_a_claim_within_a_second() {
         .unwrap();
     // Long enough to be blocked in the open of the FIFO.
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait().unwrap().is_none(), "batch run did not block");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "batch run did not block"
+    );
     let sent = std::time::Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(1), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
     assert_eq!(status.code(), Some(143));
     assert!(temps(&batch.join("out")).is_empty());
 }

@@ -671,7 +671,15 @@ fn a_sieve_beyond_the_memory_available_fails_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (4000, 4000);
     let data: Vec<u16> = (0..w * h).map(|i| ((i % w + i / w) % 2) as u16).collect();
-    let input = write(dir.path(), "checker.tif", w, h, &data, GdalDataType::UInt8, None);
+    let input = write(
+        dir.path(),
+        "checker.tif",
+        w,
+        h,
+        &data,
+        GdalDataType::UInt8,
+        None,
+    );
     let out = dir.path().join("out.tif");
     let limited = format!(
         "ulimit -v {LIMIT_KIB} && exec {} sieve {} {} -s 4 -q",
@@ -679,7 +687,10 @@ fn a_sieve_beyond_the_memory_available_fails_in_one_line() {
         input.display(),
         out.display()
     );
-    let o = Command::new("bash").args(["-c", &limited]).output().unwrap();
+    let o = Command::new("bash")
+        .args(["-c", &limited])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{:?}: {err}", o.status);
     assert!(err.contains("sieve needs at least"), "{err}");

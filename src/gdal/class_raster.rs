@@ -1120,7 +1120,10 @@ fn block_layout(width: usize, height: usize) -> Vec<(&'static str, String)> {
         tiles(16)
     } else {
         let rows = (STRIP_PIXELS / width.max(1)).clamp(1, height.max(1));
-        vec![("TILED", "NO".to_string()), ("BLOCKYSIZE", rows.to_string())]
+        vec![
+            ("TILED", "NO".to_string()),
+            ("BLOCKYSIZE", rows.to_string()),
+        ]
     }
 }
 
@@ -1153,12 +1156,12 @@ fn make_cog(
     let made = crate::output::without_cleanup(|| {
         super::cog::create_copy_interruptible(&input, &driver, temp.path(), &options)
     })
-        .map_err(|e| {
-            Error::new(format!(
-                "cannot write {shown} as COG: {}",
-                gdal_error(e).cause()
-            ))
-        })?;
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot write {shown} as COG: {}",
+            gdal_error(e).cause()
+        ))
+    })?;
     crate::output::without_cleanup(|| made.close()).map_err(gdal_error)?;
     let fail = |e: Error| {
         let dir = parent_dir(temp.path());

@@ -178,7 +178,10 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
     // otherwise replace a file while (or before) it is read.
     let id = super::reads::identity(meta);
     for input in inputs {
-        if let Some(read) = super::reads::by_identity(input).get(&id).filter(|_| cfg!(unix)) {
+        if let Some(read) = super::reads::by_identity(input)
+            .get(&id)
+            .filter(|_| cfg!(unix))
+        {
             let what = match &read.via {
                 None => format!("the input {} itself", input.display()),
                 Some(vrt) => format!(

@@ -3,8 +3,8 @@
 //! speed-up where two methods ran, quick-look maps, per-class figures, plots
 //! and the confusion matrix — as JSON, Markdown and self-contained HTML.
 
-use super::numbers::{AreaUnit, Provenance, fixed};
 use super::markdown;
+use super::numbers::{AreaUnit, Provenance, fixed};
 use super::page;
 use super::plot;
 use super::quicklook::Palette;

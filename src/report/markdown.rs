@@ -43,11 +43,7 @@ pub fn text(text: &str) -> String {
 /// table stays in its cell.
 pub fn code(text: &str) -> String {
     let text = printable(text);
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') {
         " "
