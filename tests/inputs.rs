@@ -219,4 +219,3 @@ fn filter_warns_on_a_colour_table() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
-
