@@ -143,7 +143,7 @@ fn address_space_room() -> Option<u64> {
         .ok()?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    Some((limit.rlim_cur as u64).saturating_sub(pages.saturating_mul(page)))
+    Some(limit.rlim_cur.saturating_sub(pages.saturating_mul(page)))
 }
 
 #[cfg(not(unix))]
