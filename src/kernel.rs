@@ -321,11 +321,20 @@ pub fn parse_square(text: &str) -> Result<(usize, Vec<f64>)> {
         if values.is_empty() {
             continue;
         }
+        // The value is not echoed: the file may be one the user may read
+        // only through this (`file:/etc/shadow` under sudo).
         let row = values
             .iter()
-            .map(|v| {
-                v.parse::<f64>()
-                    .map_err(|_| Error::new(format!("line {}: '{v}' is not a number", lineno + 1)))
+            .enumerate()
+            .map(|(i, v)| {
+                v.parse::<f64>().map_err(|_| {
+                    Error::new(format!(
+                        "line {}, value {}: not a number",
+                        lineno + 1,
+                        i + 1
+                    ))
+                    .hint("a kernel file holds numbers (1, 0.5, 2e-3) separated by spaces or commas, one row per line")
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         rows.push(row);

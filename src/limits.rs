@@ -64,20 +64,95 @@ pub fn check_in_memory(
     .hint("choose a smaller size"))
 }
 
-/// Memory available to new allocations (`MemAvailable` of /proc/meminfo),
-/// or a generous bound where that cannot be read.
-pub(crate) fn available_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
+/// Memory available to new allocations of this process: the least of
+/// the machine's (`MemAvailable` of /proc/meminfo), what its cgroups leave
+/// (`memory.max` less `memory.current`, at every level; v1's
+/// `memory.limit_in_bytes` less `memory.usage_in_bytes`) and what
+/// `RLIMIT_AS` (`ulimit -v`) leaves of its address space; a generous bound
+/// where none can be read. Past any of them an allocation fails, which
+/// aborts the process.
+pub fn available_memory() -> u64 {
+    let machine = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| {
             text.lines()
                 .find_map(|l| l.strip_prefix("MemAvailable:"))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
-        .map_or(1 << 40, |kb| kb * 1024)
+        .map_or(1 << 40, |kb| kb.saturating_mul(1024));
+    [Some(machine), cgroup_room(), address_space_room()]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(machine)
 }
 
-fn gib(bytes: u128) -> String {
+/// What the cgroups of this process leave, the tightest level counting.
+fn cgroup_room() -> Option<u64> {
+    let number = |path: std::path::PathBuf| -> Option<u64> {
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    };
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut room: Option<u64> = None;
+    for line in groups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let (root, max, current) = match controllers {
+            "" => ("/sys/fs/cgroup", "memory.max", "memory.current"),
+            c if c.split(',').any(|c| c == "memory") => (
+                "/sys/fs/cgroup/memory",
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            ),
+            _ => continue,
+        };
+        // This group and every group above it: each limit applies.
+        let mut dir = Path::new(root).join(path.trim_start_matches('/'));
+        loop {
+            if let (Some(max), Some(current)) = (number(dir.join(max)), number(dir.join(current))) {
+                let left = max.saturating_sub(current);
+                room = Some(room.map_or(left, |r| r.min(left)));
+            }
+            if dir == Path::new(root) || !dir.pop() {
+                break;
+            }
+        }
+    }
+    room
+}
+
+/// What `RLIMIT_AS` leaves of the address space (its size now from
+/// /proc/self/statm), or `None` without a limit.
+#[cfg(unix)]
+fn address_space_room() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let pages: u64 = std::fs::read_to_string("/proc/self/statm")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    Some(limit.rlim_cur.saturating_sub(pages.saturating_mul(page)))
+}
+
+#[cfg(not(unix))]
+fn address_space_room() -> Option<u64> {
+    None
+}
+
+/// Bytes as GiB with one decimal, for messages.
+pub fn gib(bytes: u128) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 

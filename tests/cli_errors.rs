@@ -347,6 +347,46 @@ fn unbounded_or_wrong_inputs_get_a_clear_error() {
     let tile = mapfilter(&["smooth", good, out, "-k", "box:3", "--tile", "0"]);
     let e = String::from_utf8_lossy(&tile.stderr);
     assert!(e.contains("--tile") && !e.contains("--border"), "{e}");
+    // A kernel file that is no matrix: the message says where, never what
+    // the file holds (it may be one readable only through this run).
+    let secret = d.join("secret.txt");
+    std::fs::write(
+        &secret,
+        "root:$6$s3cr3t:19000:0:99999:7:::
+",
+    )
+    .unwrap();
+    let k = format!("file:{}", secret.display());
+    let f = format!("kernel:{}", secret.display());
+    for args in [
+        &["smooth", good, out, "-k", &k][..],
+        &["filter", good, out, "--op", &f][..],
+    ] {
+        let run = mapfilter(args);
+        let e = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{e}");
+        assert!(e.contains("line 1, value 1: not a number"), "{e}");
+        assert!(!e.contains("s3cr3t") && !e.contains("root"), "{e}");
+    }
+    // Sizes that used to panic: a tune map smaller than every tile side.
+    let db = d.join("tune.json");
+    let run = mapfilter(&["tune", "--size", "511", "--db", db.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("smaller than the smallest tile side") && !e.contains("panicked"),
+        "{e}"
+    );
+    // `-` is no raster output: refused, no file named `-` made.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .current_dir(d)
+        .args(["smooth", good, "-", "-k", "box:3"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{e}");
+    assert!(e.contains("standard output"), "{e}");
+    assert!(!d.join("-").exists());
 }
 
 #[test]

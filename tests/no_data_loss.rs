@@ -353,6 +353,218 @@ fn existing_files_and_inputs_are_never_replaced_without_overwrite() {
     let _ = n;
 }
 
+/// Every file a command reads besides its main input (a VRT's member, a
+/// baseline, a confidence raster, a kernel file, an alpha raster, a sweep
+/// config, a batch's tiles and outputs) is never an output, even with
+/// `--overwrite`: refused before any work, the file byte for byte as it was.
+#[test]
+fn secondary_inputs_are_never_replaced_even_with_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    for name in ["a.tif", "base.tif", "conf.tif"] {
+        std::fs::copy(MODIS, d.join(name)).unwrap();
+    }
+    std::fs::copy(PHOTO, d.join("photo.tif")).unwrap();
+    let alpha = Command::new("gdal_translate")
+        .args(["-q", "-b", "1", PHOTO, &p("alpha.tif")])
+        .status()
+        .unwrap();
+    assert!(alpha.success());
+    // A VRT of a VRT of a.tif, the member named relative to the VRT.
+    for (vrt, member) in [("inner.vrt", "a.tif"), ("m.vrt", "inner.vrt")] {
+        let ok = Command::new("gdalbuildvrt")
+            .current_dir(d)
+            .args(["-q", vrt, member])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    std::fs::write(d.join("k.txt"), "1 1 1\n1 1 1\n1 1 1\n").unwrap();
+    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/sweeps/smoke.toml");
+    std::fs::copy(smoke, d.join("results.csv")).unwrap();
+    std::fs::create_dir(d.join("tiles")).unwrap();
+    std::fs::copy(MODIS, d.join("tiles/t.tif")).unwrap();
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        &p("tiles"),
+        "--out",
+        &p("batch"),
+        "-k",
+        "box:3",
+    ]);
+    let all = [
+        "a.tif",
+        "base.tif",
+        "conf.tif",
+        "photo.tif",
+        "alpha.tif",
+        "inner.vrt",
+        "m.vrt",
+        "k.txt",
+        "results.csv",
+        "tiles/t.tif",
+        "batch/plan.json",
+    ];
+    let before: Vec<Vec<u8>> = all
+        .iter()
+        .map(|n| std::fs::read(d.join(n)).unwrap())
+        .collect();
+    let smooth = |extra: &[&str]| {
+        let mut v = vec!["smooth".to_string(), p("a.tif"), p("out.tif")];
+        v.extend(["-k", "box:3", "-q", "--overwrite"].map(String::from));
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "a VRT's member, two VRTs deep",
+            vec![
+                "smooth".into(),
+                p("m.vrt"),
+                p("a.tif"),
+                "-k".into(),
+                "box:3".into(),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "a VRT's member by a report",
+            vec![
+                "compare".into(),
+                p("m.vrt"),
+                p("base.tif"),
+                "--html".into(),
+                p("a.tif"),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "--baseline as the report",
+            smooth(&["--report", &p("base.tif"), "--baseline", &p("base.tif")]),
+        ),
+        (
+            "--baseline as --json",
+            smooth(&[
+                "--report",
+                &p("r.html"),
+                "--baseline",
+                &p("base.tif"),
+                "--json",
+                &p("base.tif"),
+            ]),
+        ),
+        (
+            "--confidence as the output",
+            vec![
+                "smooth".into(),
+                p("a.tif"),
+                p("conf.tif"),
+                "-k".into(),
+                "box:3".into(),
+                "--method".into(),
+                "naive".into(),
+                "--confidence".into(),
+                p("conf.tif"),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "a kernel file as --json",
+            vec![
+                "smooth".into(),
+                p("a.tif"),
+                p("out.tif"),
+                "-k".into(),
+                format!("file:{}", p("k.txt")),
+                "--json".into(),
+                p("k.txt"),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "a filter's kernel file as the output",
+            vec![
+                "filter".into(),
+                p("photo.tif"),
+                p("k.txt"),
+                "--op".into(),
+                format!("kernel:{}", p("k.txt")),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "blend --alpha as the output",
+            vec![
+                "blend".into(),
+                p("photo.tif"),
+                p("photo.tif"),
+                p("alpha.tif"),
+                "--alpha".into(),
+                p("alpha.tif"),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "a sweep's config as a result file",
+            vec![
+                "sweep".into(),
+                p("results.csv"),
+                "--out".into(),
+                d.to_str().unwrap().into(),
+                "--overwrite".into(),
+                "-q".into(),
+            ],
+        ),
+        (
+            "batch report --cog over an input tile",
+            vec![
+                "batch".into(),
+                "report".into(),
+                p("batch"),
+                "--cog".into(),
+                p("tiles/t.tif"),
+                "--overwrite".into(),
+            ],
+        ),
+        (
+            "batch report --cog over the plan",
+            vec![
+                "batch".into(),
+                "report".into(),
+                p("batch"),
+                "--cog".into(),
+                p("batch/plan.json"),
+                "--overwrite".into(),
+            ],
+        ),
+    ];
+    for (what, args) in &cases {
+        let o = run(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+        assert!(
+            err.contains("is the input") && err.lines().count() <= 2,
+            "{what}: {err}"
+        );
+    }
+    for (name, bytes) in all.iter().zip(&before) {
+        assert_eq!(
+            &std::fs::read(d.join(name)).unwrap(),
+            bytes,
+            "{name} changed"
+        );
+    }
+    assert!(temps(d).is_empty(), "{:?}", names(d));
+}
+
 #[test]
 fn an_input_through_a_bind_mount_is_never_the_output() {
     if !root() {
@@ -459,6 +671,118 @@ fn signals_at_any_moment_leave_nothing_behind() {
             }
         }
     }
+}
+
+/// Sends `signals` (`count` of them, 30 ms apart) to a child once a line
+/// of its stderr contains `when`, and returns its status and how long it
+/// took to exit after the first signal.
+fn signal_when(
+    mut cmd: Command,
+    when: &str,
+    signal: i32,
+    count: usize,
+) -> (std::process::ExitStatus, Duration, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen += &line;
+        seen.push('\n');
+        if line.contains(when) {
+            break;
+        }
+    }
+    assert!(seen.contains(when), "never said '{when}': {seen}");
+    // The rest of stderr is drained so that the child never blocks on it.
+    let rest = std::thread::spawn(move || lines.map_while(|l| l.ok()).collect::<Vec<_>>());
+    let sent = std::time::Instant::now();
+    for i in 0..count {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+    }
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    seen += &rest.join().unwrap().join("\n");
+    (status, took, seen)
+}
+
+/// A signal while GDAL writes a COG (minutes for a large map) stops the
+/// run within a second, one signal or two, leaving no temp file.
+#[test]
+fn a_signal_during_cog_creation_exits_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.tif");
+    for count in [1, 2] {
+        let mut cmd = Command::new(BIN);
+        cmd.env("RUST_LOG", "info").args([
+            "gen",
+            out.to_str().unwrap(),
+            "--size",
+            "12000x12000",
+            "--of",
+            "COG",
+            "--overwrite",
+            "-q",
+        ]);
+        let (status, took, said) = signal_when(cmd, "making the COG", libc::SIGTERM, count);
+        assert_eq!(status.code(), Some(143), "{count} signal(s): {said}");
+        assert!(took < Duration::from_secs(1), "{count} signal(s): {took:?}");
+        assert!(temps(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        assert!(!out.exists());
+    }
+}
+
+/// `batch run` blocked reading a claim (a FIFO here; a hung NFS read
+/// alike) while it holds the claims' lock: SIGTERM still ends it within a
+/// second with 143.
+#[test]
+fn a_signal_ends_a_batch_run_blocked_on_a_claim_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir(&tiles).unwrap();
+    std::fs::copy(MODIS, tiles.join("t.tif")).unwrap();
+    let batch = dir.path().join("batch");
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+        "-k",
+        "box:3",
+    ]);
+    let state = batch.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let fifo = std::ffi::CString::new(state.join("task-0.claim").to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let mut child = Command::new(BIN)
+        .args(["batch", "run", batch.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to be blocked in the open of the FIFO.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "batch run did not block"
+    );
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(143));
+    assert!(temps(&batch.join("out")).is_empty());
 }
 
 #[test]

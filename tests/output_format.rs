@@ -206,6 +206,23 @@ fn creation_options_reach_the_file_and_unknown_ones_are_refused() {
     assert!(info.contains("PREDICTOR=2"), "{info}");
     // Blocks of another shape than the writer's default: the same pixels.
     assert_eq!(pixels(&tuned, None), pixels(&plain, None));
+    // A world file (TFW=YES) goes with the raster, under the output's name.
+    let world = dir.path().join("world.tif");
+    let run = smooth(&world, &["--co", "TFW=YES"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let tfw = std::fs::read_to_string(dir.path().join("world.tfw")).unwrap();
+    assert_eq!(tfw.lines().count(), 6, "{tfw}");
+    assert!(
+        files_in(dir.path())
+            .iter()
+            .all(|n| !n.contains("mapfilter-tmp")),
+        "{:?}",
+        files_in(dir.path())
+    );
 
     for (extra, says) in [
         (&["--co", "NO_SUCH_KEY=1"][..], "NO_SUCH_KEY"),

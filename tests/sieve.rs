@@ -661,3 +661,73 @@ fn matches_gdals_rule_on_random_maps_whatever_the_strips() {
         );
     }
 }
+
+/// A checkerboard is one polygon per pixel: a few dozen bytes each. Under
+/// an address-space limit (`ulimit -v`) too small for its polygon table,
+/// sieve stops with one line (exit 1), not an allocation abort (SIGABRT),
+/// and leaves no temp file.
+#[test]
+fn a_sieve_beyond_the_memory_available_fails_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (4000, 4000);
+    let data: Vec<u16> = (0..w * h).map(|i| ((i % w + i / w) % 2) as u16).collect();
+    let input = write(
+        dir.path(),
+        "checker.tif",
+        w,
+        h,
+        &data,
+        GdalDataType::UInt8,
+        None,
+    );
+    let out = dir.path().join("out.tif");
+    let limited = format!(
+        "ulimit -v {LIMIT_KIB} && exec {} sieve {} {} -s 4 -q",
+        env!("CARGO_BIN_EXE_mapfilter"),
+        input.display(),
+        out.display()
+    );
+    let o = Command::new("bash")
+        .args(["-c", &limited])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{:?}: {err}", o.status);
+    assert!(err.contains("sieve needs at least"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(files_in(dir.path()), ["checker.tif"]);
+}
+
+/// The address space `ulimit -v` leaves the sieve above in KiB: the
+/// binary, GDAL and the threads take a few hundred MiB of it, the 16 M
+/// polygons would take about 900 MiB more.
+const LIMIT_KIB: u64 = 900 << 10;
+
+/// A thin raster (one pixel wide, or one row) costs what a square one of
+/// as many pixels costs, and gives GDAL's result: its output is written in
+/// strips, not in millions of 16² tiles (a 1×10⁸ raster did not finish in
+/// 250 s; 2·10⁶ pixels took 19 times the square's time).
+#[test]
+fn thin_rasters_sieve_in_linear_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2_000_000;
+    let mut rng = Rng(11);
+    let data: Vec<u16> = (0..n).map(|_| rng.below(3) as u16).collect();
+    let time = |w: usize, h: usize, name: &str| {
+        let input = write(dir.path(), name, w, h, &data, GdalDataType::UInt8, None);
+        let start = std::time::Instant::now();
+        ours(&input, &dir.path().join("ours.tif"), "4", 4, &[]);
+        (start.elapsed(), input)
+    };
+    let (square, _) = time(1000, 2000, "square.tif");
+    for (w, h) in [(1, n), (n, 1)] {
+        let (took, input) = time(w, h, "thin.tif");
+        assert!(
+            took < square * 4 + std::time::Duration::from_secs(1),
+            "{w}x{h}: {took:?}, a square of as many pixels {square:?}"
+        );
+        if have_gdal_sieve() {
+            same_as_gdal(dir.path(), &input, &[4], &[]);
+        }
+    }
+}

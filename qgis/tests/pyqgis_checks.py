@@ -14,6 +14,7 @@ when the binary takes it (a stand-in binary shows what is passed). Run by
 check_provider.py with MAPFILTER naming the binary."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -224,6 +225,33 @@ def check_batch(work, modis):
           and os.listdir(other) == ["keep.txt"],
           "batch: a folder of other files is refused and left as it was", f"{error} {fb.errors}")
 
+    # A folder holding a plan.json is no proof of a batch: it is refused,
+    # and nothing in it is moved or removed; a batch of this algorithm with
+    # a file added since is refused too.
+    from mapfilter_provider.algorithms.batch import MARKER
+    stray = os.path.join(work, "stray-plan")
+    os.makedirs(os.path.join(stray, "docs"))
+    stray_files = {"plan.json": b"{}\n", os.path.join("docs", "thesis.txt"): b"years of work\n"}
+    for name, data in stray_files.items():
+        with open(os.path.join(stray, name), "wb") as f:
+            f.write(data)
+    fb = Feedback()
+    results, error = run({"INPUT": tiles, "OUTPUT": stray}, fb, "mapfilter:batch")
+    check(error is not None and "no mapfilter batch" in " ".join(fb.errors + [str(error)])
+          and tree(stray) == stray_files
+          and not [n for n in os.listdir(work) if "mapfilter-old" in n],
+          "batch: a folder with a stray plan.json is refused, nothing removed",
+          f"{error} {fb.errors} {sorted(tree(stray))}")
+    with open(os.path.join(out, "notes.txt"), "w") as f:
+        f.write("added after the batch\n")
+    before = tree(out)
+    fb = Feedback()
+    results, error = run({"INPUT": tiles, "OUTPUT": out}, fb, "mapfilter:batch")
+    check(error is not None and "notes.txt" in " ".join(fb.errors + [str(error)])
+          and tree(out) == before and MARKER in before,
+          "batch: a finished batch with a file added since is refused, left as it was",
+          f"{error} {fb.errors}")
+
     # Cancel at the first finished task: slow tasks (a wide kernel, small
     # engine tiles) so that the others are in flight.
     slow = {"LAYERS": modis, "GRID": 4, "KERNEL_VALUE": 10, "DEVICE": 2, "TILE": 128}
@@ -240,19 +268,27 @@ def check_batch(work, modis):
     earlier = os.path.join(parent, "earlier")
     os.makedirs(os.path.join(earlier, "out"))
     files = {"plan.json": b"{}\n", os.path.join("out", "t.tif"): b"an earlier output\n"}
+    listed = ["out" + os.sep, os.path.join("out", "t.tif"), "plan.json"]
+    files[MARKER] = json.dumps({"kind": "mapfilter QGIS batch", "files": listed}).encode()
     for name, data in files.items():
         with open(os.path.join(earlier, name), "wb") as f:
             f.write(data)
     fb = Feedback(cancel_above=PLAN_SPAN[1])
     results, error = run(dict(slow, OUTPUT=earlier), fb, "mapfilter:batch")
-    found = {}
-    for root, _, names in os.walk(earlier):
-        for name in names:
-            with open(os.path.join(root, name), "rb") as f:
-                found[os.path.relpath(os.path.join(root, name), earlier)] = f.read()
+    found = tree(earlier)
     check(error is not None and found == files and os.listdir(parent) == ["earlier"],
           "batch cancel: an earlier batch in the folder is back as it was",
           f"{error} {sorted(found)} {os.listdir(parent)}")
+
+
+def tree(folder):
+    """Every file under `folder`: its bytes by relative path."""
+    found = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                found[os.path.relpath(os.path.join(root, name), folder)] = f.read()
+    return found
 
 
 def check_defaults_and_choices():

@@ -15,7 +15,7 @@ use crate::io::DEFAULT_TILE;
 use crate::method::naive::cl::Variant;
 use crate::output::Target;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct BatchArgs {
@@ -375,7 +375,8 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
     let plan = Plan::load(&a.dir)?;
     // The COG never replaces a file the batch reads or wrote: an input, a
     // mosaic, a task's output.
-    let files = plan.files(&a.dir);
+    let mut files = plan.files(&a.dir);
+    files.push(a.dir.join(crate::batch::plan::PLAN_FILE));
     let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
     let cog = a
         .cog

@@ -152,11 +152,9 @@ pub fn run(args: BlendArgs) -> Result<()> {
             hint = "convert with gdal_translate -ot TYPE -b N"
         );
     }
-    let target = Target::check(
-        &args.output,
-        args.overwrite.overwrite,
-        &[&args.first, &args.second],
-    )?;
+    let mut inputs = vec![args.first.as_path(), args.second.as_path()];
+    inputs.extend(args.alpha.as_deref());
+    let target = Target::check(&args.output, args.overwrite.overwrite, &inputs)?;
     let (w, h) = (first.meta.width, first.meta.height);
     let spec = OutputSpec {
         width: w,

@@ -93,7 +93,7 @@ pub fn run(args: FilterArgs) -> Result<()> {
     let json = JsonSummary::check(
         &args.json,
         spec.overwrite,
-        &[&args.input],
+        &spec.inputs(),
         &plan.targets(),
         false,
     )?;

@@ -3,6 +3,7 @@
 use crate::classes::{CodeHistogram, MAX_CLASSES};
 use crate::error::Result;
 use crate::gdal::class_raster::{self, BandChoice, ClassRaster, RasterMeta};
+use crate::output::text::printable;
 use crate::progress::Progress;
 use clap::Args;
 use std::path::PathBuf;
@@ -90,7 +91,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     }
     println!(
         "crs:         {}{}",
-        crs_name.unwrap_or_else(|| "none".into()),
+        printable(crs_name.as_deref().unwrap_or("none")),
         epsg.map(|e| format!(" (EPSG:{e})")).unwrap_or_default()
     );
     println!(
@@ -112,7 +113,9 @@ pub fn run(args: InfoArgs) -> Result<()> {
                 .category_names
                 .get(*code as usize)
                 .filter(|s| !s.is_empty())
-                .map(|s| format!("  {s}"))
+                // A name is data: its control characters (a terminal's
+                // escape sequences) are shown, never sent.
+                .map(|s| format!("  {}", printable(s)))
                 .unwrap_or_default();
             println!("  {code:>5}: {n:>12} pixels{name}");
         }

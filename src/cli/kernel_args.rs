@@ -2,8 +2,8 @@
 //! built with the input's pixel width, and how reports describe it.
 
 use crate::error::Result;
-use crate::kernel::{Kernel, KernelArg};
-use std::path::Path;
+use crate::kernel::{Kernel, KernelArg, KernelSpec};
+use std::path::{Path, PathBuf};
 
 /// The kernel of a run, as given and as built.
 pub struct BuiltKernel {
@@ -12,12 +12,18 @@ pub struct BuiltKernel {
     pub conversion: Option<String>,
     /// The spec as the user gave it.
     pub given: String,
+    /// The kernel file read (`file:PATH`), an input of the run.
+    pub file: Option<PathBuf>,
 }
 
 /// Builds `--kernel TEXT` (and `--kernel-size`) for the raster at `input`;
 /// the input is opened only for a length in metres.
 pub fn build(text: &str, size: Option<usize>, input: &Path) -> Result<BuiltKernel> {
     let arg: KernelArg = text.parse()?;
+    let file = match &arg {
+        KernelArg::Pixels(KernelSpec::File { path }) => Some(path.clone()),
+        _ => None,
+    };
     let (spec, conversion) = arg.in_pixels(|| {
         let ds = crate::gdal::class_raster::open(input)?;
         crate::gdal::class_raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
@@ -26,6 +32,7 @@ pub fn build(text: &str, size: Option<usize>, input: &Path) -> Result<BuiltKerne
         kernel: spec.with_size(size)?.build()?,
         conversion,
         given: text.to_string(),
+        file,
     })
 }
 

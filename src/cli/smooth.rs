@@ -127,13 +127,16 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
     crate::method::policy::check_confidence(confidence.is_some(), method.as_ref())?;
     let overwrite = args.overwrite.overwrite;
+    // Every file the run reads: no output may replace one.
     let mut inputs = vec![args.input.as_path()];
     inputs.extend(args.baseline.as_deref());
+    inputs.extend(confidence.as_ref().map(|c| c.path.as_path()));
+    inputs.extend(built.file.as_deref());
     let target = Target::check(&args.output, overwrite, &inputs)?;
     let report = args
         .report
         .as_deref()
-        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &args.input))
+        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &inputs))
         .transpose()?;
     let json = super::summary::JsonSummary::check(
         &args.json,

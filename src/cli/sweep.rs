@@ -45,7 +45,9 @@ pub fn run(args: SweepArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let files = sweep::output::ResultFiles::prepare(&args.out, args.overwrite.overwrite)?;
+    let mut inputs = vec![args.config.clone()];
+    inputs.extend(config.input.iter().map(PathBuf::from));
+    let files = sweep::output::ResultFiles::prepare(&args.out, args.overwrite.overwrite, inputs)?;
     let sources = load_inputs(&config.input)?;
     let mut saved = Ok(());
     let result = sweep::run_on(&config, &sources, |event, i, n| {

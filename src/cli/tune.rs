@@ -29,8 +29,9 @@ pub struct TuneArgs {
     /// $XDG_CACHE_HOME/mapfilter/tune.json, else ~/.cache/mapfilter/tune.json).
     #[arg(long)]
     pub db: Option<PathBuf>,
-    /// Side of the synthetic map (default: 4096 on a GPU, 1024 elsewhere).
-    #[arg(long)]
+    /// Side of the synthetic map, at least 512 (the smallest tile side tried;
+    /// default: 4096 on a GPU, 1024 elsewhere).
+    #[arg(long, value_parser = parse_size)]
     pub size: Option<usize>,
     /// Seconds per device and kernel after which the candidates left are skipped.
     #[arg(long, default_value_t = 60)]
@@ -42,6 +43,21 @@ pub struct TuneArgs {
 
 /// The class count tuned for (the land-cover maps the project smooths).
 const CLASSES: u16 = 17;
+
+/// The smallest tile side tuned, and so the smallest map.
+const SMALLEST_TILE: usize = 512;
+
+/// `--size`: a whole number of at least [`SMALLEST_TILE`] (a smaller map
+/// has no tile side to try).
+fn parse_size(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= SMALLEST_TILE => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} is smaller than the smallest tile side tried ({SMALLEST_TILE}); give {SMALLEST_TILE} or more"
+        )),
+        Err(_) => Err(format!("'{text}' is not a whole number")),
+    }
+}
 
 pub fn run(args: TuneArgs) -> Result<()> {
     let path = match args.db.clone().or_else(tune::db_path) {
@@ -75,7 +91,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
             size,
             SynthRaster::new(size, size, CLASSES, Pattern::Simplex, 1).to_vec(),
         );
-        let tiles: Vec<usize> = [512, 1024, 2048, 4096]
+        let tiles: Vec<usize> = [SMALLEST_TILE, 1024, 2048, 4096]
             .into_iter()
             .filter(|&t| t <= size && (gpu || t <= 2048))
             .collect();

@@ -335,6 +335,16 @@ impl Op {
     }
 }
 
+/// The files the ops given as text read (`kernel:PATH`), so that no
+/// output replaces one.
+pub fn files_read(specs: &[String]) -> Vec<&Path> {
+    specs
+        .iter()
+        .filter_map(|s| s.strip_prefix("kernel:"))
+        .map(Path::new)
+        .collect()
+}
+
 /// Runs one op over bands padded by its radius, given the input's nodata.
 pub type OpStep<'a> = dyn FnMut(&Op, &Bands, Option<f64>) -> Result<Bands> + 'a;
 

@@ -776,20 +776,12 @@ impl OutputRaster {
         let path = temp.path().to_path_buf();
         let driver = DriverManager::get_driver_by_name("GTiff").map_err(gdal_error)?;
         let mut options = RasterCreationOptions::new();
-        let block = if spec.width.min(spec.height) >= 256 {
-            256
-        } else {
-            16
-        };
-        let block_text = block.to_string();
-        for (k, v) in [
-            ("TILED", "YES"),
-            ("BLOCKXSIZE", block_text.as_str()),
-            ("BLOCKYSIZE", block_text.as_str()),
-            ("BIGTIFF", "IF_SAFER"),
-        ] {
-            options.set_name_value(k, v).map_err(gdal_error)?;
+        for (k, v) in block_layout(spec.width, spec.height) {
+            options.set_name_value(k, &v).map_err(gdal_error)?;
         }
+        options
+            .set_name_value("BIGTIFF", "IF_SAFER")
+            .map_err(gdal_error)?;
         for (k, v) in spec.compression.creation_options() {
             options.set_name_value(k, &v).map_err(gdal_error)?;
         }
@@ -841,11 +833,11 @@ impl OutputRaster {
             ))
             .hint("check that the directory is writable and has room")
         })?;
-        // The user's options may have changed the block shape.
+        // The shape GDAL made (the user's options may have changed it).
         let block = ds
             .rasterband(1)
             .map(|b| b.block_size())
-            .unwrap_or((block, block));
+            .unwrap_or((256, 256));
         log::debug!(
             "writing {} ({}x{}, {} band(s), {})",
             path.display(),
@@ -1107,6 +1099,34 @@ impl OutputRaster {
     }
 }
 
+/// The GeoTIFF block layout of an output of `width`×`height`: 256² tiles;
+/// 16² tiles where a side is shorter, unless the raster is also large (a
+/// thin raster, 1×10⁸ say): there, 16² tiles would be millions of blocks,
+/// each compressed on its own (minutes for what takes a second), so it is
+/// written in strips of about 64 K pixels (one row where a row is longer).
+fn block_layout(width: usize, height: usize) -> Vec<(&'static str, String)> {
+    const STRIP_PIXELS: usize = 1 << 16;
+    const LARGE: usize = 1 << 20;
+    let tiles = |side: usize| {
+        vec![
+            ("TILED", "YES".to_string()),
+            ("BLOCKXSIZE", side.to_string()),
+            ("BLOCKYSIZE", side.to_string()),
+        ]
+    };
+    if width.min(height) >= 256 {
+        tiles(256)
+    } else if width.saturating_mul(height) <= LARGE {
+        tiles(16)
+    } else {
+        let rows = (STRIP_PIXELS / width.max(1)).clamp(1, height.max(1));
+        vec![
+            ("TILED", "NO".to_string()),
+            ("BLOCKYSIZE", rows.to_string()),
+        ]
+    }
+}
+
 /// Copies the GeoTIFF at `source` into a COG in a new temp file beside
 /// `target` with GDAL's COG driver (overviews, tiles and IFDs laid out as
 /// the COG layout wants), checked and read back before it may be committed.
@@ -1131,14 +1151,17 @@ fn make_cog(
     }
     crate::interrupt::check()?;
     // The copy creates its file by name: a signal's clean-up waits for it
-    // rather than leave a file made after the clean-up.
-    let made = crate::output::without_cleanup(|| input.create_copy(&driver, temp.path(), &options))
-        .map_err(|e| {
-            Error::new(format!(
-                "cannot write {shown} as COG: {}",
-                gdal_error(e).cause()
-            ))
-        })?;
+    // (a short while: a signal stops the copy) rather than leave a file made
+    // after the clean-up.
+    let made = crate::output::without_cleanup(|| {
+        super::cog::create_copy_interruptible(&input, &driver, temp.path(), &options)
+    })
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot write {shown} as COG: {}",
+            gdal_error(e).cause()
+        ))
+    })?;
     crate::output::without_cleanup(|| made.close()).map_err(gdal_error)?;
     let fail = |e: Error| {
         let dir = parent_dir(temp.path());

@@ -320,8 +320,13 @@ pub struct ReportTarget<'a> {
 
 impl<'a> ReportTarget<'a> {
     /// Checks the report's path before the run (it must differ from the output).
-    pub fn check(path: &'a Path, output: &Target, overwrite: bool, input: &Path) -> Result<Self> {
-        let dest = Destination::check(path, overwrite, &[input])?;
+    pub fn check(
+        path: &'a Path,
+        output: &Target,
+        overwrite: bool,
+        inputs: &[&Path],
+    ) -> Result<Self> {
+        let dest = Destination::check(path, overwrite, inputs)?;
         if let Destination::File(t) = &dest {
             output::distinct(&[t, output])?;
         }

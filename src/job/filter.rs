@@ -56,6 +56,15 @@ pub struct FilterSpec {
     pub overwrite: bool,
 }
 
+impl FilterSpec {
+    /// Every file the run reads: the input and the ops' kernel files.
+    pub fn inputs(&self) -> Vec<&Path> {
+        let mut inputs = vec![self.input.as_path()];
+        inputs.extend(crate::filter::op::files_read(&self.ops));
+        inputs
+    }
+}
+
 /// The spec's chains and their outputs, every one checked.
 pub struct FilterPlan {
     runs: Runs,
@@ -79,7 +88,8 @@ impl FilterPlan {
     /// before anything is read or written but the input's first band.
     pub fn new(spec: &FilterSpec) -> Result<Self> {
         warn_if_classes(&spec.input)?;
-        let check = |path: &Path| Target::check(path, spec.overwrite, &[&spec.input]);
+        let inputs = spec.inputs();
+        let check = |path: &Path| Target::check(path, spec.overwrite, &inputs);
         let Some((levels, before, after)) = Levels::split(&spec.ops)? else {
             let chain = Chain::parse(&spec.ops)?;
             let target = check(&spec.output)?;

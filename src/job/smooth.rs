@@ -206,7 +206,14 @@ fn smooth_into(
     // the input's.
     let window = match spec.window {
         Some(w) => {
-            if w.x + w.width > full_width || w.y + w.height > full_height || w.is_empty() {
+            // Checked: a window from a plan file may be anything (2^64 - 1).
+            let inside = |at: usize, len: usize, full: usize| {
+                at.checked_add(len).is_some_and(|end| end <= full)
+            };
+            if !inside(w.x, w.width, full_width)
+                || !inside(w.y, w.height, full_height)
+                || w.is_empty()
+            {
                 crate::bail!(
                     format!(
                         "window {}x{} at ({}, {}) is not inside the {full_width}x{full_height} output",

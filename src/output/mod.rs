@@ -4,7 +4,8 @@
 //! - [`Target`] checks an output path before any computation: a directory,
 //!   device, FIFO or socket is refused, an existing file is replaced only with
 //!   `--overwrite`, and no input (by any path: symlink, hard link, bind mount)
-//!   is ever an output.
+//!   is ever an output: the files a VRT input reads are inputs too
+//!   (see `reads.rs`).
 //! - [`TempFile`] is where the bytes go first: created exclusively (never
 //!   through a planted symlink) with an unpredictable name beside the target,
 //!   locked while its process lives, and removed on every failure, on drop,
@@ -19,6 +20,7 @@
 //! a [`TempFile`] and commits it the same way.
 
 pub mod csv;
+mod reads;
 mod space;
 mod target;
 mod temp;

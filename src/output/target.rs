@@ -43,9 +43,20 @@ impl Destination {
 }
 
 impl Target {
-    /// Checks `path` as an output of a run reading `inputs`.
+    /// Checks `path` as an output of a run reading `inputs`: every file
+    /// the run reads (secondary inputs too: a baseline, a kernel file, a
+    /// config), each with the sources of a VRT among them.
     pub fn check(path: &Path, overwrite: bool, inputs: &[&Path]) -> Result<Self> {
         let shown = path.to_path_buf();
+        if path.as_os_str() == "-" {
+            // `-` is standard output where a command writes text
+            // ([`Destination`]); a raster is never written there, and a
+            // file named `-` is almost never what was meant.
+            return Err(Error::new(
+                "output -: this output cannot go to standard output",
+            )
+            .hint("give a file path (./- for a file named -); - means standard output only for text outputs such as --json -"));
+        }
         let name = path.file_name().ok_or_else(|| {
             Error::new(format!("output {}: not a file name", path.display()))
                 .hint("give a file path such as out.tif")
@@ -163,14 +174,24 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
         ))
         .hint("outputs are written as new regular files; give another path (- for standard output where a command writes text)"));
     }
+    // Every file the run reads, VRT sources included: `--overwrite` would
+    // otherwise replace a file while (or before) it is read.
+    let id = super::reads::identity(meta);
     for input in inputs {
-        if std::fs::metadata(input).is_ok_and(|m| same_file(&m, meta)) {
-            return Err(Error::new(format!(
-                "output {} is the input {} itself",
-                shown.display(),
-                input.display()
-            ))
-            .hint("write to a new file; inputs are never modified"));
+        if let Some(read) = super::reads::by_identity(input)
+            .get(&id)
+            .filter(|_| cfg!(unix))
+        {
+            let what = match &read.via {
+                None => format!("the input {} itself", input.display()),
+                Some(vrt) => format!(
+                    "the input {}, a source of the VRT {}",
+                    read.path.display(),
+                    vrt.display()
+                ),
+            };
+            return Err(Error::new(format!("output {} is {what}", shown.display()))
+                .hint("write to a new file; inputs are never modified"));
         }
     }
     if !overwrite {
@@ -178,20 +199,6 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
             .hint("pass --overwrite to replace it, or choose another path"));
     }
     Ok(())
-}
-
-/// Whether two files are one (device and inode: hard links and bind mounts too).
-fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        a.dev() == b.dev() && a.ino() == b.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
 }
 
 fn check_directory(dir: &Path, shown: &Path) -> Result<()> {
@@ -278,6 +285,7 @@ mod tests {
             Destination::check(Path::new("-"), false, &[]).unwrap(),
             Destination::Stdout
         );
+        assert!(Target::check(Path::new("-"), true, &[]).is_err());
         let a = Target::check(&real, true, &[]).unwrap();
         assert!(distinct(&[&a, &t]).is_err());
     }

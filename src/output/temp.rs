@@ -6,30 +6,63 @@
 //! an exclusive `flock` on it for as long as it lives; a later run that can
 //! take the lock knows the owner is dead (even if its PID was reused) and
 //! removes the file. Every live temp file is listed in one registry, which
-//! the signal handler empties before the process exits, and which a commit
-//! holds while it renames, so an interrupt never leaves half a commit.
+//! the signal handler empties before the process exits. The registry is
+//! locked only to change the list; what makes or moves a file by name (a
+//! commit's renames, GDAL creating its output) holds a gate instead, which
+//! the handler waits for a short while, so an interrupt never leaves half a
+//! commit and no lock it needs is ever held across slow I/O.
 
 use super::space::{disk_full_cause, is_disk_full};
 use super::target::{NAME_MAX, Target};
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What every temp file's name starts with.
 pub const PREFIX: &str = ".mapfilter-tmp.";
-/// Files GDAL may write beside a raster: they follow it.
+/// Files GDAL may write beside a raster, named by appending to its name:
+/// they follow it.
 const SIDECARS: [&str; 3] = [".aux.xml", ".ovr", ".msk"];
+/// Files GDAL may write beside a raster, named by replacing its extension
+/// (the world file of `--co TFW=YES`): they follow it too.
+const WORLD_FILES: [&str; 1] = ["tfw"];
 /// A leftover younger than this is left alone (its owner may be between
 /// creating and locking it).
 const SWEEP_AGE: Duration = Duration::from_secs(10);
 
-/// The temp files of this process that exist now.
+/// The temp files of this process that exist now. Locked only to read or
+/// change the list, never across I/O, so that the signal handler always
+/// gets it at once.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 fn live() -> MutexGuard<'static, Vec<PathBuf>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held across what makes, renames or closes a temp file by name (its
+/// creation, a commit's renames, GDAL creating or closing its output), so
+/// that the signal handler's clean-up, which waits for it a short while,
+/// never races one: a file made or moved after the clean-up would stay.
+static GATE: Mutex<()> = Mutex::new(());
+
+/// Set by the signal handler: no temp file is made or committed after.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Takes the gate; once the process is stopping on a signal, waits for
+/// the exit instead (the handler removes the temp files, then ends the
+/// process within a second).
+fn gate() -> MutexGuard<'static, ()> {
+    let guard = GATE.lock().unwrap_or_else(|e| e.into_inner());
+    if STOPPING.load(Ordering::SeqCst) {
+        drop(guard);
+        loop {
+            std::thread::park();
+        }
+    }
+    guard
 }
 
 /// A temp file beside a target (or a scratch file that is never committed).
@@ -71,7 +104,7 @@ impl TempFile {
         // A new output is readable like any new file (the umask applies).
         #[cfg(unix)]
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let mut registry = live();
+        let gate = gate();
         // create_new (O_CREAT | O_EXCL): never opens an existing file or follows a symlink.
         let made = builder.tempfile_in(dir).map_err(|e| {
             // tempfile's message names the random path; the OS error is enough.
@@ -87,8 +120,8 @@ impl TempFile {
         })?;
         let (file, path) = made.into_parts();
         let path = path.keep().map_err(|e| Error::new(e.to_string()))?;
-        registry.push(path.clone());
-        drop(registry);
+        live().push(path.clone());
+        drop(gate);
         lock(&file);
         Ok(TempFile {
             path,
@@ -140,13 +173,13 @@ impl TempFile {
                 written,
             )
         })?;
-        let mut registry = live();
+        let gate = gate();
         let moved = self.move_onto(target);
         if moved.is_ok() {
-            registry.retain(|p| p != &self.path);
+            live().retain(|p| p != &self.path);
             self.file = None;
         }
-        drop(registry);
+        drop(gate);
         moved?;
         if target.syncs() {
             sync_dir(&dir);
@@ -171,11 +204,7 @@ impl TempFile {
         if !target.overwrite() && target.path().exists() {
             return Err(appeared(target));
         }
-        for suffix in SIDECARS {
-            let (from, to) = (
-                with_suffix(&self.path, suffix),
-                with_suffix(target.path(), suffix),
-            );
+        for (from, to) in sidecar_names(&self.path).zip(sidecar_names(target.path())) {
             if from.exists() {
                 std::fs::rename(&from, &to).map_err(fail)?;
             } else if to.exists() {
@@ -197,43 +226,59 @@ impl TempFile {
     }
 
     fn sidecars(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        SIDECARS
-            .iter()
-            .map(|s| with_suffix(&self.path, s))
-            .filter(|p| p.exists())
+        sidecar_names(&self.path).filter(|p| p.exists())
     }
 }
 
 impl Drop for TempFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
-            let mut registry = live();
+            // Removed before it leaves the list: a signal meanwhile removes
+            // it too, which is harmless.
             remove_with_sidecars(&self.path);
-            registry.retain(|p| p != &self.path);
+            live().retain(|p| p != &self.path);
         }
     }
 }
 
-/// Removes every live temp file of this process and keeps the registry
-/// locked for good, so none is made or committed after: for the signal
-/// handler, just before the process exits.
 /// Runs `make` while no signal can remove temp files: for a library call
 /// that creates or closes a file at a registered temp path by name (GDAL
 /// opens its output with `O_CREAT | O_TRUNC`, and writes its `.aux.xml`
-/// sidecar when the dataset closes). A signal's clean-up waits for it, so
-/// the file it makes is always there to be removed, never made again after
-/// the clean-up. `make` must not create temp files itself.
+/// sidecar when the dataset closes). A signal's clean-up waits for it (a
+/// short while, see [`abandon_all`]), so the file it makes is there to be
+/// removed, not made again after the clean-up. `make` must not create temp
+/// files itself.
 pub fn without_cleanup<T>(make: impl FnOnce() -> T) -> T {
-    let _registry = live();
+    let _gate = gate();
     make()
 }
 
-pub fn abandon_all() {
-    let registry = live();
-    for path in registry.iter() {
+/// Removes every live temp file of this process, and has every later
+/// attempt to make or commit one wait for the exit: for the signal
+/// handler, just before the process exits. Waits up to `patience` for a
+/// commit or a by-name create in progress to finish; past it (a GDAL call
+/// that takes long, a hung filesystem) the files are removed anyway (a
+/// file GDAL makes again in the moments before the exit is unlocked, and
+/// the next run in its folder sweeps it).
+pub fn abandon_all(patience: Duration) {
+    STOPPING.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + patience;
+    let gate = loop {
+        match GATE.try_lock() {
+            Ok(g) => break Some(g),
+            Err(TryLockError::Poisoned(p)) => break Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => break None,
+        }
+    };
+    let paths = live().clone();
+    for path in &paths {
         remove_with_sidecars(path);
     }
-    std::mem::forget(registry);
+    // Kept for good: nothing is made or committed after.
+    std::mem::forget(gate);
 }
 
 /// Whether `dir` was not swept by this process for [`SWEEP_AGE`]: a batch
@@ -279,7 +324,11 @@ fn sweep_older_than(dir: &Path, min_age: Duration) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if !name.starts_with(PREFIX) || SIDECARS.iter().any(|s| name.ends_with(s)) {
+        let sidecar = SIDECARS.iter().any(|s| name.ends_with(s))
+            || WORLD_FILES
+                .iter()
+                .any(|e| Path::new(&*name).extension() == Some(std::ffi::OsStr::new(e)));
+        if !name.starts_with(PREFIX) || sidecar {
             continue;
         }
         let path = entry.path();
@@ -317,9 +366,18 @@ fn is_stale(path: &Path, min_age: Duration) -> bool {
 
 fn remove_with_sidecars(path: &Path) {
     let _ = std::fs::remove_file(path);
-    for suffix in SIDECARS {
-        let _ = std::fs::remove_file(with_suffix(path, suffix));
+    for sidecar in sidecar_names(path) {
+        let _ = std::fs::remove_file(sidecar);
     }
+}
+
+/// The names GDAL gives the sidecars of the raster at `path`, in one order
+/// for every path (so a temp file's pair with its target's).
+fn sidecar_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    SIDECARS
+        .iter()
+        .map(move |s| with_suffix(path, s))
+        .chain(WORLD_FILES.iter().map(move |e| path.with_extension(e)))
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -477,6 +535,24 @@ mod tests {
         assert!(err.to_string().contains("appeared"), "{err}");
         assert_eq!(std::fs::read(&out).unwrap(), b"theirs");
         assert_eq!(names(dir.path()), ["out.txt"]);
+    }
+
+    #[test]
+    fn a_world_file_follows_its_raster_and_replaces_a_stale_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.tif");
+        std::fs::write(&out, b"old").unwrap();
+        std::fs::write(dir.path().join("out.tfw"), b"stale").unwrap();
+        let target = Target::check(&out, true, &[]).unwrap();
+        let t = TempFile::beside(&target).unwrap();
+        std::fs::write(t.path().with_extension("tfw"), b"world").unwrap();
+        t.commit(&target).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("out.tfw")).unwrap(), b"world");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
     }
 
     #[test]

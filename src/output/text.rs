@@ -29,3 +29,35 @@ pub fn write(dest: &Destination, text: &str) -> Result<()> {
         }
     }
 }
+
+/// `text` with its control characters (line breaks, tabs, ESC, DEL, C1)
+/// shown escaped (`\n`, `\u{1b}`): for text from data (category names,
+/// paths) printed on a terminal or into a line-based report, where a
+/// control character would move the cursor, recolour the terminal or
+/// start a new line.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(super::printable("forest"), "forest");
+        assert_eq!(
+            super::printable("a\x1b]0;pwned\x07\tb\u{9b}"),
+            "a\\u{1b}]0;pwned\\u{7}\\tb\\u{9b}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! speed-up where two methods ran, quick-look maps, per-class figures, plots
 //! and the confusion matrix — as JSON, Markdown and self-contained HTML.
 
+use super::markdown;
 use super::numbers::{AreaUnit, Provenance, fixed};
 use super::page;
 use super::plot;
@@ -174,35 +175,47 @@ impl CompareReport {
 
     pub fn to_markdown(&self) -> String {
         let s = &self.summary;
-        let mut md = format!("# {}\n\n", self.title);
+        // Names, paths and settings come from data: escaped, so that each
+        // shows as itself (see `super::markdown`).
+        let mut md = format!("# {}\n\n", markdown::text(&self.title));
         for i in &self.inputs {
-            let _ = writeln!(md, "- {}: `{}`", i.role, i.source);
+            let _ = writeln!(
+                md,
+                "- {}: {}",
+                markdown::text(&i.role),
+                markdown::code(&i.source)
+            );
         }
         let units = self.area_unit();
         let provenance = Provenance::now();
         let _ = writeln!(
             md,
-            "- size: {} x {} pixels, pixel area {}\n- command: `{}`\n- {}, {}\n",
+            "- size: {} x {} pixels, pixel area {}\n- command: {}\n- {}, {}\n",
             s.width,
             s.height,
             pixel_area_text(s),
-            provenance.command_line,
+            markdown::code(&provenance.command_line),
             provenance.version,
             provenance.date
         );
         let _ = writeln!(md, "**{}**\n", self.headline());
         if let Some(r) = &self.run {
             md.push_str("## Run times\n\n| method | seconds |\n| --- | ---: |\n");
-            let _ = writeln!(md, "| {} | {:.3} |", r.method, r.method_seconds);
+            let _ = writeln!(
+                md,
+                "| {} | {:.3} |",
+                markdown::text(&r.method),
+                r.method_seconds
+            );
             let _ = writeln!(
                 md,
                 "| {} (baseline) | {} |",
-                r.baseline,
+                markdown::text(&r.baseline),
                 r.baseline_seconds_text()
             );
             let _ = writeln!(md, "\n{}\n", r.speedup_text("x"));
             for (k, v) in &r.settings {
-                let _ = writeln!(md, "- {k}: {v}");
+                let _ = writeln!(md, "- {}: {}", markdown::text(k), markdown::text(v));
             }
             md.push('\n');
         }
@@ -215,7 +228,7 @@ impl CompareReport {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                self.class_label(c.code),
+                markdown::text(&self.class_label(c.code)),
                 c.reference_pixels,
                 c.candidate_pixels,
                 pct(c.precision),
@@ -556,11 +569,31 @@ mod tests {
         assert!(md.contains("| 3 forest |"));
         assert!(md.contains("| **7** | 5 | 95 |"));
 
+        assert!(md.starts_with("# Test &lt;report&gt;\n"), "{md}");
+
         let html = r.to_html().unwrap();
         assert!(html.contains("Test &lt;report&gt;"));
         assert!(html.contains("data:image/png;base64,AQID"));
         assert!(html.contains("<b>4.00×</b>"));
         assert_eq!(html.matches("<svg").count(), 2);
         assert!(!html.contains("<script"));
+    }
+
+    /// Category names from the input's metadata are data: in the Markdown
+    /// table each is one cell of plain text.
+    #[test]
+    fn markdown_escapes_category_names() {
+        let mut r = report();
+        r.summary.classes[1].name = Some("a|b <script>x</script>\x1b[2J".into());
+        let md = r.to_markdown();
+        let row = md.lines().find(|l| l.starts_with("| 7 ")).unwrap();
+        assert!(
+            row.starts_with("| 7 a\\|b &lt;script&gt;x&lt;/script&gt;\\\\u{1b}\\[2J |"),
+            "{row}"
+        );
+        // Eight cells: nine pipes that are not escaped.
+        let cells = row.replace("\\|", "");
+        assert_eq!(cells.matches('|').count(), 9, "{row}");
+        assert!(!md.contains('\x1b') && !md.contains("<script"));
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod colour;
 pub mod compare;
+pub mod markdown;
 pub mod numbers;
 pub mod page;
 pub mod plot;

@@ -37,6 +37,46 @@ fn strip_rows(width: usize, height: usize, asked: Option<usize>) -> usize {
     rows.clamp(1, height.max(1))
 }
 
+/// Bytes the sieve holds per entry of its polygon table at its peak: the
+/// table itself (parent, code and size: 14 bytes, twice that while a
+/// vector grows), each entry's best neighbour in pass 2 (24) and its merge
+/// target (4). A raster of one-pixel polygons (a checkerboard) has one
+/// entry per pixel.
+const BYTES_PER_ENTRY: u64 = 2 * 14 + 24 + 4;
+
+/// Bytes per pixel of the strips in flight: codes (the strip being read,
+/// the one worked on and the one written: 6) and their labelling (a run,
+/// its label and its component per pixel at worst: 26).
+const BYTES_PER_STRIP_PIXEL: u64 = 32;
+
+/// Refuses to go on when the polygon table found so far (`entries`, up to
+/// row `row` of `height`), the runs kept and the strips in flight need
+/// more than `budget`, the memory that was available at the start: an
+/// allocation past it would abort the process with no message.
+fn check_memory(
+    entries: usize,
+    kept_bytes: usize,
+    strip_pixels: u64,
+    budget: u64,
+    (row, height): (usize, usize),
+) -> Result<()> {
+    let need = (entries as u64)
+        .saturating_mul(BYTES_PER_ENTRY)
+        .saturating_add(kept_bytes as u64)
+        .saturating_add(strip_pixels.saturating_mul(BYTES_PER_STRIP_PIXEL));
+    if need <= budget {
+        return Ok(());
+    }
+    crate::bail!(
+        format!(
+            "sieve needs at least {} of memory for the {entries} polygon fragments in the first {row} of {height} rows, more than the {} available",
+            crate::limits::gib(need.into()),
+            crate::limits::gib(budget.into())
+        ),
+        hint = "sieve the raster in parts (gdal_translate -srcwin), smooth it first (fewer, larger polygons), or give the process more memory"
+    )
+}
+
 /// The last row of a chunk with its first entry id, kept across strips.
 struct Edge {
     runs: Vec<Run>,
@@ -172,7 +212,12 @@ pub fn run(
     let mut edge: Option<Edge> = None;
     let mut kept: Vec<Vec<ChunkLabels>> = Vec::new();
     let (mut kept_bytes, mut keeping) = (0usize, true);
-    each_strip(source, &strips, progress, |_, buf| {
+    // Memory grows with the polygons found (a few dozen bytes each), which
+    // only the labelling finds: checked after every strip.
+    let budget = crate::limits::available_memory();
+    let strip_pixels = (strip * width) as u64;
+    check_memory(0, 0, strip_pixels, budget, (0, height))?;
+    each_strip(source, &strips, progress, |window, buf| {
         let mut chunks = label_strip(buf);
         for chunk in &chunks {
             let base = polygons.add_chunk(chunk)?;
@@ -190,7 +235,8 @@ pub fn run(
             kept_bytes += bytes;
             kept.push(chunks);
         }
-        Ok(())
+        let rows = (window.y + window.height, height);
+        check_memory(polygons.len(), kept_bytes, strip_pixels, budget, rows)
     })?;
     stats.polygons = polygons.settle();
 

@@ -76,6 +76,9 @@ pub fn to_csv(records: &[Record]) -> Result<String> {
 /// before the sweep runs.
 pub struct ResultFiles {
     dir: PathBuf,
+    /// The files the sweep reads (its config and real inputs): never
+    /// replaced, at any checkpoint.
+    inputs: Vec<PathBuf>,
 }
 
 /// The files a sweep writes, in order.
@@ -85,15 +88,21 @@ impl ResultFiles {
     /// Checks the files in `dir` (which need not exist yet): existing ones
     /// are refused unless `overwrite`. Once checked, the sweep rewrites its
     /// own files at every checkpoint.
-    pub fn prepare(dir: &Path, overwrite: bool) -> Result<Self> {
+    pub fn prepare(dir: &Path, overwrite: bool, inputs: Vec<PathBuf>) -> Result<Self> {
+        let files = ResultFiles {
+            dir: dir.to_path_buf(),
+            inputs,
+        };
         if dir.exists() {
             for name in NAMES {
-                Target::check(&dir.join(name), overwrite, &[])?;
+                Target::check(&dir.join(name), overwrite, &files.inputs())?;
             }
         }
-        Ok(ResultFiles {
-            dir: dir.to_path_buf(),
-        })
+        Ok(files)
+    }
+
+    fn inputs(&self) -> Vec<&Path> {
+        self.inputs.iter().map(PathBuf::as_path).collect()
     }
 
     /// Writes `results.csv`, `results.json` and `report.html` (making the
@@ -109,7 +118,7 @@ impl ResultFiles {
         let texts = [to_csv(&result.records)?, json, html];
         let mut paths = Vec::new();
         for (name, text) in NAMES.iter().zip(&texts) {
-            let target = Target::check(&self.dir.join(name), true, &[])?;
+            let target = Target::check(&self.dir.join(name), true, &self.inputs())?;
             text::write(&Destination::File(target), text)?;
             paths.push(self.dir.join(name));
         }

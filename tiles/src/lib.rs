@@ -46,8 +46,9 @@ impl Rect {
     pub fn intersection(&self, other: &Rect) -> Option<Rect> {
         let x0 = self.x.max(other.x);
         let y0 = self.y.max(other.y);
-        let x1 = (self.x + self.width).min(other.x + other.width);
-        let y1 = (self.y + self.height).min(other.y + other.height);
+        // Saturating: a window near 2^64 ends at the end of the address space.
+        let x1 = (self.x.saturating_add(self.width)).min(other.x.saturating_add(other.width));
+        let y1 = (self.y.saturating_add(self.height)).min(other.y.saturating_add(other.height));
         (x0 < x1 && y0 < y1).then(|| Rect::new(x0, y0, x1 - x0, y1 - y0))
     }
 }
@@ -282,6 +283,17 @@ impl Tile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_near_the_end_of_the_address_space_does_not_overflow() {
+        let far = Rect::new(usize::MAX - 1, 0, usize::MAX, 4);
+        assert_eq!(far.intersection(&Rect::new(0, 0, 8, 8)), None);
+        let all = Rect::new(0, 0, usize::MAX, usize::MAX);
+        assert_eq!(
+            all.intersection(&Rect::new(2, 3, 4, 5)),
+            Some(Rect::new(2, 3, 4, 5))
+        );
+    }
 
     #[test]
     fn rects_intersect_where_they_overlap() {

@@ -2,9 +2,16 @@
 seam-free mosaic, in the three steps of the CLI: `batch plan INPUT... --out
 DIR [smoothing options]`, `batch run DIR`, `batch report DIR`. The folder
 appears only complete: a cancelled or failed run removes what it made there,
-and an earlier batch in the folder is set aside until the new one is done."""
+and an earlier batch in the folder is set aside until the new one is done.
+
+Only what this algorithm can prove it wrote is ever removed: a folder it
+made (or found empty), or an earlier batch whose marker file (written when
+that batch was done) lists every file in the folder. Any other folder (one
+holding a stray plan.json, or a batch with files added since) is refused and
+left as it is."""
 
 import html
+import json
 import os
 import shutil
 import uuid
@@ -30,10 +37,47 @@ from .smoothing import add_smoothing, smoothing_args
 PLAN_SPAN, RUN_SPAN, REPORT_SPAN = (0, 5), (5, 90), (90, 100)
 
 
+# The marker a finished batch of this algorithm leaves in its folder: the
+# relative path of every file and folder it holds.
+MARKER = ".mapfilter-qgis-batch.json"
+MARKER_KIND = "mapfilter QGIS batch"
+
+
+def _contents(folder):
+    """Every file and folder under `folder` (relative paths, sorted); a
+    symlink is listed as a file and never followed."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        for name in list(dirs):
+            full = os.path.join(root, name)
+            if os.path.islink(full):
+                dirs.remove(name)
+                files.append(name)
+            else:
+                found.append(os.path.relpath(full, folder) + os.sep)
+        found += [os.path.relpath(os.path.join(root, f), folder) for f in files]
+    return sorted(found)
+
+
+def _strays(folder):
+    """What in `folder` no marker of this algorithm accounts for: every
+    entry when there is no valid marker."""
+    held = [p for p in _contents(folder) if p != MARKER]
+    try:
+        with open(os.path.join(folder, MARKER), encoding="utf-8") as f:
+            marker = json.load(f)
+        listed = set(marker["files"]) if marker.get("kind") == MARKER_KIND else set()
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = set()
+    return [p for p in held if p not in listed]
+
+
 class BatchFolder:
     """The batch folder of one run. Made by this run (or taken over empty),
-    it is emptied again by `abandon`; an earlier batch found there is moved
-    to a hidden sibling first, put back by `abandon` and removed by `commit`."""
+    it is emptied again by `abandon`; an earlier batch of this algorithm
+    found there (its marker lists every file in the folder) is moved to a
+    hidden sibling first, put back by `abandon` and removed by `commit`.
+    Any other non-empty folder is refused: nothing in it is ever removed."""
 
     def __init__(self, path, inputs):
         self.path = path
@@ -41,6 +85,10 @@ class BatchFolder:
         if os.path.exists(path) and not os.path.isdir(path):
             raise QgsProcessingException(
                 f"{path} is a file (hint: choose a folder for the batch's outputs)"
+            )
+        if os.path.islink(path):
+            raise QgsProcessingException(
+                f"{path} is a symbolic link (hint: choose a real folder for the batch)"
             )
         inside = [p for p in inputs if _within(p, path)]
         if inside:
@@ -50,10 +98,13 @@ class BatchFolder:
             )
         self.existed = os.path.isdir(path)
         if self.existed and os.listdir(path):
-            if not os.path.isfile(os.path.join(path, "plan.json")):
+            strays = _strays(path)
+            if strays:
+                shown = ", ".join(strays[:3]) + (" …" if len(strays) > 3 else "")
                 raise QgsProcessingException(
-                    f"{path} holds files that are no mapfilter batch (hint: choose a new or "
-                    "empty folder; an earlier batch there is replaced once the new one is done)"
+                    f"{path} holds files that are no mapfilter batch of this algorithm "
+                    f"({shown}) (hint: choose a new or empty folder; a batch this "
+                    "algorithm finished there is replaced once the new one is done)"
                 )
             parent, name = os.path.split(path)
             aside = os.path.join(parent, f".{name}.mapfilter-old-{uuid.uuid4().hex[:8]}")
@@ -69,7 +120,8 @@ class BatchFolder:
 
     def abandon(self, feedback, extra=None):
         """Removes what this run wrote (and `extra`, a file outside the
-        folder it made); puts an earlier batch back."""
+        folder it made); puts an earlier batch back. The folder was new or
+        empty when the run began: all it holds is this run's."""
         try:
             if self.existed:
                 for entry in os.listdir(self.path):
@@ -92,6 +144,11 @@ class BatchFolder:
             feedback.reportError(f"cannot clear {self.path}: {e}{kept}")
 
     def commit(self):
+        """Marks the folder as a finished batch of this algorithm (listing
+        every file it holds), then removes the earlier batch set aside."""
+        files = [p for p in _contents(self.path) if p != MARKER]
+        with open(os.path.join(self.path, MARKER), "w", encoding="utf-8") as f:
+            json.dump({"kind": MARKER_KIND, "files": files}, f, indent=1)
         if self.aside is not None:
             shutil.rmtree(self.aside)
 
