@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Third device call: the host engine against threads, and the node batch on
-# the compressible set (A) and the realistic one (simplex, 16 x 105 Mpx),
-# this build against the base build, paired.
+# The node benchmark (issue 39) in one device call: the host engine against
+# its threads, and the batch on the compressible set (A) and the realistic
+# one (simplex, 16 x 105 Mpx), this build against a base build, paired;
+# JSON lines in $OUT (BENCHMARKS.md, "The node's throughput").
+# Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh, its
+# mf/bin/mapfilter-base the base build (strip --strip-debug), then on the
+# GPU machine (repo root):   OUT=$OUT bash benches/node/run.sh
 set -u
 export NCCL_NVLS_ENABLE=0
 source scripts/gpu-env.sh
