@@ -377,7 +377,7 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
     // mosaic, a task's output.
     let mut files = plan.files(&a.dir);
     files.push(a.dir.join(crate::batch::plan::PLAN_FILE));
-    let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+    let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let cog = a
         .cog
         .as_deref()
