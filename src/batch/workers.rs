@@ -16,7 +16,7 @@
 const TASK_MEMORY: u64 = 512 << 20;
 
 /// Most tasks in flight per GPU by default.
-const PER_GPU: usize = 3;
+const PER_GPU: usize = 2;
 
 /// Up to this many cores, the pool keeps them all.
 const SMALL: usize = 4;
@@ -51,9 +51,10 @@ impl Node {
     /// The default plan for `tasks` tasks. On the host the pool computes,
     /// so a task in flight per 8 cores keeps the codecs fed while leaving
     /// the pool most cores; on GPUs the codecs are the work left to the
-    /// cores, so a task per 3 cores, but no more than 3 per GPU: on a
-    /// 32-core, 2-GPU node ten tasks on one GPU ran at 0.86× two, and on
-    /// both GPUs at 1.15× two (BENCHMARKS.md, "The node's throughput").
+    /// cores, so a task per 3 cores, but no more than 2 per GPU: one GPU
+    /// ran slower with more (three tasks 0.64–0.89× two on 64 cores, ten
+    /// 0.86× two on 32), while four GPUs ran 1.28× faster with twelve
+    /// than with two (BENCHMARKS.md, "The node's throughput").
     pub fn workers(&self, tasks: usize) -> Workers {
         let cpus = self.cpus.max(1);
         let wanted = if self.gpus == 0 {
@@ -103,13 +104,13 @@ mod tests {
     fn the_node_is_used() {
         // (cores, GPUs, tasks) → (tasks in flight, pool threads).
         let cases = [
-            // The 4-GPU, 64-core node: 3 tasks per GPU, the rest computes.
-            ((64, 4, 100), (12, 52)),
+            // The 4-GPU, 64-core node: 2 tasks per GPU, the rest computes.
+            ((64, 4, 100), (8, 56)),
             ((64, 4, 8), (8, 56)),
             // The host alone on 64 cores: 8 tasks, 56 threads computing.
             ((64, 0, 100), (8, 56)),
             // The 16-core one-GPU node.
-            ((16, 1, 16), (3, 13)),
+            ((16, 1, 16), (2, 14)),
             // The 2-core machine: one task, both cores computing.
             ((2, 0, 100), (1, 2)),
         ];

@@ -137,7 +137,7 @@ struct RunArgs {
     #[arg(long)]
     allow_incomplete: bool,
     /// Tasks in flight at once (default: sized to the node: a task per 8
-    /// cores on the host, per 3 cores with GPUs but at most 3 per GPU,
+    /// cores on the host, per 3 cores with GPUs but at most 2 per GPU,
     /// within the memory available; the compute pool gets the other cores).
     #[arg(long)]
     jobs: Option<usize>,
