@@ -38,6 +38,13 @@ for c in ${CASES:-exact naive}; do
     naive) opts="-k gaussian:2.5" ;;
   esac
   for d in ${DEVICES:-gpu all host}; do
+    # Untimed first: a fresh machine compiles the OpenCL programs on the
+    # first run (then cached for every binary), which cost the first binary
+    # timed up to 2.5x (a "regression" of one GPU that was only this).
+    for b in ${BINS:-new=/tmp/mf/bin/mapfilter}; do
+      # shellcheck disable=SC2086
+      "${b#*=}" smooth "$(ls "$TILES"/*.tif | head -1)" /tmp/warm.tif $opts --device "$d" -q --overwrite 2>/dev/null
+    done
     for b in ${BINS:-new=/tmp/mf/bin/mapfilter}; do
       name=${b%%=*} exe=${b#*=}
       w=/tmp/nb-$name-$c-$d
