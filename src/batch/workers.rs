@@ -51,10 +51,11 @@ impl Node {
     /// The default plan for `tasks` tasks. On the host the pool computes,
     /// so a task in flight per 8 cores keeps the codecs fed while leaving
     /// the pool most cores; on GPUs the codecs are the work left to the
-    /// cores, so a task per 3 cores, but no more than 2 per GPU: one GPU
-    /// ran slower with more (three tasks 0.64–0.89× two on 64 cores, ten
-    /// 0.86× two on 32), while four GPUs ran 1.28× faster with twelve
-    /// than with two (BENCHMARKS.md, "The node's throughput").
+    /// cores, so a task per 3 cores, but no more than 2 per GPU (the
+    /// earlier default's count on one GPU): more per GPU looked slower on
+    /// one GPU and faster on four, in runs biased by the first run's
+    /// OpenCL compile, so it is left to be measured (BENCHMARKS.md, "The
+    /// node's throughput").
     pub fn workers(&self, tasks: usize) -> Workers {
         let cpus = self.cpus.max(1);
         let wanted = if self.gpus == 0 {
