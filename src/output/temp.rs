@@ -26,6 +26,10 @@ pub const PREFIX: &str = ".mapfilter-tmp.";
 /// Files GDAL may write beside a raster, named by appending to its name:
 /// they follow it.
 const SIDECARS: [&str; 3] = [".aux.xml", ".ovr", ".msk"];
+/// Scratch files GDAL's COG driver writes beside the raster while it builds
+/// overviews (`NAME.ovr.tmp`, its mask's `NAME.msk.ovr.tmp`): a signal then
+/// leaves them, so they go with the temp raster. Never committed.
+const SCRATCH: [&str; 2] = [".ovr.tmp", ".msk.ovr.tmp"];
 /// Files GDAL may write beside a raster, named by replacing its extension
 /// (the world file of `--co TFW=YES`): they follow it too.
 const WORLD_FILES: [&str; 1] = ["tfw"];
@@ -366,7 +370,8 @@ fn is_stale(path: &Path, min_age: Duration) -> bool {
 
 fn remove_with_sidecars(path: &Path) {
     let _ = std::fs::remove_file(path);
-    for sidecar in sidecar_names(path) {
+    let scratch = SCRATCH.iter().map(|s| with_suffix(path, s));
+    for sidecar in sidecar_names(path).chain(scratch) {
         let _ = std::fs::remove_file(sidecar);
     }
 }
