@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 mod units;
-pub use units::{KernelArg, MetricKind, PixelWidth};
+pub use units::{KernelArg, MetricKind, PixelWidth, Resolved};
 
 /// Largest kernel side accepted (windows up to 511×511: `gaussian:SIGMA` up
 /// to σ = 85, `disc:R` up to R = 255). Every method handles it exactly; the
@@ -85,6 +85,22 @@ impl FromStr for KernelSpec {
                 path: PathBuf::from(arg),
             }),
             other => bail!(format!("unknown kernel kind '{other}'"), hint = hint),
+        }
+    }
+}
+
+impl std::fmt::Display for KernelSpec {
+    /// The spec as `--kernel` takes it (a Gaussian's side, when fixed, as `size N`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelSpec::Gaussian { sigma, size: None } => write!(f, "gaussian:{sigma}"),
+            KernelSpec::Gaussian {
+                sigma,
+                size: Some(n),
+            } => write!(f, "gaussian:{sigma} size {n}"),
+            KernelSpec::Box { size } => write!(f, "box:{size}"),
+            KernelSpec::Disc { radius } => write!(f, "disc:{radius}"),
+            KernelSpec::File { path } => write!(f, "file:{}", path.display()),
         }
     }
 }

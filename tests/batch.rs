@@ -893,26 +893,33 @@ fn compare_sample_runs_the_baseline_on_a_sample_of_tasks() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--compare-sample without"));
 }
 
-/// `batch run` on two devices (the test device opened twice, sharing the
-/// tiles of every task) puts together to `smooth` of the whole map on one.
-#[test]
-fn seam_free_on_two_devices() {
-    let Some(dev) = mapfilter::device::test_device() else {
-        return;
-    };
+/// The test device's index alone and named twice (two contexts), and a
+/// 151x113 map smoothed whole on it (exact dct5, 32-px tiles) with the
+/// options the plans below take.
+struct TwoContexts {
+    one: String,
+    two: String,
+    dir: tempfile::TempDir,
+    tiles: PathBuf,
+    whole: PathBuf,
+}
+
+const TWO_CONTEXT_OPTIONS: [&str; 7] = [
+    "-k",
+    "gaussian:2",
+    "--tile",
+    "32",
+    "--method",
+    "dct5",
+    "--exact",
+];
+
+fn two_contexts() -> Option<TwoContexts> {
+    let dev = mapfilter::device::test_device()?;
     let one = dev.info().index.to_string();
     let two = format!("{one},{one}");
     let dir = tempfile::tempdir().unwrap();
     let map = map(dir.path(), (151, 113), Some(9), 7);
-    let opts = [
-        "-k",
-        "gaussian:2",
-        "--tile",
-        "32",
-        "--method",
-        "dct5",
-        "--exact",
-    ];
     let whole = dir.path().join("whole.tif");
     let mut args = vec![
         "smooth",
@@ -920,25 +927,73 @@ fn seam_free_on_two_devices() {
         whole.to_str().unwrap(),
         "-q",
     ];
-    args.extend(opts);
+    args.extend(TWO_CONTEXT_OPTIONS);
     args.extend(["--device", &one]);
     mapfilter_ok(&args);
-    let batch = dir.path().join("batch");
     let tiles = cut(&map, &[0, 37, 100, 151], &[0, 45, 113]);
-    let mut plan = vec![
-        "batch",
-        "plan",
-        tiles.to_str().unwrap(),
-        "--out",
-        batch.to_str().unwrap(),
-    ];
-    plan.extend(opts);
-    plan.extend(["--device", &two]);
-    mapfilter_ok(&plan);
-    let run = mapfilter_ok(&["batch", "run", batch.to_str().unwrap()]);
+    Some(TwoContexts {
+        one,
+        two,
+        dir,
+        tiles,
+        whole,
+    })
+}
+
+impl TwoContexts {
+    /// Plans the tiles on `device` into batch `name`.
+    fn plan(&self, name: &str, device: &str) -> PathBuf {
+        let batch = self.dir.path().join(name);
+        let mut plan = vec![
+            "batch",
+            "plan",
+            self.tiles.to_str().unwrap(),
+            "--out",
+            batch.to_str().unwrap(),
+        ];
+        plan.extend(TWO_CONTEXT_OPTIONS);
+        plan.extend(["--device", device]);
+        mapfilter_ok(&plan);
+        batch
+    }
+}
+
+/// `batch run` on two devices (the test device opened twice) with one
+/// task in flight: the devices share the tiles of every task, and the
+/// mosaic is `smooth` of the whole map on one.
+#[test]
+fn seam_free_on_two_devices() {
+    let Some(t) = two_contexts() else {
+        return;
+    };
+    let batch = t.plan("batch", &t.two);
+    let run = mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", "1"]);
     let said = String::from_utf8_lossy(&run.stderr);
     assert_eq!(said.matches("batch: device #").count(), 2, "{said}");
-    assert_mosaic_equals(&batch, &whole);
+    assert_mosaic_equals(&batch, &t.whole);
+}
+
+/// With a task in flight per device or more, each device (context) runs
+/// whole tasks of its own, none shared: the bytes are those of one
+/// device, whatever the tasks in flight.
+#[test]
+fn each_device_runs_whole_tasks_of_its_own_with_the_same_bytes() {
+    let Some(t) = two_contexts() else {
+        return;
+    };
+    for jobs in ["2", "3", "6"] {
+        let batch = t.plan(&format!("jobs{jobs}"), &t.two);
+        let run = mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", jobs]);
+        let said = String::from_utf8_lossy(&run.stderr);
+        // No device shared a task's tiles.
+        assert_eq!(said.matches("batch: device #").count(), 0, "{said}");
+        assert!(said.contains("6 done now"), "{said}");
+        assert_mosaic_equals(&batch, &t.whole);
+    }
+    // One context, the same.
+    let batch = t.plan("one", &t.one);
+    mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", "2", "-q"]);
+    assert_mosaic_equals(&batch, &t.whole);
 }
 
 /// This host's name as the kernel has it (what gethostname returns).

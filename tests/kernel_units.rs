@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{mapfilter, mapfilter_ok, read_raster};
+use common::{files_in, mapfilter, mapfilter_ok, read_raster};
 use std::path::{Path, PathBuf};
 
 fn s(p: &Path) -> &str {
@@ -142,4 +142,191 @@ fn option_names_mean_one_thing() {
     mapfilter_ok(&["gen", s(&b), "--raster-size", "40x30", "-q"]);
     assert_eq!(read_raster(&a), read_raster(&b));
     assert_eq!(read_raster(&a).0, 40);
+}
+
+/// `synthetic_simplex_512.tif` with 500 m pixels (as a MODIS land-cover
+/// product reprojected to EPSG:3035): lengths under a pixel there.
+fn coarse(dir: &Path) -> PathBuf {
+    let path = dir.join("in500.tif");
+    let made = std::process::Command::new("gdal_translate")
+        .args(["-q", "-a_ullr", "500000", "5000000", "756000", "4744000"])
+        .args([s(&data("synthetic_simplex_512.tif")), s(&path)])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    path
+}
+
+#[test]
+fn lengths_and_areas_under_a_pixel_are_refused_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = coarse(dir.path());
+    let out = dir.path().join("out.tif");
+    let refused = |args: &[&str], says: &[&str]| {
+        let run = mapfilter(args);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        for s in says {
+            assert!(err.contains(s), "{args:?}: {err}");
+        }
+        assert!(err.contains("--allow-subpixel"), "{err}");
+        assert_eq!(files_in(dir.path()), ["in500.tif"], "{args:?}");
+    };
+    let (i, o) = (s(&input), s(&out));
+    // A Gaussian of 100 m on 500 m pixels is σ = 0.2 px: a 1x1 kernel.
+    refused(
+        &["smooth", i, o, "-k", "gaussian:100m"],
+        &[
+            "σ = 100 m / 500.0000 m = 0.2000 px",
+            "1x1",
+            "σ ≥ 1/3 px (166.7 m)",
+        ],
+    );
+    refused(
+        &["smooth", i, o, "-k", "gaussian:0.2"],
+        &["kernel gaussian:0.2: a 1x1"],
+    );
+    refused(&["smooth", i, o, "-k", "box:1"], &["kernel box:1: a 1x1"]);
+    refused(
+        &["smooth", i, o, "-k", "gaussian:3", "--kernel-size", "1"],
+        &["1x1"],
+    );
+    // 1 ha on 25 ha pixels removes nothing.
+    refused(
+        &["sieve", i, o, "--threshold", "1ha"],
+        &[
+            "0.0400 pixels of 250000.0 m² (25.0000 ha)",
+            "removes nothing",
+        ],
+    );
+    refused(
+        &["smooth", i, o, "-k", "box:3", "--mmu", "1ha"],
+        &["--mmu", "removes nothing"],
+    );
+    refused(
+        &[
+            "batch",
+            "plan",
+            i,
+            "--out",
+            s(&dir.path().join("b")),
+            "-k",
+            "gaussian:100m",
+        ],
+        &["0.2000 px", "1x1"],
+    );
+    // With --allow-subpixel: rounded up, with a warning, to what acts.
+    let run = mapfilter_ok(&[
+        "smooth",
+        i,
+        o,
+        "-k",
+        "gaussian:100m",
+        "--allow-subpixel",
+        "-q",
+    ]);
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        said.contains("warn") && said.contains("rounded up"),
+        "{said}"
+    );
+    let same = dir.path().join("same.tif");
+    mapfilter_ok(&["smooth", i, s(&same), "-k", "gaussian:1", "-q"]);
+    // Compared without printing the rasters (a failure would print 262144 codes).
+    assert!(read_raster(&out) == read_raster(&same));
+    assert!(read_raster(&out) != read_raster(&input), "it smooths");
+    let sieved = dir.path().join("sieved.tif");
+    let run = mapfilter_ok(&[
+        "sieve",
+        i,
+        s(&sieved),
+        "-s",
+        "1ha",
+        "--allow-subpixel",
+        "-q",
+    ]);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("rounded up to 2 pixels"));
+    let two = dir.path().join("two.tif");
+    mapfilter_ok(&["sieve", i, s(&two), "-s", "2", "-q"]);
+    assert!(read_raster(&sieved) == read_raster(&two));
+    assert!(read_raster(&sieved) != read_raster(&input), "it sieves");
+}
+
+#[test]
+fn batch_plan_takes_metres_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = coarse(dir.path());
+    let batch = dir.path().join("batch");
+    // 1.5 km on 500 m pixels: σ = 3 px, converted once for the whole mosaic.
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        s(&input),
+        "--out",
+        s(&batch),
+        "-k",
+        "gaussian:1.5km",
+        "--grid",
+        "2",
+    ]);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("plan.json")).unwrap()).unwrap();
+    let options = &plan["options"];
+    assert_eq!(options["kernel"], "gaussian:3");
+    assert_eq!(options["kernel_given"], "gaussian:1.5km");
+    assert!(
+        options["kernel_conversion"]
+            .as_str()
+            .unwrap()
+            .contains("σ = 1500 m / 500.0000 m = 3.0000 px")
+    );
+    mapfilter_ok(&["batch", "run", s(&batch), "-q"]);
+    mapfilter_ok(&["batch", "report", s(&batch)]);
+    let whole = dir.path().join("whole.tif");
+    mapfilter_ok(&["smooth", s(&input), s(&whole), "-k", "gaussian:1.5km", "-q"]);
+    assert!(read_raster(&batch.join("mosaic.vrt")) == read_raster(&whole));
+    // Mosaics of different pixel sizes would each need another kernel.
+    let fine = dir.path().join("fine.tif");
+    let made = std::process::Command::new("gdal_translate")
+        .args(["-q", "-a_ullr", "0", "1000", "512", "488"])
+        .args([s(&data("synthetic_simplex_512.tif")), s(&fine)])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mixed = mapfilter(&[
+        "batch",
+        "plan",
+        s(&input),
+        s(&fine),
+        "--out",
+        s(&dir.path().join("mixed")),
+        "-k",
+        "gaussian:1.5km",
+    ]);
+    let err = String::from_utf8_lossy(&mixed.stderr);
+    assert_eq!(mixed.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("pixels differ") && err.contains("500.0000 m"),
+        "{err}"
+    );
+    assert!(!dir.path().join("mixed").exists());
+    // A minimum mapping unit needs whole patches: refused with the way to do it.
+    let mmu = mapfilter(&[
+        "batch",
+        "plan",
+        s(&input),
+        "--out",
+        s(&dir.path().join("mmu")),
+        "-k",
+        "box:3",
+        "--mmu",
+        "100ha",
+    ]);
+    let err = String::from_utf8_lossy(&mmu.stderr);
+    assert_eq!(mmu.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--mmu") && err.contains("mapfilter sieve"),
+        "{err}"
+    );
 }

@@ -81,27 +81,30 @@ fn cog_of_classes_has_the_cog_layout_and_mode_overviews() {
         "-q",
         s(&input),
     ]);
-    // A 1×1 box keeps every pixel: the COG's full resolution is the input.
-    mapfilter_ok(&[
-        "smooth",
-        s(&input),
-        s(&out),
-        "--kernel",
-        "box:1",
-        "--of",
-        "COG",
-        "-q",
-    ]);
+    // The COG's full resolution is the GeoTIFF the same run writes.
+    let plain = dir.path().join("plain.tif");
+    for (path, format) in [(&out, "COG"), (&plain, "GTiff")] {
+        mapfilter_ok(&[
+            "smooth",
+            s(&input),
+            s(path),
+            "--kernel",
+            "box:3",
+            "--of",
+            format,
+            "-q",
+        ]);
+    }
     let info = gdalinfo(&out);
     assert!(info.contains("LAYOUT=COG"), "{info}");
     assert!(info.contains("Overviews: 512x512"), "{info}");
     assert!(info.contains("OVERVIEW_RESAMPLING=MODE"), "{info}");
     assert!(info.contains("Color Table"), "{info}");
     assert_valid_cog(&out);
-    assert_eq!(files_in(dir.path()), ["in.tif", "out.tif"]);
+    assert_eq!(files_in(dir.path()), ["in.tif", "out.tif", "plain.tif"]);
 
     let (w, _, full) = pixels(&out, None);
-    assert_eq!(full, pixels(&input, None).2);
+    assert_eq!(full, pixels(&plain, None).2);
     // Every overview pixel is one of the four codes under it (an average
     // of random codes mostly is none of them), and a code held by three
     // or four of them wins.

@@ -182,6 +182,12 @@ def check_algorithms(env):
                 reports.append(json.load(f)["summary"])
         check(reports[0] == reports[1], "smooth: REPORT (JSON) has the CLI's figures")
 
+    # smooth with a kernel in metres (the unit selector): 75 m on 30 m pixels.
+    q, c = env.path("q", "smooth_m.tif"), env.path("c", "smooth_m.tif")
+    run_pair(env, "smooth",
+             {"INPUT": simplex, "KERNEL_VALUE": 75, "KERNEL_UNIT": 1, "OUTPUT": q},
+             ["smooth", simplex, c, "--kernel", "gaussian:75m"], {"OUTPUT": c})
+
     # smooth with a kernel file.
     kernel = env.path("kernel.txt")
     with open(kernel, "w") as f:

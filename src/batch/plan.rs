@@ -16,7 +16,7 @@ use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
 use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
-use crate::kernel::{Kernel, KernelSpec};
+use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use crate::method::policy::{Policies, PolicyText};
 use crate::method::select::{FastOptions, Method, MethodSpec};
 use crate::output::{self, Destination, Target};
@@ -35,11 +35,19 @@ pub const OUT_DIR: &str = "out";
 /// bytes per task, and every run reads it whole.
 const MAX_TASKS: usize = 1 << 20;
 
-/// The smoothing options of a batch, as the user gave them.
+/// The smoothing options of a batch, as the user gave them (a kernel in
+/// metres converted to pixels with the mosaics' pixel width when planned).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SmoothOptions {
+    /// The kernel in pixels (`gaussian:SIGMA`, `box:N`, `disc:R`, `file:PATH`).
     pub kernel: String,
     pub size: Option<usize>,
+    /// The kernel as given, when its length was in metres; absent in older plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_given: Option<String>,
+    /// How that length became pixels (reports, `--explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_conversion: Option<String>,
     pub class_weights: Option<String>,
     /// `same` or `valid`.
     pub border: String,
@@ -224,6 +232,8 @@ pub struct PlanRequest<'a> {
     /// Compare only this many tasks, spread over the plan.
     pub compare_sample: Option<usize>,
     pub overwrite: bool,
+    /// Round a kernel that comes out 1x1 up to 3x3 instead of refusing it.
+    pub allow_subpixel: bool,
 }
 
 impl Plan {
@@ -394,7 +404,16 @@ impl Plan {
 
     /// Plans the batch and writes its files into the directory.
     pub fn make(req: &PlanRequest) -> Result<Plan> {
-        let settings = req.options.settings()?;
+        // A kernel in pixels and every other option are checked before any
+        // input is read; a length in metres needs the mosaics' pixels first.
+        let kernel: KernelArg = req.options.kernel.parse()?;
+        let in_pixels = if kernel.needs_pixel_width() {
+            None
+        } else {
+            let options = kernel_in_pixels(&req.options, &kernel, &[], req.allow_subpixel)?;
+            let settings = options.settings()?;
+            Some((options, settings))
+        };
         if let Some(c) = &req.compare_with
             && c != "naive"
         {
@@ -412,6 +431,20 @@ impl Plan {
             _ => {}
         }
         let dir = req.dir;
+        let paths = without_own_files(super::inputs::expand(req.inputs)?, dir)?;
+        let infos = mosaic::read_infos(&paths)?;
+        let groups = mosaic::group(&infos);
+        if let Some(n) = req.grid {
+            check_grid(n, &groups)?;
+        }
+        let (options, settings) = match in_pixels {
+            Some(checked) => checked,
+            None => {
+                let options = kernel_in_pixels(&req.options, &kernel, &groups, req.allow_subpixel)?;
+                let settings = options.settings()?;
+                (options, settings)
+            }
+        };
         std::fs::create_dir_all(dir.join("out")).map_err(|e| {
             Error::new(format!("cannot make {}: {e}", dir.display()))
                 .hint("give a directory that can be written")
@@ -422,12 +455,6 @@ impl Plan {
             )
         })?;
         let geojson_target = Target::check(&dir.join("tasks.geojson"), true, &[])?;
-        let paths = without_own_files(super::inputs::expand(req.inputs)?, dir)?;
-        let infos = mosaic::read_infos(&paths)?;
-        let groups = mosaic::group(&infos);
-        if let Some(n) = req.grid {
-            check_grid(n, &groups)?;
-        }
         let r = settings.policies.checked_halo(settings.kernel.radius())?;
         let mut mosaics = Vec::new();
         let mut tasks = Vec::new();
@@ -503,7 +530,7 @@ impl Plan {
         }
         let plan = Plan {
             version: VERSION,
-            options: req.options.clone(),
+            options,
             compare_with: req.compare_with.clone(),
             compare_tasks: req
                 .compare_sample
@@ -572,6 +599,65 @@ pub fn output_name(output: &Path) -> Result<&std::ffi::OsStr> {
             output.display()
         ))),
     }
+}
+
+/// `options` with its kernel in pixels: a length in metres converted with
+/// the pixel width of the mosaics `groups` (which must agree: one kernel
+/// for the whole batch, as `smooth` of the merged mosaic would use), a
+/// kernel that comes out 1x1 refused or rounded up ([`KernelArg::resolve`]).
+fn kernel_in_pixels(
+    options: &SmoothOptions,
+    kernel: &KernelArg,
+    groups: &[Group],
+    allow_subpixel: bool,
+) -> Result<SmoothOptions> {
+    let width = || -> Result<PixelWidth> {
+        let widths = groups
+            .iter()
+            .map(|g| {
+                crate::gdal::class_raster::pixel_width_of_wkt(
+                    g.geo_transform,
+                    g.height,
+                    &g.first.projection,
+                )
+                .map_err(|e| e.context(g.first.path.display()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first = widths
+            .first()
+            .ok_or_else(|| Error::new("no mosaic to plan"))?;
+        if let Some(other) = widths
+            .iter()
+            .find(|w| (w.metres - first.metres).abs() > 1e-9 * first.metres)
+        {
+            bail!(
+                format!(
+                    "kernel {}: the mosaics' pixels differ ({:.4} m and {:.4} m wide), so one length in metres would be a different kernel on each",
+                    options.kernel, first.metres, other.metres
+                ),
+                hint = "plan the rasters of each pixel size on their own, or give the kernel in pixels"
+            );
+        }
+        Ok(first.clone())
+    };
+    let resolved = kernel
+        .resolve(options.size, width, allow_subpixel)
+        .map_err(|e| e.context("--kernel"))?;
+    if let Some(w) = &resolved.warning {
+        log::warn!("{w}");
+    }
+    let (text, size) = match &resolved.spec {
+        KernelSpec::Gaussian { sigma, size } => (format!("gaussian:{sigma}"), *size),
+        other => (other.to_string(), None),
+    };
+    let metres = resolved.conversion.is_some();
+    Ok(SmoothOptions {
+        kernel: text,
+        size,
+        kernel_given: metres.then(|| options.kernel.clone()),
+        kernel_conversion: resolved.conversion,
+        ..options.clone()
+    })
 }
 
 /// `paths` less the files of the batch in `dir` itself (its mosaics,

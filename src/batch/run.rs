@@ -20,8 +20,8 @@ use crate::gdal::class_raster::ClassRaster;
 use crate::io::ClassSource;
 use crate::job::observer::{Observer, Silent, Tap};
 use crate::job::smooth::{self as job, Classes, SmoothSpec};
-use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
+use crate::method::{ClassSmoother, select};
 use crate::output::Target;
 use crate::progress::{Progress, Steps};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -217,21 +217,33 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
-    let method = settings.method.build(&settings.kernel)?;
+    let choice = &settings.method;
+    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
+    let gpus = members.iter().map(|m| m.gpus()).sum();
     let jobs = match req.jobs {
         Some(jobs) => jobs,
         None => {
-            let workers = super::workers::Node::here(method.gpus()).workers(todo.len());
+            let workers = super::workers::Node::here(gpus).workers(todo.len());
             size_pool(workers.pool_threads);
             workers.jobs
         }
+    };
+    // Tasks are independent: with a task in flight per device at least,
+    // each device runs whole tasks of its own (worker i on device i mod
+    // n), so no tile waits on a queue shared across devices and each
+    // device's tiles stay on its own context. Fewer tasks in flight than
+    // devices share their tiles instead, so that every device works.
+    let methods = if jobs >= members.len() {
+        members
+    } else {
+        vec![select::shared(members)?]
     };
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let ctx = Context {
         dir: req.dir,
         plan: &plan,
         settings: &settings,
-        method: method.as_ref(),
+        methods: &methods,
         state: &state,
         finished: &|task: &Task| finished(task).is_some(),
         failed_before: &|task: &Task| failed_before(task).map(|f| f.error),
@@ -278,7 +290,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     progress.finish();
     // What this run wrote is on disk before it says it is done.
     ctx.syncer.finish()?;
-    summary.devices = method.take_shares();
+    summary.devices = methods.iter().flat_map(|m| m.take_shares()).collect();
     if summary.busy.is_empty() {
         sweep_temp_files(&out, &state);
     }
@@ -331,13 +343,15 @@ fn run_round<'t>(
             }
         });
         let workers: Vec<_> = (0..jobs.clamp(1, tasks.len().max(1)))
-            .map(|_| {
-                scope.spawn(|| {
+            .map(|w| {
+                let (next, results) = (&next, &results);
+                let method = ctx.methods[w % ctx.methods.len()].as_ref();
+                scope.spawn(move || {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(&task) = tasks.get(i) else { break };
                         let mut observer = progress.observer(task);
-                        let outcome = ctx.attempt(task, &mut observer);
+                        let outcome = ctx.attempt(task, method, &mut observer);
                         progress.finished(task, &observer, &outcome);
                         results.lock().expect("results lock").push((task, outcome));
                     }
@@ -380,7 +394,9 @@ struct Context<'a> {
     dir: &'a Path,
     plan: &'a Plan,
     settings: &'a Settings,
-    method: &'a dyn ClassSmoother,
+    /// The smoothers the workers compute with: worker i uses method i mod n
+    /// (one per device when each takes whole tasks, else one).
+    methods: &'a [Box<dyn ClassSmoother>],
     state: &'a State,
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
@@ -396,7 +412,12 @@ struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn attempt(&self, task: &Task, observer: &mut TaskObserver) -> Outcome {
+    fn attempt(
+        &self,
+        task: &Task,
+        method: &dyn ClassSmoother,
+        observer: &mut TaskObserver,
+    ) -> Outcome {
         let failure = |error: String, environment: bool| {
             Outcome::Failed(TaskFailure {
                 task: task.id,
@@ -417,7 +438,7 @@ impl Context<'_> {
         if let Some(error) = (self.failed_before)(task) {
             return failure(error, false);
         }
-        let outcome = match self.run_task(task, observer) {
+        let outcome = match self.run_task(task, method, observer) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => {
                     self.syncer.add(self.dir.join(&task.output));
@@ -476,7 +497,12 @@ impl Context<'_> {
             .any(|d| probe_write(d).is_err())
     }
 
-    fn run_task(&self, task: &Task, observer: &mut TaskObserver) -> Result<DoneRecord> {
+    fn run_task(
+        &self,
+        task: &Task,
+        method: &dyn ClassSmoother,
+        observer: &mut TaskObserver,
+    ) -> Result<DoneRecord> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
@@ -487,10 +513,7 @@ impl Context<'_> {
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
         observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
-        let done = match self
-            .opened
-            .smooth(task.mosaic, &spec, self.method, observer)
-        {
+        let done = match self.opened.smooth(task.mosaic, &spec, method, observer) {
             Ok(done) => done,
             Err(e) => {
                 // A neighbour that cannot be read fails this task only if
@@ -512,7 +535,7 @@ impl Context<'_> {
                     ..spec
                 };
                 observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
-                let done = job::run(&spec, self.method, observer);
+                let done = job::run(&spec, method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
                 done.map_err(|e| e.context(format!("task {}", task.id)))?
@@ -1379,6 +1402,8 @@ mod fuzz {
         SmoothOptions {
             kernel: "gaussian:1".into(),
             size: None,
+            kernel_given: None,
+            kernel_conversion: None,
             class_weights: None,
             border: "same".into(),
             fill_nodata: false,
@@ -1457,6 +1482,7 @@ mod fuzz {
                 compare_with: Some("naive".into()),
                 compare_sample: None,
                 overwrite: false,
+                allow_subpixel: false,
             })
             .unwrap();
             let request = RunRequest {

@@ -73,12 +73,23 @@ struct PlanArgs {
     /// or a device index, else none.
     #[arg(long, value_name = "N")]
     slurm_gpus: Option<usize>,
-    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS or file:PATH.
+    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS, in pixels unless a unit is given:
+    /// metres or kilometres (gaussian:250m, box:90m, disc:1km) are converted once, with
+    /// the mosaics' pixel width (which must agree; geographic CRS: along the parallel at
+    /// the mosaic's centre latitude), and plan.json keeps both; or file:PATH.
     #[arg(long, short)]
     kernel: String,
     /// Side of a gaussian kernel in pixels (odd).
     #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
     size: Option<usize>,
+    /// Round a kernel that comes out 1x1 (a length under a pixel) up to the
+    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), with a warning, instead of refusing it.
+    #[arg(long)]
+    allow_subpixel: bool,
+    /// Not taken by batch plan (smooth's minimum mapping unit): a patch may
+    /// cross tiles, so sieve the batch's mosaic once it is done.
+    #[arg(long, value_name = "PIXELS|AREA")]
+    mmu: Option<String>,
     /// Class weights as CODE:WEIGHT[,CODE:WEIGHT...].
     #[arg(long)]
     class_weights: Option<String>,
@@ -178,6 +189,8 @@ fn plan(a: PlanArgs) -> Result<()> {
     let options = SmoothOptions {
         kernel: a.kernel.clone(),
         size: a.size,
+        kernel_given: None,
+        kernel_conversion: None,
         class_weights: a.class_weights.clone(),
         border: match a.border {
             BorderArg::Same => "same".into(),
@@ -212,6 +225,16 @@ fn plan(a: PlanArgs) -> Result<()> {
     a.compression.compression()?;
     a.fast.spec(a.variant)?;
     let policies = a.policies.policies()?;
+    if let Some(mmu) = &a.mmu {
+        crate::bail!(
+            format!(
+                "batch plan does not take --mmu {mmu}: a patch may cross tiles, and each task sees only its own"
+            ),
+            hint = format!(
+                "run the batch, then sieve its mosaic as one raster: mapfilter batch report DIR; mapfilter sieve DIR/mosaic.vrt OUT.tif --threshold {mmu}"
+            )
+        );
+    }
     if a.policies.confidence.is_some() {
         crate::bail!(
             "batch plan does not take --confidence",
@@ -246,6 +269,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         compare_with: a.compare_with.clone(),
         compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
+        allow_subpixel: a.allow_subpixel,
     })?;
     if let Some(Emit::Slurm) = a.emit {
         std::fs::create_dir_all(dir.join("logs"))

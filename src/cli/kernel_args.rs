@@ -17,19 +17,34 @@ pub struct BuiltKernel {
 }
 
 /// Builds `--kernel TEXT` (and `--kernel-size`) for the raster at `input`;
-/// the input is opened only for a length in metres.
-pub fn build(text: &str, size: Option<usize>, input: &Path) -> Result<BuiltKernel> {
+/// the input is opened only for a length in metres. A kernel that comes
+/// out 1x1 is refused, or rounded up with a warning with `allow_subpixel`
+/// ([`KernelArg::resolve`]).
+pub fn build(
+    text: &str,
+    size: Option<usize>,
+    input: &Path,
+    allow_subpixel: bool,
+) -> Result<BuiltKernel> {
     let arg: KernelArg = text.parse()?;
     let file = match &arg {
         KernelArg::Pixels(KernelSpec::File { path }) => Some(path.clone()),
         _ => None,
     };
-    let (spec, conversion) = arg.in_pixels(|| {
-        let ds = crate::gdal::class_raster::open(input)?;
-        crate::gdal::class_raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
-    })?;
+    let resolved = arg.resolve(
+        size,
+        || {
+            let ds = crate::gdal::class_raster::open(input)?;
+            crate::gdal::class_raster::pixel_width(&ds).map_err(|e| e.context(input.display()))
+        },
+        allow_subpixel,
+    )?;
+    if let Some(w) = &resolved.warning {
+        log::warn!("{w}");
+    }
+    let conversion = resolved.conversion;
     Ok(BuiltKernel {
-        kernel: spec.with_size(size)?.build()?,
+        kernel: resolved.spec.build()?,
         conversion,
         given: text.to_string(),
         file,

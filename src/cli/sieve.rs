@@ -39,6 +39,10 @@ pub struct SieveArgs {
     /// MiB of runs kept between passes (default 256); the result does not depend on it.
     #[arg(long, hide = true)]
     pub cache_mib: Option<usize>,
+    /// Round an area of at most one pixel up to 2 pixels (single pixels go),
+    /// with a warning, instead of refusing it.
+    #[arg(long)]
+    pub allow_subpixel: bool,
     #[command(flatten)]
     pub compression: CompressArgs,
     /// No progress bar and no summary.
@@ -57,6 +61,13 @@ fn parse_connectivity(text: &str) -> Result<Connectivity, String> {
 
 pub fn run(args: SieveArgs) -> Result<()> {
     let threshold: Threshold = args.threshold.parse()?;
+    // An area becomes pixels (or is refused) before anything is written.
+    let threshold = Threshold::Pixels(threshold_pixels(
+        &class_raster::open(&args.input)?,
+        &args.input,
+        &threshold,
+        args.allow_subpixel,
+    )?);
     let target = Target::check(&args.output, args.overwrite.overwrite, &[&args.input])?;
     let stats = sieve_file(
         &args.input,
@@ -90,9 +101,14 @@ fn summary(stats: &SieveStats) -> String {
 }
 
 /// The threshold in pixels for the raster `ds` at `path`.
-fn threshold_pixels(ds: &Dataset, path: &Path, threshold: &Threshold) -> Result<u64> {
+fn threshold_pixels(
+    ds: &Dataset,
+    path: &Path,
+    threshold: &Threshold,
+    allow_subpixel: bool,
+) -> Result<u64> {
     threshold
-        .pixels(|| dataset_pixel_area(ds))
+        .pixels(|| dataset_pixel_area(ds), allow_subpixel)
         .map_err(|e| e.context(path.display()))
 }
 
@@ -115,7 +131,7 @@ fn sieve_file(
 ) -> Result<SieveStats> {
     let ds = class_raster::open(input)?;
     check_mask(&ds, input)?;
-    let threshold = threshold_pixels(&ds, input, threshold)?;
+    let threshold = threshold_pixels(&ds, input, threshold, false)?;
     drop(ds);
     let mut source = ClassRaster::open(input)?;
     let meta = source.meta.clone();
@@ -193,9 +209,10 @@ pub struct MmuPlan {
 }
 
 impl MmuArgs {
-    /// Checks the unit against `input` (an area needs its pixel size) and
-    /// picks where smoothing writes.
-    pub fn plan(&self, input: &Path, output: &Target) -> Result<MmuPlan> {
+    /// Checks the unit against `input` (an area needs its pixel size; one
+    /// of at most a pixel is refused unless `allow_subpixel`) and picks
+    /// where smoothing writes.
+    pub fn plan(&self, input: &Path, output: &Target, allow_subpixel: bool) -> Result<MmuPlan> {
         let Some(text) = &self.mmu else {
             return Ok(MmuPlan {
                 target: output.clone(),
@@ -203,7 +220,16 @@ impl MmuArgs {
             });
         };
         let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
-        threshold_pixels(&class_raster::open(input)?, input, &threshold)?;
+        // In pixels from here: the smoothed raster has the input's pixels.
+        let threshold = Threshold::Pixels(
+            threshold_pixels(
+                &class_raster::open(input)?,
+                input,
+                &threshold,
+                allow_subpixel,
+            )
+            .map_err(|e| e.context("--mmu"))?,
+        );
         let stage = TempFile::scratch(&output.dir(), "mmu-smoothed.tif")?;
         // The smoothed raster replaces the (empty) scratch file by rename.
         let target = Target::check(stage.path(), true, &[input])?;

@@ -35,6 +35,11 @@ pub struct SmoothArgs {
     /// Side of a gaussian kernel in pixels (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
     #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
     pub kernel_size: Option<usize>,
+    /// Round a kernel that comes out 1x1 (a length under a pixel) up to the
+    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), and an --mmu area of at most a pixel up
+    /// to 2 pixels, with a warning, instead of refusing them.
+    #[arg(long)]
+    pub allow_subpixel: bool,
     /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
     #[arg(long)]
     pub class_weights: Option<String>,
@@ -62,9 +67,16 @@ pub struct SmoothArgs {
     pub fast: FastArgs,
     #[command(flatten)]
     pub policies: super::policy_args::PolicyArgs,
-    /// Print the method chosen (and, for auto, the cost model's reasons) before running.
+    /// Print the method chosen (and, for auto, the cost model's reasons), then run the
+    /// job; --dry-run prints what would run without running it.
     #[arg(long)]
     pub explain: bool,
+    /// Say what would run and stop: the input's header, the kernel in pixels (and metres),
+    /// the output's size and tiles, the method chosen and why (auto: its cost model, for
+    /// the classes the header names), the engine's memory. No pixel is read and nothing
+    /// is written.
+    #[arg(long, conflicts_with_all = ["report", "baseline", "json", "timings"])]
+    pub dry_run: bool,
     /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr,
     /// and on several devices one line per device (tiles, busy time, kernel time).
     #[arg(long)]
@@ -110,7 +122,12 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         quiet: args.quiet,
         explain: None,
     };
-    let built = super::kernel_args::build(&args.kernel, args.kernel_size, &args.input)?;
+    let built = super::kernel_args::build(
+        &args.kernel,
+        args.kernel_size,
+        &args.input,
+        args.allow_subpixel,
+    )?;
     if let (true, Some(c)) = (args.explain, &built.conversion) {
         eprintln!("{c}");
     }
@@ -126,6 +143,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     let method = choice.build(&kernel)?;
     crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
     crate::method::policy::check_confidence(confidence.is_some(), method.as_ref())?;
+    if args.dry_run {
+        let text = dry_run(&args, &built, &choice, method.as_ref(), &policies)?;
+        println!("{text}");
+        return Ok(());
+    }
     let overwrite = args.overwrite.overwrite;
     // Every file the run reads: no output may replace one.
     let mut inputs = vec![args.input.as_path()];
@@ -155,7 +177,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         )?;
         crate::job::compare::check_baseline_grid(baseline, &input, &kernel, args.border.into())?;
     }
-    let mmu = args.mmu.plan(&args.input, &target)?;
+    let mmu = args.mmu.plan(&args.input, &target, args.allow_subpixel)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
         band: args.bands.band.choice(),
@@ -282,5 +304,79 @@ fn explain(choice: &MethodChoice, job: &SmoothJob, method: &dyn ClassSmoother) -
         text += "\n";
         text += &more;
     }
+    Ok(text)
+}
+
+/// What `smooth --dry-run` prints: the run as it would go, from the input's
+/// header and the options alone (no pixel read, nothing written).
+fn dry_run(
+    args: &SmoothArgs,
+    built: &super::kernel_args::BuiltKernel,
+    choice: &MethodChoice,
+    method: &dyn ClassSmoother,
+    policies: &crate::method::policy::Policies,
+) -> Result<String> {
+    let input =
+        crate::gdal::class_raster::ClassRaster::open_with(&args.input, args.bands.band.choice())?;
+    let meta = &input.meta;
+    let kernel = &built.kernel;
+    let mut text = format!(
+        "dry run: {} is not read beyond its header; nothing is written\ninput: {}x{} {:?}, nodata {}",
+        args.input.display(),
+        meta.width,
+        meta.height,
+        input.class_type,
+        input
+            .nodata_code()
+            .map_or("none".to_string(), |c| c.to_string())
+    );
+    let n = kernel.size();
+    text += &format!("\nkernel: {} → {n}x{n} px", built.given);
+    if let Some(sigma) = kernel.sigma() {
+        text += &format!(" (σ = {sigma:.4} px)");
+    }
+    if let Some(c) = &built.conversion {
+        text += &format!("\n{c}");
+    }
+    let halo = policies.checked_halo(kernel.radius())?;
+    let tile = args
+        .tile
+        .unwrap_or_else(|| crate::engine::default_tile(method));
+    let border: Border = args.border.into();
+    let grid = crate::engine::tile_grid(meta.width, meta.height, halo, border, tile)?;
+    let (ow, oh) = grid.output_size();
+    text += &format!(
+        "\noutput: {} {ow}x{oh} ({border:?} border), {} tiles of up to {tile}x{tile} px (+{halo} px halo)",
+        args.output.display(),
+        grid.len()
+    );
+    let exact = if method.is_exact() {
+        "exact"
+    } else {
+        "approximate"
+    };
+    text += &format!("\nmethod: {} ({exact})", method.name());
+    // The classes are not scanned: the header's category names (or the
+    // codes of a Byte band) stand in for them in auto's cost model.
+    let named = meta.category_names.iter().filter(|n| !n.is_empty()).count();
+    let classes = if named > 0 { named } else { 16 };
+    if let Some(more) =
+        crate::method::select::explain(&choice.spec, &choice.device, kernel, classes, tile)?
+    {
+        let from = if named > 0 {
+            "the header's category names"
+        } else {
+            "no category names in the header: assumed"
+        };
+        text += &format!("\nclasses: {classes} ({from})\n{more}");
+    }
+    // Each tile in flight holds its codes with the halo (u16) and its
+    // result; the method's own scratch comes on top.
+    let side = (tile + 2 * halo) as u64;
+    let in_flight = (method.depth() + 2) as u64;
+    text += &format!(
+        "\nmemory: about {} MiB of tiles in flight ({in_flight} tiles of {side}x{side} codes and their results), plus the method's scratch",
+        in_flight * side * side * 4 >> 20
+    );
     Ok(text)
 }

@@ -98,16 +98,32 @@ pub fn opencl_available() -> bool {
     get_platforms().is_ok()
 }
 
-/// Serialises enumeration: the ICD loader's first initialisation is not
-/// thread-safe everywhere (ocl-icd crashes when two threads race into it).
-static ENUMERATING: Mutex<()> = Mutex::new(());
+/// Serialises enumeration (the ICD loader's first initialisation is not
+/// thread-safe everywhere: ocl-icd crashes when two threads race into it)
+/// and holds the devices once listed.
+static ENUMERATING: Mutex<Option<Vec<DeviceInfo>>> = Mutex::new(None);
 
 /// Every device of every platform, in a stable order.
 ///
 /// Errors when OpenCL is missing altogether (no loader, no platform); a
 /// machine with OpenCL but without devices gives an empty list.
+///
+/// The list is made once per process (a run asks for it again for every
+/// device it opens, and the devices do not change under it); a failure is
+/// not kept, so a later call tries again.
 pub fn list_devices() -> Result<Vec<DeviceInfo>> {
-    let _guard = ENUMERATING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = ENUMERATING.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(listed) = &*guard {
+        return Ok(listed.clone());
+    }
+    let listed = enumerate()?;
+    *guard = Some(listed.clone());
+    Ok(listed)
+}
+
+/// [`list_devices`] without the list kept: asks the loader and drivers.
+fn enumerate() -> Result<Vec<DeviceInfo>> {
+    let start = std::time::Instant::now();
     let platforms = get_platforms().map_err(|e| {
         Error::new(format!("OpenCL is not available ({e})")).hint(
             "install an OpenCL driver (e.g. apt-get install pocl-opencl-icd) or use --device host",
@@ -124,6 +140,13 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
             out.push(DeviceInfo::query(out.len(), &name, ClDevice::new(id))?);
         }
     }
+    // What OpenCL's start-up costs before any context (`-vv`): loading
+    // the drivers and their first initialisation are most of it.
+    log::debug!(
+        "OpenCL: {} device(s) listed in {:.1} ms",
+        out.len(),
+        start.elapsed().as_secs_f64() * 1e3
+    );
     Ok(out)
 }
 

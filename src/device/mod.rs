@@ -121,17 +121,22 @@ impl Device {
     /// each with its own queues and program cache (a device named twice in
     /// `--device` shares tiles with itself as two devices).
     pub fn open_instance(index: usize, instance: usize) -> Result<Device> {
-        let mut open = OPEN
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = open.get(&(index, instance)) {
+        let open = || {
+            OPEN.get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        };
+        if let Some(d) = open().get(&(index, instance)) {
             return Ok(d.clone());
         }
+        // Made without the lock, so that several devices open at once (a
+        // context takes long to make); two threads opening the same one
+        // both make it and the first kept is the one every caller gets.
         let info = list_devices()?.into_iter().nth(index).ok_or_else(|| {
             Error::new(format!("there is no OpenCL device {index}"))
                 .hint("`mapfilter devices` lists the indices")
         })?;
+        let start = std::time::Instant::now();
         let context = Context::from_device(&info.raw).map_err(cl_error("creating a context"))?;
         let queue = || -> Result<CommandQueue> {
             // OpenCL ≥ 2.0 entry point first, the 1.2 one where it is missing.
@@ -143,6 +148,11 @@ impl Device {
                 .map_err(cl_error("creating a command queue"))
         };
         let queues = [queue()?, queue()?, queue()?];
+        log::debug!(
+            "OpenCL: {} context {instance} and its queues made in {:.1} ms",
+            info.name,
+            start.elapsed().as_secs_f64() * 1e3
+        );
         let device = Device {
             inner: Arc::new(Inner {
                 info,
@@ -153,8 +163,7 @@ impl Device {
                 builds: AtomicUsize::new(0),
             }),
         };
-        open.insert((index, instance), device.clone());
-        Ok(device)
+        Ok(open().entry((index, instance)).or_insert(device).clone())
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -221,6 +230,7 @@ impl Device {
             return Ok(p.clone());
         }
         self.inner.builds.fetch_add(1, Ordering::Relaxed);
+        let start = std::time::Instant::now();
         let mut attempt = 0;
         let program = loop {
             let mut program = Program::create_from_source(self.context(), text)
@@ -246,6 +256,12 @@ impl Device {
             ))
             .hint("this is a bug in mapfilter's kernels; --device host avoids OpenCL"));
         };
+        log::debug!(
+            "OpenCL: {name}.cl ({}) built on {} in {:.1} ms",
+            key.1,
+            self.info().name,
+            start.elapsed().as_secs_f64() * 1e3
+        );
         let program = Arc::new(program);
         cache.insert(key, program.clone());
         Ok(program)
@@ -476,6 +492,9 @@ mod tests {
     #[test]
     fn program_cache_hits_and_build_log_shows() {
         let Some(dev) = test_device() else { return };
+        // A context of its own: other tests build on the shared one at the
+        // same time, which its build counter would count.
+        let dev = Device::open_instance(dev.info().index, 99).unwrap();
         let opts = BuildOptions::new().define("MF_TEST_CACHE", 1);
         let text = "__kernel void twice(__global int *a) { a[get_global_id(0)] *= 2; }";
         let p1 = dev.program_from_source("cache-test", text, &opts).unwrap();

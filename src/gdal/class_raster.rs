@@ -58,26 +58,47 @@ pub fn open(path: &Path) -> Result<Dataset> {
 /// CRS along the parallel at the raster's centre latitude, on its
 /// ellipsoid), or why it has none: what kernels in metres are converted with.
 pub fn pixel_width(ds: &Dataset) -> Result<crate::kernel::PixelWidth> {
-    use crate::kernel::PixelWidth;
-    let no_width = |why: &str| {
-        Error::new(format!(
-            "a kernel in metres needs the pixel size, but the raster {why}"
-        ))
-        .hint("give the kernel in pixels (e.g. gaussian:2.5)")
-    };
     let gt = ds
         .geo_transform()
         .map_err(|_| no_width("has no geotransform"))?;
     let srs = ds
         .spatial_ref()
         .map_err(|_| no_width("has no coordinate system"))?;
+    pixel_width_of(gt, ds.raster_size().1, &srs)
+}
+
+/// Why a kernel in metres has no pixel width: the raster `why`.
+fn no_width(why: &str) -> Error {
+    Error::new(format!(
+        "a kernel in metres needs the pixel size, but the raster {why}"
+    ))
+    .hint("give the kernel in pixels (e.g. gaussian:2.5)")
+}
+
+/// [`pixel_width`] of a grid given by its geotransform `gt`, its height in
+/// pixels `h` (a geographic grid's centre latitude) and its coordinate
+/// system as WKT (a mosaic's, whose VRT is not written yet).
+pub fn pixel_width_of_wkt(gt: [f64; 6], h: usize, wkt: &str) -> Result<crate::kernel::PixelWidth> {
+    if wkt.trim().is_empty() {
+        return Err(no_width("has no coordinate system"));
+    }
+    let srs = gdal::spatial_ref::SpatialRef::from_wkt(wkt)
+        .map_err(|_| no_width("has a coordinate system GDAL cannot read"))?;
+    pixel_width_of(gt, h, &srs)
+}
+
+fn pixel_width_of(
+    gt: [f64; 6],
+    h: usize,
+    srs: &gdal::spatial_ref::SpatialRef,
+) -> Result<crate::kernel::PixelWidth> {
+    use crate::kernel::PixelWidth;
     if srs.is_geographic() {
         if gt[2] != 0.0 || gt[4] != 0.0 {
             return Err(no_width(
                 "is rotated (a geographic grid that is not north-up)",
             ));
         }
-        let (_, h) = ds.raster_size();
         let latitude = (gt[3] + gt[5] * h as f64 / 2.0) * srs.angular_units().to_degrees();
         let axes = match (srs.semi_major(), srs.semi_minor()) {
             (Ok(a), Ok(b)) if a > 0.0 && b > 0.0 && b <= a => (a, b),

@@ -160,17 +160,94 @@ impl KernelArg {
             }
         };
         let said = format!("kernel in metres: {said} ({})", pixel.how);
-        if matches!(
-            spec,
-            KernelSpec::Box { size: 1 } | KernelSpec::Disc { radius: 0 }
-        ) {
-            bail!(
-                format!("{said}: a 1x1 kernel, which smooths nothing"),
-                hint = format!("give a length of at least one pixel ({p:.1} m)")
-            );
-        }
         Ok((spec, Some(said)))
     }
+
+    /// The kernel a user asked for, in pixels, with the side `size` of a
+    /// Gaussian (`--kernel-size`) applied. A kernel that comes out 1x1
+    /// smooths nothing (the output would be a copy), so it is refused with
+    /// the length as converted; with `allow_subpixel` it is rounded up to
+    /// the smallest kernel that smooths (σ = 1 px, a 3x3 box, a disc of
+    /// radius 1) and `warning` says so.
+    pub fn resolve(
+        &self,
+        size: Option<usize>,
+        pixel: impl FnOnce() -> Result<PixelWidth>,
+        allow_subpixel: bool,
+    ) -> Result<Resolved> {
+        let mut width = None;
+        let (spec, conversion) = self.in_pixels(|| {
+            let w = pixel()?;
+            width = Some(w.metres);
+            Ok(w)
+        })?;
+        let spec = spec.with_size(size)?;
+        let side = match &spec {
+            // A σ that is no length is refused by the kernel's own checks.
+            KernelSpec::Gaussian { sigma, .. } if !(sigma.is_finite() && *sigma > 0.0) => 0,
+            KernelSpec::Gaussian { sigma, size } => {
+                size.unwrap_or(2 * (3.0 * sigma).floor().min(1e6) as usize + 1)
+            }
+            KernelSpec::Box { size } => *size,
+            KernelSpec::Disc { radius } => 2 * radius + 1,
+            KernelSpec::File { .. } => spec.build()?.size(),
+        };
+        if side != 1 {
+            return Ok(Resolved {
+                spec,
+                conversion,
+                warning: None,
+            });
+        }
+        let what = conversion
+            .clone()
+            .unwrap_or_else(|| format!("kernel {spec}"));
+        // Rounded up to the smallest kernel that changes pixels: a σ of
+        // one pixel (a 3x3 Gaussian of σ = 1/3 px gives its centre 98 % of
+        // the weight and changes none), a 3x3 box, a disc of radius 1.
+        let smallest = match &spec {
+            KernelSpec::Gaussian { sigma, size } => KernelSpec::Gaussian {
+                sigma: sigma.max(1.0),
+                size: size.map(|n| n.max(3)),
+            },
+            KernelSpec::Disc { .. } => KernelSpec::Disc { radius: 1 },
+            _ => KernelSpec::Box { size: 3 },
+        };
+        if allow_subpixel {
+            let n = smallest.build()?.size();
+            return Ok(Resolved {
+                warning: Some(format!(
+                    "{what}: a 1x1 kernel, rounded up to {smallest} ({n}x{n}) as --allow-subpixel asks"
+                )),
+                spec: smallest,
+                conversion,
+            });
+        }
+        let least = match (&spec, width) {
+            (KernelSpec::Gaussian { .. }, Some(p)) => format!("σ ≥ 1/3 px ({:.1} m)", p / 3.0),
+            (KernelSpec::Gaussian { .. }, None) => "σ ≥ 1/3 px".to_string(),
+            (KernelSpec::Disc { .. }, Some(p)) => format!("a radius ≥ 0.5 px ({:.1} m)", p / 2.0),
+            (KernelSpec::Disc { .. }, None) => "a radius ≥ 1 px".to_string(),
+            (_, Some(p)) => format!("a side ≥ 2 px ({:.1} m)", 2.0 * p),
+            (_, None) => "a side ≥ 3 px".to_string(),
+        };
+        bail!(
+            format!("{what}: a 1x1 kernel, which smooths nothing (the output would be a copy)"),
+            hint = format!(
+                "give {least}, or add --allow-subpixel to round it up to the smallest kernel that smooths"
+            )
+        )
+    }
+}
+
+/// A user's kernel in pixels ([`KernelArg::resolve`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    pub spec: KernelSpec,
+    /// How a length in metres became pixels.
+    pub conversion: Option<String>,
+    /// Set when a sub-pixel kernel was rounded up.
+    pub warning: Option<String>,
 }
 
 #[cfg(test)]
@@ -226,11 +303,71 @@ mod tests {
             .unwrap()
             .in_pixels(|| Err(Error::new("no georeferencing")));
         assert!(missing.is_err());
-        // Below a pixel: no smoothing, refused.
-        for tiny in ["box:40m", "disc:14m"] {
-            let e = tiny.parse::<KernelArg>().unwrap().in_pixels(width(30.0));
-            assert!(e.unwrap_err().to_string().contains("1x1"), "{tiny}");
+        // Below a pixel: no smoothing, refused with the length converted.
+        for (tiny, least) in [
+            ("box:40m", "a side ≥ 2 px (60.0 m)"),
+            ("disc:14m", "a radius ≥ 0.5 px (15.0 m)"),
+            ("gaussian:9m", "σ ≥ 1/3 px (10.0 m)"),
+        ] {
+            let arg = tiny.parse::<KernelArg>().unwrap();
+            let e = arg.resolve(None, width(30.0), false).unwrap_err();
+            let e = e.to_string();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(
+                e.contains("1x1") && e.contains("/ 30.0000 m") && e.contains(least),
+                "{e}"
+            );
+            assert!(e.contains("--allow-subpixel"), "{e}");
         }
+        for tiny in ["gaussian:0.2", "box:1", "disc:0"] {
+            let arg = tiny.parse::<KernelArg>().unwrap();
+            let e = arg.resolve(None, width(30.0), false).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("kernel {tiny}: a 1x1")),
+                "{e}"
+            );
+        }
+        let sized = "gaussian:2".parse::<KernelArg>().unwrap();
+        assert!(sized.resolve(Some(1), width(30.0), false).is_err());
+        // Not a sub-pixel length: the kernel's own message.
+        let zero = "gaussian:0".parse::<KernelArg>().unwrap();
+        assert_eq!(
+            zero.resolve(None, width(30.0), false).unwrap().spec,
+            KernelSpec::Gaussian {
+                sigma: 0.0,
+                size: None
+            }
+        );
+    }
+
+    #[test]
+    fn allow_subpixel_rounds_up_to_the_smallest_kernel_that_smooths() {
+        let cases = [
+            ("gaussian:100m", 500.0, "gaussian:1", 7),
+            ("gaussian:0.2", 1.0, "gaussian:1", 7),
+            ("disc:14m", 30.0, "disc:1", 3),
+            ("box:40m", 30.0, "box:3", 3),
+        ];
+        for (given, w, want, side) in cases {
+            let arg = given.parse::<KernelArg>().unwrap();
+            let r = arg.resolve(None, width(w), true).unwrap();
+            assert_eq!(r.spec.to_string(), want, "{given}");
+            assert_eq!(r.spec.build().unwrap().size(), side, "{given}");
+            let warning = r.warning.expect("a warning");
+            let said = format!("rounded up to {want} ({side}x{side})");
+            assert!(warning.contains(&said), "{warning}");
+        }
+        let sized = "gaussian:2".parse::<KernelArg>().unwrap();
+        let r = sized.resolve(Some(1), width(30.0), true).unwrap();
+        assert_eq!(r.spec.to_string(), "gaussian:2 size 3");
+        // A kernel that smooths has no warning.
+        let r = "gaussian:250m".parse::<KernelArg>().unwrap();
+        assert!(
+            r.resolve(None, width(100.0), true)
+                .unwrap()
+                .warning
+                .is_none()
+        );
     }
 
     #[test]

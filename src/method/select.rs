@@ -18,7 +18,7 @@ use crate::kernel::Kernel;
 /// the tiles ([`Shared`]) when it names several.
 pub fn on_members(
     device: &DeviceChoice,
-    build: impl Fn(Member) -> Result<Box<dyn ClassSmoother>>,
+    build: impl Fn(Member) -> Result<Box<dyn ClassSmoother>> + Sync,
 ) -> Result<Box<dyn ClassSmoother>> {
     if !device.is_several() {
         return build(device.resolve()?);
@@ -27,8 +27,56 @@ pub fn on_members(
     if members.len() == 1 {
         return build(members.pop().expect("one member"));
     }
-    let built = members.into_iter().map(build).collect::<Result<Vec<_>>>()?;
-    Ok(Box::new(Shared::new(built)?))
+    Ok(Box::new(Shared::new(build_each(members, &build)?)?))
+}
+
+/// `build` for each of `members`, each on a thread of its own: a device's
+/// context and programs take tens to hundreds of milliseconds to make (on
+/// NVIDIA's driver), so four GPUs opened one after the other would add up.
+fn build_each(
+    members: Vec<Member>,
+    build: &(impl Fn(Member) -> Result<Box<dyn ClassSmoother>> + Sync),
+) -> Result<Vec<Box<dyn ClassSmoother>>> {
+    std::thread::scope(|scope| {
+        let started: Vec<_> = members
+            .into_iter()
+            .map(|member| scope.spawn(move || build(member)))
+            .collect();
+        started
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
+/// One smoother per device of `device` (a single one for a choice naming
+/// one device), each computing alone: for work that gives every device
+/// jobs of its own (a batch's tasks) instead of sharing one job's tiles.
+pub fn per_member(
+    spec: &MethodSpec,
+    device: &DeviceChoice,
+    kernel: &Kernel,
+) -> Result<Vec<Box<dyn ClassSmoother>>> {
+    let family = spec.method().family();
+    if !device.is_several() {
+        return Ok(vec![family.build(spec, device.resolve()?, kernel)?]);
+    }
+    build_each(device.members()?, &|member| {
+        family.build(spec, member, kernel)
+    })
+}
+
+/// `members` (at least one) as one smoother: several share the tiles
+/// ([`Shared`]).
+pub fn shared(mut members: Vec<Box<dyn ClassSmoother>>) -> Result<Box<dyn ClassSmoother>> {
+    if members.len() == 1 {
+        return Ok(members.pop().expect("one member"));
+    }
+    Ok(Box::new(Shared::new(members)?))
 }
 
 /// The first device of `device` (the one `--explain` describes).

@@ -78,7 +78,16 @@ impl Threshold {
     /// is of fewer than ⌈A / a⌉ pixels (A / a itself when it is whole, up
     /// to rounding). `pixel_area` gives the pixel's area in m², or why the
     /// raster has none; it is only asked for an area.
-    pub fn pixels(&self, pixel_area: impl FnOnce() -> Result<f64>) -> Result<u64> {
+    ///
+    /// An area of at most one pixel removes nothing (every polygon has a
+    /// pixel at least): it is refused with the area converted, or, with
+    /// `allow_subpixel`, rounded up to 2 pixels (single pixels go) with a
+    /// warning.
+    pub fn pixels(
+        &self,
+        pixel_area: impl FnOnce() -> Result<f64>,
+        allow_subpixel: bool,
+    ) -> Result<u64> {
         match self {
             Threshold::Pixels(n) => Ok(*n),
             Threshold::Area {
@@ -99,7 +108,27 @@ impl Threshold {
                         hint = "give a smaller area"
                     );
                 }
-                Ok((n as u64).max(1))
+                if n >= 2.0 {
+                    return Ok(n as u64);
+                }
+                let said = format!(
+                    "threshold '{text}' is {q:.4} pixels of {a:.1} m² ({:.4} ha)",
+                    a / 1e4
+                );
+                if allow_subpixel {
+                    log::warn!(
+                        "{said}: rounded up to 2 pixels (single pixels go) as --allow-subpixel asks"
+                    );
+                    return Ok(2);
+                }
+                bail!(
+                    format!("{said}: at most one pixel, so it removes nothing"),
+                    hint = format!(
+                        "give more than one pixel's area (over {:.1} m², {:.4} ha), or add --allow-subpixel to round it up to 2 pixels",
+                        a,
+                        a / 1e4
+                    )
+                )
             }
         }
     }
@@ -213,16 +242,53 @@ mod tests {
 
     #[test]
     fn areas_become_the_pixels_of_that_area() {
-        let a = |s: &str, px: f64| s.parse::<Threshold>().unwrap().pixels(|| Ok(px)).unwrap();
+        let a = |s: &str, px: f64| {
+            s.parse::<Threshold>()
+                .unwrap()
+                .pixels(|| Ok(px), false)
+                .unwrap()
+        };
         // 30 m pixels: 25 ha is 277.8 pixels, so polygons up to 277 go.
         assert_eq!(a("25ha", 900.0), 278);
         // Whole quotients are kept as they are, despite rounding.
         assert_eq!(a("2500m2", 100.0), 25);
-        assert_eq!(a("0.09ha", 900.0), 1);
-        assert_eq!(a("1m2", 900.0), 1);
+        assert_eq!(a("0.18ha", 900.0), 2);
         let none = || Err(Error::new("no size"));
-        assert!("1ha".parse::<Threshold>().unwrap().pixels(none).is_err());
-        assert_eq!(Threshold::Pixels(3).pixels(none).unwrap(), 3);
+        assert!(
+            "1ha"
+                .parse::<Threshold>()
+                .unwrap()
+                .pixels(none, false)
+                .is_err()
+        );
+        assert_eq!(Threshold::Pixels(3).pixels(none, false).unwrap(), 3);
+    }
+
+    #[test]
+    fn an_area_of_at_most_a_pixel_is_refused_or_rounded_up() {
+        // 500 m pixels (25 ha): 1 ha removes nothing.
+        for small in ["1ha", "25ha", "0.09ha"] {
+            let t: Threshold = small.parse().unwrap();
+            let e = t.pixels(|| Ok(250_000.0), false).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+            assert!(
+                e.contains(&format!("threshold '{small}' is"))
+                    && e.contains("pixels of 250000.0 m² (25.0000 ha)")
+                    && e.contains("removes nothing")
+                    && e.contains("--allow-subpixel"),
+                "{e}"
+            );
+            assert_eq!(t.pixels(|| Ok(250_000.0), true).unwrap(), 2, "{small}");
+        }
+        // Just over a pixel: single pixels go.
+        assert_eq!(
+            "26ha"
+                .parse::<Threshold>()
+                .unwrap()
+                .pixels(|| Ok(250_000.0), false)
+                .unwrap(),
+            2
+        );
     }
 
     #[test]

@@ -14,6 +14,9 @@ from .base import number_text
 from .common import add_compression, add_device, compression_args, device_args
 
 KERNELS = ["gaussian", "box", "disc", "file"]
+# Units of a kernel length as the CLI reads them (`gaussian:250m`, `disc:1km`):
+# metres and kilometres are converted with the raster's pixel width.
+LENGTH_UNITS = ["pixels", "m", "km"]
 METHODS = ["naive", "svd", "dct5", "auto"]
 VARIANTS = ["fast", "buffer", "image", "local"]
 
@@ -27,12 +30,13 @@ def add_smoothing(alg, tile_description, variant_option="variant"):
     alg.add(
         alg.double_parameter(
             "KERNEL_VALUE",
-            "Kernel σ (gaussian), side N (box) or radius (disc), in pixels",
+            "Kernel σ (gaussian), side N (box) or radius (disc)",
             "kernel",
             2.5,
             minValue=0.0,
         )
     )
+    alg.add(alg.enum_parameter("KERNEL_UNIT", "Kernel length unit", None, LENGTH_UNITS, "pixels"))
     alg.add(
         QgsProcessingParameterFile(
             "KERNEL_FILE", alg.tr("Kernel file (for kernel 'file')"), optional=True
@@ -110,7 +114,8 @@ def kernel_spec(alg, parameters, context):
             )
         return f"file:{path}"
     value = alg.parameterAsDouble(parameters, "KERNEL_VALUE", context)
-    return f"{kind}:{number_text(value)}"
+    unit = alg.enum_text(parameters, "KERNEL_UNIT", context)
+    return f"{kind}:{number_text(value)}" + ("" if unit == "pixels" else unit)
 
 
 def _cell(value):

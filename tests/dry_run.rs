@@ -1,0 +1,78 @@
+//! `smooth --dry-run`: says what would run (kernel in pixels and metres,
+//! output and tiles, method and why, memory) from the header alone, and
+//! reads no pixel and writes nothing.
+#![cfg(feature = "gdal")]
+
+use crate::common;
+
+use common::{files_in, mapfilter, mapfilter_ok};
+use std::path::Path;
+
+const MODIS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/modis_igbp_2019_2048.tif");
+
+#[test]
+fn a_dry_run_says_what_would_run_and_reads_no_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.tif");
+    std::fs::copy(MODIS, &copy).unwrap();
+    // A VRT over a copy that is then deleted: its header opens, its pixels
+    // cannot be read.
+    let vrt = dir.path().join("map.vrt");
+    let made = std::process::Command::new("gdalbuildvrt")
+        .args(["-q", vrt.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::remove_file(&copy).unwrap();
+    let out = dir.path().join("out.tif");
+    let (v, o) = (vrt.to_str().unwrap(), out.to_str().unwrap());
+    let run = mapfilter_ok(&[
+        "smooth",
+        v,
+        o,
+        "-k",
+        "gaussian:10km",
+        "--method",
+        "auto",
+        "--device",
+        "host",
+        "--dry-run",
+    ]);
+    let said = String::from_utf8_lossy(&run.stdout);
+    for line in [
+        "dry run:",
+        "input: 2048x2048 Byte",
+        "kernel: gaussian:10km → 11x11 px (σ = 1.8972 px)",
+        "kernel in metres: σ = 10000 m / 5270.9",
+        "output: ",
+        "2048x2048 (Same border), 16 tiles of up to 512x512 px (+5 px halo)",
+        "method: auto",
+        "classes: ",
+        "auto: cost model",
+        "memory: about",
+    ] {
+        assert!(said.contains(line), "{line}\n{said}");
+    }
+    assert_eq!(files_in(dir.path()), ["map.vrt"]);
+    // The same run for real needs the pixels: it fails.
+    let real = mapfilter(&["smooth", v, o, "-k", "gaussian:10km", "-q"]);
+    assert_eq!(real.status.code(), Some(1));
+    assert!(!Path::new(o).exists());
+}
+
+#[test]
+fn a_dry_run_refuses_what_the_run_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.tif");
+    let run = mapfilter(&[
+        "smooth",
+        MODIS,
+        out.to_str().unwrap(),
+        "-k",
+        "gaussian:0.2",
+        "--dry-run",
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("1x1"));
+    assert!(files_in(dir.path()).is_empty());
+}
