@@ -1,6 +1,7 @@
-//! `smooth --dry-run`: says what would run (kernel in pixels and metres,
-//! output and tiles, method and why, memory) from the header alone, and
-//! reads no pixel and writes nothing.
+//! `smooth --dry-run` and `batch plan --dry-run`: say what would run
+//! (kernel in pixels and metres, output and tiles or tasks, method and why,
+//! memory or tasks in flight) from the headers alone, and read no pixel and
+//! write nothing.
 #![cfg(feature = "gdal")]
 
 use crate::common;
@@ -10,20 +11,27 @@ use std::path::Path;
 
 const MODIS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/modis_igbp_2019_2048.tif");
 
-#[test]
-fn a_dry_run_says_what_would_run_and_reads_no_pixel() {
-    let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("copy.tif");
+/// A VRT in `dir` over a copy of the MODIS map that is then deleted: its
+/// header opens, its pixels cannot be read. `extra`: gdalbuildvrt options.
+fn headers_only(dir: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let copy = dir.join("copy.tif");
     std::fs::copy(MODIS, &copy).unwrap();
-    // A VRT over a copy that is then deleted: its header opens, its pixels
-    // cannot be read.
-    let vrt = dir.path().join("map.vrt");
+    let vrt = dir.join("map.vrt");
     let made = std::process::Command::new("gdalbuildvrt")
-        .args(["-q", vrt.to_str().unwrap(), copy.to_str().unwrap()])
+        .arg("-q")
+        .args(extra)
+        .args([vrt.to_str().unwrap(), copy.to_str().unwrap()])
         .status()
         .unwrap();
     assert!(made.success());
     std::fs::remove_file(&copy).unwrap();
+    vrt
+}
+
+#[test]
+fn a_dry_run_says_what_would_run_and_reads_no_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let vrt = headers_only(dir.path(), &[]);
     let out = dir.path().join("out.tif");
     let (v, o) = (vrt.to_str().unwrap(), out.to_str().unwrap());
     let run = mapfilter_ok(&[
@@ -45,7 +53,7 @@ fn a_dry_run_says_what_would_run_and_reads_no_pixel() {
         "kernel: gaussian:10km → 11x11 px (σ = 1.8972 px)",
         "kernel in metres: σ = 10000 m / 5270.9",
         "output: ",
-        "2048x2048 (Same border), 16 tiles of up to 512x512 px (+5 px halo)",
+        "2048x2048 (Same border), 16 tile(s) of up to 512x512 px (+5 px halo)",
         "method: auto",
         "classes: ",
         "auto: cost model",
@@ -75,4 +83,42 @@ fn a_dry_run_refuses_what_the_run_would_refuse() {
     assert_eq!(run.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&run.stderr).contains("1x1"));
     assert!(files_in(dir.path()).is_empty());
+}
+
+#[test]
+fn a_batch_plan_dry_run_says_what_the_plan_would_be_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // No nodata: a real plan would scan the classes (read every pixel).
+    let vrt = headers_only(dir.path(), &["-vrtnodata", "None"]);
+    let batch = dir.path().join("batch");
+    let (v, b) = (vrt.to_str().unwrap(), batch.to_str().unwrap());
+    let run = mapfilter_ok(&[
+        "batch",
+        "plan",
+        v,
+        "--out",
+        b,
+        "-k",
+        "gaussian:10km",
+        "--grid",
+        "4",
+        "--device",
+        "host",
+        "--dry-run",
+    ]);
+    let said = String::from_utf8_lossy(&run.stdout);
+    for line in [
+        "dry run: nothing is written",
+        "16 tasks over 1 mosaic(s), 4.2 Mpx in all (the largest task 0.3 Mpx)",
+        "2048x2048 → output 2048x2048; classes: scanned when planned",
+        "kernel in metres: σ = 10000 m / 5270.9",
+        "batch run here (defaults): 1 task(s) in flight",
+    ] {
+        assert!(said.contains(line), "{line}\n{said}");
+    }
+    assert!(!batch.exists());
+    assert_eq!(files_in(dir.path()), ["map.vrt"]);
+    // The plan for real needs the pixels (the class scan): it fails.
+    let real = mapfilter(&["batch", "plan", v, "--out", b, "-k", "gaussian:10km"]);
+    assert_eq!(real.status.code(), Some(1));
 }

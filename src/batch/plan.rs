@@ -232,8 +232,11 @@ pub struct PlanRequest<'a> {
     /// Compare only this many tasks, spread over the plan.
     pub compare_sample: Option<usize>,
     pub overwrite: bool,
-    /// Round a kernel that comes out 1x1 up to 3x3 instead of refusing it.
+    /// Round a kernel that comes out 1x1 up to the smallest that smooths
+    /// instead of refusing it.
     pub allow_subpixel: bool,
+    /// Make the plan without writing anything or reading any pixel.
+    pub dry_run: bool,
 }
 
 impl Plan {
@@ -445,16 +448,21 @@ impl Plan {
                 (options, settings)
             }
         };
-        std::fs::create_dir_all(dir.join("out")).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", dir.display()))
-                .hint("give a directory that can be written")
-        })?;
-        let plan_target = Target::check(&dir.join(PLAN_FILE), req.overwrite, &[]).map_err(|e| {
-            e.hint(
-                "a plan is there already: run it with `batch run`, or plan again with --overwrite",
-            )
-        })?;
-        let geojson_target = Target::check(&dir.join("tasks.geojson"), true, &[])?;
+        // A dry run writes nothing: the plan is made and returned only.
+        let targets = if req.dry_run {
+            None
+        } else {
+            std::fs::create_dir_all(dir.join("out")).map_err(|e| {
+                Error::new(format!("cannot make {}: {e}", dir.display()))
+                    .hint("give a directory that can be written")
+            })?;
+            let plan_target =
+                Target::check(&dir.join(PLAN_FILE), req.overwrite, &[]).map_err(|e| {
+                    e.hint("a plan is there already: run it with `batch run`, or plan again with --overwrite")
+                })?;
+            let geojson_target = Target::check(&dir.join("tasks.geojson"), true, &[])?;
+            Some((plan_target, geojson_target))
+        };
         let r = settings.policies.checked_halo(settings.kernel.radius())?;
         let mut mosaics = Vec::new();
         let mut tasks = Vec::new();
@@ -471,7 +479,10 @@ impl Plan {
                     group.geo_transform,
                     &group.first,
                 );
-                output::text::write(&Destination::File(Target::check(&path, true, &[])?), &xml)?;
+                if !req.dry_run {
+                    let target = Target::check(&path, true, &[])?;
+                    output::text::write(&Destination::File(target), &xml)?;
+                }
                 path
             };
             let (offset, ow, oh) = match settings.border {
@@ -494,7 +505,13 @@ impl Plan {
             let g = group.geo_transform;
             let o = offset as f64;
             let output_geo_transform = [g[0] + o * g[1], g[1], g[2], g[3] + o * g[5], g[4], g[5]];
-            let classes = class_plan(&source, group, &settings.weights, &settings.policies)?;
+            let classes = class_plan(
+                &source,
+                group,
+                &settings.weights,
+                &settings.policies,
+                req.dry_run,
+            )?;
             for window in windows(group, req.grid, offset, (ow, oh)) {
                 let (member, rect, suffix) = window;
                 let stem = member
@@ -542,8 +559,10 @@ impl Plan {
         plan.validate()?;
         let json = serde_json::to_string_pretty(&plan)
             .map_err(|e| Error::new(format!("cannot encode the plan: {e}")))?;
-        output::text::write(&Destination::File(geojson_target), &plan.geojson())?;
-        output::text::write(&Destination::File(plan_target), &json)?;
+        if let Some((plan_target, geojson_target)) = targets {
+            output::text::write(&Destination::File(geojson_target), &plan.geojson())?;
+            output::text::write(&Destination::File(plan_target), &json)?;
+        }
         Ok(plan)
     }
 
@@ -736,11 +755,15 @@ fn sample(len: usize, n: usize) -> Vec<usize> {
 
 /// The class table of one mosaic, decided as `smooth` of the whole mosaic
 /// decides it.
+///
+/// `dry_run`: no pixel is read; a mosaic that needs its classes scanned
+/// gets none (`codes` empty, `every_code` false).
 fn class_plan(
     source: &Path,
     group: &Group,
     weights: &ClassWeights,
     policies: &Policies,
+    dry_run: bool,
 ) -> Result<ClassPlan> {
     let max_code = if group.first.data_type == "Byte" {
         u8::MAX as u16
@@ -751,6 +774,8 @@ fn class_plan(
     let every_code = max_code == u8::MAX as u16 && nodata.is_some() && weights.is_integral();
     let table = if every_code {
         ClassTable::every_code(max_code, nodata)?
+    } else if dry_run {
+        ClassTable::from_codes(&[], nodata)?
     } else {
         let mut raster = ClassRaster::open(source)?;
         raster.scan_classes(&Progress::hidden())?

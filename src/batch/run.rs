@@ -1483,6 +1483,7 @@ mod fuzz {
                 compare_sample: None,
                 overwrite: false,
                 allow_subpixel: false,
+                dry_run: false,
             })
             .unwrap();
             let request = RunRequest {

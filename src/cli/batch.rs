@@ -86,6 +86,10 @@ struct PlanArgs {
     /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), with a warning, instead of refusing it.
     #[arg(long)]
     allow_subpixel: bool,
+    /// Say what the plan would be (tasks, mosaics, kernel in pixels, method, tasks in
+    /// flight on this machine) and stop: nothing is written and no pixel is read.
+    #[arg(long, conflicts_with = "emit")]
+    dry_run: bool,
     /// Not taken by batch plan (smooth's minimum mapping unit): a patch may
     /// cross tiles, so sieve the batch's mosaic once it is done.
     #[arg(long, value_name = "PIXELS|AREA")]
@@ -270,7 +274,12 @@ fn plan(a: PlanArgs) -> Result<()> {
         compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
         allow_subpixel: a.allow_subpixel,
+        dry_run: a.dry_run,
     })?;
+    if a.dry_run {
+        println!("{}", dry_run_text(&plan, &a.out)?);
+        return Ok(());
+    }
     if let Some(Emit::Slurm) = a.emit {
         std::fs::create_dir_all(dir.join("logs"))
             .map_err(|e| Error::new(format!("cannot make {}/logs: {e}", dir.display())))?;
@@ -431,4 +440,58 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         ),
         hint = "run it (batch run) until every task is done, or give --allow-incomplete"
     );
+}
+
+/// What `batch plan --dry-run` prints: the plan as it would be written.
+fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
+    let settings = plan.options.settings()?;
+    let pixels: u64 = plan.tasks.iter().map(|t| t.pixels()).sum();
+    let largest = plan.tasks.iter().map(|t| t.pixels()).max().unwrap_or(0);
+    let mut text = format!(
+        "dry run: nothing is written to {} and no pixel is read\n{} tasks over {} mosaic(s), {:.1} Mpx in all (the largest task {:.1} Mpx)",
+        dir.display(),
+        plan.tasks.len(),
+        plan.mosaics.len(),
+        pixels as f64 / 1e6,
+        largest as f64 / 1e6
+    );
+    for (m, mosaic) in plan.mosaics.iter().enumerate() {
+        let classes = if mosaic.classes.every_code {
+            "every code but nodata (no scan)".to_string()
+        } else {
+            "scanned when planned".to_string()
+        };
+        text += &format!(
+            "\nmosaic {m}: {} ({} raster(s)), {}x{} → output {}x{}; classes: {classes}",
+            mosaic.source.display(),
+            mosaic.members.len(),
+            mosaic.width,
+            mosaic.height,
+            mosaic.output_width,
+            mosaic.output_height
+        );
+    }
+    let k = settings.kernel.size();
+    text += &format!("\nkernel: {} → {k}x{k} px", plan.options.kernel);
+    if let Some(c) = &plan.options.kernel_conversion {
+        text += &format!("\n{c}");
+    }
+    let members = crate::method::select::per_member(
+        &settings.method.spec,
+        &settings.method.device,
+        &settings.kernel,
+    )?;
+    let gpus = members.iter().map(|m| m.gpus()).sum();
+    let names: Vec<String> = members.iter().map(|m| m.name()).collect();
+    let node = crate::batch::workers::Node::here(gpus);
+    let workers = node.workers(plan.tasks.len());
+    text += &format!(
+        "\nmethod: {}\nbatch run here (defaults): {} task(s) in flight, a compute pool of {} threads ({} cores, {} GPU(s) computing)",
+        names.join(", "),
+        workers.jobs,
+        workers.pool_threads,
+        node.cpus,
+        gpus
+    );
+    Ok(text)
 }

@@ -346,7 +346,7 @@ fn dry_run(
     let grid = crate::engine::tile_grid(meta.width, meta.height, halo, border, tile)?;
     let (ow, oh) = grid.output_size();
     text += &format!(
-        "\noutput: {} {ow}x{oh} ({border:?} border), {} tiles of up to {tile}x{tile} px (+{halo} px halo)",
+        "\noutput: {} {ow}x{oh} ({border:?} border), {} tile(s) of up to {tile}x{tile} px (+{halo} px halo)",
         args.output.display(),
         grid.len()
     );
