@@ -400,7 +400,7 @@ def main():
         helpcheck = subprocess.run(
             [sys.executable, os.path.join(REPO, "qgis", "tools", "gen_cli_help.py"),
              "--bin", args.bin, "--check"], capture_output=True, text=True)
-        check(helpcheck.returncode == 0, "cli_help.json matches the binary's --help",
+        check(helpcheck.returncode == 0, "cli_help.json matches the binary's description",
               helpcheck.stderr)
         env = Env(args.bin, work)
         check_algorithms(env)

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Writes qgis/mapfilter_provider/cli_help.json from `mapfilter CMD --help`
-for every command the QGIS provider offers, so its algorithms show the CLI's
-own help and defaults. With --check, fails (exit 1) if the file differs from
-what the binary prints now, naming the command that regenerates it.
+"""Writes qgis/mapfilter_provider/cli_help.json from `mapfilter describe
+--json` (the CLI's own description of its commands, from the clap
+definitions behind `--help`), kept to the commands the QGIS provider
+offers, so its algorithms show the CLI's own help and defaults. With
+--check, fails (exit 1) if the file differs from what the binary describes
+now, naming the command that regenerates it.
 
     python3 qgis/tools/gen_cli_help.py --bin target/debug/mapfilter [--check]
 """
@@ -26,16 +28,16 @@ COMMANDS = [
 
 
 def current(binary):
-    texts = {}
-    for name in COMMANDS:
-        out = subprocess.run(
-            [binary] + name.split() + ["--help"], capture_output=True, text=True, check=True
-        )
-        texts[name] = out.stdout
-        cli_help.Command(name, out.stdout)  # parses
+    out = subprocess.run(
+        [binary, "describe", "--json"], capture_output=True, text=True, check=True
+    )
+    described = json.loads(out.stdout)["commands"]
+    entries = {name: described[name] for name in COMMANDS}
+    for name, entry in entries.items():
+        cli_help.Command(name, entry)  # reads
     return {
-        "generated_by": "qgis/tools/gen_cli_help.py from `mapfilter CMD --help`",
-        "commands": texts,
+        "generated_by": "qgis/tools/gen_cli_help.py from `mapfilter describe --json`",
+        "commands": entries,
     }
 
 
@@ -49,12 +51,12 @@ def main():
         with open(cli_help.HELP_FILE, encoding="utf-8") as f:
             if f.read() != text:
                 print(
-                    "cli_help.json is stale: the CLI's help changed; regenerate it with "
+                    "cli_help.json is stale: the CLI's options changed; regenerate it with "
                     f"python3 qgis/tools/gen_cli_help.py --bin {args.bin}",
                     file=sys.stderr,
                 )
                 return 1
-        print("cli_help.json matches the binary's --help")
+        print("cli_help.json matches the binary's description")
         return 0
     with open(cli_help.HELP_FILE, "w", encoding="utf-8") as f:
         f.write(text)

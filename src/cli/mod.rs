@@ -13,6 +13,7 @@ mod blend;
 pub mod compare;
 #[cfg(feature = "gdal")]
 mod compress_args;
+mod describe;
 mod devices;
 mod fast_args;
 #[cfg(feature = "gdal")]
@@ -112,6 +113,8 @@ enum Command {
     Completions(scripting::CompletionsArgs),
     /// Print the man page mapfilter(1) on stdout, or write one page per subcommand with --dir.
     Man(scripting::ManArgs),
+    /// Describe every command and option (names, help, defaults, choices) as JSON, from the same definitions as --help.
+    Describe(describe::DescribeArgs),
 }
 
 /// Parses the arguments, runs the command, and returns the process exit code.
@@ -172,6 +175,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::BenchFilter(args) => bench_filter::run(args),
         Command::Completions(args) => scripting::completions(args),
         Command::Man(args) => scripting::man(args),
+        Command::Describe(args) => describe::run(args),
     }
 }
 

@@ -68,7 +68,7 @@ fn render(cmd: &clap::Command, title: &str) -> Result<Vec<u8>> {
     Ok(page)
 }
 
-fn write_stdout(bytes: &[u8]) -> Result<()> {
+pub(super) fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
