@@ -92,12 +92,23 @@ impl FromStr for KernelSpec {
 impl std::fmt::Display for KernelSpec {
     /// The spec as `--kernel` takes it (a Gaussian's side, when fixed, as `size N`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // f64's Display never uses an exponent: 1e-300 would be 300 zeros.
+        let sigma = |s: f64| {
+            if s == 0.0 || (1e-4..1e7).contains(&s.abs()) {
+                s.to_string()
+            } else {
+                format!("{s:e}")
+            }
+        };
         match self {
-            KernelSpec::Gaussian { sigma, size: None } => write!(f, "gaussian:{sigma}"),
             KernelSpec::Gaussian {
-                sigma,
+                sigma: s,
+                size: None,
+            } => write!(f, "gaussian:{}", sigma(*s)),
+            KernelSpec::Gaussian {
+                sigma: s,
                 size: Some(n),
-            } => write!(f, "gaussian:{sigma} size {n}"),
+            } => write!(f, "gaussian:{} size {n}", sigma(*s)),
             KernelSpec::Box { size } => write!(f, "box:{size}"),
             KernelSpec::Disc { radius } => write!(f, "disc:{radius}"),
             KernelSpec::File { path } => write!(f, "file:{}", path.display()),

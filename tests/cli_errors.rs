@@ -340,7 +340,7 @@ fn unbounded_or_wrong_inputs_get_a_clear_error() {
     // Messages that used to mislead.
     fails(
         &["smooth", good, out, "-k", "gaussian:1e-300"],
-        "too small",
+        "kernel gaussian:1e-300: a 1x1 kernel",
         d,
         &["big.toml"],
     );
