@@ -159,22 +159,29 @@ fn round(s: &Scene, seed: u64, extra: &[&str]) -> serde_json::Value {
     json(&out)
 }
 
-/// How many of the class-area intervals of `seeds` cover the true areas, of how many.
-fn coverage(s: &Scene, seeds: std::ops::Range<u64>, extra: &[&str]) -> (usize, usize) {
+/// How many of the class-area intervals of `seeds` cover the true areas, of
+/// how many, in all and by class code.
+fn coverage(
+    s: &Scene,
+    seeds: std::ops::Range<u64>,
+    extra: &[&str],
+) -> (usize, usize, [(usize, usize); 5]) {
     let (mut covered, mut total) = (0, 0);
+    let mut by_class = [(0, 0); 5];
     for seed in seeds {
         let a = round(s, seed, extra);
         for c in a["assessment"]["classes"].as_array().unwrap() {
             let code = c["code"].as_u64().unwrap() as usize;
             let ci = &c["area"]["ci95"];
             let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+            let inside = lo <= s.areas[code] && s.areas[code] <= hi;
             total += 1;
-            if lo <= s.areas[code] && s.areas[code] <= hi {
-                covered += 1;
-            }
+            covered += usize::from(inside);
+            by_class[code].0 += usize::from(inside);
+            by_class[code].1 += 1;
         }
     }
-    (covered, total)
+    (covered, total, by_class)
 }
 
 /// 20 seeds, 4 classes: 80 intervals of nominal 95 % coverage. Fewer than
@@ -184,7 +191,7 @@ fn coverage(s: &Scene, seeds: std::ops::Range<u64>, extra: &[&str]) -> (usize, u
 #[test]
 fn area_intervals_cover_the_true_areas() {
     let s = Scene::new();
-    let (covered, total) = coverage(
+    let (covered, total, _) = coverage(
         &s,
         0..20,
         &[
@@ -218,7 +225,7 @@ fn area_intervals_cover_the_true_areas() {
 #[ignore = "a bench: 200 sample/assess rounds; run by benches/accuracy/coverage.sh"]
 fn coverage_over_200_seeds() {
     let s = Scene::new();
-    let (covered, total) = coverage(
+    let (covered, total, by_class) = coverage(
         &s,
         0..200,
         &[
@@ -234,6 +241,13 @@ fn coverage_over_200_seeds() {
         "coverage: {covered} of {total} class-area 95 % intervals ({:.1} %) cover the true area",
         100.0 * covered as f64 / total as f64
     );
+    for (code, (c, n)) in by_class.iter().enumerate().filter(|(_, (_, n))| *n > 0) {
+        println!(
+            "coverage: class {code} (true area {:.1} ha): {c} of {n} ({:.1} %)",
+            s.areas[code] / 1e4,
+            100.0 * *c as f64 / *n as f64
+        );
+    }
 }
 
 #[test]
