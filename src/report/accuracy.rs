@@ -82,7 +82,8 @@ impl AccuracyReport {
     /// One row per class: counts, accuracies, area proportion and area (in
     /// the shown unit), each with its standard error and 95 % bounds.
     pub fn to_csv(&self) -> Result<String> {
-        let u = &self.unit.name;
+        // Column names stay ASCII for scripts: km² as km2.
+        let u = self.unit.name.replace('²', "2");
         let area_cols = [
             format!("area_{u}"),
             format!("area_se_{u}"),
@@ -313,6 +314,16 @@ mod tests {
         let area = a["classes"][0]["area"]["value"].as_f64().unwrap();
         assert!((area / 1e4 - 21_157.76).abs() < 0.01, "{area}");
 
+        let mut km = report();
+        km.unit = AreaUnit::chosen("km2", "m²", [0.0]).unwrap();
+        assert!(
+            km.to_csv()
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(",area_km2,area_se_km2,area_ci95_low_km2,area_ci95_high_km2")
+        );
         let csv = r.to_csv().unwrap();
         let mut lines = csv.lines();
         assert!(
