@@ -9,6 +9,7 @@
 //! method with bounded memory; [`gdal`](crate::gdal) reads and writes GDAL
 //! rasters; [`cli`] is glue.
 
+pub mod accuracy;
 #[cfg(feature = "gdal")]
 pub mod batch;
 pub mod classes;

@@ -1,6 +1,8 @@
 //! Accuracy of a candidate class raster against a reference: the confusion
-//! matrix, agreement, Cohen's kappa, per-class precision/recall/IoU, area
-//! change per class in map units, and nodata mismatches.
+//! matrix, agreement, Cohen's kappa with quantity and allocation
+//! disagreement beside it ([`crate::accuracy::Disagreement`]), per-class
+//! precision/recall/IoU, area change per class in map units, and nodata
+//! mismatches.
 //!
 //! Everything is computed streaming: [`compare`] reads both rasters strip by
 //! strip through [`ClassSource`] windows (GDAL files, synthetic or in-memory
@@ -158,6 +160,12 @@ impl Confusion {
             .sum::<f64>()
             / (n * n);
         (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
+    }
+
+    /// Quantity and allocation disagreement (Pontius & Millones 2011) over
+    /// pixels valid in both; `None` when none is.
+    pub fn disagreement(&self) -> Option<crate::accuracy::Disagreement> {
+        crate::accuracy::Disagreement::of_counts(self.len(), &self.counts)
     }
 
     /// Per-class figures, by class index.
@@ -414,6 +422,12 @@ pub struct Summary {
     /// Percent of pixels valid in both that are equal.
     pub agreement_percent: Option<f64>,
     pub kappa: Option<f64>,
+    /// Percent of pixels valid in both whose disagreement is due to the
+    /// classes' amounts differing (Pontius & Millones 2011).
+    pub quantity_disagreement_percent: Option<f64>,
+    /// Percent of pixels valid in both whose disagreement is due to the
+    /// classes' placement; quantity + allocation = 100 − agreement.
+    pub allocation_disagreement_percent: Option<f64>,
     pub nodata: NodataSummary,
     pub pixel_area: PixelArea,
     pub classes: Vec<ClassSummary>,
@@ -499,6 +513,8 @@ impl Summary {
             differing_pixels: confusion.valid() - confusion.equal(),
             agreement_percent: confusion.agreement().map(|a| 100.0 * a),
             kappa: confusion.kappa(),
+            quantity_disagreement_percent: confusion.disagreement().map(|d| 100.0 * d.quantity),
+            allocation_disagreement_percent: confusion.disagreement().map(|d| 100.0 * d.allocation),
             nodata: NodataSummary {
                 reference_only: confusion.reference_only(),
                 candidate_only: confusion.candidate_only(),

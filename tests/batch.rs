@@ -397,6 +397,12 @@ fn a_corrupt_tile_fails_its_task_only() {
             .ends_with("t_1_0.tif")
     );
     assert_eq!(report["degraded"].as_array().unwrap().len(), 3, "{report}");
+    // The HTML says so before any figure.
+    let html = std::fs::read_to_string(batch.join("report.html")).unwrap();
+    let warning = html
+        .find("<b>Incomplete:</b> 1 failed, 3 done without part of their halo, 0 pending")
+        .expect("the warning");
+    assert!(warning < html.find("Class area change").unwrap(), "{html}");
     // A failed task leaves no claim.
     let state = files_in(&batch.join("state"));
     assert!(!state.iter().any(|n| n.contains("claim")), "{state:?}");
@@ -523,6 +529,27 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
     let agreement = cmp["agreement"].as_f64().unwrap();
     assert!(agreement > 0.5 && agreement <= 1.0, "{cmp}");
     assert!(cmp["kappa"].as_f64().unwrap() <= 1.0);
+    // Percent as in the other reports, and Pontius & Millones beside kappa.
+    let percent = cmp["agreement_percent"].as_f64().unwrap();
+    assert!((percent - 100.0 * agreement).abs() < 1e-9);
+    let q = cmp["quantity_disagreement_percent"].as_f64().unwrap();
+    let a = cmp["allocation_disagreement_percent"].as_f64().unwrap();
+    assert!((q + a - (100.0 - percent)).abs() < 1e-9, "{cmp}");
+    // Provenance and the smoothing settings.
+    assert_eq!(report["method"], "dct5");
+    assert_eq!(report["kernel"], "gaussian:2");
+    assert!(
+        report["provenance"]["command_line"]
+            .as_str()
+            .unwrap()
+            .contains("batch report")
+    );
+    assert!(
+        report["provenance"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("mapfilter ")
+    );
     // Every pixel valid in both is in the confusion.
     let (_, _, data) = read_raster(&map);
     let valid = data.iter().filter(|&&c| c != 9).count() as u64;

@@ -76,10 +76,21 @@ fn compare_writes_figures_reports_and_mismatch_raster() {
     let kappa = s["kappa"].as_f64().unwrap();
     let pe = 27.0 / 81.0;
     assert!((kappa - (7.0 / 9.0 - pe) / (1.0 - pe)).abs() < 1e-12);
+    // Pontius & Millones beside kappa: reference totals 3, 3, 3 against
+    // candidate totals 3, 4, 2 give quantity 1/9; class 1's one miss each
+    // way gives allocation 1/9; together the 2/9 that disagree.
+    let q = s["quantity_disagreement_percent"].as_f64().unwrap();
+    let a = s["allocation_disagreement_percent"].as_f64().unwrap();
+    assert!((q - 100.0 / 9.0).abs() < 1e-9, "{q}");
+    assert!((a - 100.0 / 9.0).abs() < 1e-9, "{a}");
 
     let html = std::fs::read_to_string(p("r.html")).unwrap();
     assert_eq!(html.matches("data:image/png;base64,").count(), 3);
     assert_eq!(html.matches("<svg").count(), 2);
+    assert!(
+        html.contains("allocation disagreement (Pontius &amp; Millones)</td><td>11.1111 %"),
+        "{html}"
+    );
     assert!(
         std::fs::read_to_string(p("r.md"))
             .unwrap()

@@ -12,6 +12,7 @@
 
 mod common;
 
+mod accuracy;
 mod batch;
 mod batch_slurm;
 mod bench_renderer;

@@ -1,8 +1,10 @@
 //! `batch report`: the records of a batch summed into `report.json` and
-//! `report.html` (tasks done, failed and pending; time and throughput; class
-//! area change; agreement and kappa against the exact baseline when the
-//! plan compared), `mosaic.vrt` of the outputs (one per mosaic), and on
-//! request one Cloud Optimized GeoTIFF of the outputs with MODE overviews.
+//! `report.html` (tasks done, failed and pending, the failed, degraded and
+//! pending ones first; time and throughput; class area change; agreement,
+//! kappa and quantity and allocation disagreement against the exact
+//! baseline when the plan compared; provenance and the smoothing settings),
+//! `mosaic.vrt` of the outputs (one per mosaic), and on request one Cloud
+//! Optimized GeoTIFF of the outputs with MODE overviews.
 
 use super::mosaic::{Member, vrt_xml};
 use super::plan::Plan;
@@ -10,6 +12,7 @@ use super::records::State;
 use crate::error::{Error, Result};
 use crate::gdal::cog;
 use crate::output::{self, Destination, Target};
+use crate::report::numbers::{Provenance, fixed};
 use crate::report::page;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -17,6 +20,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Serialize)]
 pub struct BatchReport {
+    /// Command line, version and date of this report.
+    pub provenance: Provenance,
+    /// The smoothing as planned: kernel and method as given.
+    pub kernel: String,
+    pub method: String,
     pub tasks: usize,
     pub done: usize,
     pub failed: Vec<FailedTask>,
@@ -78,7 +86,13 @@ pub struct DatasetComparison {
     pub tasks: usize,
     pub pixels: u64,
     pub agreement: f64,
+    /// `agreement` in percent, as the other reports write it.
+    pub agreement_percent: f64,
     pub kappa: f64,
+    /// Pontius & Millones (2011), beside kappa: percent of the compared
+    /// pixels; quantity + allocation = 100 − agreement.
+    pub quantity_disagreement_percent: Option<f64>,
+    pub allocation_disagreement_percent: Option<f64>,
     /// Pixels nodata in one of the two only.
     pub one_only: u64,
     /// (baseline code, output code, pixels).
@@ -169,16 +183,23 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         let confusion: Vec<(u16, u16, u64)> =
             pairs.into_iter().map(|((p, q), n)| (p, q, n)).collect();
         let (agreement, kappa, pixels) = agreement_kappa(&confusion);
+        let disagreement = disagreement(&confusion);
         DatasetComparison {
             tasks: compared.len(),
             pixels,
             agreement,
+            agreement_percent: 100.0 * agreement,
             kappa,
+            quantity_disagreement_percent: disagreement.map(|d| 100.0 * d.quantity),
+            allocation_disagreement_percent: disagreement.map(|d| 100.0 * d.allocation),
             one_only,
             confusion,
         }
     });
     Ok(BatchReport {
+        provenance: Provenance::now(),
+        kernel: plan.options.kernel.clone(),
+        method: plan.options.method.to_string(),
         tasks: plan.tasks.len(),
         done: done.len(),
         failed,
@@ -224,6 +245,24 @@ pub fn agreement_kappa(pairs: &[(u16, u16, u64)]) -> (f64, f64, u64) {
         (po - pe) / (1.0 - pe)
     };
     (po, kappa, n)
+}
+
+/// Quantity and allocation disagreement of a confusion given as
+/// (reference, candidate, count) triples.
+fn disagreement(pairs: &[(u16, u16, u64)]) -> Option<crate::accuracy::Disagreement> {
+    let mut codes: Vec<u16> = pairs.iter().flat_map(|p| [p.0, p.1]).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    let n = codes.len();
+    let mut counts = vec![0u64; n * n];
+    for &(p, q, k) in pairs {
+        let (i, j) = (
+            codes.binary_search(&p).unwrap_or(0),
+            codes.binary_search(&q).unwrap_or(0),
+        );
+        counts[i * n + j] = counts[i * n + j].saturating_add(k);
+    }
+    crate::accuracy::Disagreement::of_counts(n, &counts)
 }
 
 /// The name of the outputs' mosaic VRT of mosaic `m`.
@@ -287,16 +326,37 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
 }
 
 fn html(r: &BatchReport) -> Result<String> {
+    let p = &r.provenance;
     let mut body = format!(
-        "<p class=\"headline\">{} of {} tasks done, {} failed, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
+        "<ul><li>kernel <code>{}</code>, method {}</li><li>command: <code>{}</code></li><li>{}, {}</li></ul>",
+        page::escape(&r.kernel),
+        page::escape(&r.method),
+        page::escape(&p.command_line),
+        page::escape(&p.version),
+        page::escape(&p.date)
+    );
+    body += &format!(
+        "<p class=\"headline\">{} of {} tasks done, {} failed, {} degraded, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
         r.done,
         r.tasks,
         r.failed.len(),
+        r.degraded.len(),
         r.pending.len(),
         r.pixels_done as f64 / 1e6,
         r.task_seconds,
         r.megapixels_per_second
     );
+    // What is not finished comes first, before any figure: a report of an
+    // incomplete batch must not read as a complete one.
+    if !(r.failed.is_empty() && r.degraded.is_empty() && r.pending.is_empty()) {
+        body += &format!(
+            "<p class=\"warning\"><b>Incomplete:</b> {} failed, {} done without part of their halo, {} pending; the figures below cover the {} finished tasks only.</p>",
+            r.failed.len(),
+            r.degraded.len(),
+            r.pending.len(),
+            r.done
+        );
+    }
     if !r.failed.is_empty() {
         body += "<h2>Failed tasks</h2>";
         let rows: Vec<Vec<String>> = r
@@ -328,10 +388,21 @@ fn html(r: &BatchReport) -> Result<String> {
             .collect();
         body += &page::table(&["task", "unreadable neighbours"], &rows);
     }
+    if !r.pending.is_empty() {
+        let list: Vec<String> = r.pending.iter().map(|t| t.to_string()).collect();
+        body += &format!("<h2>Pending tasks</h2><p>{}</p>", list.join(", "));
+    }
     if let Some(c) = &r.comparison {
+        let pct = |v: Option<f64>| v.map_or("–".into(), |v| format!("{} %", fixed(v, 4)));
         body += &format!(
-            "<h2>Against the exact baseline</h2><p>agreement {:.6}, kappa {:.6} over {} pixels of {} task(s) ({} nodata in one only).</p>",
-            c.agreement, c.kappa, c.pixels, c.tasks, c.one_only
+            "<h2>Against the exact baseline</h2><p>agreement {} %, kappa {}, quantity disagreement {}, allocation disagreement {} over {} pixels of {} task(s) ({} nodata in one only).</p>",
+            fixed(c.agreement_percent, 4),
+            fixed(c.kappa, 5),
+            pct(c.quantity_disagreement_percent),
+            pct(c.allocation_disagreement_percent),
+            c.pixels,
+            c.tasks,
+            c.one_only
         );
     }
     body += "<h2>Class area change</h2>";
@@ -362,9 +433,5 @@ fn html(r: &BatchReport) -> Result<String> {
         })
         .collect();
     body += &page::table(&["task", "output", "seconds", "Mpx/s"], &rows);
-    if !r.pending.is_empty() {
-        let list: Vec<String> = r.pending.iter().map(|t| t.to_string()).collect();
-        body += &format!("<h2>Pending tasks</h2><p>{}</p>", list.join(", "));
-    }
     page::page("Batch report", &body)
 }

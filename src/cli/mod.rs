@@ -3,6 +3,8 @@
 //! library; they print results and turn errors into one line and an exit code.
 
 #[cfg(feature = "gdal")]
+mod assess;
+#[cfg(feature = "gdal")]
 mod batch;
 mod bench;
 mod bench_filter;
@@ -35,6 +37,8 @@ mod output_args;
 mod pattern_arg;
 #[cfg(feature = "gdal")]
 mod policy_args;
+#[cfg(feature = "gdal")]
+mod sample;
 mod scripting;
 #[cfg(feature = "gdal")]
 mod sieve;
@@ -101,6 +105,12 @@ enum Command {
     /// Compare a candidate class raster with a reference: agreement, kappa, confusion, per-class IoU and area change, mismatch raster, reports.
     #[cfg(feature = "gdal")]
     Compare(compare::CompareArgs),
+    /// Draw a stratified random sample of a map's pixels for labelling from reference data (GeoPackage or CSV points).
+    #[cfg(feature = "gdal")]
+    Sample(sample::SampleArgs),
+    /// Estimate a map's accuracy and class areas with 95 % intervals from labelled reference points (Olofsson et al. 2014).
+    #[cfg(feature = "gdal")]
+    Assess(assess::AssessArgs),
     /// Run a sweep config (run time and agreement against image size, kernel size, classes, rank) on synthetic inputs; writes CSV, JSON and an HTML report.
     Sweep(sweep::SweepArgs),
     /// List the OpenCL devices (index, type, memory, version) usable with --device.
@@ -168,6 +178,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Blend(args) => blend::run(args),
         #[cfg(feature = "gdal")]
         Command::Compare(args) => compare::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Sample(args) => sample::run(args),
+        #[cfg(feature = "gdal")]
+        Command::Assess(args) => assess::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Devices(args) => devices::run(args),
         Command::Bench(args) => bench::run(args),

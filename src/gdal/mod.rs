@@ -2,7 +2,8 @@
 //! ([`class_raster`]) and multi-band images ([`image_raster`]), a
 //! confidence band read as vote weights ([`confidence`]), a COG copy of a
 //! finished mosaic ([`cog`]), checking
-//! creation options ([`creation_options`]), making an output on another
+//! creation options ([`creation_options`]), sample points as GeoPackage or
+//! CSV and reference points from any OGR source ([`points`]), making an output on another
 //! thread ([`deferred_output`], on the long-lived [`threads`]), keeping
 //! GDAL's own error reports off stderr while counting them ([`errors`]),
 //! and sparing PROJ's database the same fruitless name search for every
@@ -20,5 +21,6 @@ pub mod creation_options;
 pub mod deferred_output;
 pub mod errors;
 pub mod image_raster;
+pub mod points;
 pub mod proj_names;
 pub mod threads;

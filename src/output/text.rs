@@ -1,7 +1,8 @@
 //! Text outputs (JSON, CSV, Markdown, HTML): to standard output for `-`,
-//! else through a [`TempFile`] committed onto the checked target.
+//! else through a [`TempFile`] committed onto the checked target; files made
+//! in memory (a GeoPackage of sample points) take the same path.
 
-use super::target::Destination;
+use super::target::{Destination, Target};
 use super::temp::{TempFile, write_error};
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -15,19 +16,24 @@ pub fn write(dest: &Destination, text: &str) -> Result<()> {
                 .and_then(|()| out.flush())
                 .map_err(|e| Error::new(format!("cannot write to standard output: {e}")))
         }
-        Destination::File(target) => {
-            let mut temp = TempFile::beside(target)?;
-            temp.file().write_all(text.as_bytes()).map_err(|e| {
-                write_error(
-                    e,
-                    &format!("cannot write {}", target.shown().display()),
-                    &target.dir(),
-                    Some(text.len() as u64),
-                )
-            })?;
-            temp.commit(target)
-        }
+        Destination::File(target) => write_file(target, text.as_bytes()),
     }
+}
+
+/// Writes `bytes` (a text, or a file made in memory such as a GeoPackage)
+/// to `target` through a temp file: a failed write leaves an existing file
+/// as it was.
+pub fn write_file(target: &Target, bytes: &[u8]) -> Result<()> {
+    let mut temp = TempFile::beside(target)?;
+    temp.file().write_all(bytes).map_err(|e| {
+        write_error(
+            e,
+            &format!("cannot write {}", target.shown().display()),
+            &target.dir(),
+            Some(bytes.len() as u64),
+        )
+    })?;
+    temp.commit(target)
 }
 
 /// `text` with its control characters (line breaks, tabs, ESC, DEL, C1)

@@ -72,6 +72,11 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{:.3} %", 100.0 * v))
 }
 
+/// A figure already in percent, as the agreement is written.
+fn percent(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{} %", fixed(v, 4)))
+}
+
 fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| fixed(v, digits))
 }
@@ -147,12 +152,14 @@ impl CompareReport {
     pub fn headline(&self) -> String {
         let s = &self.summary;
         let mut text = format!(
-            "agreement {} of {} valid pixels ({} differ), kappa {}, nodata mismatches {} (reference only {}, candidate only {})",
+            "agreement {} of {} valid pixels ({} differ), kappa {}, quantity disagreement {}, allocation disagreement {}, nodata mismatches {} (reference only {}, candidate only {})",
             s.agreement_percent
                 .map_or("–".into(), |a| format!("{a:.4} %")),
             s.valid_pixels,
             s.differing_pixels,
             num(s.kappa, 5),
+            percent(s.quantity_disagreement_percent),
+            percent(s.allocation_disagreement_percent),
             s.nodata_mismatches(),
             s.nodata.reference_only,
             s.nodata.candidate_only
@@ -304,6 +311,14 @@ impl CompareReport {
             agreement: s.agreement_percent.map(|a| format!("{a:.4} %")),
             headline: vec![
                 ["Cohen's kappa".into(), num(s.kappa, 5)],
+                [
+                    "quantity disagreement (Pontius & Millones)".into(),
+                    percent(s.quantity_disagreement_percent),
+                ],
+                [
+                    "allocation disagreement (Pontius & Millones)".into(),
+                    percent(s.allocation_disagreement_percent),
+                ],
                 ["pixels valid in both".into(), s.valid_pixels.to_string()],
                 ["differing pixels".into(), s.differing_pixels.to_string()],
                 [
@@ -566,6 +581,16 @@ mod tests {
 
         let md = r.to_markdown();
         assert!(md.contains("agreement 92.5000 %"), "{md}");
+        // Totals 100/100 against 95/105: 5 of 200 pixels in quantity, the
+        // other 10 that differ in allocation.
+        let q = json["summary"]["quantity_disagreement_percent"]
+            .as_f64()
+            .unwrap();
+        assert!((q - 2.5).abs() < 1e-12, "{q}");
+        assert!(
+            md.contains("quantity disagreement 2.5000 %, allocation disagreement 5.0000 %"),
+            "{md}"
+        );
         assert!(md.contains("| 3 forest |"));
         assert!(md.contains("| **7** | 5 | 95 |"));
 

@@ -1,9 +1,12 @@
 //! Reports users hand on: the accuracy report of a comparison (JSON,
-//! Markdown, self-contained HTML with quick-look maps and plots) and the
+//! Markdown, self-contained HTML with quick-look maps and plots), the
+//! accuracy and area of a map against labelled reference points
+//! ([`accuracy`]: JSON, CSV, HTML, text) and the
 //! page and plot pieces a sweep's report builds on. Everything here is
 //! GDAL-free and knows nothing of sweeps; the CLI gathers the figures ([`crate::metrics`]) and pictures
 //! ([`quicklook`]) and calls in.
 
+pub mod accuracy;
 pub mod colour;
 pub mod compare;
 pub mod markdown;

@@ -41,6 +41,36 @@ impl AreaUnit {
         }
     }
 
+    /// The unit a user chose (`ha`, `km2`, `m2`) for areas measured in
+    /// `unit`, or with `auto` the one that suits `values`.
+    pub fn chosen(
+        choice: &str,
+        unit: &str,
+        values: impl IntoIterator<Item = f64>,
+    ) -> crate::error::Result<Self> {
+        let (name, per, digits) = match choice {
+            "auto" => return Ok(Self::for_values(unit, values)),
+            "ha" => ("ha", 1e4, 2),
+            "km2" | "km²" => ("km²", 1e6, 3),
+            "m2" | "m²" => ("m²", 1.0, 1),
+            other => crate::bail!(
+                format!("--area-unit {other}: not an area unit"),
+                hint = "give ha, km2, m2 or auto"
+            ),
+        };
+        if unit != "m²" {
+            crate::bail!(
+                format!("--area-unit {choice}: the map's areas are in {unit}, not metres"),
+                hint = "use --area-unit auto for a map whose coordinate system is not in metres"
+            );
+        }
+        Ok(AreaUnit {
+            name: name.to_string(),
+            per,
+            digits,
+        })
+    }
+
     /// `v` (in the source unit) written in this unit.
     pub fn show(&self, v: f64) -> String {
         fixed(v / self.per, self.digits)
@@ -134,6 +164,11 @@ mod tests {
         assert_eq!((ha.name.as_str(), ha.show(5e4)), ("ha", "5.00".into()));
         assert_eq!(AreaUnit::for_values("m²", [900.0]).name, "m²");
         assert_eq!(AreaUnit::for_values("foot²", [1e9]).name, "foot²");
+        let ha = AreaUnit::chosen("ha", "m²", [1e9]).unwrap();
+        assert_eq!((ha.name.as_str(), ha.show(2.5e6)), ("ha", "250.00".into()));
+        assert_eq!(AreaUnit::chosen("auto", "m²", [1e9]).unwrap().name, "km²");
+        assert!(AreaUnit::chosen("km2", "pixels", [1.0]).is_err());
+        assert!(AreaUnit::chosen("acre", "m²", [1.0]).is_err());
     }
 
     #[test]

@@ -11,12 +11,13 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 /// The templates, by name, as compiled into the binary.
-const TEMPLATES: [(&str, &str); 5] = [
+const TEMPLATES: [(&str, &str); 6] = [
     ("page.html", include_str!("templates/page.html")),
     ("page.css", include_str!("templates/page.css")),
     ("macros.html", include_str!("templates/macros.html")),
     ("compare.html", include_str!("templates/compare.html")),
     ("sweep.html", include_str!("templates/sweep.html")),
+    ("accuracy.html", include_str!("templates/accuracy.html")),
 ];
 
 fn environment() -> &'static Environment<'static> {
