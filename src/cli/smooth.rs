@@ -376,7 +376,7 @@ fn dry_run(
     let in_flight = (method.depth() + 2) as u64;
     text += &format!(
         "\nmemory: about {} MiB of tiles in flight ({in_flight} tiles of {side}x{side} codes and their results), plus the method's scratch",
-        in_flight * side * side * 4 >> 20
+        (in_flight * side * side * 4) >> 20
     );
     Ok(text)
 }
