@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{TestRaster, files_in, mapfilter, read_raster, write_raster};
+use common::{TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
 use std::path::Path;
@@ -234,4 +234,54 @@ fn smooth_report_compares_with_the_exact_baseline() {
         files_in(dir.path()),
         ["in.tif", "out.tif", "r.html", "r.json"]
     );
+}
+
+/// `smooth --mmu --report`: the report compares the smoothing before the
+/// minimum mapping unit with the exact baseline (naive against itself: no
+/// pixel differs), and says what the MMU changed, in its settings.
+#[test]
+fn a_report_with_a_minimum_mapping_unit_keeps_the_two_effects_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    mapfilter_ok(&[
+        "gen",
+        &p("in.tif"),
+        "--raster-size",
+        "96x80",
+        "--classes",
+        "6",
+        "--pattern",
+        "random",
+        "-q",
+    ]);
+    mapfilter_ok(&[
+        "smooth",
+        &p("in.tif"),
+        &p("out.tif"),
+        "-k",
+        "box:3",
+        "--method",
+        "naive",
+        "--mmu",
+        "12",
+        "--report",
+        &p("r.json"),
+        "-q",
+    ]);
+    let text = std::fs::read_to_string(p("r.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["summary"]["differing_pixels"], 0, "{text}");
+    assert_eq!(json["summary"]["agreement_percent"], 100.0);
+    assert!(
+        text.contains("minimum mapping unit") && text.contains("12 (12 px, 4-connected)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("changed by the minimum mapping unit"),
+        "{text}"
+    );
+    // The output is the sieved one, and the report names it.
+    assert!(text.contains("out.tif"));
+    assert!(!text.contains("mmu-smoothed"), "{text}");
+    assert_eq!(files_in(dir.path()), ["in.tif", "out.tif", "r.json"]);
 }

@@ -206,6 +206,8 @@ pub struct MmuArgs {
 pub struct MmuPlan {
     target: Target,
     sieve: Option<(Threshold, Connectivity, TempFile)>,
+    /// `--mmu` as given.
+    given: String,
 }
 
 impl MmuArgs {
@@ -217,6 +219,7 @@ impl MmuArgs {
             return Ok(MmuPlan {
                 target: output.clone(),
                 sieve: None,
+                given: String::new(),
             });
         };
         let threshold: Threshold = text.parse().map_err(|e: Error| e.context("--mmu"))?;
@@ -236,6 +239,7 @@ impl MmuArgs {
         Ok(MmuPlan {
             target,
             sieve: Some((threshold, self.mmu_connectivity, stage)),
+            given: text.clone(),
         })
     }
 }
@@ -246,19 +250,27 @@ impl MmuPlan {
         &self.target
     }
 
-    /// With --mmu, sieves the smoothed stage into `output` and removes the stage.
-    pub fn apply(self, output: &Target, compression: OutputCompression, quiet: bool) -> Result<()> {
-        let Some((threshold, connectivity, mut stage)) = self.sieve else {
-            return Ok(());
+    /// With --mmu, sieves the smoothed stage into `output`: what it did,
+    /// as rows for a report (`--mmu` as given and in pixels, the pixels and
+    /// patches it changed). The stage stays, for a report of the smoothing
+    /// before the MMU ([`MmuPlan::smoothed`]), until the plan is dropped.
+    pub fn apply(
+        &mut self,
+        output: &Target,
+        compression: OutputCompression,
+        quiet: bool,
+    ) -> Result<Vec<(String, String)>> {
+        let Some((threshold, connectivity, stage)) = &mut self.sieve else {
+            return Ok(Vec::new());
         };
         // Locked again: the rename that filled it replaced the locked file.
         stage.relock();
         let stats = sieve_file(
             stage.path(),
             output,
-            &threshold,
+            threshold,
             Layout {
-                connectivity,
+                connectivity: *connectivity,
                 strip_rows: None,
                 cache_bytes: CACHE_BYTES,
             },
@@ -268,6 +280,32 @@ impl MmuPlan {
         if !quiet {
             eprintln!("minimum mapping unit: {}", summary(&stats));
         }
-        Ok(())
+        Ok(vec![
+            (
+                "minimum mapping unit".into(),
+                format!(
+                    "{} ({} px, {}-connected), applied after smoothing: the comparison is of the smoothed output before it",
+                    self.given,
+                    stats.threshold,
+                    if *connectivity == Connectivity::Eight {
+                        8
+                    } else {
+                        4
+                    }
+                ),
+            ),
+            (
+                "changed by the minimum mapping unit".into(),
+                format!(
+                    "{} pixels, in {} of {} patches",
+                    stats.pixels_changed, stats.merged, stats.polygons
+                ),
+            ),
+        ])
+    }
+
+    /// The smoothed raster before the minimum mapping unit, if there is one.
+    pub fn smoothed(&self) -> Option<&Path> {
+        self.sieve.as_ref().map(|(_, _, stage)| stage.path())
     }
 }

@@ -201,13 +201,19 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         observer.timings.device(&share);
     }
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
-    mmu.apply(&target, args.compression.compression()?, args.quiet)?;
+    let mut mmu = mmu;
+    let mmu_rows = mmu.apply(&target, args.compression.compression()?, args.quiet)?;
     if let Some(report) = &report {
+        // With --mmu the report compares the smoothing before it with the
+        // exact baseline (also before it), and says what the MMU changed.
+        let mut settings = built.settings();
+        settings.extend(mmu_rows);
         let run = crate::job::compare::SmoothRun {
             input: &args.input,
             band: args.bands.band.choice(),
-            kernel: built.settings(),
-            output: &args.output,
+            kernel: settings,
+            output: mmu.smoothed().unwrap_or(&args.output),
+            output_name: &args.output,
             job: &job,
             method: method.as_ref(),
             method_label: &choice.label(),

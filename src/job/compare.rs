@@ -295,8 +295,12 @@ pub struct SmoothRun<'a> {
     pub band: crate::gdal::class_raster::BandChoice,
     /// The kernel as given and as built (rows of the report's settings).
     pub kernel: Vec<(String, String)>,
-    /// The method's output, already written.
+    /// The method's output, already written (what the report reads).
     pub output: &'a Path,
+    /// The output as the user named it (what the report says): `output`
+    /// itself, or the run's final output where `output` is the smoothed
+    /// raster before a minimum mapping unit (`smooth --mmu`).
+    pub output_name: &'a Path,
     pub job: &'a SmoothJob,
     pub method: &'a dyn ClassSmoother,
     /// How the user named the method (e.g. `svd@gpu`).
@@ -377,7 +381,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
                 Some(p) => format!("exact baseline (reused: {})", file_name(p)),
                 None => format!("exact baseline ({})", baseline.name()),
             },
-            1 => format!("{}: {}", run.method_label, file_name(run.output)),
+            1 => format!("{}: {}", run.method_label, file_name(run.output_name)),
             _ => m.caption,
         };
         m
@@ -392,7 +396,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
             run.method_label,
             file_name(run.input)
         ),
-        inputs: vec![input("input", run.input), input("output", run.output)],
+        inputs: vec![input("input", run.input), input("output", run.output_name)],
         run: Some(RunComparison {
             method: format!("{} ({})", run.method_label, run.method.name()),
             method_seconds,
