@@ -20,6 +20,7 @@ mod bundled_data;
 mod cli_device;
 mod cli_errors;
 mod compare;
+mod deb_package;
 mod fast_cl;
 mod fast_methods;
 mod filter_cli;
