@@ -19,7 +19,7 @@ hint (also as its ``cause`` and ``hint`` attributes).
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -143,7 +143,8 @@ def smooth(
     tile: Optional[int] = None,
     device: str = "host",
     classes: Optional[Iterable[int]] = None,
-) -> np.ndarray:
+    return_seconds: bool = False,
+) -> Union[np.ndarray, Tuple[np.ndarray, float]]:
     """Smooths a 2-D array of class labels with a weighted majority filter.
 
     Each output pixel takes the class with the largest kernel-weighted vote in
@@ -177,10 +178,13 @@ def smooth(
         ``gpu``, an index from :func:`devices`, ``all`` or a list such as "0,1".
     classes : the classes, decided by the caller (e.g. once for all chunks of one
         raster); default: the codes of the array.
+    return_seconds : also return the engine's wall time in seconds (the rest of
+        the call is the binding's overhead).
 
     Returns
     -------
-    numpy.ndarray of the input's dtype and shape (``border="same"``).
+    numpy.ndarray of the input's dtype and shape (``border="same"``); with
+    ``return_seconds``, the tuple (array, engine seconds).
 
     Raises
     ------
@@ -196,7 +200,7 @@ def smooth(
     """
     classes = None if classes is None else [int(c) for c in classes]
     plane, code_nodata, back = _as_codes(codes, nodata, classes)
-    out = _mapfilter.smooth_codes(
+    out, seconds = _mapfilter.smooth_codes(
         plane,
         kernel,
         kernel_size=kernel_size,
@@ -219,7 +223,7 @@ def smooth(
         tile=tile,
         device=_device_text(device),
     )
-    return back(out)
+    return (back(out), seconds) if return_seconds else back(out)
 
 
 def halo(

@@ -1,7 +1,7 @@
 """Type stubs of the compiled extension (python/src/lib.rs); the public API
 with its docstrings is mapfilter/__init__.py."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ def smooth_codes(
     fill_nodata: bool = ...,
     tile: Optional[int] = ...,
     device: str = ...,
-) -> npt.NDArray[np.uint16]: ...
+) -> Tuple[npt.NDArray[np.uint16], float]: ...
 def smooth_halo(
     kernel_text: str,
     *,

@@ -93,8 +93,8 @@ fn border(text: &str) -> mapfilter::Result<Border> {
     }
 }
 
-/// Smooths a plane of codes (u8 or u16, C-contiguous); see
-/// `mapfilter.smooth`.
+/// Smooths a plane of codes (u8 or u16, C-contiguous): the output codes
+/// and the engine's wall time in seconds; see `mapfilter.smooth`.
 #[pyfunction]
 #[pyo3(signature = (
     codes, kernel_text, *, kernel_size=None, pixel_size=None, method="naive", exact=false,
@@ -126,7 +126,7 @@ fn smooth_codes<'py>(
     fill_nodata: bool,
     tile: Option<usize>,
     device: &str,
-) -> PyResult<Bound<'py, PyArray2<u16>>> {
+) -> PyResult<(Bound<'py, PyArray2<u16>>, f64)> {
     let settings = || -> mapfilter::Result<_> {
         let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
         let policies = PolicyText {
@@ -171,12 +171,15 @@ fn smooth_codes<'py>(
         classes: classes.clone(),
         max_code,
     };
-    let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter::Result<MemRaster> {
+    // The output and the engine's wall time (what the call costs beyond
+    // it is the binding's overhead: BENCHMARKS.md).
+    let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter::Result<(MemRaster, f64)> {
         let smoother = smoother_for(&method, &device, &spec.kernel)?;
-        Ok(smooth_plane(&plane, &spec, smoother.as_ref())?.0)
+        let (out, _, stats) = smooth_plane(&plane, &spec, smoother.as_ref())?;
+        Ok((out, stats.wall.as_secs_f64()))
     };
     let (h, w) = shape(codes)?;
-    let out = if let Ok(a) = codes.extract::<PyReadonlyArray2<u16>>() {
+    let (out, engine_seconds) = if let Ok(a) = codes.extract::<PyReadonlyArray2<u16>>() {
         // Zero-copy: the engine reads the array's buffer in place.
         let data = contiguous(&a)?;
         let spec = spec(u16::MAX);
@@ -191,7 +194,7 @@ fn smooth_codes<'py>(
         })
     }
     .map_err(|e| raise(py, e))?;
-    to_array(py, out)
+    Ok((to_array(py, out)?, engine_seconds))
 }
 
 /// The pixels each side of an output pixel that reach it (the kernel's

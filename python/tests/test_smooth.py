@@ -206,3 +206,9 @@ def test_help_shows_the_docstrings():
     assert "byte-identical" in mapfilter.smooth.__doc__
     assert "gdal_sieve.py" in mapfilter.sieve.__doc__
     assert issubclass(mapfilter.Error, ValueError)
+
+
+def test_the_engine_seconds_come_with_the_output_when_asked(labels):
+    out, seconds = mapfilter.smooth(labels, "box:3", return_seconds=True)
+    np.testing.assert_array_equal(out, mapfilter.smooth(labels, "box:3"))
+    assert 0.0 < seconds < 60.0
