@@ -53,7 +53,7 @@ def cli_round_trip(binary, labels, kernel):
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = os.path.join(tmp, "in.tif"), os.path.join(tmp, "out.tif")
         with rasterio.open(src, "w", driver="GTiff", height=labels.shape[0], width=labels.shape[1],
-                           count=1, dtype="uint8", transform=from_origin(0, 0, 1, 1),
+                           count=1, dtype="uint8", transform=from_origin(500000, 6000000, 100, 100),
                            crs="EPSG:32633") as ds:
             ds.write(labels, 1)
         subprocess.run([binary, "smooth", src, dst, "--kernel", kernel, "--device", "host", "-q"],
