@@ -86,7 +86,7 @@ def smooth(
         nodata = getattr(getattr(da, "rio", None), "nodata", None)
     if nodata is not None:
         nodata = int(nodata)
-    if pixel_size is None and mapfilter._mapfilter is not None:
+    if pixel_size is None:
         pixel_size = pixel_width(da)
     common = dict(
         nodata=nodata,
