@@ -17,14 +17,16 @@ fi
 export PATH="$PWD/$venv/bin:$PATH"
 pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
 # --no-build-isolation: maturin from the pinned requirements, not a fresh
-# download per build. The profile: dev with the settings of Cargo.toml's
-# [profile.test], so that cargo finds the dependencies `cargo test` built
-# (artifacts are keyed by a profile's settings, not by its name; the test
-# profile itself cannot build a cdylib: it builds test harnesses).
-# `pip install ./python` alone builds the release profile.
+# download per build. The profile: dev, whose dependencies get the settings
+# of Cargo.toml's [profile.test.package."*"], so that cargo finds the ones
+# `cargo test` built (artifacts are keyed by a profile's settings, not by
+# its name; the test profile itself cannot build a cdylib: it builds test
+# harnesses); the workspace's own crates (the library without GDAL, which
+# the test build does not have, and the binding) at opt-level 0, which
+# compiles them in a fraction of the time and runs the suite's small
+# arrays fast enough. `pip install ./python` alone builds the release profile.
 export MATURIN_PEP517_ARGS="--profile dev \
-  --config profile.dev.opt-level=2 \
-  --config 'profile.dev.debug=\"line-tables-only\"' \
+  --config profile.dev.debug=false \
   --config 'profile.dev.package.\"*\".opt-level=2' \
   --config 'profile.dev.package.\"*\".debug=false'"
 pip install --quiet --disable-pip-version-check \

@@ -162,7 +162,7 @@ def test_bad_input_is_refused_with_a_hint(labels, call, match):
 def test_the_gil_is_released_while_the_engine_computes():
     # A Python thread records when it runs; while the engine computes, it
     # must keep running (with the GIL held it could not run at all).
-    big = np.random.default_rng(1).integers(0, 6, (1024, 1024), dtype=np.uint8)
+    big = np.random.default_rng(1).integers(0, 6, (512, 512), dtype=np.uint8)
     ticks = []
     stop = threading.Event()
 
