@@ -6,9 +6,10 @@
 # numpy with GDAL's Python bindings and tools (the fixtures' own generator;
 # the sieve is checked against gdal_sieve.py), QGIS with its Python bindings
 # (the QGIS Processing provider's test), and SLURM with munge (the batch
-# job-array test on a one-node cluster).
+# job-array test on a one-node cluster), and python3-venv (the Python
+# package's suite runs in a virtual environment, scripts/python-test.sh).
 set -euo pipefail
-packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal qgis python3-qgis slurm-wlm munge groff-base)
+packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal python3-venv qgis python3-qgis slurm-wlm munge groff-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

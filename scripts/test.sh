@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite (unit, integration,
 # device-vs-reference on PoCL, fixtures), then prints one closing line with
-# the totals over every test binary: "N passed, M failed".
+# the totals over every test binary and the Python suite: "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -29,10 +29,13 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
-awk '/^test result:/ {
+# The Python package's pytest suite, against the CLI just built (its
+# closing line, "N passed, M failed in S s", joins the totals).
+bash scripts/python-test.sh 2>&1 | tee -a "$log" || status=$?
+awk '/^test result:/ || /^[0-9]+ (passed|failed|error).* in [0-9.]+s/ {
        for (i = 1; i <= NF; i++) {
          if ($(i+1) ~ /^passed/) p += $i
-         if ($(i+1) ~ /^failed/) f += $i
+         if ($(i+1) ~ /^(failed|error)/) f += $i
        }
      }
      END { printf "%d passed, %d failed\n", p, f }' "$log"

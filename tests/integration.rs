@@ -21,6 +21,7 @@ mod bundled_data;
 mod cli_device;
 mod cli_errors;
 mod compare;
+mod deb_package;
 mod dry_run;
 mod fast_cl;
 mod fast_methods;

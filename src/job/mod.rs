@@ -9,5 +9,6 @@ pub mod compare;
 #[cfg(feature = "gdal")]
 pub mod filter;
 pub mod observer;
+pub mod plane;
 #[cfg(feature = "gdal")]
 pub mod smooth;

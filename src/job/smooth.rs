@@ -283,10 +283,7 @@ fn smooth_into(
     };
     // The undecided code is a class: a later pass reads it, and the
     // output's nodata must not be it.
-    let classes = match spec.policies.ties.undecided() {
-        Some(code) => classes.with_code(code, max_code)?,
-        None => classes,
-    };
+    let classes = super::plane::with_policy_codes(classes, &spec.policies, max_code)?;
     let output_nodata = match spec.dst_nodata {
         Some(d) if classes.codes().contains(&d) => crate::bail!(
             format!(

@@ -312,3 +312,11 @@ pub fn smooth_voted(
     .unwrap();
     out
 }
+
+/// Held by tests that install into, or look at, the system's own paths
+/// (the Debian package's `dpkg -i`, the QGIS provider's missing-binary
+/// check on the PATH), so that they do not run at once.
+pub fn system_paths_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

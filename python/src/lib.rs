@@ -1,0 +1,411 @@
+//! The `mapfilter._mapfilter` extension module: numpy arrays in, numpy
+//! arrays out, through the mapfilter library's in-memory entry points
+//! ([`mapfilter::job::plane`], the sieve, the metrics, the filter engine).
+//! It owns only the crossing: arguments parsed as the CLI parses them, the
+//! GIL released while the library computes, library errors raised as
+//! `mapfilter.Error`. The Python package (`python/mapfilter`) owns the
+//! public signatures, dtype handling and docstrings.
+
+use mapfilter::classes::ClassWeights;
+use mapfilter::device::{DeviceChoice, list_devices};
+use mapfilter::error::Error as LibError;
+use mapfilter::filter::engine::{FilterJob, filter_in_memory};
+use mapfilter::filter::run_on::RunOn;
+use mapfilter::filter::{BorderMode, Chain};
+use mapfilter::io::{MemImage, MemRaster};
+use mapfilter::job::plane::{PlaneSpec, PlaneView, smooth_plane};
+use mapfilter::kernel::{KernelArg, PixelWidth};
+use mapfilter::method::policy::PolicyText;
+use mapfilter::method::select::{FastOptions, MethodSpec, smoother_for};
+use mapfilter::metrics::{self, Summary};
+use mapfilter::pixel::{Bands, Plane};
+use mapfilter::pixel_area::PixelArea;
+use mapfilter::progress::Progress;
+use mapfilter::sieve::threshold::Threshold;
+use mapfilter::sieve::{Connectivity, SieveOptions};
+use numpy::{
+    IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3,
+    PyUntypedArrayMethods,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tiles::Border;
+
+create_exception!(
+    _mapfilter,
+    Error,
+    PyValueError,
+    "A refusal or failure of mapfilter: `cause` is the CLI's one-line cause, `hint` (or None) what to do about it."
+);
+
+/// The library's error as `mapfilter.Error`, its message the CLI's line.
+fn raise(py: Python<'_>, e: LibError) -> PyErr {
+    let err = Error::new_err(e.to_string());
+    let value = err.value(py);
+    // Setting attributes on a fresh exception instance cannot fail.
+    let _ = value.setattr("cause", e.cause());
+    let _ = value.setattr("hint", e.hint_text());
+    err
+}
+
+/// A C-contiguous array's codes, or a refusal naming the array.
+fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyValueError::new_err("the array is not C-contiguous"))
+}
+
+/// A 2-D u16 array from a plane's codes, without copying them.
+fn to_array<'py>(py: Python<'py>, out: MemRaster) -> PyResult<Bound<'py, PyArray2<u16>>> {
+    out.data.into_pyarray(py).reshape([out.height, out.width])
+}
+
+/// The kernel as `smooth --kernel` builds it, a length in metres converted
+/// with `pixel_size` (metres per pixel).
+fn kernel(
+    text: &str,
+    size: Option<usize>,
+    pixel_size: Option<f64>,
+) -> mapfilter::Result<mapfilter::kernel::Kernel> {
+    let arg: KernelArg = text.parse()?;
+    let (spec, _) = arg.in_pixels(|| match pixel_size {
+        Some(metres) => Ok(PixelWidth {
+            metres,
+            how: format!("pixel size {metres} m"),
+        }),
+        None => Err(LibError::new(format!(
+            "kernel '{text}' is a length in metres, and the array has no pixel size"
+        ))
+        .hint(
+            "pass pixel_size= (metres per pixel), or give the kernel in pixels (e.g. gaussian:2.5)",
+        )),
+    })?;
+    spec.with_size(size)?.build()
+}
+
+fn border(text: &str) -> mapfilter::Result<Border> {
+    match text {
+        "same" => Ok(Border::Same),
+        "valid" => Ok(Border::Valid),
+        other => Err(LibError::new(format!("unknown border '{other}'"))
+            .hint("use same (keeps the size) or valid (crops the halo)")),
+    }
+}
+
+/// Smooths a plane of codes (u8 or u16, C-contiguous): the output codes
+/// and the engine's wall time in seconds; see `mapfilter.smooth`.
+#[pyfunction]
+#[pyo3(signature = (
+    codes, kernel_text, *, kernel_size=None, pixel_size=None, method="naive", exact=false,
+    rank=None, energy=None, terms=None, ties=None, keep=None, no_vote=None,
+    only_isolated=None, iterations=None, class_weights=None, nodata=None, classes=None,
+    border_text="same", fill_nodata=false, tile=None, device="host"
+))]
+#[allow(clippy::too_many_arguments)]
+fn smooth_codes<'py>(
+    py: Python<'py>,
+    codes: &Bound<'py, PyAny>,
+    kernel_text: &str,
+    kernel_size: Option<usize>,
+    pixel_size: Option<f64>,
+    method: &str,
+    exact: bool,
+    rank: Option<usize>,
+    energy: Option<f64>,
+    terms: Option<usize>,
+    ties: Option<&str>,
+    keep: Option<&str>,
+    no_vote: Option<&str>,
+    only_isolated: Option<u32>,
+    iterations: Option<usize>,
+    class_weights: Option<&str>,
+    nodata: Option<u16>,
+    classes: Option<Vec<u16>>,
+    border_text: &str,
+    fill_nodata: bool,
+    tile: Option<usize>,
+    device: &str,
+) -> PyResult<(Bound<'py, PyArray2<u16>>, f64)> {
+    let settings = || -> mapfilter::Result<_> {
+        let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
+        let policies = PolicyText {
+            ties,
+            keep,
+            no_vote,
+            only_isolated,
+            iterations,
+        }
+        .parse()?;
+        let weights: ClassWeights = class_weights.unwrap_or("").parse()?;
+        let spec = MethodSpec::new(
+            method.parse()?,
+            None,
+            FastOptions {
+                rank,
+                energy,
+                terms,
+                exact,
+            },
+        )?;
+        let device: DeviceChoice = device.parse()?;
+        Ok((
+            kernel,
+            policies,
+            weights,
+            spec,
+            device,
+            border(border_text)?,
+        ))
+    };
+    let (kernel, policies, weights, method, device, border) =
+        settings().map_err(|e| raise(py, e))?;
+    let spec = |max_code| PlaneSpec {
+        kernel: kernel.clone(),
+        weights: weights.clone(),
+        border,
+        fill_nodata,
+        tile,
+        policies: policies.clone(),
+        nodata,
+        classes: classes.clone(),
+        max_code,
+    };
+    // The output and the engine's wall time (what the call costs beyond
+    // it is the binding's overhead: BENCHMARKS.md).
+    let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter::Result<(MemRaster, f64)> {
+        let smoother = smoother_for(&method, &device, &spec.kernel)?;
+        let (out, _, stats) = smooth_plane(&plane, &spec, smoother.as_ref())?;
+        Ok((out, stats.wall.as_secs_f64()))
+    };
+    let (h, w) = shape(codes)?;
+    let (out, engine_seconds) = if let Ok(a) = codes.extract::<PyReadonlyArray2<u16>>() {
+        // Zero-copy: the engine reads the array's buffer in place.
+        let data = contiguous(&a)?;
+        let spec = spec(u16::MAX);
+        py.allow_threads(|| run(PlaneView::new(data, w, h)?, spec))
+    } else {
+        let a = codes.extract::<PyReadonlyArray2<u8>>()?;
+        let data = contiguous(&a)?;
+        let spec = spec(u8::MAX as u16);
+        py.allow_threads(|| {
+            let wide: Vec<u16> = data.iter().map(|&c| u16::from(c)).collect();
+            run(PlaneView::new(&wide, w, h)?, spec)
+        })
+    }
+    .map_err(|e| raise(py, e))?;
+    Ok((to_array(py, out)?, engine_seconds))
+}
+
+/// The pixels each side of an output pixel that reach it (the kernel's
+/// radius once per iteration): the overlap chunks of one raster need.
+#[pyfunction]
+#[pyo3(signature = (kernel_text, *, kernel_size=None, pixel_size=None, iterations=None))]
+fn smooth_halo(
+    py: Python<'_>,
+    kernel_text: &str,
+    kernel_size: Option<usize>,
+    pixel_size: Option<f64>,
+    iterations: Option<usize>,
+) -> PyResult<usize> {
+    let halo = || -> mapfilter::Result<usize> {
+        let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
+        let policies = PolicyText {
+            iterations,
+            ..PolicyText::default()
+        }
+        .parse()?;
+        policies.checked_halo(kernel.radius())
+    };
+    halo().map_err(|e| raise(py, e))
+}
+
+/// (height, width) of a 2-D array.
+fn shape(a: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    let shape: Vec<usize> = a.getattr("shape")?.extract()?;
+    match shape[..] {
+        [h, w] => Ok((h, w)),
+        _ => Err(PyValueError::new_err("expected a 2-D array")),
+    }
+}
+
+/// Sieves a plane of u16 codes; see `mapfilter.sieve`.
+#[pyfunction]
+#[pyo3(signature = (codes, threshold, *, connectivity=4, nodata=None, pixel_size=None))]
+fn sieve_codes<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArray2<'py, u16>,
+    threshold: &str,
+    connectivity: u8,
+    nodata: Option<u16>,
+    pixel_size: Option<f64>,
+) -> PyResult<Bound<'py, PyArray2<u16>>> {
+    let (h, w) = (codes.shape()[0], codes.shape()[1]);
+    let data = contiguous(&codes)?;
+    let out = py
+        .allow_threads(|| -> mapfilter::Result<MemRaster> {
+            let threshold: Threshold = threshold.parse()?;
+            let pixels = threshold.pixels(|| match pixel_size {
+                Some(p) => Ok(p * p),
+                None => Err(
+                    LibError::new("a threshold given as an area needs the pixel size").hint(
+                        "pass pixel_size= (metres per pixel), or give the threshold in pixels",
+                    ),
+                ),
+            })?;
+            let connectivity = Connectivity::from_number(connectivity).ok_or_else(|| {
+                LibError::new(format!("connectivity {connectivity} is not 4 or 8"))
+                    .hint("4: edges only (gdal_sieve.py's default); 8: edges and corners")
+            })?;
+            let options = SieveOptions::new(pixels, connectivity, nodata);
+            let mut out = MemRaster::filled(w, h, 0);
+            mapfilter::sieve::sieve(
+                &mut PlaneView::new(data, w, h)?,
+                &mut out,
+                &options,
+                &Progress::hidden(),
+            )?;
+            Ok(out)
+        })
+        .map_err(|e| raise(py, e))?;
+    to_array(py, out)
+}
+
+/// The metrics of `compare` as JSON (the CLI's `--json` summary fields);
+/// see `mapfilter.compare`.
+#[pyfunction]
+#[pyo3(signature = (reference, candidate, *, reference_nodata=None, candidate_nodata=None))]
+fn compare_codes(
+    py: Python<'_>,
+    reference: PyReadonlyArray2<'_, u16>,
+    candidate: PyReadonlyArray2<'_, u16>,
+    reference_nodata: Option<u16>,
+    candidate_nodata: Option<u16>,
+) -> PyResult<String> {
+    let size = |a: &PyReadonlyArray2<u16>| (a.shape()[1], a.shape()[0]);
+    let ((rw, rh), (cw, ch)) = (size(&reference), size(&candidate));
+    let (r, c) = (contiguous(&reference)?, contiguous(&candidate)?);
+    py.allow_threads(|| -> mapfilter::Result<String> {
+        let confusion = metrics::compare(
+            &mut PlaneView::new(r, rw, rh)?,
+            &mut PlaneView::new(c, cw, ch)?,
+            reference_nodata,
+            candidate_nodata,
+            |_| Ok(()),
+        )?;
+        let summary = Summary::new(
+            &confusion,
+            (rw, rh),
+            PixelArea::from_geotransform(None, None),
+            &[],
+        );
+        serde_json::to_string(&summary).map_err(|e| LibError::new(e.to_string()))
+    })
+    .map_err(|e| raise(py, e))
+}
+
+/// Planes of a (bands, height, width) array.
+fn planes<T: numpy::Element + Copy + Default>(a: &PyReadonlyArray3<T>) -> Vec<Plane<T>> {
+    let shape = a.shape();
+    let (bands, h, w) = (shape[0], shape[1], shape[2]);
+    let view = a.as_array();
+    (0..bands)
+        .map(|b| {
+            let data = view
+                .index_axis(numpy::ndarray::Axis(0), b)
+                .iter()
+                .copied()
+                .collect();
+            Plane::new(w, h, data)
+        })
+        .collect()
+}
+
+/// A (bands, height, width) array of `planes`.
+fn stack<'py, T: numpy::Element + Copy>(
+    py: Python<'py>,
+    planes: Vec<Plane<T>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (w, h) = planes.first().map_or((0, 0), |p| (p.width, p.height));
+    let n = planes.len();
+    let data: Vec<T> = planes.into_iter().flat_map(|p| p.data).collect();
+    Ok(data.into_pyarray(py).reshape([n, h, w])?.into_any())
+}
+
+/// Filters a (bands, height, width) image through a chain of ops; see
+/// `mapfilter.filter`.
+#[pyfunction]
+#[pyo3(signature = (image, ops, *, border_text="reflect101", device="host", nodata=None, tile=512))]
+fn filter_image<'py>(
+    py: Python<'py>,
+    image: &Bound<'py, PyAny>,
+    ops: Vec<String>,
+    border_text: &str,
+    device: &str,
+    nodata: Option<f64>,
+    tile: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bands = if let Ok(a) = image.extract::<PyReadonlyArray3<u8>>() {
+        Bands::U8(planes(&a))
+    } else if let Ok(a) = image.extract::<PyReadonlyArray3<u16>>() {
+        Bands::U16(planes(&a))
+    } else if let Ok(a) = image.extract::<PyReadonlyArray3<i16>>() {
+        Bands::I16(planes(&a))
+    } else {
+        Bands::F32(planes(&image.extract::<PyReadonlyArray3<f32>>()?))
+    };
+    let out = py
+        .allow_threads(|| -> mapfilter::Result<Bands> {
+            let chain = Chain::parse(&ops)?;
+            let border: BorderMode = border_text.parse()?;
+            chain.check(bands.count(), bands.sample_type(), border, nodata)?;
+            let runner = device.parse::<RunOn>()?.runner()?;
+            let job = FilterJob {
+                chain,
+                border,
+                tile,
+            };
+            let input = MemImage::new(bands, nodata);
+            Ok(filter_in_memory(&input, &job, runner.as_ref())?.bands)
+        })
+        .map_err(|e| raise(py, e))?;
+    match out {
+        Bands::U8(p) => stack(py, p),
+        Bands::U16(p) => stack(py, p),
+        Bands::I16(p) => stack(py, p),
+        Bands::F32(p) => stack(py, p),
+    }
+}
+
+/// The OpenCL devices, as `mapfilter devices` lists them; see
+/// `mapfilter.devices`.
+#[pyfunction]
+fn list_opencl_devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let devices = py.allow_threads(list_devices).map_err(|e| raise(py, e))?;
+    devices
+        .iter()
+        .map(|d| {
+            let row = PyDict::new(py);
+            row.set_item("index", d.index)?;
+            row.set_item("name", &d.name)?;
+            row.set_item("platform", &d.platform)?;
+            row.set_item("kind", d.kind.to_string())?;
+            row.set_item("compute_units", d.compute_units)?;
+            row.set_item("global_mem", d.global_mem)?;
+            row.set_item("version", &d.version)?;
+            Ok(row)
+        })
+        .collect()
+}
+
+#[pymodule]
+fn _mapfilter(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add_function(wrap_pyfunction!(smooth_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(smooth_halo, m)?)?;
+    m.add_function(wrap_pyfunction!(sieve_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(filter_image, m)?)?;
+    m.add_function(wrap_pyfunction!(list_opencl_devices, m)?)?;
+    Ok(())
+}
