@@ -69,19 +69,25 @@ fn kernel(
     pixel_size: Option<f64>,
 ) -> mapfilter::Result<mapfilter::kernel::Kernel> {
     let arg: KernelArg = text.parse()?;
-    let (spec, _) = arg.in_pixels(|| match pixel_size {
-        Some(metres) => Ok(PixelWidth {
-            metres,
-            how: format!("pixel size {metres} m"),
-        }),
-        None => Err(LibError::new(format!(
-            "kernel '{text}' is a length in metres, and the array has no pixel size"
-        ))
-        .hint(
-            "pass pixel_size= (metres per pixel), or give the kernel in pixels (e.g. gaussian:2.5)",
-        )),
-    })?;
-    spec.with_size(size)?.build()
+    // A kernel that comes out 1x1 is refused, as by the CLI (without its
+    // --allow-subpixel).
+    let resolved = arg.resolve(
+        size,
+        || match pixel_size {
+            Some(metres) => Ok(PixelWidth {
+                metres,
+                how: format!("pixel size {metres} m"),
+            }),
+            None => Err(LibError::new(format!(
+                "kernel '{text}' is a length in metres, and the array has no pixel size"
+            ))
+            .hint(
+                "pass pixel_size= (metres per pixel), or give the kernel in pixels (e.g. gaussian:2.5)",
+            )),
+        },
+        false,
+    )?;
+    resolved.spec.build()
 }
 
 fn border(text: &str) -> mapfilter::Result<Border> {
@@ -245,14 +251,18 @@ fn sieve_codes<'py>(
     let out = py
         .allow_threads(|| -> mapfilter::Result<MemRaster> {
             let threshold: Threshold = threshold.parse()?;
-            let pixels = threshold.pixels(|| match pixel_size {
-                Some(p) => Ok(p * p),
-                None => Err(
-                    LibError::new("a threshold given as an area needs the pixel size").hint(
-                        "pass pixel_size= (metres per pixel), or give the threshold in pixels",
+            // An area of at most a pixel is refused, as by the CLI.
+            let pixels = threshold.pixels(
+                || match pixel_size {
+                    Some(p) => Ok(p * p),
+                    None => Err(
+                        LibError::new("a threshold given as an area needs the pixel size").hint(
+                            "pass pixel_size= (metres per pixel), or give the threshold in pixels",
+                        ),
                     ),
-                ),
-            })?;
+                },
+                false,
+            )?;
             let connectivity = Connectivity::from_number(connectivity).ok_or_else(|| {
                 LibError::new(format!("connectivity {connectivity} is not 4 or 8"))
                     .hint("4: edges only (gdal_sieve.py's default); 8: edges and corners")
