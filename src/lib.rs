@@ -14,6 +14,7 @@ pub mod accuracy;
 pub mod batch;
 pub mod classes;
 pub mod cli;
+pub mod confidence;
 pub mod cpu;
 pub mod device;
 pub mod engine;

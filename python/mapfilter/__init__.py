@@ -143,6 +143,9 @@ def smooth(
     tile: Optional[int] = None,
     device: str = "host",
     classes: Optional[Iterable[int]] = None,
+    confidence: Optional[np.ndarray] = None,
+    confidence_scale: Optional[float] = None,
+    confidence_nodata: Optional[float] = None,
     return_seconds: bool = False,
 ) -> Union[np.ndarray, Tuple[np.ndarray, float]]:
     """Smooths a 2-D array of class labels with a weighted majority filter.
@@ -178,6 +181,11 @@ def smooth(
         ``gpu``, an index from :func:`devices`, ``all`` or a list such as "0,1".
     classes : the classes, decided by the caller (e.g. once for all chunks of one
         raster); default: the codes of the array.
+    confidence : each pixel's vote weight, an array of the labels' shape
+        (``smooth --confidence``): floats in 0..``confidence_scale`` (default 1)
+        or integers in 0..``confidence_scale`` (which they need); NaN and
+        ``confidence_nodata`` weigh 0. Exact methods only (``naive``, or
+        ``exact=True``).
     return_seconds : also return the engine's wall time in seconds (the rest of
         the call is the binding's overhead).
 
@@ -222,8 +230,30 @@ def smooth(
         fill_nodata=fill_nodata,
         tile=tile,
         device=_device_text(device),
+        **_confidence_args(confidence, codes, confidence_scale, confidence_nodata),
     )
     return (back(out), seconds) if return_seconds else back(out)
+
+
+def _confidence_args(confidence, codes, scale, nodata):
+    """The binding's confidence arguments: the values as float64 (exact for
+    every integer and float32 value) and whether they were floats."""
+    if confidence is None:
+        return {}
+    values = np.asarray(confidence)
+    if values.shape != np.shape(codes):
+        raise _error(
+            f"confidence of shape {values.shape} for labels of shape {np.shape(codes)}",
+            "give one confidence per pixel",
+        )
+    if values.dtype.kind not in "fiu":
+        raise _error(f"confidence of dtype {values.dtype}", "give floats or integers")
+    return dict(
+        confidence=np.ascontiguousarray(values, dtype=np.float64),
+        confidence_float=values.dtype.kind == "f",
+        confidence_scale=scale,
+        confidence_nodata=nodata,
+    )
 
 
 def halo(

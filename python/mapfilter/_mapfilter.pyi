@@ -35,6 +35,10 @@ def smooth_codes(
     fill_nodata: bool = ...,
     tile: Optional[int] = ...,
     device: str = ...,
+    confidence: Optional[npt.NDArray[np.float64]] = ...,
+    confidence_float: bool = ...,
+    confidence_scale: Optional[float] = ...,
+    confidence_nodata: Optional[float] = ...,
 ) -> Tuple[npt.NDArray[np.uint16], float]: ...
 def smooth_halo(
     kernel_text: str,

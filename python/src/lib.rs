@@ -7,6 +7,7 @@
 //! public signatures, dtype handling and docstrings.
 
 use mapfilter::classes::ClassWeights;
+use mapfilter::confidence::Quantiser;
 use mapfilter::device::{DeviceChoice, list_devices};
 use mapfilter::error::Error as LibError;
 use mapfilter::filter::engine::{FilterJob, filter_in_memory};
@@ -106,7 +107,8 @@ fn border(text: &str) -> mapfilter::Result<Border> {
     codes, kernel_text, *, kernel_size=None, pixel_size=None, method="naive", exact=false,
     rank=None, energy=None, terms=None, ties=None, keep=None, no_vote=None,
     only_isolated=None, iterations=None, class_weights=None, nodata=None, classes=None,
-    border_text="same", fill_nodata=false, tile=None, device="host"
+    border_text="same", fill_nodata=false, tile=None, device="host",
+    confidence=None, confidence_float=true, confidence_scale=None, confidence_nodata=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn smooth_codes<'py>(
@@ -132,7 +134,34 @@ fn smooth_codes<'py>(
     fill_nodata: bool,
     tile: Option<usize>,
     device: &str,
+    confidence: Option<PyReadonlyArray2<'py, f64>>,
+    confidence_float: bool,
+    confidence_scale: Option<f64>,
+    confidence_nodata: Option<f64>,
 ) -> PyResult<(Bound<'py, PyArray2<u16>>, f64)> {
+    // Each pixel's vote weight, quantised as `smooth --confidence` quantises
+    // a raster's values.
+    let votes = confidence
+        .map(|c| -> mapfilter::Result<Vec<u16>> {
+            let scale = match (confidence_scale, confidence_float) {
+                (Some(s), _) => s,
+                (None, true) => 1.0,
+                (None, false) => {
+                    return Err(
+                        LibError::new("the scale of integer confidences is not known")
+                            .hint("pass confidence_scale= (100 for percent, 255 for bytes)"),
+                    );
+                }
+            };
+            let q = Quantiser::new(confidence_float, scale, confidence_nodata, "confidence")?;
+            let values = c.as_slice().map_err(|_| {
+                LibError::new("the confidences are not a contiguous array")
+                    .hint("pass numpy.ascontiguousarray(confidence)")
+            })?;
+            values.iter().map(|&v| q.weight(v)).collect()
+        })
+        .transpose()
+        .map_err(|e| raise(py, e))?;
     let settings = || -> mapfilter::Result<_> {
         let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
         let policies = PolicyText {
@@ -176,6 +205,7 @@ fn smooth_codes<'py>(
         nodata,
         classes: classes.clone(),
         max_code,
+        confidence: votes.clone(),
     };
     // The output and the engine's wall time (what the call costs beyond
     // it is the binding's overhead: BENCHMARKS.md).

@@ -212,3 +212,32 @@ def test_the_engine_seconds_come_with_the_output_when_asked(labels):
     out, seconds = mapfilter.smooth(labels, "box:3", return_seconds=True)
     np.testing.assert_array_equal(out, mapfilter.smooth(labels, "box:3"))
     assert 0.0 < seconds < 60.0
+
+
+def test_confidence_equals_the_cli(labels, cli, tmp_path):
+    """Votes weighted per pixel: integer percentages and 0-1 floats, as
+    `smooth --confidence` weighs a raster of them."""
+    from conftest import read_tif, write_tif
+
+    rng = np.random.default_rng(3)
+    percent = rng.integers(0, 101, labels.shape, dtype=np.uint8)
+    src = write_tif(tmp_path / "codes.tif", labels)
+    for name, conf, scale, extra in [
+        ("percent", percent, 100, ["--confidence-scale", "100"]),
+        ("float", percent.astype(np.float32) / 100, None, []),
+    ]:
+        path = write_tif(tmp_path / f"{name}.tif", conf)
+        dst = tmp_path / f"out_{name}.tif"
+        done = cli("smooth", src, dst, "-q", "-k", "gaussian:2", "--device", "host",
+                   "--confidence", path, *extra)
+        assert done.returncode == 0, done.stderr
+        got = mapfilter.smooth(labels, "gaussian:2", confidence=conf, confidence_scale=scale)
+        np.testing.assert_array_equal(got, read_tif(dst))
+        # The weights changed the result.
+        assert (got != mapfilter.smooth(labels, "gaussian:2")).any()
+    with pytest.raises(mapfilter.Error, match="scale of integer confidences"):
+        mapfilter.smooth(labels, "gaussian:2", confidence=percent)
+    with pytest.raises(mapfilter.Error, match="outside 0..1"):
+        mapfilter.smooth(labels, "gaussian:2", confidence=percent.astype(np.float32))
+    with pytest.raises(mapfilter.Error, match="one confidence per pixel"):
+        mapfilter.smooth(labels, "gaussian:2", confidence=percent[:-1])

@@ -13,8 +13,8 @@ use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use tiles::Rect;
 
-/// Quanta of a floating-point confidence of 1 (the scale).
-pub const FLOAT_QUANTA: f64 = 65535.0;
+pub use crate::confidence::FLOAT_QUANTA;
+use crate::confidence::Quantiser;
 
 /// `--confidence` and `--confidence-scale` as given.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,14 +100,12 @@ impl ConfidenceSpec {
                 hint = "integer bands take an integer scale up to 65535"
             );
         }
-        let nodata = band.no_data_value();
+        let quantiser = Quantiser::new(float, scale, band.no_data_value(), &name)?;
         Ok(ConfidenceRaster {
             ds,
             band: self.band,
             name,
-            float,
-            scale,
-            nodata,
+            quantiser,
             size: (w, h),
         })
     }
@@ -118,30 +116,8 @@ pub struct ConfidenceRaster {
     ds: Dataset,
     band: usize,
     name: String,
-    float: bool,
-    scale: f64,
-    nodata: Option<f64>,
+    quantiser: Quantiser,
     size: (usize, usize),
-}
-
-impl ConfidenceRaster {
-    /// The integer weight of one stored value.
-    fn quantise(&self, v: f64) -> Result<u16> {
-        if v.is_nan() || self.nodata == Some(v) {
-            return Ok(0);
-        }
-        if !(0.0..=self.scale).contains(&v) {
-            bail!(
-                format!("{}: confidence {v} is outside 0..{}", self.name, self.scale),
-                hint = "set --confidence-scale to the value of full confidence"
-            );
-        }
-        Ok(if self.float {
-            (v / self.scale * FLOAT_QUANTA).round() as u16
-        } else {
-            v as u16
-        })
-    }
 }
 
 impl ClassSource for ConfidenceRaster {
@@ -167,7 +143,7 @@ impl ClassSource for ConfidenceRaster {
         )
         .map_err(|e| Error::new(format!("{}: {e}", self.name)))?;
         for (q, &v) in buf.iter_mut().zip(&values) {
-            *q = self.quantise(v)?;
+            *q = self.quantiser.weight(v)?;
         }
         Ok(())
     }

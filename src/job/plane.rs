@@ -37,6 +37,9 @@ pub struct PlaneSpec {
     /// wider types): without nodata, "no class" is written as the largest
     /// free code up to it, as in a file of that type.
     pub max_code: u16,
+    /// Each pixel's vote weight, quantised ([`crate::confidence`]), on the
+    /// plane's grid (`smooth --confidence`).
+    pub confidence: Option<Vec<u16>>,
 }
 
 /// A row-major plane of codes borrowed from its owner, as a source the
@@ -133,8 +136,26 @@ pub fn smooth_plane(
     };
     let (ow, oh) = job.grid(plane.width, plane.height)?.output_size();
     let mut out = MemRaster::filled(ow, oh, 0);
-    let stats = engine::smooth(
+    let mut votes = spec
+        .confidence
+        .as_ref()
+        .map(|weights| MemRaster::new(plane.width, plane.height, weights.clone()));
+    if let Some(v) = &votes
+        && v.data.len() != plane.codes.len()
+    {
+        crate::bail!(
+            format!(
+                "{} confidences for a {}x{} plane",
+                v.data.len(),
+                plane.width,
+                plane.height
+            ),
+            hint = "give one confidence per pixel, on the codes' grid"
+        );
+    }
+    let stats = engine::smooth_weighted(
         &mut plane.clone(),
+        votes.as_mut().map(|v| v as &mut dyn crate::io::ClassSource),
         &mut out,
         &job,
         method,
@@ -160,6 +181,7 @@ mod tests {
             nodata,
             classes: None,
             max_code,
+            confidence: None,
         }
     }
 
