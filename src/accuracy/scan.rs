@@ -33,22 +33,29 @@ pub struct Drawn {
     pub map: u16,
 }
 
+/// Refuses strata of `strata` pixels for a map of `map` pixels, with `hint`.
+pub fn check_strata_grid(strata: (usize, usize), map: (usize, usize), hint: &str) -> Result<()> {
+    if strata != map {
+        bail!(
+            format!(
+                "the strata raster is {} x {} pixels, the map {} x {}",
+                strata.0, strata.1, map.0, map.1
+            ),
+            hint = hint
+        );
+    }
+    Ok(())
+}
+
 impl Layers<'_> {
     fn check(&self) -> Result<(usize, usize)> {
         let size = self.map.size();
-        if let Some((s, _)) = &self.strata
-            && s.size() != size
-        {
-            bail!(
-                format!(
-                    "the strata raster is {} x {} pixels, the map {} x {}",
-                    s.size().0,
-                    s.size().1,
-                    size.0,
-                    size.1
-                ),
-                hint = "give --strata a raster on the map's grid (gdalwarp -te/-tr to align it)"
-            );
+        if let Some((s, _)) = &self.strata {
+            check_strata_grid(
+                s.size(),
+                size,
+                "give --strata a raster on the map's grid (gdalwarp -te/-tr to align it)",
+            )?;
         }
         Ok(size)
     }

@@ -141,19 +141,12 @@ pub fn run(args: AssessArgs) -> Result<()> {
     }
     let map_nodata = map.nodata_code();
     let strata_nodata = strata.as_ref().and_then(|s| s.nodata_code());
-    if let Some(s) = &strata
-        && s.size() != size
-    {
-        bail!(
-            format!(
-                "the strata raster is {} x {} pixels, the map {} x {}",
-                s.size().0,
-                s.size().1,
-                size.0,
-                size.1
-            ),
-            hint = "give --strata the raster the sample was drawn from, on the map's grid"
-        );
+    if let Some(s) = &strata {
+        crate::accuracy::scan::check_strata_grid(
+            s.size(),
+            size,
+            "give --strata the raster the sample was drawn from, on the map's grid",
+        )?;
     }
     let mut points = Vec::with_capacity(reference.len());
     for p in &reference {

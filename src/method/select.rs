@@ -23,11 +23,7 @@ pub fn on_members(
     if !device.is_several() {
         return build(device.resolve()?);
     }
-    let mut members = device.members()?;
-    if members.len() == 1 {
-        return build(members.pop().expect("one member"));
-    }
-    Ok(Box::new(Shared::new(build_each(members, &build)?)?))
+    shared(build_each(device.members()?, &build)?)
 }
 
 /// `build` for each of `members`, each on a thread of its own: a device's

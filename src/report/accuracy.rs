@@ -6,10 +6,10 @@
 //! row per class), self-contained HTML and a plain-text summary.
 
 use super::compare::Input;
-use super::numbers::{AreaUnit, Provenance, fixed};
+use super::numbers::{AreaUnit, Provenance, fixed, json_with_provenance};
 use super::page;
 use crate::accuracy::{Assessment, Estimate};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pixel_area::PixelArea;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -64,19 +64,11 @@ impl AccuracyReport {
     /// The JSON report: the assessment (areas in the map's unit), the unit
     /// the other formats show, and the [`Provenance`].
     pub fn to_json(&self) -> Result<String> {
-        let fail = |e: serde_json::Error| Error::new(format!("cannot write the JSON report: {e}"));
-        let mut value = serde_json::to_value(self).map_err(fail)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "provenance".into(),
-                serde_json::to_value(Provenance::now()).map_err(fail)?,
-            );
-            object.insert("area_unit".into(), self.pixel_area.unit.clone().into());
-            object.insert("shown_area_unit".into(), self.unit.name.clone().into());
-        }
-        serde_json::to_string_pretty(&value)
-            .map(|t| t + "\n")
-            .map_err(fail)
+        let extra = [
+            ("area_unit", self.pixel_area.unit.clone().into()),
+            ("shown_area_unit", self.unit.name.clone().into()),
+        ];
+        json_with_provenance(self, &extra).map(|t| t + "\n")
     }
 
     /// One row per class: counts, accuracies, area proportion and area (in

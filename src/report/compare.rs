@@ -4,11 +4,11 @@
 //! and the confusion matrix — as JSON, Markdown and self-contained HTML.
 
 use super::markdown;
-use super::numbers::{AreaUnit, Provenance, fixed};
+use super::numbers::{AreaUnit, Provenance, fixed, json_with_provenance};
 use super::page;
 use super::plot;
 use super::quicklook::Palette;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::Summary;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -118,15 +118,7 @@ fn pixel_area_text(s: &Summary) -> String {
 impl CompareReport {
     /// The report as JSON, with its [`Provenance`].
     pub fn to_json(&self) -> Result<String> {
-        let fail = |e: serde_json::Error| Error::new(format!("cannot write the JSON report: {e}"));
-        let mut value = serde_json::to_value(self).map_err(fail)?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "provenance".into(),
-                serde_json::to_value(Provenance::now()).map_err(fail)?,
-            );
-        }
-        serde_json::to_string_pretty(&value).map_err(fail)
+        json_with_provenance(self, &[])
     }
 
     /// The unit every area of this report is shown in.

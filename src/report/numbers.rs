@@ -87,6 +87,28 @@ pub struct Provenance {
     pub date: String,
 }
 
+/// `report` as pretty JSON with `"provenance"` (this process's) and the
+/// `extra` fields beside its own.
+pub fn json_with_provenance(
+    report: &impl serde::Serialize,
+    extra: &[(&str, serde_json::Value)],
+) -> crate::error::Result<String> {
+    let fail = |e: serde_json::Error| {
+        crate::error::Error::new(format!("cannot write the JSON report: {e}"))
+    };
+    let mut value = serde_json::to_value(report).map_err(fail)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "provenance".into(),
+            serde_json::to_value(Provenance::now()).map_err(fail)?,
+        );
+        for (key, v) in extra {
+            object.insert((*key).into(), v.clone());
+        }
+    }
+    serde_json::to_string_pretty(&value).map_err(fail)
+}
+
 impl Provenance {
     /// This process's.
     pub fn now() -> Self {
