@@ -115,6 +115,10 @@ impl ClassSmoother for Certified {
         Ok(())
     }
 
+    fn recompute_counts(&self) -> Option<(u64, u64)> {
+        Some(self.counts())
+    }
+
     fn summary(&self) -> Option<String> {
         let (r, p) = self.counts();
         Some(format!(

@@ -97,24 +97,43 @@ pub struct Candidate {
     pub certified: bool,
 }
 
+/// What `auto` knows of the share of pixels a candidate recomputes exactly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Recompute {
+    /// Not a certified candidate: it recomputes nothing.
+    Nothing,
+    /// Certified, not run yet: counted as nothing until its first tile or
+    /// probe measures it, so that every certified candidate is tried
+    /// where it would be the cheapest.
+    Unmeasured,
+    /// Certified, measured over `pixels` pixels so far.
+    Measured { share: f64, pixels: u64 },
+}
+
 impl Candidate {
-    /// Guessed share of pixels a certified method recomputes with `classes` classes.
-    pub fn recompute_guess(&self, classes: f64) -> f64 {
-        match (&self.bounds, self.certified) {
-            (Some(b), true) => (10.0 * b.total() * classes).min(1.0),
-            _ => 0.0,
+    /// The recomputed share measured so far (the candidate's own counts).
+    pub fn recompute(&self) -> Recompute {
+        if !self.certified {
+            return Recompute::Nothing;
+        }
+        match self.smoother.recompute_counts() {
+            Some((redone, pixels)) if pixels > 0 => Recompute::Measured {
+                share: redone as f64 / pixels as f64,
+                pixels,
+            },
+            _ => Recompute::Unmeasured,
         }
     }
 
     /// Relative cost per output pixel of `tile`; `naive_taps`: the exact
-    /// baseline's taps, paid on recomputed pixels.
+    /// baseline's taps, paid on the measured share of recomputed pixels.
     pub fn cost(&self, tile: &TileExtent, costs: &DeviceCosts, naive_taps: usize) -> f64 {
-        let classes = tile.classes.max(1) as f64;
-        let guess = self.recompute_guess(classes);
         let own = self.shape.cost(tile, costs);
-        if guess == 0.0 {
-            return own;
+        match self.recompute() {
+            Recompute::Measured { share, .. } => {
+                own + share * baseline(naive_taps, tile.classes.max(1) as f64, costs)
+            }
+            Recompute::Nothing | Recompute::Unmeasured => own,
         }
-        own + guess * baseline(naive_taps, classes, costs)
     }
 }

@@ -189,6 +189,13 @@ pub trait ClassSmoother: Send + Sync {
         None
     }
 
+    /// For a certified (`--exact`) fast method: the pixels it recomputed
+    /// exactly and the pixels it smoothed, so far. `auto` costs a certified
+    /// candidate with this measured share instead of a guess.
+    fn recompute_counts(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     /// Starts smoothing `tile` and returns a handle to wait on. Device methods
     /// enqueue upload, kernel and download and return at once, so the engine
     /// can submit the next tile (its upload overlaps this tile's kernel)

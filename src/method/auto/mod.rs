@@ -24,13 +24,23 @@
 //!     parallelism).
 //!
 //! With `--exact` the fast candidates are their certified forms, which also
-//! pay the naive cost on the pixels they recompute; that share is not known
-//! before the run, so the model guesses it from the error bound ε (the share
-//! of pixels whose margin falls under 2ε grows with ε·C) and says so.
+//! pay the naive cost on the pixels they recompute. That share depends on
+//! the data far more than on the error bound ε: at σ = 5 dct5 recomputes
+//! 0.15 % of a MODIS crop and 5.8 % of a 17-class simplex map, at σ = 30
+//! 0.46 % and 30 % (BENCHMARKS.md, "auto --exact"), so no formula in ε and
+//! C predicts it. The model measures it instead: each certified candidate
+//! counts what it recomputed ([`ClassSmoother::recompute_counts`]) and is
+//! costed with its share so far. Before its first tile a candidate that
+//! would be chosen is measured on a probe, the centre
+//! [`PROBE`]×[`PROBE`] outputs of the tile (with their halo), so one
+//! tile of a raster never runs whole on a method whose share makes it the
+//! slowest. Every candidate of `auto --exact` is exact, so which one runs a
+//! tile never changes a byte; without `--exact` nothing is measured and the
+//! choice depends on the tile alone.
 //! The per-operation costs are relative weights fitted by hand to the host
 //! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
 
-use super::cost::{Candidate, DeviceCosts, TileExtent};
+use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family};
 use super::naive::cl::Variant;
 use super::select::first_member;
@@ -39,6 +49,7 @@ use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The descriptor of `--method auto`.
 pub struct AutoFamily;
@@ -134,11 +145,16 @@ fn auto_on(
     Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
 }
 
+/// Output side of the window an unmeasured certified candidate is probed on.
+pub const PROBE: usize = 128;
+
 /// Chooses among candidates per tile by the cost model.
 pub struct Auto {
     candidates: Vec<Candidate>,
     costs: DeviceCosts,
     naive_taps: usize,
+    /// Tiles run by each candidate, for the run's summary.
+    tiles: Vec<AtomicU64>,
 }
 
 impl Auto {
@@ -146,10 +162,35 @@ impl Auto {
     /// count (certified candidates pay it on recomputed pixels).
     pub fn new(candidates: Vec<Candidate>, costs: DeviceCosts, kernel: &Kernel) -> Self {
         let naive_taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
+        let tiles = candidates.iter().map(|_| AtomicU64::new(0)).collect();
         Auto {
             candidates,
             costs,
             naive_taps,
+            tiles,
+        }
+    }
+
+    /// The candidate for `tile`: the cheapest by the model, after probing
+    /// each unmeasured certified candidate the model would choose.
+    fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
+        let extent = TileExtent {
+            width: tile.output_width(),
+            height: tile.output_height(),
+            classes: tile.n_classes,
+        };
+        // Each candidate is probed at most once here: a probe that left it
+        // unmeasured (no pixels counted) must not loop.
+        let mut probed = vec![false; self.candidates.len()];
+        loop {
+            let pick = self.choose(&extent);
+            if probed[pick]
+                || self.candidates[pick].recompute() != Recompute::Unmeasured
+                || !probe(&*self.candidates[pick].smoother, tile, params)?
+            {
+                return Ok(pick);
+            }
+            probed[pick] = true;
         }
     }
 
@@ -186,11 +227,17 @@ impl Auto {
             if let Some(b) = cand.bounds {
                 line += &format!("; score error ≤ {:.2e}", b.total());
             }
-            if cand.certified {
-                line += &format!(
-                    "; guessing {:.1} % recomputed exactly",
-                    100.0 * cand.recompute_guess(classes.max(1) as f64)
-                );
+            match cand.recompute() {
+                Recompute::Nothing => {}
+                Recompute::Unmeasured => {
+                    line += "; recomputed share not measured yet: counted as 0 until a probe measures it";
+                }
+                Recompute::Measured { share, pixels } => {
+                    line += &format!(
+                        "; recomputes {:.3} % exactly (measured over {pixels} pixels)",
+                        100.0 * share
+                    );
+                }
             }
             text += &line;
             text += ")\n";
@@ -231,24 +278,62 @@ impl ClassSmoother for Auto {
     }
 
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
-        let extent = TileExtent {
-            width: tile.output_width(),
-            height: tile.output_height(),
-            classes: tile.n_classes,
-        };
-        self.candidates[self.choose(&extent)]
-            .smoother
-            .smooth(tile, params, out)
+        let pick = self.choose_measured(tile, params)?;
+        self.tiles[pick].fetch_add(1, Ordering::Relaxed);
+        self.candidates[pick].smoother.smooth(tile, params, out)
     }
 
     fn summary(&self) -> Option<String> {
-        let lines: Vec<String> = self
+        let chosen: Vec<String> = self
             .candidates
             .iter()
-            .filter_map(|c| c.smoother.summary())
+            .zip(&self.tiles)
+            .map(|(c, n)| format!("{} {}", c.smoother.name(), n.load(Ordering::Relaxed)))
             .collect();
-        (!lines.is_empty()).then(|| lines.join("; "))
+        let mut lines = vec![format!("auto ran tiles: {}", chosen.join(", "))];
+        lines.extend(self.candidates.iter().filter_map(|c| {
+            c.smoother
+                .summary()
+                .map(|s| format!("{}: {s}", c.smoother.name()))
+        }));
+        Some(lines.join("; "))
     }
+}
+
+/// Measures `smoother`'s recomputed share on the centre
+/// [`PROBE`]×[`PROBE`] outputs of `tile` (the smoother counts them);
+/// false, and nothing run, where the tile is not much larger than that:
+/// running it whole costs little more than a probe.
+fn probe(smoother: &dyn ClassSmoother, tile: &ClassTile, params: &SmoothParams) -> Result<bool> {
+    let (ow, oh) = (tile.output_width(), tile.output_height());
+    if ow * oh <= 4 * PROBE * PROBE {
+        return Ok(false);
+    }
+    let (pw, ph) = (PROBE.min(ow), PROBE.min(oh));
+    let (x0, y0) = ((ow - pw) / 2, (oh - ph) / 2);
+    let (width, height) = (pw + 2 * tile.halo, ph + 2 * tile.halo);
+    let window = |values: &[u16]| -> Vec<u16> {
+        (y0..y0 + height)
+            .flat_map(|y| &values[y * tile.width + x0..][..width])
+            .copied()
+            .collect()
+    };
+    let classes = window(tile.classes);
+    let confidence = params.confidence.map(window);
+    let probe_tile = ClassTile {
+        width,
+        height,
+        halo: tile.halo,
+        n_classes: tile.n_classes,
+        classes: &classes,
+    };
+    let probe_params = SmoothParams {
+        confidence: confidence.as_deref(),
+        ..*params
+    };
+    let mut out = vec![0u16; probe_tile.output_len()];
+    smoother.smooth(&probe_tile, &probe_params, &mut out)?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -330,6 +415,180 @@ mod tests {
         let host = (halo + 1.0) * (3.0 * 4.0 + 2.0 * 4.0 * 385.0 / 1540.0);
         assert!((cost(HOST) - per_class(host)).abs() < 1e-9);
         assert!(cost(GPU) > 2.0 * cost(cpu()) && cost(cpu()) > cost(HOST));
+    }
+
+    /// A certified stand-in that recomputes `share` of what it smooths and
+    /// keeps the windows it was given.
+    struct Recomputing {
+        share: f64,
+        seen: std::sync::Mutex<Vec<Vec<u16>>>,
+        counts: std::sync::Mutex<(u64, u64)>,
+    }
+
+    impl Recomputing {
+        fn new(share: f64) -> Self {
+            Recomputing {
+                share,
+                seen: Default::default(),
+                counts: Default::default(),
+            }
+        }
+    }
+
+    /// The candidate's handle on a [`Recomputing`] the test keeps too.
+    struct Shared(std::sync::Arc<Recomputing>);
+
+    impl ClassSmoother for Shared {
+        fn name(&self) -> String {
+            self.0.name()
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn smooth(&self, tile: &ClassTile, p: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            self.0.smooth(tile, p, out)
+        }
+        fn recompute_counts(&self) -> Option<(u64, u64)> {
+            self.0.recompute_counts()
+        }
+    }
+
+    impl ClassSmoother for Recomputing {
+        fn name(&self) -> String {
+            format!("recomputing {}", self.share)
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn smooth(&self, tile: &ClassTile, _: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            out.fill(0);
+            self.seen.lock().unwrap().push(tile.classes.to_vec());
+            let mut c = self.counts.lock().unwrap();
+            c.0 += (self.share * out.len() as f64).round() as u64;
+            c.1 += out.len() as u64;
+            Ok(())
+        }
+        fn recompute_counts(&self) -> Option<(u64, u64)> {
+            Some(*self.counts.lock().unwrap())
+        }
+    }
+
+    /// Costs 100 per pixel whatever the tile: cheaper than the baseline
+    /// at σ = 2 (about 175) unless it recomputes more than 43 %.
+    struct Flat;
+    impl CostShape for Flat {
+        fn cost(&self, _: &TileExtent, _: &DeviceCosts) -> f64 {
+            100.0
+        }
+        fn explain(&self, _: &TileExtent) -> String {
+            "flat".into()
+        }
+    }
+
+    /// The exact baseline (σ = 2, 169 taps) and a cheap certified
+    /// candidate recomputing `share` of its pixels.
+    fn learning(share: f64) -> (Auto, std::sync::Arc<Recomputing>) {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.0,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
+        let fake = std::sync::Arc::new(Recomputing::new(share));
+        let auto = Auto::new(
+            vec![
+                candidate(NaiveCost { taps }),
+                Candidate {
+                    smoother: Box::new(Shared(fake.clone())),
+                    shape: Box::new(Flat),
+                    bounds: None,
+                    certified: true,
+                },
+            ],
+            DeviceCosts::HOST,
+            &kernel,
+        );
+        (auto, fake)
+    }
+
+    fn run_tile(auto: &Auto, side: usize, halo: usize) -> Vec<u16> {
+        let (w, h) = (side + 2 * halo, side + 2 * halo);
+        let classes: Vec<u16> = (0..w * h).map(|i| (i % 7) as u16 % 3).collect();
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.0,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: 3,
+            classes: &classes,
+        };
+        let params = SmoothParams {
+            kernel: &kernel,
+            class_weights: &[1, 1, 1],
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        };
+        let mut out = vec![0; tile.output_len()];
+        auto.smooth(&tile, &params, &mut out).unwrap();
+        classes
+    }
+
+    /// Before any tile a certified candidate is costed as recomputing
+    /// nothing; the first large tile probes its centre window, and the
+    /// measured share decides: 75 % makes it dearer than the baseline,
+    /// 0.1 % keeps it. The probe is the tile's centre PROBE² outputs with
+    /// their halo, cut exactly.
+    #[test]
+    fn a_certified_candidate_is_probed_then_costed_by_its_measured_share() {
+        let tile = TileExtent::square(600, 3);
+        let (dear, dear_fake) = learning(0.75);
+        assert_eq!(dear.choose(&tile), 1, "unmeasured counts as no recomputation");
+        assert!(dear.explain_tile(3, 600).contains("not measured yet"));
+        let (side, halo) = (600, 6);
+        let classes = run_tile(&dear, side, halo);
+        let seen = dear_fake.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "probed once, then the baseline ran the tile");
+        let (w, pw) = (side + 2 * halo, PROBE + 2 * halo);
+        let x0 = (side - PROBE) / 2;
+        let expected: Vec<u16> = (x0..x0 + pw)
+            .flat_map(|y| classes[y * w + x0..][..pw].to_vec())
+            .collect();
+        assert_eq!(seen[0], expected, "the probe is the centre window");
+        assert_eq!(dear.choose(&tile), 0);
+        assert!(dear.explain_tile(3, 600).contains("recomputes 75.000 % exactly"));
+        assert!(dear.summary().unwrap().starts_with("auto ran tiles: naive"));
+        assert!(dear.summary().unwrap().contains("recomputing 0.75 0"));
+
+        let (cheap, cheap_fake) = learning(0.001);
+        run_tile(&cheap, side, halo);
+        let seen = cheap_fake.seen.lock().unwrap().len();
+        assert_eq!(seen, 2, "probe, then the whole tile");
+        assert_eq!(cheap.choose(&tile), 1);
+    }
+
+    /// A tile not much larger than the probe runs whole on the optimistic
+    /// choice, unprobed, and that run measures the candidate.
+    #[test]
+    fn small_tiles_are_run_whole_and_measure_the_candidate() {
+        let (auto, fake) = learning(0.75);
+        run_tile(&auto, 2 * PROBE, 4);
+        let seen = fake.seen.lock().unwrap().len();
+        assert_eq!(seen, 1);
+        assert_eq!(
+            auto.candidates[1].recompute(),
+            Recompute::Measured {
+                share: 0.75,
+                pixels: (4 * PROBE * PROBE) as u64
+            }
+        );
+        assert_eq!(auto.choose(&TileExtent::square(2 * PROBE, 3)), 0);
     }
 
     /// Where the segment rules differ the choice flips: a 512² tile of one

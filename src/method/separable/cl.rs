@@ -962,14 +962,17 @@ impl ClassSmoother for SeparableCl {
         self.tuned.iter().cloned().collect()
     }
 
+    fn recompute_counts(&self) -> Option<(u64, u64)> {
+        self.exact.then(|| {
+            (
+                self.recomputed.load(Ordering::Relaxed),
+                self.pixels.load(Ordering::Relaxed),
+            )
+        })
+    }
+
     fn summary(&self) -> Option<String> {
-        if !self.exact {
-            return None;
-        }
-        let (r, p) = (
-            self.recomputed.load(Ordering::Relaxed),
-            self.pixels.load(Ordering::Relaxed),
-        );
+        let (r, p) = self.recompute_counts()?;
         Some(format!(
             "certified {} of {p} pixels, recomputed {r} exactly ({:.3} %), ε = {:.3e}",
             p - r,

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Issue 35: does `--method auto --exact` pick the fastest exact method?
+
+On a grid of Gaussian σ × class count × map (simplex and random `gen`
+maps, and a real land-cover map given with --real), runs every exact
+method — naive, svd --exact, dct5 --exact — and auto --exact on one device
+and records the engine time of each (`smooth --timings`, the `engine`
+line: start-up, reading and writing are the same for all four). A case is
+met when auto's engine time is within 15 % of the fastest of the three.
+
+    python3 benches/auto/grid.py --bin target/release/mapfilter \\
+        --device host --json benches/results/<machine>/auto-grid.jsonl \\
+        [--size 512] [--sigmas 1,2,3,5,8,12,20,35,60,85] \\
+        [--classes 2,4,8,17,32,64] [--real data/modis_igbp_2019_2048.tif]
+
+Prints one line per case and the share of cases met. σ stops at 85, the
+largest Gaussian the exact baseline takes (a 511x511 kernel).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+METHODS = {
+    "naive": ["--method", "naive"],
+    "svd": ["--method", "svd", "--exact"],
+    "dct5": ["--method", "dct5", "--exact"],
+    "auto": ["--method", "auto", "--exact"],
+}
+ENGINE = re.compile(r"^timing engine\s+([0-9.]+) ms", re.M)
+RAN = re.compile(r"auto ran tiles: ([^;\n]*)")
+
+
+def engine_ms(cmd):
+    """The engine time of one `smooth --timings` run, and its stderr."""
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr}")
+    found = ENGINE.search(done.stderr)
+    if not found:
+        sys.exit(f"no engine timing in: {done.stderr}")
+    return float(found.group(1)), done.stderr
+
+
+def maps(args, tmp):
+    """(label, path, classes) of every map on the grid."""
+    size = f"{args.size}x{args.size}"
+    for pattern in ("simplex", "random"):
+        for c in [int(x) for x in args.classes.split(",")]:
+            path = os.path.join(tmp, f"{pattern}{c}.tif")
+            subprocess.run(
+                [args.bin, "gen", path, "--raster-size", size, "--classes", str(c),
+                 "--pattern", pattern, "--seed", "7"],
+                check=True, capture_output=True)
+            yield f"{pattern}-{c}", path, c
+    if args.real:
+        yield "real", args.real, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="target/release/mapfilter")
+    ap.add_argument("--device", default="host")
+    ap.add_argument("--size", type=int, default=512)
+    ap.add_argument("--sigmas", default="1,2,3,5,8,12,20,35,60,85")
+    ap.add_argument("--classes", default="2,4,8,17,32,64")
+    ap.add_argument("--real", help="a real class map, e.g. a 512x512 crop of the bundled MODIS map")
+    ap.add_argument("--json", help="append one JSON line per case here")
+    ap.add_argument("--limit-s", type=float, default=1e9,
+                    help="stop starting new cases after this many seconds")
+    args = ap.parse_args()
+    start = time.time()
+    met = total = 0
+    out = open(args.json, "a") if args.json else None
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "out.tif")
+        for label, path, classes in maps(args, tmp):
+            for sigma in [float(s) for s in args.sigmas.split(",")]:
+                if time.time() - start > args.limit_s:
+                    break
+                times, ran = {}, ""
+                for name, flags in METHODS.items():
+                    cmd = [args.bin, "smooth", path, result, "--overwrite", "-k",
+                           f"gaussian:{sigma:g}", "--device", args.device, "--timings", "-v", *flags]
+                    times[name], err = engine_ms(cmd)
+                    if name == "auto":
+                        m = RAN.search(err)
+                        ran = m.group(1) if m else ""
+                best = min(("naive", "svd", "dct5"), key=times.get)
+                ratio = times["auto"] / times[best]
+                total += 1
+                met += ratio <= 1.15
+                row = {"map": label, "classes": classes, "size": args.size, "sigma": sigma,
+                       "device": args.device, "engine_ms": times, "fastest": best,
+                       "auto_over_fastest": round(ratio, 3), "auto_ran": ran}
+                print(f"{label:12} σ={sigma:<5g} naive {times['naive']:9.1f}  svd {times['svd']:9.1f}  "
+                      f"dct5 {times['dct5']:9.1f}  auto {times['auto']:9.1f} ms  "
+                      f"auto/{best} {ratio:5.2f}  [{ran}]", flush=True)
+                if out:
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+    print(f"auto within 15 % of the fastest exact method: {met} of {total} cases "
+          f"({100.0 * met / max(total, 1):.1f} %)")
+
+
+if __name__ == "__main__":
+    main()
