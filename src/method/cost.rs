@@ -16,15 +16,25 @@ pub struct DeviceCosts {
     pub stream: f64,
     /// One ranking update per class and pixel.
     pub rank: f64,
+    /// What a separable method (svd, dct5) pays per pixel beyond naive's
+    /// set-up whatever the kernel: its score planes and passes' start.
+    pub separable_setup: f64,
 }
 
 impl DeviceCosts {
     /// Host (rayon): histogram updates are scattered loads; passes run at
     /// SIMD width over whole rows.
+    /// Fitted (weighted least squares) to the engine times of naive and
+    /// svd on a 16-core host over σ = 1…85 × 2…64 simplex classes
+    /// (BENCHMARKS.md, "auto --exact"): 0.28 ns per run visited by naive,
+    /// 0.056 ns per svd tap and class, 0.59 ns per class to rank, and
+    /// on a 512² tile 6 ms more set-up for svd than naive's (80 units a
+    /// pixel).
     pub const HOST: DeviceCosts = DeviceCosts {
         histogram: 1.0,
-        stream: 0.35,
+        stream: 0.2,
         rank: 2.0,
+        separable_setup: 80.0,
     };
     /// GPU: the separable passes are bandwidth-bound and cheap per operation;
     /// naive's per-pixel histograms sit in local memory.
@@ -32,6 +42,7 @@ impl DeviceCosts {
         histogram: 1.0,
         stream: 0.1,
         rank: 1.0,
+        separable_setup: 0.0,
     };
     /// OpenCL CPU devices behave like the host.
     pub fn of(kind: Option<DeviceKind>) -> DeviceCosts {
@@ -50,6 +61,18 @@ pub struct TileExtent {
     pub height: usize,
     /// Classes present in the tile and its halo.
     pub classes: usize,
+    /// How the tile's windows break into runs, where measured (the host's
+    /// naive method walks runs, so its cost follows them, not the taps).
+    pub runs: Option<WindowRuns>,
+}
+
+/// How a tile's kernel windows break into runs of equal pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowRuns {
+    /// Share of output pixels whose window holds more than one value.
+    pub mixed: f64,
+    /// Mean number of runs in a window row (1 to N).
+    pub row_runs: f64,
 }
 
 impl TileExtent {
@@ -59,6 +82,7 @@ impl TileExtent {
             width: side,
             height: side,
             classes,
+            runs: None,
         }
     }
 
@@ -78,6 +102,12 @@ pub trait CostShape: Send + Sync {
 
     /// The operations behind [`CostShape::cost`] on `tile`, for `--explain`.
     fn explain(&self, tile: &TileExtent) -> String;
+
+    /// Whether the cost follows the tile's runs ([`TileExtent::runs`]),
+    /// which `auto` then measures on each tile.
+    fn follows_runs(&self) -> bool {
+        false
+    }
 }
 
 /// The exact baseline's cost per output pixel: one histogram update per
@@ -102,9 +132,9 @@ pub struct Candidate {
 pub enum Recompute {
     /// Not a certified candidate: it recomputes nothing.
     Nothing,
-    /// Certified, not run yet: counted as nothing until its first tile or
-    /// probe measures it, so that every certified candidate is tried
-    /// where it would be the cheapest.
+    /// Certified, not run yet: counted as nothing where a probe will
+    /// measure it (so every certified candidate is tried where it would be
+    /// the cheapest), else as a guess ([`Candidate::recompute_share`]).
     Unmeasured,
     /// Certified, measured over `pixels` pixels so far.
     Measured { share: f64, pixels: u64 },
@@ -125,15 +155,33 @@ impl Candidate {
         }
     }
 
+    /// The share of pixels the model counts as recomputed: the measured
+    /// share; before a measurement none where a probe will measure it
+    /// (`probing`), else a guess from the error bound (10·ε·C, which errs
+    /// high: measured shares ran from 0.1 to 7 times ε·C).
+    pub fn recompute_share(&self, classes: f64, probing: bool) -> f64 {
+        match (self.recompute(), &self.bounds) {
+            (Recompute::Measured { share, .. }, _) => share,
+            (Recompute::Unmeasured, Some(b)) if !probing => (10.0 * b.total() * classes).min(1.0),
+            _ => 0.0,
+        }
+    }
+
     /// Relative cost per output pixel of `tile`; `naive_taps`: the exact
-    /// baseline's taps, paid on the measured share of recomputed pixels.
-    pub fn cost(&self, tile: &TileExtent, costs: &DeviceCosts, naive_taps: usize) -> f64 {
+    /// baseline's taps, paid on every recomputed pixel (the certified mode
+    /// recomputes a pixel tap by tap).
+    pub fn cost(
+        &self,
+        tile: &TileExtent,
+        costs: &DeviceCosts,
+        naive_taps: usize,
+        probing: bool,
+    ) -> f64 {
+        let classes = tile.classes.max(1) as f64;
         let own = self.shape.cost(tile, costs);
-        match self.recompute() {
-            Recompute::Measured { share, .. } => {
-                own + share * baseline(naive_taps, tile.classes.max(1) as f64, costs)
-            }
-            Recompute::Nothing | Recompute::Unmeasured => own,
+        match self.recompute_share(classes, probing) {
+            0.0 => own,
+            share => own + share * baseline(naive_taps, classes, costs),
         }
     }
 }

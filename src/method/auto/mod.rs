@@ -34,7 +34,10 @@
 //! would be chosen is measured on a probe, the centre
 //! [`PROBE`]×[`PROBE`] outputs of the tile (with their halo), so one
 //! tile of a raster never runs whole on a method whose share makes it the
-//! slowest. Every candidate of `auto --exact` is exact, so which one runs a
+//! slowest; where that probe would cost much of the tile (large kernels,
+//! small tiles) the share is guessed from ε, high. The host's naive method
+//! walks runs of equal pixels, so its cost is counted from the tile's
+//! measured runs ([`window_runs`]), not its taps. Every candidate of `auto --exact` is exact, so which one runs a
 //! tile never changes a byte; without `--exact` nothing is measured and the
 //! choice depends on the tile alone.
 //! The per-operation costs are relative weights fitted by hand to the host
@@ -43,6 +46,7 @@
 use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family};
 use super::naive::cl::Variant;
+use super::naive::window_runs;
 use super::select::first_member;
 use super::spec::{FastOptions, Method, MethodSpec};
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -148,11 +152,17 @@ fn auto_on(
 /// Output side of the window an unmeasured certified candidate is probed on.
 pub const PROBE: usize = 128;
 
+/// An unmeasured certified candidate is probed only where, recomputing
+/// nothing, it would cost at most this share of the best other candidate.
+const PROBE_GAIN: f64 = 0.85;
+
 /// Chooses among candidates per tile by the cost model.
 pub struct Auto {
     candidates: Vec<Candidate>,
     costs: DeviceCosts,
     naive_taps: usize,
+    /// The kernel's radius: the halo of every tile.
+    halo: usize,
     /// Tiles run by each candidate, for the run's summary.
     tiles: Vec<AtomicU64>,
 }
@@ -167,6 +177,7 @@ impl Auto {
             candidates,
             costs,
             naive_taps,
+            halo: kernel.radius(),
             tiles,
         }
     }
@@ -174,20 +185,36 @@ impl Auto {
     /// The candidate for `tile`: the cheapest by the model, after probing
     /// each unmeasured certified candidate the model would choose.
     fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
+        let follows_runs = self.candidates.iter().any(|c| c.shape.follows_runs());
         let extent = TileExtent {
             width: tile.output_width(),
             height: tile.output_height(),
             classes: tile.n_classes,
+            // Weighted votes are scored tap by tap, runs or not.
+            runs: (follows_runs && params.confidence.is_none())
+                .then(|| window_runs(tile, params.kernel.size())),
         };
         // Each candidate is probed at most once here: a probe that left it
         // unmeasured (no pixels counted) must not loop.
         let mut probed = vec![false; self.candidates.len()];
         loop {
             let pick = self.choose(&extent);
-            if probed[pick]
-                || self.candidates[pick].recompute() != Recompute::Unmeasured
-                || !probe(&*self.candidates[pick].smoother, tile, params)?
+            if probed[pick] || self.candidates[pick].recompute() != Recompute::Unmeasured {
+                return Ok(pick);
+            }
+            // A probe pays where the unmeasured candidate promises a clear
+            // gain even at no recomputation; otherwise take the best of the
+            // others as the model sees them without probing.
+            let others = (0..self.candidates.len()).filter(|&i| i != pick);
+            let cost = |i: usize, probing: bool| {
+                self.candidates[i].cost(&extent, &self.costs, self.naive_taps, probing)
+            };
+            if let Some(alt) = others.min_by(|&a, &b| cost(a, false).total_cmp(&cost(b, false)))
+                && cost(pick, true) > PROBE_GAIN * cost(alt, false)
             {
+                return Ok(alt);
+            }
+            if !probe(&*self.candidates[pick].smoother, tile, params)? {
                 return Ok(pick);
             }
             probed[pick] = true;
@@ -196,15 +223,15 @@ impl Auto {
 
     /// Index of the cheapest candidate for `tile`.
     pub fn choose(&self, tile: &TileExtent) -> usize {
-        let mut best = 0;
-        for (i, cand) in self.candidates.iter().enumerate() {
-            if cand.cost(tile, &self.costs, self.naive_taps)
-                < self.candidates[best].cost(tile, &self.costs, self.naive_taps)
-            {
-                best = i;
-            }
-        }
-        best
+        let cost = |i: usize| self.cost(i, tile);
+        (0..self.candidates.len())
+            .fold(0, |best, i| if cost(i) < cost(best) { i } else { best })
+    }
+
+    /// Candidate `i`'s cost per output pixel of `tile`.
+    fn cost(&self, i: usize, tile: &TileExtent) -> f64 {
+        let probing = probe_affordable(tile.width, tile.height, self.halo);
+        self.candidates[i].cost(tile, &self.costs, self.naive_taps, probing)
     }
 
     /// Why: every candidate's cost for a `side`×`side` tile holding
@@ -222,15 +249,21 @@ impl Auto {
             let mut line = format!(
                 "{mark} {:<28} cost {:>10.1}  ({detail}",
                 cand.smoother.name(),
-                cand.cost(&tile, &self.costs, self.naive_taps)
+                self.cost(i, &tile)
             );
             if let Some(b) = cand.bounds {
                 line += &format!("; score error ≤ {:.2e}", b.total());
             }
             match cand.recompute() {
                 Recompute::Nothing => {}
+                Recompute::Unmeasured if probe_affordable(side, side, self.halo) => {
+                    line += "; recomputed share not measured yet: counted as 0 until a probe of the tile measures it";
+                }
                 Recompute::Unmeasured => {
-                    line += "; recomputed share not measured yet: counted as 0 until a probe measures it";
+                    line += &format!(
+                        "; recomputed share not measured yet (a probe would cost too much of this tile): guessing {:.1} %",
+                        100.0 * cand.recompute_share(classes.max(1) as f64, false)
+                    );
                 }
                 Recompute::Measured { share, pixels } => {
                     line += &format!(
@@ -300,13 +333,23 @@ impl ClassSmoother for Auto {
     }
 }
 
+/// Whether a probe of a `width`×`height` output tile with `halo` costs
+/// little beside the tile: its window, halo included, is at most an eighth
+/// of the tile's. At large kernels the halo makes the probe nearly as dear
+/// as the tile (σ = 85 on a 512² tile: 40 %), and a probe of a method that
+/// recomputes much is then what the probe was meant to avoid.
+fn probe_affordable(width: usize, height: usize, halo: usize) -> bool {
+    let side = PROBE + 2 * halo;
+    8 * side * side <= (width + 2 * halo) * (height + 2 * halo)
+}
+
 /// Measures `smoother`'s recomputed share on the centre
 /// [`PROBE`]×[`PROBE`] outputs of `tile` (the smoother counts them);
-/// false, and nothing run, where the tile is not much larger than that:
-/// running it whole costs little more than a probe.
+/// false, and nothing run, where the probe is not affordable
+/// ([`probe_affordable`]).
 fn probe(smoother: &dyn ClassSmoother, tile: &ClassTile, params: &SmoothParams) -> Result<bool> {
     let (ow, oh) = (tile.output_width(), tile.output_height());
-    if ow * oh <= 4 * PROBE * PROBE {
+    if !probe_affordable(ow, oh, tile.halo) {
         return Ok(false);
     }
     let (pw, ph) = (PROBE.min(ow), PROBE.min(oh));
@@ -369,7 +412,11 @@ mod tests {
         let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
         Auto::new(
             vec![
-                candidate(NaiveCost { taps }),
+                candidate(NaiveCost {
+                    taps,
+                    size: kernel.size(),
+                    by_runs: false,
+                }),
                 candidate(SvdCost { size, rank: 1 }),
                 candidate(Dct5Cost {
                     size,
@@ -407,14 +454,15 @@ mod tests {
             |seg1: f64, seg2: f64| (halo * (1.0 + 385.0 / seg1) + (1.0 + 385.0 / seg2)) * ops;
         let cost = |passes| {
             let a = auto(3, passes, DeviceCosts::HOST);
-            a.candidates[2].cost(&tile, &a.costs, a.naive_taps)
+            a.candidates[2].cost(&tile, &a.costs, a.naive_taps, false)
         };
-        let per_class = |steps: f64| 4.0 * (steps * 0.35 + 2.0);
+        let setup = DeviceCosts::HOST.separable_setup;
+        let per_class = |steps: f64| 4.0 * (steps * 0.2 + 2.0) + setup;
         assert!((cost(GPU) - per_class(steps(64.0, 32.0))).abs() < 1e-9);
         assert!((cost(cpu()) - per_class(steps(1568.0, 1568.0))).abs() < 1e-9);
         let host = (halo + 1.0) * (3.0 * 4.0 + 2.0 * 4.0 * 385.0 / 1540.0);
         assert!((cost(HOST) - per_class(host)).abs() < 1e-9);
-        assert!(cost(GPU) > 2.0 * cost(cpu()) && cost(cpu()) > cost(HOST));
+        assert!(cost(GPU) - setup > 2.0 * (cost(cpu()) - setup) && cost(cpu()) > cost(HOST));
     }
 
     /// A certified stand-in that recomputes `share` of what it smooths and
@@ -498,7 +546,11 @@ mod tests {
         let fake = std::sync::Arc::new(Recomputing::new(share));
         let auto = Auto::new(
             vec![
-                candidate(NaiveCost { taps }),
+                candidate(NaiveCost {
+                    taps,
+                    size: kernel.size(),
+                    by_runs: false,
+                }),
                 Candidate {
                     smoother: Box::new(Shared(fake.clone())),
                     shape: Box::new(Flat),

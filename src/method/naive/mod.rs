@@ -17,7 +17,7 @@
 //! on the host or as its OpenCL twin ([`cl`]), with the device variants and
 //! its cost for `--method auto`.
 
-use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, baseline};
+use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, WindowRuns};
 use super::family::{Accepts, Family};
 use super::select::on_members;
 use super::spec::{FastOptions, MethodSpec};
@@ -90,7 +90,11 @@ impl Family for NaiveFamily {
         let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
         Ok(Some(Candidate {
             smoother: naive_on(member.clone(), variant)?,
-            shape: Box::new(NaiveCost { taps }),
+            shape: Box::new(NaiveCost {
+                taps,
+                size: kernel.size(),
+                by_runs: member.is_none(),
+            }),
             bounds: None,
             certified: false,
         }))
@@ -115,18 +119,71 @@ fn naive_on(member: Member, variant: Option<Variant>) -> Result<Box<dyn ClassSmo
     }
 }
 
-/// naive's cost: one histogram update per non-zero tap, then C to rank.
+/// naive's cost: one histogram update per non-zero tap, then C to rank; on
+/// the host (`by_runs`), where the tile's runs are measured, one update per
+/// run of each window row in the windows that hold more than one value, as
+/// [`NaiveHost`] scores them.
 pub struct NaiveCost {
     pub taps: usize,
+    /// The kernel's side N.
+    pub size: usize,
+    pub by_runs: bool,
+}
+
+impl NaiveCost {
+    /// Histogram updates per output pixel.
+    fn updates(&self, tile: &TileExtent) -> f64 {
+        match tile.runs.filter(|_| self.by_runs) {
+            Some(runs) => {
+                let n = self.size as f64;
+                // NaiveHost walks runs only where rows average at most N/2.
+                let per_row = if runs.row_runs <= n / 2.0 { runs.row_runs } else { n };
+                runs.mixed * n * per_row
+            }
+            None => self.taps as f64,
+        }
+    }
 }
 
 impl CostShape for NaiveCost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
-        baseline(self.taps, tile.classes.max(1) as f64, costs)
+        self.updates(tile) * costs.histogram + tile.classes.max(1) as f64 * costs.rank
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
-        format!("{} histogram updates + {} to rank", self.taps, tile.classes)
+        match tile.runs.filter(|_| self.by_runs) {
+            Some(runs) => format!(
+                "{:.0} histogram updates ({:.0} % of windows mixed, {:.1} runs per window row) + {} to rank",
+                self.updates(tile),
+                100.0 * runs.mixed,
+                runs.row_runs,
+                tile.classes
+            ),
+            None => format!("{} histogram updates + {} to rank", self.taps, tile.classes),
+        }
+    }
+
+    fn follows_runs(&self) -> bool {
+        self.by_runs
+    }
+}
+
+/// How `tile`'s N×N windows (`n` = N) break into runs, as [`NaiveHost`]
+/// finds them: the share of windows holding more than one value and the
+/// mean runs per window row.
+pub fn window_runs(tile: &ClassTile, n: usize) -> WindowRuns {
+    if tile.output_width() == 0 || tile.output_height() == 0 {
+        return WindowRuns {
+            mixed: 0.0,
+            row_runs: 1.0,
+        };
+    }
+    let runs = Runs::new(tile, n);
+    let uniform = runs.uniform.iter().filter(|&&u| u).count();
+    let total: u64 = runs.count.iter().map(|&c| c as u64).sum();
+    WindowRuns {
+        mixed: 1.0 - uniform as f64 / runs.uniform.len() as f64,
+        row_runs: total as f64 / runs.count.len() as f64,
     }
 }
 

@@ -637,7 +637,7 @@ impl CostShape for Dct5Cost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
         let classes = tile.classes.max(1) as f64;
         let (steps, _) = self.steps(tile);
-        classes * (steps * costs.stream + costs.rank)
+        classes * (steps * costs.stream + costs.rank) + costs.separable_setup
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
