@@ -14,7 +14,8 @@ use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression, OutputFormat};
+use crate::gdal::class_raster::ClassRaster;
+use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use crate::method::policy::{Policies, PolicyText};
@@ -385,7 +386,7 @@ impl Plan {
             files.push(t.input.clone());
             files.push(dir.join(&t.output));
         }
-        files.extend((0..self.mosaics.len()).map(|m| dir.join(super::report::mosaic_name(m))));
+        files.extend((0..self.mosaics.len()).map(|m| dir.join(mosaic::mosaic_name(m))));
         files.sort();
         files.dedup();
         files

@@ -126,7 +126,14 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     }
     // A level op first, on a device: the device pyramid bench.
     if let (Some(dev), Some(levels)) = (&device, Levels::parse(&args.ops[0])) {
-        return super::bench_pyramid::run(&args, dev, &image, &levels?, &args.ops[1..]);
+        let bench = super::bench_pyramid::PyramidBench {
+            sample_type: &args.sample_type,
+            warmup: args.warmup,
+            repeat: args.repeat,
+            check: args.check,
+            border: args.border,
+        };
+        return super::bench_pyramid::run(&bench, dev, &image, &levels?, &args.ops[1..]);
     }
     let chain = Chain::parse(&args.ops)?;
     chain.check(args.bands, t, border, None)?;

@@ -9,7 +9,7 @@ use crate::device::{Device, DeviceChoice};
 use crate::error::Result;
 use crate::filter::blend::{Blend, BlendNodata};
 use crate::filter::blend_cl;
-use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::gdal::image_raster::{ImageRaster, gdal_type};
 use crate::io::{ImageSink, ImageSource};
 use crate::output::Target;

@@ -4,7 +4,7 @@
 //! [`Compression`] and [`OutputFormat`], so the library needs no clap.
 
 use crate::error::Result;
-use crate::gdal::class_raster::{Compression, OutputCompression, OutputFormat};
+use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 use crate::gdal::creation_options::parse_key_value;
 
 /// `--of`, `--compress`, `--compress-level` and `--co`.

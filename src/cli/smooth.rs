@@ -225,7 +225,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         crate::job::compare::smooth_report(&run, report)?;
     }
     let facts = super::summary::SmoothFacts {
-        args: &args,
+        input: &args.input,
+        band: args.bands.band.band.unwrap_or(1),
+        output: &args.output,
+        report: args.report.as_deref(),
+        device: args.device.as_ref().map(ToString::to_string),
         kernel: &built,
         method_label: &choice.label(),
         method: method.as_ref(),

@@ -267,20 +267,17 @@ impl Op {
         )
     }
 
-    /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
-    /// `image`-sized raster) into window `target`; `None` for other ops.
-    /// `reference` forces the plain per-pixel path.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply_window(
-        &self,
-        bands: &Bands,
-        have: Win,
-        image: (usize, usize),
-        target: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-        reference: bool,
-    ) -> Option<Bands> {
+    /// A [`Op::windowed`] op on the host over `bands` (window `at.have` of
+    /// an `at.image`-sized raster) into window `at.out`; `None` for other
+    /// ops. `reference` forces the plain per-pixel path.
+    pub fn apply_window(&self, bands: &Bands, at: &TileAt, reference: bool) -> Option<Bands> {
+        let &TileAt {
+            have,
+            image,
+            out: target,
+            border,
+            nd,
+        } = at;
         Some(match self {
             Op::Pyr(p) if reference => {
                 with_bands!(bands, q => Pixel::wrap(p.reference(q, have, image, target, border, nd)))
@@ -328,7 +325,14 @@ impl Op {
                 let nd = nd.map(|v| v.to_f32() as f64);
                 let bands = T::wrap(p.to_vec());
                 let out = Win::new(0, 0, ow, oh);
-                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd, plain)
+                let at = TileAt {
+                    have: all,
+                    image: size,
+                    out,
+                    border: BorderMode::Reflect101,
+                    nd,
+                };
+                self.apply_window(&bands, &at, plain)
                     .expect("pyramid and demosaic ops apply on windows")
             }
         }
@@ -488,7 +492,14 @@ impl Chain {
         let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
         for Step { op, target, image } in self.steps(at) {
             let in_type = bands.sample_type();
-            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
+            let window = TileAt {
+                have,
+                image,
+                out: target,
+                border: at.border,
+                nd,
+            };
+            if let Some(out) = op.apply_window(&bands, &window, true) {
                 bands = out;
             } else {
                 let want = target.grow(op.radius());

@@ -13,9 +13,9 @@ use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
-use crate::gdal::class_raster::{
-    BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec,
-};
+use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType};
+use crate::gdal::output_options::OutputCompression;
+use crate::gdal::output_raster::OutputSpec;
 use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
 use crate::io::{ClassSink, ClassSource};

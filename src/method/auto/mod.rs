@@ -31,10 +31,10 @@
 //! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
 
 use super::cost::{Candidate, DeviceCosts, TileExtent};
-use super::family::{Accepts, Family};
+use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
 use super::select::first_member;
-use super::spec::{FastOptions, Method, MethodSpec};
+use super::spec::Method;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
@@ -73,27 +73,27 @@ impl Family for AutoFamily {
 
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
         Ok(Box::new(auto_on(
             member,
-            spec.variant(),
+            settings.variant,
             kernel,
-            spec.options(),
+            &settings.options,
         )?))
     }
 
     fn explain(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         device: &DeviceChoice,
         kernel: &Kernel,
         classes: usize,
         tile: usize,
     ) -> Result<Option<String>> {
-        let auto = auto(device, spec.variant(), kernel, spec.options())?;
+        let auto = auto(device, settings.variant, kernel, &settings.options)?;
         Ok(Some(auto.explain_tile(classes, tile)))
     }
 }

@@ -38,6 +38,7 @@
 
 use super::Dct5;
 use super::masks::{MASK_CLASSES, Presence, find_extents, for_each_class, window_unions};
+use super::job::{Isa, Job, Scratch};
 use super::pass1::pass1;
 use super::planes::{Plane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
@@ -47,74 +48,10 @@ use crate::method::simd4::F64x4;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
-/// Per-thread scratch of a band.
-#[derive(Default)]
-pub(super) struct Scratch {
-    /// Where each class lies in the band's input.
-    pub(super) presence: Presence,
-    /// Per input column: the classes in the windows of the current strip.
-    strip_columns: Vec<u64>,
-    /// Per output column: the classes in the windows of the current strip.
-    outputs: Vec<u64>,
-    /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`]).
-    prefix: Vec<u64>,
-    suffix: Vec<u64>,
-    /// One strip's decisions in slot order.
-    decisions: Vec<u16>,
-    /// Per class, its runs of outputs in the current strip, `(first, end)`.
-    runs: Vec<Vec<(usize, usize)>>,
-    /// A band's ranking slots, when the tile's winners go straight to the output.
-    slots: Slots,
-    /// Per class: its pass-1 plane and where it lies.
-    pub(super) planes: Vec<Plane>,
-    pub(super) at: Vec<PlaneAt>,
-}
-
 thread_local! {
     /// Each worker thread's scratch, kept from band to band and tile to tile
     /// so that its buffers are allocated (and faulted in) once.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-}
-
-/// What every band shares.
-pub(super) struct Job<'a> {
-    pub(super) tab: Tables,
-    pub(super) tile: &'a ClassTile<'a>,
-    pub(super) weights: Vec<f64>,
-    /// Tile rows and columns skipped before the kernel's reach (extra halo).
-    pub(super) skip: usize,
-    pub(super) ow: usize,
-    pub(super) oh: usize,
-    pub(super) band: usize,
-    pub(super) segment: usize,
-    pub(super) tau: f64,
-    /// Whether an output whose windows hold one class only may take it
-    /// without scoring (see [`SlotsMut::single`]).
-    pub(super) single_class: bool,
-    /// The vectors the bands run on.
-    pub(super) isa: Isa,
-}
-
-/// The vector instructions a band runs on: the same arithmetic, element
-/// for element, on either.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Isa {
-    /// Plain arrays ([`F64x4`] for `[f64; 4]`).
-    Portable,
-    /// AVX2 registers.
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-impl Isa {
-    /// The fastest this CPU has and may run ([`crate::cpu::avx2`]).
-    fn best() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::avx2() {
-            return Isa::Avx2;
-        }
-        Isa::Portable
-    }
 }
 
 /// The most output rows of a band for radius `r`: two windows' height, at
