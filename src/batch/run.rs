@@ -80,6 +80,51 @@ pub struct TaskFailure {
     pub environment: bool,
 }
 
+/// The batch's own `out/` folder, made if missing: outputs go there, never
+/// through a symlink.
+fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
+    let out = dir.join(super::plan::OUT_DIR);
+    if std::fs::symlink_metadata(&out).is_err() {
+        std::fs::create_dir_all(&out).map_err(|e| {
+            Error::new(format!("cannot make {}: {e}", out.display()))
+                .hint("the batch directory must be writable")
+        })?;
+    }
+    records::real_dir(&out)?;
+    Ok(out)
+}
+
+/// The smoothers the run's workers take turns on, and how many tasks are in
+/// flight (`--jobs`, else sized to the node for `tasks` tasks).
+fn methods_and_jobs(
+    req: &RunRequest,
+    settings: &Settings,
+    tasks: usize,
+) -> Result<(Vec<Box<dyn ClassSmoother>>, usize)> {
+    let choice = &settings.method;
+    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
+    let gpus = members.iter().map(|m| m.gpus()).sum();
+    let jobs = match req.jobs {
+        Some(jobs) => jobs,
+        None => {
+            let workers = super::workers::Node::here(gpus).workers(tasks);
+            size_pool(workers.pool_threads);
+            workers.jobs
+        }
+    };
+    // Tasks are independent: with a task in flight per device at least,
+    // each device runs whole tasks of its own (worker i on device i mod
+    // n), so no tile waits on a queue shared across devices and each
+    // device's tiles stay on its own context. Fewer tasks in flight than
+    // devices share their tiles instead, so that every device works.
+    let methods = if jobs >= members.len() {
+        members
+    } else {
+        vec![select::shared(members)?]
+    };
+    Ok((methods, jobs))
+}
+
 /// Runs the request's share of the plan in `dir`.
 pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let start = Instant::now();
@@ -94,15 +139,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     }
     let settings = plan.options.settings()?;
     let state = State::open(req.dir)?.with_stale_after(req.stale_after);
-    // Outputs go into the batch's own out/ folder, never through a symlink.
-    let out = req.dir.join(super::plan::OUT_DIR);
-    if std::fs::symlink_metadata(&out).is_err() {
-        std::fs::create_dir_all(&out).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", out.display()))
-                .hint("the batch directory must be writable")
-        })?;
-    }
-    records::real_dir(&out)?;
+    let out = out_dir(req.dir)?;
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
@@ -145,27 +182,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
-    let choice = &settings.method;
-    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
-    let gpus = members.iter().map(|m| m.gpus()).sum();
-    let jobs = match req.jobs {
-        Some(jobs) => jobs,
-        None => {
-            let workers = super::workers::Node::here(gpus).workers(todo.len());
-            size_pool(workers.pool_threads);
-            workers.jobs
-        }
-    };
-    // Tasks are independent: with a task in flight per device at least,
-    // each device runs whole tasks of its own (worker i on device i mod
-    // n), so no tile waits on a queue shared across devices and each
-    // device's tiles stay on its own context. Fewer tasks in flight than
-    // devices share their tiles instead, so that every device works.
-    let methods = if jobs >= members.len() {
-        members
-    } else {
-        vec![select::shared(members)?]
-    };
+    let (methods, jobs) = methods_and_jobs(req, &settings, todo.len())?;
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let ctx = Context {
         dir: req.dir,

@@ -2,6 +2,7 @@
 //! given, or read from a job array's variables, which
 //! [`crate::switches::Environment`] holds).
 
+use crate::bail;
 use crate::error::{Error, Result};
 
 /// Which tasks a run takes.

@@ -304,7 +304,8 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     let share = match (&a.shard, a.task) {
         (Some(s), _) => Share::parse_shard(s)?,
         (None, Some(k)) => Share::Task(k),
-        (None, None) => Share::from_env(|k| crate::switches::environment().job_array_var(k))?.unwrap_or(Share::All),
+        (None, None) => Share::from_env(|k| crate::switches::environment().job_array_var(k))?
+            .unwrap_or(Share::All),
     };
     let jobs = a.jobs;
     if jobs == Some(0) {

@@ -338,7 +338,14 @@ fn separable<T: Pixel, R, C>(
     w: usize,
     out: &mut [T],
     ring: &mut Vec<R>,
-    passes: Passes<'_, R, C, impl Fn(T) -> R + Copy, impl Fn(R) -> C + Copy, impl Fn(C) -> T + Copy>,
+    passes: Passes<
+        '_,
+        R,
+        C,
+        impl Fn(T) -> R + Copy,
+        impl Fn(R) -> C + Copy,
+        impl Fn(C) -> T + Copy,
+    >,
 ) where
     R: Copy + Default + std::ops::Add<Output = R> + std::ops::Mul<Output = R>,
     C: Copy + std::ops::Add<Output = C> + std::ops::Mul<Output = C>,

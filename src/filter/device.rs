@@ -539,7 +539,9 @@ impl Denoising<'_> {
             radius: 0,
             extra: &[],
         };
-        let k = self.runner.denoise_kernel(self.kernels, top, self.border, || Ok(Vec::new()))?;
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, top, self.border, || Ok(Vec::new()))?;
         let args = Args::new(&k.kernel).mem(at.src).mem(&g[0]);
         let whole = Geo {
             have: geo.have,
@@ -547,7 +549,12 @@ impl Denoising<'_> {
             out: geo.have,
         };
         geo_args(args, whole, self.fill).done()?;
-        self.runner.stream.launch(self.flight, &k.kernel, &over(geo.have, self.bands), DENOISE_LOCAL)?;
+        self.runner.stream.launch(
+            self.flight,
+            &k.kernel,
+            &over(geo.have, self.bands),
+            DENOISE_LOCAL,
+        )?;
         for lv in 1..self.d.levels {
             let down = DenoiseKernel {
                 file: "filter_pyramid",
@@ -556,8 +563,10 @@ impl Denoising<'_> {
                 radius: 0,
                 extra: &[],
             };
-            let k = self.runner.denoise_kernel(self.kernels, down, self.border, || Ok(Vec::new()))?;
-                let buf = self.alloc(plan.g[lv])?;
+            let buf = self.alloc(plan.g[lv])?;
+            let k = self
+                .runner
+                .denoise_kernel(self.kernels, down, self.border, || Ok(Vec::new()))?;
             let args = Args::new(&k.kernel).mem(&g[lv - 1]).mem(&buf);
             let at = Geo {
                 have: gwin[lv - 1],
@@ -565,7 +574,12 @@ impl Denoising<'_> {
                 out: plan.g[lv],
             };
             geo_args(args, at, self.fill).done()?;
-            self.runner.stream.launch(self.flight, &k.kernel, &over(plan.g[lv], self.bands), DENOISE_LOCAL)?;
+            self.runner.stream.launch(
+                self.flight,
+                &k.kernel,
+                &over(plan.g[lv], self.bands),
+                DENOISE_LOCAL,
+            )?;
             g.push(buf);
             gwin.push(plan.g[lv]);
         }
@@ -587,7 +601,9 @@ impl Denoising<'_> {
             radius: 0,
             extra: &[("SUB", (sub as u8).to_string())],
         };
-        let k = self.runner.denoise_kernel(self.kernels, step, self.border, || Ok(Vec::new()))?;
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, step, self.border, || Ok(Vec::new()))?;
         Args::new(&k.kernel)
             .mem(a)
             .mem(b)
@@ -608,7 +624,9 @@ impl Denoising<'_> {
             .scalar(w.height as i32)
             .scalar(self.fill)
             .done()?;
-        self.runner.stream.launch(self.flight, &k.kernel, &over(w, self.bands), DENOISE_LOCAL)
+        self.runner
+            .stream
+            .launch(self.flight, &k.kernel, &over(w, self.bands), DENOISE_LOCAL)
     }
 
     /// The bilateral of one detail level into `smooth` (window `at.out`).
@@ -629,17 +647,19 @@ impl Denoising<'_> {
             radius: b.radius,
             extra: &extra,
         };
-        let k = self.runner.denoise_kernel(self.kernels, step, self.border, || {
-            let taps: Vec<f32> = b
-                .taps()
-                .iter()
-                .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
-                .collect();
-            Ok(vec![
-                dev.buffer_from(&taps, CL_MEM_READ_ONLY)?,
-                dev.buffer_from(&d.table(), CL_MEM_READ_ONLY)?,
-            ])
-        })?;
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, step, self.border, || {
+                let taps: Vec<f32> = b
+                    .taps()
+                    .iter()
+                    .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
+                    .collect();
+                Ok(vec![
+                    dev.buffer_from(&taps, CL_MEM_READ_ONLY)?,
+                    dev.buffer_from(&d.table(), CL_MEM_READ_ONLY)?,
+                ])
+            })?;
         let args = Args::new(&k.kernel)
             .mem(detail)
             .mem(smooth)
@@ -647,7 +667,12 @@ impl Denoising<'_> {
             .mem(&k.consts[1])
             .scalar(0f32);
         geo_args(args, at, self.fill).done()?;
-        self.runner.stream.launch(self.flight, &k.kernel, &over(at.out, self.bands), DENOISE_LOCAL)
+        self.runner.stream.launch(
+            self.flight,
+            &k.kernel,
+            &over(at.out, self.bands),
+            DENOISE_LOCAL,
+        )
     }
 }
 

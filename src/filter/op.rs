@@ -52,6 +52,48 @@ pub enum Op {
 
 const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top, denoise:LEVELS:SD:SR";
 
+/// The parameters of an op given as text (`NAME:P1:P2`), read with errors
+/// that name the op.
+struct OpArgs<'s> {
+    spec: &'s str,
+    args: &'s [&'s str],
+}
+
+impl OpArgs<'_> {
+    /// Parameter `i` as a number.
+    fn num(&self, i: usize) -> Result<f64> {
+        let spec = self.spec;
+        let s = self.args.get(i).ok_or_else(|| {
+            Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
+        })?;
+        s.parse::<f64>()
+            .map_err(|_| Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT))
+    }
+
+    /// Parameter `i` as a whole number.
+    fn int(&self, i: usize) -> Result<usize> {
+        let v = self.num(i)?;
+        if v.fract() != 0.0 || v < 0.0 {
+            bail!(
+                format!("op '{}': {v} is not a whole number", self.spec),
+                hint = OPS_HINT
+            );
+        }
+        Ok(v as usize)
+    }
+
+    /// Refuses more than `n` parameters.
+    fn at_most(&self, n: usize) -> Result<()> {
+        if self.args.len() > n {
+            bail!(
+                format!("op '{}' has too many parameters", self.spec),
+                hint = OPS_HINT
+            );
+        }
+        Ok(())
+    }
+}
+
 impl FromStr for Op {
     type Err = Error;
     fn from_str(spec: &str) -> Result<Self> {
@@ -61,33 +103,8 @@ impl FromStr for Op {
         } else {
             rest.split(':').collect()
         };
-        let num = |i: usize| -> Result<f64> {
-            let s = args.get(i).ok_or_else(|| {
-                Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
-            })?;
-            s.parse::<f64>().map_err(|_| {
-                Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT)
-            })
-        };
-        let int = |i: usize| -> Result<usize> {
-            let v = num(i)?;
-            if v.fract() != 0.0 || v < 0.0 {
-                bail!(
-                    format!("op '{spec}': {v} is not a whole number"),
-                    hint = OPS_HINT
-                );
-            }
-            Ok(v as usize)
-        };
-        let max_args = |n: usize| -> Result<()> {
-            if args.len() > n {
-                bail!(
-                    format!("op '{spec}' has too many parameters"),
-                    hint = OPS_HINT
-                );
-            }
-            Ok(())
-        };
+        let given = OpArgs { spec, args: &args };
+        let (num, int, max_args) = (|i| given.num(i), |i| given.int(i), |n| given.at_most(n));
         let op = match name {
             "box" | "blur" => {
                 max_args(1)?;

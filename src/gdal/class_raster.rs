@@ -325,7 +325,7 @@ pub fn parse_nodata(text: &str) -> std::result::Result<Option<f64>, String> {
 /// batch writes many outputs in one coordinate system on a few long-lived
 /// threads ([`crate::gdal::threads`]), so each thread parses it once and
 /// sets the same object on every output (GDAL copies it).
-fn with_parsed_srs<T>(
+pub(super) fn with_parsed_srs<T>(
     wkt: &str,
     f: impl FnOnce(&gdal::spatial_ref::SpatialRef) -> gdal::errors::Result<T>,
 ) -> Result<T> {

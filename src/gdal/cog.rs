@@ -3,8 +3,8 @@
 //! and renamed on success.
 
 use super::class_raster;
-use super::errors::gdal_error;
 use super::errors::Mark;
+use super::errors::gdal_error;
 use crate::error::Result;
 use crate::output::{Target, TempFile};
 use std::path::Path;

@@ -192,7 +192,7 @@ impl ClassSink for DeferredOutput {
 mod tests {
     use super::*;
     use crate::gdal::class_raster::ClassRaster;
-use crate::gdal::output_options::OutputCompression;
+    use crate::gdal::output_options::OutputCompression;
     use gdal::DriverManager;
     use gdal::raster::GdalDataType;
 

@@ -88,7 +88,7 @@ pub enum OverviewResampling {
 }
 
 impl OverviewResampling {
-    fn gdal_name(self) -> &'static str {
+    pub(super) fn gdal_name(self) -> &'static str {
         match self {
             OverviewResampling::Mode => "MODE",
             OverviewResampling::Average => "AVERAGE",
@@ -105,9 +105,9 @@ impl OverviewResampling {
 pub struct OutputCompression {
     codec: Compression,
     level: Option<u8>,
-    format: OutputFormat,
-    extra: Vec<(String, String)>,
-    overviews: OverviewResampling,
+    pub(super) format: OutputFormat,
+    pub(super) extra: Vec<(String, String)>,
+    pub(super) overviews: OverviewResampling,
 }
 
 impl OutputCompression {
@@ -167,7 +167,7 @@ impl OutputCompression {
 
     /// COG driver options: the codec, its level, the overviews' resampling,
     /// then the user's.
-    fn cog_options(&self) -> Vec<(String, String)> {
+    pub(super) fn cog_options(&self) -> Vec<(String, String)> {
         let mut options = vec![
             ("BIGTIFF".to_string(), "IF_SAFER".to_string()),
             ("NUM_THREADS".to_string(), "ALL_CPUS".to_string()),
@@ -198,7 +198,7 @@ impl OutputCompression {
     }
 
     /// GTiff creation options for it.
-    fn creation_options(&self) -> Vec<(&'static str, String)> {
+    pub(super) fn creation_options(&self) -> Vec<(&'static str, String)> {
         let codec = match self.codec {
             Compression::None => return Vec::new(),
             Compression::Deflate => "DEFLATE",

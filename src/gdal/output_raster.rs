@@ -4,10 +4,9 @@
 //! renamed onto the target only when every write succeeded and GDAL
 //! counted no failure, removed otherwise; a COG is made from it at the end.
 
-use super::class_raster::quiet_gdal;
+use super::class_raster::{quiet_gdal, with_parsed_srs};
 use super::errors::{Mark, gdal_error};
-use super::output_options::OutputCompression;
-use crate::bail;
+use super::output_options::{OutputCompression, OutputFormat};
 use crate::error::{Error, Result};
 use crate::io::ClassSink;
 use crate::output::{Target, TempFile, parent_dir};

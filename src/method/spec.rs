@@ -3,8 +3,8 @@
 //! the edge, [`MethodSpec`] checked once, so no layer below matches method
 //! names as strings or re-checks which option fits which method.
 
-use super::family::{Accepts, Family, Settings, either};
 pub use super::family::FastOptions;
+use super::family::{Accepts, Family, Settings, either};
 use super::naive::cl::Variant;
 use crate::bail;
 use crate::error::{Error, Result};

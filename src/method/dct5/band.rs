@@ -37,13 +37,13 @@
 //! terms take the generic path.
 
 use super::Dct5;
-use super::masks::{MASK_CLASSES, Presence, find_extents, for_each_class, window_unions};
 use super::job::{Isa, Job, Scratch};
+use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::pass1;
 use super::planes::{Plane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
-use crate::method::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
+use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
 use crate::method::simd4::F64x4;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
@@ -327,40 +327,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             }
         }
         for c in 0..tile.n_classes {
-            let at = scratch.at[c];
-            let runs = &scratch.runs[c];
-            if runs.is_empty() {
-                continue;
-            }
-            let plane = scratch.planes[c].values();
-            let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
-            let weight = job.weights[c];
-            for &(a, b) in runs.iter() {
-                for (a, h) in (a..b)
-                    .step_by(job.segment)
-                    .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
-                {
-                    let lanes = Strip {
-                        data: &strip[(a - at.xa) * LANES + h..],
-                        stride: LANES,
-                    };
-                    segment::<_, S, T>(
-                        &job.tab,
-                        &lanes,
-                        job.segment.min(b - a),
-                        #[inline(always)]
-                        |i, o| {
-                            let scores = S::splat(weight).mul(o);
-                            let at = (s * ow + a + i) * LANES + h;
-                            if M {
-                                slots.update(at, c as u16, scores, job.tau);
-                            } else {
-                                slots.update_winner(at, c as u16, scores, job.tau);
-                            }
-                        },
-                    );
-                }
-            }
+            pass2::<T, M, S>(job, scratch, s, c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
@@ -379,6 +346,53 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
             });
+        }
+    }
+}
+
+/// Pass 2 of class `c` in strip `s`: along the rows over the class's runs
+/// of outputs, each score folded into the strip's ranking slots at once.
+#[inline(always)]
+fn pass2<const T: usize, const M: bool, S: F64x4>(
+    job: &Job,
+    scratch: &Scratch,
+    s: usize,
+    c: usize,
+    slots: &mut SlotsMut,
+) {
+    let (r, ow) = (job.tab.r, job.ow);
+    let at = scratch.at[c];
+    let runs = &scratch.runs[c];
+    if runs.is_empty() {
+        return;
+    }
+    let plane = scratch.planes[c].values();
+    let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
+    let weight = job.weights[c];
+    for &(a, b) in runs.iter() {
+        for (a, h) in (a..b)
+            .step_by(job.segment)
+            .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
+        {
+            let lanes = Strip {
+                data: &strip[(a - at.xa) * LANES + h..],
+                stride: LANES,
+            };
+            segment::<_, S, T>(
+                &job.tab,
+                &lanes,
+                job.segment.min(b - a),
+                #[inline(always)]
+                |i, o| {
+                    let scores = S::splat(weight).mul(o);
+                    let at = (s * ow + a + i) * LANES + h;
+                    if M {
+                        slots.update(at, c as u16, scores, job.tau);
+                    } else {
+                        slots.update_winner(at, c as u16, scores, job.tau);
+                    }
+                },
+            );
         }
     }
 }
