@@ -175,7 +175,7 @@ pub fn smooth(
 /// that do not weigh votes ([`ClassSmoother::weighs_votes`]) are refused.
 pub fn smooth_weighted(
     source: &mut dyn ClassSource,
-    mut confidence: Option<&mut dyn ClassSource>,
+    confidence: Option<&mut dyn ClassSource>,
     sink: &mut dyn ClassSink,
     job: &SmoothJob,
     method: &dyn ClassSmoother,
@@ -197,50 +197,12 @@ pub fn smooth_weighted(
     progress.start(grid.len() as u64, "tiles");
     let mut class_weights = job.class_weights.clone();
     job.policies.apply_no_vote(&job.classes, &mut class_weights);
-    let around = (job.policies.around_method() || confidence.is_some()).then(|| Around {
-        class_weights: class_weights.clone(),
-        keep: job.policies.keep_mask(&job.classes),
-        undecided: job
-            .policies
-            .ties
-            .undecided()
-            .map(|code| lut[code as usize])
-            .filter(|&g| g != NO_CLASS),
-    });
-    if let Some(code) = job.policies.ties.undecided()
-        && job.policies.iterations > 1
-        && around.as_ref().is_some_and(|a| a.undecided.is_none())
-    {
-        return Err(Error::new(format!(
-            "the undecided code {code} is not a class of the job"
-        ))
-        .hint("add it to the class table (job::smooth does)"));
-    }
-
-    let mut tally = Tally::new(job.classes.len());
-    let mut reused = Vec::new();
-    let (mut read_time, mut sink_time) = (Duration::ZERO, Duration::ZERO);
-    let (mut prepare_time, mut map_time) = (Duration::ZERO, Duration::ZERO);
-    // Pool jobs' compaction, summed over their threads.
-    let mut pooled_prepare = Duration::ZERO;
-    // Not from inside a rayon job: the calling thread waits for its tiles
-    // without working, and on a one-thread pool nobody else would run them.
-    let on_pool = method.host_parallel()
-        && around.is_none()
-        && rayon::current_thread_index().is_none()
-        && job.tile <= ON_POOL_MAX_TILE;
-    // Methods that compact tiles on their device get the source windows,
-    // where every global index fits a byte.
-    let takes_codes = method.takes_codes()
-        && around.is_none()
-        && !on_pool
-        && job.classes.len() < NO_GLOBAL8 as usize;
-    // Device methods map their outputs to codes as they copy them out.
-    let on_device = method.runs_on().is_some();
+    let around = Around::for_job(job, &lut, &class_weights, confidence.is_some())?;
+    let paths = Paths::of(job, method, around.is_some());
     // A raster in memory is staged from in place, and a device's results
     // are mapped straight into an output in memory: the copies in and out
     // would be most of a device run's host memory traffic.
-    let (resident, mut source) = if takes_codes && source.resident().is_some() {
+    let (resident, source) = if paths.takes_codes && source.resident().is_some() {
         let source: &dyn ClassSource = source;
         (source.resident(), None)
     } else {
@@ -254,30 +216,18 @@ pub fn smooth_weighted(
         ties: job.policies.ties,
         confidence: None,
     };
-    // A tile given to the method as its source window of codes.
-    let submit_codes = |tile: &tiles::Tile, codes: &[u16], stride: usize| -> Result<InFlight> {
-        crate::interrupt::check()?;
-        let t0 = Instant::now();
-        let code_tile = CodeTile {
-            tile,
-            halo: grid.halo(),
-            codes,
-            stride,
-            lut: &lut,
+    let codes = CodeSubmit {
+        grid: &grid,
+        lut: &lut,
+        method,
+        params: &params,
+    };
+    let (mut in_place, mut sink) =
+        if paths.on_device && around.is_none() && sink.resident_mut().is_some() {
+            (sink.resident_mut(), None)
+        } else {
+            (None, Some(sink))
         };
-        let (local, pending) = method.submit_codes(&code_tile, &params)?;
-        Ok(InFlight {
-            local,
-            pending,
-            submit_time: t0.elapsed(),
-        })
-    };
-    let (mut in_place, mut sink) = if on_device && around.is_none() && sink.resident_mut().is_some()
-    {
-        (sink.resident_mut(), None)
-    } else {
-        (None, Some(sink))
-    };
     if in_place
         .as_ref()
         .is_some_and(|all| all.len() != out_w * out_h)
@@ -307,7 +257,7 @@ pub fn smooth_weighted(
         let mut stats = bands
             .run(out, progress, |tile| {
                 let at = &all[tile.source.y * width + tile.source.x..];
-                submit_codes(tile, at, width)
+                codes.submit(tile, at, width)
             })?
             .stats();
         progress.finish();
@@ -318,154 +268,50 @@ pub fn smooth_weighted(
     // the first few allocate nothing.
     let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
     let (out_back, out_free) = crossbeam_channel::unbounded::<Vec<u16>>();
+    let mut reader = Reader {
+        source,
+        confidence,
+        resident,
+        width,
+        codes: &codes,
+        raw_free,
+        time: Duration::ZERO,
+    };
+    let mut submitter = Submitter {
+        codes: &codes,
+        paths,
+        job,
+        class_weights: &class_weights,
+        around: around.as_ref(),
+        fill,
+        tie,
+        raw_back: &raw_back,
+        reused: Vec::new(),
+        time: Duration::ZERO,
+    };
+    let mut finisher = Finisher {
+        job,
+        fill,
+        tie,
+        on_device: paths.on_device,
+        in_place,
+        out_w,
+        out_free,
+        tally: Tally::new(job.classes.len()),
+        pooled_prepare: Duration::ZERO,
+        map_time: Duration::ZERO,
+    };
+    let mut sink_time = Duration::ZERO;
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
-            |tile| {
-                let Some(source) = source.as_deref_mut() else {
-                    // Nothing to read: the reader stages the tile from the
-                    // raster in place and submits it, so that staging the
-                    // next tiles overlaps waiting for and mapping this one.
-                    let all = resident.expect("a source or the raster");
-                    let at = &all[tile.source.y * width + tile.source.x..];
-                    return submit_codes(&tile, at, width).map(Read::Submitted);
-                };
-                let t0 = Instant::now();
-                let mut raw = raw_free.try_recv().unwrap_or_default();
-                raw.resize(tile.source.area() as usize, 0);
-                source.read(tile.source, &mut raw)?;
-                // Votes weigh nothing beyond the raster.
-                let weights = match confidence.as_deref_mut() {
-                    Some(c) => {
-                        let mut read = vec![0u16; raw.len()];
-                        c.read(tile.source, &mut read)?;
-                        let mut padded = Vec::new();
-                        tile.pad(&read, 0, &mut padded);
-                        Some(padded)
-                    }
-                    None => None,
-                };
-                read_time += t0.elapsed();
-                Ok(Read::Window(raw, weights))
-            },
-            |tile, read| -> Result<Flight> {
-                let (raw, votes) = match read {
-                    Read::Submitted(flight) => return Ok(Flight::Method(flight)),
-                    Read::Window(raw, votes) => (raw, votes),
-                };
-                if takes_codes {
-                    let flight = submit_codes(&tile, &raw, tile.source.width)?;
-                    let _ = raw_back.send(raw);
-                    return Ok(Flight::Method(flight));
-                }
-                crate::interrupt::check()?;
-                if on_pool {
-                    let work = TileWork {
-                        method,
-                        job,
-                        lut: &lut,
-                        class_weights: &class_weights,
-                        halo: grid.halo(),
-                        fill,
-                        tie,
-                        raw_back: &raw_back,
-                    };
-                    return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
-                }
-                // A tile submitted at once can reuse one buffer.
-                let mut padded = std::mem::take(&mut reused);
-                let t0 = Instant::now();
-                let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
-                prepare_time += t0.elapsed();
-                let _ = raw_back.send(raw);
-                if let Some(around) = &around {
-                    let t0 = Instant::now();
-                    let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
-                    return Ok(Flight::Method(InFlight {
-                        local,
-                        pending: Box::new(Finished(out)),
-                        submit_time: t0.elapsed(),
-                    }));
-                }
-                let weights = local.weights(&class_weights);
-                let class_tile = ClassTile {
-                    width: tile.padded_width,
-                    height: tile.padded_height,
-                    halo: grid.halo(),
-                    n_classes: local.len(),
-                    classes: &[],
-                };
-                let t0 = Instant::now();
-                let pending = method.submit(
-                    &ClassTile {
-                        classes: &padded,
-                        ..class_tile
-                    },
-                    &SmoothParams {
-                        class_weights: &weights,
-                        ..params
-                    },
-                )?;
-                reused = padded;
-                Ok(Flight::Method(InFlight {
-                    local,
-                    pending,
-                    submit_time: t0.elapsed(),
-                }))
-            },
-            |tile, flight| {
-                let flight = match flight {
-                    Flight::Method(flight) => flight,
-                    Flight::Pooled(pooled) => {
-                        let t0 = Instant::now();
-                        let done = pooled.wait()?;
-                        tally.count(&tile, &done.local, job, fill, tie);
-                        tally.timed(Duration::ZERO, t0.elapsed());
-                        pooled_prepare += done.prepare;
-                        map_time += done.map_back;
-                        return Ok(Some(done.out));
-                    }
-                };
-                let map = tally.count(&tile, &flight.local, job, fill, tie);
-                let t0 = Instant::now();
-                if let Some(all) = in_place.as_deref_mut() {
-                    // Waited for and mapped into its place in the output.
-                    let rows = RowsMut::window(all, out_w, tile.output);
-                    flight.pending.wait_codes(&map, rows)?;
-                    tally.timed(flight.submit_time, t0.elapsed());
-                    check_nodata(&RowsMut::window(all, out_w, tile.output), job.output_nodata)?;
-                    return Ok(None);
-                }
-                let mut out = out_free.try_recv().unwrap_or_default();
-                let len = tile.output.area() as usize;
-                let (waited, mapped) = if flight.pending.ready() || !on_device {
-                    // Host results (or a device's with the outputs copied
-                    // out first): waiting and mapping are apart. The
-                    // recycled buffer taken above is dropped, so that the
-                    // sink's returns do not pile up in the channel.
-                    out = flight.pending.into_output(len)?;
-                    let waited = t0.elapsed();
-                    map.apply(&mut out);
-                    (waited, t0.elapsed() - waited)
-                } else {
-                    // The wait and the copy out, mapped on the way.
-                    out.resize(len, 0);
-                    let rows = RowsMut::contiguous(&mut out, tile.output.width);
-                    flight.pending.wait_codes(&map, rows)?;
-                    (t0.elapsed(), Duration::ZERO)
-                };
-                tally.timed(flight.submit_time, waited);
-                map_time += mapped;
-                check_nodata(
-                    &RowsMut::contiguous(&mut out, tile.output.width),
-                    job.output_nodata,
-                )?;
-                Ok(Some(out))
-            },
+            |tile| reader.read(tile),
+            |tile, read| submitter.submit(scope, tile, read),
+            |tile, flight| finisher.finish(tile, flight),
             // Tiles the reader submitted wait in its channel already.
             if resident.is_some() {
                 method.depth().saturating_sub(pipeline::PIPELINE_DEPTH)
-            } else if on_pool {
+            } else if paths.on_pool {
                 pool_depth(method.depth(), rayon::current_num_threads())
             } else {
                 method.depth()
@@ -482,14 +328,288 @@ pub fn smooth_weighted(
             },
         )
     })?;
-    let mut stats = tally.stats();
-    stats.stages.read = read_time;
-    stats.stages.prepare = prepare_time + pooled_prepare;
-    stats.stages.map_back = map_time;
+    let mut stats = finisher.tally.stats();
+    stats.stages.read = reader.time;
+    stats.stages.prepare = submitter.time + finisher.pooled_prepare;
+    stats.stages.map_back = finisher.map_time;
     stats.stages.sink = sink_time;
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
+}
+
+/// Which path a run's tiles take, decided once per run.
+#[derive(Clone, Copy)]
+struct Paths {
+    /// Host methods: each tile a job on the rayon pool ([`TileWork`]).
+    on_pool: bool,
+    /// Methods that compact tiles on their device get the source windows.
+    takes_codes: bool,
+    /// Device methods map their outputs to codes as they copy them out.
+    on_device: bool,
+}
+
+impl Paths {
+    fn of(job: &SmoothJob, method: &dyn ClassSmoother, around: bool) -> Self {
+        // Not from inside a rayon job: the calling thread waits for its
+        // tiles without working, and on a one-thread pool nobody else
+        // would run them.
+        let on_pool = method.host_parallel()
+            && !around
+            && rayon::current_thread_index().is_none()
+            && job.tile <= ON_POOL_MAX_TILE;
+        // Where every global index fits a byte.
+        let takes_codes =
+            method.takes_codes() && !around && !on_pool && job.classes.len() < NO_GLOBAL8 as usize;
+        Paths {
+            on_pool,
+            takes_codes,
+            on_device: method.runs_on().is_some(),
+        }
+    }
+}
+
+/// Hands a tile to the method as its source window of codes
+/// ([`ClassSmoother::submit_codes`]).
+struct CodeSubmit<'a> {
+    grid: &'a TileGrid,
+    lut: &'a crate::classes::CodeLut,
+    method: &'a dyn ClassSmoother,
+    params: &'a SmoothParams<'a>,
+}
+
+impl<'a> CodeSubmit<'a> {
+    /// Submits `tile`, whose source window starts at `codes` with rows
+    /// `stride` apart.
+    fn submit(&self, tile: &tiles::Tile, codes: &[u16], stride: usize) -> Result<InFlight<'a>> {
+        crate::interrupt::check()?;
+        let t0 = Instant::now();
+        let code_tile = CodeTile {
+            tile,
+            halo: self.grid.halo(),
+            codes,
+            stride,
+            lut: self.lut,
+        };
+        let (local, pending) = self.method.submit_codes(&code_tile, self.params)?;
+        Ok(InFlight {
+            local,
+            pending,
+            submit_time: t0.elapsed(),
+        })
+    }
+}
+
+/// The reader stage: each tile's source window (and its votes), or, from a
+/// raster in memory, the tile staged in place and submitted.
+struct Reader<'a, 's, 'c> {
+    source: Option<&'s mut dyn ClassSource>,
+    confidence: Option<&'c mut dyn ClassSource>,
+    resident: Option<&'s [u16]>,
+    width: usize,
+    codes: &'a CodeSubmit<'a>,
+    raw_free: crossbeam_channel::Receiver<Vec<u16>>,
+    /// Time spent reading.
+    time: Duration,
+}
+
+impl<'a> Reader<'a, '_, '_> {
+    fn read(&mut self, tile: tiles::Tile) -> Result<Read<'a>> {
+        let Some(source) = self.source.as_deref_mut() else {
+            // Nothing to read: the reader stages the tile from the raster
+            // in place and submits it, so that staging the next tiles
+            // overlaps waiting for and mapping this one.
+            let all = self.resident.expect("a source or the raster");
+            let at = &all[tile.source.y * self.width + tile.source.x..];
+            return self
+                .codes
+                .submit(&tile, at, self.width)
+                .map(Read::Submitted);
+        };
+        let t0 = Instant::now();
+        let mut raw = self.raw_free.try_recv().unwrap_or_default();
+        raw.resize(tile.source.area() as usize, 0);
+        source.read(tile.source, &mut raw)?;
+        // Votes weigh nothing beyond the raster.
+        let weights = match self.confidence.as_deref_mut() {
+            Some(c) => {
+                let mut read = vec![0u16; raw.len()];
+                c.read(tile.source, &mut read)?;
+                let mut padded = Vec::new();
+                tile.pad(&read, 0, &mut padded);
+                Some(padded)
+            }
+            None => None,
+        };
+        self.time += t0.elapsed();
+        Ok(Read::Window(raw, weights))
+    }
+}
+
+/// The submitting stage: a tile's source window compacted and handed to the
+/// method (on the pool for host methods, with the policies around it where
+/// they apply), unless the reader submitted it already.
+struct Submitter<'a> {
+    codes: &'a CodeSubmit<'a>,
+    paths: Paths,
+    job: &'a SmoothJob,
+    class_weights: &'a [u32],
+    around: Option<&'a Around>,
+    fill: u16,
+    tie: u16,
+    raw_back: &'a crossbeam_channel::Sender<Vec<u16>>,
+    /// A tile submitted at once can reuse one buffer.
+    reused: Vec<u16>,
+    /// Time spent padding and compacting.
+    time: Duration,
+}
+
+impl<'a> Submitter<'a> {
+    fn submit<'s>(
+        &mut self,
+        scope: &rayon::Scope<'s>,
+        tile: tiles::Tile,
+        read: Read<'a>,
+    ) -> Result<Flight<'a>>
+    where
+        'a: 's,
+    {
+        let (raw, votes) = match read {
+            Read::Submitted(flight) => return Ok(Flight::Method(flight)),
+            Read::Window(raw, votes) => (raw, votes),
+        };
+        if self.paths.takes_codes {
+            let flight = self.codes.submit(&tile, &raw, tile.source.width)?;
+            let _ = self.raw_back.send(raw);
+            return Ok(Flight::Method(flight));
+        }
+        crate::interrupt::check()?;
+        let (method, lut) = (self.codes.method, self.codes.lut);
+        if self.paths.on_pool {
+            let work = TileWork {
+                method,
+                job: self.job,
+                lut,
+                class_weights: self.class_weights,
+                halo: self.codes.grid.halo(),
+                fill: self.fill,
+                tie: self.tie,
+                raw_back: self.raw_back,
+            };
+            return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
+        }
+        let mut padded = std::mem::take(&mut self.reused);
+        let t0 = Instant::now();
+        let local = TileCompaction::pad_and_compact(&raw, lut, &tile, &mut padded);
+        self.time += t0.elapsed();
+        let _ = self.raw_back.send(raw);
+        if let Some(around) = self.around {
+            let t0 = Instant::now();
+            let (local, out) = around.smooth(method, self.job, &tile, local, padded, votes)?;
+            return Ok(Flight::Method(InFlight {
+                local,
+                pending: Box::new(Finished(out)),
+                submit_time: t0.elapsed(),
+            }));
+        }
+        let weights = local.weights(self.class_weights);
+        let class_tile = ClassTile {
+            width: tile.padded_width,
+            height: tile.padded_height,
+            halo: self.codes.grid.halo(),
+            n_classes: local.len(),
+            classes: &[],
+        };
+        let t0 = Instant::now();
+        let pending = method.submit(
+            &ClassTile {
+                classes: &padded,
+                ..class_tile
+            },
+            &SmoothParams {
+                class_weights: &weights,
+                ..*self.codes.params
+            },
+        )?;
+        self.reused = padded;
+        Ok(Flight::Method(InFlight {
+            local,
+            pending,
+            submit_time: t0.elapsed(),
+        }))
+    }
+}
+
+/// The finishing stage: a tile waited for and mapped back to codes, into
+/// its place in an output in memory or into a buffer for the writer.
+struct Finisher<'a, 'o> {
+    job: &'a SmoothJob,
+    fill: u16,
+    tie: u16,
+    on_device: bool,
+    in_place: Option<&'o mut [u16]>,
+    out_w: usize,
+    out_free: crossbeam_channel::Receiver<Vec<u16>>,
+    tally: Tally,
+    /// Pool jobs' compaction, summed over their threads.
+    pooled_prepare: Duration,
+    map_time: Duration,
+}
+
+impl Finisher<'_, '_> {
+    fn finish(&mut self, tile: tiles::Tile, flight: Flight) -> Result<Option<Vec<u16>>> {
+        let (job, fill, tie) = (self.job, self.fill, self.tie);
+        let flight = match flight {
+            Flight::Method(flight) => flight,
+            Flight::Pooled(pooled) => {
+                let t0 = Instant::now();
+                let done = pooled.wait()?;
+                self.tally.count(&tile, &done.local, job, fill, tie);
+                self.tally.timed(Duration::ZERO, t0.elapsed());
+                self.pooled_prepare += done.prepare;
+                self.map_time += done.map_back;
+                return Ok(Some(done.out));
+            }
+        };
+        let map = self.tally.count(&tile, &flight.local, job, fill, tie);
+        let t0 = Instant::now();
+        if let Some(all) = self.in_place.as_deref_mut() {
+            // Waited for and mapped into its place in the output.
+            let rows = RowsMut::window(all, self.out_w, tile.output);
+            flight.pending.wait_codes(&map, rows)?;
+            self.tally.timed(flight.submit_time, t0.elapsed());
+            check_nodata(
+                &RowsMut::window(all, self.out_w, tile.output),
+                job.output_nodata,
+            )?;
+            return Ok(None);
+        }
+        let mut out = self.out_free.try_recv().unwrap_or_default();
+        let len = tile.output.area() as usize;
+        let (waited, mapped) = if flight.pending.ready() || !self.on_device {
+            // Host results (or a device's with the outputs copied out
+            // first): waiting and mapping are apart. The recycled buffer
+            // taken above is dropped, so that the sink's returns do not
+            // pile up in the channel.
+            out = flight.pending.into_output(len)?;
+            let waited = t0.elapsed();
+            map.apply(&mut out);
+            (waited, t0.elapsed() - waited)
+        } else {
+            // The wait and the copy out, mapped on the way.
+            out.resize(len, 0);
+            let rows = RowsMut::contiguous(&mut out, tile.output.width);
+            flight.pending.wait_codes(&map, rows)?;
+            (t0.elapsed(), Duration::ZERO)
+        };
+        self.tally.timed(flight.submit_time, waited);
+        self.map_time += mapped;
+        check_nodata(
+            &RowsMut::contiguous(&mut out, tile.output.width),
+            job.output_nodata,
+        )?;
+        Ok(Some(out))
+    }
 }
 
 /// A run whose source and output both lie in memory, by bands of tile
@@ -806,6 +926,36 @@ struct Around {
 }
 
 impl Around {
+    /// What the engine does around the method for `job` (the policies
+    /// around it, or vote weights), `None` where the method runs alone.
+    fn for_job(
+        job: &SmoothJob,
+        lut: &crate::classes::CodeLut,
+        class_weights: &[u32],
+        votes: bool,
+    ) -> Result<Option<Around>> {
+        let around = (job.policies.around_method() || votes).then(|| Around {
+            class_weights: class_weights.to_vec(),
+            keep: job.policies.keep_mask(&job.classes),
+            undecided: job
+                .policies
+                .ties
+                .undecided()
+                .map(|code| lut[code as usize])
+                .filter(|&g| g != NO_CLASS),
+        });
+        if let Some(code) = job.policies.ties.undecided()
+            && job.policies.iterations > 1
+            && around.as_ref().is_some_and(|a| a.undecided.is_none())
+        {
+            return Err(Error::new(format!(
+                "the undecided code {code} is not a class of the job"
+            ))
+            .hint("add it to the class table (job::smooth does)"));
+        }
+        Ok(around)
+    }
+
     /// Smooths one tile (`padded`, compacted as `local`) with every pass
     /// of the job and the policies around each: pass i reads the tile
     /// grown by the kernel's radius once per pass still to come, and what
