@@ -18,16 +18,19 @@
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
-use crate::classes::{ClassTable, CodeMap, NO_CLASS, NO_GLOBAL8, TileCompaction};
+use crate::classes::{ClassTable, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
-use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
+use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
 use crate::pipeline;
 use crate::progress::Progress;
 use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
+
+mod stages;
+use stages::{CodeSubmit, Finisher, Paths, Reader, Submitter, Writer, output_in_place};
 
 /// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
 /// between its few milliseconds of kernels, and larger tiles halve a whole
@@ -184,13 +187,7 @@ pub fn smooth_weighted(
     let start = Instant::now();
     let (width, height) = source.size();
     if let Some(c) = &confidence {
-        if c.size() != (width, height) {
-            return Err(
-                Error::new("the confidence raster is not on the class raster's grid")
-                    .hint("give a confidence raster of the same size"),
-            );
-        }
-        policy::check_confidence(true, method)?;
+        check_confidence(c.size(), (width, height), method)?;
     }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();
@@ -222,21 +219,8 @@ pub fn smooth_weighted(
         method,
         params: &params,
     };
-    let (mut in_place, mut sink) =
-        if paths.on_device && around.is_none() && sink.resident_mut().is_some() {
-            (sink.resident_mut(), None)
-        } else {
-            (None, Some(sink))
-        };
-    if in_place
-        .as_ref()
-        .is_some_and(|all| all.len() != out_w * out_h)
-    {
-        return Err(
-            Error::new("the output in memory is not the size of the run's output")
-                .hint("size it by SmoothJob::grid(..).output_size()"),
-        );
-    }
+    let in_memory = paths.on_device && around.is_none();
+    let (mut in_place, sink) = output_in_place(sink, in_memory, out_w * out_h)?;
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
@@ -254,13 +238,7 @@ pub fn smooth_weighted(
             // the pipeline keeps.
             threads: (method.depth() + 1).div_ceil(2).max(2),
         };
-        let mut stats = bands
-            .run(out, progress, |tile| {
-                let at = &all[tile.source.y * width + tile.source.x..];
-                codes.submit(tile, at, width)
-            })?
-            .stats();
-        progress.finish();
+        let mut stats = bands.run_resident(all, width, out, &codes, progress)?;
         stats.wall = start.elapsed();
         return Ok(stats);
     }
@@ -301,315 +279,42 @@ pub fn smooth_weighted(
         pooled_prepare: Duration::ZERO,
         map_time: Duration::ZERO,
     };
-    let mut sink_time = Duration::ZERO;
+    let mut writer = Writer {
+        sink,
+        out_back,
+        time: Duration::ZERO,
+    };
+    let depth = paths.depth(method, resident.is_some());
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
             |tile| reader.read(tile),
             |tile, read| submitter.submit(scope, tile, read),
             |tile, flight| finisher.finish(tile, flight),
-            // Tiles the reader submitted wait in its channel already.
-            if resident.is_some() {
-                method.depth().saturating_sub(pipeline::PIPELINE_DEPTH)
-            } else if paths.on_pool {
-                pool_depth(method.depth(), rayon::current_num_threads())
-            } else {
-                method.depth()
-            },
-            |tile, codes: Option<Vec<u16>>| {
-                if let (Some(codes), Some(sink)) = (codes, sink.as_deref_mut()) {
-                    let t0 = Instant::now();
-                    sink.write(tile.output, &codes)?;
-                    sink_time += t0.elapsed();
-                    let _ = out_back.send(codes);
-                }
-                progress.inc(1);
-                Ok(())
-            },
+            depth,
+            |tile, codes| writer.write(tile, codes, progress),
         )
     })?;
-    let mut stats = finisher.tally.stats();
-    stats.stages.read = reader.time;
-    stats.stages.prepare = submitter.time + finisher.pooled_prepare;
-    stats.stages.map_back = finisher.map_time;
-    stats.stages.sink = sink_time;
+    let mut stats = finisher.stats(&reader, &submitter, &writer);
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
 }
 
-/// Which path a run's tiles take, decided once per run.
-#[derive(Clone, Copy)]
-struct Paths {
-    /// Host methods: each tile a job on the rayon pool ([`TileWork`]).
-    on_pool: bool,
-    /// Methods that compact tiles on their device get the source windows.
-    takes_codes: bool,
-    /// Device methods map their outputs to codes as they copy them out.
-    on_device: bool,
-}
-
-impl Paths {
-    fn of(job: &SmoothJob, method: &dyn ClassSmoother, around: bool) -> Self {
-        // Not from inside a rayon job: the calling thread waits for its
-        // tiles without working, and on a one-thread pool nobody else
-        // would run them.
-        let on_pool = method.host_parallel()
-            && !around
-            && rayon::current_thread_index().is_none()
-            && job.tile <= ON_POOL_MAX_TILE;
-        // Where every global index fits a byte.
-        let takes_codes =
-            method.takes_codes() && !around && !on_pool && job.classes.len() < NO_GLOBAL8 as usize;
-        Paths {
-            on_pool,
-            takes_codes,
-            on_device: method.runs_on().is_some(),
-        }
+/// Refuses vote weights off the class raster's grid (`size`) or for a
+/// method that does not weigh votes.
+fn check_confidence(
+    votes: (usize, usize),
+    size: (usize, usize),
+    method: &dyn ClassSmoother,
+) -> Result<()> {
+    if votes != size {
+        return Err(
+            Error::new("the confidence raster is not on the class raster's grid")
+                .hint("give a confidence raster of the same size"),
+        );
     }
-}
-
-/// Hands a tile to the method as its source window of codes
-/// ([`ClassSmoother::submit_codes`]).
-struct CodeSubmit<'a> {
-    grid: &'a TileGrid,
-    lut: &'a crate::classes::CodeLut,
-    method: &'a dyn ClassSmoother,
-    params: &'a SmoothParams<'a>,
-}
-
-impl<'a> CodeSubmit<'a> {
-    /// Submits `tile`, whose source window starts at `codes` with rows
-    /// `stride` apart.
-    fn submit(&self, tile: &tiles::Tile, codes: &[u16], stride: usize) -> Result<InFlight<'a>> {
-        crate::interrupt::check()?;
-        let t0 = Instant::now();
-        let code_tile = CodeTile {
-            tile,
-            halo: self.grid.halo(),
-            codes,
-            stride,
-            lut: self.lut,
-        };
-        let (local, pending) = self.method.submit_codes(&code_tile, self.params)?;
-        Ok(InFlight {
-            local,
-            pending,
-            submit_time: t0.elapsed(),
-        })
-    }
-}
-
-/// The reader stage: each tile's source window (and its votes), or, from a
-/// raster in memory, the tile staged in place and submitted.
-struct Reader<'a, 's, 'c> {
-    source: Option<&'s mut dyn ClassSource>,
-    confidence: Option<&'c mut dyn ClassSource>,
-    resident: Option<&'s [u16]>,
-    width: usize,
-    codes: &'a CodeSubmit<'a>,
-    raw_free: crossbeam_channel::Receiver<Vec<u16>>,
-    /// Time spent reading.
-    time: Duration,
-}
-
-impl<'a> Reader<'a, '_, '_> {
-    fn read(&mut self, tile: tiles::Tile) -> Result<Read<'a>> {
-        let Some(source) = self.source.as_deref_mut() else {
-            // Nothing to read: the reader stages the tile from the raster
-            // in place and submits it, so that staging the next tiles
-            // overlaps waiting for and mapping this one.
-            let all = self.resident.expect("a source or the raster");
-            let at = &all[tile.source.y * self.width + tile.source.x..];
-            return self
-                .codes
-                .submit(&tile, at, self.width)
-                .map(Read::Submitted);
-        };
-        let t0 = Instant::now();
-        let mut raw = self.raw_free.try_recv().unwrap_or_default();
-        raw.resize(tile.source.area() as usize, 0);
-        source.read(tile.source, &mut raw)?;
-        // Votes weigh nothing beyond the raster.
-        let weights = match self.confidence.as_deref_mut() {
-            Some(c) => {
-                let mut read = vec![0u16; raw.len()];
-                c.read(tile.source, &mut read)?;
-                let mut padded = Vec::new();
-                tile.pad(&read, 0, &mut padded);
-                Some(padded)
-            }
-            None => None,
-        };
-        self.time += t0.elapsed();
-        Ok(Read::Window(raw, weights))
-    }
-}
-
-/// The submitting stage: a tile's source window compacted and handed to the
-/// method (on the pool for host methods, with the policies around it where
-/// they apply), unless the reader submitted it already.
-struct Submitter<'a> {
-    codes: &'a CodeSubmit<'a>,
-    paths: Paths,
-    job: &'a SmoothJob,
-    class_weights: &'a [u32],
-    around: Option<&'a Around>,
-    fill: u16,
-    tie: u16,
-    raw_back: &'a crossbeam_channel::Sender<Vec<u16>>,
-    /// A tile submitted at once can reuse one buffer.
-    reused: Vec<u16>,
-    /// Time spent padding and compacting.
-    time: Duration,
-}
-
-impl<'a> Submitter<'a> {
-    fn submit<'s>(
-        &mut self,
-        scope: &rayon::Scope<'s>,
-        tile: tiles::Tile,
-        read: Read<'a>,
-    ) -> Result<Flight<'a>>
-    where
-        'a: 's,
-    {
-        let (raw, votes) = match read {
-            Read::Submitted(flight) => return Ok(Flight::Method(flight)),
-            Read::Window(raw, votes) => (raw, votes),
-        };
-        if self.paths.takes_codes {
-            let flight = self.codes.submit(&tile, &raw, tile.source.width)?;
-            let _ = self.raw_back.send(raw);
-            return Ok(Flight::Method(flight));
-        }
-        crate::interrupt::check()?;
-        let (method, lut) = (self.codes.method, self.codes.lut);
-        if self.paths.on_pool {
-            let work = TileWork {
-                method,
-                job: self.job,
-                lut,
-                class_weights: self.class_weights,
-                halo: self.codes.grid.halo(),
-                fill: self.fill,
-                tie: self.tie,
-                raw_back: self.raw_back,
-            };
-            return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
-        }
-        let mut padded = std::mem::take(&mut self.reused);
-        let t0 = Instant::now();
-        let local = TileCompaction::pad_and_compact(&raw, lut, &tile, &mut padded);
-        self.time += t0.elapsed();
-        let _ = self.raw_back.send(raw);
-        if let Some(around) = self.around {
-            let t0 = Instant::now();
-            let (local, out) = around.smooth(method, self.job, &tile, local, padded, votes)?;
-            return Ok(Flight::Method(InFlight {
-                local,
-                pending: Box::new(Finished(out)),
-                submit_time: t0.elapsed(),
-            }));
-        }
-        let weights = local.weights(self.class_weights);
-        let class_tile = ClassTile {
-            width: tile.padded_width,
-            height: tile.padded_height,
-            halo: self.codes.grid.halo(),
-            n_classes: local.len(),
-            classes: &[],
-        };
-        let t0 = Instant::now();
-        let pending = method.submit(
-            &ClassTile {
-                classes: &padded,
-                ..class_tile
-            },
-            &SmoothParams {
-                class_weights: &weights,
-                ..*self.codes.params
-            },
-        )?;
-        self.reused = padded;
-        Ok(Flight::Method(InFlight {
-            local,
-            pending,
-            submit_time: t0.elapsed(),
-        }))
-    }
-}
-
-/// The finishing stage: a tile waited for and mapped back to codes, into
-/// its place in an output in memory or into a buffer for the writer.
-struct Finisher<'a, 'o> {
-    job: &'a SmoothJob,
-    fill: u16,
-    tie: u16,
-    on_device: bool,
-    in_place: Option<&'o mut [u16]>,
-    out_w: usize,
-    out_free: crossbeam_channel::Receiver<Vec<u16>>,
-    tally: Tally,
-    /// Pool jobs' compaction, summed over their threads.
-    pooled_prepare: Duration,
-    map_time: Duration,
-}
-
-impl Finisher<'_, '_> {
-    fn finish(&mut self, tile: tiles::Tile, flight: Flight) -> Result<Option<Vec<u16>>> {
-        let (job, fill, tie) = (self.job, self.fill, self.tie);
-        let flight = match flight {
-            Flight::Method(flight) => flight,
-            Flight::Pooled(pooled) => {
-                let t0 = Instant::now();
-                let done = pooled.wait()?;
-                self.tally.count(&tile, &done.local, job, fill, tie);
-                self.tally.timed(Duration::ZERO, t0.elapsed());
-                self.pooled_prepare += done.prepare;
-                self.map_time += done.map_back;
-                return Ok(Some(done.out));
-            }
-        };
-        let map = self.tally.count(&tile, &flight.local, job, fill, tie);
-        let t0 = Instant::now();
-        if let Some(all) = self.in_place.as_deref_mut() {
-            // Waited for and mapped into its place in the output.
-            let rows = RowsMut::window(all, self.out_w, tile.output);
-            flight.pending.wait_codes(&map, rows)?;
-            self.tally.timed(flight.submit_time, t0.elapsed());
-            check_nodata(
-                &RowsMut::window(all, self.out_w, tile.output),
-                job.output_nodata,
-            )?;
-            return Ok(None);
-        }
-        let mut out = self.out_free.try_recv().unwrap_or_default();
-        let len = tile.output.area() as usize;
-        let (waited, mapped) = if flight.pending.ready() || !self.on_device {
-            // Host results (or a device's with the outputs copied out
-            // first): waiting and mapping are apart. The recycled buffer
-            // taken above is dropped, so that the sink's returns do not
-            // pile up in the channel.
-            out = flight.pending.into_output(len)?;
-            let waited = t0.elapsed();
-            map.apply(&mut out);
-            (waited, t0.elapsed() - waited)
-        } else {
-            // The wait and the copy out, mapped on the way.
-            out.resize(len, 0);
-            let rows = RowsMut::contiguous(&mut out, tile.output.width);
-            flight.pending.wait_codes(&map, rows)?;
-            (t0.elapsed(), Duration::ZERO)
-        };
-        self.tally.timed(flight.submit_time, waited);
-        self.map_time += mapped;
-        check_nodata(
-            &RowsMut::contiguous(&mut out, tile.output.width),
-            job.output_nodata,
-        )?;
-        Ok(Some(out))
-    }
+    policy::check_confidence(true, method)
 }
 
 /// A run whose source and output both lie in memory, by bands of tile
@@ -625,6 +330,25 @@ struct Bands<'a> {
 }
 
 impl Bands<'_> {
+    /// Runs every tile from the raster in memory `all` (rows `width`
+    /// apart) into `out`, submitted as source windows of codes; the tiles'
+    /// figures, less the wall time.
+    fn run_resident(
+        &self,
+        all: &[u16],
+        width: usize,
+        out: &mut [u16],
+        codes: &CodeSubmit,
+        progress: &Progress,
+    ) -> Result<RunStats> {
+        let tally = self.run(out, progress, |tile| {
+            let at = &all[tile.source.y * width + tile.source.x..];
+            codes.submit(tile, at, width)
+        })?;
+        progress.finish();
+        Ok(tally.stats())
+    }
+
     fn run<'m>(
         &self,
         out: &mut [u16],
@@ -1102,6 +826,7 @@ mod tests {
     }
     use super::*;
     use crate::kernel::KernelSpec;
+    use crate::method::CodeTile;
     use crate::method::naive::NaiveHost;
     use smooth_in_memory_with_stats as run;
 

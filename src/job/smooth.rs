@@ -13,7 +13,7 @@ use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
-use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType};
+use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
 use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
 use crate::gdal::output_options::OutputCompression;
@@ -205,21 +205,7 @@ fn smooth_into(
     let offset = grid.offset();
     let window = output_window(spec.window, (full_width, full_height))?;
     let (width, height) = (window.width, window.height);
-    let out_spec = OutputSpec {
-        width,
-        height,
-        bands: 1,
-        data_type: match class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
-        projection: String::new(),
-        nodata: None,
-        colors: meta.colors.clone(),
-        category_names: meta.category_names.clone(),
-        compression: spec.compression.clone(),
-    };
+    let out_spec = output_spec(&meta, class_type, window, offset, &spec.compression);
     let with_nodata = |nodata: Option<u16>| OutputSpec {
         nodata: nodata.map(f64::from),
         ..out_spec.clone()
@@ -228,14 +214,7 @@ fn smooth_into(
     // can be made while the classes are scanned.
     spec.policies.check_nodata(input_nodata)?;
     let max_code = class_type.max_code();
-    if let Some(d) = spec.dst_nodata
-        && d > max_code
-    {
-        crate::bail!(
-            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
-            hint = "give a code the input's band type holds"
-        );
-    }
+    check_dst_nodata(spec.dst_nodata, max_code)?;
     if input_nodata.is_some() && spec.dst_nodata.is_none() {
         output.make(with_nodata(input_nodata));
     }
@@ -279,8 +258,8 @@ fn smooth_into(
         tap,
         busy: Duration::ZERO,
     };
+    let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
     let stats = if spec.window.is_none() {
-        let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
         engine::smooth_weighted(
             &mut tapped_in,
             votes,
@@ -297,7 +276,6 @@ fn smooth_into(
             tile,
             max_code,
         };
-        let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
         smooth_window(
             &mut tapped_in,
             votes,
@@ -320,6 +298,45 @@ fn smooth_into(
         job,
         stats,
     })
+}
+
+/// The output of `window` (at `offset` in the input's pixels) of an input
+/// described by `meta`, in the input's sample type, without nodata yet.
+fn output_spec(
+    meta: &RasterMeta,
+    class_type: ClassType,
+    window: Rect,
+    offset: usize,
+    compression: &OutputCompression,
+) -> OutputSpec {
+    OutputSpec {
+        width: window.width,
+        height: window.height,
+        bands: 1,
+        data_type: match class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
+        projection: String::new(),
+        nodata: None,
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
+        compression: compression.clone(),
+    }
+}
+
+/// Refuses a `--dst-nodata` code the output's type cannot hold.
+fn check_dst_nodata(dst_nodata: Option<u16>, max_code: u16) -> Result<()> {
+    if let Some(d) = dst_nodata
+        && d > max_code
+    {
+        crate::bail!(
+            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
+            hint = "give a code the input's band type holds"
+        );
+    }
+    Ok(())
 }
 
 /// What a window of the output computed alone needs besides the job: where

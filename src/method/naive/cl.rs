@@ -434,6 +434,36 @@ impl NaiveCl {
         }
     }
 
+    /// The fast variant's work-group shape (TX, TY, PY, TILE_LOCAL,
+    /// HIST_LOCAL): the study switch's, a fixed one, the tune database's,
+    /// the GPU rule, or the CPU's.
+    fn fast_shape(&self, basics: &PlanBasics) -> (usize, usize, usize, bool, bool) {
+        let &PlanBasics {
+            k,
+            elem,
+            nb,
+            budget,
+            gpu,
+            ..
+        } = basics;
+    if let Some(s) = shape_override() {
+        s
+    } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
+        (t, y, p, tl, hl)
+    } else if let Some(tuned) = (self.shape == FastShape::Auto)
+        .then(|| self.tuned_shape(k, elem, nb, budget))
+        .flatten()
+    {
+        tuned
+    } else if gpu || self.shape == FastShape::Gpu {
+        gpu_fast_shape(k, elem, nb, budget)
+    } else {
+        // CPU: work-items run as loops and caches do the staging; many
+        // outputs per item amortise clearing the histogram.
+        (8, 1, 32, false, false)
+    }
+    }
+
     /// The plan of the fast variant: its work-group shape and which of its
     /// paths (tap scan, runs, sliding, masks, two-loop search) it compiles in.
     fn fast_plan(
@@ -493,22 +523,7 @@ impl NaiveCl {
         let mask = runs
             && !plain_winner
             && (self.paths.mask).or(switches::get().mask).unwrap_or(nb > 8);
-        let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
-            s
-        } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
-            (t, y, p, tl, hl)
-        } else if let Some(tuned) = (self.shape == FastShape::Auto)
-            .then(|| self.tuned_shape(k, elem, nb, budget))
-            .flatten()
-        {
-            tuned
-        } else if gpu || self.shape == FastShape::Gpu {
-            gpu_fast_shape(k, elem, nb, budget)
-        } else {
-            // CPU: work-items run as loops and caches do the staging; many
-            // outputs per item amortise clearing the histogram.
-            (8, 1, 32, false, false)
-        };
+        let (tx, ty, py, tile_local, hist_local) = self.fast_shape(basics);
         // The two-loop winner search pays for many bins only; with
         // a few dozen it is slower (docs/decisions/0010).
         let scan2 = cpu_shape && !plain_winner && switches::get().scan2.unwrap_or(nb > 64);
