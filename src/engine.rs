@@ -199,12 +199,7 @@ pub fn smooth_weighted(
     // A raster in memory is staged from in place, and a device's results
     // are mapped straight into an output in memory: the copies in and out
     // would be most of a device run's host memory traffic.
-    let (resident, source) = if paths.takes_codes && source.resident().is_some() {
-        let source: &dyn ClassSource = source;
-        (source.resident(), None)
-    } else {
-        (None, Some(source))
-    };
+    let (resident, source) = source_in_place(source, paths.takes_codes);
     let (out_w, out_h) = grid.output_size();
     let params = SmoothParams {
         kernel: &job.kernel,
@@ -299,6 +294,21 @@ pub fn smooth_weighted(
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
+}
+
+/// The source raster in memory, where a method that takes source windows
+/// of codes (`takes_codes`) may be staged from it in place; else the
+/// source to read.
+fn source_in_place(
+    source: &mut dyn ClassSource,
+    takes_codes: bool,
+) -> (Option<&[u16]>, Option<&mut dyn ClassSource>) {
+    if takes_codes && source.resident().is_some() {
+        let source: &dyn ClassSource = source;
+        (source.resident(), None)
+    } else {
+        (None, Some(source))
+    }
 }
 
 /// Refuses vote weights off the class raster's grid (`size`) or for a

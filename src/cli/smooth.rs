@@ -158,6 +158,28 @@ fn check_outputs<'a>(
     })
 }
 
+/// The line that says what was written, and the method's own summary.
+fn say_written(
+    output: &std::path::Path,
+    (width, height): (usize, usize),
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    stats: &crate::engine::RunStats,
+) {
+    let k = job.kernel.size();
+    eprintln!(
+        "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
+        output.display(),
+        stats.classes_present,
+        method.name(),
+        stats.wall.as_secs_f64(),
+        stats.tiles
+    );
+    if let Some(line) = method.summary() {
+        eprintln!("{}: {line}", method.name());
+    }
+}
+
 pub fn run(args: SmoothArgs) -> Result<()> {
     let started = Instant::now();
     let mut observer = CliObserver {
@@ -267,18 +289,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     };
     json.write("smooth", facts.fields())?;
     if !args.quiet {
-        let k = job.kernel.size();
-        eprintln!(
-            "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
-            args.output.display(),
-            stats.classes_present,
-            method.name(),
-            stats.wall.as_secs_f64(),
-            stats.tiles
-        );
-        if let Some(line) = method.summary() {
-            eprintln!("{}: {line}", method.name());
-        }
+        say_written(&args.output, (width, height), &job, method.as_ref(), &stats);
     }
     Ok(())
 }

@@ -193,17 +193,11 @@ fn smooth_into(
     });
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
-    let grid = engine::tile_grid(
-        meta.width,
-        meta.height,
-        halo,
-        spec.border,
-        // The output's size does not depend on the tile side.
-        spec.tile.unwrap_or(crate::io::DEFAULT_TILE),
-    )?;
-    let (full_width, full_height) = grid.output_size();
+    // The output's size does not depend on the tile side.
+    let tile_side = spec.tile.unwrap_or(crate::io::DEFAULT_TILE);
+    let grid = engine::tile_grid(meta.width, meta.height, halo, spec.border, tile_side)?;
     let offset = grid.offset();
-    let window = output_window(spec.window, (full_width, full_height))?;
+    let window = output_window(spec.window, grid.output_size())?;
     let (width, height) = (window.width, window.height);
     let out_spec = output_spec(&meta, class_type, window, offset, &spec.compression);
     let with_nodata = |nodata: Option<u16>| OutputSpec {
