@@ -19,14 +19,17 @@ use crate::progress::Progress;
 use std::time::{Duration, Instant};
 use tiles::TileGrid;
 
+/// Where a run's codes go: an output in memory, or else the sink.
+pub(super) type OutputEnds<'o> = (Option<&'o mut [u16]>, Option<&'o mut dyn ClassSink>);
+
 /// The output in memory where results may be mapped straight into it
 /// (`in_memory`: a device method without policies around it), checked to
 /// hold `len` codes; else the sink.
-pub(super) fn output_in_place<'o>(
-    sink: &'o mut dyn ClassSink,
+pub(super) fn output_in_place(
+    sink: &mut dyn ClassSink,
     in_memory: bool,
     len: usize,
-) -> Result<(Option<&'o mut [u16]>, Option<&'o mut dyn ClassSink>)> {
+) -> Result<OutputEnds<'_>> {
     if !(in_memory && sink.resident_mut().is_some()) {
         return Ok((None, Some(sink)));
     }

@@ -482,9 +482,9 @@ impl NaiveCl {
             nb,
             plain_winner,
             k,
-            budget,
             gpu,
             weights,
+            ..
         } = basics;
         // Scanning the taps replaces scanning (and clearing) all bins.
         // On GPUs it pays once the taps are fewer than the classes; on
