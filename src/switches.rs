@@ -237,4 +237,48 @@ mod tests {
         assert!(!read(&[(SIMD_ENV, "Baseline")]).simd_baseline);
         assert!(!read(&[(SIMD_ENV, "avx2")]).simd_baseline);
     }
+
+    #[test]
+    fn the_environment_reads_as_documented() {
+        let env = |vars: &[(&str, &str)]| {
+            Environment::from_lookup(|name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            })
+        };
+        let none = env(&[]);
+        assert_eq!(none, Environment::default());
+        let set = env(&[
+            (PROGRESS_ENV, " lines "),
+            (DEVICE_ENV, "cpu"),
+            (TUNE_ENV, "off"),
+            ("HOME", "/home/u"),
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("LD_LIBRARY_PATH", "/a:/b"),
+            ("OCL_ICD_VENDORS", "/v"),
+        ]);
+        assert!(set.progress_lines && set.tune_off && set.opencl_loader_overridden);
+        assert_eq!(set.device.as_deref(), Some("cpu"));
+        assert_eq!(
+            set.job_array_var("SLURM_ARRAY_TASK_ID").as_deref(),
+            Some("3")
+        );
+        assert_eq!(set.job_array_var("SLURM_ARRAY_TASK_COUNT"), None);
+        assert_eq!(set.library_path, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let db = |vars: &[(&str, &str)]| env(vars).tune_db;
+        assert_eq!(
+            db(&[("HOME", "/home/u")]),
+            Some(PathBuf::from("/home/u/.cache/mapfilter/tune.json"))
+        );
+        // A relative XDG_CACHE_HOME is ignored; MAPFILTER_TUNE_DB wins.
+        assert_eq!(
+            db(&[("XDG_CACHE_HOME", "rel"), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.cache/mapfilter/tune.json"))
+        );
+        assert_eq!(
+            db(&[("XDG_CACHE_HOME", "/c"), (TUNE_DB_ENV, "/t.json")]),
+            Some(PathBuf::from("/t.json"))
+        );
+    }
 }

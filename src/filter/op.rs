@@ -104,32 +104,43 @@ impl FromStr for Op {
             rest.split(':').collect()
         };
         let given = OpArgs { spec, args: &args };
-        let (num, int, max_args) = (|i| given.num(i), |i| given.int(i), |n| given.at_most(n));
         let op = match name {
             "box" | "blur" => {
-                max_args(1)?;
-                Op::Conv(Conv::boxed(int(0)?)?)
+                given.at_most(1)?;
+                Op::Conv(Conv::boxed(given.int(0)?)?)
             }
             "gaussian" => {
-                max_args(2)?;
-                let size = if args.len() > 1 { Some(int(1)?) } else { None };
-                Op::Conv(Conv::gaussian(num(0)?, size)?)
+                given.at_most(2)?;
+                let size = if args.len() > 1 {
+                    Some(given.int(1)?)
+                } else {
+                    None
+                };
+                Op::Conv(Conv::gaussian(given.num(0)?, size)?)
             }
             "sharpen" => {
-                max_args(1)?;
-                Op::Conv(Conv::sharpen(if args.is_empty() { 3 } else { int(0)? })?)
+                given.at_most(1)?;
+                Op::Conv(Conv::sharpen(if args.is_empty() {
+                    3
+                } else {
+                    given.int(0)?
+                })?)
             }
             "kernel" => Op::Conv(Conv::from_file(Path::new(rest))?),
             "median" => {
-                max_args(1)?;
-                Op::Median(Median::new(int(0)?)?)
+                given.at_most(1)?;
+                Op::Median(Median::new(given.int(0)?)?)
             }
             "scharr" => {
-                max_args(1)?;
-                Op::Scharr(Scharr::new(if args.is_empty() { 3 } else { int(0)? })?)
+                given.at_most(1)?;
+                Op::Scharr(Scharr::new(if args.is_empty() {
+                    3
+                } else {
+                    given.int(0)?
+                })?)
             }
             "bilateral" => {
-                max_args(3)?;
+                given.at_most(3)?;
                 let distance = match args.get(2).copied() {
                     None | Some("gray") => Distance::Gray,
                     Some("luma") => Distance::Luma,
@@ -139,7 +150,7 @@ impl FromStr for Op {
                         hint = "use gray, luma or color"
                     ),
                 };
-                Op::Bilateral(Bilateral::new(num(0)?, num(1)?, distance)?)
+                Op::Bilateral(Bilateral::new(given.num(0)?, given.num(1)?, distance)?)
             }
             "oil" => {
                 if args.len() != 2 && args.len() != 4 {
@@ -149,14 +160,14 @@ impl FromStr for Op {
                     );
                 }
                 let range = if args.len() == 4 {
-                    Some((num(2)?, num(3)?))
+                    Some((given.num(2)?, given.num(3)?))
                 } else {
                     None
                 };
-                Op::Oil(Oil::new(int(0)?, int(1)?, range)?)
+                Op::Oil(Oil::new(given.int(0)?, given.int(1)?, range)?)
             }
             "pyrdown" | "pyrup" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Pyr(if name == "pyrdown" {
                     Pyr::Down
                 } else {
@@ -164,7 +175,7 @@ impl FromStr for Op {
                 })
             }
             "gray" | "ycbcr" | "hsv" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Color(match name {
                     "gray" => Color::Gray,
                     "ycbcr" => Color::YCbCr,
@@ -181,7 +192,7 @@ impl FromStr for Op {
                 Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
             }
             "laplacian-level" | "laplacian-top" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Detail(if name == "laplacian-level" {
                     Detail::Level
                 } else {
@@ -192,7 +203,7 @@ impl FromStr for Op {
                 if args.len() != 3 {
                     bail!(format!("op '{spec}' needs LEVELS:SD:SR"), hint = OPS_HINT);
                 }
-                Op::Denoise(Denoise::new(num(0)?, num(1)?, num(2)?)?)
+                Op::Denoise(Denoise::new(given.num(0)?, given.num(1)?, given.num(2)?)?)
             }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
