@@ -18,16 +18,19 @@
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
-use crate::classes::{ClassTable, CodeMap, NO_CLASS, NO_GLOBAL8, TileCompaction};
+use crate::classes::{ClassTable, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
 use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
-use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
+use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
 use crate::pipeline;
 use crate::progress::Progress;
 use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
+
+mod stages;
+use stages::{CodeSubmit, Finisher, Paths, Reader, Submitter, Writer, output_in_place};
 
 /// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
 /// between its few milliseconds of kernels, and larger tiles halve a whole
@@ -175,7 +178,7 @@ pub fn smooth(
 /// that do not weigh votes ([`ClassSmoother::weighs_votes`]) are refused.
 pub fn smooth_weighted(
     source: &mut dyn ClassSource,
-    mut confidence: Option<&mut dyn ClassSource>,
+    confidence: Option<&mut dyn ClassSource>,
     sink: &mut dyn ClassSink,
     job: &SmoothJob,
     method: &dyn ClassSmoother,
@@ -184,68 +187,19 @@ pub fn smooth_weighted(
     let start = Instant::now();
     let (width, height) = source.size();
     if let Some(c) = &confidence {
-        if c.size() != (width, height) {
-            return Err(
-                Error::new("the confidence raster is not on the class raster's grid")
-                    .hint("give a confidence raster of the same size"),
-            );
-        }
-        policy::check_confidence(true, method)?;
+        check_confidence(c.size(), (width, height), method)?;
     }
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();
     progress.start(grid.len() as u64, "tiles");
     let mut class_weights = job.class_weights.clone();
     job.policies.apply_no_vote(&job.classes, &mut class_weights);
-    let around = (job.policies.around_method() || confidence.is_some()).then(|| Around {
-        class_weights: class_weights.clone(),
-        keep: job.policies.keep_mask(&job.classes),
-        undecided: job
-            .policies
-            .ties
-            .undecided()
-            .map(|code| lut[code as usize])
-            .filter(|&g| g != NO_CLASS),
-    });
-    if let Some(code) = job.policies.ties.undecided()
-        && job.policies.iterations > 1
-        && around.as_ref().is_some_and(|a| a.undecided.is_none())
-    {
-        return Err(Error::new(format!(
-            "the undecided code {code} is not a class of the job"
-        ))
-        .hint("add it to the class table (job::smooth does)"));
-    }
-
-    let mut tally = Tally::new(job.classes.len());
-    let mut reused = Vec::new();
-    let (mut read_time, mut sink_time) = (Duration::ZERO, Duration::ZERO);
-    let (mut prepare_time, mut map_time) = (Duration::ZERO, Duration::ZERO);
-    // Pool jobs' compaction, summed over their threads.
-    let mut pooled_prepare = Duration::ZERO;
-    // Not from inside a rayon job: the calling thread waits for its tiles
-    // without working, and on a one-thread pool nobody else would run them.
-    let on_pool = method.host_parallel()
-        && around.is_none()
-        && rayon::current_thread_index().is_none()
-        && job.tile <= ON_POOL_MAX_TILE;
-    // Methods that compact tiles on their device get the source windows,
-    // where every global index fits a byte.
-    let takes_codes = method.takes_codes()
-        && around.is_none()
-        && !on_pool
-        && job.classes.len() < NO_GLOBAL8 as usize;
-    // Device methods map their outputs to codes as they copy them out.
-    let on_device = method.runs_on().is_some();
+    let around = Around::for_job(job, &lut, &class_weights, confidence.is_some())?;
+    let paths = Paths::of(job, method, around.is_some());
     // A raster in memory is staged from in place, and a device's results
     // are mapped straight into an output in memory: the copies in and out
     // would be most of a device run's host memory traffic.
-    let (resident, mut source) = if takes_codes && source.resident().is_some() {
-        let source: &dyn ClassSource = source;
-        (source.resident(), None)
-    } else {
-        (None, Some(source))
-    };
+    let (resident, source) = source_in_place(source, paths.takes_codes);
     let (out_w, out_h) = grid.output_size();
     let params = SmoothParams {
         kernel: &job.kernel,
@@ -254,39 +208,14 @@ pub fn smooth_weighted(
         ties: job.policies.ties,
         confidence: None,
     };
-    // A tile given to the method as its source window of codes.
-    let submit_codes = |tile: &tiles::Tile, codes: &[u16], stride: usize| -> Result<InFlight> {
-        crate::interrupt::check()?;
-        let t0 = Instant::now();
-        let code_tile = CodeTile {
-            tile,
-            halo: grid.halo(),
-            codes,
-            stride,
-            lut: &lut,
-        };
-        let (local, pending) = method.submit_codes(&code_tile, &params)?;
-        Ok(InFlight {
-            local,
-            pending,
-            submit_time: t0.elapsed(),
-        })
+    let codes = CodeSubmit {
+        grid: &grid,
+        lut: &lut,
+        method,
+        params: &params,
     };
-    let (mut in_place, mut sink) = if on_device && around.is_none() && sink.resident_mut().is_some()
-    {
-        (sink.resident_mut(), None)
-    } else {
-        (None, Some(sink))
-    };
-    if in_place
-        .as_ref()
-        .is_some_and(|all| all.len() != out_w * out_h)
-    {
-        return Err(
-            Error::new("the output in memory is not the size of the run's output")
-                .hint("size it by SmoothJob::grid(..).output_size()"),
-        );
-    }
+    let in_memory = paths.on_device && around.is_none();
+    let (mut in_place, sink) = output_in_place(sink, in_memory, out_w * out_h)?;
     // Where no code is free for nodata, NO_CLASS stays and is reported below.
     let fill = job.output_nodata.unwrap_or(NO_CLASS);
     let tie = job.policies.ties.undecided().unwrap_or(NO_CLASS);
@@ -304,13 +233,7 @@ pub fn smooth_weighted(
             // the pipeline keeps.
             threads: (method.depth() + 1).div_ceil(2).max(2),
         };
-        let mut stats = bands
-            .run(out, progress, |tile| {
-                let at = &all[tile.source.y * width + tile.source.x..];
-                submit_codes(tile, at, width)
-            })?
-            .stats();
-        progress.finish();
+        let mut stats = bands.run_resident(all, width, out, &codes, progress)?;
         stats.wall = start.elapsed();
         return Ok(stats);
     }
@@ -318,178 +241,90 @@ pub fn smooth_weighted(
     // the first few allocate nothing.
     let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
     let (out_back, out_free) = crossbeam_channel::unbounded::<Vec<u16>>();
+    let mut reader = Reader {
+        source,
+        confidence,
+        resident,
+        width,
+        codes: &codes,
+        raw_free,
+        time: Duration::ZERO,
+    };
+    let mut submitter = Submitter {
+        codes: &codes,
+        paths,
+        job,
+        class_weights: &class_weights,
+        around: around.as_ref(),
+        fill,
+        tie,
+        raw_back: &raw_back,
+        reused: Vec::new(),
+        time: Duration::ZERO,
+    };
+    let mut finisher = Finisher {
+        job,
+        fill,
+        tie,
+        on_device: paths.on_device,
+        in_place,
+        out_w,
+        out_free,
+        tally: Tally::new(job.classes.len()),
+        pooled_prepare: Duration::ZERO,
+        map_time: Duration::ZERO,
+    };
+    let mut writer = Writer {
+        sink,
+        out_back,
+        time: Duration::ZERO,
+    };
+    let depth = paths.depth(method, resident.is_some());
     rayon::in_place_scope(|scope| {
         pipeline::run_deferred(
             grid.tiles(),
-            |tile| {
-                let Some(source) = source.as_deref_mut() else {
-                    // Nothing to read: the reader stages the tile from the
-                    // raster in place and submits it, so that staging the
-                    // next tiles overlaps waiting for and mapping this one.
-                    let all = resident.expect("a source or the raster");
-                    let at = &all[tile.source.y * width + tile.source.x..];
-                    return submit_codes(&tile, at, width).map(Read::Submitted);
-                };
-                let t0 = Instant::now();
-                let mut raw = raw_free.try_recv().unwrap_or_default();
-                raw.resize(tile.source.area() as usize, 0);
-                source.read(tile.source, &mut raw)?;
-                // Votes weigh nothing beyond the raster.
-                let weights = match confidence.as_deref_mut() {
-                    Some(c) => {
-                        let mut read = vec![0u16; raw.len()];
-                        c.read(tile.source, &mut read)?;
-                        let mut padded = Vec::new();
-                        tile.pad(&read, 0, &mut padded);
-                        Some(padded)
-                    }
-                    None => None,
-                };
-                read_time += t0.elapsed();
-                Ok(Read::Window(raw, weights))
-            },
-            |tile, read| -> Result<Flight> {
-                let (raw, votes) = match read {
-                    Read::Submitted(flight) => return Ok(Flight::Method(flight)),
-                    Read::Window(raw, votes) => (raw, votes),
-                };
-                if takes_codes {
-                    let flight = submit_codes(&tile, &raw, tile.source.width)?;
-                    let _ = raw_back.send(raw);
-                    return Ok(Flight::Method(flight));
-                }
-                crate::interrupt::check()?;
-                if on_pool {
-                    let work = TileWork {
-                        method,
-                        job,
-                        lut: &lut,
-                        class_weights: &class_weights,
-                        halo: grid.halo(),
-                        fill,
-                        tie,
-                        raw_back: &raw_back,
-                    };
-                    return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
-                }
-                // A tile submitted at once can reuse one buffer.
-                let mut padded = std::mem::take(&mut reused);
-                let t0 = Instant::now();
-                let local = TileCompaction::pad_and_compact(&raw, &lut, &tile, &mut padded);
-                prepare_time += t0.elapsed();
-                let _ = raw_back.send(raw);
-                if let Some(around) = &around {
-                    let t0 = Instant::now();
-                    let (local, out) = around.smooth(method, job, &tile, local, padded, votes)?;
-                    return Ok(Flight::Method(InFlight {
-                        local,
-                        pending: Box::new(Finished(out)),
-                        submit_time: t0.elapsed(),
-                    }));
-                }
-                let weights = local.weights(&class_weights);
-                let class_tile = ClassTile {
-                    width: tile.padded_width,
-                    height: tile.padded_height,
-                    halo: grid.halo(),
-                    n_classes: local.len(),
-                    classes: &[],
-                };
-                let t0 = Instant::now();
-                let pending = method.submit(
-                    &ClassTile {
-                        classes: &padded,
-                        ..class_tile
-                    },
-                    &SmoothParams {
-                        class_weights: &weights,
-                        ..params
-                    },
-                )?;
-                reused = padded;
-                Ok(Flight::Method(InFlight {
-                    local,
-                    pending,
-                    submit_time: t0.elapsed(),
-                }))
-            },
-            |tile, flight| {
-                let flight = match flight {
-                    Flight::Method(flight) => flight,
-                    Flight::Pooled(pooled) => {
-                        let t0 = Instant::now();
-                        let done = pooled.wait()?;
-                        tally.count(&tile, &done.local, job, fill, tie);
-                        tally.timed(Duration::ZERO, t0.elapsed());
-                        pooled_prepare += done.prepare;
-                        map_time += done.map_back;
-                        return Ok(Some(done.out));
-                    }
-                };
-                let map = tally.count(&tile, &flight.local, job, fill, tie);
-                let t0 = Instant::now();
-                if let Some(all) = in_place.as_deref_mut() {
-                    // Waited for and mapped into its place in the output.
-                    let rows = RowsMut::window(all, out_w, tile.output);
-                    flight.pending.wait_codes(&map, rows)?;
-                    tally.timed(flight.submit_time, t0.elapsed());
-                    check_nodata(&RowsMut::window(all, out_w, tile.output), job.output_nodata)?;
-                    return Ok(None);
-                }
-                let mut out = out_free.try_recv().unwrap_or_default();
-                let len = tile.output.area() as usize;
-                let (waited, mapped) = if flight.pending.ready() || !on_device {
-                    // Host results (or a device's with the outputs copied
-                    // out first): waiting and mapping are apart. The
-                    // recycled buffer taken above is dropped, so that the
-                    // sink's returns do not pile up in the channel.
-                    out = flight.pending.into_output(len)?;
-                    let waited = t0.elapsed();
-                    map.apply(&mut out);
-                    (waited, t0.elapsed() - waited)
-                } else {
-                    // The wait and the copy out, mapped on the way.
-                    out.resize(len, 0);
-                    let rows = RowsMut::contiguous(&mut out, tile.output.width);
-                    flight.pending.wait_codes(&map, rows)?;
-                    (t0.elapsed(), Duration::ZERO)
-                };
-                tally.timed(flight.submit_time, waited);
-                map_time += mapped;
-                check_nodata(
-                    &RowsMut::contiguous(&mut out, tile.output.width),
-                    job.output_nodata,
-                )?;
-                Ok(Some(out))
-            },
-            // Tiles the reader submitted wait in its channel already.
-            if resident.is_some() {
-                method.depth().saturating_sub(pipeline::PIPELINE_DEPTH)
-            } else if on_pool {
-                pool_depth(method.depth(), rayon::current_num_threads())
-            } else {
-                method.depth()
-            },
-            |tile, codes: Option<Vec<u16>>| {
-                if let (Some(codes), Some(sink)) = (codes, sink.as_deref_mut()) {
-                    let t0 = Instant::now();
-                    sink.write(tile.output, &codes)?;
-                    sink_time += t0.elapsed();
-                    let _ = out_back.send(codes);
-                }
-                progress.inc(1);
-                Ok(())
-            },
+            |tile| reader.read(tile),
+            |tile, read| submitter.submit(scope, tile, read),
+            |tile, flight| finisher.finish(tile, flight),
+            depth,
+            |tile, codes| writer.write(tile, codes, progress),
         )
     })?;
-    let mut stats = tally.stats();
-    stats.stages.read = read_time;
-    stats.stages.prepare = prepare_time + pooled_prepare;
-    stats.stages.map_back = map_time;
-    stats.stages.sink = sink_time;
+    let mut stats = finisher.stats(&reader, &submitter, &writer);
     progress.finish();
     stats.wall = start.elapsed();
     Ok(stats)
+}
+
+/// The source raster in memory, where a method that takes source windows
+/// of codes (`takes_codes`) may be staged from it in place; else the
+/// source to read.
+fn source_in_place(
+    source: &mut dyn ClassSource,
+    takes_codes: bool,
+) -> (Option<&[u16]>, Option<&mut dyn ClassSource>) {
+    if takes_codes && source.resident().is_some() {
+        let source: &dyn ClassSource = source;
+        (source.resident(), None)
+    } else {
+        (None, Some(source))
+    }
+}
+
+/// Refuses vote weights off the class raster's grid (`size`) or for a
+/// method that does not weigh votes.
+fn check_confidence(
+    votes: (usize, usize),
+    size: (usize, usize),
+    method: &dyn ClassSmoother,
+) -> Result<()> {
+    if votes != size {
+        return Err(
+            Error::new("the confidence raster is not on the class raster's grid")
+                .hint("give a confidence raster of the same size"),
+        );
+    }
+    policy::check_confidence(true, method)
 }
 
 /// A run whose source and output both lie in memory, by bands of tile
@@ -505,6 +340,25 @@ struct Bands<'a> {
 }
 
 impl Bands<'_> {
+    /// Runs every tile from the raster in memory `all` (rows `width`
+    /// apart) into `out`, submitted as source windows of codes; the tiles'
+    /// figures, less the wall time.
+    fn run_resident(
+        &self,
+        all: &[u16],
+        width: usize,
+        out: &mut [u16],
+        codes: &CodeSubmit,
+        progress: &Progress,
+    ) -> Result<RunStats> {
+        let tally = self.run(out, progress, |tile| {
+            let at = &all[tile.source.y * width + tile.source.x..];
+            codes.submit(tile, at, width)
+        })?;
+        progress.finish();
+        Ok(tally.stats())
+    }
+
     fn run<'m>(
         &self,
         out: &mut [u16],
@@ -806,6 +660,36 @@ struct Around {
 }
 
 impl Around {
+    /// What the engine does around the method for `job` (the policies
+    /// around it, or vote weights), `None` where the method runs alone.
+    fn for_job(
+        job: &SmoothJob,
+        lut: &crate::classes::CodeLut,
+        class_weights: &[u32],
+        votes: bool,
+    ) -> Result<Option<Around>> {
+        let around = (job.policies.around_method() || votes).then(|| Around {
+            class_weights: class_weights.to_vec(),
+            keep: job.policies.keep_mask(&job.classes),
+            undecided: job
+                .policies
+                .ties
+                .undecided()
+                .map(|code| lut[code as usize])
+                .filter(|&g| g != NO_CLASS),
+        });
+        if let Some(code) = job.policies.ties.undecided()
+            && job.policies.iterations > 1
+            && around.as_ref().is_some_and(|a| a.undecided.is_none())
+        {
+            return Err(Error::new(format!(
+                "the undecided code {code} is not a class of the job"
+            ))
+            .hint("add it to the class table (job::smooth does)"));
+        }
+        Ok(around)
+    }
+
     /// Smooths one tile (`padded`, compacted as `local`) with every pass
     /// of the job and the policies around each: pass i reads the tile
     /// grown by the kernel's radius once per pass still to come, and what
@@ -952,6 +836,7 @@ mod tests {
     }
     use super::*;
     use crate::kernel::KernelSpec;
+    use crate::method::CodeTile;
     use crate::method::naive::NaiveHost;
     use smooth_in_memory_with_stats as run;
 

@@ -10,15 +10,12 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-/// The environment variable that asks for progress lines (`lines`).
-pub const PROGRESS_ENV: &str = "MAPFILTER_PROGRESS";
-
-/// Whether `MAPFILTER_PROGRESS=lines` was set (read once per process).
+/// Whether `MAPFILTER_PROGRESS=lines` was set (read once per process, in
+/// [`crate::switches`]).
 pub fn lines_wanted() -> bool {
-    static LINES: OnceLock<bool> = OnceLock::new();
-    *LINES.get_or_init(|| std::env::var(PROGRESS_ENV).is_ok_and(|v| v.trim() == "lines"))
+    crate::switches::environment().progress_lines
 }
 
 /// A progress bar that may be hidden.

@@ -1,9 +1,15 @@
-//! The study switches: `MAPFILTER_*` environment variables that force one
-//! code path or another for measurements and tests (a normal run needs
-//! none). They are read here, once per process, and only here: methods,
-//! filters and commands ask [`get`] instead of reading the environment.
+//! Every environment variable mapfilter reads, read here once per process
+//! and only here: the study switches ([`StudySwitches`], `MAPFILTER_*`
+//! variables that force one code path or another for measurements and
+//! tests; a normal run needs none) and the settings and facts of the
+//! machine ([`Environment`]: the default device, the tune database,
+//! progress lines, a job array's share, the OpenCL loader's variables).
+//! Methods, filters, devices and commands ask [`get`] or [`environment`]
+//! for typed values instead of reading the environment; the architecture
+//! test (`tests/architecture.rs`) fails on a read anywhere else.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// `MAPFILTER_SIMD=baseline`: the plain copies instead of the AVX2 ones.
@@ -90,6 +96,109 @@ pub fn get() -> &'static StudySwitches {
     SWITCHES.get_or_init(|| StudySwitches::from_lookup(|name| std::env::var_os(name)))
 }
 
+/// `MAPFILTER_PROGRESS=lines`: machine-readable progress lines on stderr
+/// for the programs that run mapfilter (the QGIS provider).
+pub const PROGRESS_ENV: &str = "MAPFILTER_PROGRESS";
+/// `MAPFILTER_DEVICE`: the device where `--device` is not given.
+pub const DEVICE_ENV: &str = "MAPFILTER_DEVICE";
+/// `MAPFILTER_TUNE_DB`: where the database of tuned launch settings lives.
+pub const TUNE_DB_ENV: &str = "MAPFILTER_TUNE_DB";
+/// `MAPFILTER_TUNE=off` (or `0`, `no`, `false`): runs ignore that database.
+pub const TUNE_ENV: &str = "MAPFILTER_TUNE";
+/// `MAPFILTER_REQUIRE_OPENCL` (any value; the test scripts set it): a
+/// device test finding no OpenCL device fails instead of skipping.
+pub const REQUIRE_OPENCL_ENV: &str = "MAPFILTER_REQUIRE_OPENCL";
+/// The job-array variables `batch run` takes its share of the tasks from:
+/// SLURM's array index, count and minimum, or a Kubernetes indexed Job's
+/// completion index with the count in `MAPFILTER_SHARDS`.
+pub const JOB_ARRAY_ENV: [&str; 5] = [
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "JOB_COMPLETION_INDEX",
+    "MAPFILTER_SHARDS",
+];
+/// Variables that point the OpenCL ICD loader (or PoCL) at drivers other
+/// than the installed vendor files: where one is set, the vendor files do
+/// not tell whether a GPU may be offered.
+pub const OPENCL_LOADER_ENV: [&str; 4] = [
+    "OCL_ICD_VENDORS",
+    "OCL_ICD_FILENAMES",
+    "OPENCL_VENDOR_PATH",
+    "POCL_DEVICES",
+];
+
+/// The environment's settings and facts other than the study switches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Environment {
+    /// [`PROGRESS_ENV`] is `lines`.
+    pub progress_lines: bool,
+    /// [`DEVICE_ENV`] as written (`DeviceChoice` parses it).
+    pub device: Option<String>,
+    /// [`TUNE_ENV`] turns the tune database off.
+    pub tune_off: bool,
+    /// The tune database's path: [`TUNE_DB_ENV`], else
+    /// `$XDG_CACHE_HOME/mapfilter/tune.json` (an absolute
+    /// `XDG_CACHE_HOME`), else `$HOME/.cache/mapfilter/tune.json`.
+    pub tune_db: Option<PathBuf>,
+    /// [`REQUIRE_OPENCL_ENV`] is set.
+    pub require_opencl: bool,
+    /// The [`JOB_ARRAY_ENV`] variables that are set, with their values.
+    pub job_array: Vec<(&'static str, String)>,
+    /// One of [`OPENCL_LOADER_ENV`] is set.
+    pub opencl_loader_overridden: bool,
+    /// `LD_LIBRARY_PATH`'s directories, where the loader finds drivers
+    /// named without a path.
+    pub library_path: Vec<PathBuf>,
+    /// `RAYON_NUM_THREADS` is set: the user sized rayon's pool.
+    pub rayon_threads_set: bool,
+}
+
+impl Environment {
+    /// The environment from `var` (a variable's value, `None` where unset).
+    pub fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> Self {
+        let text = |name: &str| var(name).and_then(|v| v.into_string().ok());
+        let tune_db = var(TUNE_DB_ENV).map(PathBuf::from).or_else(|| {
+            let cache = var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+            Some(cache.join("mapfilter").join("tune.json"))
+        });
+        Environment {
+            progress_lines: text(PROGRESS_ENV).is_some_and(|v| v.trim() == "lines"),
+            device: text(DEVICE_ENV),
+            tune_off: text(TUNE_ENV)
+                .is_some_and(|v| matches!(v.trim(), "off" | "0" | "no" | "false")),
+            tune_db,
+            require_opencl: var(REQUIRE_OPENCL_ENV).is_some(),
+            job_array: JOB_ARRAY_ENV
+                .iter()
+                .filter_map(|&name| Some((name, text(name)?)))
+                .collect(),
+            opencl_loader_overridden: OPENCL_LOADER_ENV.iter().any(|v| var(v).is_some()),
+            library_path: var("LD_LIBRARY_PATH")
+                .map(|v| std::env::split_paths(&v).collect())
+                .unwrap_or_default(),
+            rayon_threads_set: var("RAYON_NUM_THREADS").is_some(),
+        }
+    }
+
+    /// The value of the job-array variable `name` (one of [`JOB_ARRAY_ENV`]).
+    pub fn job_array_var(&self, name: &str) -> Option<String> {
+        self.job_array
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// The process's environment, read on first use.
+pub fn environment() -> &'static Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT.get_or_init(|| Environment::from_lookup(|name| std::env::var_os(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +236,49 @@ mod tests {
         // Only `baseline` itself turns the AVX2 copies off.
         assert!(!read(&[(SIMD_ENV, "Baseline")]).simd_baseline);
         assert!(!read(&[(SIMD_ENV, "avx2")]).simd_baseline);
+    }
+
+    #[test]
+    fn the_environment_reads_as_documented() {
+        let env = |vars: &[(&str, &str)]| {
+            Environment::from_lookup(|name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            })
+        };
+        let none = env(&[]);
+        assert_eq!(none, Environment::default());
+        let set = env(&[
+            (PROGRESS_ENV, " lines "),
+            (DEVICE_ENV, "cpu"),
+            (TUNE_ENV, "off"),
+            ("HOME", "/home/u"),
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("LD_LIBRARY_PATH", "/a:/b"),
+            ("OCL_ICD_VENDORS", "/v"),
+        ]);
+        assert!(set.progress_lines && set.tune_off && set.opencl_loader_overridden);
+        assert_eq!(set.device.as_deref(), Some("cpu"));
+        assert_eq!(
+            set.job_array_var("SLURM_ARRAY_TASK_ID").as_deref(),
+            Some("3")
+        );
+        assert_eq!(set.job_array_var("SLURM_ARRAY_TASK_COUNT"), None);
+        assert_eq!(set.library_path, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        let db = |vars: &[(&str, &str)]| env(vars).tune_db;
+        assert_eq!(
+            db(&[("HOME", "/home/u")]),
+            Some(PathBuf::from("/home/u/.cache/mapfilter/tune.json"))
+        );
+        // A relative XDG_CACHE_HOME is ignored; MAPFILTER_TUNE_DB wins.
+        assert_eq!(
+            db(&[("XDG_CACHE_HOME", "rel"), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.cache/mapfilter/tune.json"))
+        );
+        assert_eq!(
+            db(&[("XDG_CACHE_HOME", "/c"), (TUNE_DB_ENV, "/t.json")]),
+            Some(PathBuf::from("/t.json"))
+        );
     }
 }

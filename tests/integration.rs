@@ -13,6 +13,7 @@
 mod common;
 
 mod accuracy;
+mod architecture;
 mod batch;
 mod batch_slurm;
 mod bench_renderer;

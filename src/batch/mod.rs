@@ -7,7 +7,9 @@
 //!   share (the class table, the output nodata), so tasks are seam-free.
 //! - [`records`] owns the state directory: claims by atomic create, done
 //!   and failed records written atomically, output checksums.
-//! - [`run`] runs a share of the tasks, several in flight, resuming.
+//! - [`run`] runs a share of the tasks, several in flight, resuming;
+//!   [`share`] says which tasks a run takes, and `tally` counts a task's
+//!   classes from its engine's pixels.
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
 //!   VRT and an optional Cloud Optimized GeoTIFF.
 //! - [`slurm`] writes a job-array script.
@@ -19,5 +21,7 @@ pub mod plan;
 pub mod records;
 pub mod report;
 pub mod run;
+pub mod share;
 pub mod slurm;
+mod tally;
 pub mod workers;

@@ -13,6 +13,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// The name of the outputs' mosaic VRT of mosaic `m`.
+pub fn mosaic_name(m: usize) -> PathBuf {
+    if m == 0 {
+        "mosaic.vrt".into()
+    } else {
+        format!("mosaic-out-{m}.vrt").into()
+    }
+}
+
 /// What the plan needs of one input raster.
 #[derive(Clone, Debug)]
 pub struct InputInfo {
@@ -47,7 +56,7 @@ pub fn read_infos(paths: &[PathBuf]) -> Result<Vec<InputInfo>> {
 fn read_info(path: &Path) -> Result<InputInfo> {
     let ds = class_raster::open(path)?;
     let meta = RasterMeta::read_without_projection(&ds)?;
-    let band = ds.rasterband(1).map_err(class_raster::gdal_error)?;
+    let band = ds.rasterband(1).map_err(crate::gdal::errors::gdal_error)?;
     let data_type = band.band_type();
     if !matches!(data_type, GdalDataType::UInt8 | GdalDataType::UInt16) {
         return Err(Error::new(format!(

@@ -14,7 +14,8 @@ use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{ClassRaster, Compression, OutputCompression, OutputFormat};
+use crate::gdal::class_raster::ClassRaster;
+use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use crate::method::policy::{Policies, PolicyText};
@@ -385,7 +386,7 @@ impl Plan {
             files.push(t.input.clone());
             files.push(dir.join(&t.output));
         }
-        files.extend((0..self.mosaics.len()).map(|m| dir.join(super::report::mosaic_name(m))));
+        files.extend((0..self.mosaics.len()).map(|m| dir.join(mosaic::mosaic_name(m))));
         files.sort();
         files.dedup();
         files
@@ -417,22 +418,7 @@ impl Plan {
             let settings = options.settings()?;
             Some((options, settings))
         };
-        if let Some(c) = &req.compare_with
-            && c != "naive"
-        {
-            bail!(format!("--compare-with {c}: only naive is a baseline"));
-        }
-        match req.compare_sample {
-            Some(_) if req.compare_with.is_none() => bail!(
-                "--compare-sample without --compare-with",
-                hint = "add --compare-with naive"
-            ),
-            Some(0) => bail!(
-                "--compare-sample 0 compares nothing",
-                hint = "give 1 or more, or leave out --compare-with"
-            ),
-            _ => {}
-        }
+        check_comparison(req)?;
         let dir = req.dir;
         let paths = without_own_files(super::inputs::expand(req.inputs)?, dir)?;
         let infos = mosaic::read_infos(&paths)?;
@@ -468,40 +454,8 @@ impl Plan {
         let mut tasks = Vec::new();
         let mut names = std::collections::HashSet::new();
         for (m, group) in groups.iter().enumerate() {
-            let source = if group.members.len() == 1 {
-                group.members[0].path.clone()
-            } else {
-                let path = dir.join(format!("mosaic-{m}.vrt"));
-                let path = std::path::absolute(&path).unwrap_or(path);
-                let xml = mosaic::vrt_xml(
-                    &group.members,
-                    (group.width, group.height),
-                    group.geo_transform,
-                    &group.first,
-                );
-                if !req.dry_run {
-                    let target = Target::check(&path, true, &[])?;
-                    output::text::write(&Destination::File(target), &xml)?;
-                }
-                path
-            };
-            let (offset, ow, oh) = match settings.border {
-                Border::Same => (0, group.width, group.height),
-                Border::Valid => {
-                    if group.width <= 2 * r || group.height <= 2 * r {
-                        bail!(
-                            format!(
-                                "{}: {}x{} is no larger than the kernel, nothing is left with --border valid",
-                                source.display(),
-                                group.width,
-                                group.height
-                            ),
-                            hint = "use --border same or a smaller kernel"
-                        );
-                    }
-                    (r, group.width - 2 * r, group.height - 2 * r)
-                }
-            };
+            let source = mosaic_source(dir, m, group, req.dry_run)?;
+            let (offset, ow, oh) = output_extent(group, &source, settings.border, r)?;
             let g = group.geo_transform;
             let o = offset as f64;
             let output_geo_transform = [g[0] + o * g[1], g[1], g[2], g[3] + o * g[5], g[4], g[5]];
@@ -751,6 +705,75 @@ fn check_grid(n: usize, groups: &[Group]) -> Result<()> {
 /// `n` of `len` task numbers (`n < len`), evenly spread, in order.
 fn sample(len: usize, n: usize) -> Vec<usize> {
     (0..n).map(|i| (2 * i + 1) * len / (2 * n)).collect()
+}
+
+/// Refuses a `--compare-with` other than naive, and a `--compare-sample`
+/// without it or of no task.
+fn check_comparison(req: &PlanRequest) -> Result<()> {
+    if let Some(c) = &req.compare_with
+        && c != "naive"
+    {
+        bail!(format!("--compare-with {c}: only naive is a baseline"));
+    }
+    match req.compare_sample {
+        Some(_) if req.compare_with.is_none() => bail!(
+            "--compare-sample without --compare-with",
+            hint = "add --compare-with naive"
+        ),
+        Some(0) => bail!(
+            "--compare-sample 0 compares nothing",
+            hint = "give 1 or more, or leave out --compare-with"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// What the tasks of mosaic `m` read: its one member, or a VRT of its
+/// members written into `dir` (not on a dry run).
+fn mosaic_source(dir: &Path, m: usize, group: &Group, dry_run: bool) -> Result<PathBuf> {
+    if group.members.len() == 1 {
+        return Ok(group.members[0].path.clone());
+    }
+    let path = dir.join(format!("mosaic-{m}.vrt"));
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let xml = mosaic::vrt_xml(
+        &group.members,
+        (group.width, group.height),
+        group.geo_transform,
+        &group.first,
+    );
+    if !dry_run {
+        let target = Target::check(&path, true, &[])?;
+        output::text::write(&Destination::File(target), &xml)?;
+    }
+    Ok(path)
+}
+
+/// The output of a mosaic under `border` for a kernel of radius `r`: its
+/// offset into the mosaic, width and height.
+fn output_extent(
+    group: &Group,
+    source: &Path,
+    border: Border,
+    r: usize,
+) -> Result<(usize, usize, usize)> {
+    Ok(match border {
+        Border::Same => (0, group.width, group.height),
+        Border::Valid => {
+            if group.width <= 2 * r || group.height <= 2 * r {
+                bail!(
+                    format!(
+                        "{}: {}x{} is no larger than the kernel, nothing is left with --border valid",
+                        source.display(),
+                        group.width,
+                        group.height
+                    ),
+                    hint = "use --border same or a smaller kernel"
+                );
+            }
+            (r, group.width - 2 * r, group.height - 2 * r)
+        }
+    })
 }
 
 /// The class table of one mosaic, decided as `smooth` of the whole mosaic

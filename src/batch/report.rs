@@ -6,7 +6,7 @@
 //! `mosaic.vrt` of the outputs (one per mosaic), and on request one Cloud
 //! Optimized GeoTIFF of the outputs with MODE overviews.
 
-use super::mosaic::{Member, vrt_xml};
+use super::mosaic::{Member, mosaic_name, vrt_xml};
 use super::plan::Plan;
 use super::records::State;
 use crate::error::{Error, Result};
@@ -263,15 +263,6 @@ fn disagreement(pairs: &[(u16, u16, u64)]) -> Option<crate::accuracy::Disagreeme
         counts[i * n + j] = counts[i * n + j].saturating_add(k);
     }
     crate::accuracy::Disagreement::of_counts(n, &counts)
-}
-
-/// The name of the outputs' mosaic VRT of mosaic `m`.
-pub fn mosaic_name(m: usize) -> PathBuf {
-    if m == 0 {
-        "mosaic.vrt".into()
-    } else {
-        format!("mosaic-out-{m}.vrt").into()
-    }
 }
 
 /// Writes report.json, report.html and the outputs' mosaic VRTs; with

@@ -13,6 +13,8 @@
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
+use super::share::Share;
+use super::tally::{Tally, nonzero};
 use crate::bail;
 use crate::classes::CodeTally;
 use crate::error::{Error, Result};
@@ -34,80 +36,6 @@ use tiles::Rect;
 
 /// How often a run waiting for tasks held by others looks at their claims.
 const POLL: Duration = Duration::from_millis(250);
-
-/// Which tasks a run takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Share {
-    All,
-    /// Tasks whose index modulo `count` is `index`.
-    Shard {
-        index: usize,
-        count: usize,
-    },
-    Task(usize),
-}
-
-impl Share {
-    /// `I/N` as given to `--shard`.
-    pub fn parse_shard(text: &str) -> Result<Share> {
-        let hint = "write --shard I/N with 0 <= I < N, e.g. --shard 0/4";
-        let (i, n) = text
-            .split_once('/')
-            .ok_or_else(|| Error::new(format!("--shard {text}: no '/'")).hint(hint))?;
-        let parse = |s: &str| {
-            s.trim().parse::<usize>().map_err(|_| {
-                Error::new(format!("--shard {text}: '{s}' is not a number")).hint(hint)
-            })
-        };
-        Self::shard(parse(i)?, parse(n)?).map_err(|e| e.hint(hint))
-    }
-
-    fn shard(index: usize, count: usize) -> Result<Share> {
-        if count == 0 || index >= count {
-            bail!(format!("shard {index} of {count} does not exist"));
-        }
-        Ok(Share::Shard { index, count })
-    }
-
-    /// The share a job array gives this process: SLURM's
-    /// `SLURM_ARRAY_TASK_ID`/`SLURM_ARRAY_TASK_COUNT` (less
-    /// `SLURM_ARRAY_TASK_MIN`), or Kubernetes' `JOB_COMPLETION_INDEX` with
-    /// the count in `MAPFILTER_SHARDS`. `None` outside a job array.
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Share>> {
-        let num = |name: &str| -> Result<Option<usize>> {
-            var(name)
-                .map(|v| {
-                    v.trim().parse::<usize>().map_err(|_| {
-                        Error::new(format!("${name} is '{v}', not a number"))
-                            .hint("run inside a job array, or give --shard I/N")
-                    })
-                })
-                .transpose()
-        };
-        if let (Some(id), Some(count)) =
-            (num("SLURM_ARRAY_TASK_ID")?, num("SLURM_ARRAY_TASK_COUNT")?)
-        {
-            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            return Self::shard(id.saturating_sub(min), count).map(Some);
-        }
-        if let Some(index) = num("JOB_COMPLETION_INDEX")? {
-            let count = num("MAPFILTER_SHARDS")?.ok_or_else(|| {
-                Error::new("JOB_COMPLETION_INDEX is set but MAPFILTER_SHARDS is not")
-                    .hint("set MAPFILTER_SHARDS to the Job's completions")
-            })?;
-            return Self::shard(index, count).map(Some);
-        }
-        Ok(None)
-    }
-
-    fn takes(&self, task: usize) -> bool {
-        match *self {
-            Share::All => true,
-            Share::Shard { index, count } => task % count == index,
-            Share::Task(k) => task == k,
-        }
-    }
-}
 
 /// How to run.
 pub struct RunRequest<'a> {
@@ -152,6 +80,51 @@ pub struct TaskFailure {
     pub environment: bool,
 }
 
+/// The batch's own `out/` folder, made if missing: outputs go there, never
+/// through a symlink.
+fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
+    let out = dir.join(super::plan::OUT_DIR);
+    if std::fs::symlink_metadata(&out).is_err() {
+        std::fs::create_dir_all(&out).map_err(|e| {
+            Error::new(format!("cannot make {}: {e}", out.display()))
+                .hint("the batch directory must be writable")
+        })?;
+    }
+    records::real_dir(&out)?;
+    Ok(out)
+}
+
+/// The smoothers the run's workers take turns on, and how many tasks are in
+/// flight (`--jobs`, else sized to the node for `tasks` tasks).
+fn methods_and_jobs(
+    req: &RunRequest,
+    settings: &Settings,
+    tasks: usize,
+) -> Result<(Vec<Box<dyn ClassSmoother>>, usize)> {
+    let choice = &settings.method;
+    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
+    let gpus = members.iter().map(|m| m.gpus()).sum();
+    let jobs = match req.jobs {
+        Some(jobs) => jobs,
+        None => {
+            let workers = super::workers::Node::here(gpus).workers(tasks);
+            size_pool(workers.pool_threads);
+            workers.jobs
+        }
+    };
+    // Tasks are independent: with a task in flight per device at least,
+    // each device runs whole tasks of its own (worker i on device i mod
+    // n), so no tile waits on a queue shared across devices and each
+    // device's tiles stay on its own context. Fewer tasks in flight than
+    // devices share their tiles instead, so that every device works.
+    let methods = if jobs >= members.len() {
+        members
+    } else {
+        vec![select::shared(members)?]
+    };
+    Ok((methods, jobs))
+}
+
 /// Runs the request's share of the plan in `dir`.
 pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let start = Instant::now();
@@ -166,15 +139,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     }
     let settings = plan.options.settings()?;
     let state = State::open(req.dir)?.with_stale_after(req.stale_after);
-    // Outputs go into the batch's own out/ folder, never through a symlink.
-    let out = req.dir.join(super::plan::OUT_DIR);
-    if std::fs::symlink_metadata(&out).is_err() {
-        std::fs::create_dir_all(&out).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", out.display()))
-                .hint("the batch directory must be writable")
-        })?;
-    }
-    records::real_dir(&out)?;
+    let out = out_dir(req.dir)?;
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
@@ -217,27 +182,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
-    let choice = &settings.method;
-    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
-    let gpus = members.iter().map(|m| m.gpus()).sum();
-    let jobs = match req.jobs {
-        Some(jobs) => jobs,
-        None => {
-            let workers = super::workers::Node::here(gpus).workers(todo.len());
-            size_pool(workers.pool_threads);
-            workers.jobs
-        }
-    };
-    // Tasks are independent: with a task in flight per device at least,
-    // each device runs whole tasks of its own (worker i on device i mod
-    // n), so no tile waits on a queue shared across devices and each
-    // device's tiles stay on its own context. Fewer tasks in flight than
-    // devices share their tiles instead, so that every device works.
-    let methods = if jobs >= members.len() {
-        members
-    } else {
-        vec![select::shared(members)?]
-    };
+    let (methods, jobs) = methods_and_jobs(req, &settings, todo.len())?;
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let ctx = Context {
         dir: req.dir,
@@ -371,7 +316,7 @@ fn run_round<'t>(
 /// it (`RAYON_NUM_THREADS`) or something in this process already used it
 /// (then it keeps its size: the run is as before, not wrong).
 fn size_pool(threads: usize) {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+    if crate::switches::environment().rayon_threads_set {
         return;
     }
     if let Err(e) = rayon::ThreadPoolBuilder::new()
@@ -943,15 +888,6 @@ fn count(raster: &mut ClassRaster, window: Rect) -> Result<Counts> {
     Ok(nonzero(tally.counts()))
 }
 
-/// The codes of a histogram by code that have pixels, with their counts.
-fn nonzero(hist: &[u64]) -> Counts {
-    hist.iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, &n)| (c as u16, n))
-        .collect()
-}
-
 /// One bar over the batch on a terminal; one line per finished task
 /// otherwise; with `MAPFILTER_PROGRESS=lines`, also progress lines over the
 /// pixels of the batch. Both the bar and the lines move within tasks.
@@ -980,120 +916,6 @@ impl Observer for TaskObserver {
 
     fn tap(&self) -> Option<Arc<dyn Tap>> {
         self.tally.clone().map(|t| t as Arc<dyn Tap>)
-    }
-}
-
-/// Counts by code of a task's window as its engine reads it (each pixel
-/// once, though tiles overlap by their halo) and of its output as written,
-/// so that a task's record needs no second reading of either.
-struct Tally {
-    /// The task's window in the input's pixels.
-    center: Rect,
-    inner: Mutex<TallyCounts>,
-}
-
-struct TallyCounts {
-    /// The parts of the window counted already: each read's overlap with it.
-    counted: Vec<Rect>,
-    /// Scratch of a row's spans not counted yet, and of their next state.
-    gaps: Vec<(usize, usize)>,
-    next: Vec<(usize, usize)>,
-    /// Pixels by code, for every code the band's type holds.
-    input: CodeTally,
-    output: CodeTally,
-    input_pixels: usize,
-    output_pixels: usize,
-}
-
-impl Tally {
-    /// The tally of window `center` of a band whose codes are at most
-    /// `max_code`.
-    fn new(center: Rect, max_code: u16) -> Self {
-        Tally {
-            center,
-            inner: Mutex::new(TallyCounts {
-                counted: Vec::new(),
-                gaps: Vec::new(),
-                next: Vec::new(),
-                input: CodeTally::new(max_code as usize + 1),
-                output: CodeTally::new(max_code as usize + 1),
-                input_pixels: 0,
-                output_pixels: 0,
-            }),
-        }
-    }
-
-    /// The input's and the output's counts, each where every pixel of the
-    /// window was seen (else `None`: read them from the files).
-    fn counts(&self) -> (Option<Counts>, Option<Counts>) {
-        let mut t = self.inner.lock().expect("tally lock");
-        let t = &mut *t;
-        let area = self.center.width * self.center.height;
-        let counts =
-            |hist: &mut CodeTally, pixels: usize| (pixels == area).then(|| nonzero(hist.counts()));
-        (
-            counts(&mut t.input, t.input_pixels),
-            counts(&mut t.output, t.output_pixels),
-        )
-    }
-}
-
-impl Tap for Tally {
-    fn read(&self, w: Rect, codes: &[u16]) {
-        let Some(both) = w.intersection(&self.center) else {
-            return;
-        };
-        let mut t = self.inner.lock().expect("tally lock");
-        let TallyCounts {
-            counted,
-            gaps,
-            next,
-            input,
-            input_pixels,
-            ..
-        } = &mut *t;
-        // Only earlier reads that overlap this one take pixels from it
-        // (with tiles on a grid, its neighbours).
-        let overlapping: Vec<Rect> = counted
-            .iter()
-            .filter_map(|r| r.intersection(&both))
-            .collect();
-        for y in both.y..both.y + both.height {
-            gaps.clear();
-            gaps.push((both.x, both.x + both.width));
-            for r in overlapping
-                .iter()
-                .filter(|r| (r.y..r.y + r.height).contains(&y))
-            {
-                next.clear();
-                for &(a, b) in gaps.iter() {
-                    let (x0, x1) = (r.x.max(a), (r.x + r.width).min(b));
-                    if x0 >= x1 {
-                        next.push((a, b));
-                        continue;
-                    }
-                    if a < x0 {
-                        next.push((a, x0));
-                    }
-                    if x1 < b {
-                        next.push((x1, b));
-                    }
-                }
-                std::mem::swap(gaps, next);
-            }
-            let row = (y - w.y) * w.width;
-            for &(x0, x1) in gaps.iter() {
-                input.add(&codes[row + x0 - w.x..row + x1 - w.x]);
-                *input_pixels += x1 - x0;
-            }
-        }
-        counted.push(both);
-    }
-
-    fn written(&self, _w: Rect, codes: &[u16]) {
-        let mut t = self.inner.lock().expect("tally lock");
-        t.output.add(codes);
-        t.output_pixels += codes.len();
     }
 }
 
@@ -1209,36 +1031,6 @@ fn advance(bar: Option<&ProgressBar>, lines: Option<&Progress>, counted: &Atomic
         if let Some(lines) = lines {
             lines.inc(now - before);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::job::observer::Tap;
-
-    #[test]
-    fn a_tally_counts_each_pixel_of_its_window_once() {
-        // A 4x2 window at (1, 1) of a 6x4 input, read as two tiles that
-        // overlap by a column and reach past the window.
-        let tally = Tally::new(Rect::new(1, 1, 4, 2), u8::MAX as u16);
-        let input: Vec<u16> = (0..24).map(|i| (i % 3) as u16).collect();
-        let part = |r: Rect| -> Vec<u16> {
-            (r.y..r.y + r.height)
-                .flat_map(|y| input[y * 6 + r.x..y * 6 + r.x + r.width].to_vec())
-                .collect()
-        };
-        let (left, right) = (Rect::new(0, 0, 4, 4), Rect::new(3, 0, 3, 4));
-        tally.read(left, &part(left));
-        assert_eq!(tally.counts().0, None, "half the window read");
-        tally.read(right, &part(right));
-        tally.read(left, &part(left));
-        // Rows 1..3, columns 1..5: pixels 7..11 and 13..17, code i % 3.
-        assert_eq!(tally.counts().0, Some(vec![(0, 2), (1, 4), (2, 2)]));
-        tally.written(Rect::new(0, 0, 4, 1), &[5, 5, 6, 5]);
-        assert_eq!(tally.counts().1, None, "half the output written");
-        tally.written(Rect::new(0, 1, 4, 1), &[6, 6, 6, 6]);
-        assert_eq!(tally.counts().1, Some(vec![(5, 3), (6, 5)]));
     }
 }
 

@@ -10,6 +10,7 @@ use crate::accuracy::{self, SamplePoint};
 use crate::bail;
 use crate::error::Result;
 use crate::gdal::class_raster::{BandChoice, ClassRaster};
+use crate::gdal::points::ReferencePoint;
 use crate::io::ClassSource;
 use crate::output::{self, Destination};
 use crate::report::accuracy::AccuracyReport;
@@ -85,43 +86,15 @@ fn pixel_of(gt: Option<[f64; 6]>, size: (usize, usize), x: f64, y: f64) -> Optio
     inside.then(|| (c.floor() as usize, r.floor() as usize))
 }
 
-pub fn run(args: AssessArgs) -> Result<()> {
-    let mut inputs: Vec<&Path> = vec![args.map.as_path(), args.points.as_path()];
-    inputs.extend(args.strata.as_deref());
-    let overwrite = args.overwrite.overwrite;
-    let check = |p: Option<&Path>| {
-        p.map(|p| Destination::check(p, overwrite, &inputs))
-            .transpose()
-    };
-    let (json, html, csv) = (
-        check(args.json.as_deref())?,
-        check(args.html.as_deref())?,
-        check(args.csv.as_deref())?,
-    );
-    let files: Vec<&output::Target> = [&json, &html, &csv]
-        .into_iter()
-        .flatten()
-        .filter_map(|d| match d {
-            Destination::File(t) => Some(t),
-            Destination::Stdout => None,
-        })
-        .collect();
-    output::distinct(&files)?;
-    let mut map = ClassRaster::open_with(&args.map, args.bands.choice())?;
-    let mut strata = args
-        .strata
-        .as_deref()
-        .map(|p| ClassRaster::open_with(p, BandChoice::default()))
-        .transpose()?;
-    let gt = map.meta.geo_transform;
-    let size = map.size();
-    let reference = crate::gdal::points::read(&args.points, &args.label, &map.meta.projection)?;
-    if reference.is_empty() {
-        bail!(
-            format!("{}: holds no point", args.points.display()),
-            hint = "label the points `mapfilter sample` drew and give that file"
-        );
-    }
+/// The map's class (and the stratum: the strata raster's, else the map's)
+/// under every reference point, which must lie inside the map, on the
+/// strata raster's grid, and on neither raster's nodata.
+fn sample_points(
+    map: &mut ClassRaster,
+    mut strata: Option<&mut ClassRaster>,
+    reference: &[ReferencePoint],
+) -> Result<Vec<SamplePoint>> {
+    let (gt, size) = (map.meta.geo_transform, map.size());
     let outside: Vec<_> = reference
         .iter()
         .filter(|p| pixel_of(gt, size, p.x, p.y).is_none())
@@ -149,9 +122,9 @@ pub fn run(args: AssessArgs) -> Result<()> {
         )?;
     }
     let mut points = Vec::with_capacity(reference.len());
-    for p in &reference {
+    for p in reference {
         let (col, row) = pixel_of(gt, size, p.x, p.y).expect("checked inside");
-        let m = code_at(&mut map, col, row)?;
+        let m = code_at(map, col, row)?;
         if Some(m) == map_nodata {
             bail!(
                 format!(
@@ -183,6 +156,68 @@ pub fn run(args: AssessArgs) -> Result<()> {
             reference: p.label,
         });
     }
+    Ok(points)
+}
+
+/// The report's list of inputs: the map, the points and the strata.
+fn report_inputs(args: &AssessArgs) -> Vec<Input> {
+    let mut report_inputs = vec![
+        Input {
+            role: "map".into(),
+            source: args.map.display().to_string(),
+        },
+        Input {
+            role: "reference points".into(),
+            source: format!("{} (label field {})", args.points.display(), args.label),
+        },
+    ];
+    if let Some(s) = &args.strata {
+        report_inputs.push(Input {
+            role: "strata".into(),
+            source: s.display().to_string(),
+        });
+    }
+    report_inputs
+}
+
+pub fn run(args: AssessArgs) -> Result<()> {
+    let mut inputs: Vec<&Path> = vec![args.map.as_path(), args.points.as_path()];
+    inputs.extend(args.strata.as_deref());
+    let overwrite = args.overwrite.overwrite;
+    let check = |p: Option<&Path>| {
+        p.map(|p| Destination::check(p, overwrite, &inputs))
+            .transpose()
+    };
+    let (json, html, csv) = (
+        check(args.json.as_deref())?,
+        check(args.html.as_deref())?,
+        check(args.csv.as_deref())?,
+    );
+    let files: Vec<&output::Target> = [&json, &html, &csv]
+        .into_iter()
+        .flatten()
+        .filter_map(|d| match d {
+            Destination::File(t) => Some(t),
+            Destination::Stdout => None,
+        })
+        .collect();
+    output::distinct(&files)?;
+    let mut map = ClassRaster::open_with(&args.map, args.bands.choice())?;
+    let mut strata = args
+        .strata
+        .as_deref()
+        .map(|p| ClassRaster::open_with(p, BandChoice::default()))
+        .transpose()?;
+    let reference = crate::gdal::points::read(&args.points, &args.label, &map.meta.projection)?;
+    if reference.is_empty() {
+        bail!(
+            format!("{}: holds no point", args.points.display()),
+            hint = "label the points `mapfilter sample` drew and give that file"
+        );
+    }
+    let map_nodata = map.nodata_code();
+    let strata_nodata = strata.as_ref().and_then(|s| s.nodata_code());
+    let points = sample_points(&mut map, strata.as_mut(), &reference)?;
     let pixel_area = map.meta.pixel_area();
     let names = map.meta.category_names.clone();
     let found = {
@@ -201,29 +236,13 @@ pub fn run(args: AssessArgs) -> Result<()> {
         &pixel_area.unit,
         assessment.classes.iter().map(|c| c.area.value),
     )?;
-    let mut report_inputs = vec![
-        Input {
-            role: "map".into(),
-            source: args.map.display().to_string(),
-        },
-        Input {
-            role: "reference points".into(),
-            source: format!("{} (label field {})", args.points.display(), args.label),
-        },
-    ];
-    if let Some(s) = &args.strata {
-        report_inputs.push(Input {
-            role: "strata".into(),
-            source: s.display().to_string(),
-        });
-    }
     let report = AccuracyReport {
         title: format!(
             "Accuracy of {} against {} reference points",
             args.map.file_name().unwrap_or_default().to_string_lossy(),
             assessment.points
         ),
-        inputs: report_inputs,
+        inputs: report_inputs(&args),
         pixel_area,
         unit,
         assessment,

@@ -7,7 +7,8 @@ use super::output_args::OverwriteArg;
 use super::smooth::BorderArg;
 use crate::bail;
 use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
-use crate::batch::run::{RunRequest, Share};
+use crate::batch::run::RunRequest;
+use crate::batch::share::Share;
 use crate::batch::{report, run as batch_run, slurm};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
@@ -303,7 +304,8 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     let share = match (&a.shard, a.task) {
         (Some(s), _) => Share::parse_shard(s)?,
         (None, Some(k)) => Share::Task(k),
-        (None, None) => Share::from_env(|k| std::env::var(k).ok())?.unwrap_or(Share::All),
+        (None, None) => Share::from_env(|k| crate::switches::environment().job_array_var(k))?
+            .unwrap_or(Share::All),
     };
     let jobs = a.jobs;
     if jobs == Some(0) {

@@ -71,11 +71,9 @@ pub struct BenchFilterArgs {
     pub border: BorderMode,
 }
 
-pub fn run(args: BenchFilterArgs) -> Result<()> {
-    let (w, h) = parse_size(&args.size)?;
-    // Input, output and the reference as 32-bit samples per band.
-    crate::limits::check_in_memory(w, h, 12 * args.bands.max(1), "a bench image")?;
-    let t = match args.sample_type.as_str() {
+/// `--type`'s sample type.
+fn sample_type(name: &str) -> Result<SampleType> {
+    Ok(match name {
         "u8" => SampleType::U8,
         "u16" => SampleType::U16,
         "i16" => SampleType::I16,
@@ -84,12 +82,14 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             format!("unknown type '{other}'"),
             hint = "use u8, u16, i16 or f32"
         ),
-    };
-    let border = args.border;
-    let image = synthetic(t, w, h, args.bands.max(1));
-    let op_label = args.ops.join(" ");
-    let (device, device_name): (Option<Device>, String) = match &args.device {
-        RunOn::Reference | RunOn::Choice(DeviceChoice::Host) => (None, args.device.to_string()),
+    })
+}
+
+/// The OpenCL device `--device` names (none for the host paths), and the
+/// name the JSON lines give it.
+fn resolve_device(run_on: &RunOn) -> Result<(Option<Device>, String)> {
+    Ok(match run_on {
+        RunOn::Reference | RunOn::Choice(DeviceChoice::Host) => (None, run_on.to_string()),
         RunOn::Choice(choice) => match choice.resolve()? {
             Some(dev) => {
                 let name = dev.info().name.clone();
@@ -97,7 +97,18 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
             }
             None => (None, "host".into()),
         },
-    };
+    })
+}
+
+pub fn run(args: BenchFilterArgs) -> Result<()> {
+    let (w, h) = parse_size(&args.size)?;
+    // Input, output and the reference as 32-bit samples per band.
+    crate::limits::check_in_memory(w, h, 12 * args.bands.max(1), "a bench image")?;
+    let t = sample_type(&args.sample_type)?;
+    let border = args.border;
+    let image = synthetic(t, w, h, args.bands.max(1));
+    let op_label = args.ops.join(" ");
+    let (device, device_name) = resolve_device(&args.device)?;
     let print = |i: usize, total: f64, cpu: f64, k: Option<(f64, f64, f64)>| {
         let (kernel, up, down) = match k {
             Some((a, b, c)) => (format!("{a:.3}"), format!("{b:.3}"), format!("{c:.3}")),
@@ -126,7 +137,14 @@ pub fn run(args: BenchFilterArgs) -> Result<()> {
     }
     // A level op first, on a device: the device pyramid bench.
     if let (Some(dev), Some(levels)) = (&device, Levels::parse(&args.ops[0])) {
-        return super::bench_pyramid::run(&args, dev, &image, &levels?, &args.ops[1..]);
+        let bench = super::bench_pyramid::PyramidBench {
+            sample_type: &args.sample_type,
+            warmup: args.warmup,
+            repeat: args.repeat,
+            check: args.check,
+            border: args.border,
+        };
+        return super::bench_pyramid::run(&bench, dev, &image, &levels?, &args.ops[1..]);
     }
     let chain = Chain::parse(&args.ops)?;
     chain.check(args.bands, t, border, None)?;

@@ -15,7 +15,6 @@
 //! `--check` one more line per storage and op comparing every level's
 //! Scharr with the host's (levels built by the fast host paths) bit for bit.
 
-use super::bench_filter::BenchFilterArgs;
 use crate::bail;
 use crate::device::Device;
 use crate::error::Result;
@@ -33,9 +32,20 @@ use crate::with_bands;
 use std::any::Any;
 use std::time::Instant;
 
+/// What the pyramid bench takes of `bench-filter`'s arguments (given by
+/// the command, so this module does not depend on its argument type).
+pub struct PyramidBench<'a> {
+    /// The sample type's name, as printed in the JSON lines.
+    pub sample_type: &'a str,
+    pub warmup: usize,
+    pub repeat: usize,
+    pub check: bool,
+    pub border: BorderMode,
+}
+
 /// Runs the pyramid bench: `levels` over `image`, then the Scharr `ops`.
 pub fn run(
-    args: &BenchFilterArgs,
+    args: &PyramidBench,
     dev: &Device,
     image: &MemImage,
     levels: &Levels,
@@ -108,7 +118,7 @@ fn first_plane<T: Pixel>(out: crate::pixel::Bands) -> Result<Plane<T>> {
 /// Per storage: the pyramid built on the device (`base`, `plan`), then
 /// the Scharr `sizes` over it; `host` holds the host's levels for `--check`.
 fn bench<T: Pixel>(
-    args: &BenchFilterArgs,
+    args: &PyramidBench,
     dev: &Device,
     stores: &[Store],
     (base, plan): (&Plane<T>, &BuildPlan),

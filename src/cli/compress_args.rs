@@ -4,8 +4,8 @@
 //! [`Compression`] and [`OutputFormat`], so the library needs no clap.
 
 use crate::error::Result;
-use crate::gdal::class_raster::{Compression, OutputCompression, OutputFormat};
 use crate::gdal::creation_options::parse_key_value;
+use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 
 /// `--of`, `--compress`, `--compress-level` and `--co`.
 #[derive(clap::Args, Clone, Debug)]

@@ -5,7 +5,7 @@ use super::compress_args::CompressArgs;
 use super::pattern_arg::PatternArg;
 use crate::bail;
 use crate::error::Result;
-use crate::gdal::class_raster::{OutputRaster, OutputSpec};
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::io::{ClassSink, ClassSource};
 use crate::output::Target;
 use crate::progress::Progress;
@@ -75,7 +75,7 @@ pub fn run(args: GenArgs) -> Result<()> {
     // UTM zone 33N, 30 m pixels: the georeferencing of a Landsat-like land-cover map.
     let projection = SpatialRef::from_epsg(32633)
         .and_then(|s| s.to_wkt())
-        .map_err(crate::gdal::class_raster::gdal_error)?;
+        .map_err(crate::gdal::errors::gdal_error)?;
     let colors = if byte {
         palette(args.classes as usize)
     } else {

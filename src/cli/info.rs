@@ -42,7 +42,9 @@ pub fn run(args: InfoArgs) -> Result<()> {
     if let Some(n) = choice.nodata {
         meta.nodata = n;
     }
-    let band = ds.rasterband(index).map_err(class_raster::gdal_error)?;
+    let band = ds
+        .rasterband(index)
+        .map_err(crate::gdal::errors::gdal_error)?;
     let data_type = band.band_type().name();
     let crs = ds.spatial_ref().ok();
     let crs_name = crs.as_ref().and_then(|s| s.name());

@@ -4,9 +4,9 @@
 use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{
-    self, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec,
-};
+use crate::gdal::class_raster::{self, ClassRaster, ClassType};
+use crate::gdal::output_options::OutputCompression;
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::output::{Target, TempFile};
 use crate::progress::Progress;
 use crate::sieve::threshold::{Threshold, dataset_pixel_area};
@@ -169,8 +169,8 @@ fn sieve_file(
 /// gdal_sieve.py leaves out the pixels of the band's mask; a nodata value
 /// is the one mask this command reads, so others are refused.
 fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
-    let band = ds.rasterband(1).map_err(class_raster::gdal_error)?;
-    let flags = band.mask_flags().map_err(class_raster::gdal_error)?;
+    let band = ds.rasterband(1).map_err(crate::gdal::errors::gdal_error)?;
+    let flags = band.mask_flags().map_err(crate::gdal::errors::gdal_error)?;
     if !(flags.is_all_valid() || flags.is_nodata()) {
         bail!(
             format!(

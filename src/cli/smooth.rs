@@ -8,6 +8,7 @@ use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
 use crate::engine::SmoothJob;
 use crate::error::Result;
+use crate::gdal::confidence::ConfidenceSpec;
 use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
@@ -115,6 +116,70 @@ impl From<BorderArg> for Border {
     }
 }
 
+/// Where a smoothing writes: the output, the report and the JSON summary.
+struct Outputs<'a> {
+    target: Target,
+    report: Option<crate::job::compare::ReportTarget<'a>>,
+    json: super::summary::JsonSummary,
+}
+
+/// Checks every output before any work: none may replace a file the run
+/// reads (input, baseline, confidence, kernel file), nor another output.
+fn check_outputs<'a>(
+    args: &'a SmoothArgs,
+    built: &super::kernel_args::BuiltKernel,
+    confidence: Option<&ConfidenceSpec>,
+) -> Result<Outputs<'a>> {
+    let overwrite = args.overwrite.overwrite;
+    // Every file the run reads: no output may replace one.
+    let mut inputs = vec![args.input.as_path()];
+    inputs.extend(args.baseline.as_deref());
+    inputs.extend(confidence.map(|c| c.path.as_path()));
+    inputs.extend(built.file.as_deref());
+    let target = Target::check(&args.output, overwrite, &inputs)?;
+    let report = args
+        .report
+        .as_deref()
+        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &inputs))
+        .transpose()?;
+    let json = super::summary::JsonSummary::check(
+        &args.json,
+        overwrite,
+        &inputs,
+        &[&target],
+        report
+            .as_ref()
+            .is_some_and(|r| r.dest == Destination::Stdout),
+    )?;
+    Ok(Outputs {
+        target,
+        report,
+        json,
+    })
+}
+
+/// The line that says what was written, and the method's own summary.
+fn say_written(
+    output: &std::path::Path,
+    (width, height): (usize, usize),
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    stats: &crate::engine::RunStats,
+) {
+    let k = job.kernel.size();
+    eprintln!(
+        "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
+        output.display(),
+        stats.classes_present,
+        method.name(),
+        stats.wall.as_secs_f64(),
+        stats.tiles
+    );
+    if let Some(line) = method.summary() {
+        eprintln!("{}: {line}", method.name());
+    }
+}
+
 pub fn run(args: SmoothArgs) -> Result<()> {
     let started = Instant::now();
     let mut observer = CliObserver {
@@ -148,27 +213,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         println!("{text}");
         return Ok(());
     }
-    let overwrite = args.overwrite.overwrite;
-    // Every file the run reads: no output may replace one.
-    let mut inputs = vec![args.input.as_path()];
-    inputs.extend(args.baseline.as_deref());
-    inputs.extend(confidence.as_ref().map(|c| c.path.as_path()));
-    inputs.extend(built.file.as_deref());
-    let target = Target::check(&args.output, overwrite, &inputs)?;
-    let report = args
-        .report
-        .as_deref()
-        .map(|p| crate::job::compare::ReportTarget::check(p, &target, overwrite, &inputs))
-        .transpose()?;
-    let json = super::summary::JsonSummary::check(
-        &args.json,
-        overwrite,
-        &inputs,
-        &[&target],
-        report
-            .as_ref()
-            .is_some_and(|r| r.dest == Destination::Stdout),
-    )?;
+    let Outputs {
+        target,
+        report,
+        json,
+    } = check_outputs(&args, &built, confidence.as_ref())?;
     if let Some(baseline) = &args.baseline {
         // Refused before any work, so a refusal leaves no output behind.
         let input = crate::gdal::class_raster::ClassRaster::open_with(
@@ -225,7 +274,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         crate::job::compare::smooth_report(&run, report)?;
     }
     let facts = super::summary::SmoothFacts {
-        args: &args,
+        input: &args.input,
+        band: args.bands.band.band.unwrap_or(1),
+        output: &args.output,
+        report: args.report.as_deref(),
+        device: args.device.as_ref().map(ToString::to_string),
         kernel: &built,
         method_label: &choice.label(),
         method: method.as_ref(),
@@ -236,18 +289,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     };
     json.write("smooth", facts.fields())?;
     if !args.quiet {
-        let k = job.kernel.size();
-        eprintln!(
-            "wrote {} ({width}x{height}, {} classes, kernel {k}x{k}, {} in {:.3} s, {} tiles)",
-            args.output.display(),
-            stats.classes_present,
-            method.name(),
-            stats.wall.as_secs_f64(),
-            stats.tiles
-        );
-        if let Some(line) = method.summary() {
-            eprintln!("{}: {line}", method.name());
-        }
+        say_written(&args.output, (width, height), &job, method.as_ref(), &stats);
     }
     Ok(())
 }

@@ -72,7 +72,13 @@ impl JsonSummary {
 
 /// `smooth --json`'s fields.
 pub struct SmoothFacts<'a> {
-    pub args: &'a super::smooth::SmoothArgs,
+    pub input: &'a std::path::Path,
+    /// The input band read (1-based).
+    pub band: usize,
+    pub output: &'a std::path::Path,
+    pub report: Option<&'a std::path::Path>,
+    /// `--device` as given, `None` for its default (`auto`).
+    pub device: Option<String>,
     pub kernel: &'a super::kernel_args::BuiltKernel,
     pub method_label: &'a str,
     pub method: &'a dyn crate::method::ClassSmoother,
@@ -84,7 +90,7 @@ pub struct SmoothFacts<'a> {
 
 impl SmoothFacts<'_> {
     pub fn fields(&self) -> Value {
-        let (a, k, job) = (self.args, &self.kernel.kernel, self.job);
+        let (k, job) = (&self.kernel.kernel, self.job);
         let classes: Vec<Value> = job
             .classes
             .codes()
@@ -93,10 +99,10 @@ impl SmoothFacts<'_> {
             .map(|(c, n)| json!({ "code": c, "input_pixels": n }))
             .collect();
         json!({
-            "input": a.input,
-            "band": a.bands.band.band.unwrap_or(1),
-            "output": a.output,
-            "report": a.report,
+            "input": self.input,
+            "band": self.band,
+            "output": self.output,
+            "report": self.report,
             "width": self.size.0,
             "height": self.size.1,
             "kernel": {
@@ -108,7 +114,7 @@ impl SmoothFacts<'_> {
             "method": self.method_label,
             "method_run": self.method.name(),
             "exact": self.method.is_exact(),
-            "device": a.device.as_ref().map_or_else(|| "auto".into(), ToString::to_string),
+            "device": self.device.as_deref().unwrap_or("auto"),
             "border": format!("{:?}", job.border).to_lowercase(),
             "tile": job.tile,
             "tiles": self.stats.tiles,

@@ -18,8 +18,7 @@ use crate::bail;
 use crate::error::{Error, Result};
 use std::str::FromStr;
 
-/// Environment variable giving the default of `--device`.
-pub const DEVICE_ENV: &str = "MAPFILTER_DEVICE";
+pub use crate::switches::DEVICE_ENV;
 
 /// Where a method should run.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -118,9 +117,9 @@ impl DeviceChoice {
     pub fn or_env(arg: Option<DeviceChoice>) -> Result<Self> {
         match arg {
             Some(choice) => Ok(choice),
-            None => match std::env::var(DEVICE_ENV) {
-                Ok(v) => v.parse().map_err(|e: Error| e.context(DEVICE_ENV)),
-                Err(_) => Ok(DeviceChoice::Auto),
+            None => match &crate::switches::environment().device {
+                Some(v) => v.parse().map_err(|e: Error| e.context(DEVICE_ENV)),
+                None => Ok(DeviceChoice::Auto),
             },
         }
     }

@@ -15,14 +15,6 @@ use std::path::{Path, PathBuf};
 /// The directory both ICD loaders (Khronos and ocl-icd) read by default.
 const VENDORS_DIR: &str = "/etc/OpenCL/vendors";
 
-/// Environment variables that make the loaders look elsewhere.
-const LOADER_OVERRIDES: [&str; 4] = [
-    "OCL_ICD_VENDORS",
-    "OCL_ICD_FILENAMES",
-    "OPENCL_VENDOR_PATH",
-    "POCL_DEVICES",
-];
-
 /// PoCL's device backends that drive GPUs or other accelerators (its
 /// `pthread` and `basic` backends run on the CPU).
 const POCL_ACCELERATOR_BACKENDS: [&str; 7] = [
@@ -31,10 +23,8 @@ const POCL_ACCELERATOR_BACKENDS: [&str; 7] = [
 
 /// False only when no installed OpenCL driver can offer a GPU.
 pub fn gpu_possible() -> bool {
-    if LOADER_OVERRIDES
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-    {
+    // The loaders' environment overrides make them look elsewhere.
+    if crate::switches::environment().opencl_loader_overridden {
         return true;
     }
     let Ok(entries) = std::fs::read_dir(VENDORS_DIR) else {
@@ -116,9 +106,7 @@ fn pocl_has_accelerator_backend(libpocl: &Path) -> bool {
 /// `ld.so.cache` is built from; NVIDIA's and AMD's installers add theirs
 /// there) and the default ones.
 fn library_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
+    let mut dirs = crate::switches::environment().library_path.clone();
     if let Ok(entries) = std::fs::read_dir("/etc/ld.so.conf.d") {
         for text in entries
             .filter_map(|e| e.ok())

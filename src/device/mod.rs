@@ -467,7 +467,7 @@ pub fn event_ns(e: &Event) -> u64 {
 /// missing OpenCL device fails the test instead of skipping it.
 pub fn test_device() -> Option<Device> {
     let skip = |why: String| {
-        if std::env::var_os("MAPFILTER_REQUIRE_OPENCL").is_some() {
+        if crate::switches::environment().require_opencl {
             panic!("MAPFILTER_REQUIRE_OPENCL is set but {why}");
         }
         eprintln!("skipping device test: {why}");

@@ -15,11 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The environment variable naming the database file instead of the default.
-pub const TUNE_DB_ENV: &str = "MAPFILTER_TUNE_DB";
-
-/// `MAPFILTER_TUNE=off` (or `0`): runs ignore the database.
-pub const TUNE_ENV: &str = "MAPFILTER_TUNE";
+pub use crate::switches::{TUNE_DB_ENV, TUNE_ENV};
 
 /// The format's version; files of another are ignored.
 const FORMAT: u32 = 1;
@@ -127,21 +123,15 @@ impl TuneDb {
     }
 }
 
-/// Where the database lives: `MAPFILTER_TUNE_DB`, else the cache directory.
+/// Where the database lives: `MAPFILTER_TUNE_DB`, else the cache directory
+/// ([`crate::switches::Environment::tune_db`]).
 pub fn db_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(TUNE_DB_ENV) {
-        return Some(PathBuf::from(p));
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(cache.join("mapfilter").join("tune.json"))
+    crate::switches::environment().tune_db.clone()
 }
 
 /// Whether runs ignore the database (`MAPFILTER_TUNE=off`).
 pub fn ignored() -> bool {
-    std::env::var(TUNE_ENV).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no" | "false"))
+    crate::switches::environment().tune_off
 }
 
 /// The database runs use, read once per process: empty when ignored,

@@ -316,24 +316,48 @@ fn sum_blocks<'a, S: Copy + 'a, A, O>(
     }
 }
 
+/// The two passes of a separable kernel in its own arithmetic: the row taps
+/// and how a sample enters a row sum (`R`), the column taps and how a row
+/// sum enters a column sum (`C`), the column sums' start, and how a column
+/// sum becomes a sample.
+struct Passes<'k, R, C, ToR, ToC, Narrow> {
+    row: &'k [R],
+    to_r: ToR,
+    col: &'k [C],
+    to_c: ToC,
+    init: C,
+    narrow: Narrow,
+}
+
 /// A separable kernel's rows: the row pass of each input row into a ring
 /// of `n` rows (`R` sums), and once the ring holds an output row's `n`
 /// rows, the column pass over them (`C` sums, starting from `init`).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn separable<T: Pixel, R, C>(
     src: Rows<'_, T>,
     w: usize,
     out: &mut [T],
     ring: &mut Vec<R>,
-    (row, to_r): (&[R], impl Fn(T) -> R + Copy),
-    (col, to_c): (&[C], impl Fn(R) -> C + Copy),
-    init: C,
-    narrow: impl Fn(C) -> T + Copy,
+    passes: Passes<
+        '_,
+        R,
+        C,
+        impl Fn(T) -> R + Copy,
+        impl Fn(R) -> C + Copy,
+        impl Fn(C) -> T + Copy,
+    >,
 ) where
     R: Copy + Default + std::ops::Add<Output = R> + std::ops::Mul<Output = R>,
     C: Copy + std::ops::Add<Output = C> + std::ops::Mul<Output = C>,
 {
+    let Passes {
+        row,
+        to_r,
+        col,
+        to_c,
+        init,
+        narrow,
+    } = passes;
     let n = row.len();
     ring.resize(n * w, R::default());
     let rows = out.len() / w;
@@ -473,16 +497,15 @@ impl<T: Pixel> RowKernel<T> for Fixed256 {
     #[inline(always)]
     fn rows(&self, src: Rows<'_, T>, w: usize, out: &mut [&mut [T]], ring: &mut Vec<u16>) {
         // Only Byte samples come here: every row sum fits in `u16`.
-        separable(
-            src,
-            w,
-            out[0],
-            ring,
-            (&self.row, |v: T| v.to_i32() as u16),
-            (&self.col, |v: u16| v as u32),
-            1 << 15,
-            |a: u32| T::from_i32((a >> 16) as i32),
-        );
+        let passes = Passes {
+            row: &self.row,
+            to_r: |v: T| v.to_i32() as u16,
+            col: &self.col,
+            to_c: |v: u16| v as u32,
+            init: 1 << 15,
+            narrow: |a: u32| T::from_i32((a >> 16) as i32),
+        };
+        separable(src, w, out[0], ring, passes);
     }
 }
 

@@ -36,7 +36,7 @@ mod staging;
 use super::bilateral::Distance;
 use super::border::{BorderMode, Win};
 use super::color::Color;
-use super::denoise::Denoise;
+use super::denoise::{Denoise, Plan};
 use super::engine::{ChainRunner, Pending};
 use super::histogram::{BandHistogram, Binning};
 use super::laplacian::Detail;
@@ -249,40 +249,38 @@ impl DeviceRunner {
         Ok(Built { kernel, consts })
     }
 
-    /// Enqueues one op (several kernels for denoising) from `src` into `dst`
-    /// on `flight`.
-    #[allow(clippy::too_many_arguments)]
+    /// Enqueues one op (several kernels for denoising) from `at.src` into
+    /// `at.dst` on `flight`.
     fn step(
         &self,
         kernels: &mut HashMap<String, Built>,
         flight: &mut Flight,
         op: &Op,
-        pair: (&Buffer<u8>, &Buffer<u8>),
-        t: SampleType,
-        bands: usize,
-        geo: Geo,
-        mode: (BorderMode, Option<f64>),
+        at: &OpAt,
     ) -> Result<()> {
         if let Op::Denoise(d) = op {
-            return self.denoise(kernels, flight, d, pair, t, bands, geo, mode.0);
+            return self.denoise(kernels, flight, d, at);
         }
-        let built = self.kernel(kernels, op, t, bands, mode.0, mode.1)?;
-        self.launch(built, flight, op, pair, t, bands, geo, mode)
+        let built = self.kernel(kernels, op, at.t, at.bands, at.border, at.nd)?;
+        self.launch(built, flight, op, at)
     }
 
-    /// A kernel built once per `key` from `kernels/FILE.cl` with the tile
-    /// options and `extra` defines (denoising's steps).
-    #[allow(clippy::too_many_arguments)]
+    /// A kernel of denoising's steps, built once per key from
+    /// `kernels/FILE.cl` with the tile options and its `extra` defines.
     fn denoise_kernel<'a>(
         &self,
         cache: &'a mut HashMap<String, Built>,
-        (file, name): (&str, &str),
-        (t, to): (SampleType, SampleType),
-        r: usize,
+        step: DenoiseKernel,
         border: BorderMode,
-        extra: &[(&str, String)],
         consts: impl FnOnce() -> Result<Vec<Buffer<f32>>>,
     ) -> Result<&'a Built> {
+        let DenoiseKernel {
+            file,
+            name,
+            types: (t, to),
+            radius: r,
+            extra,
+        } = step;
         let key = format!("denoise {file} {name} {t:?} {to:?} {r} {border:?} {extra:?}");
         if !cache.contains_key(&key) {
             let mut opts = tile_options(t, to, r, border, None, 1);
@@ -300,199 +298,83 @@ impl DeviceRunner {
     /// path: widen the input to Float32, pyrdown per level, the detail
     /// levels, the bilateral on each, the reconstruction into `dst`. Waits
     /// for its kernels (the level buffers are freed on return).
-    #[allow(clippy::too_many_arguments)]
     fn denoise(
         &self,
         kernels: &mut HashMap<String, Built>,
         flight: &mut Flight,
         d: &Denoise,
-        (src, dst): (&Buffer<u8>, &Buffer<u8>),
-        t: SampleType,
-        bands: usize,
-        geo: Geo,
-        border: BorderMode,
+        at: &OpAt,
     ) -> Result<()> {
-        let dev = &self.device;
-        let stream = &self.stream;
-        let f = SampleType::F32;
-        let p = d.plan(geo.out, geo.image);
-        let l = d.levels;
-        let fill = match border {
-            BorderMode::Constant(v) => v as f32,
-            _ => 0.0,
-        };
-        let alloc = |w: Win| dev.buffer::<u8>(bands * w.width * w.height * 4, CL_MEM_READ_WRITE);
-        let size = |w: Win| [w.width, w.height, bands];
-        let local = Some(&[LOCAL, LOCAL, 1][..]);
-        // g_0: the input window, widened.
-        let mut gwin = vec![geo.have];
-        let mut g = vec![alloc(geo.have)?];
-        let k = self.denoise_kernel(
+        let plan = d.plan(at.geo.out, at.geo.image);
+        let mut run = Denoising {
+            runner: self,
             kernels,
-            ("filter_pyramid", "laplacian_top"),
-            (t, f),
-            0,
-            border,
-            &[],
-            || Ok(Vec::new()),
-        )?;
-        let args = Args::new(&k.kernel).mem(src).mem(&g[0]);
-        let whole = Geo {
-            have: geo.have,
-            image: geo.image,
-            out: geo.have,
+            flight,
+            d,
+            bands: at.bands,
+            border: at.border,
+            fill: match at.border {
+                BorderMode::Constant(v) => v as f32,
+                _ => 0.0,
+            },
         };
-        geo_args(args, whole, fill).done()?;
-        stream.launch(flight, &k.kernel, &size(geo.have), local)?;
-        for lv in 1..l {
-            let k = self.denoise_kernel(
-                kernels,
-                ("filter_pyramid", "pyrdown"),
-                (f, f),
-                0,
-                border,
-                &[],
-                || Ok(Vec::new()),
-            )?;
-            let buf = alloc(p.g[lv])?;
-            let args = Args::new(&k.kernel).mem(&g[lv - 1]).mem(&buf);
-            let at = Geo {
-                have: gwin[lv - 1],
-                image: p.sizes[lv - 1],
-                out: p.g[lv],
-            };
-            geo_args(args, at, fill).done()?;
-            stream.launch(flight, &k.kernel, &size(p.g[lv]), local)?;
-            g.push(buf);
-            gwin.push(p.g[lv]);
-        }
-        // a ± pyrup(b) into `out` (window `w`).
-        let add_up = |kernels: &mut HashMap<String, Built>,
-                      flight: &mut Flight,
-                      (a, aw): (&Buffer<u8>, Win),
-                      (b, bw, bsize): (&Buffer<u8>, Win, (usize, usize)),
-                      (out, w, to): (&Buffer<u8>, Win, SampleType),
-                      sub: bool|
-         -> Result<()> {
-            let k = self.denoise_kernel(
-                kernels,
-                ("filter_pyramid", "add_up"),
-                (f, to),
-                0,
-                border,
-                &[("SUB", (sub as u8).to_string())],
-                || Ok(Vec::new()),
-            )?;
-            Args::new(&k.kernel)
-                .mem(a)
-                .mem(b)
-                .mem(out)
-                .scalar(aw.x as i32)
-                .scalar(aw.y as i32)
-                .scalar(aw.width as i32)
-                .scalar(aw.height as i32)
-                .scalar(bw.x as i32)
-                .scalar(bw.y as i32)
-                .scalar(bw.width as i32)
-                .scalar(bw.height as i32)
-                .scalar(bsize.0 as i32)
-                .scalar(bsize.1 as i32)
-                .scalar(w.x as i32)
-                .scalar(w.y as i32)
-                .scalar(w.width as i32)
-                .scalar(w.height as i32)
-                .scalar(fill)
-                .done()?;
-            stream.launch(flight, &k.kernel, &size(w), local)
-        };
-        let b = &d.bilateral;
-        let extra = [
-            ("DIST", "0".to_string()),
-            ("NTAPS", b.taps().len().to_string()),
-            ("SIM_TABLE", "2".to_string()),
-            ("SIM_Q", cl_float(d.scale() as f64)),
-            ("SIM_N", d.table().len().to_string()),
-        ];
+        let (g, gwin) = run.gaussian_levels(at, &plan)?;
+        let l = d.levels;
+        let f = SampleType::F32;
+        // From the coarsest level down: each level's detail, smoothed by the
+        // bilateral, added to the level above reconstructed so far.
         let mut r: Option<Buffer<u8>> = None;
         let mut rwin = gwin[l - 1];
         for lv in (0..l - 1).rev() {
-            let detail = alloc(p.b[lv])?;
-            add_up(
-                kernels,
-                flight,
+            let detail = run.alloc(plan.b[lv])?;
+            run.add_up(
                 (&g[lv], gwin[lv]),
-                (&g[lv + 1], gwin[lv + 1], p.sizes[lv + 1]),
-                (&detail, p.b[lv], f),
+                (&g[lv + 1], gwin[lv + 1], plan.sizes[lv + 1]),
+                (&detail, plan.b[lv], f),
                 true,
             )?;
-            let smooth = alloc(p.t[lv])?;
-            let k = self.denoise_kernel(
-                kernels,
-                ("filter_bilateral", "bilateral"),
-                (f, f),
-                b.radius,
-                border,
-                &extra,
-                || {
-                    let taps: Vec<f32> = b
-                        .taps()
-                        .iter()
-                        .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
-                        .collect();
-                    Ok(vec![
-                        dev.buffer_from(&taps, CL_MEM_READ_ONLY)?,
-                        dev.buffer_from(&d.table(), CL_MEM_READ_ONLY)?,
-                    ])
-                },
-            )?;
-            let args = Args::new(&k.kernel)
-                .mem(&detail)
-                .mem(&smooth)
-                .mem(&k.consts[0])
-                .mem(&k.consts[1])
-                .scalar(0f32);
-            let at = Geo {
-                have: p.b[lv],
-                image: p.sizes[lv],
-                out: p.t[lv],
+            let smooth = run.alloc(plan.t[lv])?;
+            let level = Geo {
+                have: plan.b[lv],
+                image: plan.sizes[lv],
+                out: plan.t[lv],
             };
-            geo_args(args, at, fill).done()?;
-            stream.launch(flight, &k.kernel, &size(p.t[lv]), local)?;
-            let next = if lv == 0 { None } else { Some(alloc(p.t[lv])?) };
+            run.bilateral(&detail, &smooth, level)?;
+            let next = if lv == 0 {
+                None
+            } else {
+                Some(run.alloc(plan.t[lv])?)
+            };
             let coarse = r.as_ref().unwrap_or(&g[l - 1]);
             let (out, to) = match &next {
                 Some(n) => (n, f),
-                None => (dst, t),
+                None => (at.dst, at.t),
             };
-            add_up(
-                kernels,
-                flight,
-                (&smooth, p.t[lv]),
-                (coarse, rwin, p.sizes[lv + 1]),
-                (out, p.t[lv], to),
+            run.add_up(
+                (&smooth, plan.t[lv]),
+                (coarse, rwin, plan.sizes[lv + 1]),
+                (out, plan.t[lv], to),
                 false,
             )?;
             r = next;
-            rwin = p.t[lv];
+            rwin = plan.t[lv];
         }
-        stream.flush_kernels()?;
-        flight.wait_kernels()
+        self.stream.flush_kernels()?;
+        run.flight.wait_kernels()
     }
 
-    /// Enqueues one op on `flight` from device buffer `src` (window
-    /// `geo.have`) into buffer `dst` (window `geo.out`).
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &self,
-        built: &Built,
-        flight: &mut Flight,
-        op: &Op,
-        (src, dst): (&Buffer<u8>, &Buffer<u8>),
-        t: SampleType,
-        bands: usize,
-        geo: Geo,
-        (border, nd): (BorderMode, Option<f64>),
-    ) -> Result<()> {
+    /// Enqueues one op on `flight` from device buffer `at.src` (window
+    /// `at.geo.have`) into buffer `at.dst` (window `at.geo.out`).
+    fn launch(&self, built: &Built, flight: &mut Flight, op: &Op, at: &OpAt) -> Result<()> {
+        let &OpAt {
+            src,
+            dst,
+            t,
+            bands,
+            geo,
+            border,
+            nd,
+        } = at;
         let fill = match border {
             BorderMode::Constant(v) => round_to(t, v as f32),
             BorderMode::Nodata => nd.unwrap_or(0.0) as f32,
@@ -624,6 +506,206 @@ pub(super) fn local_bytes(op: &Op, bands: usize) -> usize {
     joint_bands(op, bands) * (LOCAL + 2 * op.radius()).pow(2) * 4
 }
 
+/// One denoising on the device, step by step: the runner's kernels and the
+/// tile's flight, with the settings every step shares.
+struct Denoising<'r> {
+    runner: &'r DeviceRunner,
+    kernels: &'r mut HashMap<String, Built>,
+    flight: &'r mut Flight,
+    d: &'r Denoise,
+    bands: usize,
+    border: BorderMode,
+    /// The constant border's value (0 for the other borders).
+    fill: f32,
+}
+
+impl Denoising<'_> {
+    /// A Float32 buffer for window `w` of every band.
+    fn alloc(&self, w: Win) -> Result<Buffer<u8>> {
+        let len = self.bands * w.width * w.height * 4;
+        self.runner.device.buffer::<u8>(len, CL_MEM_READ_WRITE)
+    }
+
+    /// The Gaussian levels `g` and their windows: level 0 the input window
+    /// widened to Float32, each next one its pyrdown.
+    fn gaussian_levels(&mut self, at: &OpAt, plan: &Plan) -> Result<(Vec<Buffer<u8>>, Vec<Win>)> {
+        let (f, geo) = (SampleType::F32, at.geo);
+        let mut gwin = vec![geo.have];
+        let mut g = vec![self.alloc(geo.have)?];
+        let top = DenoiseKernel {
+            file: "filter_pyramid",
+            name: "laplacian_top",
+            types: (at.t, f),
+            radius: 0,
+            extra: &[],
+        };
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, top, self.border, || Ok(Vec::new()))?;
+        let args = Args::new(&k.kernel).mem(at.src).mem(&g[0]);
+        let whole = Geo {
+            have: geo.have,
+            image: geo.image,
+            out: geo.have,
+        };
+        geo_args(args, whole, self.fill).done()?;
+        self.runner.stream.launch(
+            self.flight,
+            &k.kernel,
+            &over(geo.have, self.bands),
+            DENOISE_LOCAL,
+        )?;
+        for lv in 1..self.d.levels {
+            let down = DenoiseKernel {
+                file: "filter_pyramid",
+                name: "pyrdown",
+                types: (f, f),
+                radius: 0,
+                extra: &[],
+            };
+            let buf = self.alloc(plan.g[lv])?;
+            let k = self
+                .runner
+                .denoise_kernel(self.kernels, down, self.border, || Ok(Vec::new()))?;
+            let args = Args::new(&k.kernel).mem(&g[lv - 1]).mem(&buf);
+            let at = Geo {
+                have: gwin[lv - 1],
+                image: plan.sizes[lv - 1],
+                out: plan.g[lv],
+            };
+            geo_args(args, at, self.fill).done()?;
+            self.runner.stream.launch(
+                self.flight,
+                &k.kernel,
+                &over(plan.g[lv], self.bands),
+                DENOISE_LOCAL,
+            )?;
+            g.push(buf);
+            gwin.push(plan.g[lv]);
+        }
+        Ok((g, gwin))
+    }
+
+    /// `a ± pyrup(b)` (`sub`: minus) into `out` (window `w`, sample type `to`).
+    fn add_up(
+        &mut self,
+        (a, aw): (&Buffer<u8>, Win),
+        (b, bw, bsize): (&Buffer<u8>, Win, (usize, usize)),
+        (out, w, to): (&Buffer<u8>, Win, SampleType),
+        sub: bool,
+    ) -> Result<()> {
+        let step = DenoiseKernel {
+            file: "filter_pyramid",
+            name: "add_up",
+            types: (SampleType::F32, to),
+            radius: 0,
+            extra: &[("SUB", (sub as u8).to_string())],
+        };
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, step, self.border, || Ok(Vec::new()))?;
+        Args::new(&k.kernel)
+            .mem(a)
+            .mem(b)
+            .mem(out)
+            .scalar(aw.x as i32)
+            .scalar(aw.y as i32)
+            .scalar(aw.width as i32)
+            .scalar(aw.height as i32)
+            .scalar(bw.x as i32)
+            .scalar(bw.y as i32)
+            .scalar(bw.width as i32)
+            .scalar(bw.height as i32)
+            .scalar(bsize.0 as i32)
+            .scalar(bsize.1 as i32)
+            .scalar(w.x as i32)
+            .scalar(w.y as i32)
+            .scalar(w.width as i32)
+            .scalar(w.height as i32)
+            .scalar(self.fill)
+            .done()?;
+        self.runner
+            .stream
+            .launch(self.flight, &k.kernel, &over(w, self.bands), DENOISE_LOCAL)
+    }
+
+    /// The bilateral of one detail level into `smooth` (window `at.out`).
+    fn bilateral(&mut self, detail: &Buffer<u8>, smooth: &Buffer<u8>, at: Geo) -> Result<()> {
+        let (d, dev) = (self.d, &self.runner.device);
+        let b = &d.bilateral;
+        let extra = [
+            ("DIST", "0".to_string()),
+            ("NTAPS", b.taps().len().to_string()),
+            ("SIM_TABLE", "2".to_string()),
+            ("SIM_Q", cl_float(d.scale() as f64)),
+            ("SIM_N", d.table().len().to_string()),
+        ];
+        let step = DenoiseKernel {
+            file: "filter_bilateral",
+            name: "bilateral",
+            types: (SampleType::F32, SampleType::F32),
+            radius: b.radius,
+            extra: &extra,
+        };
+        let k = self
+            .runner
+            .denoise_kernel(self.kernels, step, self.border, || {
+                let taps: Vec<f32> = b
+                    .taps()
+                    .iter()
+                    .flat_map(|t| [t.dx as f32, t.dy as f32, t.closeness, 0.0])
+                    .collect();
+                Ok(vec![
+                    dev.buffer_from(&taps, CL_MEM_READ_ONLY)?,
+                    dev.buffer_from(&d.table(), CL_MEM_READ_ONLY)?,
+                ])
+            })?;
+        let args = Args::new(&k.kernel)
+            .mem(detail)
+            .mem(smooth)
+            .mem(&k.consts[0])
+            .mem(&k.consts[1])
+            .scalar(0f32);
+        geo_args(args, at, self.fill).done()?;
+        self.runner.stream.launch(
+            self.flight,
+            &k.kernel,
+            &over(at.out, self.bands),
+            DENOISE_LOCAL,
+        )
+    }
+}
+
+/// The work-group of denoising's kernels.
+const DENOISE_LOCAL: Option<&[usize]> = Some(&[LOCAL, LOCAL, 1]);
+
+/// Window `w` of every band, as a launch's global size.
+fn over(w: Win, bands: usize) -> [usize; 3] {
+    [w.width, w.height, bands]
+}
+
+/// One op's enqueue: the buffers it reads and writes, the sample type and
+/// band count it reads, where, and the border and nodata it applies.
+struct OpAt<'b> {
+    src: &'b Buffer<u8>,
+    dst: &'b Buffer<u8>,
+    t: SampleType,
+    bands: usize,
+    geo: Geo,
+    border: BorderMode,
+    nd: Option<f64>,
+}
+
+/// One of denoising's kernels: its file and name under `kernels/`, the
+/// sample types in and out, its radius and its extra defines.
+struct DenoiseKernel<'e> {
+    file: &'static str,
+    name: &'static str,
+    types: (SampleType, SampleType),
+    radius: usize,
+    extra: &'e [(&'e str, String)],
+}
+
 /// Where an op reads and writes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Geo {
@@ -725,9 +807,16 @@ impl DeviceRunner {
             let to = op.out_type(t);
             let len = op.out_bands(bands) * target.width * target.height * to.size();
             slot.buffer(dev, 1 - from, len)?;
-            let pair = (slot.get(from), slot.get(1 - from));
-            let mode = (at.border, nd);
-            self.step(&mut kernels, &mut flight, op, pair, t, bands, geo, mode)?;
+            let op_at = OpAt {
+                src: slot.get(from),
+                dst: slot.get(1 - from),
+                t,
+                bands,
+                geo,
+                border: at.border,
+                nd,
+            };
+            self.step(&mut kernels, &mut flight, op, &op_at)?;
             stream.flush_kernels()?;
             from = 1 - from;
             nd = op.out_nodata(t, nd);

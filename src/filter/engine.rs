@@ -92,7 +92,14 @@ fn run_fast(chain: &Chain, input: Bands, at: &TileAt) -> Bands {
     let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
     for Step { op, target, image } in chain.steps(at) {
         let in_type = bands.sample_type();
-        if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, false) {
+        let window = TileAt {
+            have,
+            image,
+            out: target,
+            border: at.border,
+            nd,
+        };
+        if let Some(out) = op.apply_window(&bands, &window, false) {
             bands = out;
         } else {
             let direct =

@@ -52,6 +52,48 @@ pub enum Op {
 
 const OPS_HINT: &str = "ops: box:N, gaussian:SIGMA[:SIZE], sharpen:3|5, kernel:PATH, median:N, bilateral:SD:SR[:gray|luma|color], scharr:3|5|7|9, oil:R:LEVELS[:MIN:MAX], pyrdown, pyrup, gray, ycbcr, hsv, demosaic:RGGB|BGGR|GRBG|GBRG[:bilinear|ea|mhc], laplacian-level, laplacian-top, denoise:LEVELS:SD:SR";
 
+/// The parameters of an op given as text (`NAME:P1:P2`), read with errors
+/// that name the op.
+struct OpArgs<'s> {
+    spec: &'s str,
+    args: &'s [&'s str],
+}
+
+impl OpArgs<'_> {
+    /// Parameter `i` as a number.
+    fn num(&self, i: usize) -> Result<f64> {
+        let spec = self.spec;
+        let s = self.args.get(i).ok_or_else(|| {
+            Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
+        })?;
+        s.parse::<f64>()
+            .map_err(|_| Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT))
+    }
+
+    /// Parameter `i` as a whole number.
+    fn int(&self, i: usize) -> Result<usize> {
+        let v = self.num(i)?;
+        if v.fract() != 0.0 || v < 0.0 {
+            bail!(
+                format!("op '{}': {v} is not a whole number", self.spec),
+                hint = OPS_HINT
+            );
+        }
+        Ok(v as usize)
+    }
+
+    /// Refuses more than `n` parameters.
+    fn at_most(&self, n: usize) -> Result<()> {
+        if self.args.len() > n {
+            bail!(
+                format!("op '{}' has too many parameters", self.spec),
+                hint = OPS_HINT
+            );
+        }
+        Ok(())
+    }
+}
+
 impl FromStr for Op {
     type Err = Error;
     fn from_str(spec: &str) -> Result<Self> {
@@ -61,58 +103,44 @@ impl FromStr for Op {
         } else {
             rest.split(':').collect()
         };
-        let num = |i: usize| -> Result<f64> {
-            let s = args.get(i).ok_or_else(|| {
-                Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
-            })?;
-            s.parse::<f64>().map_err(|_| {
-                Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT)
-            })
-        };
-        let int = |i: usize| -> Result<usize> {
-            let v = num(i)?;
-            if v.fract() != 0.0 || v < 0.0 {
-                bail!(
-                    format!("op '{spec}': {v} is not a whole number"),
-                    hint = OPS_HINT
-                );
-            }
-            Ok(v as usize)
-        };
-        let max_args = |n: usize| -> Result<()> {
-            if args.len() > n {
-                bail!(
-                    format!("op '{spec}' has too many parameters"),
-                    hint = OPS_HINT
-                );
-            }
-            Ok(())
-        };
+        let given = OpArgs { spec, args: &args };
         let op = match name {
             "box" | "blur" => {
-                max_args(1)?;
-                Op::Conv(Conv::boxed(int(0)?)?)
+                given.at_most(1)?;
+                Op::Conv(Conv::boxed(given.int(0)?)?)
             }
             "gaussian" => {
-                max_args(2)?;
-                let size = if args.len() > 1 { Some(int(1)?) } else { None };
-                Op::Conv(Conv::gaussian(num(0)?, size)?)
+                given.at_most(2)?;
+                let size = if args.len() > 1 {
+                    Some(given.int(1)?)
+                } else {
+                    None
+                };
+                Op::Conv(Conv::gaussian(given.num(0)?, size)?)
             }
             "sharpen" => {
-                max_args(1)?;
-                Op::Conv(Conv::sharpen(if args.is_empty() { 3 } else { int(0)? })?)
+                given.at_most(1)?;
+                Op::Conv(Conv::sharpen(if args.is_empty() {
+                    3
+                } else {
+                    given.int(0)?
+                })?)
             }
             "kernel" => Op::Conv(Conv::from_file(Path::new(rest))?),
             "median" => {
-                max_args(1)?;
-                Op::Median(Median::new(int(0)?)?)
+                given.at_most(1)?;
+                Op::Median(Median::new(given.int(0)?)?)
             }
             "scharr" => {
-                max_args(1)?;
-                Op::Scharr(Scharr::new(if args.is_empty() { 3 } else { int(0)? })?)
+                given.at_most(1)?;
+                Op::Scharr(Scharr::new(if args.is_empty() {
+                    3
+                } else {
+                    given.int(0)?
+                })?)
             }
             "bilateral" => {
-                max_args(3)?;
+                given.at_most(3)?;
                 let distance = match args.get(2).copied() {
                     None | Some("gray") => Distance::Gray,
                     Some("luma") => Distance::Luma,
@@ -122,7 +150,7 @@ impl FromStr for Op {
                         hint = "use gray, luma or color"
                     ),
                 };
-                Op::Bilateral(Bilateral::new(num(0)?, num(1)?, distance)?)
+                Op::Bilateral(Bilateral::new(given.num(0)?, given.num(1)?, distance)?)
             }
             "oil" => {
                 if args.len() != 2 && args.len() != 4 {
@@ -132,14 +160,14 @@ impl FromStr for Op {
                     );
                 }
                 let range = if args.len() == 4 {
-                    Some((num(2)?, num(3)?))
+                    Some((given.num(2)?, given.num(3)?))
                 } else {
                     None
                 };
-                Op::Oil(Oil::new(int(0)?, int(1)?, range)?)
+                Op::Oil(Oil::new(given.int(0)?, given.int(1)?, range)?)
             }
             "pyrdown" | "pyrup" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Pyr(if name == "pyrdown" {
                     Pyr::Down
                 } else {
@@ -147,7 +175,7 @@ impl FromStr for Op {
                 })
             }
             "gray" | "ycbcr" | "hsv" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Color(match name {
                     "gray" => Color::Gray,
                     "ycbcr" => Color::YCbCr,
@@ -164,7 +192,7 @@ impl FromStr for Op {
                 Op::Demosaic(Demosaic::new(args[0], args.get(1).copied())?)
             }
             "laplacian-level" | "laplacian-top" => {
-                max_args(0)?;
+                given.at_most(0)?;
                 Op::Detail(if name == "laplacian-level" {
                     Detail::Level
                 } else {
@@ -175,7 +203,7 @@ impl FromStr for Op {
                 if args.len() != 3 {
                     bail!(format!("op '{spec}' needs LEVELS:SD:SR"), hint = OPS_HINT);
                 }
-                Op::Denoise(Denoise::new(num(0)?, num(1)?, num(2)?)?)
+                Op::Denoise(Denoise::new(given.num(0)?, given.num(1)?, given.num(2)?)?)
             }
             _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
         };
@@ -267,20 +295,17 @@ impl Op {
         )
     }
 
-    /// A [`Op::windowed`] op on the host over `bands` (window `have` of an
-    /// `image`-sized raster) into window `target`; `None` for other ops.
-    /// `reference` forces the plain per-pixel path.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply_window(
-        &self,
-        bands: &Bands,
-        have: Win,
-        image: (usize, usize),
-        target: Win,
-        border: BorderMode,
-        nd: Option<f64>,
-        reference: bool,
-    ) -> Option<Bands> {
+    /// A [`Op::windowed`] op on the host over `bands` (window `at.have` of
+    /// an `at.image`-sized raster) into window `at.out`; `None` for other
+    /// ops. `reference` forces the plain per-pixel path.
+    pub fn apply_window(&self, bands: &Bands, at: &TileAt, reference: bool) -> Option<Bands> {
+        let &TileAt {
+            have,
+            image,
+            out: target,
+            border,
+            nd,
+        } = at;
         Some(match self {
             Op::Pyr(p) if reference => {
                 with_bands!(bands, q => Pixel::wrap(p.reference(q, have, image, target, border, nd)))
@@ -328,7 +353,14 @@ impl Op {
                 let nd = nd.map(|v| v.to_f32() as f64);
                 let bands = T::wrap(p.to_vec());
                 let out = Win::new(0, 0, ow, oh);
-                self.apply_window(&bands, all, size, out, BorderMode::Reflect101, nd, plain)
+                let at = TileAt {
+                    have: all,
+                    image: size,
+                    out,
+                    border: BorderMode::Reflect101,
+                    nd,
+                };
+                self.apply_window(&bands, &at, plain)
                     .expect("pyramid and demosaic ops apply on windows")
             }
         }
@@ -488,7 +520,14 @@ impl Chain {
         let (mut bands, mut have, mut nd) = (input, at.have, at.nd);
         for Step { op, target, image } in self.steps(at) {
             let in_type = bands.sample_type();
-            if let Some(out) = op.apply_window(&bands, have, image, target, at.border, nd, true) {
+            let window = TileAt {
+                have,
+                image,
+                out: target,
+                border: at.border,
+                nd,
+            };
+            if let Some(out) = op.apply_window(&bands, &window, true) {
                 bands = out;
             } else {
                 let want = target.grow(op.radius());

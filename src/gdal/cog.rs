@@ -2,8 +2,9 @@
 //! VRT), written by GDAL's COG driver into a temp file beside the target
 //! and renamed on success.
 
-use super::class_raster::{self, gdal_error};
+use super::class_raster;
 use super::errors::Mark;
+use super::errors::gdal_error;
 use crate::error::Result;
 use crate::output::{Target, TempFile};
 use std::path::Path;

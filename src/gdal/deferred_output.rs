@@ -20,7 +20,8 @@
 //! thread's job and drops what it made).
 
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{self, OutputRaster, OutputSpec};
+use crate::gdal::class_raster;
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::io::ClassSink;
 use crate::output::Target;
 use std::path::PathBuf;
@@ -190,7 +191,8 @@ impl ClassSink for DeferredOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gdal::class_raster::{ClassRaster, OutputCompression};
+    use crate::gdal::class_raster::ClassRaster;
+    use crate::gdal::output_options::OutputCompression;
     use gdal::DriverManager;
     use gdal::raster::GdalDataType;
 

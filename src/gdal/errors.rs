@@ -103,6 +103,17 @@ pub fn on_this_thread<T>(what: &str, call: impl FnOnce() -> T) -> Result<T> {
     Err(Error::new(format!("{what}: {last}")))
 }
 
+/// Turns a GDAL error into a one-line [`Error`].
+pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
+    use gdal::errors::GdalError;
+    match e {
+        GdalError::CplError { msg, .. } | GdalError::NullPointer { msg, .. } if !msg.is_empty() => {
+            Error::new(msg)
+        }
+        other => Error::new(other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,9 @@
 
 use crate::bail;
 use crate::error::Result;
-use crate::gdal::class_raster::{self, OutputRaster, RasterMeta, gdal_error};
+use crate::gdal::class_raster::{self, RasterMeta};
+use crate::gdal::errors::gdal_error;
+use crate::gdal::output_raster::OutputRaster;
 use crate::io::{ImageSink, ImageSource};
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;

@@ -21,6 +21,8 @@ pub mod creation_options;
 pub mod deferred_output;
 pub mod errors;
 pub mod image_raster;
+pub mod output_options;
+pub mod output_raster;
 pub mod points;
 pub mod proj_names;
 pub mod threads;

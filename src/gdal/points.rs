@@ -8,7 +8,7 @@
 //! failed run leaves no partial database and SQLite's journal never lands
 //! beside the target.
 
-use super::class_raster::gdal_error;
+use super::errors::gdal_error;
 use crate::bail;
 use crate::error::{Error, Result};
 use crate::output::Target;

@@ -9,9 +9,9 @@ use super::observer::Observer;
 use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
-use crate::gdal::class_raster::{
-    BandChoice, ClassRaster, ClassType, OutputCompression, OutputRaster, OutputSpec, RasterMeta,
-};
+use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
+use crate::gdal::output_options::OutputCompression;
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
 use crate::metrics::{self, MISMATCH_BOTH_NODATA, Summary};

@@ -18,8 +18,9 @@ use crate::filter::engine::{self, FilterJob};
 use crate::filter::levels::{Levels, Split};
 use crate::filter::run_on::RunOn;
 use crate::filter::{BorderMode, Chain};
-use crate::gdal::class_raster::{OutputCompression, OutputRaster, OutputSpec};
 use crate::gdal::image_raster::{ImageRaster, LevelSink, gdal_type};
+use crate::gdal::output_options::OutputCompression;
+use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::io::{ImageSink, ImageSource};
 use crate::output::{self, Target};
 use gdal::raster::GdalDataType;
@@ -218,9 +219,7 @@ pub fn run(
 /// its codes, which is rarely meant; said, not refused (codes may be values).
 fn warn_if_classes(input: &Path) -> Result<()> {
     let ds = crate::gdal::class_raster::open(input)?;
-    let band = ds
-        .rasterband(1)
-        .map_err(crate::gdal::class_raster::gdal_error)?;
+    let band = ds.rasterband(1).map_err(crate::gdal::errors::gdal_error)?;
     if band.color_table().is_some() {
         log::warn!(
             "{}: band 1 has a colour table, so it probably holds classes: filter computes with the codes as numbers (use `mapfilter smooth` to smooth classes)",

@@ -13,17 +13,18 @@ use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
-use crate::gdal::class_raster::{
-    BandChoice, ClassRaster, ClassType, OutputCompression, OutputSpec,
-};
+use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
 use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
+use crate::gdal::output_options::OutputCompression;
+use crate::gdal::output_raster::OutputSpec;
 use crate::io::{ClassSink, ClassSource};
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
 use crate::method::policy::Policies;
 use crate::method::select::{MethodSpec, smoother_for};
 use crate::output::Target;
+use crate::progress::Progress;
 use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -192,56 +193,13 @@ fn smooth_into(
     });
     spec.policies.check()?;
     let halo = spec.policies.checked_halo(spec.kernel.radius())?;
-    let grid = engine::tile_grid(
-        meta.width,
-        meta.height,
-        halo,
-        spec.border,
-        // The output's size does not depend on the tile side.
-        spec.tile.unwrap_or(crate::io::DEFAULT_TILE),
-    )?;
-    let (full_width, full_height) = grid.output_size();
+    // The output's size does not depend on the tile side.
+    let tile_side = spec.tile.unwrap_or(crate::io::DEFAULT_TILE);
+    let grid = engine::tile_grid(meta.width, meta.height, halo, spec.border, tile_side)?;
     let offset = grid.offset();
-    // The window written, in the output's coordinates, and where it lies in
-    // the input's.
-    let window = match spec.window {
-        Some(w) => {
-            // Checked: a window from a plan file may be anything (2^64 - 1).
-            let inside = |at: usize, len: usize, full: usize| {
-                at.checked_add(len).is_some_and(|end| end <= full)
-            };
-            if !inside(w.x, w.width, full_width)
-                || !inside(w.y, w.height, full_height)
-                || w.is_empty()
-            {
-                crate::bail!(
-                    format!(
-                        "window {}x{} at ({}, {}) is not inside the {full_width}x{full_height} output",
-                        w.width, w.height, w.x, w.y
-                    ),
-                    hint = "plan the windows again with `mapfilter batch plan`"
-                );
-            }
-            w
-        }
-        None => Rect::new(0, 0, full_width, full_height),
-    };
+    let window = output_window(spec.window, grid.output_size())?;
     let (width, height) = (window.width, window.height);
-    let out_spec = OutputSpec {
-        width,
-        height,
-        bands: 1,
-        data_type: match class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
-        projection: String::new(),
-        nodata: None,
-        colors: meta.colors.clone(),
-        category_names: meta.category_names.clone(),
-        compression: spec.compression.clone(),
-    };
+    let out_spec = output_spec(&meta, class_type, window, offset, &spec.compression);
     let with_nodata = |nodata: Option<u16>| OutputSpec {
         nodata: nodata.map(f64::from),
         ..out_spec.clone()
@@ -250,52 +208,20 @@ fn smooth_into(
     // can be made while the classes are scanned.
     spec.policies.check_nodata(input_nodata)?;
     let max_code = class_type.max_code();
-    if let Some(d) = spec.dst_nodata
-        && d > max_code
-    {
-        crate::bail!(
-            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
-            hint = "give a code the input's band type holds"
-        );
-    }
+    check_dst_nodata(spec.dst_nodata, max_code)?;
     if input_nodata.is_some() && spec.dst_nodata.is_none() {
         output.make(with_nodata(input_nodata));
     }
-    let classes = match &spec.classes {
-        Classes::Given(table) => {
-            observer.stage("classes");
-            table.clone()
-        }
-        Classes::Auto { need_present } => {
-            // A --dst-nodata code must be checked against the classes present.
-            let need_present = *need_present || spec.dst_nodata.is_some();
-            if scan_first(spec, need_present, class_type, input_nodata, fits_cache) {
-                let progress = observer.progress("smooth");
-                let classes = input.with_raster(|r| r.scan_classes(&progress))?;
-                observer.stage("scan");
-                classes
-            } else {
-                let classes = ClassTable::every_code(max_code, input_nodata)?;
-                observer.stage("classes");
-                classes
-            }
-        }
+    let scan = ScanFacts {
+        class_type,
+        nodata: input_nodata,
+        fits_cache,
     };
+    let classes = decide_classes(spec, input, observer, &scan)?;
     // The undecided code is a class: a later pass reads it, and the
     // output's nodata must not be it.
     let classes = super::plane::with_policy_codes(classes, &spec.policies, max_code)?;
-    let output_nodata = match spec.dst_nodata {
-        Some(d) if classes.codes().contains(&d) => crate::bail!(
-            format!(
-                "--dst-nodata {d} is a class of {} (band {})",
-                spec.input.display(),
-                band
-            ),
-            hint = "pick a code the input does not hold (`mapfilter info` lists them)"
-        ),
-        Some(d) => Some(d),
-        None => classes.output_nodata(max_code),
-    };
+    let output_nodata = output_nodata(spec, &classes, max_code, band)?;
     output.make(with_nodata(output_nodata));
     let tile = spec.tile.unwrap_or_else(|| engine::default_tile(method));
     let job = SmoothJob {
@@ -326,8 +252,8 @@ fn smooth_into(
         tap,
         busy: Duration::ZERO,
     };
+    let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
     let stats = if spec.window.is_none() {
-        let votes = votes.as_mut().map(|v| v as &mut dyn ClassSource);
         engine::smooth_weighted(
             &mut tapped_in,
             votes,
@@ -337,76 +263,22 @@ fn smooth_into(
             &progress,
         )?
     } else {
-        // The window in the input's pixels.
-        let center = Rect::new(window.x + offset, window.y + offset, width, height);
-        match outside_code(&job, method, votes.is_some(), max_code) {
-            Some(fill) => {
-                // The engine computes the window's pixels only: a `valid`
-                // grid over the window grown by the halo, where what lies
-                // beyond the input reads as a code that is no class. Such
-                // pixels vote for nothing, as nodata and the outside of the
-                // input do in a run over the whole input.
-                let mut source = PaddedView {
-                    inner: &mut tapped_in,
-                    center,
-                    halo,
-                    fill,
-                };
-                let windowed = SmoothJob {
-                    border: Border::Valid,
-                    tile: even_tile(width.max(height), tile),
-                    ..job.clone()
-                };
-                engine::smooth_weighted(
-                    &mut source,
-                    None,
-                    &mut tapped_out,
-                    &windowed,
-                    method,
-                    &progress,
-                )?
-            }
-            None => {
-                // The part of the input that reaches the window through the
-                // kernel, smoothed whole, and the window cut from it: pixels
-                // beyond the input contribute nothing, as in a run over the
-                // whole input.
-                let r = halo;
-                let (w, h) = tapped_in.size();
-                let x0 = center.x.saturating_sub(r);
-                let y0 = center.y.saturating_sub(r);
-                let x1 = (center.x + center.width + r).min(w);
-                let y1 = (center.y + center.height + r).min(h);
-                let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
-                let crop = Rect::new(center.x - x0, center.y - y0, width, height);
-                let mut source = ViewSource {
-                    inner: &mut tapped_in,
-                    view,
-                };
-                let mut vote_view = votes.as_mut().map(|v| ViewSource {
-                    inner: v as &mut dyn ClassSource,
-                    view,
-                });
-                let mut sink = CropSink {
-                    inner: &mut tapped_out,
-                    crop,
-                };
-                let windowed = SmoothJob {
-                    border: Border::Same,
-                    tile: even_tile(view.width.max(view.height), tile),
-                    ..job.clone()
-                };
-                let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
-                engine::smooth_weighted(
-                    &mut source,
-                    votes,
-                    &mut sink,
-                    &windowed,
-                    method,
-                    &progress,
-                )?
-            }
-        }
+        let at = WindowRun {
+            // The window in the input's pixels.
+            center: Rect::new(window.x + offset, window.y + offset, width, height),
+            halo,
+            tile,
+            max_code,
+        };
+        smooth_window(
+            &mut tapped_in,
+            votes,
+            &mut tapped_out,
+            &job,
+            method,
+            &progress,
+            &at,
+        )?
     };
     observer.stage("engine");
     observer.busy("read", tapped_in.busy);
@@ -419,6 +291,201 @@ fn smooth_into(
         height,
         job,
         stats,
+    })
+}
+
+/// The output of `window` (at `offset` in the input's pixels) of an input
+/// described by `meta`, in the input's sample type, without nodata yet.
+fn output_spec(
+    meta: &RasterMeta,
+    class_type: ClassType,
+    window: Rect,
+    offset: usize,
+    compression: &OutputCompression,
+) -> OutputSpec {
+    OutputSpec {
+        width: window.width,
+        height: window.height,
+        bands: 1,
+        data_type: match class_type {
+            ClassType::Byte => GdalDataType::UInt8,
+            ClassType::UInt16 => GdalDataType::UInt16,
+        },
+        geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
+        projection: String::new(),
+        nodata: None,
+        colors: meta.colors.clone(),
+        category_names: meta.category_names.clone(),
+        compression: compression.clone(),
+    }
+}
+
+/// Refuses a `--dst-nodata` code the output's type cannot hold.
+fn check_dst_nodata(dst_nodata: Option<u16>, max_code: u16) -> Result<()> {
+    if let Some(d) = dst_nodata
+        && d > max_code
+    {
+        crate::bail!(
+            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
+            hint = "give a code the input's band type holds"
+        );
+    }
+    Ok(())
+}
+
+/// What a window of the output computed alone needs besides the job: where
+/// it lies in the input's pixels, the halo it reads around it, the engine
+/// tile asked for, and the largest code of the input's type.
+struct WindowRun {
+    center: Rect,
+    halo: usize,
+    tile: usize,
+    max_code: u16,
+}
+
+/// Smooths the window `at.center` of `input` alone into `output`.
+fn smooth_window(
+    input: &mut dyn ClassSource,
+    votes: Option<&mut dyn ClassSource>,
+    output: &mut dyn ClassSink,
+    job: &SmoothJob,
+    method: &dyn ClassSmoother,
+    progress: &Progress,
+    at: &WindowRun,
+) -> Result<RunStats> {
+    let (center, width, height) = (at.center, at.center.width, at.center.height);
+    Ok(
+        match outside_code(job, method, votes.is_some(), at.max_code) {
+            Some(fill) => {
+                // The engine computes the window's pixels only: a `valid`
+                // grid over the window grown by the halo, where what lies
+                // beyond the input reads as a code that is no class. Such
+                // pixels vote for nothing, as nodata and the outside of the
+                // input do in a run over the whole input.
+                let mut source = PaddedView {
+                    inner: input,
+                    center,
+                    halo: at.halo,
+                    fill,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Valid,
+                    tile: even_tile(width.max(height), at.tile),
+                    ..job.clone()
+                };
+                engine::smooth_weighted(&mut source, None, output, &windowed, method, progress)?
+            }
+            None => {
+                // The part of the input that reaches the window through the
+                // kernel, smoothed whole, and the window cut from it: pixels
+                // beyond the input contribute nothing, as in a run over the
+                // whole input.
+                let r = at.halo;
+                let (w, h) = input.size();
+                let x0 = center.x.saturating_sub(r);
+                let y0 = center.y.saturating_sub(r);
+                let x1 = (center.x + center.width + r).min(w);
+                let y1 = (center.y + center.height + r).min(h);
+                let view = Rect::new(x0, y0, x1 - x0, y1 - y0);
+                let crop = Rect::new(center.x - x0, center.y - y0, width, height);
+                let mut source = ViewSource { inner: input, view };
+                let mut vote_view = votes.map(|v| ViewSource { inner: v, view });
+                let mut sink = CropSink {
+                    inner: output,
+                    crop,
+                };
+                let windowed = SmoothJob {
+                    border: Border::Same,
+                    tile: even_tile(view.width.max(view.height), at.tile),
+                    ..job.clone()
+                };
+                let votes = vote_view.as_mut().map(|v| v as &mut dyn ClassSource);
+                engine::smooth_weighted(&mut source, votes, &mut sink, &windowed, method, progress)?
+            }
+        },
+    )
+}
+
+/// The window written, in the output's coordinates: `asked`, checked to lie
+/// inside the `full` output (a window from a plan file may be anything,
+/// 2^64 - 1 included), or the whole output.
+fn output_window(asked: Option<Rect>, full: (usize, usize)) -> Result<Rect> {
+    let (full_width, full_height) = full;
+    let Some(w) = asked else {
+        return Ok(Rect::new(0, 0, full_width, full_height));
+    };
+    let inside =
+        |at: usize, len: usize, full: usize| at.checked_add(len).is_some_and(|end| end <= full);
+    if !inside(w.x, w.width, full_width) || !inside(w.y, w.height, full_height) || w.is_empty() {
+        crate::bail!(
+            format!(
+                "window {}x{} at ({}, {}) is not inside the {full_width}x{full_height} output",
+                w.width, w.height, w.x, w.y
+            ),
+            hint = "plan the windows again with `mapfilter batch plan`"
+        );
+    }
+    Ok(w)
+}
+
+/// What deciding the classes needs to know of the input.
+struct ScanFacts {
+    class_type: ClassType,
+    nodata: Option<u16>,
+    /// The input fits GDAL's block cache (a scan first is cheap).
+    fits_cache: bool,
+}
+
+/// The job's classes: given, scanned from the input first, or every code
+/// of the input's type.
+fn decide_classes(
+    spec: &SmoothSpec,
+    input: &mut impl Input,
+    observer: &mut dyn Observer,
+    facts: &ScanFacts,
+) -> Result<ClassTable> {
+    Ok(match &spec.classes {
+        Classes::Given(table) => {
+            observer.stage("classes");
+            table.clone()
+        }
+        Classes::Auto { need_present } => {
+            // A --dst-nodata code must be checked against the classes present.
+            let need_present = *need_present || spec.dst_nodata.is_some();
+            let (class_type, nodata) = (facts.class_type, facts.nodata);
+            if scan_first(spec, need_present, class_type, nodata, facts.fits_cache) {
+                let progress = observer.progress("smooth");
+                let classes = input.with_raster(|r| r.scan_classes(&progress))?;
+                observer.stage("scan");
+                classes
+            } else {
+                let classes = ClassTable::every_code(class_type.max_code(), nodata)?;
+                observer.stage("classes");
+                classes
+            }
+        }
+    })
+}
+
+/// The output's nodata: `--dst-nodata` (no class of the input), else the
+/// classes' own choice.
+fn output_nodata(
+    spec: &SmoothSpec,
+    classes: &ClassTable,
+    max_code: u16,
+    band: usize,
+) -> Result<Option<u16>> {
+    Ok(match spec.dst_nodata {
+        Some(d) if classes.codes().contains(&d) => crate::bail!(
+            format!(
+                "--dst-nodata {d} is a class of {} (band {})",
+                spec.input.display(),
+                band
+            ),
+            hint = "pick a code the input does not hold (`mapfilter info` lists them)"
+        ),
+        Some(d) => Some(d),
+        None => classes.output_nodata(max_code),
     })
 }
 

@@ -13,24 +13,42 @@
 //! best score does not clear 2ε is recomputed too.
 
 use super::naive::{exact_pixel, taps};
-use super::separable::SeparableHost;
+use super::ranking::Ranking;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// A fast host method that certification can wrap: one that ranks a tile's
+/// classes per pixel with a known bound on every score's error. Certified
+/// takes this trait rather than a method type, so the fast methods depend
+/// on certification and not the other way round.
+pub trait Certifiable: ClassSmoother {
+    /// The bound ε on every score's error, in units where the largest class
+    /// weight is 1.
+    fn score_bound(&self) -> f64;
+
+    /// Scores and ranks one tile and hands the ranking to `use_it`.
+    fn with_ranking<R>(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        use_it: impl FnOnce(&Ranking) -> R,
+    ) -> R;
+}
+
 /// A fast host method made exact by certification.
 #[derive(Debug)]
-pub struct Certified {
-    fast: SeparableHost,
+pub struct Certified<F> {
+    fast: F,
     eps: f64,
     pixels: AtomicU64,
     recomputed: AtomicU64,
 }
 
-impl Certified {
-    pub fn new(fast: SeparableHost) -> Self {
-        let eps = fast.bounds().total();
+impl<F: Certifiable> Certified<F> {
+    pub fn new(fast: F) -> Self {
+        let eps = fast.score_bound();
         Certified {
             fast,
             eps,
@@ -59,7 +77,7 @@ impl Certified {
     }
 }
 
-impl ClassSmoother for Certified {
+impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
     fn name(&self) -> String {
         format!("exact({})", self.fast.name())
     }

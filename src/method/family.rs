@@ -9,7 +9,6 @@
 use super::ClassSmoother;
 use super::cost::Candidate;
 use super::naive::cl::Variant;
-use super::spec::{FastOptions, MethodSpec};
 use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
@@ -23,6 +22,28 @@ pub struct Accepts {
     pub terms: bool,
     /// `--exact` and the sweep variant `exact`: a certified form exists.
     pub certifiable: bool,
+}
+
+/// Options of the fast methods: `--rank`, `--energy`, `--terms`, `--exact`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FastOptions {
+    pub rank: Option<usize>,
+    pub energy: Option<f64>,
+    pub terms: Option<usize>,
+    /// Certify fast results and recompute the rest exactly (byte-identical to naive).
+    pub exact: bool,
+}
+
+/// What a checked `MethodSpec` hands its family to build from: the device
+/// variant and the fast options. The family gets its settings, not the spec
+/// that names it, so a descriptor does not depend on the spec type that
+/// holds descriptors.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// The device variant (naive's, also auto's naive candidate; the
+    /// others ignore it).
+    pub variant: Option<Variant>,
+    pub options: FastOptions,
 }
 
 /// One class-smoothing method: everything the layers above need to know.
@@ -53,10 +74,10 @@ pub trait Family: Sync {
         &[]
     }
 
-    /// The smoother for `spec` on one device (`None`: the host).
+    /// The smoother for `settings` on one device (`None`: the host).
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>>;
@@ -74,11 +95,11 @@ pub trait Family: Sync {
         Ok(None)
     }
 
-    /// More lines for `smooth --explain` about `spec` on `device` for a
+    /// More lines for `smooth --explain` about `settings` on `device` for a
     /// `tile`-sided tile holding `classes` classes (auto: its cost model).
     fn explain(
         &self,
-        _spec: &MethodSpec,
+        _settings: &Settings,
         _device: &DeviceChoice,
         _kernel: &Kernel,
         _classes: usize,
@@ -154,7 +175,7 @@ mod tests {
 
         fn build(
             &self,
-            _: &MethodSpec,
+            _: &Settings,
             member: Member,
             _: &Kernel,
         ) -> Result<Box<dyn ClassSmoother>> {
@@ -167,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_descriptor_is_all_the_layers_need() {
-        use crate::method::spec::Method;
+        use crate::method::spec::{Method, MethodSpec};
         let centre = Method::of(&CENTRE);
         assert_eq!(centre.to_string(), "centre");
         assert!(!centre.is_certifiable() && centre.variants().is_empty());
@@ -218,7 +239,7 @@ mod tests {
         let all = DeviceChoice::Host;
         assert!(
             CENTRE
-                .explain(&spec, &all, &kernel, 3, 64)
+                .explain(spec.settings(), &all, &kernel, 3, 64)
                 .unwrap()
                 .is_none()
         );

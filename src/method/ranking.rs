@@ -75,46 +75,24 @@ impl Slots {
         }
     }
 
+    /// The class of slot `i` by the winner rule on float scores: the best
+    /// score (ties within `tau` go to the centre class, else the smallest
+    /// index); no score above `tau`, or a nodata centre unless
+    /// `fill_nodata`, gives [`NO_CLASS`].
     #[inline(always)]
     fn decide(&self, i: usize, tau: f64, nodata: u16, fill_nodata: bool) -> u16 {
-        let (c, w) = (&self.centre, &self.winner);
-        decide(
-            c,
-            w,
-            &self.centre_score,
-            &self.winner_score,
-            i,
-            tau,
-            nodata,
-            fill_nodata,
-        )
+        let (centre, winner) = (self.centre[i], self.winner[i]);
+        if centre == nodata && !fill_nodata {
+            return NO_CLASS;
+        }
+        if winner != NO_CLASS
+            && centre != nodata
+            && self.centre_score[i] >= self.winner_score[i] - tau
+        {
+            return centre;
+        }
+        winner
     }
-}
-
-/// The class of slot `i` by the winner rule on float scores: the best score
-/// (ties within `tau` go to the centre class, else the smallest index); no
-/// score above `tau`, or a nodata centre unless `fill_nodata`, gives
-/// [`NO_CLASS`].
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn decide(
-    centre: &[u16],
-    winner: &[u16],
-    centre_score: &[f64],
-    winner_score: &[f64],
-    i: usize,
-    tau: f64,
-    nodata: u16,
-    fill_nodata: bool,
-) -> u16 {
-    let (centre, winner) = (centre[i], winner[i]);
-    if centre == nodata && !fill_nodata {
-        return NO_CLASS;
-    }
-    if winner != NO_CLASS && centre != nodata && centre_score[i] >= winner_score[i] - tau {
-        return centre;
-    }
-    winner
 }
 
 /// A mutable run of [`Slots`] (one strip or band).

@@ -59,10 +59,14 @@ pub fn per_member(
 ) -> Result<Vec<Box<dyn ClassSmoother>>> {
     let family = spec.method().family();
     if !device.is_several() {
-        return Ok(vec![family.build(spec, device.resolve()?, kernel)?]);
+        return Ok(vec![family.build(
+            spec.settings(),
+            device.resolve()?,
+            kernel,
+        )?]);
     }
     build_each(device.members()?, &|member| {
-        family.build(spec, member, kernel)
+        family.build(spec.settings(), member, kernel)
     })
 }
 
@@ -91,7 +95,9 @@ pub fn smoother_for(
     kernel: &Kernel,
 ) -> Result<Box<dyn ClassSmoother>> {
     let family = spec.method().family();
-    on_members(device, |member| family.build(spec, member, kernel))
+    on_members(device, |member| {
+        family.build(spec.settings(), member, kernel)
+    })
 }
 
 /// What `smooth --explain` adds for `spec` on `device` (auto: its cost
@@ -105,7 +111,7 @@ pub fn explain(
 ) -> Result<Option<String>> {
     spec.method()
         .family()
-        .explain(spec, device, kernel, classes, tile)
+        .explain(spec.settings(), device, kernel, classes, tile)
 }
 
 #[cfg(test)]

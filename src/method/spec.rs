@@ -3,7 +3,8 @@
 //! the edge, [`MethodSpec`] checked once, so no layer below matches method
 //! names as strings or re-checks which option fits which method.
 
-use super::family::{Accepts, Family, either};
+pub use super::family::FastOptions;
+use super::family::{Accepts, Family, Settings, either};
 use super::naive::cl::Variant;
 use crate::bail;
 use crate::error::{Error, Result};
@@ -133,24 +134,13 @@ fn names(fits: impl Fn(Accepts) -> bool) -> Vec<&'static str> {
         .collect()
 }
 
-/// Options of the fast methods: `--rank`, `--energy`, `--terms`, `--exact`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FastOptions {
-    pub rank: Option<usize>,
-    pub energy: Option<f64>,
-    pub terms: Option<usize>,
-    /// Certify fast results and recompute the rest exactly (byte-identical to naive).
-    pub exact: bool,
-}
-
 /// A method with its settings, checked to fit together: `--rank`,
 /// `--energy` and `--terms` only where the method's descriptor takes them
 /// ([`Family::accepts`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MethodSpec {
     method: Method,
-    variant: Option<Variant>,
-    options: FastOptions,
+    settings: Settings,
 }
 
 impl MethodSpec {
@@ -190,8 +180,7 @@ impl MethodSpec {
         }
         Ok(MethodSpec {
             method,
-            variant,
-            options,
+            settings: Settings { variant, options },
         })
     }
 
@@ -199,8 +188,7 @@ impl MethodSpec {
     pub fn plain(method: Method) -> Self {
         MethodSpec {
             method,
-            variant: None,
-            options: FastOptions::default(),
+            settings: Settings::default(),
         }
     }
 
@@ -209,11 +197,16 @@ impl MethodSpec {
     }
 
     pub fn variant(&self) -> Option<Variant> {
-        self.variant
+        self.settings.variant
     }
 
     pub fn options(&self) -> &FastOptions {
-        &self.options
+        &self.settings.options
+    }
+
+    /// What its family builds from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 }
 

@@ -127,9 +127,10 @@ fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
     Error::new(format!("cannot draw a plot: {e:?}"))
 }
 
-/// Renders `chart` as an SVG document.
-pub fn line_chart(chart: &LineChart) -> Result<String> {
-    let series: Vec<(String, Vec<(f64, f64)>)> = chart
+/// Every series of `chart` with its points in the scales' coordinates
+/// (points a scale cannot show dropped).
+fn projected_series(chart: &LineChart) -> Vec<(String, Vec<(f64, f64)>)> {
+    chart
         .series
         .iter()
         .map(|s| {
@@ -140,7 +141,26 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                 .collect();
             (s.label.clone(), pts)
         })
+        .collect()
+}
+
+/// The distinct x values of `chart`'s points with their scale coordinates,
+/// in order: the ticks when there are few of them.
+fn x_data_values(chart: &LineChart) -> Vec<(f64, f64)> {
+    let mut x_values: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter_map(|x| Some((x, chart.x_scale.forward(x)?)))
         .collect();
+    x_values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    x_values.dedup_by(|a, b| (a.1 - b.1).abs() < 1e-9);
+    x_values
+}
+
+/// Renders `chart` as an SVG document.
+pub fn line_chart(chart: &LineChart) -> Result<String> {
+    let series = projected_series(chart);
     let all = || series.iter().flat_map(|(_, p)| p.iter().copied());
     let bounds = |f: fn((f64, f64)) -> f64| {
         all().map(f).fold(None, |acc: Option<(f64, f64)>, v| {
@@ -162,14 +182,7 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
     // Few x values (kernel sides, ranks, terms, sizes): ticks at the data
     // values themselves, so 3/5/7 are labelled 3/5/7 and integer axes get no
     // 1.5; else the scale's own ticks.
-    let mut x_values: Vec<(f64, f64)> = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .filter_map(|x| Some((x, xs.forward(x)?)))
-        .collect();
-    x_values.sort_by(|a, b| a.1.total_cmp(&b.1));
-    x_values.dedup_by(|a, b| (a.1 - b.1).abs() < 1e-9);
+    let x_values = x_data_values(chart);
     let data_ticks = !x_values.is_empty() && x_values.len() <= 16;
     // The y label area fits the widest tick label beside the axis title.
     let widest = (0..=8)

@@ -11,7 +11,7 @@
 use super::merge::{ChunkNeighbours, EventScan, Neighbours, STAY, resolve};
 use super::polygons::Polygons;
 use super::runs::{ChunkLabels, MASKED, Run, label_chunk};
-use super::{SieveOptions, SieveStats};
+use super::{Connectivity, SieveOptions, SieveStats};
 use crate::error::Result;
 use crate::io::{ClassSink, ClassSource};
 use crate::progress::Progress;
@@ -173,6 +173,36 @@ fn recode(chunk: &ChunkLabels, base: u32, polygons: &Polygons, target: &[u32], p
     }
 }
 
+/// How a run cuts the raster: its strips, each labelled in chunks of
+/// `chunk_rows` rows in parallel.
+struct Layout {
+    width: usize,
+    height: usize,
+    /// Rows of a strip (the last one may be shorter).
+    strip: usize,
+    strips: Vec<Rect>,
+    chunk_rows: usize,
+    nodata: Option<u16>,
+    conn: Connectivity,
+}
+
+impl Layout {
+    /// The components of one strip's pixels, chunk by chunk.
+    fn label_strip(&self, buf: &[u16]) -> Vec<ChunkLabels> {
+        buf.par_chunks(self.chunk_rows * self.width)
+            .map(|c| label_chunk(c, self.width, self.nodata, self.conn))
+            .collect()
+    }
+}
+
+/// What pass 1 found: the polygons, the first label of every chunk, and
+/// the labelled chunks of the first strips, kept for the later passes.
+struct Found {
+    polygons: Polygons,
+    bases: Vec<u32>,
+    kept: Vec<Vec<ChunkLabels>>,
+}
+
 /// Runs the three passes; see [`super::sieve`].
 pub fn run(
     source: &mut dyn ClassSource,
@@ -190,23 +220,51 @@ pub fn run(
         return Ok(stats);
     }
     let strip = strip_rows(width, height, options.strip_rows);
-    // Several chunks per thread even on the last strip, for balance.
-    let chunk_rows = strip.div_ceil(4 * rayon::current_num_threads()).max(1);
-    let strips: Vec<Rect> = (0..height)
-        .step_by(strip)
-        .map(|y| Rect::new(0, y, width, strip.min(height - y)))
-        .collect();
-    let (nodata, conn) = (options.nodata, options.connectivity);
-    let label_strip = |buf: &[u16]| -> Vec<ChunkLabels> {
-        buf.par_chunks(chunk_rows * width)
-            .map(|c| label_chunk(c, width, nodata, conn))
-            .collect()
+    let layout = Layout {
+        width,
+        height,
+        strip,
+        strips: (0..height)
+            .step_by(strip)
+            .map(|y| Rect::new(0, y, width, strip.min(height - y)))
+            .collect(),
+        // Several chunks per thread even on the last strip, for balance.
+        chunk_rows: strip.div_ceil(4 * rayon::current_num_threads()).max(1),
+        nodata: options.nodata,
+        conn: options.connectivity,
     };
-    progress.start(3 * strips.len() as u64, "strips");
+    progress.start(3 * layout.strips.len() as u64, "strips");
+    let mut found = find_polygons(source, &layout, options, progress)?;
+    stats.polygons = found.polygons.settle();
+    let target = find_targets(source, &layout, options, progress, &found)?;
+    // Pass 3 consumes the kept strips, freeing each once written.
+    let kept = std::mem::take(&mut found.kept);
+    recode_strips(source, sink, &layout, progress, &found, kept, &target)?;
+    progress.finish();
+    let polygons = &found.polygons;
+    for p in 0..polygons.len() as u32 {
+        if polygons.root(p) == p && polygons.size(p) < options.threshold {
+            stats.small += 1;
+            if target[p as usize] != STAY {
+                stats.merged += 1;
+                stats.pixels_changed += polygons.size(p);
+            }
+        }
+    }
+    stats.wall = start.elapsed();
+    Ok(stats)
+}
 
-    // Pass 1: components, joined across chunk edges. The first strips'
-    // runs are kept (up to `cache_bytes`), so that the later passes need
-    // not read and label them again.
+/// Pass 1: components, joined across chunk edges. The first strips' runs
+/// are kept (up to `cache_bytes`), so that the later passes need not read
+/// and label them again.
+fn find_polygons(
+    source: &mut dyn ClassSource,
+    layout: &Layout,
+    options: &SieveOptions,
+    progress: &Progress,
+) -> Result<Found> {
+    let (width, height) = (layout.width, layout.height);
     let mut polygons = Polygons::default();
     let mut bases = Vec::new();
     let mut edge: Option<Edge> = None;
@@ -215,15 +273,15 @@ pub fn run(
     // Memory grows with the polygons found (a few dozen bytes each), which
     // only the labelling finds: checked after every strip.
     let budget = crate::limits::available_memory();
-    let strip_pixels = (strip * width) as u64;
+    let strip_pixels = (layout.strip * width) as u64;
     check_memory(0, 0, strip_pixels, budget, (0, height))?;
-    each_strip(source, &strips, progress, |window, buf| {
-        let mut chunks = label_strip(buf);
+    each_strip(source, &layout.strips, progress, |window, buf| {
+        let mut chunks = layout.label_strip(buf);
         for chunk in &chunks {
             let base = polygons.add_chunk(chunk)?;
             if let Some(above) = &edge {
                 let (runs, labels) = chunk.row(0);
-                polygons.join_rows((runs, labels, base), above.view(), conn);
+                polygons.join_rows((runs, labels, base), above.view(), layout.conn);
             }
             edge = Some(Edge::of(chunk, base));
             bases.push(base);
@@ -238,14 +296,28 @@ pub fn run(
         let rows = (window.y + window.height, height);
         check_memory(polygons.len(), kept_bytes, strip_pixels, budget, rows)
     })?;
-    stats.polygons = polygons.settle();
+    Ok(Found {
+        polygons,
+        bases,
+        kept,
+    })
+}
 
-    // Pass 2: the largest neighbour of each small polygon.
+/// Pass 2: the largest neighbour of each small polygon, and from them what
+/// every polygon becomes ([`resolve`]).
+fn find_targets(
+    source: &mut dyn ClassSource,
+    layout: &Layout,
+    options: &SieveOptions,
+    progress: &Progress,
+    found: &Found,
+) -> Result<Vec<u32>> {
+    let (polygons, bases, chunk_rows) = (&found.polygons, &found.bases, layout.chunk_rows);
     let scan = EventScan {
-        polygons: &polygons,
+        polygons,
         threshold: options.threshold,
-        width: width as u64,
-        conn,
+        width: layout.width as u64,
+        conn: layout.conn,
     };
     let mut neighbours = Neighbours::new(polygons.len());
     let mut edge: Option<Edge> = None;
@@ -270,63 +342,67 @@ pub fn run(
             })
             .collect();
         for f in found {
-            neighbours.absorb(f, &polygons);
+            neighbours.absorb(f, polygons);
         }
         let last = chunks.len() - 1;
         edge = Some(Edge::of(&chunks[last], bases[last]));
         first_chunk += chunks.len();
     };
-    for (chunks, &window) in kept.iter().zip(&strips) {
+    for (chunks, &window) in found.kept.iter().zip(&layout.strips) {
         find(window, chunks);
         progress.inc(1);
     }
-    each_strip(source, &strips[kept.len()..], progress, |window, buf| {
-        find(window, &label_strip(buf));
-        Ok(())
-    })?;
-    let target = resolve(&polygons, &neighbours, options.threshold);
-    drop(neighbours);
+    each_strip(
+        source,
+        &layout.strips[found.kept.len()..],
+        progress,
+        |window, buf| {
+            find(window, &layout.label_strip(buf));
+            Ok(())
+        },
+    )?;
+    Ok(resolve(polygons, &neighbours, options.threshold))
+}
 
-    // Pass 3: recode and write.
+/// Pass 3: every pixel recoded to its polygon's target, strip by strip
+/// into `sink` (the `kept` strips of pass 1 first).
+fn recode_strips(
+    source: &mut dyn ClassSource,
+    sink: &mut dyn ClassSink,
+    layout: &Layout,
+    progress: &Progress,
+    found: &Found,
+    kept: Vec<Vec<ChunkLabels>>,
+    target: &[u32],
+) -> Result<()> {
+    let (polygons, bases) = (&found.polygons, &found.bases);
+    let (width, chunk_rows) = (layout.width, layout.chunk_rows);
     let mut first_chunk = 0;
     let mut buf = Vec::new();
     let n_kept = kept.len();
-    for (chunks, &window) in kept.into_iter().zip(&strips) {
+    for (chunks, &window) in kept.into_iter().zip(&layout.strips) {
         crate::interrupt::check()?;
         buf.resize(window.area() as usize, 0);
         let bases = &bases[first_chunk..first_chunk + chunks.len()];
         buf.par_chunks_mut(chunk_rows * width)
             .zip(chunks.par_iter().zip(bases))
-            .for_each(|(pixels, (chunk, &base))| recode(chunk, base, &polygons, &target, pixels));
+            .for_each(|(pixels, (chunk, &base))| recode(chunk, base, polygons, target, pixels));
         sink.write(window, &buf)?;
         first_chunk += chunks.len();
         progress.inc(1);
     }
     drop(buf);
-    each_strip(source, &strips[n_kept..], progress, |window, buf| {
+    each_strip(source, &layout.strips[n_kept..], progress, |window, buf| {
         let n_chunks = window.height.div_ceil(chunk_rows);
         let bases = &bases[first_chunk..first_chunk + n_chunks];
         buf.par_chunks_mut(chunk_rows * width)
             .zip(bases)
             .for_each(|(pixels, &base)| {
-                let chunk = label_chunk(pixels, width, nodata, conn);
-                recode(&chunk, base, &polygons, &target, pixels);
+                let chunk = label_chunk(pixels, width, layout.nodata, layout.conn);
+                recode(&chunk, base, polygons, target, pixels);
             });
         sink.write(window, buf)?;
         first_chunk += n_chunks;
         Ok(())
-    })?;
-    progress.finish();
-
-    for p in 0..polygons.len() as u32 {
-        if polygons.root(p) == p && polygons.size(p) < options.threshold {
-            stats.small += 1;
-            if target[p as usize] != STAY {
-                stats.merged += 1;
-                stats.pixels_changed += polygons.size(p);
-            }
-        }
-    }
-    stats.wall = start.elapsed();
-    Ok(stats)
+    })
 }

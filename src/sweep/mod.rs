@@ -743,9 +743,15 @@ pub fn run_on(
                     Some(b) => agree(b, &output)?,
                     None => (None, None),
                 };
-                let mut record = make_record(
-                    e, value, &point, &job, spec, about, &times, agreement, kappa,
-                );
+                let (method_name, exact) = about;
+                let measured = Measured {
+                    method_name,
+                    exact,
+                    times: &times,
+                    agreement_percent: agreement,
+                    kappa,
+                };
+                let mut record = make_record(e, value, &point, &job, spec, measured);
                 if let Some(s) = source {
                     record.method = label(spec, source, sources.len());
                     (record.width, record.height) = (s.raster.width, s.raster.height);
@@ -798,18 +804,35 @@ fn time_method(
     Ok((times, output.expect("repeats ≥ 1")))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the runs of one method at one point measured.
+struct Measured<'a> {
+    /// The smoother's own name and whether it is exact.
+    method_name: String,
+    exact: bool,
+    /// Wall and compute time of every repeat.
+    times: &'a [(Duration, Duration)],
+    /// Agreement with the reference method's output, where there is one.
+    agreement_percent: Option<f64>,
+    kappa: Option<f64>,
+}
+
+/// The record of `spec`'s runs at `point` (the experiment's variable at
+/// `value`).
 fn make_record(
     e: &Experiment,
     value: usize,
     point: &Point,
     job: &SmoothJob,
     spec: &MethodName,
-    (method_name, exact): (String, bool),
-    times: &[(Duration, Duration)],
-    agreement_percent: Option<f64>,
-    kappa: Option<f64>,
+    measured: Measured,
 ) -> Record {
+    let Measured {
+        method_name,
+        exact,
+        times,
+        agreement_percent,
+        kappa,
+    } = measured;
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]

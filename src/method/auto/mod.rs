@@ -37,18 +37,21 @@
 //! slowest; where that probe would cost much of the tile (large kernels,
 //! small tiles) the share is guessed from ε, high. The host's naive method
 //! walks runs of equal pixels, so its cost is counted from the tile's
-//! measured runs ([`window_runs`]), not its taps. Every candidate of `auto --exact` is exact, so which one runs a
-//! tile never changes a byte; without `--exact` nothing is measured and the
-//! choice depends on the tile alone.
-//! The per-operation costs are relative weights fitted by hand to the host
-//! measurements in BENCHMARKS.md; they rank methods, they do not predict times.
+//! measured runs ([`window_runs`]), not its taps. Every candidate of
+//! `auto --exact` is exact, so which one runs a tile never changes a byte;
+//! without `--exact` nothing is measured and the choice depends on the
+//! tile alone.
+//!
+//! The host's per-operation costs are fitted to engine times on a grid of
+//! σ × classes × maps (BENCHMARKS.md, "auto --exact"), the GPU's are set by
+//! hand; they rank methods, they do not predict times.
 
 use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
-use super::family::{Accepts, Family};
+use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
 use super::naive::window_runs;
 use super::select::first_member;
-use super::spec::{FastOptions, Method, MethodSpec};
+use super::spec::Method;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
@@ -88,27 +91,27 @@ impl Family for AutoFamily {
 
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
         Ok(Box::new(auto_on(
             member,
-            spec.variant(),
+            settings.variant,
             kernel,
-            spec.options(),
+            &settings.options,
         )?))
     }
 
     fn explain(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         device: &DeviceChoice,
         kernel: &Kernel,
         classes: usize,
         tile: usize,
     ) -> Result<Option<String>> {
-        let auto = auto(device, spec.variant(), kernel, spec.options())?;
+        let auto = auto(device, settings.variant, kernel, &settings.options)?;
         Ok(Some(auto.explain_tile(classes, tile)))
     }
 }

@@ -37,84 +37,21 @@
 //! terms take the generic path.
 
 use super::Dct5;
-use super::masks::{MASK_CLASSES, Presence, find_extents, for_each_class, window_unions};
+use super::job::{Isa, Job, Scratch};
+use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::pass1;
 use super::planes::{Plane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
-use crate::method::ranking::{LANES, Ranking, Slots, SlotsMut, fill_strip_centres, write_strip};
+use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
 use crate::method::simd4::F64x4;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
-
-/// Per-thread scratch of a band.
-#[derive(Default)]
-pub(super) struct Scratch {
-    /// Where each class lies in the band's input.
-    pub(super) presence: Presence,
-    /// Per input column: the classes in the windows of the current strip.
-    strip_columns: Vec<u64>,
-    /// Per output column: the classes in the windows of the current strip.
-    outputs: Vec<u64>,
-    /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`]).
-    prefix: Vec<u64>,
-    suffix: Vec<u64>,
-    /// One strip's decisions in slot order.
-    decisions: Vec<u16>,
-    /// Per class, its runs of outputs in the current strip, `(first, end)`.
-    runs: Vec<Vec<(usize, usize)>>,
-    /// A band's ranking slots, when the tile's winners go straight to the output.
-    slots: Slots,
-    /// Per class: its pass-1 plane and where it lies.
-    pub(super) planes: Vec<Plane>,
-    pub(super) at: Vec<PlaneAt>,
-}
 
 thread_local! {
     /// Each worker thread's scratch, kept from band to band and tile to tile
     /// so that its buffers are allocated (and faulted in) once.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-}
-
-/// What every band shares.
-pub(super) struct Job<'a> {
-    pub(super) tab: Tables,
-    pub(super) tile: &'a ClassTile<'a>,
-    pub(super) weights: Vec<f64>,
-    /// Tile rows and columns skipped before the kernel's reach (extra halo).
-    pub(super) skip: usize,
-    pub(super) ow: usize,
-    pub(super) oh: usize,
-    pub(super) band: usize,
-    pub(super) segment: usize,
-    pub(super) tau: f64,
-    /// Whether an output whose windows hold one class only may take it
-    /// without scoring (see [`SlotsMut::single`]).
-    pub(super) single_class: bool,
-    /// The vectors the bands run on.
-    pub(super) isa: Isa,
-}
-
-/// The vector instructions a band runs on: the same arithmetic, element
-/// for element, on either.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Isa {
-    /// Plain arrays ([`F64x4`] for `[f64; 4]`).
-    Portable,
-    /// AVX2 registers.
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-impl Isa {
-    /// The fastest this CPU has and may run ([`crate::cpu::avx2`]).
-    fn best() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::avx2() {
-            return Isa::Avx2;
-        }
-        Isa::Portable
-    }
 }
 
 /// The most output rows of a band for radius `r`: two windows' height, at
@@ -390,40 +327,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             }
         }
         for c in 0..tile.n_classes {
-            let at = scratch.at[c];
-            let runs = &scratch.runs[c];
-            if runs.is_empty() {
-                continue;
-            }
-            let plane = scratch.planes[c].values();
-            let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
-            let weight = job.weights[c];
-            for &(a, b) in runs.iter() {
-                for (a, h) in (a..b)
-                    .step_by(job.segment)
-                    .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
-                {
-                    let lanes = Strip {
-                        data: &strip[(a - at.xa) * LANES + h..],
-                        stride: LANES,
-                    };
-                    segment::<_, S, T>(
-                        &job.tab,
-                        &lanes,
-                        job.segment.min(b - a),
-                        #[inline(always)]
-                        |i, o| {
-                            let scores = S::splat(weight).mul(o);
-                            let at = (s * ow + a + i) * LANES + h;
-                            if M {
-                                slots.update(at, c as u16, scores, job.tau);
-                            } else {
-                                slots.update_winner(at, c as u16, scores, job.tau);
-                            }
-                        },
-                    );
-                }
-            }
+            pass2::<T, M, S>(job, scratch, s, c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
@@ -442,6 +346,53 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
             });
+        }
+    }
+}
+
+/// Pass 2 of class `c` in strip `s`: along the rows over the class's runs
+/// of outputs, each score folded into the strip's ranking slots at once.
+#[inline(always)]
+fn pass2<const T: usize, const M: bool, S: F64x4>(
+    job: &Job,
+    scratch: &Scratch,
+    s: usize,
+    c: usize,
+    slots: &mut SlotsMut,
+) {
+    let (r, ow) = (job.tab.r, job.ow);
+    let at = scratch.at[c];
+    let runs = &scratch.runs[c];
+    if runs.is_empty() {
+        return;
+    }
+    let plane = scratch.planes[c].values();
+    let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
+    let weight = job.weights[c];
+    for &(a, b) in runs.iter() {
+        for (a, h) in (a..b)
+            .step_by(job.segment)
+            .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
+        {
+            let lanes = Strip {
+                data: &strip[(a - at.xa) * LANES + h..],
+                stride: LANES,
+            };
+            segment::<_, S, T>(
+                &job.tab,
+                &lanes,
+                job.segment.min(b - a),
+                #[inline(always)]
+                |i, o| {
+                    let scores = S::splat(weight).mul(o);
+                    let at = (s * ow + a + i) * LANES + h;
+                    if M {
+                        slots.update(at, c as u16, scores, job.tau);
+                    } else {
+                        slots.update_winner(at, c as u16, scores, job.tau);
+                    }
+                },
+            );
         }
     }
 }

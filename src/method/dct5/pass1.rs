@@ -1,7 +1,7 @@
 //! Pass 1 of the host band scorer: one class down the columns of its box,
 //! straight from the class codes into its plane.
 
-use super::band::{Job, Scratch};
+use super::job::{Job, Scratch};
 use super::masks::{Extent, MASK_CLASSES, holds};
 use super::planes::PlaneAt;
 use super::recursion::{ClassColumns, Lanes, Tables, WIDE, segment};

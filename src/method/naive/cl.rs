@@ -185,6 +185,23 @@ struct Plan {
     flat: bool,
 }
 
+/// What every variant's plan starts from: the tile's output size, its
+/// classes (count, bytes per index, histogram bins), the kernel's side, the
+/// device's local memory and kind, and whether the winner search is the
+/// plain one (tie rules other than the centre's).
+struct PlanBasics<'w> {
+    ow: usize,
+    oh: usize,
+    nc: usize,
+    elem: usize,
+    nb: usize,
+    plain_winner: bool,
+    k: usize,
+    budget: usize,
+    gpu: bool,
+    weights: &'w [u32],
+}
+
 impl Plan {
     /// A kernel of one work item per output pixel, without local memory.
     fn per_pixel(kernel: &'static str, opts: BuildOptions, global: [usize; 2]) -> Plan {
@@ -379,6 +396,18 @@ impl NaiveCl {
         let k = taps.ksize;
         let budget = self.local_budget();
         let gpu = self.device().info().kind == DeviceKind::Gpu;
+        let basics = PlanBasics {
+            ow,
+            oh,
+            nc,
+            elem,
+            nb,
+            plain_winner,
+            k,
+            budget,
+            gpu,
+            weights,
+        };
         if params.confidence.is_some() {
             return Plan::per_pixel("naive_weighted", base, [ow, oh]);
         }
@@ -401,110 +430,148 @@ impl NaiveCl {
                     flat: false,
                 }
             }
-            Variant::Fast => {
-                // Scanning the taps replaces scanning (and clearing) all bins.
-                // On GPUs it pays once the taps are fewer than the classes; on
-                // CPUs (PoCL) only below half the classes, where scanning the
-                // bins stays cheap longer (docs/decisions/0010).
-                let by_taps = if gpu || self.shape == FastShape::Gpu {
-                    taps.n_taps < nc
-                } else {
-                    2 * taps.n_taps < nc
-                };
-                // The CPU paths (FLAT, SCAN2, SLIDE, RUNS): on CPUs and fixed
-                // shapes (tests); not measured on GPUs, so off there.
-                let cpu_shape =
-                    !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
-                // Kernels whose rows are all alike (boxes) can slide each
-                // item's histogram down its column (2 rows of taps per output):
-                // on noise always the better path, on maps from N = 7 on
-                // (docs/decisions/0010).
-                let slide_ok = cpu_shape
-                    && {
-                        let q = taps.quantised.as_slice();
-                        q.chunks_exact(k).all(|row| row == &q[..k])
-                    }
-                    && (self.paths.slide).or(switches::get().slide).unwrap_or(true);
-                // The run path, on map-like tiles: on noise (few equal
-                // neighbours) it only costs, so only where at least half the
-                // horizontal neighbours are equal.
-                let runs = tile.width <= TileRuns::MAX_WIDTH
-                    && self.paths.runs.or(switches::get().runs).unwrap_or_else(|| {
-                        cpu_shape && !(slide_ok && k >= 7) && {
-                            2 * cells.equal_neighbours() >= tile.width * tile.height
-                        }
-                    });
-                // A bit per touched bin, so that the winner search and the
-                // clearing skip the untouched ones: pays beyond a few bins.
-                let mask = runs
-                    && !plain_winner
-                    && (self.paths.mask).or(switches::get().mask).unwrap_or(nb > 8);
-                let (tx, ty, py, tile_local, hist_local) = if let Some(s) = shape_override() {
-                    s
-                } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
-                    (t, y, p, tl, hl)
-                } else if let Some(tuned) = (self.shape == FastShape::Auto)
-                    .then(|| self.tuned_shape(k, elem, nb, budget))
-                    .flatten()
-                {
-                    tuned
-                } else if gpu || self.shape == FastShape::Gpu {
-                    gpu_fast_shape(k, elem, nb, budget)
-                } else {
-                    // CPU: work-items run as loops and caches do the staging; many
-                    // outputs per item amortise clearing the histogram.
-                    (8, 1, 32, false, false)
-                };
-                // The two-loop winner search pays for many bins only; with
-                // a few dozen it is slower (docs/decisions/0010).
-                let scan2 = cpu_shape && !plain_winner && switches::get().scan2.unwrap_or(nb > 64);
-                // Score and bin packed in one ulong (score << 9): every score
-                // (kernel sum times class weight) must stay below 2^55.
-                let packed = scan2 && {
-                    let sum: u64 = taps.quantised.iter().map(|&q| q as u64).sum();
-                    let w_max = weights.iter().copied().max().unwrap_or(0) as u64;
-                    sum.saturating_mul(w_max) < 1 << 55
-                };
-                let rows = ty * py;
-                // Offsets in the tile instead of (dy, dx): on CPUs, where the
-                // address arithmetic of each tap is not hidden.
-                let flat = cpu_shape && !tile_local;
-                // Sliding needs one row of items per group and FLAT.
-                let slide = !runs && slide_ok && flat && ty == 1;
-                // The run path picks its winner from the classes it saw; a
-                // sliding histogram must not be cleared by a tap scan.
-                let tap_scan =
-                    !runs && !slide && !plain_winner && switches::get().tap_scan.unwrap_or(by_taps);
-                let tile_bytes = if tile_local {
-                    (tx + k - 1) * (rows + k - 1) * elem
-                } else {
-                    0
-                };
-                Plan {
-                    kernel: "naive_fast",
-                    opts: base
-                        .define("TX", tx)
-                        .define("TY", ty)
-                        .define("PY", py)
-                        .flag("TILE_LOCAL", tile_local)
-                        .flag("HIST_LOCAL", hist_local)
-                        .flag("TAP_SCAN", tap_scan)
-                        .flag("FLAT", flat)
-                        .flag("SCAN2", scan2)
-                        .flag("PACKED", packed)
-                        .flag("SLIDE", slide)
-                        .flag("RUNS", runs)
-                        .define("KS", if runs { k } else { 1 })
-                        .define("MASK_WORDS", if mask { nb.div_ceil(64) } else { 0 }),
-                    global: [ow, oh.div_ceil(rows) * ty],
-                    local: Some([tx, ty]),
-                    tile_local: tile_bytes,
-                    hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
-                    band: 0,
-                    runs,
-                    flat,
-                }
+            Variant::Fast => self.fast_plan(tile, cells, taps, &basics, base),
+        }
+    }
+
+    /// The fast variant's work-group shape (TX, TY, PY, TILE_LOCAL,
+    /// HIST_LOCAL): the study switch's, a fixed one, the tune database's,
+    /// the GPU rule, or the CPU's.
+    fn fast_shape(&self, basics: &PlanBasics) -> (usize, usize, usize, bool, bool) {
+        let &PlanBasics {
+            k,
+            elem,
+            nb,
+            budget,
+            gpu,
+            ..
+        } = basics;
+    if let Some(s) = shape_override() {
+        s
+    } else if let FastShape::Fixed(t, y, p, tl, hl) = self.shape {
+        (t, y, p, tl, hl)
+    } else if let Some(tuned) = (self.shape == FastShape::Auto)
+        .then(|| self.tuned_shape(k, elem, nb, budget))
+        .flatten()
+    {
+        tuned
+    } else if gpu || self.shape == FastShape::Gpu {
+        gpu_fast_shape(k, elem, nb, budget)
+    } else {
+        // CPU: work-items run as loops and caches do the staging; many
+        // outputs per item amortise clearing the histogram.
+        (8, 1, 32, false, false)
+    }
+    }
+
+    /// The plan of the fast variant: its work-group shape and which of its
+    /// paths (tap scan, runs, sliding, masks, two-loop search) it compiles in.
+    fn fast_plan(
+        &self,
+        tile: &ClassTile,
+        cells: Cells,
+        taps: &TapSet,
+        basics: &PlanBasics,
+        base: BuildOptions,
+    ) -> Plan {
+        let &PlanBasics {
+            ow,
+            oh,
+            nc,
+            elem,
+            nb,
+            plain_winner,
+            k,
+            gpu,
+            weights,
+            ..
+        } = basics;
+        // Scanning the taps replaces scanning (and clearing) all bins.
+        // On GPUs it pays once the taps are fewer than the classes; on
+        // CPUs (PoCL) only below half the classes, where scanning the
+        // bins stays cheap longer (docs/decisions/0010).
+        let by_taps = if gpu || self.shape == FastShape::Gpu {
+            taps.n_taps < nc
+        } else {
+            2 * taps.n_taps < nc
+        };
+        // The CPU paths (FLAT, SCAN2, SLIDE, RUNS): on CPUs and fixed
+        // shapes (tests); not measured on GPUs, so off there.
+        let cpu_shape =
+            !(gpu && self.shape == FastShape::Auto || self.shape == FastShape::Gpu);
+        // Kernels whose rows are all alike (boxes) can slide each
+        // item's histogram down its column (2 rows of taps per output):
+        // on noise always the better path, on maps from N = 7 on
+        // (docs/decisions/0010).
+        let slide_ok = cpu_shape
+            && {
+                let q = taps.quantised.as_slice();
+                q.chunks_exact(k).all(|row| row == &q[..k])
             }
+            && (self.paths.slide).or(switches::get().slide).unwrap_or(true);
+        // The run path, on map-like tiles: on noise (few equal
+        // neighbours) it only costs, so only where at least half the
+        // horizontal neighbours are equal.
+        let runs = tile.width <= TileRuns::MAX_WIDTH
+            && self.paths.runs.or(switches::get().runs).unwrap_or_else(|| {
+                cpu_shape && !(slide_ok && k >= 7) && {
+                    2 * cells.equal_neighbours() >= tile.width * tile.height
+                }
+            });
+        // A bit per touched bin, so that the winner search and the
+        // clearing skip the untouched ones: pays beyond a few bins.
+        let mask = runs
+            && !plain_winner
+            && (self.paths.mask).or(switches::get().mask).unwrap_or(nb > 8);
+        let (tx, ty, py, tile_local, hist_local) = self.fast_shape(basics);
+        // The two-loop winner search pays for many bins only; with
+        // a few dozen it is slower (docs/decisions/0010).
+        let scan2 = cpu_shape && !plain_winner && switches::get().scan2.unwrap_or(nb > 64);
+        // Score and bin packed in one ulong (score << 9): every score
+        // (kernel sum times class weight) must stay below 2^55.
+        let packed = scan2 && {
+            let sum: u64 = taps.quantised.iter().map(|&q| q as u64).sum();
+            let w_max = weights.iter().copied().max().unwrap_or(0) as u64;
+            sum.saturating_mul(w_max) < 1 << 55
+        };
+        let rows = ty * py;
+        // Offsets in the tile instead of (dy, dx): on CPUs, where the
+        // address arithmetic of each tap is not hidden.
+        let flat = cpu_shape && !tile_local;
+        // Sliding needs one row of items per group and FLAT.
+        let slide = !runs && slide_ok && flat && ty == 1;
+        // The run path picks its winner from the classes it saw; a
+        // sliding histogram must not be cleared by a tap scan.
+        let tap_scan =
+            !runs && !slide && !plain_winner && switches::get().tap_scan.unwrap_or(by_taps);
+        let tile_bytes = if tile_local {
+            (tx + k - 1) * (rows + k - 1) * elem
+        } else {
+            0
+        };
+        Plan {
+            kernel: "naive_fast",
+            opts: base
+                .define("TX", tx)
+                .define("TY", ty)
+                .define("PY", py)
+                .flag("TILE_LOCAL", tile_local)
+                .flag("HIST_LOCAL", hist_local)
+                .flag("TAP_SCAN", tap_scan)
+                .flag("FLAT", flat)
+                .flag("SCAN2", scan2)
+                .flag("PACKED", packed)
+                .flag("SLIDE", slide)
+                .flag("RUNS", runs)
+                .define("KS", if runs { k } else { 1 })
+                .define("MASK_WORDS", if mask { nb.div_ceil(64) } else { 0 }),
+            global: [ow, oh.div_ceil(rows) * ty],
+            local: Some([tx, ty]),
+            tile_local: tile_bytes,
+            hist_local: if hist_local { nb * tx * ty * 4 } else { 0 },
+            band: 0,
+            runs,
+            flat,
         }
     }
 
@@ -683,6 +750,39 @@ impl ClPending<'_> {
         kernel: Kernel,
         staged: bool,
     ) -> Result<()> {
+        let in_len = self.upload(tile, params, plan, staged)?;
+        self.set_args(tile, params, taps, plan, &kernel)?;
+        let stream = &self.method.stream;
+        let slot = self.slot.as_mut().expect("slot present until waited");
+        // Every upload is enqueued: the mapping, as the first kernel, waits
+        // for them all, and the method's kernel follows it in queue order.
+        if staged {
+            stream.map_codes(&mut self.flight, slot.input.buf(), slot.table.buf(), in_len)?;
+        }
+        let local = plan.local.as_ref().map(|l| &l[..]);
+        stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
+        self.flight.keep(kernel);
+        stream.flush_kernels()?;
+        if self.bytes {
+            let host = &mut slot.host_out8.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output8.buf(), host)? };
+        } else {
+            let host = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
+            unsafe { stream.read(&mut self.flight, slot.output.buf(), host)? };
+        }
+        stream.flush_downloads()
+    }
+
+    /// Stages the tile's classes (unless `staged`) and enqueues the uploads:
+    /// weights, classes (as a buffer or an image), the table of a staged
+    /// tile, confidences and the run lists. Returns the classes' bytes.
+    fn upload(
+        &mut self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        plan: &Plan,
+        staged: bool,
+    ) -> Result<usize> {
         let stream = &self.method.stream;
         let dev = stream.device();
         let slot = self.slot.as_mut().expect("slot present until waited");
@@ -700,22 +800,7 @@ impl ClPending<'_> {
         if !staged {
             let host_in =
                 &mut PinnedHost::ensure(&mut slot.host_in, dev, in_len)?.as_mut_slice()[..in_len];
-            host_in
-                .par_chunks_exact_mut(row * elem)
-                .zip(tile.classes.par_chunks_exact(tile.width))
-                .for_each(|(dst, src)| {
-                    let (used, pad) = dst.split_at_mut(tile.width * elem);
-                    if wide {
-                        for (d, s) in used.chunks_exact_mut(2).zip(src) {
-                            d.copy_from_slice(&s.to_ne_bytes());
-                        }
-                    } else {
-                        for (d, s) in used.iter_mut().zip(src) {
-                            *d = *s as u8;
-                        }
-                    }
-                    pad.fill(0);
-                });
+            stage_classes(host_in, tile, row * elem, wide);
         }
         if self.bytes {
             PinnedHost::ensure(&mut slot.host_out8, dev, self.len)?;
@@ -806,7 +891,20 @@ impl ClPending<'_> {
             unsafe { stream.write(&mut self.flight, down, &runs.down)? };
         }
         stream.flush_uploads()?;
+        Ok(in_len)
+    }
 
+    /// Sizes the output and sets the kernel's arguments.
+    fn set_args(
+        &mut self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        taps: &TapSet,
+        plan: &Plan,
+        kernel: &Kernel,
+    ) -> Result<()> {
+        let dev = self.method.stream.device();
+        let slot = self.slot.as_mut().expect("slot present until waited");
         let (tw, th) = (tile.width as u32, tile.height as u32);
         let (ow, oh) = (tile.output_width() as u32, tile.output_height() as u32);
         let nc = tile.n_classes as u32;
@@ -822,7 +920,7 @@ impl ClPending<'_> {
         // image), the tile height (`local`, `fast`), the taps (with a count, or
         // row starts for `local`), then one shared tail, then per-variant extras.
         let banded = matches!(plan.kernel, "naive_local" | "naive_fast");
-        let mut args = Args::new(&kernel);
+        let mut args = Args::new(kernel);
         args = match &self.image {
             Some(img) => args.mem(img),
             None if plan.kernel == "naive_weighted" => {
@@ -874,24 +972,30 @@ impl ClPending<'_> {
             args = args.local(plan.hist_local);
         }
         args.done()?;
-        // Every upload is enqueued: the mapping, as the first kernel, waits
-        // for them all, and the method's kernel follows it in queue order.
-        if staged {
-            stream.map_codes(&mut self.flight, slot.input.buf(), slot.table.buf(), in_len)?;
-        }
-        let local = plan.local.as_ref().map(|l| &l[..]);
-        stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
-        self.flight.keep(kernel);
-        stream.flush_kernels()?;
-        if self.bytes {
-            let host = &mut slot.host_out8.as_mut().expect("sized above").as_mut_slice()[..self.len];
-            unsafe { stream.read(&mut self.flight, slot.output8.buf(), host)? };
-        } else {
-            let host = &mut slot.host_out.as_mut().expect("sized above").as_mut_slice()[..self.len];
-            unsafe { stream.read(&mut self.flight, slot.output.buf(), host)? };
-        }
-        stream.flush_downloads()
+        Ok(())
     }
+}
+
+/// The tile's classes into `host_in`, rows of `row_bytes` (zero-padded):
+/// as bytes, or as native-endian `u16` where `wide`.
+fn stage_classes(host_in: &mut [u8], tile: &ClassTile, row_bytes: usize, wide: bool) {
+    let elem = if wide { 2 } else { 1 };
+    host_in
+        .par_chunks_exact_mut(row_bytes)
+        .zip(tile.classes.par_chunks_exact(tile.width))
+        .for_each(|(dst, src)| {
+            let (used, pad) = dst.split_at_mut(tile.width * elem);
+            if wide {
+                for (d, s) in used.chunks_exact_mut(2).zip(src) {
+                    d.copy_from_slice(&s.to_ne_bytes());
+                }
+            } else {
+                for (d, s) in used.iter_mut().zip(src) {
+                    *d = *s as u8;
+                }
+            }
+            pad.fill(0);
+        });
 }
 
 /// A tile's winners in the slot's pinned download.

@@ -18,9 +18,8 @@
 //! its cost for `--method auto`.
 
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, WindowRuns};
-use super::family::{Accepts, Family};
+use super::family::{Accepts, Family, FastOptions, Settings};
 use super::select::on_members;
-use super::spec::{FastOptions, MethodSpec};
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wide};
 use crate::classes::NO_CLASS;
 use crate::device::{DeviceChoice, Member};
@@ -73,11 +72,11 @@ impl Family for NaiveFamily {
 
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         _kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
-        naive_on(member, spec.variant())
+        naive_on(member, settings.variant)
     }
 
     fn candidate(

@@ -435,14 +435,11 @@ impl SeparableCl {
         Ok((local, pending))
     }
 
-    /// dct5 on one tile, enqueued: the codes go up once (as bytes from
-    /// pinned memory where the classes fit), pass 1 and pass 2 run for
-    /// every class in one launch each (planes stored transposed, so every
-    /// access is coalesced), the ranking in a third; winners (and, in the
-    /// certified mode, the flags) come down into the slot. Returns whether
-    /// the winners come down as bytes. `staged`: the codes lie in pinned
-    /// staging as global indices, with the table to local ones in the slot.
-    fn enqueue_dct5(
+    /// The uploads of a dct5 tile: the rotation's constants (once per
+    /// slot), the codes (staged as bytes where they fit, unless `staged`),
+    /// the class weights in units of the largest, and the votes when
+    /// weighted (`inv_top`).
+    fn upload_dct5(
         &self,
         flight: &mut Flight,
         bufs: &mut Slot,
@@ -450,21 +447,15 @@ impl SeparableCl {
         params: &SmoothParams,
         inv_top: Option<f32>,
         staged: bool,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         let Shape::Dct5(rot) = &self.shape else {
-            unreachable!("enqueue_dct5 runs dct5 shapes only")
+            unreachable!("upload_dct5 runs dct5 shapes only")
         };
         let stream = &self.stream;
         let dev = stream.device();
         let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
         let classes = tile.n_classes;
-        let ohp = oh.next_multiple_of(32);
         let narrow = classes < 255;
-        let opts = self
-            .options()
-            .define("CODE", if narrow { "uchar" } else { "ushort" })
-            .flag("WEIGHTED", inv_top.is_some());
-        let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
         let wmax = params.max_class_weight();
         bufs.cw = (0..classes.max(1))
             .map(|c| {
@@ -506,6 +497,41 @@ impl SeparableCl {
             self.upload_votes(flight, bufs, n_codes)?;
         }
         stream.flush_uploads()?;
+        Ok(())
+    }
+
+    /// dct5 on one tile, enqueued: the codes go up once (as bytes from
+    /// pinned memory where the classes fit), pass 1 and pass 2 run for
+    /// every class in one launch each (planes stored transposed, so every
+    /// access is coalesced), the ranking in a third; winners (and, in the
+    /// certified mode, the flags) come down into the slot. Returns whether
+    /// the winners come down as bytes. `staged`: the codes lie in pinned
+    /// staging as global indices, with the table to local ones in the slot.
+    fn enqueue_dct5(
+        &self,
+        flight: &mut Flight,
+        bufs: &mut Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        inv_top: Option<f32>,
+        staged: bool,
+    ) -> Result<bool> {
+        let Shape::Dct5(rot) = &self.shape else {
+            unreachable!("enqueue_dct5 runs dct5 shapes only")
+        };
+        let stream = &self.stream;
+        let dev = stream.device();
+        let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
+        let classes = tile.n_classes;
+        let ohp = oh.next_multiple_of(32);
+        let narrow = classes < 255;
+        let opts = self
+            .options()
+            .define("CODE", if narrow { "uchar" } else { "ushort" })
+            .flag("WEIGHTED", inv_top.is_some());
+        let rank_opts = BuildOptions::new().define("CODE", if narrow { "uchar" } else { "ushort" });
+        self.upload_dct5(flight, bufs, tile, params, inv_top, staged)?;
+        let n_codes = w * tile.height;
         let planes = classes.max(1);
         bufs.planes1.get(dev, planes * w * ohp, CL_MEM_READ_WRITE)?;
         bufs.planes2

@@ -26,14 +26,13 @@
 //! [`dct5`]: super::dct5
 //! [`exact`]: super::certified
 
-use super::certified::Certified;
+use super::certified::{Certifiable, Certified};
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::dct5::band::Target;
 use super::dct5::{self, Dct5, rot as dct5_rot};
-use super::family::{Accepts, Family};
+use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
 use super::ranking::{LANES, Ranking};
-use super::spec::{FastOptions, MethodSpec};
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::device::{Device, Member};
 use crate::error::Result;
@@ -416,9 +415,16 @@ impl SeparableHost {
         self.bounds.tie_tolerance(HOST_UNIT_ROUNDOFF)
     }
 
-    /// Scores and ranks one tile (see [`SeparablePlan::rank`]) and hands
-    /// the ranking to `use_it`.
-    pub fn with_ranking<R>(
+}
+
+impl Certifiable for SeparableHost {
+    /// [`Bounds::total`]: the plan's kernel error plus its rounding bound.
+    fn score_bound(&self) -> f64 {
+        self.bounds.total()
+    }
+
+    /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
+    fn with_ranking<R>(
         &self,
         tile: &ClassTile,
         params: &SmoothParams,
@@ -498,11 +504,11 @@ impl Family for Dct5Family {
 
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
-        Ok(dct5_candidate(member.as_ref(), kernel, spec.options())?.smoother)
+        Ok(dct5_candidate(member.as_ref(), kernel, &settings.options)?.smoother)
     }
 
     /// No candidate for kernels dct5 does not take (only Gaussian and box).

@@ -18,9 +18,8 @@ use crate::kernel::Kernel;
 use crate::linalg::{Svd, jacobi_svd};
 use crate::method::ClassSmoother;
 use crate::method::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
-use crate::method::family::{Accepts, Family};
+use crate::method::family::{Accepts, Family, FastOptions, Settings};
 use crate::method::naive::cl::Variant;
-use crate::method::spec::{FastOptions, MethodSpec};
 use nalgebra::DMatrix;
 
 /// How many singular triplets to keep.
@@ -124,11 +123,11 @@ impl Family for SvdFamily {
 
     fn build(
         &self,
-        spec: &MethodSpec,
+        settings: &Settings,
         member: Member,
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
-        Ok(svd_candidate(member.as_ref(), kernel, spec.options())?.smoother)
+        Ok(svd_candidate(member.as_ref(), kernel, &settings.options)?.smoother)
     }
 
     fn candidate(

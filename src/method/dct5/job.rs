@@ -1,0 +1,74 @@
+//! What the host dct5 scorer's bands work with: the [`Job`] every band of
+//! a tile shares, each thread's [`Scratch`] and the vector instructions
+//! ([`Isa`]) they run on. It sits below the band driver (`band`) and its
+//! first pass (`pass1`), which both use it.
+
+use super::masks::Presence;
+use super::planes::{Plane, PlaneAt};
+use super::recursion::Tables;
+use crate::method::ClassTile;
+use crate::method::ranking::Slots;
+
+/// Per-thread scratch of a band.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// Where each class lies in the band's input.
+    pub(super) presence: Presence,
+    /// Per input column: the classes in the windows of the current strip.
+    pub(super) strip_columns: Vec<u64>,
+    /// Per output column: the classes in the windows of the current strip.
+    pub(super) outputs: Vec<u64>,
+    /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`](super::masks::window_unions)).
+    pub(super) prefix: Vec<u64>,
+    pub(super) suffix: Vec<u64>,
+    /// One strip's decisions in slot order.
+    pub(super) decisions: Vec<u16>,
+    /// Per class, its runs of outputs in the current strip, `(first, end)`.
+    pub(super) runs: Vec<Vec<(usize, usize)>>,
+    /// A band's ranking slots, when the tile's winners go straight to the output.
+    pub(super) slots: Slots,
+    /// Per class: its pass-1 plane and where it lies.
+    pub(super) planes: Vec<Plane>,
+    pub(super) at: Vec<PlaneAt>,
+}
+
+/// What every band shares.
+pub(super) struct Job<'a> {
+    pub(super) tab: Tables,
+    pub(super) tile: &'a ClassTile<'a>,
+    pub(super) weights: Vec<f64>,
+    /// Tile rows and columns skipped before the kernel's reach (extra halo).
+    pub(super) skip: usize,
+    pub(super) ow: usize,
+    pub(super) oh: usize,
+    pub(super) band: usize,
+    pub(super) segment: usize,
+    pub(super) tau: f64,
+    /// Whether an output whose windows hold one class only may take it
+    /// without scoring (see [`SlotsMut::single`](crate::method::ranking::SlotsMut::single)).
+    pub(super) single_class: bool,
+    /// The vectors the bands run on.
+    pub(super) isa: Isa,
+}
+
+/// The vector instructions a band runs on: the same arithmetic, element
+/// for element, on either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    /// Plain arrays ([`F64x4`](crate::method::simd4::F64x4) for `[f64; 4]`).
+    Portable,
+    /// AVX2 registers.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Isa {
+    /// The fastest this CPU has and may run ([`crate::cpu::avx2`]).
+    pub(super) fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx2() {
+            return Isa::Avx2;
+        }
+        Isa::Portable
+    }
+}

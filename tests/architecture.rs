@@ -1,0 +1,759 @@
+//! The architecture rules of docs/architecture.md, checked on `src/**/*.rs`
+//! with std only: no file-level import cycle, no function over
+//! [`MAX_FN_LINES`] lines, no file over [`MAX_FILE_LINES`] lines of code, the
+//! environment read in `switches.rs` only, and no `too_many_arguments`
+//! allowance. Test code (`#[cfg(test)]` items) and comments do not count.
+//!
+//! The checker reads Rust with a small lexer rather than a parser: it knows
+//! comments, string and char literals, braces and `crate::`/`super::`/
+//! `self::` paths (use trees included), which is all the rules need. Its own
+//! tests below feed it small in-memory sources, so a rule that stopped
+//! firing would fail here and not only pass on a clean tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The longest a function may be, in lines from `fn` to its closing brace.
+const MAX_FN_LINES: usize = 120;
+/// The most lines of code (not blank, not comment, not test) a file may hold.
+const MAX_FILE_LINES: usize = 900;
+/// The one file that reads the process environment.
+const SWITCHES: &str = "switches.rs";
+
+#[test]
+fn the_source_tree_keeps_the_architecture_rules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    read_tree(&root, &root, &mut files);
+    assert!(
+        files.len() > 100,
+        "read only {} files under src/",
+        files.len()
+    );
+    let broken = check(&files);
+    assert!(
+        broken.is_empty(),
+        "{} architecture rule(s) broken (docs/architecture.md):\n  {}",
+        broken.len(),
+        broken.join("\n  ")
+    );
+}
+
+/// Every `.rs` file under `dir`, as (path relative to `root` with `/`, text).
+fn read_tree(root: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            read_tree(root, &path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let relative = path.strip_prefix(root).unwrap().to_string_lossy();
+            let text = std::fs::read_to_string(&path).unwrap();
+            files.push((relative.replace('\\', "/"), text));
+        }
+    }
+}
+
+/// Every broken rule in `files` ((path under src/, text) pairs), one
+/// message each, naming the file or function and the limit.
+fn check(files: &[(String, String)]) -> Vec<String> {
+    let sources: Vec<Source> = files.iter().map(|(p, t)| Source::read(p, t)).collect();
+    let mut broken = cycles(&sources);
+    for source in &sources {
+        if source.test_only(&sources) {
+            continue;
+        }
+        source.check_sizes(&mut broken);
+        source.check_environment(&mut broken);
+        let allowances = source
+            .code
+            .iter()
+            .collect::<String>()
+            .matches("too_many_arguments")
+            .count();
+        if allowances > 0 {
+            broken.push(format!(
+                "src/{}: {allowances} clippy::too_many_arguments allowance(s), none allowed \
+                 (pass a parameter struct)",
+                source.path
+            ));
+        }
+    }
+    broken
+}
+
+/// One source file in the views the rules need. The views keep every
+/// character's position (a blanked character becomes a space, a newline
+/// stays), so an index in one is the same place in the others.
+struct Source {
+    path: String,
+    module: Vec<String>,
+    /// Comments and `#[cfg(test)]` items blanked; strings kept.
+    code: Vec<char>,
+    /// `code` with string and char literals blanked too: braces and paths
+    /// in it are the program's.
+    skeleton: Vec<char>,
+    /// Child modules declared `#[cfg(test)] mod name;` (in their own file).
+    test_children: Vec<String>,
+}
+
+impl Source {
+    fn read(path: &str, text: &str) -> Source {
+        let chars: Vec<char> = text.chars().collect();
+        let (mut code, mut skeleton) = blank_comments_and_strings(&chars);
+        let mut test_children = Vec::new();
+        for (start, end) in test_items(&skeleton) {
+            let item: String = skeleton[start..end].iter().collect();
+            if let Some(name) = declared_module(&item) {
+                test_children.push(name);
+            }
+            for i in start..end {
+                if code[i] != '\n' {
+                    code[i] = ' ';
+                    skeleton[i] = ' ';
+                }
+            }
+        }
+        Source {
+            path: path.to_string(),
+            module: module_of(path),
+            code,
+            skeleton,
+            test_children,
+        }
+    }
+
+    /// Whether a parent declares this file `#[cfg(test)] mod name;`.
+    fn test_only(&self, sources: &[Source]) -> bool {
+        let Some((name, parent)) = self.module.split_last() else {
+            return false;
+        };
+        sources
+            .iter()
+            .any(|s| s.module.as_slice() == parent && s.test_children.iter().any(|c| c == name))
+    }
+
+    /// The file and function size limits.
+    fn check_sizes(&self, broken: &mut Vec<String>) {
+        let code_lines = lines(&self.code).filter(|l| !l.trim().is_empty()).count();
+        if code_lines > MAX_FILE_LINES {
+            broken.push(format!(
+                "src/{}: {code_lines} lines of code, over the {MAX_FILE_LINES}-line file limit \
+                 (split it by responsibility)",
+                self.path
+            ));
+        }
+        for (name, length) in functions(&self.skeleton) {
+            if length > MAX_FN_LINES {
+                broken.push(format!(
+                    "src/{}: fn {name} is {length} lines, over the {MAX_FN_LINES}-line limit \
+                     (split it into named steps)",
+                    self.path
+                ));
+            }
+        }
+    }
+
+    /// Environment reads outside `switches.rs`.
+    fn check_environment(&self, broken: &mut Vec<String>) {
+        if self.path == SWITCHES {
+            return;
+        }
+        let tokens = tokens(&self.skeleton);
+        for w in tokens.windows(3) {
+            if w[0].is_ident("env")
+                && w[1].kind == Kind::PathSep
+                && ["var", "var_os", "vars", "vars_os"]
+                    .iter()
+                    .any(|v| w[2].is_ident(v))
+            {
+                broken.push(format!(
+                    "src/{}:{}: reads the environment (env::{}); only src/{SWITCHES} may: \
+                     read it there once and pass the value down",
+                    self.path, w[2].line, w[2].text
+                ));
+            }
+        }
+    }
+
+    /// The crate paths this file names (`crate::`, `super::`, `self::`),
+    /// resolved to absolute module paths (not yet to files).
+    fn paths(&self) -> Vec<Vec<String>> {
+        let tokens = tokens(&self.skeleton);
+        let mut raw = Vec::new();
+        let mut k = 0;
+        while k < tokens.len() {
+            let rooted = ["crate", "super", "self"]
+                .iter()
+                .any(|r| tokens[k].is_ident(r))
+                && tokens.get(k + 1).is_some_and(|t| t.kind == Kind::PathSep)
+                && (k == 0 || tokens[k - 1].kind != Kind::PathSep);
+            if rooted {
+                k = use_tree(&tokens, k, Vec::new(), &mut raw);
+            } else {
+                k += 1;
+            }
+        }
+        raw.into_iter().filter_map(|p| self.resolve(&p)).collect()
+    }
+
+    /// `crate::a::b`, `super::a` or `self::a` seen from this file, as an
+    /// absolute module path.
+    fn resolve(&self, path: &[String]) -> Option<Vec<String>> {
+        let mut base = self.module.clone();
+        let mut rest = path;
+        while let Some((head, tail)) = rest.split_first() {
+            match head.as_str() {
+                "crate" => base.clear(),
+                "super" => {
+                    base.pop()?;
+                }
+                "self" => {}
+                _ => break,
+            }
+            rest = tail;
+        }
+        base.extend(rest.iter().filter(|s| *s != "self").cloned());
+        Some(base)
+    }
+}
+
+/// The module path of a file under src/: `a/b.rs` and `a/b/mod.rs` are
+/// `a::b`; `lib.rs` and `main.rs` the crate root.
+fn module_of(path: &str) -> Vec<String> {
+    let stem = path.strip_suffix(".rs").unwrap_or(path);
+    let mut parts: Vec<String> = stem.split('/').map(str::to_string).collect();
+    if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main")
+        || parts.last().unwrap() == "mod"
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file-level import graph's cycles: an edge from each file to every
+/// file whose module it names, the longest named prefix that is a file,
+/// except its own module and its ancestors (a child using its parent's items
+/// is the module tree, not an import).
+fn cycles(sources: &[Source]) -> Vec<String> {
+    let files: BTreeMap<&[String], &str> = sources
+        .iter()
+        .map(|s| (s.module.as_slice(), s.path.as_str()))
+        .collect();
+    let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for source in sources {
+        let targets = edges.entry(&source.path).or_default();
+        for path in source.paths() {
+            let named = (1..=path.len())
+                .rev()
+                .find_map(|n| files.get_key_value(&path[..n]));
+            if let Some((module, file)) = named
+                && !source.module.starts_with(module)
+            {
+                targets.insert(file);
+            }
+        }
+    }
+    strongly_connected(&edges)
+        .into_iter()
+        .map(|component| {
+            let arrows: Vec<String> = component
+                .iter()
+                .flat_map(|from| {
+                    edges[from]
+                        .iter()
+                        .filter(|to| component.contains(*to))
+                        .map(move |to| format!("{from} -> {to}"))
+                })
+                .collect();
+            format!(
+                "import cycle among {} files (none allowed; move the shared item down or invert \
+                 the dependency): {}",
+                component.len(),
+                arrows.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// The strongly connected components of more than one node (Tarjan).
+fn strongly_connected<'a>(edges: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<BTreeSet<&'a str>> {
+    struct Walk<'a, 'e> {
+        edges: &'e BTreeMap<&'a str, BTreeSet<&'a str>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<BTreeSet<&'a str>>,
+    }
+    impl<'a> Walk<'a, '_> {
+        fn visit(&mut self, v: &'a str) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            for &w in self.edges.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let at = self.stack.iter().rposition(|&s| s == v).unwrap();
+                let component: BTreeSet<&str> = self.stack.drain(at..).collect();
+                if component.len() > 1 {
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for &v in edges.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+/// The lines of a view.
+fn lines(view: &[char]) -> impl Iterator<Item = String> + '_ {
+    view.split(|&c| c == '\n').map(|l| l.iter().collect())
+}
+
+/// The source with comments blanked (strings kept), and with comments and
+/// string and char literals blanked (the literal's quotes kept).
+fn blank_comments_and_strings(src: &[char]) -> (Vec<char>, Vec<char>) {
+    let mut code = src.to_vec();
+    let mut skeleton = src.to_vec();
+    let blank = |view: &mut Vec<char>, from: usize, to: usize| {
+        for c in &mut view[from..to] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+    };
+    let at = |i: usize, s: &str| {
+        s.chars()
+            .enumerate()
+            .all(|(k, c)| src.get(i + k) == Some(&c))
+    };
+    let mut i = 0;
+    while i < src.len() {
+        let after_ident = i > 0 && (src[i - 1].is_alphanumeric() || src[i - 1] == '_');
+        if at(i, "//") {
+            let end = (i..src.len())
+                .find(|&k| src[k] == '\n')
+                .unwrap_or(src.len());
+            blank(&mut code, i, end);
+            blank(&mut skeleton, i, end);
+            i = end;
+        } else if at(i, "/*") {
+            let mut depth = 0;
+            let mut k = i;
+            while k < src.len() {
+                if at(k, "/*") {
+                    depth += 1;
+                    k += 2;
+                } else if at(k, "*/") {
+                    depth -= 1;
+                    k += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    k += 1;
+                }
+            }
+            blank(&mut code, i, k);
+            blank(&mut skeleton, i, k);
+            i = k;
+        } else if let Some(end) = string_end(src, i, after_ident) {
+            blank(&mut skeleton, i + 1, end - 1);
+            i = end;
+        } else if src[i] == '\'' {
+            // A char literal ('x', '\n', '\''); otherwise a lifetime or label.
+            let end = if src.get(i + 1) == Some(&'\\') {
+                (i + 3..src.len()).find(|&k| src[k] == '\'').map(|k| k + 1)
+            } else if src.get(i + 2) == Some(&'\'') {
+                Some(i + 3)
+            } else {
+                None
+            };
+            match end {
+                Some(end) => {
+                    blank(&mut skeleton, i + 1, end - 1);
+                    i = end;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    (code, skeleton)
+}
+
+/// The end (one past the closing quote) of a string literal starting at
+/// `i`: `"…"`, `b"…"`, `r"…"`, `r#"…"#`, `br#"…"#`.
+fn string_end(src: &[char], i: usize, after_ident: bool) -> Option<usize> {
+    let mut k = i;
+    if !after_ident && src[k] == 'b' {
+        k += 1;
+    }
+    if !after_ident && src.get(k) == Some(&'r') {
+        k += 1;
+        let hashes = src[k..].iter().take_while(|&&c| c == '#').count();
+        k += hashes;
+        if src.get(k) != Some(&'"') {
+            return None;
+        }
+        let closing: Vec<char> = std::iter::once('"')
+            .chain(std::iter::repeat_n('#', hashes))
+            .collect();
+        return (k + 1..src.len())
+            .find(|&e| src[e..].starts_with(&closing))
+            .map(|e| e + closing.len());
+    }
+    if src.get(k) != Some(&'"') || (k == i && after_ident && src[i] != '"') {
+        return None;
+    }
+    let mut e = k + 1;
+    while e < src.len() {
+        match src[e] {
+            '\\' => e += 2,
+            '"' => return Some(e + 1),
+            _ => e += 1,
+        }
+    }
+    Some(src.len())
+}
+
+/// The spans of `#[cfg(test)]` items (the attribute through the item's end).
+fn test_items(skeleton: &[char]) -> Vec<(usize, usize)> {
+    let attribute: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i + attribute.len() <= skeleton.len() {
+        if skeleton[i..].starts_with(&attribute) {
+            let end = item_end(skeleton, i + attribute.len());
+            spans.push((i, end));
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    spans
+}
+
+/// The end of the item starting at `from`: past its first `;` or its
+/// brace-matched body, whichever comes first outside parentheses and
+/// brackets.
+fn item_end(skeleton: &[char], from: usize) -> usize {
+    let mut depth = 0i32;
+    let mut i = from;
+    while i < skeleton.len() {
+        match skeleton[i] {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ';' if depth == 0 => return i + 1,
+            '{' if depth == 0 => return matching_brace(skeleton, i) + 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    skeleton.len()
+}
+
+/// The index of the `}` closing the `{` at `open`.
+fn matching_brace(skeleton: &[char], open: usize) -> usize {
+    let mut depth = 0;
+    for (i, &c) in skeleton.iter().enumerate().skip(open) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    skeleton.len() - 1
+}
+
+/// `name` where `item` is `mod name;` (with any visibility).
+fn declared_module(item: &str) -> Option<String> {
+    let words: Vec<&str> = item
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ';'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let at = words.iter().position(|w| *w == "mod")?;
+    words.get(at + 1)?.strip_suffix(';').map(str::to_string)
+}
+
+/// Every function with a body, as (name, lines from `fn` to its closing
+/// brace).
+fn functions(skeleton: &[char]) -> Vec<(String, usize)> {
+    let tokens = tokens(skeleton);
+    let mut found = Vec::new();
+    for (k, pair) in tokens.windows(2).enumerate() {
+        if !(pair[0].is_ident("fn") && pair[1].kind == Kind::Ident) {
+            continue;
+        }
+        let end = item_end(skeleton, tokens[k].start);
+        if skeleton.get(end - 1) == Some(&'}') {
+            let last_line = tokens[k].line
+                + skeleton[tokens[k].start..end]
+                    .iter()
+                    .filter(|&&c| c == '\n')
+                    .count();
+            found.push((pair[1].text.clone(), last_line - tokens[k].line + 1));
+        }
+    }
+    found
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Ident,
+    PathSep,
+    Open,
+    Close,
+    Comma,
+    Other,
+}
+
+#[derive(Debug)]
+struct Token {
+    kind: Kind,
+    text: String,
+    start: usize,
+    line: usize,
+}
+
+impl Token {
+    fn is_ident(&self, name: &str) -> bool {
+        self.kind == Kind::Ident && self.text == name
+    }
+}
+
+/// The skeleton's identifiers, `::`, braces and commas (anything else as
+/// one `Other` token per character), with 1-based lines.
+fn tokens(skeleton: &[char]) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < skeleton.len() {
+        let c = skeleton[i];
+        let (kind, len) = if c.is_alphabetic() || c == '_' {
+            let n = skeleton[i..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .count();
+            (Kind::Ident, n)
+        } else if c == ':' && skeleton.get(i + 1) == Some(&':') {
+            (Kind::PathSep, 2)
+        } else if c == '{' {
+            (Kind::Open, 1)
+        } else if c == '}' {
+            (Kind::Close, 1)
+        } else if c == ',' {
+            (Kind::Comma, 1)
+        } else {
+            if c == '\n' {
+                line += 1;
+            }
+            i += 1;
+            if !c.is_whitespace() {
+                out.push(Token {
+                    kind: Kind::Other,
+                    text: c.to_string(),
+                    start: i - 1,
+                    line,
+                });
+            }
+            continue;
+        };
+        out.push(Token {
+            kind,
+            text: skeleton[i..i + len].iter().collect(),
+            start: i,
+            line,
+        });
+        i += len;
+    }
+    out
+}
+
+/// Reads the path (or use tree) starting at token `k` onto `prefix`,
+/// pushing every full path it names to `out`; returns the token after it.
+fn use_tree(
+    tokens: &[Token],
+    mut k: usize,
+    mut prefix: Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) -> usize {
+    loop {
+        match tokens.get(k) {
+            Some(t) if t.kind == Kind::Ident => prefix.push(t.text.clone()),
+            _ => break,
+        }
+        k += 1;
+        if tokens.get(k).is_none_or(|t| t.kind != Kind::PathSep) {
+            break;
+        }
+        k += 1;
+        if tokens.get(k).is_some_and(|t| t.kind == Kind::Open) {
+            k += 1;
+            while tokens.get(k).is_some_and(|t| t.kind != Kind::Close) {
+                let next = use_tree(tokens, k, prefix.clone(), out);
+                // Skip `as alias`, `*` and anything else up to the next entry.
+                k = next.max(k + 1);
+                while tokens
+                    .get(k)
+                    .is_some_and(|t| t.kind != Kind::Comma && t.kind != Kind::Close)
+                {
+                    k += 1;
+                }
+                if tokens.get(k).is_some_and(|t| t.kind == Kind::Comma) {
+                    k += 1;
+                }
+            }
+            return k + 1;
+        }
+    }
+    out.push(prefix);
+    k
+}
+
+#[cfg(test)]
+mod checker {
+    //! The checker on small in-memory trees: each rule fires where it should
+    //! and nowhere else.
+
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> Vec<String> {
+        let owned: Vec<(String, String)> = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        check(&owned)
+    }
+
+    fn function(name: &str, lines: usize) -> String {
+        let body = "    let _ = 1;\n".repeat(lines - 2);
+        format!("fn {name}() {{\n{body}}}\n")
+    }
+
+    #[test]
+    fn a_two_file_cycle_is_named_with_its_arrows() {
+        let broken = tree(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            ("a.rs", "use crate::b::B;\npub struct A;\n"),
+            ("b.rs", "pub struct B(crate::a::A);\n"),
+        ]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].contains("a.rs -> b.rs") && broken[0].contains("b.rs -> a.rs"),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn use_trees_and_super_paths_count_but_ancestors_comments_and_tests_do_not() {
+        // c -> d through a grouped use and d -> c through super: a cycle.
+        let broken = tree(&[
+            ("x/mod.rs", "pub struct X;\n"),
+            ("x/c.rs", "use crate::{x::{d::D, X}, y};\n"),
+            ("x/d.rs", "pub struct D(super::c::C);\n"),
+        ]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        // A child naming its parent, a comment, a string and a test module
+        // naming the other file: no cycle.
+        let broken = tree(&[
+            ("x/mod.rs", "pub struct X;\nuse self::c::C;\n"),
+            (
+                "x/c.rs",
+                "use super::X;\n// crate::x::d\nconst S: &str = \"crate::x::d\";\n",
+            ),
+            (
+                "x/d.rs",
+                "use crate::x::c::C;\n#[cfg(test)]\nmod tests {\n    use crate::x::c;\n}\n",
+            ),
+        ]);
+        assert!(broken.is_empty(), "{broken:?}");
+    }
+
+    #[test]
+    fn a_three_file_cycle_is_one_failure() {
+        let broken = tree(&[
+            ("p.rs", "use crate::q::Q;\n"),
+            ("q.rs", "use crate::r::R;\n"),
+            ("r.rs", "fn f() { crate::p::go() }\n"),
+        ]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(broken[0].contains("3 files"), "{broken:?}");
+    }
+
+    #[test]
+    fn a_function_over_the_limit_is_named_with_the_limit() {
+        let long = function("too_long", MAX_FN_LINES + 1);
+        let fine = function("just_fits", MAX_FN_LINES);
+        let broken = tree(&[("a.rs", &format!("{long}{fine}"))]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].contains("fn too_long is 121 lines") && broken[0].contains("120-line"),
+            "{broken:?}"
+        );
+        // Braces in strings and chars do not end or extend a function.
+        let tricky = format!("fn short() {{ let _ = \"}}\"; let _ = '{{'; }}\n{fine}");
+        assert!(tree(&[("a.rs", &tricky)]).is_empty());
+    }
+
+    #[test]
+    fn a_file_over_the_limit_counts_code_lines_only() {
+        let code = "const X: u8 = 1;\n".repeat(MAX_FILE_LINES);
+        let padded = format!("{code}\n// a comment\n\n#[cfg(test)]\nmod tests {{\n{code}}}\n");
+        assert!(tree(&[("a.rs", &padded)]).is_empty());
+        let broken = tree(&[("a.rs", &format!("{code}const Y: u8 = 2;\n"))]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].contains("901 lines") && broken[0].contains("900-line"),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn environment_reads_belong_to_switches() {
+        let read = "fn f() -> bool { std::env::var_os(\"MAPFILTER_X\").is_some() }\n";
+        assert!(tree(&[("switches.rs", read)]).is_empty());
+        let broken = tree(&[("device/mod.rs", read)]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].contains("src/device/mod.rs:1") && broken[0].contains("switches.rs"),
+            "{broken:?}"
+        );
+        let in_test = format!("#[cfg(test)]\nmod tests {{\n{read}}}\n");
+        assert!(tree(&[("device/mod.rs", &in_test)]).is_empty());
+    }
+
+    #[test]
+    fn too_many_arguments_allowances_are_refused() {
+        let allowed = "#[allow(clippy::too_many_arguments)]\nfn f() {}\n";
+        let broken = tree(&[("a.rs", allowed)]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(broken[0].contains("too_many_arguments"), "{broken:?}");
+        assert!(tree(&[("a.rs", "// too_many_arguments was here\n")]).is_empty());
+    }
+}
