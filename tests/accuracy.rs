@@ -6,7 +6,8 @@
 //! from another raster, GeoPackage points in another CRS, a VRT mosaic, the
 //! reports, and the one-line refusals (label field missing, points outside
 //! the map, nodata at a point, a CRS with nothing to transform into, a
-//! stratum without points). The 200-seed coverage figure is a bench
+//! stratum without points). `sweep --reference` scores each of its
+//! outputs as `assess` would. The 200-seed coverage figure is a bench
 //! (`benches/accuracy/coverage.sh` runs the ignored test below).
 #![cfg(feature = "gdal")]
 
@@ -603,4 +604,138 @@ fn bad_points_are_refused_with_a_cause_and_a_hint() {
         &["assess", &bare, &gpkg, "--label", "map_label"],
         "the map has none to transform them into",
     );
+}
+
+/// `sweep --reference`: every σ of a sweep on the map is scored against
+/// the sample labelled from the truth, and each figure equals what `assess`
+/// reports for the same smoothing written to a file (`smooth` with the
+/// sweep's kernel and side), the input's classes as strata (the sample
+/// was drawn from it).
+#[test]
+fn sweep_reference_scores_equal_assess_on_each_output() {
+    let s = Scene::new();
+    let (sample, labelled) = (s.path("s.csv"), s.path("l.csv"));
+    let map = s.map.to_str().unwrap();
+    mapfilter_ok(&["sample", map, "--out", &sample, "--seed", "3", "-q"]);
+    label_from_truth(&sample, &s.truth, &labelled);
+    let config = s.path("sweep.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "title = \"σ against the truth\"\nmethods = [\"naive@host\"]\nreference = \"none\"\n\
+             input = \"{map}\"\n[base]\nkernel = \"gaussian\"\n[[experiment]]\nname = \"sigma\"\n\
+             vary = \"kernel_size\"\nvalues = [3, 7, 13]\n"
+        ),
+    )
+    .unwrap();
+    let out = s.path("sweep");
+    mapfilter_ok(&[
+        "sweep",
+        &config,
+        "--out",
+        &out,
+        "--reference",
+        &labelled,
+        "--label",
+        "truth",
+        "--area-unit",
+        "ha",
+        "-q",
+    ]);
+    let result = json(&format!("{out}/results.json"));
+    let records = result["records"].as_array().unwrap();
+    assert_eq!(records.len(), 3);
+    assert_eq!(result["reference"]["shown_area_unit"], "ha");
+    let mut overall = Vec::new();
+    for r in records {
+        let (kernel, side) = (r["kernel"].as_str().unwrap(), r["kernel_side"].to_string());
+        let smoothed = s.path(&format!("out{side}.tif"));
+        mapfilter_ok(&[
+            "smooth",
+            map,
+            &smoothed,
+            "-k",
+            kernel,
+            "--kernel-size",
+            &side,
+            "--method",
+            "naive",
+            "-q",
+        ]);
+        let assessed = s.path(&format!("assess{side}.json"));
+        mapfilter_ok(&[
+            "assess", &smoothed, &labelled, "--label", "truth", "--strata", map, "--json",
+            &assessed, "-q",
+        ]);
+        let expected = &json(&assessed)["assessment"];
+        let got = &r["accuracy"];
+        for key in [
+            "overall",
+            "classes",
+            "matrix",
+            "counts",
+            "disagreement",
+            "strata",
+        ] {
+            assert_eq!(got[key], expected[key], "{key} at side {side}");
+        }
+        overall.push(got["overall"]["value"].as_f64().unwrap());
+    }
+    // Smoothing changes the map: the sweep measures something.
+    assert!(overall.windows(2).any(|w| w[0] != w[1]), "{overall:?}");
+    // The CSV carries overall accuracy and its interval; the report plots
+    // it against σ with error bars and tabulates the class areas.
+    let csv = std::fs::read_to_string(format!("{out}/results.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",overall_accuracy,overall_accuracy_ci95_low,overall_accuracy_ci95_high")
+    );
+    let html = std::fs::read_to_string(format!("{out}/report.html")).unwrap();
+    assert!(html.contains("Overall accuracy of each output against the reference sample"));
+    assert!(html.contains("Gaussian σ (pixels)"));
+    assert!(html.contains("estimated area ± 95 % (ha)"));
+    assert!(html.contains("Class areas estimated from the reference labels, naive@host"));
+}
+
+/// A bad reference is one line with a hint, before any run.
+#[test]
+fn sweep_reference_refusals_are_one_line_with_a_hint() {
+    let s = Scene::new();
+    let map = s.map.to_str().unwrap();
+    let config = s.path("sweep.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "title = \"t\"\nmethods = [\"naive@host\"]\nreference = \"none\"\ninput = \"{map}\"\n\
+             [[experiment]]\nname = \"k\"\nvary = \"kernel_size\"\nvalues = [3]\n"
+        ),
+    )
+    .unwrap();
+    let bad = s.path("bad.csv");
+    std::fs::write(&bad, "x,y,code\n500015,6199985,1\n").unwrap();
+    let far = s.path("far.csv");
+    std::fs::write(&far, "x,y,truth\n0,0,1\n").unwrap();
+    for (points, expected) in [
+        (s.path("missing.csv"), "no such file"),
+        (bad, "no label field \"truth\""),
+        (far, "1 of 1 points lie outside the map"),
+    ] {
+        let out = mapfilter(&[
+            "sweep",
+            &config,
+            "--out",
+            &s.path("o"),
+            "--reference",
+            &points,
+            "--label",
+            "truth",
+            "-q",
+        ]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected) && err.contains("(hint: "), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
 }

@@ -1,5 +1,6 @@
 //! Plots for reports as inline SVG (plotters' SVG backend): line charts with
-//! log₂/log₁₀ axes like the thesis' figures, and bar charts per class.
+//! log₂/log₁₀ axes like the thesis' figures (with error bars where a series
+//! has intervals), and bar charts per class.
 //!
 //! Log axes are drawn on the logarithm of the values with labels at whole
 //! powers (2, 4, 8, ...), so ticks land where the thesis puts them.
@@ -102,10 +103,15 @@ pub fn format_number(v: f64) -> String {
 }
 
 /// One line of a line chart.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// Each point's interval `(low, high)` drawn as an error bar (e.g. a
+    /// 95 % confidence interval); empty: none.
+    pub intervals: Vec<(f64, f64)>,
+    /// The line's colour (a class's, say); `None`: the chart's next one.
+    pub color: Option<(u8, u8, u8)>,
 }
 
 /// A line chart with one line per series.
@@ -129,6 +135,15 @@ fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
 
 /// Renders `chart` as an SVG document.
 pub fn line_chart(chart: &LineChart) -> Result<String> {
+    let colors: Vec<RGBAColor> = chart
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s.color {
+            Some((r, g, b)) => RGBColor(r, g, b).to_rgba(),
+            None => Palette99::pick(i).to_rgba(),
+        })
+        .collect();
     let series: Vec<(String, Vec<(f64, f64)>)> = chart
         .series
         .iter()
@@ -141,7 +156,32 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
             (s.label.clone(), pts)
         })
         .collect();
-    let all = || series.iter().flat_map(|(_, p)| p.iter().copied());
+    // Error bars as (x, low, high) in transformed values, per series.
+    let bars: Vec<Vec<(f64, f64, f64)>> = chart
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .zip(&s.intervals)
+                .filter_map(|(&(x, _), &(lo, hi))| {
+                    let f = |v| chart.y_scale.forward(v);
+                    Some((chart.x_scale.forward(x)?, f(lo)?, f(hi)?))
+                })
+                .collect()
+        })
+        .collect();
+    let ends: Vec<(f64, f64)> = bars
+        .iter()
+        .flatten()
+        .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)])
+        .collect();
+    let all = || {
+        series
+            .iter()
+            .flat_map(|(_, p)| p.iter().copied())
+            .chain(ends.iter().copied())
+    };
     let bounds = |f: fn((f64, f64)) -> f64| {
         all().map(f).fold(None, |acc: Option<(f64, f64)>, v| {
             Some(acc.map_or((v, v), |(a, b)| (a.min(v), b.max(v))))
@@ -207,7 +247,7 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                 .draw()
                 .map_err(draw_error)?;
             for (i, (label, pts)) in series.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
+                let color = colors[i];
                 ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
                     .map_err(draw_error)?
                     .label(label)
@@ -216,6 +256,21 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                     });
                 ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
                     .map_err(draw_error)?;
+                // Error bars: a vertical line with short caps, in pixels so
+                // the caps keep their width on any axis.
+                for &(x, lo, hi) in &bars[i] {
+                    let (px, top) = ctx.backend_coord(&(x, hi));
+                    let (_, bottom) = ctx.backend_coord(&(x, lo));
+                    let style = color.stroke_width(1);
+                    for line in [
+                        [(px, top), (px, bottom)],
+                        [(px - 4, top), (px + 4, top)],
+                        [(px - 4, bottom), (px + 4, bottom)],
+                    ] {
+                        root.draw(&PathElement::new(line, style))
+                            .map_err(draw_error)?;
+                    }
+                }
             }
             if data_ticks {
                 let font = TextStyle::from(("sans-serif", 15).into_font()).pos(
@@ -322,25 +377,52 @@ fn legend_corner<DB: DrawingBackend>(
     (position, covered(boxes[best].0, boxes[best].1), band)
 }
 
+/// The y range of a bar chart of `values` from zero, or with `zoom`, where
+/// every bar is positive and they differ by less than half the tallest
+/// (IoU of 0.97-0.99, say), the data's own range: bars from zero would
+/// hide the differences. The second value says whether it zoomed.
+fn bar_range(values: &[f64], zoom: bool) -> ((f64, f64), bool) {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if zoom && lo.is_finite() && lo > 0.0 && hi - lo < 0.5 * hi {
+        let span = (hi - lo).max(hi * 1e-3);
+        return (((lo - 0.25 * span).max(0.0), hi + 0.1 * span), true);
+    }
+    let (lo, hi) = (lo.min(0.0), hi.max(0.0));
+    (
+        Scale::Linear.range(lo, if hi > lo { hi } else { lo + 1.0 }),
+        false,
+    )
+}
+
 /// Renders one bar per label (e.g. per class) as an SVG document; `colors`
-/// gives each bar's `(r, g, b)`.
+/// gives each bar's `(r, g, b)`. With `zoom` the axis may start at the
+/// data ([`bar_range`]); the title then says from where.
 pub fn bar_chart(
     title: &str,
     y_label: &str,
     labels: &[String],
     values: &[f64],
     colors: &[(u8, u8, u8)],
+    zoom: bool,
 ) -> Result<String> {
     let n = labels.len().max(1);
-    let lo = values.iter().copied().fold(0.0f64, f64::min);
-    let hi = values.iter().copied().fold(0.0f64, f64::max);
-    let (y0, y1) = Scale::Linear.range(lo, if hi > lo { hi } else { lo + 1.0 });
+    let ((y0, y1), zoomed) = bar_range(values, zoom);
+    let base = if zoomed { y0 } else { 0.0 };
+    let title = if zoomed {
+        format!(
+            "{title} (axis from {}, zoomed to the data)",
+            linear_label(y0, y1 - y0)
+        )
+    } else {
+        title.to_string()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let mut ctx = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(&title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(64)
@@ -368,7 +450,10 @@ pub fn bar_chart(
         ctx.draw_series(values.iter().enumerate().map(|(i, &v)| {
             let (r, g, b) = colors.get(i).copied().unwrap_or((70, 130, 180));
             let x = i as f64;
-            Rectangle::new([(x - 0.35, 0.0), (x + 0.35, v)], RGBColor(r, g, b).filled())
+            Rectangle::new(
+                [(x - 0.35, base), (x + 0.35, v)],
+                RGBColor(r, g, b).filled(),
+            )
         }))
         .map_err(draw_error)?;
         root.present().map_err(draw_error)?;
@@ -413,10 +498,12 @@ mod tests {
                 Series {
                     label: "naive@host".into(),
                     points: vec![(256.0, 0.01), (512.0, 0.04), (1024.0, 0.16)],
+                    ..Default::default()
                 },
                 Series {
                     label: "svd@host".into(),
                     points: vec![(256.0, 0.02), (512.0, 0.03), (1024.0, 0.0)],
+                    ..Default::default()
                 },
             ],
             y_range: None,
@@ -430,10 +517,76 @@ mod tests {
     }
 
     #[test]
+    fn intervals_are_drawn_as_error_bars_inside_the_axis() {
+        let chart = LineChart {
+            title: "overall accuracy".into(),
+            x_label: "σ".into(),
+            y_label: "%".into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            series: vec![Series {
+                label: "naive@host".into(),
+                points: vec![(1.0, 90.0), (2.0, 92.0)],
+                intervals: vec![(85.0, 95.0), (80.0, 99.0)],
+                color: None,
+            }],
+            y_range: None,
+            legend_at_bottom: false,
+        };
+        let svg = line_chart(&chart).unwrap();
+        // On the same axes, three strokes per bar.
+        let fixed = LineChart {
+            y_range: Some((70.0, 100.0)),
+            ..chart.clone()
+        };
+        let plain = LineChart {
+            series: vec![Series {
+                intervals: Vec::new(),
+                ..chart.series[0].clone()
+            }],
+            ..fixed.clone()
+        };
+        let count = |c: &LineChart| line_chart(c).unwrap().matches("<polyline").count();
+        assert_eq!(count(&fixed), count(&plain) + 6);
+        // From the data, the axis reaches the intervals' ends.
+        assert!(
+            has_text(&svg, "80") || has_text(&svg, "80.0"),
+            "axis down to 80"
+        );
+    }
+
+    #[test]
     fn bar_chart_labels_classes() {
         let labels: Vec<String> = ["3", "7", "11"].iter().map(|s| s.to_string()).collect();
-        let svg = bar_chart("IoU", "IoU", &labels, &[0.9, 0.5, -0.1], &[]).unwrap();
+        let svg = bar_chart("IoU", "IoU", &labels, &[0.9, 0.5, -0.1], &[], true).unwrap();
         assert!(has_text(&svg, "11"));
         assert!(svg.matches("<rect").count() >= 4);
+        assert!(
+            !svg.contains("zoomed"),
+            "a bar below zero: the axis keeps 0"
+        );
+    }
+
+    #[test]
+    fn bars_all_near_one_zoom_to_the_data() {
+        // Every IoU near 1: from zero the bars would look equal.
+        let ((lo, hi), zoomed) = bar_range(&[0.985, 0.991, 0.999], true);
+        assert!(
+            zoomed && lo > 0.97 && lo < 0.985 && hi > 0.999 && hi < 1.001,
+            "{lo} {hi}"
+        );
+        assert_eq!(bar_range(&[0.985, 0.991], false).1, false);
+        assert_eq!(bar_range(&[0.2, 0.9], true).1, false);
+        let labels: Vec<String> = ["1", "2", "3"].map(String::from).to_vec();
+        let svg = bar_chart(
+            "IoU per class",
+            "IoU",
+            &labels,
+            &[0.985, 0.991, 0.999],
+            &[],
+            true,
+        )
+        .unwrap();
+        assert!(svg.contains("zoomed to the data"), "the title says so");
     }
 }

@@ -1,9 +1,14 @@
 //! The HTML report of a sweep: per experiment, run time and agreement
 //! against the varied setting (one line per method and device, log₂ x axes
-//! like the thesis' figures) and the table of measured runs.
+//! like the thesis' figures) and the table of measured runs; with
+//! `--reference`, each output's overall accuracy and class areas against
+//! the reference sample, with their 95 % intervals as error bars.
 
-use super::{Record, SweepResult, Variable};
+use super::{Record, ReferenceInfo, SweepResult, Variable};
+use crate::accuracy::Z95;
 use crate::error::Result;
+use crate::report::accuracy::{class_label, percent_ci};
+use crate::report::numbers::fixed;
 use crate::report::page;
 use crate::report::plot::{self, LineChart, Scale, Series};
 use serde::Serialize;
@@ -19,6 +24,7 @@ fn series(records: &[&Record], y: impl Fn(&Record) -> Option<f64>) -> Vec<Series
             None => out.push(Series {
                 label: r.method.clone(),
                 points: vec![point],
+                ..Default::default()
             }),
         }
     }
@@ -72,16 +78,178 @@ fn fixed_settings(r: &Record, all: &[&Record]) -> String {
     format!("Fixed: {}.", parts.join(", "))
 }
 
+/// The x value the accuracy plots use for `r`: σ for a Gaussian family
+/// kernel sized by the sweep (σ = (N−1)/6), else the varied setting.
+fn accuracy_x(r: &Record) -> f64 {
+    if gaussian_sides(r) {
+        (r.kernel_side as f64 - 1.0) / 6.0
+    } else {
+        r.value as f64
+    }
+}
+
+fn gaussian_sides(r: &Record) -> bool {
+    r.variable == Variable::KernelSize && r.kernel.starts_with("gaussian")
+}
+
+/// An experiment's outputs against the reference sample.
+#[derive(Serialize)]
+struct AccuracyView {
+    plots: Vec<String>,
+    x_label: String,
+    /// x, method, overall accuracy ± 95 %, quantity and allocation disagreement.
+    overall: Vec<[String; 5]>,
+    /// x, method, class, mapped area, estimated area ± 95 %, user's, producer's.
+    areas: Vec<[String; 7]>,
+}
+
+fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<AccuracyView>> {
+    let scored: Vec<(&Record, &crate::accuracy::Assessment)> = records
+        .iter()
+        .filter_map(|r| Some((*r, r.accuracy.as_ref()?)))
+        .collect();
+    let Some((first, _)) = scored.first() else {
+        return Ok(None);
+    };
+    let x_label = if gaussian_sides(first) {
+        "Gaussian σ (pixels)".to_string()
+    } else {
+        first.variable.label().to_string()
+    };
+    let x_text = |r: &Record| {
+        if gaussian_sides(r) {
+            format!("σ {} (N {})", fixed(accuracy_x(r), 2), r.kernel_side)
+        } else {
+            r.value.to_string()
+        }
+    };
+    // Overall accuracy: one line per method, its 95 % interval as bars.
+    let mut overall: Vec<Series> = Vec::new();
+    for (r, a) in &scored {
+        let o = a.overall;
+        let at = |v: f64| 100.0 * v;
+        let point = (accuracy_x(r), at(o.value));
+        let bar = (at(o.value - Z95 * o.se), at(o.value + Z95 * o.se));
+        match overall.iter_mut().find(|s| s.label == r.method) {
+            Some(s) => {
+                s.points.push(point);
+                s.intervals.push(bar);
+            }
+            None => overall.push(Series {
+                label: r.method.clone(),
+                points: vec![point],
+                intervals: vec![bar],
+                color: None,
+            }),
+        }
+    }
+    let chart = |title: String, y_label: String, series: Vec<Series>| LineChart {
+        title,
+        x_label: x_label.clone(),
+        y_label,
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        series,
+        y_range: None,
+        legend_at_bottom: true,
+    };
+    let mut plots = vec![page::svg_element(&plot::line_chart(&chart(
+        "Overall accuracy of each output against the reference sample".into(),
+        "overall accuracy (%, 95 % interval)".into(),
+        overall,
+    ))?)];
+    // Class areas estimated from the reference labels: one plot per method.
+    let unit = &info.unit;
+    let mut methods: Vec<&str> = scored.iter().map(|(r, _)| r.method.as_str()).collect();
+    methods.dedup();
+    for method in &methods {
+        let mut by_class: Vec<Series> = Vec::new();
+        for (r, a) in scored.iter().filter(|(r, _)| r.method == *method) {
+            for c in &a.classes {
+                let label = class_label(&info.names, c.code);
+                let e = c.area.scaled(1.0 / unit.per);
+                let point = (accuracy_x(r), e.value);
+                let bar = (e.value - Z95 * e.se, e.value + Z95 * e.se);
+                match by_class.iter_mut().find(|s| s.label == label) {
+                    Some(s) => {
+                        s.points.push(point);
+                        s.intervals.push(bar);
+                    }
+                    None => by_class.push(Series {
+                        label,
+                        points: vec![point],
+                        intervals: vec![bar],
+                        color: {
+                            let [r, g, b, _] = info.palette.color(c.code);
+                            Some((r, g, b))
+                        },
+                    }),
+                }
+            }
+        }
+        plots.push(page::svg_element(&plot::line_chart(&chart(
+            format!("Class areas estimated from the reference labels, {method}"),
+            format!("area ({}, 95 % interval)", unit.name),
+            by_class,
+        ))?));
+    }
+    let overall = scored
+        .iter()
+        .map(|(r, a)| {
+            let (q, al) = a.disagreement.map_or(("–".into(), "–".into()), |d| {
+                (
+                    format!("{} %", fixed(100.0 * d.quantity, 2)),
+                    format!("{} %", fixed(100.0 * d.allocation, 2)),
+                )
+            });
+            [
+                x_text(r),
+                r.method.clone(),
+                percent_ci(Some(&a.overall)),
+                q,
+                al,
+            ]
+        })
+        .collect();
+    let areas = scored
+        .iter()
+        .flat_map(|(r, a)| {
+            a.classes.iter().map(move |c| {
+                [
+                    x_text(r),
+                    r.method.clone(),
+                    class_label(&info.names, c.code),
+                    unit.show(c.map_proportion * a.total_area),
+                    format!(
+                        "{} ± {}",
+                        unit.show(c.area.value),
+                        unit.show(Z95 * c.area.se)
+                    ),
+                    percent_ci(c.users.as_ref()),
+                    percent_ci(c.producers.as_ref()),
+                ]
+            })
+        })
+        .collect();
+    Ok(Some(AccuracyView {
+        plots,
+        x_label,
+        overall,
+        areas,
+    }))
+}
+
 /// What `templates/sweep.html` shows: text and figures, formatted.
 #[derive(Serialize)]
 struct View<'a> {
     description: &'a str,
     methods: String,
-    reference: &'a str,
+    agreement_reference: &'a str,
     repeats: usize,
     machine: &'a crate::sweep::Machine,
     failures: Vec<[String; 4]>,
     experiments: Vec<ExperimentView<'a>>,
+    reference: Option<&'a ReferenceInfo>,
 }
 
 #[derive(Serialize)]
@@ -93,6 +261,7 @@ struct ExperimentView<'a> {
     plots: Vec<String>,
     vary: &'static str,
     rows: Vec<[String; 8]>,
+    accuracy: Option<AccuracyView>,
 }
 
 pub fn to_html(result: &SweepResult) -> Result<String> {
@@ -160,6 +329,10 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
                 ]
             })
             .collect();
+        let accuracy = match &result.reference {
+            Some(info) => accuracy_view(&records, info)?,
+            None => None,
+        };
         experiments.push(ExperimentView {
             id: &e.name,
             heading: e.heading(),
@@ -167,12 +340,13 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
             plots,
             vary: e.vary.label(),
             rows,
+            accuracy,
         });
     }
     let view = View {
         description: &c.description,
         methods: c.methods.join(", "),
-        reference: &c.reference,
+        agreement_reference: &c.reference,
         repeats: c.repeats,
         machine: &result.machine,
         failures: result
@@ -188,6 +362,7 @@ pub fn to_html(result: &SweepResult) -> Result<String> {
             })
             .collect(),
         experiments,
+        reference: result.reference.as_ref(),
     };
     page::render("sweep.html", &c.title, view)
 }
