@@ -739,3 +739,131 @@ fn sweep_reference_refusals_are_one_line_with_a_hint() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }
+
+/// `batch report --reference`: the mosaic of a batch (the map cut into
+/// 2 x 2 tasks) is assessed as `assess` assesses it, the input mosaic
+/// giving the strata; the class areas before and after are in the unit
+/// asked for and match the rasters' pixel counts; the page has the maps,
+/// the palette file's names and a title that says what was smoothed.
+#[test]
+fn batch_report_reference_areas_and_maps() {
+    let s = Scene::new();
+    let map = s.map.to_str().unwrap();
+    let (sample, labelled) = (s.path("s.csv"), s.path("l.csv"));
+    mapfilter_ok(&["sample", map, "--out", &sample, "--seed", "5", "-q"]);
+    label_from_truth(&sample, &s.truth, &labelled);
+    let batch = s.path("batch");
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        map,
+        "--out",
+        &batch,
+        "--grid",
+        "2",
+        "-k",
+        "gaussian:1.5",
+        "--device",
+        "host",
+    ]);
+    mapfilter_ok(&["batch", "run", &batch, "-q"]);
+    let palette = s.path("classes.clr");
+    std::fs::write(
+        &palette,
+        "1 0 100 0 Forest\n2 255 200 0 Cropland\n3 200 0 0 Built-up\n4 20 20 200 Lake\n",
+    )
+    .unwrap();
+    let report = mapfilter(&[
+        "batch",
+        "report",
+        &batch,
+        "--reference",
+        &labelled,
+        "--label",
+        "truth",
+        "--area-unit",
+        "ha",
+        "--palette",
+        &palette,
+    ]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let r = json(&format!("{batch}/report.json"));
+    let mosaic = format!("{batch}/mosaic.vrt");
+    let assessed = s.path("assess.json");
+    mapfilter_ok(&[
+        "assess", &mosaic, &labelled, "--label", "truth", "--strata", map, "--json", &assessed,
+        "-q",
+    ]);
+    let expected = &json(&assessed)["assessment"];
+    for key in [
+        "overall",
+        "classes",
+        "matrix",
+        "counts",
+        "disagreement",
+        "strata",
+    ] {
+        assert_eq!(r["accuracy"]["assessment"][key], expected[key], "{key}");
+    }
+    // Areas: pixel counts of the input and the mosaic times 900 m².
+    let count = |path: &str| {
+        let (_, _, codes) = read_raster(Path::new(path));
+        let mut n = [0u64; 5];
+        codes
+            .iter()
+            .filter(|&&c| c != 0)
+            .for_each(|&c| n[c as usize] += 1);
+        n
+    };
+    let (before, after) = (count(map), count(&mosaic));
+    let areas = &r["areas"];
+    assert_eq!(areas["shown_unit"], "ha");
+    for c in areas["classes"].as_array().unwrap() {
+        let code = c["code"].as_u64().unwrap() as usize;
+        assert_eq!(
+            c["input_area"].as_f64().unwrap(),
+            before[code] as f64 * PIXEL_M2,
+            "{c}"
+        );
+        assert_eq!(
+            c["output_area"].as_f64().unwrap(),
+            after[code] as f64 * PIXEL_M2,
+            "{c}"
+        );
+    }
+    assert!(areas["changed_pixels"].as_u64().unwrap() > 0);
+    let html = std::fs::read_to_string(format!("{batch}/report.html")).unwrap();
+    assert!(
+        html.contains("<title>Batch report: map.tif smoothed with gaussian:1.5 by"),
+        "title"
+    );
+    assert!(
+        html.matches("<img class=\"map\"").count() == 3,
+        "input, mosaic, change"
+    );
+    assert!(html.contains("<th>before (ha)</th>") && html.contains("4 Lake"));
+    assert!(html.contains("Accuracy of mosaic.vrt against"));
+    // A bad reference is refused: one line with a hint.
+    let bad = mapfilter(&[
+        "batch",
+        "report",
+        &batch,
+        "--reference",
+        &sample,
+        "--label",
+        "truth",
+    ]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("no label field \"truth\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("(hint: ") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}

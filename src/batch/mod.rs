@@ -9,11 +9,13 @@
 //!   and failed records written atomically, output checksums.
 //! - [`run`] runs a share of the tasks, several in flight, resuming.
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
-//!   VRT and an optional Cloud Optimized GeoTIFF.
+//!   VRT and an optional Cloud Optimized GeoTIFF; [`maps`] gives it the
+//!   quick-look maps and class areas.
 //! - [`slurm`] writes a job-array script.
 //! - [`workers`] sizes a run to the node: tasks in flight, pool threads.
 
 pub mod inputs;
+pub mod maps;
 pub mod mosaic;
 pub mod plan;
 pub mod records;
