@@ -696,7 +696,7 @@ fn sweep_reference_scores_equal_assess_on_each_output() {
     assert!(html.contains("Overall accuracy of each output against the reference sample"));
     assert!(html.contains("Gaussian σ (pixels)"));
     assert!(html.contains("estimated area ± 95 % (ha)"));
-    assert!(html.contains("Class areas estimated from the reference labels, naive@host"));
+    assert!(html.contains("Class areas from the reference labels, naive@host"));
 }
 
 /// A bad reference is one line with a hint, before any run.

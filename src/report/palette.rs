@@ -22,9 +22,9 @@ const CATEGORICAL: usize = 40;
 /// The blue of water (ColorBrewer's Paired blue).
 pub const WATER: [u8; 3] = [31, 120, 180];
 
-/// Categorical colours closer than this (CIELAB ΔE) to [`WATER`] are left
-/// to the water class where there is one.
-const NEAR_WATER: f64 = 30.0;
+/// Categorical colours closer than this (CIELAB ΔE) to a colour already
+/// taken (the water blue, a palette file's colour) are skipped.
+const NEAR: f64 = 30.0;
 
 /// CIELAB (D65) of an sRGB colour.
 pub fn lab([r, g, b]: [u8; 3]) -> [f64; 3] {
@@ -62,10 +62,12 @@ pub fn categorical() -> &'static [[u8; 3]] {
     static COLOURS: OnceLock<Vec<[u8; 3]>> = OnceLock::new();
     COLOURS.get_or_init(|| {
         let levels = [0u8, 51, 102, 153, 204, 255];
+        // Near-black colours read as text and lines: lightness 30 and up.
         let grid: Vec<([u8; 3], [f64; 3])> = levels
             .iter()
             .flat_map(|&r| levels.iter().flat_map(move |&g| levels.map(|b| [r, g, b])))
             .map(|c| (c, lab(c)))
+            .filter(|(_, l)| l[0] >= 30.0)
             .collect();
         let dist = |a: &[f64; 3], b: &[f64; 3]| {
             ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
@@ -105,22 +107,38 @@ pub fn is_water(name: &str) -> bool {
 
 /// Colours for `codes` (the classes present, ascending) named by `names`
 /// (by code, may be empty): water-named classes blue, the others the
-/// categorical colours in turn (those near the water blue skipped where
-/// a class is water).
-pub fn class_colours(codes: &[u16], names: &[String]) -> Vec<(u16, [u8; 3])> {
+/// categorical colours in turn, skipping those near a colour `taken`
+/// already (another class's from a palette file or colour table) or near
+/// the water blue where a class is water.
+pub fn class_colours(codes: &[u16], names: &[String], taken: &[[u8; 3]]) -> Vec<(u16, [u8; 3])> {
     let water = |c: u16| names.get(c as usize).is_some_and(|n| is_water(n));
-    let any_water = codes.iter().any(|&c| water(c));
-    let mut free = categorical()
-        .iter()
-        .filter(|&&c| !any_water || delta_e(c, WATER) >= NEAR_WATER)
-        .cycle();
+    let mut avoid = taken.to_vec();
+    if codes.iter().any(|&c| water(c)) {
+        avoid.push(WATER);
+    }
+    let free_of = |limit: f64| -> Vec<[u8; 3]> {
+        categorical()
+            .iter()
+            .copied()
+            .filter(|&c| avoid.iter().all(|&t| delta_e(c, t) >= limit))
+            .collect()
+    };
+    // Fewer colours left than classes: keep apart from the taken ones less.
+    let mut pool = free_of(NEAR);
+    if pool.len() < codes.len() {
+        pool = free_of(NEAR / 2.0);
+    }
+    if pool.is_empty() {
+        pool = categorical().to_vec();
+    }
+    let mut free = pool.into_iter().cycle();
     codes
         .iter()
         .map(|&c| {
             let colour = if water(c) {
                 WATER
             } else {
-                *free.next().expect("a cycle never ends")
+                free.next().expect("a cycle of a non-empty pool never ends")
             };
             (c, colour)
         })
@@ -340,7 +358,8 @@ pub fn choose(
             None => true,
         })
         .collect();
-    for (c, [r, g, b]) in class_colours(&missing, &names) {
+    let taken: Vec<[u8; 3]> = colours.iter().map(|(_, c)| [c[0], c[1], c[2]]).collect();
+    for (c, [r, g, b]) in class_colours(&missing, &names, &taken) {
         colours.push((c, [r, g, b, 255]));
     }
     if let Some(f) = file {
@@ -379,12 +398,12 @@ mod tests {
         let names: Vec<String> = ["", "forest", "Open water", "crops"]
             .map(String::from)
             .to_vec();
-        let c = class_colours(&[1, 2, 3], &names);
+        let c = class_colours(&[1, 2, 3], &names, &[]);
         assert_eq!(c[1], (2, WATER));
         assert!(
             c.iter()
                 .filter(|x| x.0 != 2)
-                .all(|x| delta_e(x.1, WATER) >= NEAR_WATER)
+                .all(|x| delta_e(x.1, WATER) >= NEAR)
         );
         assert!(is_water("Lakes") && is_water("lake") && !is_water("seagrass"));
     }
@@ -433,5 +452,18 @@ mod tests {
         let [r, g, b, _] = p.color(3);
         assert_eq!([r, g, b], categorical()[0]);
         assert_eq!(names[2], "Two");
+        // A categorical colour near one given is left to that class.
+        let green = parse_gdal("1 0 102 0 Forest\n").unwrap();
+        let (p, _) = choose(
+            Some(&green),
+            &[],
+            &[],
+            &(1..=24).collect::<Vec<u16>>(),
+            None,
+        );
+        for c in 2..=24 {
+            let [r, g, b, _] = p.color(c);
+            assert!(delta_e([r, g, b], [0, 102, 0]) >= NEAR / 2.0, "class {c}");
+        }
     }
 }

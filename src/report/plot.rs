@@ -112,6 +112,21 @@ pub struct Series {
     pub intervals: Vec<(f64, f64)>,
     /// The line's colour (a class's, say); `None`: the chart's next one.
     pub color: Option<(u8, u8, u8)>,
+    pub mark: Mark,
+    /// Left out of the legend (a line that another series names).
+    pub no_legend: bool,
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mark {
+    /// A line through dots.
+    #[default]
+    LineAndPoints,
+    /// Dots only (estimates with their error bars).
+    Points,
+    /// A thin line without dots (a reference level).
+    ThinLine,
 }
 
 /// A line chart with one line per series.
@@ -127,6 +142,14 @@ pub struct LineChart {
     pub y_range: Option<(f64, f64)>,
     /// Legend in the lower left corner instead of the upper left (lines near the top).
     pub legend_at_bottom: bool,
+}
+
+/// The title's font size: 18 px, smaller for a title that would not fit
+/// the plot's width at 18 px (about 0.53 em per character).
+fn caption_size(title: &str) -> u32 {
+    let chars = title.chars().count().max(1) as f64;
+    let fits = f64::from(SIZE.0 - 24) / (0.53 * chars);
+    fits.clamp(11.0, 18.0) as u32
 }
 
 fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
@@ -228,7 +251,7 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
             let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
             root.fill(&WHITE).map_err(draw_error)?;
             let mut ctx = ChartBuilder::on(&root)
-                .caption(&chart.title, ("sans-serif", 18))
+                .caption(&chart.title, ("sans-serif", caption_size(&chart.title)))
                 .margin(12)
                 .x_label_area_size(42)
                 .y_label_area_size(y_area)
@@ -248,14 +271,34 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                 .map_err(draw_error)?;
             for (i, (label, pts)) in series.iter().enumerate() {
                 let color = colors[i];
-                ctx.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                    .map_err(draw_error)?
-                    .label(label)
-                    .legend(move |(x, y)| {
-                        PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
-                    });
-                ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                let (mark, in_legend) = (chart.series[i].mark, !chart.series[i].no_legend);
+                let width = if mark == Mark::ThinLine { 1 } else { 2 };
+                let line = if mark == Mark::Points {
+                    Vec::new()
+                } else {
+                    pts.clone()
+                };
+                let drawn = ctx
+                    .draw_series(LineSeries::new(line, color.stroke_width(width)))
                     .map_err(draw_error)?;
+                if in_legend {
+                    drawn
+                        .label(label)
+                        .legend(move |(x, y)| -> DynElement<_, _> {
+                            // A square for dots: a circle would read as data.
+                            if mark == Mark::Points {
+                                Rectangle::new([(x + 6, y - 3), (x + 12, y + 3)], color.filled())
+                                    .into_dyn()
+                            } else {
+                                PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                                    .into_dyn()
+                            }
+                        });
+                }
+                if mark != Mark::ThinLine {
+                    ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .map_err(draw_error)?;
+                }
                 // Error bars: a vertical line with short caps, in pixels so
                 // the caps keep their width on any axis.
                 for &(x, lo, hi) in &bars[i] {
@@ -287,11 +330,21 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                         .map_err(draw_error)?;
                 }
             }
-            if !series.is_empty() {
+            if chart.series.iter().any(|s| !s.no_legend) {
+                let named: Vec<&str> = series
+                    .iter()
+                    .zip(&chart.series)
+                    .filter(|(_, s)| !s.no_legend)
+                    .map(|((l, _), _)| l.as_str())
+                    .collect();
                 let (position, covered, band) =
-                    legend_corner(&ctx, &series, chart.legend_at_bottom);
+                    legend_corner(&ctx, &series, &named, chart.legend_at_bottom);
                 if covered > 0 {
-                    extend = band;
+                    // Negative: the legend sits at the bottom.
+                    extend = match position {
+                        SeriesLabelPosition::LowerLeft | SeriesLabelPosition::LowerRight => -band,
+                        _ => band,
+                    };
                 }
                 ctx.configure_series_labels()
                     .background_style(WHITE.mix(0.85))
@@ -305,10 +358,18 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
         Ok((svg, extend))
     };
     let (svg, extend) = draw(yr)?;
-    if extend > 0.0 && extend < 0.6 {
-        // No corner is free: raise the top of the y axis by the legend's
-        // height, so that the band it takes holds no data.
-        return Ok(draw((yr.0, yr.0 + (yr.1 - yr.0) / (1.0 - extend)))?.0);
+    let band = extend.abs();
+    if band > 0.0 && band < 0.6 {
+        // No corner is free: move the end of the y axis the legend is at
+        // out by the legend's height, so that the band it takes holds no
+        // data.
+        let span = (yr.1 - yr.0) / (1.0 - band);
+        let moved = if extend > 0.0 {
+            (yr.0, yr.0 + span)
+        } else {
+            (yr.1 - span, yr.1)
+        };
+        return Ok(draw(moved)?.0);
     }
     Ok(svg)
 }
@@ -323,16 +384,13 @@ fn legend_corner<DB: DrawingBackend>(
         Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
     >,
     series: &[(String, Vec<(f64, f64)>)],
+    named: &[&str],
     bottom_first: bool,
 ) -> (SeriesLabelPosition, usize, f64) {
     let (xr, yr) = ctx.plotting_area().get_pixel_range();
-    let longest = series
-        .iter()
-        .map(|(l, _)| l.chars().count())
-        .max()
-        .unwrap_or(0) as i32;
+    let longest = named.iter().map(|l| l.chars().count()).max().unwrap_or(0) as i32;
     // plotters' legend: 10 px from the corner, rows of about 20 px.
-    let (w, h) = (longest * 9 + 50, series.len() as i32 * 20 + 16);
+    let (w, h) = (longest * 9 + 50, named.len() as i32 * 20 + 16);
     let boxes = [
         (xr.start, yr.start),
         (xr.end - w, yr.start),
@@ -422,7 +480,7 @@ pub fn bar_chart(
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
         let mut ctx = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 18))
+            .caption(&title, ("sans-serif", caption_size(&title)))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(64)
@@ -528,7 +586,7 @@ mod tests {
                 label: "naive@host".into(),
                 points: vec![(1.0, 90.0), (2.0, 92.0)],
                 intervals: vec![(85.0, 95.0), (80.0, 99.0)],
-                color: None,
+                ..Default::default()
             }],
             y_range: None,
             legend_at_bottom: false,

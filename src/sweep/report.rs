@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::report::accuracy::{class_label, percent_ci};
 use crate::report::numbers::fixed;
 use crate::report::page;
-use crate::report::plot::{self, LineChart, Scale, Series};
+use crate::report::plot::{self, LineChart, Mark, Scale, Series};
 use serde::Serialize;
 
 /// One line per method, points in the order of the experiment's values.
@@ -92,6 +92,9 @@ fn gaussian_sides(r: &Record) -> bool {
     r.variable == Variable::KernelSize && r.kernel.starts_with("gaussian")
 }
 
+/// Classes drawn in a class-area plot (its legend must leave room for data).
+const PLOTTED_CLASSES: usize = 6;
+
 /// An experiment's outputs against the reference sample.
 #[derive(Serialize)]
 struct AccuracyView {
@@ -129,7 +132,11 @@ fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<Acc
         let o = a.overall;
         let at = |v: f64| 100.0 * v;
         let point = (accuracy_x(r), at(o.value));
-        let bar = (at(o.value - Z95 * o.se), at(o.value + Z95 * o.se));
+        // An interval past 100 % (the normal approximation) means nothing.
+        let bar = (
+            at(o.value - Z95 * o.se).max(0.0),
+            at(o.value + Z95 * o.se).min(100.0),
+        );
         match overall.iter_mut().find(|s| s.label == r.method) {
             Some(s) => {
                 s.points.push(point);
@@ -139,7 +146,7 @@ fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<Acc
                 label: r.method.clone(),
                 points: vec![point],
                 intervals: vec![bar],
-                color: None,
+                ..Default::default()
             }),
         }
     }
@@ -162,36 +169,71 @@ fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<Acc
     let unit = &info.unit;
     let mut methods: Vec<&str> = scored.iter().map(|(r, _)| r.method.as_str()).collect();
     methods.dedup();
+    // A legend of 20 classes would cover the plot: the largest classes
+    // only (by mapped area at the first setting), the table has them all.
+    let mut largest: Vec<(u16, f64)> = scored[0]
+        .1
+        .classes
+        .iter()
+        .map(|c| (c.code, c.map_proportion))
+        .collect();
+    let all_classes = largest.len();
+    largest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    largest.truncate(PLOTTED_CLASSES);
+    let shown = |code: u16| largest.iter().any(|c| c.0 == code);
+    let what = if all_classes > PLOTTED_CLASSES {
+        format!("Areas of the {PLOTTED_CLASSES} largest of {all_classes} classes")
+    } else {
+        "Class areas".to_string()
+    };
     for method in &methods {
+        // Per class: the estimate from the reference labels as dots with
+        // their 95 % bars, and the area the output maps as a thin line of
+        // the same colour, so the σ whose mapped areas fall inside the
+        // intervals shows.
         let mut by_class: Vec<Series> = Vec::new();
         for (r, a) in scored.iter().filter(|(r, _)| r.method == *method) {
-            for c in &a.classes {
+            for c in a.classes.iter().filter(|c| shown(c.code)) {
                 let label = class_label(&info.names, c.code);
                 let e = c.area.scaled(1.0 / unit.per);
-                let point = (accuracy_x(r), e.value);
-                let bar = (e.value - Z95 * e.se, e.value + Z95 * e.se);
-                match by_class.iter_mut().find(|s| s.label == label) {
-                    Some(s) => {
-                        s.points.push(point);
-                        s.intervals.push(bar);
+                let x = accuracy_x(r);
+                let bar = ((e.value - Z95 * e.se).max(0.0), e.value + Z95 * e.se);
+                let mapped = c.map_proportion * a.total_area / unit.per;
+                let [red, green, blue, _] = info.palette.color(c.code);
+                for (mark, y) in [(Mark::Points, e.value), (Mark::ThinLine, mapped)] {
+                    let found = by_class
+                        .iter_mut()
+                        .find(|s| s.label == label && s.mark == mark);
+                    match found {
+                        Some(s) => {
+                            s.points.push((x, y));
+                            if mark == Mark::Points {
+                                s.intervals.push(bar);
+                            }
+                        }
+                        None => by_class.push(Series {
+                            label: label.clone(),
+                            points: vec![(x, y)],
+                            intervals: if mark == Mark::Points {
+                                vec![bar]
+                            } else {
+                                Vec::new()
+                            },
+                            color: Some((red, green, blue)),
+                            mark,
+                            no_legend: mark == Mark::ThinLine,
+                        }),
                     }
-                    None => by_class.push(Series {
-                        label,
-                        points: vec![point],
-                        intervals: vec![bar],
-                        color: {
-                            let [r, g, b, _] = info.palette.color(c.code);
-                            Some((r, g, b))
-                        },
-                    }),
                 }
             }
         }
-        plots.push(page::svg_element(&plot::line_chart(&chart(
-            format!("Class areas estimated from the reference labels, {method}"),
-            format!("area ({}, 95 % interval)", unit.name),
+        let mut areas = chart(
+            format!("{what} from the reference labels, {method}"),
+            format!("area ({}; dots: estimate ± 95 %, lines: mapped)", unit.name),
             by_class,
-        ))?));
+        );
+        areas.legend_at_bottom = false;
+        plots.push(page::svg_element(&plot::line_chart(&areas)?));
     }
     let overall = scored
         .iter()
