@@ -606,6 +606,37 @@ fn bad_points_are_refused_with_a_cause_and_a_hint() {
     );
 }
 
+/// Asserts that two JSON assessments hold the same estimates, sample and
+/// strata (`what` says which in a failure).
+fn same_estimates(got: &serde_json::Value, expected: &serde_json::Value, what: &str) {
+    for key in [
+        "overall",
+        "classes",
+        "matrix",
+        "counts",
+        "disagreement",
+        "strata",
+    ] {
+        assert_eq!(got[key], expected[key], "{key} of {what}");
+    }
+}
+
+/// Writes a sweep config varying the Gaussian's side over `values` on `map`
+/// with naive@host (no agreement reference); returns its path.
+fn sweep_config(s: &Scene, map: &str, values: &str) -> String {
+    let config = s.path("sweep.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "title = \"σ against the truth\"\nmethods = [\"naive@host\"]\nreference = \"none\"\n\
+             input = \"{map}\"\n[base]\nkernel = \"gaussian\"\n[[experiment]]\nname = \"sigma\"\n\
+             vary = \"kernel_size\"\nvalues = [{values}]\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
 /// `sweep --reference`: every σ of a sweep on the map is scored against
 /// the sample labelled from the truth, and each figure equals what `assess`
 /// reports for the same smoothing written to a file (`smooth` with the
@@ -618,16 +649,7 @@ fn sweep_reference_scores_equal_assess_on_each_output() {
     let map = s.map.to_str().unwrap();
     mapfilter_ok(&["sample", map, "--out", &sample, "--seed", "3", "-q"]);
     label_from_truth(&sample, &s.truth, &labelled);
-    let config = s.path("sweep.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "title = \"σ against the truth\"\nmethods = [\"naive@host\"]\nreference = \"none\"\n\
-             input = \"{map}\"\n[base]\nkernel = \"gaussian\"\n[[experiment]]\nname = \"sigma\"\n\
-             vary = \"kernel_size\"\nvalues = [3, 7, 13]\n"
-        ),
-    )
-    .unwrap();
+    let config = sweep_config(&s, map, "3, 7, 13");
     let out = s.path("sweep");
     mapfilter_ok(&[
         "sweep",
@@ -667,18 +689,8 @@ fn sweep_reference_scores_equal_assess_on_each_output() {
             "assess", &smoothed, &labelled, "--label", "truth", "--strata", map, "--json",
             &assessed, "-q",
         ]);
-        let expected = &json(&assessed)["assessment"];
         let got = &r["accuracy"];
-        for key in [
-            "overall",
-            "classes",
-            "matrix",
-            "counts",
-            "disagreement",
-            "strata",
-        ] {
-            assert_eq!(got[key], expected[key], "{key} at side {side}");
-        }
+        same_estimates(got, &json(&assessed)["assessment"], &format!("side {side}"));
         overall.push(got["overall"]["value"].as_f64().unwrap());
     }
     // Smoothing changes the map: the sweep measures something.
@@ -704,15 +716,7 @@ fn sweep_reference_scores_equal_assess_on_each_output() {
 fn sweep_reference_refusals_are_one_line_with_a_hint() {
     let s = Scene::new();
     let map = s.map.to_str().unwrap();
-    let config = s.path("sweep.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "title = \"t\"\nmethods = [\"naive@host\"]\nreference = \"none\"\ninput = \"{map}\"\n\
-             [[experiment]]\nname = \"k\"\nvary = \"kernel_size\"\nvalues = [3]\n"
-        ),
-    )
-    .unwrap();
+    let config = sweep_config(&s, map, "3");
     let bad = s.path("bad.csv");
     std::fs::write(&bad, "x,y,code\n500015,6199985,1\n").unwrap();
     let far = s.path("far.csv");
@@ -798,17 +802,11 @@ fn batch_report_reference_areas_and_maps() {
         "assess", &mosaic, &labelled, "--label", "truth", "--strata", map, "--json", &assessed,
         "-q",
     ]);
-    let expected = &json(&assessed)["assessment"];
-    for key in [
-        "overall",
-        "classes",
-        "matrix",
-        "counts",
-        "disagreement",
-        "strata",
-    ] {
-        assert_eq!(r["accuracy"]["assessment"][key], expected[key], "{key}");
-    }
+    same_estimates(
+        &r["accuracy"]["assessment"],
+        &json(&assessed)["assessment"],
+        "batch mosaic",
+    );
     // Areas: pixel counts of the input and the mosaic times 900 m².
     let count = |path: &str| {
         let (_, _, codes) = read_raster(Path::new(path));

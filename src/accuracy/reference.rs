@@ -2,8 +2,8 @@
 //! any map on that grid against it: the one path from "points with
 //! reference labels" to an [`Assessment`] that `assess`, `sweep
 //! --reference` and `batch report --reference` share. The points are read
-//! (and transformed into the map's CRS) by [`crate::gdal::points`]; here
-//! they become pixels once, so a sweep scores each of its outputs without
+//! (and transformed into the map's CRS) by `job::reference`; here they
+//! become pixels once, so a sweep scores each of its outputs without
 //! reading the points again.
 
 use super::estimate::{self, Assessment, SamplePoint};

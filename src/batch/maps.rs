@@ -167,18 +167,13 @@ pub fn scan(
         ql_change.add(strip, &change);
     }
     let codes: Vec<u16> = areas.keys().copied().collect();
-    let colors = if output.meta.colors.is_empty() {
-        &input.meta.colors
-    } else {
-        &output.meta.colors
-    };
-    let names = if output.meta.category_names.is_empty() {
-        &input.meta.category_names
-    } else {
-        &output.meta.category_names
-    };
-    let (palette, names) =
-        crate::report::palette::choose(palette, colors, names, &codes, out_nodata);
+    let (palette, names) = crate::report::palette::choose_for_two(
+        palette,
+        (&output.meta.colors, &output.meta.category_names),
+        (&input.meta.colors, &input.meta.category_names),
+        &codes,
+        out_nodata,
+    );
     Ok(MosaicPictures {
         input_png: ql_in.to_png(&palette.with_nodata(Some(in_fill)))?,
         output_png: ql_out.to_png(&palette.with_nodata(Some(out_fill)))?,

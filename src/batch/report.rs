@@ -498,7 +498,7 @@ fn assess_mosaic(
     let mut map = ClassRaster::open(mosaic)?;
     let strata_path = strata.map_or_else(|| dir.join(&plan.mosaics[0].source), Path::to_path_buf);
     let mut strata_raster = ClassRaster::open(&strata_path)?;
-    let sample = crate::gdal::points::read_sample(
+    let sample = crate::job::reference::read_sample(
         points,
         label,
         &map.meta.projection,

@@ -81,7 +81,7 @@ pub fn run(args: AssessArgs) -> Result<()> {
         .as_deref()
         .map(|p| ClassRaster::open_with(p, BandChoice::default()))
         .transpose()?;
-    let reference = crate::gdal::points::read_sample(
+    let reference = crate::job::reference::read_sample(
         &args.points,
         &args.label,
         &map.meta.projection,

@@ -15,7 +15,9 @@ pub struct PaletteArg {
 }
 
 impl PaletteArg {
-    /// The file read, if one was given.
+    /// The file read, if one was given. (The GDAL-free build draws no
+    /// classes: there `sweep --reference`, the one user, refuses first.)
+    #[cfg_attr(not(feature = "gdal"), allow(dead_code))]
     pub fn read(&self) -> Result<Option<PaletteFile>> {
         self.palette.as_deref().map(PaletteFile::read).transpose()
     }

@@ -152,7 +152,7 @@ fn scoring<'a>(
     let label = args.label.as_deref().unwrap_or_default();
     let input = ClassRaster::open(std::path::Path::new(&config.input[0]))?;
     let size = crate::io::ClassSource::size(&input);
-    let sample = crate::gdal::points::read_sample(
+    let sample = crate::job::reference::read_sample(
         points,
         label,
         &input.meta.projection,

@@ -161,25 +161,6 @@ pub fn read(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
     read_ogr(path, label, projection)
 }
 
-/// [`read`], placed on the grid of a map with geotransform `gt` and
-/// `size` pixels: the sample `assess`, `sweep --reference` and `batch
-/// report --reference` score maps against.
-pub fn read_sample(
-    path: &Path,
-    label: &str,
-    projection: &str,
-    gt: Option<[f64; 6]>,
-    size: (usize, usize),
-) -> Result<crate::accuracy::ReferenceSample> {
-    let points = read(path, label, projection)?;
-    crate::accuracy::ReferenceSample::locate(
-        points.iter().map(|p| (p.id, p.x, p.y, p.label)),
-        gt,
-        size,
-        &path.display().to_string(),
-    )
-}
-
 /// A CSV with `x`, `y` and the label column (any case), in the map's CRS.
 fn read_csv(path: &Path, label: &str) -> Result<Vec<ReferencePoint>> {
     let fail = |e: csv::Error| Error::new(format!("{}: {e}", path.display()));

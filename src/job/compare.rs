@@ -260,18 +260,13 @@ pub fn compare_rasters(
     }
     // Colours: --palette, else the reference's table, else the
     // candidate's, else categorical; the same for both maps.
-    let colors = if reference.meta.colors.is_empty() {
-        &candidate.meta.colors
-    } else {
-        &reference.meta.colors
-    };
-    let names = if reference.meta.category_names.is_empty() {
-        &candidate.meta.category_names
-    } else {
-        &reference.meta.category_names
-    };
-    let (ref_palette, names) =
-        crate::report::palette::choose(palette, colors, names, confusion.codes(), rn);
+    let (ref_palette, names) = crate::report::palette::choose_for_two(
+        palette,
+        (&reference.meta.colors, &reference.meta.category_names),
+        (&candidate.meta.colors, &candidate.meta.category_names),
+        confusion.codes(),
+        rn,
+    );
     let cand_palette = ref_palette.with_nodata(cn);
     let summary = Summary::new(&confusion, (w, h), area, &names).with_areas(areas.as_ref());
     let maps = vec![

@@ -374,6 +374,29 @@ pub fn choose(
     (Palette::from_entries(&colours, nodata), names)
 }
 
+/// [`choose`] for two rasters drawn alike (a comparison, a mosaic before
+/// and after): the first's colour table and names where it has them, else
+/// the second's, each as `(colour table, category names)`.
+pub fn choose_for_two(
+    file: Option<&PaletteFile>,
+    first: (&[[i16; 4]], &[String]),
+    second: (&[[i16; 4]], &[String]),
+    codes: &[u16],
+    nodata: Option<u16>,
+) -> (Palette, Vec<String>) {
+    let table = if first.0.is_empty() {
+        second.0
+    } else {
+        first.0
+    };
+    let names = if first.1.is_empty() {
+        second.1
+    } else {
+        first.1
+    };
+    choose(file, table, names, codes, nodata)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

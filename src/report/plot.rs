@@ -633,8 +633,8 @@ mod tests {
             zoomed && lo > 0.97 && lo < 0.985 && hi > 0.999 && hi < 1.001,
             "{lo} {hi}"
         );
-        assert_eq!(bar_range(&[0.985, 0.991], false).1, false);
-        assert_eq!(bar_range(&[0.2, 0.9], true).1, false);
+        assert!(!bar_range(&[0.985, 0.991], false).1);
+        assert!(!bar_range(&[0.2, 0.9], true).1);
         let labels: Vec<String> = ["1", "2", "3"].map(String::from).to_vec();
         let svg = bar_chart(
             "IoU per class",
