@@ -721,22 +721,42 @@ fn sweep_reference_refusals_are_one_line_with_a_hint() {
     std::fs::write(&bad, "x,y,code\n500015,6199985,1\n").unwrap();
     let far = s.path("far.csv");
     std::fs::write(&far, "x,y,truth\n0,0,1\n").unwrap();
-    for (points, expected) in [
-        (s.path("missing.csv"), "no such file"),
-        (bad, "no label field \"truth\""),
-        (far, "1 of 1 points lie outside the map"),
+    // A sample that reads, for the refusals of the other options.
+    let good = s.path("good.csv");
+    std::fs::write(&good, "x,y,truth\n500045,6199985,1\n").unwrap();
+    let palette = s.path("bad.clr");
+    std::fs::write(&palette, "1 0 100\n").unwrap();
+    let strata = s.path("small.tif");
+    mapfilter_ok(&["gen", &strata, "--size", "10x10", "--classes", "2", "-q"]);
+    for (points, extra, expected) in [
+        (s.path("missing.csv"), None, "no such file"),
+        (bad, None, "no label field \"truth\""),
+        (far, None, "1 of 1 points lie outside the map"),
+        (
+            good.clone(),
+            Some(("--palette", &palette)),
+            "line 1: \"1 0 100\" is not",
+        ),
+        (
+            good,
+            Some(("--strata", &strata)),
+            "the strata raster is 10 x 10 pixels",
+        ),
     ] {
-        let out = mapfilter(&[
+        let out = s.path("o");
+        let mut args = vec![
             "sweep",
             &config,
             "--out",
-            &s.path("o"),
+            &out,
             "--reference",
             &points,
             "--label",
             "truth",
             "-q",
-        ]);
+        ];
+        args.extend(extra.iter().flat_map(|(k, v)| [*k, v.as_str()]));
+        let out = mapfilter(&args);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(expected) && err.contains("(hint: "), "{err}");

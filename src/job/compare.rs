@@ -526,3 +526,24 @@ fn run_baseline(
     let file = out.finish_scratch()?;
     Ok((file, t0.elapsed().as_secs_f64()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_tell_files_of_one_name_apart() {
+        let (a, b) = names_apart(
+            Path::new("/d/run1/mosaic.vrt"),
+            Path::new("/d/run2/mosaic.vrt"),
+        );
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("run1/mosaic.vrt", "run2/mosaic.vrt")
+        );
+        let (a, b) = names_apart(Path::new("/x/a.tif"), Path::new("/y/b.tif"));
+        assert_eq!((a.as_str(), b.as_str()), ("a.tif", "b.tif"));
+        let (a, b) = names_apart(Path::new("/x/a.tif"), Path::new("/x/a.tif"));
+        assert_eq!((a.as_str(), b.as_str()), ("a.tif", "a.tif"));
+    }
+}
