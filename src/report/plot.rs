@@ -475,6 +475,13 @@ pub fn bar_chart(
     } else {
         title.to_string()
     };
+    // Room for the widest tick label beside the axis title (a zoomed axis
+    // has long ones: 0.9995).
+    let widest = (0..=10)
+        .map(|i| linear_label(y0 + (y1 - y0) * f64::from(i) / 10.0, y1 - y0).len())
+        .max()
+        .unwrap_or(1);
+    let y_area = (widest as u32 * 9 + 40).max(64);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -483,7 +490,7 @@ pub fn bar_chart(
             .caption(&title, ("sans-serif", caption_size(&title)))
             .margin(12)
             .x_label_area_size(42)
-            .y_label_area_size(64)
+            .y_label_area_size(y_area)
             .build_cartesian_2d(-0.5..n as f64 - 0.5, y0..y1)
             .map_err(draw_error)?;
         let label_of = |v: &f64| {
