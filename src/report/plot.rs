@@ -156,8 +156,17 @@ fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
     Error::new(format!("cannot draw a plot: {e:?}"))
 }
 
-/// Renders `chart` as an SVG document.
-pub fn line_chart(chart: &LineChart) -> Result<String> {
+/// A chart's series in transformed (axis) values, with their colours,
+/// error bars `(x, low, high)` and the axis ranges they need.
+struct Prepared {
+    colors: Vec<RGBAColor>,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    bars: Vec<Vec<(f64, f64, f64)>>,
+    xr: (f64, f64),
+    yr: (f64, f64),
+}
+
+fn prepare(chart: &LineChart) -> Prepared {
     let colors: Vec<RGBAColor> = chart
         .series
         .iter()
@@ -221,6 +230,50 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
         None => chart.y_scale.range(y0, y1),
     };
 
+    Prepared {
+        colors,
+        series,
+        bars,
+        xr,
+        yr,
+    }
+}
+
+/// Draws error bars `(x, low, high)`: a vertical line with short caps, in
+/// pixels so the caps keep their width on any axis.
+fn draw_bars<DB: DrawingBackend>(
+    ctx: &ChartContext<
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    bars: &[(f64, f64, f64)],
+    color: RGBAColor,
+) -> Result<()> {
+    for &(x, lo, hi) in bars {
+        let (px, top) = ctx.backend_coord(&(x, hi));
+        let (_, bottom) = ctx.backend_coord(&(x, lo));
+        for line in [
+            [(px, top), (px, bottom)],
+            [(px - 4, top), (px + 4, top)],
+            [(px - 4, bottom), (px + 4, bottom)],
+        ] {
+            root.draw(&PathElement::new(line, color.stroke_width(1)))
+                .map_err(draw_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Renders `chart` as an SVG document.
+pub fn line_chart(chart: &LineChart) -> Result<String> {
+    let Prepared {
+        colors,
+        series,
+        bars,
+        xr,
+        yr,
+    } = prepare(chart);
     let (xs, ys) = (chart.x_scale, chart.y_scale);
     // Few x values (kernel sides, ranks, terms, sizes): ticks at the data
     // values themselves, so 3/5/7 are labelled 3/5/7 and integer axes get no
@@ -299,21 +352,7 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                     ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .map_err(draw_error)?;
                 }
-                // Error bars: a vertical line with short caps, in pixels so
-                // the caps keep their width on any axis.
-                for &(x, lo, hi) in &bars[i] {
-                    let (px, top) = ctx.backend_coord(&(x, hi));
-                    let (_, bottom) = ctx.backend_coord(&(x, lo));
-                    let style = color.stroke_width(1);
-                    for line in [
-                        [(px, top), (px, bottom)],
-                        [(px - 4, top), (px + 4, top)],
-                        [(px - 4, bottom), (px + 4, bottom)],
-                    ] {
-                        root.draw(&PathElement::new(line, style))
-                            .map_err(draw_error)?;
-                    }
-                }
+                draw_bars(&ctx, &root, &bars[i], color)?;
             }
             if data_ticks {
                 let font = TextStyle::from(("sans-serif", 15).into_font()).pos(

@@ -106,135 +106,126 @@ struct AccuracyView {
     areas: Vec<[String; 7]>,
 }
 
-fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<AccuracyView>> {
-    let scored: Vec<(&Record, &crate::accuracy::Assessment)> = records
+/// The outputs scored, with their assessments.
+type Scored<'a> = [(&'a Record, &'a crate::accuracy::Assessment)];
+
+/// Adds point `(x, y)` with `interval` (if any) to the series `label`
+/// drawn as `mark`, made with `make` where it is new.
+fn push_point(
+    series: &mut Vec<Series>,
+    label: &str,
+    mark: Mark,
+    (x, y): (f64, f64),
+    interval: Option<(f64, f64)>,
+    make: impl FnOnce() -> Series,
+) {
+    let at = match series
         .iter()
-        .filter_map(|r| Some((*r, r.accuracy.as_ref()?)))
-        .collect();
-    let Some((first, _)) = scored.first() else {
-        return Ok(None);
-    };
-    let x_label = if gaussian_sides(first) {
-        "Gaussian σ (pixels)".to_string()
-    } else {
-        first.variable.label().to_string()
-    };
-    let x_text = |r: &Record| {
-        if gaussian_sides(r) {
-            format!("σ {} (N {})", fixed(accuracy_x(r), 2), r.kernel_side)
-        } else {
-            r.value.to_string()
+        .position(|s| s.label == label && s.mark == mark)
+    {
+        Some(i) => i,
+        None => {
+            series.push(make());
+            series.len() - 1
         }
     };
-    // Overall accuracy: one line per method, its 95 % interval as bars.
-    let mut overall: Vec<Series> = Vec::new();
-    for (r, a) in &scored {
+    series[at].points.push((x, y));
+    series[at].intervals.extend(interval);
+}
+
+/// Overall accuracy in percent: one line per method, its 95 % interval as
+/// bars (clipped to 0-100 %: past it the normal approximation means nothing).
+fn overall_series(scored: &Scored) -> Vec<Series> {
+    let mut series = Vec::new();
+    for (r, a) in scored {
         let o = a.overall;
-        let at = |v: f64| 100.0 * v;
-        let point = (accuracy_x(r), at(o.value));
-        // An interval past 100 % (the normal approximation) means nothing.
         let bar = (
-            at(o.value - Z95 * o.se).max(0.0),
-            at(o.value + Z95 * o.se).min(100.0),
+            (100.0 * (o.value - Z95 * o.se)).max(0.0),
+            (100.0 * (o.value + Z95 * o.se)).min(100.0),
         );
-        match overall.iter_mut().find(|s| s.label == r.method) {
-            Some(s) => {
-                s.points.push(point);
-                s.intervals.push(bar);
-            }
-            None => overall.push(Series {
+        let point = (accuracy_x(r), 100.0 * o.value);
+        push_point(
+            &mut series,
+            &r.method,
+            Mark::LineAndPoints,
+            point,
+            Some(bar),
+            || Series {
                 label: r.method.clone(),
-                points: vec![point],
-                intervals: vec![bar],
                 ..Default::default()
-            }),
-        }
+            },
+        );
     }
-    let chart = |title: String, y_label: String, series: Vec<Series>| LineChart {
-        title,
-        x_label: x_label.clone(),
-        y_label,
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        series,
-        y_range: None,
-        legend_at_bottom: true,
-    };
-    let mut plots = vec![page::svg_element(&plot::line_chart(&chart(
-        "Overall accuracy of each output against the reference sample".into(),
-        "overall accuracy (%, 95 % interval)".into(),
-        overall,
-    ))?)];
-    // Class areas estimated from the reference labels: one plot per method.
-    let unit = &info.unit;
-    let mut methods: Vec<&str> = scored.iter().map(|(r, _)| r.method.as_str()).collect();
-    methods.dedup();
-    // A legend of 20 classes would cover the plot: the largest classes
-    // only (by mapped area at the first setting), the table has them all.
+    series
+}
+
+/// The classes a class-area plot draws: a legend of 20 classes would
+/// cover the plot, so the largest (by mapped area at the first setting;
+/// the table has them all), and the plot's title for them.
+fn plotted_classes(scored: &Scored) -> (Vec<u16>, String) {
     let mut largest: Vec<(u16, f64)> = scored[0]
         .1
         .classes
         .iter()
         .map(|c| (c.code, c.map_proportion))
         .collect();
-    let all_classes = largest.len();
+    let all = largest.len();
     largest.sort_by(|a, b| b.1.total_cmp(&a.1));
     largest.truncate(PLOTTED_CLASSES);
-    let shown = |code: u16| largest.iter().any(|c| c.0 == code);
-    let what = if all_classes > PLOTTED_CLASSES {
-        format!("Areas of the {PLOTTED_CLASSES} largest of {all_classes} classes")
+    let what = if all > PLOTTED_CLASSES {
+        format!("Areas of the {PLOTTED_CLASSES} largest of {all} classes")
     } else {
         "Class areas".to_string()
     };
-    for method in &methods {
-        // Per class: the estimate from the reference labels as dots with
-        // their 95 % bars, and the area the output maps as a thin line of
-        // the same colour, so the σ whose mapped areas fall inside the
-        // intervals shows.
-        let mut by_class: Vec<Series> = Vec::new();
-        for (r, a) in scored.iter().filter(|(r, _)| r.method == *method) {
-            for c in a.classes.iter().filter(|c| shown(c.code)) {
-                let label = class_label(&info.names, c.code);
-                let e = c.area.scaled(1.0 / unit.per);
-                let x = accuracy_x(r);
-                let bar = ((e.value - Z95 * e.se).max(0.0), e.value + Z95 * e.se);
-                let mapped = c.map_proportion * a.total_area / unit.per;
-                let [red, green, blue, _] = info.palette.color(c.code);
-                for (mark, y) in [(Mark::Points, e.value), (Mark::ThinLine, mapped)] {
-                    let found = by_class
-                        .iter_mut()
-                        .find(|s| s.label == label && s.mark == mark);
-                    match found {
-                        Some(s) => {
-                            s.points.push((x, y));
-                            if mark == Mark::Points {
-                                s.intervals.push(bar);
-                            }
-                        }
-                        None => by_class.push(Series {
-                            label: label.clone(),
-                            points: vec![(x, y)],
-                            intervals: if mark == Mark::Points {
-                                vec![bar]
-                            } else {
-                                Vec::new()
-                            },
-                            color: Some((red, green, blue)),
-                            mark,
-                            no_legend: mark == Mark::ThinLine,
-                        }),
-                    }
-                }
+    (largest.into_iter().map(|c| c.0).collect(), what)
+}
+
+/// Per class of `shown`, for `method`: the estimate from the reference
+/// labels as dots with their 95 % bars, and the area each output maps as a
+/// thin line of the same colour, so the σ whose mapped areas fall inside
+/// the intervals shows.
+fn class_area_series(
+    scored: &Scored,
+    method: &str,
+    shown: &[u16],
+    info: &ReferenceInfo,
+) -> Vec<Series> {
+    let unit = &info.unit;
+    let mut series = Vec::new();
+    for (r, a) in scored.iter().filter(|(r, _)| r.method == method) {
+        for c in a.classes.iter().filter(|c| shown.contains(&c.code)) {
+            let label = class_label(&info.names, c.code);
+            let e = c.area.scaled(1.0 / unit.per);
+            let x = accuracy_x(r);
+            let bar = ((e.value - Z95 * e.se).max(0.0), e.value + Z95 * e.se);
+            let mapped = c.map_proportion * a.total_area / unit.per;
+            let [red, green, blue, _] = info.palette.color(c.code);
+            for (mark, y, interval) in [
+                (Mark::Points, e.value, Some(bar)),
+                (Mark::ThinLine, mapped, None),
+            ] {
+                push_point(&mut series, &label, mark, (x, y), interval, || Series {
+                    label: label.clone(),
+                    color: Some((red, green, blue)),
+                    mark,
+                    no_legend: mark == Mark::ThinLine,
+                    ..Default::default()
+                });
             }
         }
-        let mut areas = chart(
-            format!("{what} from the reference labels, {method}"),
-            format!("area ({}; dots: estimate ± 95 %, lines: mapped)", unit.name),
-            by_class,
-        );
-        areas.legend_at_bottom = false;
-        plots.push(page::svg_element(&plot::line_chart(&areas)?));
     }
+    series
+}
+
+/// The tables: per output its overall accuracy and disagreement, and per
+/// output and class its areas and accuracies.
+#[allow(clippy::type_complexity)]
+fn accuracy_rows(
+    scored: &Scored,
+    info: &ReferenceInfo,
+    x_text: &dyn Fn(&Record) -> String,
+) -> (Vec<[String; 5]>, Vec<[String; 7]>) {
+    let unit = &info.unit;
     let overall = scored
         .iter()
         .map(|(r, a)| {
@@ -244,13 +235,8 @@ fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<Acc
                     format!("{} %", fixed(100.0 * d.allocation, 2)),
                 )
             });
-            [
-                x_text(r),
-                r.method.clone(),
-                percent_ci(Some(&a.overall)),
-                q,
-                al,
-            ]
+            let oa = percent_ci(Some(&a.overall));
+            [x_text(r), r.method.clone(), oa, q, al]
         })
         .collect();
     let areas = scored
@@ -273,6 +259,64 @@ fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<Acc
             })
         })
         .collect();
+    (overall, areas)
+}
+
+fn accuracy_view(records: &[&Record], info: &ReferenceInfo) -> Result<Option<AccuracyView>> {
+    let scored: Vec<(&Record, &crate::accuracy::Assessment)> = records
+        .iter()
+        .filter_map(|r| Some((*r, r.accuracy.as_ref()?)))
+        .collect();
+    let Some((first, _)) = scored.first() else {
+        return Ok(None);
+    };
+    let x_label = if gaussian_sides(first) {
+        "Gaussian σ (pixels)".to_string()
+    } else {
+        first.variable.label().to_string()
+    };
+    let chart = |title: String, y_label: String, series: Vec<Series>, bottom: bool| {
+        plot::line_chart(&LineChart {
+            title,
+            x_label: x_label.clone(),
+            y_label,
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            series,
+            y_range: None,
+            legend_at_bottom: bottom,
+        })
+        .map(|svg| page::svg_element(&svg))
+    };
+    let mut plots = vec![chart(
+        "Overall accuracy of each output against the reference sample".into(),
+        "overall accuracy (%, 95 % interval)".into(),
+        overall_series(&scored),
+        true,
+    )?];
+    // Class areas: one plot per method.
+    let mut methods: Vec<&str> = scored.iter().map(|(r, _)| r.method.as_str()).collect();
+    methods.dedup();
+    let (shown, what) = plotted_classes(&scored);
+    for method in methods {
+        plots.push(chart(
+            format!("{what} from the reference labels, {method}"),
+            format!(
+                "area ({}; dots: estimate ± 95 %, lines: mapped)",
+                info.unit.name
+            ),
+            class_area_series(&scored, method, &shown, info),
+            false,
+        )?);
+    }
+    let x_text = |r: &Record| {
+        if gaussian_sides(r) {
+            format!("σ {} (N {})", fixed(accuracy_x(r), 2), r.kernel_side)
+        } else {
+            r.value.to_string()
+        }
+    };
+    let (overall, areas) = accuracy_rows(&scored, info, &x_text);
     Ok(Some(AccuracyView {
         plots,
         x_label,
