@@ -3,7 +3,8 @@
 # `chromium`, installed with apt-get if missing): no console errors, no script
 # or resource errors, every <img> (quick-look map) decoded, every inline SVG
 # plot laid out with a real size and drawn content, no table figure wrapped
-# onto two lines, no "-0.0", in every plot no axis title over a tick label
+# onto two lines, no "-0.0", no horizontal scroll (of the page or inside a
+# table) at 1280 pixels wide, in every plot no axis title over a tick label
 # and no legend over a data point.
 #
 # Usage: scripts/check-report.sh REPORT.html [MIN_IMAGES] [MIN_PLOTS]
@@ -67,11 +68,16 @@ addEventListener("load", function () {
       legends.forEach(function (l) { if (hit(l.getBoundingClientRect(), b)) legendHits++; });
     });
   });
+  // Horizontal scroll: the page's, and every table's own (tables scroll
+  // inside themselves, overflow-x:auto, rather than widen the page).
+  var de = document.documentElement;
+  var hscroll = (de.scrollWidth > de.clientWidth + 1 ? 1 : 0) +
+    Array.prototype.slice.call(document.querySelectorAll("table")).filter(function (t) { return t.scrollWidth > t.clientWidth + 1; }).length;
   var pre = document.createElement("pre");
   pre.id = "mapfilter-check";
   pre.textContent = "MAPFILTER-CHECK images=" + imgs.length + " bad_images=" + badImgs.length +
     " plots=" + svgs.length + " bad_plots=" + badSvgs.length + " wrapped=" + wrapped.length +
-    " negzero=" + negzero.length + " title_overlaps=" + titleHits + " legend_overlaps=" + legendHits + " errors=" + window.__mfErrors.length +
+    " negzero=" + negzero.length + " hscroll=" + hscroll + " title_overlaps=" + titleHits + " legend_overlaps=" + legendHits + " errors=" + window.__mfErrors.length +
     " END " + window.__mfErrors.join(" | ");
   document.body.appendChild(pre);
 });
@@ -121,6 +127,7 @@ fi
 [ "$(value bad_plots)" = 0 ] || { echo "check-report: $(value bad_plots) plot(s) did not render" >&2; fail=1; }
 [ "$(value wrapped)" = 0 ] || { echo "check-report: $(value wrapped) figure(s) wrap onto two lines" >&2; fail=1; }
 [ "$(value negzero)" = 0 ] || { echo "check-report: $(value negzero) figure(s) show -0" >&2; fail=1; }
+[ "$(value hscroll)" = 0 ] || { echo "check-report: $(value hscroll) horizontal scroll(s) (page or table wider than the window)" >&2; fail=1; }
 [ "$(value title_overlaps)" = 0 ] || { echo "check-report: $(value title_overlaps) tick label(s) under an axis title" >&2; fail=1; }
 [ "$(value legend_overlaps)" = 0 ] || { echo "check-report: $(value legend_overlaps) data point(s) under a legend" >&2; fail=1; }
 [ "$(value images)" -ge "$min_images" ] || { echo "check-report: $(value images) images, expected at least $min_images" >&2; fail=1; }

@@ -8,8 +8,16 @@
 # (the QGIS Processing provider's test), and SLURM with munge (the batch
 # job-array test on a one-node cluster), and python3-venv (the Python
 # package's suite runs in a virtual environment, scripts/python-test.sh).
+#
+# Usage: scripts/setup.sh [--tests]
+#   --tests  also what only the test suite needs: chromium, which renders
+#            the HTML reports (tests/report_chromium.rs); scripts/test.sh
+#            passes it, the demo does not.
 set -euo pipefail
 packages=(libgdal-dev gdal-bin pocl-opencl-icd ocl-icd-opencl-dev clinfo pkg-config python3-opencv python3-numpy python3-gdal python3-venv qgis python3-qgis slurm-wlm munge groff-base)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(chromium)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

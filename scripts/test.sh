@@ -4,7 +4,7 @@
 # the totals over every test binary and the Python suite: "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 # Device tests must not skip here: PoCL is installed above.
 export MAPFILTER_REQUIRE_OPENCL=1
 # Nor the OpenCV comparison: python3-opencv is installed above.
@@ -20,6 +20,8 @@ fi
 export MAPFILTER_REQUIRE_QGIS=1
 # Nor the comparisons with gdal_sieve.py: python3-gdal is installed above.
 export MAPFILTER_REQUIRE_GDAL_SIEVE=1
+# Nor the reports rendered in headless Chromium: chromium is installed above.
+export MAPFILTER_REQUIRE_CHROMIUM=1
 # Nor the SLURM job-array test: slurm-wlm and munge are installed above, and
 # as root it brings up a one-node cluster (scripts/slurm-local.sh).
 if [ "$(id -u)" -eq 0 ]; then

@@ -6,7 +6,8 @@
 //! from another raster, GeoPackage points in another CRS, a VRT mosaic, the
 //! reports, and the one-line refusals (label field missing, points outside
 //! the map, nodata at a point, a CRS with nothing to transform into, a
-//! stratum without points). The 200-seed coverage figure is a bench
+//! stratum without points). `sweep --reference` scores each of its
+//! outputs as `assess` would. The 200-seed coverage figure is a bench
 //! (`benches/accuracy/coverage.sh` runs the ignored test below).
 #![cfg(feature = "gdal")]
 
@@ -602,5 +603,285 @@ fn bad_points_are_refused_with_a_cause_and_a_hint() {
     refused(
         &["assess", &bare, &gpkg, "--label", "map_label"],
         "the map has none to transform them into",
+    );
+}
+
+/// Asserts that two JSON assessments hold the same estimates, sample and
+/// strata (`what` says which in a failure).
+fn same_estimates(got: &serde_json::Value, expected: &serde_json::Value, what: &str) {
+    for key in [
+        "overall",
+        "classes",
+        "matrix",
+        "counts",
+        "disagreement",
+        "strata",
+    ] {
+        assert_eq!(got[key], expected[key], "{key} of {what}");
+    }
+}
+
+/// Writes a sweep config varying the Gaussian's side over `values` on `map`
+/// with naive@host (no agreement reference); returns its path.
+fn sweep_config(s: &Scene, map: &str, values: &str) -> String {
+    let config = s.path("sweep.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "title = \"σ against the truth\"\nmethods = [\"naive@host\"]\nreference = \"none\"\n\
+             input = \"{map}\"\n[base]\nkernel = \"gaussian\"\n[[experiment]]\nname = \"sigma\"\n\
+             vary = \"kernel_size\"\nvalues = [{values}]\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// `sweep --reference`: every σ of a sweep on the map is scored against
+/// the sample labelled from the truth, and each figure equals what `assess`
+/// reports for the same smoothing written to a file (`smooth` with the
+/// sweep's kernel and side), the input's classes as strata (the sample
+/// was drawn from it).
+#[test]
+fn sweep_reference_scores_equal_assess_on_each_output() {
+    let s = Scene::new();
+    let (sample, labelled) = (s.path("s.csv"), s.path("l.csv"));
+    let map = s.map.to_str().unwrap();
+    mapfilter_ok(&["sample", map, "--out", &sample, "--seed", "3", "-q"]);
+    label_from_truth(&sample, &s.truth, &labelled);
+    let config = sweep_config(&s, map, "3, 7, 13");
+    let out = s.path("sweep");
+    mapfilter_ok(&[
+        "sweep",
+        &config,
+        "--out",
+        &out,
+        "--reference",
+        &labelled,
+        "--label",
+        "truth",
+        "--area-unit",
+        "ha",
+        "-q",
+    ]);
+    let result = json(&format!("{out}/results.json"));
+    let records = result["records"].as_array().unwrap();
+    assert_eq!(records.len(), 3);
+    assert_eq!(result["reference"]["shown_area_unit"], "ha");
+    let mut overall = Vec::new();
+    for r in records {
+        let (kernel, side) = (r["kernel"].as_str().unwrap(), r["kernel_side"].to_string());
+        let smoothed = s.path(&format!("out{side}.tif"));
+        mapfilter_ok(&[
+            "smooth",
+            map,
+            &smoothed,
+            "-k",
+            kernel,
+            "--kernel-size",
+            &side,
+            "--method",
+            "naive",
+            "-q",
+        ]);
+        let assessed = s.path(&format!("assess{side}.json"));
+        mapfilter_ok(&[
+            "assess", &smoothed, &labelled, "--label", "truth", "--strata", map, "--json",
+            &assessed, "-q",
+        ]);
+        let got = &r["accuracy"];
+        same_estimates(got, &json(&assessed)["assessment"], &format!("side {side}"));
+        overall.push(got["overall"]["value"].as_f64().unwrap());
+    }
+    // Smoothing changes the map: the sweep measures something.
+    assert!(overall.windows(2).any(|w| w[0] != w[1]), "{overall:?}");
+    // The CSV carries overall accuracy and its interval; the report plots
+    // it against σ with error bars and tabulates the class areas.
+    let csv = std::fs::read_to_string(format!("{out}/results.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",overall_accuracy,overall_accuracy_ci95_low,overall_accuracy_ci95_high")
+    );
+    let html = std::fs::read_to_string(format!("{out}/report.html")).unwrap();
+    assert!(html.contains("Overall accuracy of each output against the reference sample"));
+    assert!(html.contains("Gaussian σ (pixels)"));
+    assert!(html.contains("estimated area ± 95 % (ha)"));
+    assert!(html.contains("Class areas from the reference labels, naive@host"));
+}
+
+/// A bad reference is one line with a hint, before any run.
+#[test]
+fn sweep_reference_refusals_are_one_line_with_a_hint() {
+    let s = Scene::new();
+    let map = s.map.to_str().unwrap();
+    let config = sweep_config(&s, map, "3");
+    let bad = s.path("bad.csv");
+    std::fs::write(&bad, "x,y,code\n500015,6199985,1\n").unwrap();
+    let far = s.path("far.csv");
+    std::fs::write(&far, "x,y,truth\n0,0,1\n").unwrap();
+    // A sample that reads, for the refusals of the other options.
+    let good = s.path("good.csv");
+    std::fs::write(&good, "x,y,truth\n500045,6199985,1\n").unwrap();
+    let palette = s.path("bad.clr");
+    std::fs::write(&palette, "1 0 100\n").unwrap();
+    let strata = s.path("small.tif");
+    mapfilter_ok(&["gen", &strata, "--size", "10x10", "--classes", "2", "-q"]);
+    for (points, extra, expected) in [
+        (s.path("missing.csv"), None, "no such file"),
+        (bad, None, "no label field \"truth\""),
+        (far, None, "1 of 1 points lie outside the map"),
+        (
+            good.clone(),
+            Some(("--palette", &palette)),
+            "line 1: \"1 0 100\" is not",
+        ),
+        (
+            good,
+            Some(("--strata", &strata)),
+            "the strata raster is 10 x 10 pixels",
+        ),
+    ] {
+        let out = s.path("o");
+        let mut args = vec![
+            "sweep",
+            &config,
+            "--out",
+            &out,
+            "--reference",
+            &points,
+            "--label",
+            "truth",
+            "-q",
+        ];
+        args.extend(extra.iter().flat_map(|(k, v)| [*k, v.as_str()]));
+        let out = mapfilter(&args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected) && err.contains("(hint: "), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
+/// `batch report --reference`: the mosaic of a batch (the map cut into
+/// 2 x 2 tasks) is assessed as `assess` assesses it, the input mosaic
+/// giving the strata; the class areas before and after are in the unit
+/// asked for and match the rasters' pixel counts; the page has the maps,
+/// the palette file's names and a title that says what was smoothed.
+#[test]
+fn batch_report_reference_areas_and_maps() {
+    let s = Scene::new();
+    let map = s.map.to_str().unwrap();
+    let (sample, labelled) = (s.path("s.csv"), s.path("l.csv"));
+    mapfilter_ok(&["sample", map, "--out", &sample, "--seed", "5", "-q"]);
+    label_from_truth(&sample, &s.truth, &labelled);
+    let batch = s.path("batch");
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        map,
+        "--out",
+        &batch,
+        "--grid",
+        "2",
+        "-k",
+        "gaussian:1.5",
+        "--device",
+        "host",
+    ]);
+    mapfilter_ok(&["batch", "run", &batch, "-q"]);
+    let palette = s.path("classes.clr");
+    std::fs::write(
+        &palette,
+        "1 0 100 0 Forest\n2 255 200 0 Cropland\n3 200 0 0 Built-up\n4 20 20 200 Lake\n",
+    )
+    .unwrap();
+    let report = mapfilter(&[
+        "batch",
+        "report",
+        &batch,
+        "--reference",
+        &labelled,
+        "--label",
+        "truth",
+        "--area-unit",
+        "ha",
+        "--palette",
+        &palette,
+    ]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let r = json(&format!("{batch}/report.json"));
+    let mosaic = format!("{batch}/mosaic.vrt");
+    let assessed = s.path("assess.json");
+    mapfilter_ok(&[
+        "assess", &mosaic, &labelled, "--label", "truth", "--strata", map, "--json", &assessed,
+        "-q",
+    ]);
+    same_estimates(
+        &r["accuracy"]["assessment"],
+        &json(&assessed)["assessment"],
+        "batch mosaic",
+    );
+    // Areas: pixel counts of the input and the mosaic times 900 m².
+    let count = |path: &str| {
+        let (_, _, codes) = read_raster(Path::new(path));
+        let mut n = [0u64; 5];
+        codes
+            .iter()
+            .filter(|&&c| c != 0)
+            .for_each(|&c| n[c as usize] += 1);
+        n
+    };
+    let (before, after) = (count(map), count(&mosaic));
+    let areas = &r["areas"];
+    assert_eq!(areas["shown_unit"], "ha");
+    for c in areas["classes"].as_array().unwrap() {
+        let code = c["code"].as_u64().unwrap() as usize;
+        assert_eq!(
+            c["input_area"].as_f64().unwrap(),
+            before[code] as f64 * PIXEL_M2,
+            "{c}"
+        );
+        assert_eq!(
+            c["output_area"].as_f64().unwrap(),
+            after[code] as f64 * PIXEL_M2,
+            "{c}"
+        );
+    }
+    assert!(areas["changed_pixels"].as_u64().unwrap() > 0);
+    let html = std::fs::read_to_string(format!("{batch}/report.html")).unwrap();
+    assert!(
+        html.contains("<title>Batch report: map.tif smoothed with gaussian:1.5 by"),
+        "title"
+    );
+    assert!(
+        html.matches("<img class=\"map\"").count() == 3,
+        "input, mosaic, change"
+    );
+    assert!(html.contains("<th>before (ha)</th>") && html.contains("4 Lake"));
+    assert!(html.contains("Accuracy of mosaic.vrt against"));
+    // A bad reference is refused: one line with a hint.
+    let bad = mapfilter(&[
+        "batch",
+        "report",
+        &batch,
+        "--reference",
+        &sample,
+        "--label",
+        "truth",
+    ]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("no label field \"truth\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("(hint: ") && err.trim_end().lines().count() == 1,
+        "{err}"
     );
 }

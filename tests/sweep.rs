@@ -212,7 +212,13 @@ fn sweep_runs_every_method_on_real_rasters_and_dry_run_lists_them() {
         }
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with(",input"));
+    // The input's column, then the accuracy against a reference sample
+    // (empty without --reference).
+    assert!(
+        csv.lines().next().unwrap().ends_with(
+            ",input,overall_accuracy,overall_accuracy_ci95_low,overall_accuracy_ci95_high"
+        )
+    );
 
     // Varying what a real input fixes is refused before anything runs.
     let text = std::fs::read_to_string(&config)

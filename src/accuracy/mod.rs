@@ -5,7 +5,8 @@
 //! Millones (2011) quantity and allocation disagreement ([`disagreement`]),
 //! and the sample design itself: how many points per stratum
 //! ([`allocation`]) and which pixels, reproducibly from a seed ([`draw`]),
-//! in two passes over the rasters in bounded memory ([`scan`]).
+//! in two passes over the rasters in bounded memory ([`scan`]); a labelled
+//! sample placed on a map's grid scores any map on it ([`reference`]).
 //!
 //! GDAL-free: the commands `sample` and `assess` read rasters and points
 //! through [`crate::gdal`] and hand plain numbers in.
@@ -14,11 +15,13 @@ pub mod allocation;
 pub mod disagreement;
 pub mod draw;
 pub mod estimate;
+pub mod reference;
 pub mod scan;
 
 pub use allocation::Allocation;
 pub use disagreement::Disagreement;
 pub use estimate::{Assessment, Estimate, SamplePoint, Stratum};
+pub use reference::ReferenceSample;
 
 /// The standard normal quantile of a two-sided 95 % interval.
 pub const Z95: f64 = 1.959_963_984_540_054;

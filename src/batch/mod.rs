@@ -11,11 +11,13 @@
 //!   [`share`] says which tasks a run takes, and `tally` counts a task's
 //!   classes from its engine's pixels.
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
-//!   VRT and an optional Cloud Optimized GeoTIFF.
+//!   VRT and an optional Cloud Optimized GeoTIFF; [`maps`] gives it the
+//!   quick-look maps and class areas.
 //! - [`slurm`] writes a job-array script.
 //! - [`workers`] sizes a run to the node: tasks in flight, pool threads.
 
 pub mod inputs;
+pub mod maps;
 pub mod mosaic;
 pub mod plan;
 pub mod records;

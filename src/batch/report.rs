@@ -2,17 +2,24 @@
 //! `report.html` (tasks done, failed and pending, the failed, degraded and
 //! pending ones first; time and throughput; class area change; agreement,
 //! kappa and quantity and allocation disagreement against the exact
-//! baseline when the plan compared; provenance and the smoothing settings),
-//! `mosaic.vrt` of the outputs (one per mosaic), and on request one Cloud
-//! Optimized GeoTIFF of the outputs with MODE overviews.
+//! baseline when the plan compared; provenance and the smoothing settings;
+//! class areas before and after in the unit asked for, quick-look maps of
+//! the input, the mosaic and where it changed ([`super::maps`]); with a
+//! reference sample, the mosaic's accuracy and class areas with 95 %
+//! intervals ([`crate::accuracy::ReferenceSample`]), `mosaic.vrt` of the
+//! outputs (one per mosaic), and on request one Cloud Optimized GeoTIFF of
+//! the outputs with MODE overviews.
 
 use super::mosaic::{Member, mosaic_name, vrt_xml};
 use super::plan::Plan;
 use super::records::State;
 use crate::error::{Error, Result};
 use crate::gdal::cog;
+use crate::job::compare::file_name;
 use crate::output::{self, Destination, Target};
-use crate::report::numbers::{Provenance, fixed};
+use crate::report::accuracy::class_label;
+use crate::report::compare::{Input, Map};
+use crate::report::numbers::{AreaUnit, Provenance, fixed};
 use crate::report::page;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,6 +29,9 @@ use std::path::{Path, PathBuf};
 pub struct BatchReport {
     /// Command line, version and date of this report.
     pub provenance: Provenance,
+    /// What was smoothed: the first mosaic's input (a file, or the VRT of
+    /// the inputs).
+    pub input: String,
     /// The smoothing as planned: kernel and method as given.
     pub kernel: String,
     pub method: String,
@@ -47,6 +57,54 @@ pub struct BatchReport {
     pub comparison: Option<DatasetComparison>,
     /// The outputs' mosaic VRTs, relative to the batch directory.
     pub mosaics: Vec<PathBuf>,
+    /// Class areas before and after over the finished tasks of the first
+    /// mosaic, in ground units ([`ReportOptions::area_unit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub areas: Option<AreaTable>,
+    /// Why there are no maps and areas (an input that does not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maps_note: Option<String>,
+    /// The first mosaic against the reference sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<crate::report::accuracy::AccuracyReport>,
+    #[serde(skip)]
+    pictures: Vec<crate::report::compare::Map>,
+    #[serde(skip)]
+    legend: Vec<(String, String)>,
+}
+
+/// Class areas before and after smoothing.
+#[derive(Debug, Serialize)]
+pub struct AreaTable {
+    /// The unit of the areas here (the mosaic's CRS: m² for metres).
+    pub unit: String,
+    /// The unit the HTML shows them in.
+    pub shown_unit: String,
+    pub pixel_area: crate::pixel_area::PixelArea,
+    pub classes: Vec<ClassArea>,
+    /// Valid pixels of the finished tasks, and those whose class changed.
+    pub compared_pixels: u64,
+    pub changed_pixels: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClassArea {
+    pub code: u16,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    pub input_area: f64,
+    pub output_area: f64,
+}
+
+/// What `batch report` adds to the records' sums.
+#[derive(Debug, Default)]
+pub struct ReportOptions {
+    /// `ha`, `km2`, `m2` or `auto`.
+    pub area_unit: String,
+    /// The labelled points, their label field and the strata raster
+    /// (default: the input mosaic, which the sample was drawn from).
+    pub reference: Option<(PathBuf, String, Option<PathBuf>)>,
+    pub palette: Option<crate::report::palette::PaletteFile>,
 }
 
 #[derive(Debug, Serialize)]
@@ -198,6 +256,10 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     });
     Ok(BatchReport {
         provenance: Provenance::now(),
+        input: plan
+            .mosaics
+            .first()
+            .map_or_else(String::new, |m| file_name(&m.source)),
         kernel: plan.options.kernel.clone(),
         method: plan.options.method.to_string(),
         tasks: plan.tasks.len(),
@@ -213,6 +275,11 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         classes,
         comparison,
         mosaics: (0..plan.mosaics.len()).map(mosaic_name).collect(),
+        areas: None,
+        maps_note: None,
+        accuracy: None,
+        pictures: Vec::new(),
+        legend: Vec::new(),
     })
 }
 
@@ -267,8 +334,13 @@ fn disagreement(pairs: &[(u16, u16, u64)]) -> Option<crate::accuracy::Disagreeme
 
 /// Writes report.json, report.html and the outputs' mosaic VRTs; with
 /// `cog`, one Cloud Optimized GeoTIFF of the first mosaic.
-pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchReport> {
-    let report = summarise(dir, plan)?;
+pub fn write(
+    dir: &Path,
+    plan: &Plan,
+    cog: Option<&Target>,
+    options: &ReportOptions,
+) -> Result<BatchReport> {
+    let mut report = summarise(dir, plan)?;
     let state = State::open(dir)?;
     let fingerprint = plan.fingerprint();
     for (m, mosaic) in plan.mosaics.iter().enumerate() {
@@ -300,6 +372,7 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
         let target = Target::check(&dir.join(mosaic_name(m)), true, &[])?;
         output::text::write(&Destination::File(target), &xml)?;
     }
+    add_maps_and_accuracy(dir, plan, options, &mut report)?;
     let json = serde_json::to_string_pretty(&report)
         .map_err(|e| Error::new(format!("cannot encode the report: {e}")))?;
     output::text::write(
@@ -314,6 +387,165 @@ pub fn write(dir: &Path, plan: &Plan, cog: Option<&Target>) -> Result<BatchRepor
         cog::write_cog(&dir.join(mosaic_name(0)), target)?;
     }
     Ok(report)
+}
+
+/// The quick-look maps, class areas and accuracy of the first mosaic.
+/// A mosaic that does not read (an input broken since planning) leaves a
+/// note instead of maps; a bad reference sample is an error.
+fn add_maps_and_accuracy(
+    dir: &Path,
+    plan: &Plan,
+    options: &ReportOptions,
+    report: &mut BatchReport,
+) -> Result<()> {
+    let mosaic = dir.join(mosaic_name(0));
+    let state = State::open(dir)?;
+    let fingerprint = plan.fingerprint();
+    let done: Vec<[usize; 4]> = plan
+        .tasks
+        .iter()
+        .filter(|t| t.mosaic == 0 && state.done_and_intact(t, fingerprint).is_some())
+        .map(|t| t.window)
+        .collect();
+    if done.is_empty() || !mosaic.exists() {
+        if options.reference.is_some() {
+            crate::bail!(
+                "--reference: no task of the batch is done, there is no mosaic to assess",
+                hint = "run the batch first (mapfilter batch run DIR)"
+            );
+        }
+        return Ok(());
+    }
+    match super::maps::scan(dir, plan, 0, &mosaic, &done, options.palette.as_ref()) {
+        Ok(p) => {
+            let values = p.areas.values().flat_map(|&(a, b)| [a, b]);
+            let unit = AreaUnit::chosen(&options.area_unit, &p.pixel_area.unit, values)?;
+            report.legend = p
+                .areas
+                .keys()
+                .map(|&c| (p.palette.hex(c), class_label(&p.names, c)))
+                .collect();
+            report.pictures = vec![
+                Map {
+                    caption: format!("input: {}", file_name(&plan.mosaics[0].source)),
+                    png: p.input_png,
+                },
+                Map {
+                    caption: format!("smoothed: {}", mosaic_name(0).display()),
+                    png: p.output_png,
+                },
+                Map {
+                    caption: "where smoothing changed the class (red; grey: unchanged, blue: nodata in one only)".into(),
+                    png: p.change_png,
+                },
+            ];
+            report.areas = Some(AreaTable {
+                unit: p.pixel_area.unit.clone(),
+                shown_unit: unit.name.clone(),
+                classes: p
+                    .areas
+                    .iter()
+                    .map(|(&code, &(i, o))| ClassArea {
+                        code,
+                        name: p.names.get(code as usize).cloned().unwrap_or_default(),
+                        input_area: i,
+                        output_area: o,
+                    })
+                    .collect(),
+                pixel_area: p.pixel_area,
+                compared_pixels: p.compared,
+                changed_pixels: p.changed,
+            });
+        }
+        Err(e) => report.maps_note = Some(format!("no maps or areas: {e}")),
+    }
+    if let Some((points, label, strata)) = &options.reference {
+        report.accuracy = Some(assess_mosaic(
+            dir,
+            plan,
+            &mosaic,
+            points,
+            label,
+            strata.as_deref(),
+            options,
+        )?);
+    }
+    Ok(())
+}
+
+/// The first mosaic scored against the labelled points, the input mosaic
+/// (or `strata`) giving the strata.
+fn assess_mosaic(
+    dir: &Path,
+    plan: &Plan,
+    mosaic: &Path,
+    points: &Path,
+    label: &str,
+    strata: Option<&Path>,
+    options: &ReportOptions,
+) -> Result<crate::report::accuracy::AccuracyReport> {
+    use crate::gdal::class_raster::ClassRaster;
+    use crate::io::ClassSource;
+    let mut map = ClassRaster::open(mosaic)?;
+    let strata_path = strata.map_or_else(|| dir.join(&plan.mosaics[0].source), Path::to_path_buf);
+    let mut strata_raster = ClassRaster::open(&strata_path)?;
+    let sample = crate::job::reference::read_sample(
+        points,
+        label,
+        &map.meta.projection,
+        map.meta.geo_transform,
+        map.size(),
+    )?;
+    let (map_nodata, strata_nodata) = (map.nodata_code(), strata_raster.nodata_code());
+    let pixel_area = map.meta.pixel_area();
+    let assessment = sample
+        .score(
+            &mut map,
+            map_nodata,
+            Some((&mut strata_raster as &mut dyn ClassSource, strata_nodata)),
+            &pixel_area,
+        )
+        .map_err(|e| {
+            if strata.is_none() && e.to_string().contains("strata raster is") {
+                e.hint("the output grid differs from the input's (--border valid): give --strata on the output grid")
+            } else {
+                e
+            }
+        })?;
+    let unit = AreaUnit::chosen(
+        &options.area_unit,
+        &pixel_area.unit,
+        assessment.classes.iter().map(|c| c.area.value),
+    )?;
+    let names = match &options.palette {
+        Some(f) => f.names_over(&map.meta.category_names),
+        None => map.meta.category_names.clone(),
+    };
+    Ok(crate::report::accuracy::AccuracyReport {
+        title: format!(
+            "Accuracy of {} against {} reference points",
+            mosaic_name(0).display(),
+            assessment.points
+        ),
+        inputs: vec![
+            Input {
+                role: "map".into(),
+                source: mosaic.display().to_string(),
+            },
+            Input {
+                role: "reference points".into(),
+                source: format!("{} (label field {label})", points.display()),
+            },
+            Input {
+                role: "strata".into(),
+                source: strata_path.display().to_string(),
+            },
+        ],
+        pixel_area,
+        unit,
+        assessment,
+        names,
+    })
 }
 
 fn html(r: &BatchReport) -> Result<String> {
@@ -396,20 +628,11 @@ fn html(r: &BatchReport) -> Result<String> {
             c.one_only
         );
     }
-    body += "<h2>Class area change</h2>";
-    let rows: Vec<Vec<String>> = r
-        .classes
-        .iter()
-        .map(|c| {
-            vec![
-                c.code.to_string(),
-                c.input_pixels.to_string(),
-                c.output_pixels.to_string(),
-                c.change_percent.map_or("".into(), |p| format!("{p:+.2} %")),
-            ]
-        })
-        .collect();
-    body += &page::table(&["class", "input pixels", "output pixels", "change"], &rows);
+    body += &maps_html(r)?;
+    body += &areas_html(r);
+    if let Some(a) = &r.accuracy {
+        body += &accuracy_html(a);
+    }
     body += "<h2>Slowest tasks</h2>";
     let rows: Vec<Vec<String>> = r
         .slowest
@@ -424,5 +647,150 @@ fn html(r: &BatchReport) -> Result<String> {
         })
         .collect();
     body += &page::table(&["task", "output", "seconds", "Mpx/s"], &rows);
-    page::page("Batch report", &body)
+    // The title says what was smoothed and how.
+    let title = format!(
+        "Batch report: {} smoothed with {} by {}",
+        r.input, r.kernel, r.method
+    );
+    page::page(&title, &body)
+}
+
+/// The quick-look maps with their legend, or why there are none.
+fn maps_html(r: &BatchReport) -> Result<String> {
+    if let Some(note) = &r.maps_note {
+        return Ok(format!("<h2>Maps</h2><p>{}</p>", page::escape(note)));
+    }
+    if r.pictures.is_empty() {
+        return Ok(String::new());
+    }
+    let mut s = String::from("<h2>Maps</h2><div class=\"maps\">");
+    for m in &r.pictures {
+        s += &format!(
+            "<figure><img class=\"map\" alt=\"{0}\" src=\"{1}\"><figcaption>{0}</figcaption></figure>",
+            page::escape(&m.caption),
+            page::png_data_uri(&m.png)
+        );
+    }
+    s += "</div><p class=\"legend\">";
+    for (hex, label) in &r.legend {
+        s += &format!(
+            "<span class=\"item\"><span class=\"swatch\" style=\"background:{hex}\"></span>{}</span>",
+            page::escape(label)
+        );
+    }
+    s += "</p>";
+    Ok(s)
+}
+
+/// Class areas before and after (ground units where the mosaic has them;
+/// else the records' pixel counts).
+fn areas_html(r: &BatchReport) -> String {
+    let mut s = String::from("<h2>Class area change</h2>");
+    let Some(t) = &r.areas else {
+        let rows: Vec<Vec<String>> = r
+            .classes
+            .iter()
+            .map(|c| {
+                vec![
+                    c.code.to_string(),
+                    c.input_pixels.to_string(),
+                    c.output_pixels.to_string(),
+                    c.change_percent
+                        .map_or("".into(), |p| format!("{} %", signed(p, 2))),
+                ]
+            })
+            .collect();
+        s += &page::table(&["class", "input pixels", "output pixels", "change"], &rows);
+        return s;
+    };
+    let unit = AreaUnit::chosen(&t.shown_unit.replace('²', "2"), &t.unit, [0.0])
+        .unwrap_or_else(|_| AreaUnit::for_values(&t.unit, [0.0]));
+    s += &format!(
+        "<p>Over the {} finished task(s): smoothing changed the class of {} of {} pixels ({} %). Areas in {}.</p>",
+        r.done,
+        t.changed_pixels,
+        t.compared_pixels,
+        fixed(
+            100.0 * t.changed_pixels as f64 / t.compared_pixels.max(1) as f64,
+            2
+        ),
+        page::escape(&unit.name)
+    );
+    let rows: Vec<Vec<String>> = t
+        .classes
+        .iter()
+        .map(|c| {
+            let label = r
+                .legend
+                .iter()
+                .find(|(_, l)| l == &class_label_of(c))
+                .map_or(String::new(), |(hex, _)| {
+                    format!("<span class=\"swatch\" style=\"background:{hex}\"></span>")
+                });
+            let change = c.output_area - c.input_area;
+            vec![
+                label + &page::escape(&class_label_of(c)),
+                unit.show(c.input_area),
+                unit.show(c.output_area),
+                plus(unit.show(change)),
+                if c.input_area > 0.0 {
+                    format!("{} %", signed(100.0 * change / c.input_area, 2))
+                } else {
+                    "–".into()
+                },
+            ]
+        })
+        .collect();
+    let header = [
+        "class".to_string(),
+        format!("before ({})", unit.name),
+        format!("after ({})", unit.name),
+        format!("change ({})", unit.name),
+        "change (%)".to_string(),
+    ];
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    s += &page::table(&header, &rows);
+    s
+}
+
+fn class_label_of(c: &ClassArea) -> String {
+    if c.name.trim().is_empty() {
+        c.code.to_string()
+    } else {
+        format!("{} {}", c.code, c.name)
+    }
+}
+
+/// `v` with `digits` decimals and a sign (+ for gains; none for zero).
+fn signed(v: f64, digits: usize) -> String {
+    plus(fixed(v, digits))
+}
+
+/// A written figure with "+" before a gain (zero and losses as they are).
+fn plus(s: String) -> String {
+    if s.starts_with('-') || s.chars().all(|c| c == '0' || c == '.') {
+        s
+    } else {
+        format!("+{s}")
+    }
+}
+
+/// The accuracy section: headline figures and the classes table.
+fn accuracy_html(a: &crate::report::accuracy::AccuracyReport) -> String {
+    let esc = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
+        rows.into_iter()
+            .map(|r| r.iter().map(|c| page::escape(c)).collect())
+            .collect()
+    };
+    let mut s = format!(
+        "<h2>{}</h2><p>Stratified estimators (Olofsson et al. 2014; Stehman 2014 where the strata differ from the map classes), strata from <code>{}</code>; intervals are 95 % (±1.96 standard errors).</p>",
+        page::escape(&a.title),
+        page::escape(a.inputs.last().map_or("", |i| i.source.as_str()))
+    );
+    let headline = a.headline().into_iter().map(|r| r.to_vec()).collect();
+    s += &page::table(&["figure", "value"], &esc(headline));
+    let (header, rows) = a.class_table();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    s += &page::table(&header, &esc(rows));
+    s
 }

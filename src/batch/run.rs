@@ -1310,7 +1310,15 @@ mod fuzz {
             // Errors are fine; a panic fails the case.
             let _ = run(&request);
             if let Ok(plan) = Plan::load(&batch) {
-                let _ = crate::batch::report::write(&batch, &plan, None);
+                let _ = crate::batch::report::write(
+                    &batch,
+                    &plan,
+                    None,
+                    &crate::batch::report::ReportOptions {
+                        area_unit: "auto".into(),
+                        ..Default::default()
+                    },
+                );
             }
             let after = snapshot(root, &batch);
             prop_assert!(before == after, "changed: {:?}", before

@@ -178,6 +178,20 @@ struct ReportArgs {
     /// written either way; without this such a batch exits 1).
     #[arg(long)]
     allow_incomplete: bool,
+    /// Unit of the class areas: ha, km2, m2 (mosaics in metres), or auto (by size).
+    #[arg(long, default_value = "auto")]
+    area_unit: String,
+    /// Labelled reference points (GeoPackage, CSV with x and y, any OGR point source): the mosaic's accuracy and class areas with 95 % intervals.
+    #[arg(long, value_name = "POINTS", requires = "label")]
+    reference: Option<PathBuf>,
+    /// The field of the --reference points holding the reference class codes.
+    #[arg(long, value_name = "FIELD", requires = "reference")]
+    label: Option<String>,
+    /// The strata the reference sample was drawn from (default: the input mosaic, as `mapfilter sample` on it draws them).
+    #[arg(long, value_name = "RASTER", requires = "reference")]
+    strata: Option<PathBuf>,
+    #[command(flatten)]
+    palette: super::palette_arg::PaletteArg,
     #[command(flatten)]
     overwrite: OverwriteArg,
 }
@@ -418,7 +432,15 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         .as_deref()
         .map(|p| Target::check(p, a.overwrite.overwrite, &files))
         .transpose()?;
-    let r = report::write(&a.dir, &plan, cog.as_ref())?;
+    let options = report::ReportOptions {
+        area_unit: a.area_unit.clone(),
+        reference: a
+            .reference
+            .clone()
+            .map(|p| (p, a.label.clone().unwrap_or_default(), a.strata.clone())),
+        palette: a.palette.read()?,
+    };
+    let r = report::write(&a.dir, &plan, cog.as_ref(), &options)?;
     println!(
         "{} of {} tasks done, {} failed, {} pending, {} degraded; report in {}",
         r.done,

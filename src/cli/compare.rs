@@ -42,6 +42,8 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub overwrite: OverwriteArg,
     #[command(flatten)]
+    pub palette: super::palette_arg::PaletteArg,
+    #[command(flatten)]
     pub min_agreement: super::min_agreement::MinAgreementArg,
     /// -b and --src-nodata apply to both rasters.
     #[command(flatten)]
@@ -143,6 +145,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         band: args.bands.choice(),
         mismatch,
         map_side: args.map_side,
+        palette: args.palette.read()?,
     };
     let report = compare::run(&spec, &mut Bars { quiet: args.quiet })?;
     let facts = serde_json::json!({

@@ -34,6 +34,7 @@ mod logging;
 #[cfg(feature = "gdal")]
 mod min_agreement;
 mod output_args;
+mod palette_arg;
 mod pattern_arg;
 #[cfg(feature = "gdal")]
 mod policy_args;

@@ -19,6 +19,7 @@ use crate::output::{self, Destination, Target};
 use crate::pixel_area::PixelArea;
 use crate::progress::Progress;
 use crate::report::compare::{CompareReport, Input, Map, RunComparison};
+use crate::report::palette::PaletteFile;
 use crate::report::quicklook::{DEFAULT_SIDE, Palette, QuickLook};
 use gdal::raster::GdalDataType;
 use gdal::spatial_ref::SpatialRef;
@@ -30,6 +31,33 @@ pub fn file_name(path: &Path) -> String {
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+/// How a title names two files: by file name, or where those are equal
+/// (`a/mosaic.vrt`, `b/mosaic.vrt`) with as many parent folders as tell
+/// them apart ("mosaic.vrt against mosaic.vrt" says nothing).
+pub fn names_apart(a: &Path, b: &Path) -> (String, String) {
+    let parts = |p: &Path| -> Vec<String> {
+        let full = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        full.components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    let (pa, pb) = (parts(a), parts(b));
+    if pa == pb {
+        return (file_name(a), file_name(b));
+    }
+    for k in 1..=pa.len().max(pb.len()) {
+        let tail = |p: &[String]| p[p.len().saturating_sub(k)..].join("/");
+        let (ta, tb) = (tail(&pa), tail(&pb));
+        if ta != tb || k >= pa.len().min(pb.len()) {
+            return (
+                ta.trim_start_matches('/').to_string(),
+                tb.trim_start_matches('/').to_string(),
+            );
+        }
+    }
+    (file_name(a), file_name(b))
 }
 
 pub fn input(role: &str, path: &Path) -> Input {
@@ -51,6 +79,8 @@ pub struct CompareSpec {
     pub mismatch: Option<Target>,
     /// Longest side of the report's quick-look maps, in pixels.
     pub map_side: usize,
+    /// `--palette`: class colours and names over the rasters' own.
+    pub palette: Option<crate::report::palette::PaletteFile>,
 }
 
 /// Compares the spec's rasters strip by strip (writing the mismatch raster
@@ -66,15 +96,13 @@ pub fn run(spec: &CompareSpec, observer: &mut dyn Observer) -> Result<CompareRep
         &mut candidate,
         spec.mismatch.as_ref(),
         spec.map_side,
+        spec.palette.as_ref(),
         &progress,
     )?;
     observer.stage("compare");
+    let (candidate_name, reference_name) = names_apart(&spec.candidate, &spec.reference);
     Ok(CompareReport {
-        title: format!(
-            "Accuracy of {} against {}",
-            file_name(&spec.candidate),
-            file_name(&spec.reference)
-        ),
+        title: format!("Accuracy of {candidate_name} against {reference_name}"),
         inputs: vec![
             input("reference", &spec.reference),
             input("candidate", &spec.candidate),
@@ -199,6 +227,7 @@ pub fn compare_rasters(
     candidate: &mut ClassRaster,
     mismatch_target: Option<&Target>,
     map_side: usize,
+    palette: Option<&PaletteFile>,
     progress: &Progress,
 ) -> Result<Outcome> {
     let (w, h) = (reference.meta.width, reference.meta.height);
@@ -229,20 +258,17 @@ pub fn compare_rasters(
     if let Some(out) = mismatch_out {
         out.finish()?;
     }
-    // Colours: the reference's table, else the candidate's.
-    let colors = if reference.meta.colors.is_empty() {
-        &candidate.meta.colors
-    } else {
-        &reference.meta.colors
-    };
-    let ref_palette = Palette::from_color_table(colors, rn);
-    let cand_palette = Palette::from_color_table(colors, cn);
-    let names = if reference.meta.category_names.is_empty() {
-        &candidate.meta.category_names
-    } else {
-        &reference.meta.category_names
-    };
-    let summary = Summary::new(&confusion, (w, h), area, names).with_areas(areas.as_ref());
+    // Colours: --palette, else the reference's table, else the
+    // candidate's, else categorical; the same for both maps.
+    let (ref_palette, names) = crate::report::palette::choose_for_two(
+        palette,
+        (&reference.meta.colors, &reference.meta.category_names),
+        (&candidate.meta.colors, &candidate.meta.category_names),
+        confusion.codes(),
+        rn,
+    );
+    let cand_palette = ref_palette.with_nodata(cn);
+    let summary = Summary::new(&confusion, (w, h), area, &names).with_areas(areas.as_ref());
     let maps = vec![
         Map {
             caption: format!("reference: {}", file_name(reference.path())),
@@ -366,10 +392,12 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
         &mut method_out,
         None,
         DEFAULT_SIDE,
+        None,
         &progress,
     )?;
     let nodata = source.nodata_code();
-    let input_palette = Palette::from_color_table(&source.meta.colors, nodata);
+    // The input in the outputs' colours (its classes are theirs).
+    let input_palette = outcome.palette.with_nodata(nodata);
     let input_map = QuickLook::sample(&mut source, DEFAULT_SIDE, nodata.unwrap_or(u16::MAX))?;
     let mut maps = vec![Map {
         caption: format!("input: {}", file_name(run.input)),
@@ -391,10 +419,15 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let reused = run.baseline.map(|p| format!(", reused: {}", file_name(p)));
     let job = run.job;
     let report_data = CompareReport {
+        // What was smoothed, how, and against what: not "dct5@auto".
         title: format!(
-            "Smoothing report: {} on {}",
-            run.method_label,
-            file_name(run.input)
+            "{} smoothed with {} by {}, against the exact {}",
+            file_name(run.input),
+            run.kernel
+                .first()
+                .map_or_else(|| "its kernel".to_string(), |k| k.1.clone()),
+            run.method.name(),
+            baseline.name()
         ),
         inputs: vec![input("input", run.input), input("output", run.output_name)],
         run: Some(RunComparison {
@@ -492,4 +525,25 @@ fn run_baseline(
     engine::smooth_weighted(source, votes, &mut out, run.job, &NaiveHost, &progress)?;
     let file = out.finish_scratch()?;
     Ok((file, t0.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_tell_files_of_one_name_apart() {
+        let (a, b) = names_apart(
+            Path::new("/d/run1/mosaic.vrt"),
+            Path::new("/d/run2/mosaic.vrt"),
+        );
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("run1/mosaic.vrt", "run2/mosaic.vrt")
+        );
+        let (a, b) = names_apart(Path::new("/x/a.tif"), Path::new("/y/b.tif"));
+        assert_eq!((a.as_str(), b.as_str()), ("a.tif", "b.tif"));
+        let (a, b) = names_apart(Path::new("/x/a.tif"), Path::new("/x/a.tif"));
+        assert_eq!((a.as_str(), b.as_str()), ("a.tif", "a.tif"));
+    }
 }

@@ -11,4 +11,6 @@ pub mod filter;
 pub mod observer;
 pub mod plane;
 #[cfg(feature = "gdal")]
+pub mod reference;
+#[cfg(feature = "gdal")]
 pub mod smooth;

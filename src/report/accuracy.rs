@@ -31,7 +31,7 @@ pub struct AccuracyReport {
 }
 
 /// `0.8812 ± 0.0736` as "88.12 % ± 7.36".
-fn percent_ci(e: Option<&Estimate>) -> String {
+pub fn percent_ci(e: Option<&Estimate>) -> String {
     e.map_or("–".into(), |e| {
         format!(
             "{} % ± {}",
@@ -41,16 +41,17 @@ fn percent_ci(e: Option<&Estimate>) -> String {
     })
 }
 
+/// A class as reports name it: its code and, where known, its name.
+pub fn class_label(names: &[String], code: u16) -> String {
+    match names.get(code as usize).filter(|n| !n.trim().is_empty()) {
+        Some(name) => format!("{code} {name}"),
+        None => code.to_string(),
+    }
+}
+
 impl AccuracyReport {
     fn label(&self, code: u16) -> String {
-        match self
-            .names
-            .get(code as usize)
-            .filter(|n| !n.trim().is_empty())
-        {
-            Some(name) => format!("{code} {name}"),
-            None => code.to_string(),
-        }
+        class_label(&self.names, code)
     }
 
     fn area_ci(&self, e: &Estimate) -> String {
@@ -157,10 +158,9 @@ impl AccuracyReport {
         t
     }
 
-    pub fn to_html(&self) -> Result<String> {
+    /// The headline figures: overall accuracy, sample size, disagreement.
+    pub fn headline(&self) -> Vec<[String; 2]> {
         let a = &self.assessment;
-        let unit = &self.unit.name;
-        let labels: Vec<String> = a.classes.iter().map(|c| self.label(c.code)).collect();
         let mut headline = vec![
             ["overall accuracy".to_string(), percent_ci(Some(&a.overall))],
             ["sample points".into(), a.points.to_string()],
@@ -175,13 +175,29 @@ impl AccuracyReport {
                 format!("{} %", fixed(100.0 * d.allocation, 2)),
             ]);
         }
-        let classes = a
+        headline
+    }
+
+    /// The classes table: its header and one row per class (points,
+    /// user's and producer's accuracy, mapped and estimated area).
+    pub fn class_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let a = &self.assessment;
+        let unit = &self.unit.name;
+        let header = vec![
+            "class".into(),
+            "map points".into(),
+            "reference points".into(),
+            "user's accuracy".into(),
+            "producer's accuracy".into(),
+            format!("mapped area ({unit})"),
+            format!("estimated area ± 95 % ({unit})"),
+        ];
+        let rows = a
             .classes
             .iter()
-            .zip(&labels)
-            .map(|(c, label)| {
+            .map(|c| {
                 vec![
-                    label.clone(),
+                    self.label(c.code),
                     c.sample_map.to_string(),
                     c.sample_reference.to_string(),
                     percent_ci(c.users.as_ref()),
@@ -191,6 +207,14 @@ impl AccuracyReport {
                 ]
             })
             .collect();
+        (header, rows)
+    }
+
+    pub fn to_html(&self) -> Result<String> {
+        let a = &self.assessment;
+        let unit = &self.unit.name;
+        let labels: Vec<String> = a.classes.iter().map(|c| self.label(c.code)).collect();
+        let (class_header, classes) = self.class_table();
         let mut matrix_header = vec!["map \\ reference".to_string()];
         matrix_header.extend(labels.iter().cloned());
         let rows = |cells: &dyn Fn(usize, usize) -> String| -> Vec<Vec<String>> {
@@ -214,18 +238,16 @@ impl AccuracyReport {
             ),
             total_area: format!("{} {unit}", self.unit.show(a.total_area)),
             provenance: Provenance::now(),
-            headline,
-            class_header: vec![
-                "class".into(),
-                "map points".into(),
-                "reference points".into(),
-                "user's accuracy".into(),
-                "producer's accuracy".into(),
-                format!("mapped area ({unit})"),
-                format!("estimated area ± 95 % ({unit})"),
-            ],
+            headline: self.headline(),
+            class_header,
             classes,
-            matrix: rows(&|i, j| fixed(100.0 * a.matrix[i][j], 3)),
+            // Past 12 classes two decimals, so 20+ columns fit the page.
+            matrix: rows(&|i, j| {
+                fixed(
+                    100.0 * a.matrix[i][j],
+                    if labels.len() > 12 { 2 } else { 3 },
+                )
+            }),
             counts: rows(&|i, j| a.counts[i][j].to_string()),
             matrix_header,
             unit: unit.clone(),

@@ -401,6 +401,7 @@ impl CompareReport {
                 &labels,
                 &iou,
                 &colors,
+                true,
             )?),
             page::svg_element(&plot::bar_chart(
                 "Area change per class (candidate − reference)",
@@ -408,6 +409,7 @@ impl CompareReport {
                 &labels,
                 &change,
                 &colors,
+                false,
             )?),
         ])
     }
@@ -419,7 +421,7 @@ impl CompareReport {
         if n > MAX_MATRIX_CLASSES {
             return MatrixView {
                 too_many: Some(n),
-                codes: Vec::new(),
+                labels: Vec::new(),
                 rows: Vec::new(),
             };
         }
@@ -436,7 +438,8 @@ impl CompareReport {
                         .iter()
                         .enumerate()
                         .map(|(j, v)| MatrixCell {
-                            count: *v,
+                            count: v.to_string(),
+                            shown: matrix_count(*v, n),
                             hue: if i == j { "44,160,44" } else { "214,39,40" },
                             alpha: format!("{:.3}", *v as f64 / total as f64 * 0.8),
                         })
@@ -446,7 +449,7 @@ impl CompareReport {
             .collect();
         MatrixView {
             too_many: None,
-            codes: t.codes.clone(),
+            labels: t.codes.iter().map(|c| self.class_label(*c)).collect(),
             rows,
         }
     }
@@ -508,8 +511,29 @@ struct ClassRow {
 struct MatrixView {
     /// The number of classes, when too many to show.
     too_many: Option<usize>,
-    codes: Vec<u16>,
+    /// The column headers: each class's code and name.
+    labels: Vec<String>,
     rows: Vec<MatrixRow>,
+}
+
+/// Classes beyond which a matrix cell shows its shade only (the count in
+/// its tooltip and the JSON): 40 columns of figures do not fit a page.
+const MATRIX_FIGURES_UP_TO: usize = 32;
+
+/// A count as a matrix of `n` classes shows it: whole up to 9999, then
+/// short (12.3k, 4.5M) past 12 classes so 20+ columns fit the page.
+fn matrix_count(v: u64, n: usize) -> String {
+    let short = |v: f64, unit: &str| {
+        let digits = if v < 10.0 { 1 } else { 0 };
+        format!("{v:.digits$}{unit}")
+    };
+    match v {
+        _ if n > MATRIX_FIGURES_UP_TO => String::new(),
+        _ if n <= 12 || v < 10_000 => v.to_string(),
+        _ if v < 1_000_000 => short(v as f64 / 1e3, "k"),
+        _ if v < 1_000_000_000 => short(v as f64 / 1e6, "M"),
+        _ => short(v as f64 / 1e9, "G"),
+    }
 }
 
 #[derive(Serialize)]
@@ -520,7 +544,10 @@ struct MatrixRow {
 
 #[derive(Serialize)]
 struct MatrixCell {
-    count: u64,
+    /// The exact count (the cell's tooltip).
+    count: String,
+    /// What the cell shows.
+    shown: String,
     hue: &'static str,
     alpha: String,
 }

@@ -214,6 +214,24 @@ impl Palette {
         }
     }
 
+    /// Colours given per code (others generated); `nodata` transparent.
+    pub fn from_entries(entries: &[(u16, [u8; 4])], nodata: Option<u16>) -> Self {
+        let len = entries.iter().map(|e| e.0 as usize + 1).max().unwrap_or(0);
+        let mut table = vec![[0, 0, 0, 0]; len];
+        for &(code, rgba) in entries {
+            table[code as usize] = rgba;
+        }
+        Palette { table, nodata }
+    }
+
+    /// The same colours with `nodata` transparent instead.
+    pub fn with_nodata(&self, nodata: Option<u16>) -> Self {
+        Palette {
+            table: self.table.clone(),
+            nodata,
+        }
+    }
+
     /// The colours of mismatch maps: equal light grey, differs red, nodata
     /// mismatch blue, common nodata transparent.
     pub fn mismatch() -> Self {

@@ -448,6 +448,43 @@ pub struct Record {
     /// The real raster run on (`None`: synthetic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// The output scored against a reference sample (`sweep --reference`):
+    /// accuracy and class areas with their 95 % intervals.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<crate::accuracy::Assessment>,
+}
+
+/// Scores a sweep output (with its nodata code) against reference data:
+/// `sweep --reference` passes one that places a labelled sample on the
+/// input's grid ([`crate::accuracy::ReferenceSample::score`]).
+pub type Scorer<'a> =
+    dyn FnMut(&mut MemRaster, Option<u16>) -> Result<crate::accuracy::Assessment> + 'a;
+
+/// What the outputs were scored against, for the reports (the areas in
+/// [`Record::accuracy`] are in `pixel_area.unit`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceInfo {
+    /// The points' file and label field, in words.
+    pub points: String,
+    /// The raster whose classes are the sample's strata, in words.
+    pub strata: String,
+    pub pixel_area: crate::pixel_area::PixelArea,
+    /// The unit the report shows areas in.
+    pub shown_area_unit: String,
+    #[serde(skip)]
+    pub unit: crate::report::numbers::AreaUnit,
+    /// Category names by code (may be empty).
+    #[serde(skip)]
+    pub names: Vec<String>,
+    /// The classes' colours in the plots.
+    #[serde(skip)]
+    pub palette: crate::report::quicklook::Palette,
+}
+
+/// A scorer and what it scores against.
+pub struct Scoring<'a> {
+    pub info: ReferenceInfo,
+    pub score: Box<Scorer<'a>>,
 }
 
 /// Everything a sweep produced.
@@ -457,6 +494,9 @@ pub struct SweepResult {
     pub machine: Machine,
     pub records: Vec<Record>,
     pub failures: Vec<Failure>,
+    /// What `--reference` scored the outputs against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<ReferenceInfo>,
 }
 
 /// What the sweep ran on.
@@ -666,8 +706,20 @@ pub fn run(config: &Config, log: impl FnMut(Event, usize, usize)) -> Result<Swee
 pub fn run_on(
     config: &Config,
     sources: &[Source],
+    log: impl FnMut(Event, usize, usize),
+) -> Result<SweepResult> {
+    run_scored(config, sources, None, log)
+}
+
+/// [`run_on`], each output also scored by `score` (its result in
+/// [`Record::accuracy`]); a scoring error fails that run only.
+pub fn run_scored(
+    config: &Config,
+    sources: &[Source],
+    mut scoring: Option<Scoring>,
     mut log: impl FnMut(Event, usize, usize),
 ) -> Result<SweepResult> {
+    let info = scoring.as_ref().map(|s| s.info.clone());
     let mut cache = MethodCache::default();
     config.check_methods_with(&mut cache)?;
     let reference = config.reference_spec()?;
@@ -738,7 +790,7 @@ pub fn run_on(
                     }
                 }
             }
-            for (spec, about, times, output) in outputs {
+            for (spec, about, times, mut output) in outputs {
                 let (agreement, kappa) = match &baseline {
                     Some(b) => agree(b, &output)?,
                     None => (None, None),
@@ -762,6 +814,23 @@ pub fn run_on(
                     record.mpixels_per_second = (ow * oh) as f64 / 1e6 / record.seconds.max(1e-12);
                 }
                 done += 1;
+                if let Some(scoring) = scoring.as_mut() {
+                    match (scoring.score)(&mut output, job.output_nodata) {
+                        Ok(a) => record.accuracy = Some(a),
+                        Err(err) => {
+                            let f = Failure {
+                                experiment: e.name.clone(),
+                                variable: e.vary,
+                                value,
+                                method: record.method.clone(),
+                                error: format!("scoring against the reference: {err}"),
+                            };
+                            log(Event::Failed(&f), done, total);
+                            failures.push(f);
+                            continue;
+                        }
+                    }
+                }
                 log(Event::Finished(&record), done, total);
                 records.push(record);
             }
@@ -771,6 +840,7 @@ pub fn run_on(
             machine: Machine::this(),
             records: records.clone(),
             failures: failures.clone(),
+            reference: info.clone(),
         };
         log(Event::Checkpoint(&so_far), done, total);
     }
@@ -779,6 +849,7 @@ pub fn run_on(
         machine: Machine::this(),
         records,
         failures,
+        reference: info,
     })
 }
 
@@ -870,6 +941,7 @@ fn make_record(
         agreement_percent,
         kappa,
         input: None,
+        accuracy: None,
     }
 }
 

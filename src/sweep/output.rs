@@ -8,7 +8,7 @@ use crate::output::{Destination, Target, text};
 use std::path::{Path, PathBuf};
 
 /// CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 23] = [
+pub const CSV_COLUMNS: [&str; 26] = [
     "experiment",
     "variable",
     "value",
@@ -32,6 +32,9 @@ pub const CSV_COLUMNS: [&str; 23] = [
     "agreement_percent",
     "kappa",
     "input",
+    "overall_accuracy",
+    "overall_accuracy_ci95_low",
+    "overall_accuracy_ci95_high",
 ];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -39,7 +42,8 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 }
 
 /// One record's fields in the order of [`CSV_COLUMNS`].
-fn row(r: &Record) -> [String; 23] {
+fn row(r: &Record) -> [String; 26] {
+    let overall = r.accuracy.as_ref().map(|a| a.overall);
     [
         r.experiment.clone(),
         r.variable.name().to_string(),
@@ -64,6 +68,9 @@ fn row(r: &Record) -> [String; 23] {
         opt(r.agreement_percent.map(|a| format!("{a:.6}"))),
         opt(r.kappa.map(|k| format!("{k:.6}"))),
         r.input.clone().unwrap_or_default(),
+        opt(overall.map(|o| format!("{:.6}", o.value))),
+        opt(overall.map(|o| format!("{:.6}", o.ci95[0]))),
+        opt(overall.map(|o| format!("{:.6}", o.ci95[1]))),
     ]
 }
 
@@ -157,6 +164,7 @@ mod tests {
             agreement_percent: Some(100.0),
             kappa: None,
             input: None,
+            accuracy: None,
         };
         let with_input = Record {
             input: Some("maps/a,\"b\".tif".into()),
@@ -165,16 +173,17 @@ mod tests {
         let csv = to_csv(&[r, with_input]).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
-        // The header the hand-written writer used, unchanged.
+        // The header the hand-written writer used, then the accuracy
+        // against a reference sample (empty without one).
         assert_eq!(
             lines[0],
-            "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa,input"
+            "experiment,variable,value,method,method_name,exact,width,height,kernel,kernel_side,classes,pattern,rank,terms,tile,repeats,seconds,seconds_min,compute_seconds,mpixels_per_second,agreement_percent,kappa,input,overall_accuracy,overall_accuracy_ci95_low,overall_accuracy_ci95_high"
         );
         assert_eq!(
             lines[1],
-            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,,"
+            "e,kernel_size,7,naive@host,\"naive, host\",true,64,64,gaussian:1,7,4,simplex,,3,512,1,0.500000,0.500000,0.250000,0.008,100.000000,,,,,"
         );
-        assert!(lines[2].ends_with(",100.000000,,\"maps/a,\"\"b\"\".tif\""));
+        assert!(lines[2].ends_with(",100.000000,,\"maps/a,\"\"b\"\".tif\",,,"));
         // Read back, every row has the header's columns and the fields with
         // commas and quotes come back whole.
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
