@@ -12,7 +12,7 @@
 
 use super::mosaic::{Member, mosaic_name, vrt_xml};
 use super::plan::Plan;
-use super::records::State;
+use super::records::{DoneRecord, State};
 use crate::error::{Error, Result};
 use crate::gdal::cog;
 use crate::job::compare::file_name;
@@ -203,30 +203,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     let mut slowest = times.clone();
     slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     slowest.truncate(20);
-    let mut classes: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
-    for r in &done {
-        for &(c, n) in &r.input_counts {
-            if Some(c) != r.nodata {
-                let sum = &mut classes.entry(c).or_default().0;
-                *sum = sum.saturating_add(n);
-            }
-        }
-        for &(c, n) in &r.output_counts {
-            if Some(c) != r.output_nodata {
-                let sum = &mut classes.entry(c).or_default().1;
-                *sum = sum.saturating_add(n);
-            }
-        }
-    }
-    let classes = classes
-        .into_iter()
-        .map(|(code, (i, o))| ClassChange {
-            code,
-            input_pixels: i,
-            output_pixels: o,
-            change_percent: (i > 0).then(|| (o as f64 - i as f64) / i as f64 * 100.0),
-        })
-        .collect();
+    let classes = class_changes(&done);
     let comparison = plan.compare_with.as_ref().map(|_| {
         let mut pairs: BTreeMap<(u16, u16), u64> = BTreeMap::new();
         let mut one_only = 0;
@@ -281,6 +258,35 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
         pictures: Vec::new(),
         legend: Vec::new(),
     })
+}
+
+/// Pixels per class before and after over the finished tasks (nodata of
+/// either side left out), with the change in percent.
+fn class_changes(done: &[DoneRecord]) -> Vec<ClassChange> {
+    let mut classes: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    for r in done {
+        for &(c, n) in &r.input_counts {
+            if Some(c) != r.nodata {
+                let sum = &mut classes.entry(c).or_default().0;
+                *sum = sum.saturating_add(n);
+            }
+        }
+        for &(c, n) in &r.output_counts {
+            if Some(c) != r.output_nodata {
+                let sum = &mut classes.entry(c).or_default().1;
+                *sum = sum.saturating_add(n);
+            }
+        }
+    }
+    classes
+        .into_iter()
+        .map(|(code, (i, o))| ClassChange {
+            code,
+            input_pixels: i,
+            output_pixels: o,
+            change_percent: (i > 0).then(|| (o as f64 - i as f64) / i as f64 * 100.0),
+        })
+        .collect()
 }
 
 /// Agreement, Cohen's kappa and the pixel count of a confusion given as

@@ -417,7 +417,6 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let method_seconds = run.stats.wall.as_secs_f64();
     let method_is_baseline = run.method.name() == baseline.name();
     let reused = run.baseline.map(|p| format!(", reused: {}", file_name(p)));
-    let job = run.job;
     let report_data = CompareReport {
         // What was smoothed, how, and against what: not "dct5@auto".
         title: format!(
@@ -444,27 +443,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
                 baseline_seconds,
                 method_seconds,
             ),
-            settings: run
-                .kernel
-                .iter()
-                .cloned()
-                .chain([
-                    ("classes".into(), job.classes.len().to_string()),
-                    ("tile".into(), job.tile.to_string()),
-                    ("border".into(), format!("{:?}", job.border).to_lowercase()),
-                    ("fill nodata".into(), job.fill_nodata.to_string()),
-                ])
-                .chain(job.policies.settings())
-                .chain([(
-                    "confidence".into(),
-                    run.confidence.map_or("none".into(), |c| c.label()),
-                )])
-                .chain([
-                    ("tiles".into(), run.stats.tiles.to_string()),
-                    ("method exact".into(), run.method.is_exact().to_string()),
-                ])
-                .chain(run.method.summary().map(|m| ("method run".into(), m)))
-                .collect(),
+            settings: run_settings(run),
         }),
         summary: outcome.summary,
         maps,
@@ -488,6 +467,32 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The settings table of a `smooth --report`: kernel, job, policies,
+/// confidence, tiles and what the method said of its run.
+fn run_settings(run: &SmoothRun) -> Vec<(String, String)> {
+    let job = run.job;
+    run.kernel
+        .iter()
+        .cloned()
+        .chain([
+            ("classes".into(), job.classes.len().to_string()),
+            ("tile".into(), job.tile.to_string()),
+            ("border".into(), format!("{:?}", job.border).to_lowercase()),
+            ("fill nodata".into(), job.fill_nodata.to_string()),
+        ])
+        .chain(job.policies.settings())
+        .chain([(
+            "confidence".into(),
+            run.confidence.map_or("none".into(), |c| c.label()),
+        )])
+        .chain([
+            ("tiles".into(), run.stats.tiles.to_string()),
+            ("method exact".into(), run.method.is_exact().to_string()),
+        ])
+        .chain(run.method.summary().map(|m| ("method run".into(), m)))
+        .collect()
 }
 
 /// Runs the exact baseline on the run's input into a scratch GeoTIFF beside

@@ -278,25 +278,9 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
     // Few x values (kernel sides, ranks, terms, sizes): ticks at the data
     // values themselves, so 3/5/7 are labelled 3/5/7 and integer axes get no
     // 1.5; else the scale's own ticks.
-    let mut x_values: Vec<(f64, f64)> = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .filter_map(|x| Some((x, xs.forward(x)?)))
-        .collect();
-    x_values.sort_by(|a, b| a.1.total_cmp(&b.1));
-    x_values.dedup_by(|a, b| (a.1 - b.1).abs() < 1e-9);
+    let x_values = x_data_values(chart);
     let data_ticks = !x_values.is_empty() && x_values.len() <= 16;
-    // The y label area fits the widest tick label beside the axis title.
-    let widest = (0..=8)
-        .map(|i| {
-            ys.label(yr.0 + (yr.1 - yr.0) * i as f64 / 8.0, yr.1 - yr.0)
-                .chars()
-                .count()
-        })
-        .max()
-        .unwrap_or(1);
-    let y_area = (widest as u32 * 9 + 40).max(64);
+    let y_area = y_label_area(ys, yr);
     let draw = |yr: (f64, f64)| -> Result<(String, f64)> {
         let mut svg = String::new();
         let mut extend = 0.0;
@@ -355,19 +339,7 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
                 draw_bars(&ctx, &root, &bars[i], color)?;
             }
             if data_ticks {
-                let font = TextStyle::from(("sans-serif", 15).into_font()).pos(
-                    plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Center,
-                        plotters::style::text_anchor::VPos::Top,
-                    ),
-                );
-                for &(x, tx) in &x_values {
-                    let (px, py) = ctx.backend_coord(&(tx, yr.0));
-                    root.draw(&PathElement::new([(px, py), (px, py + 5)], BLACK))
-                        .map_err(draw_error)?;
-                    root.draw(&Text::new(format_number(x), (px, py + 7), font.clone()))
-                        .map_err(draw_error)?;
-                }
+                draw_data_ticks(&ctx, &root, &x_values, yr.0)?;
             }
             if chart.series.iter().any(|s| !s.no_legend) {
                 let named: Vec<&str> = series
@@ -411,6 +383,60 @@ pub fn line_chart(chart: &LineChart) -> Result<String> {
         return Ok(draw(moved)?.0);
     }
     Ok(svg)
+}
+
+/// The distinct x values of `chart`'s points with their scale coordinates,
+/// in order: the ticks when there are few of them.
+fn x_data_values(chart: &LineChart) -> Vec<(f64, f64)> {
+    let mut x_values: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter_map(|x| Some((x, chart.x_scale.forward(x)?)))
+        .collect();
+    x_values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    x_values.dedup_by(|a, b| (a.1 - b.1).abs() < 1e-9);
+    x_values
+}
+
+/// The y label area's width: the widest tick label of `ys` over `yr`
+/// beside the axis title.
+fn y_label_area(ys: Scale, yr: (f64, f64)) -> u32 {
+    let widest = (0..=8)
+        .map(|i| {
+            ys.label(yr.0 + (yr.1 - yr.0) * i as f64 / 8.0, yr.1 - yr.0)
+                .chars()
+                .count()
+        })
+        .max()
+        .unwrap_or(1);
+    (widest as u32 * 9 + 40).max(64)
+}
+
+/// A tick and its label under the x axis (at `y0`) at each data value.
+fn draw_data_ticks<DB: DrawingBackend>(
+    ctx: &ChartContext<
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    x_values: &[(f64, f64)],
+    y0: f64,
+) -> Result<()> {
+    let font = TextStyle::from(("sans-serif", 15).into_font()).pos(
+        plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Top,
+        ),
+    );
+    for &(x, tx) in x_values {
+        let (px, py) = ctx.backend_coord(&(tx, y0));
+        root.draw(&PathElement::new([(px, py), (px, py + 5)], BLACK))
+            .map_err(draw_error)?;
+        root.draw(&Text::new(format_number(x), (px, py + 7), font.clone()))
+            .map_err(draw_error)?;
+    }
+    Ok(())
 }
 
 /// The corner of the plotting area where the legend covers the fewest

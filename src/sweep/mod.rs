@@ -805,13 +805,7 @@ pub fn run_scored(
                 };
                 let mut record = make_record(e, value, &point, &job, spec, measured);
                 if let Some(s) = source {
-                    record.method = label(spec, source, sources.len());
-                    (record.width, record.height) = (s.raster.width, s.raster.height);
-                    record.classes = s.table.len() as u16;
-                    record.pattern = "input".into();
-                    record.input = Some(s.label.clone());
-                    let (ow, oh) = job.grid(s.raster.width, s.raster.height)?.output_size();
-                    record.mpixels_per_second = (ow * oh) as f64 / 1e6 / record.seconds.max(1e-12);
+                    on_input(&mut record, s, label(spec, source, sources.len()), &job)?;
                 }
                 done += 1;
                 if let Some(scoring) = scoring.as_mut() {
@@ -835,22 +829,39 @@ pub fn run_scored(
                 records.push(record);
             }
         }
-        let so_far = SweepResult {
-            config: config.clone(),
-            machine: Machine::this(),
-            records: records.clone(),
-            failures: failures.clone(),
-            reference: info.clone(),
-        };
+        let so_far = sweep_result(config, records.clone(), failures.clone(), info.clone());
         log(Event::Checkpoint(&so_far), done, total);
     }
-    Ok(SweepResult {
+    Ok(sweep_result(config, records, failures, info))
+}
+
+/// The sweep's result so far on this machine.
+fn sweep_result(
+    config: &Config,
+    records: Vec<Record>,
+    failures: Vec<Failure>,
+    reference: Option<ReferenceInfo>,
+) -> SweepResult {
+    SweepResult {
         config: config.clone(),
         machine: Machine::this(),
         records,
         failures,
-        reference: info,
-    })
+        reference,
+    }
+}
+
+/// A record of a run on input `s` rather than a generated raster: its
+/// label, size, classes and throughput over the output grid.
+fn on_input(record: &mut Record, s: &Source, method: String, job: &SmoothJob) -> Result<()> {
+    record.method = method;
+    (record.width, record.height) = (s.raster.width, s.raster.height);
+    record.classes = s.table.len() as u16;
+    record.pattern = "input".into();
+    record.input = Some(s.label.clone());
+    let (ow, oh) = job.grid(s.raster.width, s.raster.height)?.output_size();
+    record.mpixels_per_second = (ow * oh) as f64 / 1e6 / record.seconds.max(1e-12);
+    Ok(())
 }
 
 /// The optional warm-up and the timed repeats of one method at one point:
