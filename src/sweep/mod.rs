@@ -746,13 +746,12 @@ pub fn run_scored(
                 .map(|m| m.parse::<MethodName>())
                 .collect::<Result<Vec<_>>>()?;
             let mut fail = |spec: &MethodName, err: Error, done: usize| {
-                let f = Failure {
-                    experiment: e.name.clone(),
-                    variable: e.vary,
+                let f = failure(
+                    e,
                     value,
-                    method: label(spec, source, sources.len()),
-                    error: err.to_string(),
-                };
+                    label(spec, source, sources.len()),
+                    err.to_string(),
+                );
                 log(Event::Failed(&f), done, total);
                 failures.push(f);
             };
@@ -812,13 +811,8 @@ pub fn run_scored(
                     match (scoring.score)(&mut output, job.output_nodata) {
                         Ok(a) => record.accuracy = Some(a),
                         Err(err) => {
-                            let f = Failure {
-                                experiment: e.name.clone(),
-                                variable: e.vary,
-                                value,
-                                method: record.method.clone(),
-                                error: format!("scoring against the reference: {err}"),
-                            };
+                            let error = format!("scoring against the reference: {err}");
+                            let f = failure(e, value, record.method.clone(), error);
                             log(Event::Failed(&f), done, total);
                             failures.push(f);
                             continue;
@@ -833,6 +827,17 @@ pub fn run_scored(
         log(Event::Checkpoint(&so_far), done, total);
     }
     Ok(sweep_result(config, records, failures, info))
+}
+
+/// A failed run of `method` at `value` of experiment `e`.
+fn failure(e: &Experiment, value: usize, method: String, error: String) -> Failure {
+    Failure {
+        experiment: e.name.clone(),
+        variable: e.vary,
+        value,
+        method,
+        error,
+    }
 }
 
 /// The sweep's result so far on this machine.
