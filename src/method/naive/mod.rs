@@ -177,7 +177,7 @@ pub fn window_runs(tile: &ClassTile, n: usize) -> WindowRuns {
             row_runs: 1.0,
         };
     }
-    let runs = Runs::new(tile, n);
+    let runs = Runs::without_lengths(tile, n);
     let uniform = runs.uniform.iter().filter(|&&u| u).count();
     let total: u64 = runs.count.iter().map(|&c| c as u64).sum();
     WindowRuns {
@@ -446,24 +446,17 @@ struct Runs {
 
 impl Runs {
     fn new(tile: &ClassTile, n: usize) -> Self {
+        Runs {
+            len: run_lengths(tile),
+            ..Self::without_lengths(tile, n)
+        }
+    }
+
+    /// [`Runs::new`] but `len` left empty: what `auto`'s cost model reads
+    /// of a tile, one pass fewer.
+    fn without_lengths(tile: &ClassTile, n: usize) -> Self {
         let (w, out_w, out_h) = (tile.width, tile.output_width(), tile.output_height());
         let cells = tile.classes;
-        let mut len = vec![0u8; tile.height * w];
-        len.par_chunks_mut(w)
-            .enumerate()
-            .with_min_len(crate::grain::min_items(w))
-            .for_each(|(r, lens)| {
-            let line = &cells[r * w..][..w];
-            let mut run = 0usize;
-            for x in (0..w).rev() {
-                run = if x + 1 < w && line[x] == line[x + 1] {
-                    run + 1
-                } else {
-                    1
-                };
-                lens[x] = run.min(255) as u8;
-            }
-        });
         // count[r·out_w + x]: runs in the n pixels of tile row r from column x.
         let mut count = vec![0u16; tile.height * out_w];
         count
@@ -506,10 +499,33 @@ impl Runs {
         }
         Runs {
             count,
-            len,
+            len: Vec::new(),
             uniform,
         }
     }
+}
+
+/// `len` of [`Runs`]: per tile pixel, the length of the run of equal
+/// pixels from it rightwards, capped at 255.
+fn run_lengths(tile: &ClassTile) -> Vec<u8> {
+    let (w, cells) = (tile.width, tile.classes);
+    let mut len = vec![0u8; tile.height * w];
+    len.par_chunks_mut(w)
+        .enumerate()
+        .with_min_len(crate::grain::min_items(w))
+        .for_each(|(r, lens)| {
+            let line = &cells[r * w..][..w];
+            let mut run = 0usize;
+            for x in (0..w).rev() {
+                run = if x + 1 < w && line[x] == line[x + 1] {
+                    run + 1
+                } else {
+                    1
+                };
+                lens[x] = run.min(255) as u8;
+            }
+        });
+    len
 }
 
 #[cfg(test)]
