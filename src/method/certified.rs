@@ -12,7 +12,7 @@
 //! The third competitor, "no class", has the exact score 0, so a pixel whose
 //! best score does not clear 2ε is recomputed too.
 
-use super::naive::{exact_pixel, taps};
+use super::naive::ExactPixels;
 use super::ranking::Ranking;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::error::Result;
@@ -107,7 +107,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         if ow == 0 || oh == 0 {
             return Ok(());
         }
-        let taps = taps(tile, params);
+        let exact = ExactPixels::new(tile, params);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
         let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
             out.par_chunks_mut(ow)
@@ -121,7 +121,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
                             ranking.decide(x, y, nodata, fill)
                         } else {
                             redone += 1;
-                            exact_pixel(tile, params, &taps, x, y, &mut acc)
+                            exact.at(tile, params, x, y, &mut acc)
                         };
                     }
                     redone

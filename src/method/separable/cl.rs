@@ -30,7 +30,7 @@ use crate::device::{
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::dct5::rot::{self as dct5_rot, Rot};
-use crate::method::naive::{exact_pixel, taps};
+use crate::method::naive::ExactPixels;
 use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -308,7 +308,7 @@ impl SeparableCl {
         uncertain: &[u8],
     ) {
         let ow = tile.output_width();
-        let taps = taps(tile, params);
+        let exact = ExactPixels::new(tile, params);
         let redone: u64 = out
             .par_chunks_mut(ow)
             .zip(uncertain.par_chunks(ow))
@@ -318,7 +318,7 @@ impl SeparableCl {
                 let mut n = 0;
                 for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
                     if f != 0 {
-                        *v = exact_pixel(tile, params, &taps, x, y, &mut acc);
+                        *v = exact.at(tile, params, x, y, &mut acc);
                         n += 1;
                     }
                 }
