@@ -15,6 +15,7 @@ use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 use super::share::Share;
 use super::tally::{Tally, nonzero};
+use super::workers::{Node, Workers};
 use crate::bail;
 use crate::classes::CodeTally;
 use crate::error::{Error, Result};
@@ -94,22 +95,25 @@ fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
     Ok(out)
 }
 
-/// The smoothers the run's workers take turns on, and how many tasks are in
-/// flight (`--jobs`, else sized to the node for `tasks` tasks).
-fn methods_and_jobs(
+/// The smoothers the run's workers take turns on, and the tasks in flight
+/// with their compute threads (`--jobs`, else sized to the node for
+/// `tasks` tasks).
+fn methods_and_workers(
     req: &RunRequest,
     settings: &Settings,
     tasks: usize,
-) -> Result<(Vec<Box<dyn ClassSmoother>>, usize)> {
+) -> Result<(Vec<Box<dyn ClassSmoother>>, Workers)> {
     let choice = &settings.method;
     let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
     let gpus = members.iter().map(|m| m.gpus()).sum();
-    let jobs = match req.jobs {
-        Some(jobs) => jobs,
+    let workers = match req.jobs {
+        // The compute threads the user gave (`RAYON_NUM_THREADS`), else
+        // every core, shared out among the tasks in flight.
+        Some(jobs) => Workers::split(jobs.min(tasks.max(1)), rayon::current_num_threads()),
         None => {
-            let workers = super::workers::Node::here(gpus).workers(tasks);
+            let workers = Node::here(gpus).workers(tasks);
             size_pool(workers.pool_threads);
-            workers.jobs
+            workers
         }
     };
     // Tasks are independent: with a task in flight per device at least,
@@ -117,12 +121,12 @@ fn methods_and_jobs(
     // n), so no tile waits on a queue shared across devices and each
     // device's tiles stay on its own context. Fewer tasks in flight than
     // devices share their tiles instead, so that every device works.
-    let methods = if jobs >= members.len() {
+    let methods = if workers.jobs >= members.len() {
         members
     } else {
         vec![select::shared(members)?]
     };
-    Ok((methods, jobs))
+    Ok((methods, workers))
 }
 
 /// Runs the request's share of the plan in `dir`.
@@ -182,7 +186,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
-    let (methods, jobs) = methods_and_jobs(req, &settings, todo.len())?;
+    let (methods, workers) = methods_and_workers(req, &settings, todo.len())?;
     let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
     let ctx = Context {
         dir: req.dir,
@@ -200,7 +204,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let mut announced = false;
     loop {
         let mut busy = Vec::new();
-        for (task, outcome) in run_round(&ctx, &todo, jobs, &progress) {
+        for (task, outcome) in run_round(&ctx, &todo, workers, &progress) {
             match outcome {
                 Outcome::Done(rec) => {
                     summary.done_now += 1;
@@ -266,11 +270,14 @@ fn sweep_temp_files(out: &Path, state: &State) {
     state.remove_scratch();
 }
 
-/// Runs `tasks` with `jobs` workers and a heartbeat: each task's outcome.
+/// Runs `tasks` with `workers.jobs` workers and a heartbeat: each task's
+/// outcome. Each worker computes on a rayon pool of its own
+/// (`workers.task_threads`), so that one task's small pieces of work wake
+/// only its own threads (see [`super::workers`]).
 fn run_round<'t>(
     ctx: &Context,
     tasks: &[&'t Task],
-    jobs: usize,
+    workers: Workers,
     progress: &BatchProgress,
 ) -> Vec<(&'t Task, Outcome)> {
     let state = ctx.state;
@@ -287,29 +294,44 @@ fn run_round<'t>(
                 records::refresh_held();
             }
         });
-        let workers: Vec<_> = (0..jobs.clamp(1, tasks.len().max(1)))
+        let handles: Vec<_> = (0..workers.jobs.clamp(1, tasks.len().max(1)))
             .map(|w| {
                 let (next, results) = (&next, &results);
                 let method = ctx.methods[w % ctx.methods.len()].as_ref();
                 scope.spawn(move || {
-                    loop {
+                    let work = || loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(&task) = tasks.get(i) else { break };
                         let mut observer = progress.observer(task);
                         let outcome = ctx.attempt(task, method, &mut observer);
                         progress.finished(task, &observer, &outcome);
                         results.lock().expect("results lock").push((task, outcome));
+                    };
+                    match task_pool(w, workers.task_threads) {
+                        Some(pool) => pool.install(work),
+                        None => work(),
                     }
                 })
             })
             .collect();
-        let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        let joined: Vec<_> = handles.into_iter().map(|w| w.join()).collect();
         drop(stop_heartbeat);
         if let Some(panicked) = joined.into_iter().find_map(|j| j.err()) {
             std::panic::resume_unwind(panicked);
         }
     });
     results.into_inner().expect("results lock")
+}
+
+/// Worker `w`'s compute pool of `threads` threads; none (the shared pool
+/// computes) if the system refuses the threads.
+fn task_pool(w: usize, threads: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("mapfilter-task{w}-{i}"))
+        .build()
+        .inspect_err(|e| log::debug!("worker {w} computes on the shared pool: {e}"))
+        .ok()
 }
 
 /// Gives the host's compute pool `threads` threads, unless the user sized

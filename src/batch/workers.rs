@@ -1,22 +1,26 @@
-//! How many tasks a batch run keeps in flight, and how many threads the
-//! host's compute pool gets beside them, from what the node has: its cores,
-//! its GPUs (those the plan's device choice opened) and its memory.
+//! How many tasks a batch run keeps in flight, and how many compute threads
+//! each gets, from what the node has: its cores, its GPUs (those the plan's
+//! device choice opened) and its memory.
 //!
 //! Every task in flight has threads of its own that GDAL keeps busy (the
 //! reader decoding the source's blocks, the writer encoding the output's),
-//! while the engine's compute runs on the shared rayon pool (host methods)
-//! or on the devices (GPU methods, whose tiles the pool maps back to codes).
-//! The plan gives each task one core for GDAL's codecs and the pool the
-//! rest, so that neither oversubscribes the cores: on the 64-core node two
-//! tasks in flight left GDAL on two cores, and a pool of 64 threads beside
-//! 16 tasks' codecs would have fought them (issue 39).
+//! while the engine's compute runs on a rayon pool of the task's own (host
+//! methods, and the host's share of GPU methods: mapping tiles back to
+//! codes, the certified mode's recomputation). The plan gives each task one
+//! core for GDAL's codecs and splits the rest between the tasks' pools, so
+//! that nothing oversubscribes the cores. Pools per task, not one shared
+//! pool: on the 64-core node one pool of 62 threads shared by the tasks
+//! made a batch of 16 tiles 6x slower than a pool of 32 (100 s against
+//! 17 s, `--device gpu`, `--exact`), its idle threads woken and spinning
+//! for every small piece of work of every task (issue 39).
 
 /// Memory a task in flight may need: a few tiles of the pipeline, GDAL's
 /// blocks of its windows and, on the host, the method's scratch.
 const TASK_MEMORY: u64 = 512 << 20;
 
-/// Most tasks in flight per GPU by default.
-const PER_GPU: usize = 2;
+/// Cores per task in flight by default: one for its GDAL codecs, the rest
+/// for its compute pool.
+const CORES_PER_TASK: usize = 4;
 
 /// Up to this many cores, the pool keeps them all.
 const SMALL: usize = 4;
@@ -31,11 +35,25 @@ pub struct Node {
     pub memory: Option<u64>,
 }
 
-/// Tasks in flight and the compute pool's threads.
+/// Tasks in flight and the compute threads: all of them, and each task's
+/// own pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Workers {
     pub jobs: usize,
     pub pool_threads: usize,
+    pub task_threads: usize,
+}
+
+impl Workers {
+    /// `jobs` tasks in flight sharing `pool_threads` compute threads.
+    pub fn split(jobs: usize, pool_threads: usize) -> Workers {
+        let jobs = jobs.max(1);
+        Workers {
+            jobs,
+            pool_threads,
+            task_threads: (pool_threads / jobs).max(1),
+        }
+    }
 }
 
 impl Node {
@@ -48,21 +66,15 @@ impl Node {
         }
     }
 
-    /// The default plan for `tasks` tasks. On the host the pool computes,
-    /// so a task in flight per 8 cores keeps the codecs fed while leaving
-    /// the pool most cores; on GPUs the codecs are the work left to the
-    /// cores, so a task per 3 cores, but no more than 2 per GPU (the
-    /// earlier default's count on one GPU): more per GPU looked slower on
-    /// one GPU and faster on four, in runs biased by the first run's
-    /// OpenCL compile, so it is left to be measured (BENCHMARKS.md, "The
-    /// node's throughput").
+    /// The default plan for `tasks` tasks: a task in flight per
+    /// [`CORES_PER_TASK`] cores, on the host and with GPUs alike (the GPUs'
+    /// tasks keep the cores busy with GDAL's codecs, the mapping back to
+    /// codes and the certified recomputation: 16 tasks on 64 cores beat 8
+    /// there), within the memory available; each task's pool gets its
+    /// share of the cores left beside the codecs.
     pub fn workers(&self, tasks: usize) -> Workers {
         let cpus = self.cpus.max(1);
-        let wanted = if self.gpus == 0 {
-            cpus.div_ceil(8)
-        } else {
-            (cpus / 3).min(PER_GPU * self.gpus).max(1)
-        };
+        let wanted = (cpus / CORES_PER_TASK).max(1);
         let by_memory = self
             .memory
             .map_or(usize::MAX, |m| (m / TASK_MEMORY).max(1) as usize);
@@ -70,7 +82,7 @@ impl Node {
         // On a few cores the engine is most of the work and the codecs'
         // threads mostly wait: the pool keeps every core there.
         let pool_threads = if cpus <= SMALL { cpus } else { cpus - jobs };
-        Workers { jobs, pool_threads }
+        Workers::split(jobs, pool_threads)
     }
 }
 
@@ -88,10 +100,12 @@ mod tests {
                         let w = node.workers(tasks);
                         assert!(w.jobs >= 1 && w.pool_threads >= 1, "{node:?}: {w:?}");
                         assert!(w.jobs <= tasks, "{node:?}: {w:?}");
-                        // A core per task's codecs, the rest to the pool.
+                        // A core per task's codecs, the rest to the pools.
                         if cpus > SMALL {
                             assert!(w.jobs + w.pool_threads <= cpus, "{node:?}: {w:?}");
+                            assert!(w.jobs * (1 + w.task_threads) <= cpus, "{node:?}: {w:?}");
                         }
+                        assert!(w.task_threads >= 1 && w.task_threads <= w.pool_threads);
                         if let Some(m) = memory {
                             assert!(w.jobs as u64 * TASK_MEMORY <= m.max(TASK_MEMORY));
                         }
@@ -103,25 +117,30 @@ mod tests {
 
     #[test]
     fn the_node_is_used() {
-        // (cores, GPUs, tasks) → (tasks in flight, pool threads).
+        // (cores, GPUs, tasks) → (tasks in flight, pool threads, per task).
         let cases = [
-            // The 4-GPU, 64-core node: 2 tasks per GPU, the rest computes.
-            ((64, 4, 100), (8, 56)),
-            ((64, 4, 8), (8, 56)),
-            // The host alone on 64 cores: 8 tasks, 56 threads computing.
-            ((64, 0, 100), (8, 56)),
+            // The 4-GPU, 64-core node: 16 tasks of 3 compute threads.
+            ((64, 4, 100), (16, 48, 3)),
+            // Fewer tasks than that: each task's pool is larger.
+            ((64, 4, 8), (8, 56, 7)),
+            // The host alone on 64 cores: the same.
+            ((64, 0, 100), (16, 48, 3)),
             // The 16-core one-GPU node.
-            ((16, 1, 16), (2, 14)),
+            ((16, 1, 16), (4, 12, 3)),
             // The 2-core machine: one task, both cores computing.
-            ((2, 0, 100), (1, 2)),
+            ((2, 0, 100), (1, 2, 2)),
         ];
-        for ((cpus, gpus, tasks), (jobs, pool_threads)) in cases {
+        for ((cpus, gpus, tasks), (jobs, pool_threads, task_threads)) in cases {
             let node = Node {
                 cpus,
                 gpus,
                 memory: Some(24 << 30),
             };
-            let want = Workers { jobs, pool_threads };
+            let want = Workers {
+                jobs,
+                pool_threads,
+                task_threads,
+            };
             assert_eq!(node.workers(tasks), want, "{node:?}, {tasks} tasks");
         }
     }

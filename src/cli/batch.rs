@@ -152,9 +152,10 @@ struct RunArgs {
     /// of their halo (degraded) or, with --no-wait, are held by other runs.
     #[arg(long)]
     allow_incomplete: bool,
-    /// Tasks in flight at once (default: sized to the node: a task per 8
-    /// cores on the host, per 3 cores with GPUs but at most 2 per GPU,
-    /// within the memory available; the compute pool gets the other cores).
+    /// Tasks in flight at once (default: sized to the node: a task per 4
+    /// cores, with GPUs or without, within the memory available). Each
+    /// task computes on a pool of its own: the cores (or
+    /// RAYON_NUM_THREADS) its GDAL codecs leave, shared out among the tasks.
     #[arg(long)]
     jobs: Option<usize>,
     /// No progress bar and no lines per task.
@@ -510,10 +511,10 @@ fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
     let node = crate::batch::workers::Node::here(gpus);
     let workers = node.workers(plan.tasks.len());
     text += &format!(
-        "\nmethod: {}\nbatch run here (defaults): {} task(s) in flight, a compute pool of {} threads ({} cores, {} GPU(s) computing)",
+        "\nmethod: {}\nbatch run here (defaults): {} task(s) in flight, {} compute threads each ({} cores, {} GPU(s) computing)",
         names.join(", "),
         workers.jobs,
-        workers.pool_threads,
+        workers.task_threads,
         node.cpus,
         gpus
     );
