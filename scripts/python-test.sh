@@ -3,8 +3,10 @@
 # environment under the repository (.venv-py, git-ignored) and runs its
 # pytest suite (python/tests). scripts/test.sh runs it after `cargo test`,
 # whose build it reuses: the extension is built with the test profile into
-# the workspace's target/, so only the binding, pyo3 and the library
-# without GDAL are compiled here, not the dependencies again.
+# the workspace's target/, so only the binding, pyo3 and the workspace's
+# crates it uses (mapfilter-core, the library below GDAL and the CLI, and
+# tiles) are compiled here, not the dependencies again (python/Cargo.toml
+# pins the features that make them the same).
 # Extra arguments go to pytest (e.g. -k dask).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +23,8 @@ pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
 # of Cargo.toml's [profile.test.package."*"], so that cargo finds the ones
 # `cargo test` built (artifacts are keyed by a profile's settings, not by
 # its name; the test profile itself cannot build a cdylib: it builds test
-# harnesses); the workspace's own crates (the library without GDAL, which
-# the test build does not have, and the binding) at opt-level 0, which
+# harnesses); the workspace's own crates (mapfilter-core and tiles, which the
+# test build has at opt-level 2, and the binding) at opt-level 0, which
 # compiles them in a fraction of the time and runs the suite's small
 # arrays fast enough. `pip install ./python` alone builds the release profile.
 export MATURIN_PEP517_ARGS="--profile dev \
