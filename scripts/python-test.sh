@@ -2,9 +2,11 @@
 # Builds the Python package (python/, PyO3 + maturin) into a virtual
 # environment under the repository (.venv-py, git-ignored) and runs its
 # pytest suite (python/tests). scripts/test.sh runs it after `cargo test`,
-# whose build it reuses: the extension is built with the test profile into
-# the workspace's target/, so only the binding, pyo3 and the library
-# without GDAL are compiled here, not the dependencies again.
+# whose build it reuses: the extension is built with the test profile's
+# settings into the workspace's target/, so only the binding and pyo3 are
+# compiled here, not mapfilter-core (the library below GDAL and the CLI,
+# all the binding calls) or the dependencies again (python/Cargo.toml pins
+# the features that make them the same).
 # Extra arguments go to pytest (e.g. -k dask).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,16 +19,18 @@ fi
 export PATH="$PWD/$venv/bin:$PATH"
 pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
 # --no-build-isolation: maturin from the pinned requirements, not a fresh
-# download per build. The profile: dev, whose dependencies get the settings
-# of Cargo.toml's [profile.test.package."*"], so that cargo finds the ones
-# `cargo test` built (artifacts are keyed by a profile's settings, not by
-# its name; the test profile itself cannot build a cdylib: it builds test
-# harnesses); the workspace's own crates (the library without GDAL, which
-# the test build does not have, and the binding) at opt-level 0, which
-# compiles them in a fraction of the time and runs the suite's small
-# arrays fast enough. `pip install ./python` alone builds the release profile.
+# download per build. The profile: dev with the test profile's settings
+# (opt-level 2; line tables for the workspace's crates, no debug info for
+# dependencies, as Cargo.toml's [profile.test] and
+# [profile.test.package."*"] say), so that cargo finds every crate
+# `cargo test` built, mapfilter-core and tiles included (artifacts are
+# keyed by a profile's settings, not by its name; the test profile itself
+# cannot build a cdylib: it builds test harnesses): only pyo3, numpy and
+# the binding are compiled here. `pip install ./python` alone builds the
+# release profile.
 export MATURIN_PEP517_ARGS="--profile dev \
-  --config profile.dev.debug=false \
+  --config profile.dev.opt-level=2 \
+  --config 'profile.dev.debug=\"line-tables-only\"' \
   --config 'profile.dev.package.\"*\".opt-level=2' \
   --config 'profile.dev.package.\"*\".debug=false'"
 pip install --quiet --disable-pip-version-check \

@@ -2,6 +2,14 @@
 //! weighted class-histogram (majority) filter on OpenCL devices and on the
 //! host, and reports how accurate each fast method is against the exact one.
 //!
+//! Two crates, by layer: `mapfilter-core` (the model, kernels and classes,
+//! devices, methods, image ops, engines, sieve, metrics, accuracy: no GDAL,
+//! no command line) and this one on top of it (GDAL raster I/O, jobs,
+//! reports, sweeps, batch, the CLI). Every module of the core crate is
+//! re-exported here under its own name, so `crate::engine` and
+//! `mapfilter::engine` name the core's [`engine`]; the core cannot name
+//! this crate (docs/architecture.md).
+//!
 //! Layers, from the bottom: [`io`] and [`pixel`] (the model: sources, sinks,
 //! in-memory rasters, sample types), [`kernel`] and [`classes`] define the
 //! inputs of the computation; [`method`] defines what each method computes
@@ -9,37 +17,20 @@
 //! method with bounded memory; [`gdal`](crate::gdal) reads and writes GDAL
 //! rasters; [`cli`] is glue.
 
-pub mod accuracy;
+pub use mapfilter_core::{
+    accuracy, classes, confidence, cpu, device, engine, error, filter, grain, interrupt, io,
+    kernel, limits, linalg, method, metrics, output, pipeline, pixel, pixel_area, progress, sieve,
+    switches, synth,
+};
+pub use mapfilter_core::{bail, with_bands, with_type};
+
 #[cfg(feature = "gdal")]
 pub mod batch;
-pub mod classes;
 pub mod cli;
-pub mod confidence;
-pub mod cpu;
-pub mod device;
-pub mod engine;
-pub mod error;
-pub mod filter;
 #[cfg(feature = "gdal")]
 pub mod gdal;
-pub mod grain;
-pub mod interrupt;
-pub mod io;
 pub mod job;
-pub mod kernel;
-pub mod limits;
-pub mod linalg;
-pub mod method;
-pub mod metrics;
-pub mod output;
-pub mod pipeline;
-pub mod pixel;
-pub mod pixel_area;
-pub mod progress;
 pub mod report;
-pub mod sieve;
 pub mod sweep;
-pub mod switches;
-pub mod synth;
 
-pub use error::{Error, Result};
+pub use mapfilter_core::{Error, Result};

@@ -1,8 +1,13 @@
-//! The architecture rules of docs/architecture.md, checked on `src/**/*.rs`
-//! with std only: no file-level import cycle, no function over
-//! [`MAX_FN_LINES`] lines, no file over [`MAX_FILE_LINES`] lines of code, the
-//! environment read in `switches.rs` only, and no `too_many_arguments`
-//! allowance. Test code (`#[cfg(test)]` items) and comments do not count.
+//! The architecture rules of docs/architecture.md, checked on both crates'
+//! sources (`core/src/**/*.rs`, `src/**/*.rs`) with std only: no file-level
+//! import cycle, no function over [`MAX_FN_LINES`] lines, no file over
+//! [`MAX_FILE_LINES`] lines of code, the environment read in `switches.rs`
+//! only, and no `too_many_arguments` allowance. Test code (`#[cfg(test)]`
+//! items) and comments do not count. The layering of the crates themselves
+//! is checked on `core/Cargo.toml`: the core crate depends on neither GDAL,
+//! clap nor the `mapfilter` crate above it; and no file under `src/` sits
+//! in a core module's folder (where a merge from before the split puts a
+//! new file, which no crate would compile).
 //!
 //! The checker reads Rust with a small lexer rather than a parser: it knows
 //! comments, string and char literals, braces and `crate::`/`super::`/
@@ -17,26 +22,141 @@ use std::path::Path;
 const MAX_FN_LINES: usize = 120;
 /// The most lines of code (not blank, not comment, not test) a file may hold.
 const MAX_FILE_LINES: usize = 900;
-/// The one file that reads the process environment.
+/// The one file that reads the process environment (the core crate's).
 const SWITCHES: &str = "switches.rs";
+/// Each crate's source folder, and the fewest `.rs` files it must hold (a
+/// guard against reading an empty or moved folder).
+const CRATES: [(&str, usize); 2] = [("core/src", 90), ("src", 60)];
+/// What the core crate must not depend on: GDAL, the CLI's parser and the
+/// crate above it.
+const ABOVE_CORE: [&str; 4] = ["gdal", "gdal-sys", "clap", "mapfilter"];
 
 #[test]
 fn the_source_tree_keeps_the_architecture_rules() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    read_tree(&root, &root, &mut files);
-    assert!(
-        files.len() > 100,
-        "read only {} files under src/",
-        files.len()
-    );
-    let broken = check(&files);
+    let mut broken = Vec::new();
+    let mut trees = Vec::new();
+    for (dir, fewest) in CRATES {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut files = Vec::new();
+        read_tree(&root, &root, &mut files);
+        assert!(
+            files.len() > fewest,
+            "read only {} files under {dir}/",
+            files.len()
+        );
+        broken.extend(check_in(dir, &files));
+        trees.push(files);
+    }
+    broken.extend(stranded(&trees[0], &trees[1]));
     assert!(
         broken.is_empty(),
         "{} architecture rule(s) broken (docs/architecture.md):\n  {}",
         broken.len(),
         broken.join("\n  ")
     );
+}
+
+#[test]
+fn the_core_crate_depends_on_no_layer_above_it() {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/core/Cargo.toml");
+    let text = std::fs::read_to_string(manifest).unwrap();
+    assert!(
+        !dependencies(&text).is_empty(),
+        "read no dependency in {manifest}"
+    );
+    let upward = upward_dependencies(&text);
+    assert!(
+        upward.is_empty(),
+        "core/Cargo.toml depends on {upward:?}: the core crate must not use GDAL, clap or the \
+         mapfilter crate (docs/architecture.md); move the code that needs them up into src/"
+    );
+}
+
+/// Files under src/ in a folder or file of a core module the root crate
+/// does not declare (`src/method/...`, `src/engine.rs`): compiled nowhere.
+/// A file added under one of the moved folders on a branch from before the
+/// split lands there when the branch is merged; it belongs under core/src/.
+fn stranded(core: &[(String, String)], root: &[(String, String)]) -> Vec<String> {
+    let top = |path: &str| {
+        let first = path.split('/').next().unwrap_or(path);
+        first.strip_suffix(".rs").unwrap_or(first).to_string()
+    };
+    let core_modules: BTreeSet<String> = core.iter().map(|(p, _)| top(p)).collect();
+    let lib = root
+        .iter()
+        .find(|(p, _)| p == "lib.rs")
+        .map_or("", |(_, t)| t.as_str());
+    root.iter()
+        .filter(|(p, _)| {
+            let module = top(p);
+            core_modules.contains(&module)
+                && p != "lib.rs"
+                && !lib.lines().any(|l| {
+                    let l = l.trim();
+                    l == format!("pub mod {module};") || l == format!("mod {module};")
+                })
+        })
+        .map(|(p, _)| {
+            format!(
+                "src/{p}: a path of mapfilter-core's module `{}`, compiled nowhere in this crate \
+                 (git mv it to core/src/{p})",
+                top(p)
+            )
+        })
+        .collect()
+}
+
+/// The packages a Cargo manifest depends on, in any dependency table
+/// (normal, dev, build, target-specific; inline `name = ...` entries and
+/// `[dependencies.name]` tables), by package name (a `package = "..."`
+/// rename counts as the package it names).
+fn dependencies(manifest: &str) -> Vec<String> {
+    let is_table = |header: &str| {
+        header
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.ends_with("dependencies"))
+    };
+    let mut found = Vec::new();
+    let mut in_table = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let header = header.trim();
+            in_table = is_table(header);
+            // `[dependencies.name]`: the table of one dependency.
+            if let Some((table, name)) = header.rsplit_once('.')
+                && is_table(table)
+            {
+                found.push(name.trim().trim_matches('"').to_string());
+            }
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let renamed = value.split_once("package").and_then(|(_, rest)| {
+            let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+            rest.strip_prefix('"')?
+                .split('"')
+                .next()
+                .map(str::to_string)
+        });
+        let key = key.trim().split('.').next().unwrap_or("").trim_matches('"');
+        found.push(renamed.unwrap_or_else(|| key.to_string()));
+    }
+    found
+}
+
+/// The dependencies of a core manifest that belong to the layers above it.
+fn upward_dependencies(manifest: &str) -> Vec<String> {
+    dependencies(manifest)
+        .into_iter()
+        .filter(|name| ABOVE_CORE.contains(&name.as_str()))
+        .collect()
 }
 
 /// Every `.rs` file under `dir`, as (path relative to `root` with `/`, text).
@@ -56,8 +176,14 @@ fn read_tree(root: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
 /// Every broken rule in `files` ((path under src/, text) pairs), one
 /// message each, naming the file or function and the limit.
 fn check(files: &[(String, String)]) -> Vec<String> {
-    let sources: Vec<Source> = files.iter().map(|(p, t)| Source::read(p, t)).collect();
-    let mut broken = cycles(&sources);
+    check_in("src", files)
+}
+
+/// [`check`] on one crate's files, under its source folder `dir`
+/// (`src`, `core/src`): the messages name the files under it.
+fn check_in(dir: &str, files: &[(String, String)]) -> Vec<String> {
+    let sources: Vec<Source> = files.iter().map(|(p, t)| Source::read(dir, p, t)).collect();
+    let mut broken = cycles(dir, &sources);
     for source in &sources {
         if source.test_only(&sources) {
             continue;
@@ -72,9 +198,9 @@ fn check(files: &[(String, String)]) -> Vec<String> {
             .count();
         if allowances > 0 {
             broken.push(format!(
-                "src/{}: {allowances} clippy::too_many_arguments allowance(s), none allowed \
+                "{}/{}: {allowances} clippy::too_many_arguments allowance(s), none allowed \
                  (pass a parameter struct)",
-                source.path
+                source.dir, source.path
             ));
         }
     }
@@ -85,6 +211,9 @@ fn check(files: &[(String, String)]) -> Vec<String> {
 /// character's position (a blanked character becomes a space, a newline
 /// stays), so an index in one is the same place in the others.
 struct Source {
+    /// The crate's source folder (`src`, `core/src`), for messages.
+    dir: String,
+    /// The path under `dir`.
     path: String,
     module: Vec<String>,
     /// Comments and `#[cfg(test)]` items blanked; strings kept.
@@ -97,7 +226,7 @@ struct Source {
 }
 
 impl Source {
-    fn read(path: &str, text: &str) -> Source {
+    fn read(dir: &str, path: &str, text: &str) -> Source {
         let chars: Vec<char> = text.chars().collect();
         let (mut code, mut skeleton) = blank_comments_and_strings(&chars);
         let mut test_children = Vec::new();
@@ -114,6 +243,7 @@ impl Source {
             }
         }
         Source {
+            dir: dir.to_string(),
             path: path.to_string(),
             module: module_of(path),
             code,
@@ -137,17 +267,17 @@ impl Source {
         let code_lines = lines(&self.code).filter(|l| !l.trim().is_empty()).count();
         if code_lines > MAX_FILE_LINES {
             broken.push(format!(
-                "src/{}: {code_lines} lines of code, over the {MAX_FILE_LINES}-line file limit \
+                "{}/{}: {code_lines} lines of code, over the {MAX_FILE_LINES}-line file limit \
                  (split it by responsibility)",
-                self.path
+                self.dir, self.path
             ));
         }
         for (name, length) in functions(&self.skeleton) {
             if length > MAX_FN_LINES {
                 broken.push(format!(
-                    "src/{}: fn {name} is {length} lines, over the {MAX_FN_LINES}-line limit \
+                    "{}/{}: fn {name} is {length} lines, over the {MAX_FN_LINES}-line limit \
                      (split it into named steps)",
-                    self.path
+                    self.dir, self.path
                 ));
             }
         }
@@ -167,9 +297,9 @@ impl Source {
                     .any(|v| w[2].is_ident(v))
             {
                 broken.push(format!(
-                    "src/{}:{}: reads the environment (env::{}); only src/{SWITCHES} may: \
+                    "{}/{}:{}: reads the environment (env::{}); only core/src/{SWITCHES} may: \
                      read it there once and pass the value down",
-                    self.path, w[2].line, w[2].text
+                    self.dir, self.path, w[2].line, w[2].text
                 ));
             }
         }
@@ -234,7 +364,7 @@ fn module_of(path: &str) -> Vec<String> {
 /// file whose module it names, the longest named prefix that is a file,
 /// except its own module and its ancestors (a child using its parent's items
 /// is the module tree, not an import).
-fn cycles(sources: &[Source]) -> Vec<String> {
+fn cycles(dir: &str, sources: &[Source]) -> Vec<String> {
     let files: BTreeMap<&[String], &str> = sources
         .iter()
         .map(|s| (s.module.as_slice(), s.path.as_str()))
@@ -266,8 +396,8 @@ fn cycles(sources: &[Source]) -> Vec<String> {
                 })
                 .collect();
             format!(
-                "import cycle among {} files (none allowed; move the shared item down or invert \
-                 the dependency): {}",
+                "import cycle among {} files of {dir}/ (none allowed; move the shared item down \
+                 or invert the dependency): {}",
                 component.len(),
                 arrows.join(", ")
             )
@@ -746,6 +876,71 @@ mod checker {
         );
         let in_test = format!("#[cfg(test)]\nmod tests {{\n{read}}}\n");
         assert!(tree(&[("device/mod.rs", &in_test)]).is_empty());
+    }
+
+    #[test]
+    fn a_core_dependency_on_a_layer_above_is_named_in_any_table() {
+        let clean = "[package]\nname = \"mapfilter-core\"\n\n[dependencies]\n\
+                     tiles = { path = \"../tiles\" }\nrayon = \"1\"\n\
+                     serde = { version = \"1\", features = [\"derive\"] }\n\
+                     \n[dev-dependencies]\ntempfile = \"3\" # not gdal\n";
+        assert_eq!(dependencies(clean), ["tiles", "rayon", "serde", "tempfile"]);
+        assert!(upward_dependencies(clean).is_empty());
+        for (upward, name) in [
+            ("[dependencies]\ngdal = \"0.19\"\n", "gdal"),
+            ("[dependencies]\nclap.version = \"4\"\n", "clap"),
+            (
+                "[dev-dependencies]\nmapfilter = { path = \"..\" }\n",
+                "mapfilter",
+            ),
+            ("[build-dependencies]\ngdal-sys = \"0.12\"\n", "gdal-sys"),
+            (
+                "[target.'cfg(unix)'.dependencies]\ngdal = \"0.19\"\n",
+                "gdal",
+            ),
+            ("[dependencies.clap]\nversion = \"4\"\n", "clap"),
+            (
+                "[dependencies]\nengine = { package = \"mapfilter\", path = \"..\" }\n",
+                "mapfilter",
+            ),
+        ] {
+            let manifest = format!("{clean}{upward}");
+            assert_eq!(upward_dependencies(&manifest), [name], "{manifest}");
+        }
+        // Names in other tables are not dependencies.
+        let features = format!("{clean}[features]\ngdal = []\n");
+        assert!(upward_dependencies(&features).is_empty());
+    }
+
+    #[test]
+    fn a_root_file_in_a_core_module_folder_is_stranded() {
+        let owned = |files: &[&str]| -> Vec<(String, String)> {
+            files
+                .iter()
+                .map(|p| (p.to_string(), String::new()))
+                .collect()
+        };
+        let core = owned(&["lib.rs", "engine.rs", "method/mod.rs", "job/plane.rs"]);
+        let mut root = owned(&["lib.rs", "job/mod.rs", "job/smooth.rs", "cli/mod.rs"]);
+        root[0].1 = "pub mod cli;\npub mod job;\n".to_string();
+        assert!(stranded(&core, &root).is_empty());
+        root.extend(owned(&["method/newfam/mod.rs", "engine.rs"]));
+        let broken = stranded(&core, &root);
+        assert_eq!(broken.len(), 2, "{broken:?}");
+        assert!(
+            broken[0].starts_with("src/method/newfam/mod.rs: ")
+                && broken[0].contains("core/src/method/newfam/mod.rs"),
+            "{broken:?}"
+        );
+    }
+
+    #[test]
+    fn a_message_names_the_crate_folder() {
+        let long = function("too_long", MAX_FN_LINES + 1);
+        let owned = vec![("engine.rs".to_string(), long)];
+        let broken = check_in("core/src", &owned);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(broken[0].starts_with("core/src/engine.rs: "), "{broken:?}");
     }
 
     #[test]

@@ -1,29 +1,29 @@
 //! The `mapfilter._mapfilter` extension module: numpy arrays in, numpy
 //! arrays out, through the mapfilter library's in-memory entry points
-//! ([`mapfilter::job::plane`], the sieve, the metrics, the filter engine).
+//! ([`mapfilter_core::job::plane`], the sieve, the metrics, the filter engine).
 //! It owns only the crossing: arguments parsed as the CLI parses them, the
 //! GIL released while the library computes, library errors raised as
 //! `mapfilter.Error`. The Python package (`python/mapfilter`) owns the
 //! public signatures, dtype handling and docstrings.
 
-use mapfilter::classes::ClassWeights;
-use mapfilter::confidence::Quantiser;
-use mapfilter::device::{DeviceChoice, list_devices};
-use mapfilter::error::Error as LibError;
-use mapfilter::filter::engine::{FilterJob, filter_in_memory};
-use mapfilter::filter::run_on::RunOn;
-use mapfilter::filter::{BorderMode, Chain};
-use mapfilter::io::{MemImage, MemRaster};
-use mapfilter::job::plane::{PlaneSpec, PlaneView, smooth_plane};
-use mapfilter::kernel::{KernelArg, PixelWidth};
-use mapfilter::method::policy::PolicyText;
-use mapfilter::method::select::{FastOptions, MethodSpec, smoother_for};
-use mapfilter::metrics::{self, Summary};
-use mapfilter::pixel::{Bands, Plane};
-use mapfilter::pixel_area::PixelArea;
-use mapfilter::progress::Progress;
-use mapfilter::sieve::threshold::Threshold;
-use mapfilter::sieve::{Connectivity, SieveOptions};
+use mapfilter_core::classes::ClassWeights;
+use mapfilter_core::confidence::Quantiser;
+use mapfilter_core::device::{DeviceChoice, list_devices};
+use mapfilter_core::error::Error as LibError;
+use mapfilter_core::filter::engine::{FilterJob, filter_in_memory};
+use mapfilter_core::filter::run_on::RunOn;
+use mapfilter_core::filter::{BorderMode, Chain};
+use mapfilter_core::io::{MemImage, MemRaster};
+use mapfilter_core::job::plane::{PlaneSpec, PlaneView, smooth_plane};
+use mapfilter_core::kernel::{KernelArg, PixelWidth};
+use mapfilter_core::method::policy::PolicyText;
+use mapfilter_core::method::select::{FastOptions, MethodSpec, smoother_for};
+use mapfilter_core::metrics::{self, Summary};
+use mapfilter_core::pixel::{Bands, Plane};
+use mapfilter_core::pixel_area::PixelArea;
+use mapfilter_core::progress::Progress;
+use mapfilter_core::sieve::threshold::Threshold;
+use mapfilter_core::sieve::{Connectivity, SieveOptions};
 use numpy::{
     IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3,
     PyUntypedArrayMethods,
@@ -68,7 +68,7 @@ fn kernel(
     text: &str,
     size: Option<usize>,
     pixel_size: Option<f64>,
-) -> mapfilter::Result<mapfilter::kernel::Kernel> {
+) -> mapfilter_core::Result<mapfilter_core::kernel::Kernel> {
     let arg: KernelArg = text.parse()?;
     // A kernel that comes out 1x1 is refused, as by the CLI (without its
     // --allow-subpixel).
@@ -91,7 +91,7 @@ fn kernel(
     resolved.spec.build()
 }
 
-fn border(text: &str) -> mapfilter::Result<Border> {
+fn border(text: &str) -> mapfilter_core::Result<Border> {
     match text {
         "same" => Ok(Border::Same),
         "valid" => Ok(Border::Valid),
@@ -142,7 +142,7 @@ fn smooth_codes<'py>(
     // Each pixel's vote weight, quantised as `smooth --confidence` quantises
     // a raster's values.
     let votes = confidence
-        .map(|c| -> mapfilter::Result<Vec<u16>> {
+        .map(|c| -> mapfilter_core::Result<Vec<u16>> {
             let scale = match (confidence_scale, confidence_float) {
                 (Some(s), _) => s,
                 (None, true) => 1.0,
@@ -162,7 +162,7 @@ fn smooth_codes<'py>(
         })
         .transpose()
         .map_err(|e| raise(py, e))?;
-    let settings = || -> mapfilter::Result<_> {
+    let settings = || -> mapfilter_core::Result<_> {
         let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
         let policies = PolicyText {
             ties,
@@ -209,7 +209,7 @@ fn smooth_codes<'py>(
     };
     // The output and the engine's wall time (what the call costs beyond
     // it is the binding's overhead: BENCHMARKS.md).
-    let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter::Result<(MemRaster, f64)> {
+    let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter_core::Result<(MemRaster, f64)> {
         let smoother = smoother_for(&method, &device, &spec.kernel)?;
         let (out, _, stats) = smooth_plane(&plane, &spec, smoother.as_ref())?;
         Ok((out, stats.wall.as_secs_f64()))
@@ -244,7 +244,7 @@ fn smooth_halo(
     pixel_size: Option<f64>,
     iterations: Option<usize>,
 ) -> PyResult<usize> {
-    let halo = || -> mapfilter::Result<usize> {
+    let halo = || -> mapfilter_core::Result<usize> {
         let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
         let policies = PolicyText {
             iterations,
@@ -279,7 +279,7 @@ fn sieve_codes<'py>(
     let (h, w) = (codes.shape()[0], codes.shape()[1]);
     let data = contiguous(&codes)?;
     let out = py
-        .allow_threads(|| -> mapfilter::Result<MemRaster> {
+        .allow_threads(|| -> mapfilter_core::Result<MemRaster> {
             let threshold: Threshold = threshold.parse()?;
             // An area of at most a pixel is refused, as by the CLI.
             let pixels = threshold.pixels(
@@ -299,7 +299,7 @@ fn sieve_codes<'py>(
             })?;
             let options = SieveOptions::new(pixels, connectivity, nodata);
             let mut out = MemRaster::filled(w, h, 0);
-            mapfilter::sieve::sieve(
+            mapfilter_core::sieve::sieve(
                 &mut PlaneView::new(data, w, h)?,
                 &mut out,
                 &options,
@@ -325,7 +325,7 @@ fn compare_codes(
     let size = |a: &PyReadonlyArray2<u16>| (a.shape()[1], a.shape()[0]);
     let ((rw, rh), (cw, ch)) = (size(&reference), size(&candidate));
     let (r, c) = (contiguous(&reference)?, contiguous(&candidate)?);
-    py.allow_threads(|| -> mapfilter::Result<String> {
+    py.allow_threads(|| -> mapfilter_core::Result<String> {
         let confusion = metrics::compare(
             &mut PlaneView::new(r, rw, rh)?,
             &mut PlaneView::new(c, cw, ch)?,
@@ -395,7 +395,7 @@ fn filter_image<'py>(
         Bands::F32(planes(&image.extract::<PyReadonlyArray3<f32>>()?))
     };
     let out = py
-        .allow_threads(|| -> mapfilter::Result<Bands> {
+        .allow_threads(|| -> mapfilter_core::Result<Bands> {
             let chain = Chain::parse(&ops)?;
             let border: BorderMode = border_text.parse()?;
             chain.check(bands.count(), bands.sample_type(), border, nodata)?;

@@ -6,8 +6,9 @@
 //! CSV and reference points from any OGR source ([`points`]), making an output on another
 //! thread ([`deferred_output`], on the long-lived [`threads`]), keeping
 //! GDAL's own error reports off stderr while counting them ([`errors`]),
-//! and sparing PROJ's database the same fruitless name search for every
-//! output ([`proj_names`]).
+//! sparing PROJ's database the same fruitless name search for every
+//! output ([`proj_names`]), and the ground area of a dataset's pixel for a
+//! sieve threshold ([`sieve_area`]).
 //!
 //! Inside this folder the extern crate is reached as `gdal::...` from the
 //! submodules (where no local item shadows it); elsewhere in the crate a
@@ -25,4 +26,5 @@ pub mod output_options;
 pub mod output_raster;
 pub mod points;
 pub mod proj_names;
+pub mod sieve_area;
 pub mod threads;

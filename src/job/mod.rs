@@ -9,7 +9,7 @@ pub mod compare;
 #[cfg(feature = "gdal")]
 pub mod filter;
 pub mod observer;
-pub mod plane;
+pub use mapfilter_core::job::plane;
 #[cfg(feature = "gdal")]
 pub mod reference;
 #[cfg(feature = "gdal")]

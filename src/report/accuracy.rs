@@ -288,7 +288,40 @@ struct View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accuracy::estimate::{assess, tests::olofsson_2014};
+    use crate::accuracy::estimate::{SamplePoint, Stratum, assess};
+
+    /// Olofsson et al. (2014), section 5 and Table 8, as the core crate's
+    /// `accuracy::estimate` tests build it (whose test helpers this crate
+    /// cannot reach): strata = map classes 1 to 4 of 200,000, 150,000,
+    /// 3,200,000 and 6,450,000 Landsat pixels (0.09 ha), n = 75, 75, 165, 325.
+    fn olofsson_2014() -> (Vec<Stratum>, Vec<SamplePoint>) {
+        let pixels = [200_000u64, 150_000, 3_200_000, 6_450_000];
+        let strata = (1..=4)
+            .zip(pixels)
+            .map(|(code, pixels)| Stratum {
+                code,
+                pixels,
+                area: pixels as f64 * 0.09,
+            })
+            .collect();
+        let counts: [[u64; 4]; 4] = [
+            [66, 0, 5, 4],
+            [0, 55, 8, 12],
+            [1, 0, 153, 11],
+            [2, 1, 9, 313],
+        ];
+        let mut points = Vec::new();
+        for (m, row) in (1..=4).zip(counts) {
+            for (r, n) in (1..=4).zip(row) {
+                points.extend((0..n).map(|_| SamplePoint {
+                    stratum: m,
+                    map: m,
+                    reference: r,
+                }));
+            }
+        }
+        (strata, points)
+    }
 
     fn report() -> AccuracyReport {
         let (strata, points) = olofsson_2014();

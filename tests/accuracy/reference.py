@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent plain implementation of the stratified estimators that
-src/accuracy/ computes, written from the papers apart from the Rust code:
+core/src/accuracy/ computes, written from the papers apart from the Rust code:
 Stehman (2014) for strata that differ from the map classes (indicator
 variables, stratified means and the combined ratio estimator, with the
 finite population correction), and Olofsson et al. (2014) closed forms

@@ -16,7 +16,7 @@
 //! - [`text`] writes JSON, CSV, Markdown and HTML outputs through the same
 //!   path, with `-` meaning standard output; [`csv`] makes the CSV text.
 //!
-//! GDAL-free: the GeoTIFF writer ([`crate::gdal::output_raster::OutputRaster`]) writes into
+//! GDAL-free: the GeoTIFF writer (`mapfilter::gdal::output_raster::OutputRaster`) writes into
 //! a [`TempFile`] and commits it the same way.
 
 pub mod csv;

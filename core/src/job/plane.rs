@@ -3,7 +3,7 @@
 //! engine on the plane in place and returns the output plane. The class
 //! table, the output's nodata and the job are decided as `smooth` decides
 //! them for a file of the same codes ([`with_policy_codes`] is shared with
-//! [`super::smooth`]), so the pixels equal the CLI's on the same data.
+//! `mapfilter::job::smooth`), so the pixels equal the CLI's on the same data.
 
 use crate::classes::{ClassTable, ClassWeights};
 use crate::engine::{self, RunStats, SmoothJob};

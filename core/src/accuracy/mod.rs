@@ -9,7 +9,7 @@
 //! sample placed on a map's grid scores any map on it ([`reference`]).
 //!
 //! GDAL-free: the commands `sample` and `assess` read rasters and points
-//! through [`crate::gdal`] and hand plain numbers in.
+//! through `mapfilter::gdal` and hand plain numbers in.
 
 pub mod allocation;
 pub mod disagreement;

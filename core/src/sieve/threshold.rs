@@ -162,42 +162,6 @@ pub fn geographic_pixel_area(
     m * n * phi.cos() * cell
 }
 
-/// Area in m² of a pixel of `ds` (see the module doc), or why it has none.
-#[cfg(feature = "gdal")]
-pub fn dataset_pixel_area(ds: &gdal::Dataset) -> Result<f64> {
-    let no_size = |why: &str| {
-        Error::new(format!(
-            "an area needs the pixel size, but the raster {why}"
-        ))
-        .hint("give the threshold in pixels")
-    };
-    let gt = ds
-        .geo_transform()
-        .map_err(|_| no_size("has no geotransform"))?;
-    let srs = ds
-        .spatial_ref()
-        .map_err(|_| no_size("has no coordinate system"))?;
-    let area = if srs.is_geographic() {
-        let (w, h) = ds.raster_size();
-        let latitude = gt[3] + gt[4] * w as f64 / 2.0 + gt[5] * h as f64 / 2.0;
-        let axes = (
-            srs.semi_major().map_err(|_| no_size("has no ellipsoid"))?,
-            srs.semi_minor().map_err(|_| no_size("has no ellipsoid"))?,
-        );
-        geographic_pixel_area(&gt, srs.angular_units(), axes, latitude)
-    } else if srs.is_projected() || srs.is_local() {
-        projected_pixel_area(&gt, srs.linear_units())
-    } else {
-        return Err(no_size(
-            "has neither a projected nor a geographic coordinate system",
-        ));
-    };
-    if !(area.is_finite() && area > 0.0) {
-        return Err(no_size("has a degenerate geotransform"));
-    }
-    Ok(area)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -568,7 +568,10 @@ pub(crate) mod tests {
         use std::io::Write;
         use std::process::{Command, Stdio};
         const PYTHON: &str = "/usr/bin/python3";
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/accuracy/reference.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/accuracy/reference.py"
+        );
         let has_numpy = Command::new(PYTHON)
             .args(["-c", "import numpy"])
             .output()

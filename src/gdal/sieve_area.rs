@@ -1,0 +1,42 @@
+//! The ground area of a GDAL dataset's pixel for a sieve threshold given
+//! as an area ([`crate::sieve::threshold`] has the formulas: projected
+//! rasters in their linear unit, geographic ones on the ellipsoid at the
+//! raster's centre latitude).
+
+use crate::error::{Error, Result};
+use crate::sieve::threshold::{geographic_pixel_area, projected_pixel_area};
+
+/// Area in m² of a pixel of `ds` (`crate::sieve::threshold`'s module doc), or why it has none.
+pub fn dataset_pixel_area(ds: &gdal::Dataset) -> Result<f64> {
+    let no_size = |why: &str| {
+        Error::new(format!(
+            "an area needs the pixel size, but the raster {why}"
+        ))
+        .hint("give the threshold in pixels")
+    };
+    let gt = ds
+        .geo_transform()
+        .map_err(|_| no_size("has no geotransform"))?;
+    let srs = ds
+        .spatial_ref()
+        .map_err(|_| no_size("has no coordinate system"))?;
+    let area = if srs.is_geographic() {
+        let (w, h) = ds.raster_size();
+        let latitude = gt[3] + gt[4] * w as f64 / 2.0 + gt[5] * h as f64 / 2.0;
+        let axes = (
+            srs.semi_major().map_err(|_| no_size("has no ellipsoid"))?,
+            srs.semi_minor().map_err(|_| no_size("has no ellipsoid"))?,
+        );
+        geographic_pixel_area(&gt, srs.angular_units(), axes, latitude)
+    } else if srs.is_projected() || srs.is_local() {
+        projected_pixel_area(&gt, srs.linear_units())
+    } else {
+        return Err(no_size(
+            "has neither a projected nor a geographic coordinate system",
+        ));
+    };
+    if !(area.is_finite() && area > 0.0) {
+        return Err(no_size("has a degenerate geotransform"));
+    }
+    Ok(area)
+}
