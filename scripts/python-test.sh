@@ -7,7 +7,9 @@
 # compiled here, not mapfilter-core (the library below GDAL and the CLI,
 # all the binding calls) or the dependencies again (python/Cargo.toml pins
 # the features that make them the same).
-# Extra arguments go to pytest (e.g. -k dask).
+# Extra arguments go to pytest (e.g. -k dask). `--prepare` only makes the
+# environment and installs the suite's packages (scripts/test.sh runs that
+# beside the cargo build: the downloads need the network, not the cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv-py
@@ -18,6 +20,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 export PATH="$PWD/$venv/bin:$PATH"
 pip install --quiet --disable-pip-version-check -r python/requirements-test.txt
+if [ "${1:-}" = --prepare ]; then
+  exit 0
+fi
 # --no-build-isolation: maturin from the pinned requirements, not a fresh
 # download per build. The profile: dev with the test profile's settings
 # (opt-level 2; line tables for the workspace's crates, no debug info for

@@ -27,10 +27,16 @@ export MAPFILTER_REQUIRE_CHROMIUM=1
 if [ "$(id -u)" -eq 0 ]; then
   export MAPFILTER_REQUIRE_SLURM=1
 fi
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$(mktemp) prep=$(mktemp)
+trap 'rm -f "$log" "$prep"' EXIT
 status=0
+# The Python suite's environment and packages, downloaded while cargo
+# compiles (if this fails, the suite's own run below installs again and
+# says why).
+bash scripts/python-test.sh --prepare >"$prep" 2>&1 &
+prepared=$!
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+wait "$prepared" || cat "$prep"
 # The Python package's pytest suite, against the CLI just built (its
 # closing line, "N passed, M failed in S s", joins the totals).
 bash scripts/python-test.sh 2>&1 | tee -a "$log" || status=$?
