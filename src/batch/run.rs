@@ -105,13 +105,12 @@ fn methods_and_workers(
 ) -> Result<(Vec<Box<dyn ClassSmoother>>, Workers)> {
     let choice = &settings.method;
     let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
-    let gpus = members.iter().map(|m| m.gpus()).sum();
     let workers = match req.jobs {
         // The compute threads the user gave (`RAYON_NUM_THREADS`), else
         // every core, shared out among the tasks in flight.
         Some(jobs) => Workers::split(jobs.min(tasks.max(1)), rayon::current_num_threads()),
         None => {
-            let workers = Node::here(gpus).workers(tasks);
+            let workers = Node::here().workers(tasks);
             size_pool(workers.pool_threads);
             workers
         }

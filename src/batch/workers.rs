@@ -29,8 +29,6 @@ const SMALL: usize = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
     pub cpus: usize,
-    /// GPUs the run's method computes on (0: the host computes).
-    pub gpus: usize,
     /// Memory available to the run, if known.
     pub memory: Option<u64>,
 }
@@ -57,11 +55,10 @@ impl Workers {
 }
 
 impl Node {
-    /// This machine, for a run on `gpus` GPUs.
-    pub fn here(gpus: usize) -> Node {
+    /// This machine.
+    pub fn here() -> Node {
         Node {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            gpus,
             memory: Some(crate::limits::available_memory()),
         }
     }
@@ -93,22 +90,20 @@ mod tests {
     #[test]
     fn the_default_plan_never_oversubscribes_the_cores() {
         for cpus in 1..=256 {
-            for gpus in 0..=8 {
-                for memory in [None, Some(1 << 30), Some(24 << 30), Some(512 << 30)] {
-                    for tasks in [1, 3, 16, 1000] {
-                        let node = Node { cpus, gpus, memory };
-                        let w = node.workers(tasks);
-                        assert!(w.jobs >= 1 && w.pool_threads >= 1, "{node:?}: {w:?}");
-                        assert!(w.jobs <= tasks, "{node:?}: {w:?}");
-                        // A core per task's codecs, the rest to the pools.
-                        if cpus > SMALL {
-                            assert!(w.jobs + w.pool_threads <= cpus, "{node:?}: {w:?}");
-                            assert!(w.jobs * (1 + w.task_threads) <= cpus, "{node:?}: {w:?}");
-                        }
-                        assert!(w.task_threads >= 1 && w.task_threads <= w.pool_threads);
-                        if let Some(m) = memory {
-                            assert!(w.jobs as u64 * TASK_MEMORY <= m.max(TASK_MEMORY));
-                        }
+            for memory in [None, Some(1 << 30), Some(24 << 30), Some(512 << 30)] {
+                for tasks in [1, 3, 16, 1000] {
+                    let node = Node { cpus, memory };
+                    let w = node.workers(tasks);
+                    assert!(w.jobs >= 1 && w.pool_threads >= 1, "{node:?}: {w:?}");
+                    assert!(w.jobs <= tasks, "{node:?}: {w:?}");
+                    // A core per task's codecs, the rest to the pools.
+                    if cpus > SMALL {
+                        assert!(w.jobs + w.pool_threads <= cpus, "{node:?}: {w:?}");
+                        assert!(w.jobs * (1 + w.task_threads) <= cpus, "{node:?}: {w:?}");
+                    }
+                    assert!(w.task_threads >= 1 && w.task_threads <= w.pool_threads);
+                    if let Some(m) = memory {
+                        assert!(w.jobs as u64 * TASK_MEMORY <= m.max(TASK_MEMORY));
                     }
                 }
             }
@@ -117,23 +112,21 @@ mod tests {
 
     #[test]
     fn the_node_is_used() {
-        // (cores, GPUs, tasks) → (tasks in flight, pool threads, per task).
+        // (cores, tasks) → (tasks in flight, pool threads, per task), the
+        // same with GPUs computing or not.
         let cases = [
-            // The 4-GPU, 64-core node: 16 tasks of 3 compute threads.
-            ((64, 4, 100), (16, 48, 3)),
+            // The 64-core node: 16 tasks of 3 compute threads.
+            ((64, 100), (16, 48, 3)),
             // Fewer tasks than that: each task's pool is larger.
-            ((64, 4, 8), (8, 56, 7)),
-            // The host alone on 64 cores: the same.
-            ((64, 0, 100), (16, 48, 3)),
-            // The 16-core one-GPU node.
-            ((16, 1, 16), (4, 12, 3)),
+            ((64, 8), (8, 56, 7)),
+            // The 16-core node.
+            ((16, 16), (4, 12, 3)),
             // The 2-core machine: one task, both cores computing.
-            ((2, 0, 100), (1, 2, 2)),
+            ((2, 100), (1, 2, 2)),
         ];
-        for ((cpus, gpus, tasks), (jobs, pool_threads, task_threads)) in cases {
+        for ((cpus, tasks), (jobs, pool_threads, task_threads)) in cases {
             let node = Node {
                 cpus,
-                gpus,
                 memory: Some(24 << 30),
             };
             let want = Workers {

@@ -506,9 +506,9 @@ fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
         &settings.method.device,
         &settings.kernel,
     )?;
-    let gpus = members.iter().map(|m| m.gpus()).sum();
+    let gpus: usize = members.iter().map(|m| m.gpus()).sum();
     let names: Vec<String> = members.iter().map(|m| m.name()).collect();
-    let node = crate::batch::workers::Node::here(gpus);
+    let node = crate::batch::workers::Node::here();
     let workers = node.workers(plan.tasks.len());
     text += &format!(
         "\nmethod: {}\nbatch run here (defaults): {} task(s) in flight, {} compute threads each ({} cores, {} GPU(s) computing)",
