@@ -307,6 +307,11 @@ impl SeparableCl {
         out: &mut [u16],
         uncertain: &[u8],
     ) {
+        // No flag, no recomputation: the run lengths' pass over the tile
+        // is not made.
+        if uncertain.iter().all(|&f| f == 0) {
+            return;
+        }
         let ow = tile.output_width();
         let exact = ExactPixels::new(tile, params);
         let redone: u64 = out
