@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the node benchmark's tiles (issue 39) from the bundled MODIS crop:
-#   compressible  16 tiles of 7200x3600 cut from the crop at 14x nearest
-#                 (28800x14400, few long runs, like set A);
+#   compressible  16 tiles of 10240² cut 4x4 from the crop, each 20x nearest
+#                 (few long runs, like set A), plus the crop at 14x as one
+#                 28800x14400 raster;
 #   simplex       16 tiles of `mapfilter gen --pattern simplex --classes 17`
 #                 at SIDE² (default 10240: 105 Mpx each; realistic entropy).
 #   bash benches/node/dataset.sh compressible|simplex DIR [SIDE]
@@ -10,13 +11,18 @@ kind=$1 dir=$2 side=${3:-10240}
 mkdir -p "$dir"
 case $kind in
   compressible)
+    # 16 tiles of 10240² (105 Mpx each, 1,678 Mpx): the bundled MODIS crop
+    # cut 4x4 and each 512² window upsampled 20x (nearest), few long runs,
+    # like the issue's set A; windows of one grid, so they mosaic. Also the
+    # crop at 14x as one 28800x14400 raster (415 Mpx) for the whole smooth.
     big=/tmp/landcover_28800x14400.tif
     [ -f "$big" ] || gdal_translate -q -r nearest -outsize 28800 14400 -co TILED=YES \
       -co COMPRESS=DEFLATE -co NUM_THREADS=ALL_CPUS data/modis_igbp_2019_2048.tif "$big"
     for r in 0 1 2 3; do for c in 0 1 2 3; do
       echo "$r $c"
-    done; done | xargs -P 16 -n 2 sh -c 'gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE \
-      -srcwin $(($1 * 7200)) $(($0 * 3600)) 7200 3600 '"$big"' '"$dir"'/t_$0_$1.tif'
+    done; done | xargs -P 16 -n 2 sh -c 'gdal_translate -q -r nearest -outsize 10240 10240 \
+      -co TILED=YES -co COMPRESS=DEFLATE -srcwin $(($1 * 512)) $(($0 * 512)) 512 512 \
+      data/modis_igbp_2019_2048.tif '"$dir"'/t_$0_$1.tif'
     ;;
   simplex)
     # Each tile generated alone (seed = its number), then placed on a 4x4

@@ -46,18 +46,26 @@ profiled() { # name, then the batch run's arguments
 }
 tile=$(ls /tmp/tS/*.tif | head -1)
 exact="-k gaussian:5 --method dct5 --exact"
-for d in gpu host; do
+naive="-k gaussian:2.5 --method naive"
+echo "== start-up"
+/usr/bin/time -f "devices: %e s" "$MF" devices >/dev/null
+CUDA_VISIBLE_DEVICES=0 /usr/bin/time -f "devices, one GPU visible: %e s" "$MF" devices >/dev/null
+for d in ${ONE:-gpu host}; do
   echo "== one tile, exact, $d"
   CUDA_VISIBLE_DEVICES=0 /usr/bin/time -f "%e s wall %U user %S sys" \
-    $PERF record -F 499 --call-graph dwarf,16384 -o /tmp/perf-one-$d.data -- "$MF" smooth "$tile" /tmp/one.tif $exact --device $d --overwrite --timings -v 2>&1 | tail -14
+    $PERF record -F 499 ${GRAPH---call-graph dwarf,16384} -o /tmp/perf-one-$d.data -- "$MF" smooth "$tile" /tmp/one.tif $exact --device $d --overwrite --timings -v 2>&1 | tail -14
   report one-$d
 done
 echo "== one tile copy"
 /usr/bin/time -f "%e s wall %U user %S sys" gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE "$tile" /tmp/copy.tif
-for d in all host; do
-  rm -rf /tmp/b-$d
-  "$MF" batch plan /tmp/tS --out /tmp/b-$d $exact --device $d >/dev/null
-  echo "== batch exact $d, defaults, perf"
-  profiled "exact-$d" /tmp/b-$d -v
+# CASES: method:device pairs, each a default batch under perf.
+for case in ${CASES:-exact:all exact:host}; do
+  m=${case%%:*} d=${case#*:}
+  rm -rf /tmp/b-$m-$d
+  "$MF" batch plan /tmp/tS --out /tmp/b-$m-$d ${!m} --device $d >/dev/null
+  echo "== batch $m $d, defaults, perf"
+  profiled "$m-$d" /tmp/b-$m-$d -v
+  find /tmp/b-$m-$d -name '*.json*' -size -2M | head -40 | tar -cf "$OUT/records-$m-$d.tar" -T - 2>/dev/null
+  rm -rf /tmp/b-$m-$d
 done
 tar -C "$OUT" -czf "$OUT/profile.tgz" $(cd "$OUT" && ls | grep -v profile.tgz) && (cd "$OUT" && ls | grep -v profile.tgz | xargs rm -f)

@@ -1,28 +1,112 @@
 #!/usr/bin/env bash
-# The node benchmark (issue 39) in one device call: the realistic set
-# (16 tiles of `gen --pattern simplex --classes 17`, 10240², 1,678 Mpx), its
-# GDAL floor, then the batch with the defaults (`batch plan … --device D` +
-# `batch run`), this build and a base build, on every GPU, two, one and the
-# host; JSON lines in $OUT (BENCHMARKS.md, "The node's throughput").
-# `GRID="J:P …"` adds runs of this build with J tasks in flight and P
-# compute threads. Carry `carry/` with the GDAL bundle of
-# scripts/gpu-bundle.sh and the two builds as carry/mapfilter-{new,base}.xz
-# (`strip --strip-debug`, xz); then on the GPU machine (repo root):
-#   OUT=$OUT bash benches/node/run.sh
+# The node benchmark (issue 39) in one device call, JSON lines in
+# $OUT/node.jsonl (BENCHMARKS.md, "The node's throughput" regenerates from
+# them):
+#   sets      simplex: 16 x 10240² of `gen --pattern simplex --classes 17`
+#             (1,678 Mpx, realistic entropy); compressible: the bundled MODIS
+#             crop at 14x nearest cut into 16 x 7200x3600 (415 Mpx, like the
+#             issue's set A); `benches/node/dataset.sh` builds both;
+#   floor     `gdal_translate` copies of every tile (DEFLATE, tiled), 16 and
+#             32 at once, the best kept;
+#   batches   `batch plan … --device D` + `batch run`, defaults only: exact
+#             (dct5 --exact, sigma 5) and naive (sigma 2.5) on every GPU,
+#             2 GPUs, 1 GPU and the host alone; every exact run's pixel
+#             checksums must equal the first's (`same`);
+#   smooth    one whole `smooth` of the 415 Mpx raster (28800x14400) against
+#             its `gdal_translate` copy with NUM_THREADS=ALL_CPUS;
+#   start-up  `mapfilter -vv devices` (OpenCL listing) and the setup of a
+#             small `smooth --device gpu --timings`.
+# Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh and the build
+# as carry/mapfilter-new.xz (`strip --strip-debug`, xz); on the GPU machine
+# (repo root):   OUT=$OUT bash benches/node/run.sh
+# SETS, CASES and DEVICES narrow it ("simplex", "exact", "all host").
 set -u
 source scripts/gpu-env.sh
 OUT=${OUT:-out/node}; mkdir -p "$OUT"
-for b in new base; do
-  xz -dc carry/mapfilter-$b.xz >/tmp/mf/bin/mapfilter-$b && chmod +x /tmp/mf/bin/mapfilter-$b
-done
-NEW="new=/tmp/mf/bin/mapfilter-new" BOTH="new=/tmp/mf/bin/mapfilter-new base=/tmp/mf/bin/mapfilter-base"
+MF=/tmp/mf/bin/mapfilter-new
+xz -dc carry/mapfilter-new.xz >"$MF" && chmod +x "$MF"
+now() { date +%s.%N; }
+since() { python3 -c "print(round($(now) - $1, 3))"; }
+row() { echo "$1" | tee -a "$OUT/node.jsonl"; }
 C=$(nproc) G=$(nvidia-smi -L | wc -l)
-echo "{\"cores\":$C,\"gpus\":$G}" | tee -a "$OUT/workers.jsonl"
-MAPFILTER=/tmp/mf/bin/mapfilter-new bash benches/node/dataset.sh simplex /tmp/tS 10240
-TILES=/tmp/tS CASES=" " PAR="16 32" bash benches/node/batch.sh
-export TILES=/tmp/tS
-CASES=exact DEVICES="all" GRID=default BINS=$BOTH bash benches/node/workers.sh
-CASES=exact DEVICES="gpu host" GRID=default BINS=${BASES:-$NEW} bash benches/node/workers.sh
-[ "$G" -ge 4 ] && CUDA_VISIBLE_DEVICES=0,1 CASES=exact DEVICES="all" GRID=default BINS=$NEW bash benches/node/workers.sh
-CASES=naive DEVICES="all host" GRID=default BINS=${BASES:-$NEW} bash benches/node/workers.sh
-[ -z "${GRID:-}" ] || CASES=exact DEVICES="all host" BINS=$NEW bash benches/node/workers.sh
+row "{\"cores\":$C,\"gpus\":$G,\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null || echo ?)\"}"
+# Pixel checksums of a batch's outputs, in file order, as one short digest.
+checksums() {
+  ls "$1"/out/*.tif | xargs -P 16 -I{} sh -c 'echo "$(basename "$1") $(gdalinfo -checksum "$1" | awk -F= "/Checksum/ { print \$2; exit }")"' _ {} |
+    sort | md5sum | cut -c1-12
+}
+opts_of() {
+  case $1 in
+    exact) echo "-k gaussian:5 --method dct5 --exact" ;;
+    naive) echo "-k gaussian:2.5 --method naive" ;;
+  esac
+}
+for set in ${SETS:-simplex compressible}; do
+  dir=/tmp/set-$set
+  MAPFILTER=$MF bash benches/node/dataset.sh "$set" "$dir" >/dev/null
+  mpx=$(for f in "$dir"/*.tif; do gdalinfo "$f" | awk '/^Size is/ { gsub(",", ""); print $3 * $4 }'; done |
+    awk '{ s += $1 } END { printf "%.1f", s / 1e6 }')
+  best=999999
+  for p in 16 32; do
+    rm -rf /tmp/copies && mkdir -p /tmp/copies
+    t0=$(now)
+    ls "$dir"/*.tif | xargs -P "$p" -I{} sh -c 'gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE "$1" /tmp/copies/$(basename "$1")' _ {}
+    s=$(since "$t0")
+    row "{\"set\":\"$set\",\"what\":\"floor\",\"mpx\":$mpx,\"at_once\":$p,\"secs\":$s}"
+    best=$(python3 -c "print(min($best, $s))")
+  done
+  rm -rf /tmp/copies
+  for c in ${CASES:-exact naive}; do
+    first=""
+    for d in ${DEVICES:-all 2gpus gpu host}; do
+      dev=$d vis=""
+      [ "$d" = 2gpus ] && dev=all vis=0,1
+      [ "$d" = 2gpus ] && [ "$G" -lt 4 ] && continue
+      # Untimed: a fresh machine compiles the OpenCL programs once.
+      # shellcheck disable=SC2046
+      env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" smooth "$(ls "$dir"/*.tif | head -1)" /tmp/warm.tif $(opts_of "$c") --device "$dev" -q --overwrite 2>/dev/null
+      w=/tmp/nb-$set-$c-$d
+      rm -rf "$w"
+      t0=$(now)
+      # shellcheck disable=SC2046
+      env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
+        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" -q 2>>"$OUT/node.err"
+      rc=$?
+      s=$(since "$t0")
+      sum=$(checksums "$w")
+      [ -n "$first" ] || first=$sum
+      row "{\"set\":\"$set\",\"what\":\"batch\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$rc,\"secs\":$s,\"mpx_s\":$(python3 -c "print(round($mpx / $s, 1))"),\"of_floor\":$(python3 -c "print(round($best / $s, 3))"),\"same\":$([ "$sum" = "$first" ] && echo true || echo false)}"
+      rm -rf "$w"
+    done
+  done
+done
+# One whole smooth of the 415 Mpx raster against its copy (ALL_CPUS).
+BIG=/tmp/landcover_28800x14400.tif
+if [ -z "${SKIP_SMOOTH:-}" ]; then
+  [ -f "$BIG" ] || MAPFILTER=$MF bash benches/node/dataset.sh compressible /tmp/set-compressible >/dev/null
+  for i in 1 2; do
+    t0=$(now)
+    gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE -co NUM_THREADS=ALL_CPUS "$BIG" /tmp/copy.tif
+    row "{\"what\":\"smooth-floor\",\"round\":$i,\"secs\":$(since "$t0")}"
+    rm -f /tmp/copy.tif
+  done
+  for c in naive-dct5 exact; do
+    opts="-k gaussian:5 --method dct5"
+    [ "$c" = exact ] && opts="$opts --exact"
+    for d in gpu all host; do
+      t0=$(now)
+      # shellcheck disable=SC2086
+      "$MF" smooth "$BIG" /tmp/big-out.tif $opts --device "$d" -q --overwrite 2>>"$OUT/node.err"
+      row "{\"what\":\"smooth\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$?,\"secs\":$(since "$t0")}"
+    done
+  done
+  rm -f /tmp/big-out.tif
+fi
+# Start-up: the OpenCL listing alone, then a small smooth's setup.
+for vis in all 0; do
+  t0=$(now)
+  line=$(env $([ "$vis" = all ] || echo CUDA_VISIBLE_DEVICES=$vis) "$MF" -vv devices 2>&1 | grep -o 'listed in [0-9.]* ms')
+  row "{\"what\":\"devices\",\"visible\":\"$vis\",\"secs\":$(since "$t0"),\"listing\":\"$line\"}"
+done
+"$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "setup|engine" >"$OUT/startup.txt"
+ls /etc/OpenCL/vendors >>"$OUT/startup.txt"

@@ -545,3 +545,66 @@ __kernel void naive_weighted(__global const CLS_T *cls,
 #endif
     out[o] = (OUT_T)r;
 }
+
+// ------------------------------------------------------------- flagged --
+// The certified mode's recomputation on the device (src/method/certified.rs;
+// host twin: src/method/naive/mod.rs::ExactPixels::at, its integer sums and
+// winner rule exactly): a fast method's ranking flagged the pixels whose
+// margin it cannot certify, and these get naive's exact winner, written over
+// the fast one; unflagged pixels are left alone. Each window row is walked
+// run by run: a run of one class adds the kernel row's weights over its span,
+// two look-ups in the row's prefix sums `prefix` (KS + 1 per row), so a
+// pixel costs a few steps per row rather than a bin update per tap.
+// `lens` holds per tile pixel the length of its run of equal classes
+// rightwards, capped at 255 (run_lengths below; host twin run_lengths).
+
+__kernel void run_lengths(__global const CLS_T *cls, uint tw, uint th,
+                          __global uchar *lens)
+{
+    uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= tw || y >= th)
+        return;
+    __global const CLS_T *row = cls + (size_t)y * tw;
+    CLS_T c = row[x];
+    uint end = MF_MIN(tw, x + 255u), e = x + 1;
+    while (e < end && row[e] == c)
+        ++e;
+    lens[(size_t)y * tw + x] = (uchar)(e - x);
+}
+
+__kernel void naive_flagged(__global const CLS_T *cls,
+                            __global const uchar *lens, uint tw,
+                            __global const uint *prefix, uint ks,
+                            __constant uint *w, uint nc, uint ow, uint oh,
+                            uint halo, uint fill,
+                            __global const uchar *flags, __global OUT_T *out)
+{
+    uint x = get_global_id(0), y = get_global_id(1);
+    if (x >= ow || y >= oh)
+        return;
+    size_t o = (size_t)y * ow + x;
+    if (!flags[o])
+        return;
+    size_t origin = (size_t)y * tw + x;
+    uint centre = cls[origin + (size_t)halo * tw + halo];
+    if (centre == nc && !fill) {
+        out[o] = (OUT_T)NO_CLASS;
+        return;
+    }
+    uint h[NB];
+    for (uint c = 0; c <= nc; ++c)
+        h[c] = 0;
+    for (uint dy = 0; dy < ks; ++dy) {
+        size_t start = origin + (size_t)dy * tw;
+        __global const uint *pre = prefix + (size_t)dy * (ks + 1);
+        uint dx = 0;
+        while (dx < ks) {
+            uint end = MF_MIN(dx + (uint)lens[start + dx], ks);
+            h[cls[start + dx]] += pre[end] - pre[dx];
+            dx = end;
+        }
+    }
+    uint r;
+    WINNER_BINS(H_PRIV, w, nc, centre, r);
+    out[o] = (OUT_T)r;
+}

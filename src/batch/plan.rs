@@ -53,7 +53,11 @@ pub struct SmoothOptions {
     /// `same` or `valid`.
     pub border: String,
     pub fill_nodata: bool,
-    pub tile: usize,
+    /// The engine's tile side; `None` (or absent): the method's own default
+    /// (2048 on a GPU, 512 on the host). Plans made before this was
+    /// optional stored 512 whatever the device.
+    #[serde(default)]
+    pub tile: Option<usize>,
     pub method: Method,
     pub rank: Option<usize>,
     pub energy: Option<f64>,
@@ -276,7 +280,7 @@ impl Plan {
     /// or write by, so that no plan.json makes them panic, loop or write
     /// outside the batch's `out/` (see [`output_name`]), or over an input.
     pub fn validate(&self) -> Result<()> {
-        if self.options.tile == 0 {
+        if self.options.tile == Some(0) {
             bail!("tile side 0");
         }
         if self.tasks.len() > MAX_TASKS {

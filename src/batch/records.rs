@@ -102,6 +102,34 @@ pub struct DoneRecord {
     /// the whole mosaic. `--retry-failed` runs such tasks again.
     #[serde(default)]
     pub missing_halo: Vec<PathBuf>,
+    /// Where the engine's time went (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageSeconds>,
+}
+
+/// Busy seconds of a task's engine stages, each on the thread that runs it
+/// (`batch run -v` prints them): what a slow task waited for.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageSeconds {
+    /// Reading and decoding source windows (the reader thread).
+    pub read: f64,
+    /// Padding and compacting tiles before the method.
+    pub prepare: f64,
+    /// Waiting for the method's results (device kernels, host tiles).
+    pub wait: f64,
+    /// Encoding and writing the output (the writer thread).
+    pub write: f64,
+}
+
+impl From<&crate::engine::StageTimes> for StageSeconds {
+    fn from(s: &crate::engine::StageTimes) -> Self {
+        StageSeconds {
+            read: s.read.as_secs_f64(),
+            prepare: s.prepare.as_secs_f64(),
+            wait: (s.submit + s.wait).as_secs_f64(),
+            write: s.sink.as_secs_f64(),
+        }
+    }
 }
 
 impl DoneRecord {

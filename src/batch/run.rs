@@ -551,6 +551,7 @@ impl Context<'_> {
             output_nodata: done.job.output_nodata,
             comparison,
             missing_halo,
+            stages: Some((&done.stats.stages).into()),
         })
     }
 
@@ -713,7 +714,7 @@ impl Context<'_> {
             weights: self.settings.weights.clone(),
             border: self.settings.border,
             fill_nodata: self.plan.options.fill_nodata,
-            tile: Some(self.plan.options.tile),
+            tile: self.plan.options.tile,
             compression: self.settings.compression.clone(),
             classes: Classes::Given(mosaic.classes.table()?),
             window: Some(task.rect()),
@@ -1006,11 +1007,19 @@ impl BatchProgress {
             return;
         }
         let what = match outcome {
-            Outcome::Done(rec) => format!(
-                "done in {:.2} s ({:.1} Mpx/s)",
-                rec.seconds,
-                rec.pixels as f64 / rec.seconds.max(1e-9) / 1e6
-            ),
+            Outcome::Done(rec) => {
+                let stages = rec.stages.map_or(String::new(), |s| {
+                    format!(
+                        "; engine {:.2} s: busy reading {:.2} s, preparing {:.2} s, waiting for the method {:.2} s, writing {:.2} s",
+                        rec.engine_seconds, s.read, s.prepare, s.wait, s.write
+                    )
+                });
+                format!(
+                    "done in {:.2} s ({:.1} Mpx/s){stages}",
+                    rec.seconds,
+                    rec.pixels as f64 / rec.seconds.max(1e-9) / 1e6
+                )
+            }
             Outcome::AlreadyDone => "done by another run".into(),
             Outcome::Busy => return,
             Outcome::Failed(f) => format!("FAILED: {}", f.error),
@@ -1220,7 +1229,7 @@ mod fuzz {
             class_weights: None,
             border: "same".into(),
             fill_nodata: false,
-            tile: 16,
+            tile: Some(16),
             method: "naive".parse().unwrap(),
             rank: None,
             energy: None,

@@ -12,7 +12,6 @@ use crate::batch::share::Share;
 use crate::batch::{report, run as batch_run, slurm};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::io::DEFAULT_TILE;
 use crate::method::naive::cl::Variant;
 use crate::output::Target;
 use clap::{Args, Subcommand, ValueEnum};
@@ -104,9 +103,9 @@ struct PlanArgs {
     /// Smooth nodata pixels too.
     #[arg(long)]
     fill_nodata: bool,
-    /// Engine tile side in pixels.
-    #[arg(long, default_value_t = DEFAULT_TILE)]
-    tile: usize,
+    /// Engine tile side in pixels [default: the method's: 2048 on a GPU, 512 on the host].
+    #[arg(long)]
+    tile: Option<usize>,
     #[command(flatten)]
     compression: CompressArgs,
     /// Where to run: auto, host, cpu, gpu, a device index, all (every GPU,

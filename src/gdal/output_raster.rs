@@ -208,6 +208,32 @@ impl OutputRaster {
         self.own(flushed)
     }
 
+    /// Hands the band's dirty blocks to GDAL's writer, which queues them
+    /// on its compression threads (waiting only when its queue is full);
+    /// [`OutputRaster::finish`] waits for them and reports any failure.
+    fn queue_blocks(&mut self) -> Result<()> {
+        let what = format!("cannot write {}", self.shown().display());
+        let ds = self.ds.as_mut().expect("dataset open until finish");
+        let queued = crate::output::without_cleanup(|| {
+            crate::gdal::errors::on_this_thread(&what, || {
+                for b in 1..=ds.raster_count() {
+                    let band = ds.rasterband(b)?;
+                    // SAFETY: the band's handle is valid while `ds` is open.
+                    let err = unsafe { gdal_sys::GDALFlushRasterCache(band.c_rasterband()) };
+                    if err != gdal_sys::CPLErr::CE_None {
+                        return Err(gdal::errors::GdalError::CplError {
+                            class: err,
+                            number: 0,
+                            msg: "GDALFlushRasterCache failed".into(),
+                        });
+                    }
+                }
+                Ok(())
+            })
+        });
+        self.own(queued)
+    }
+
     /// A failure of this output, saying so when the disk is full.
     fn write_failure(&self, cause: Error) -> Error {
         let dir = parent_dir(self.temp_path());
@@ -290,6 +316,12 @@ impl OutputRaster {
     /// compression overlaps the computation of later tiles. Only while every
     /// window so far covered whole blocks: a partial block flushed early
     /// would be compressed twice.
+    ///
+    /// The band's blocks are flushed, not the dataset: a dataset flush
+    /// waits for every compression job and rewrites the TIFF directory, so
+    /// the writer compressed each tile in turn. Flushed per 512² tile that
+    /// made the writer busy 12.9 of a task's 13.2 s on a 64-core node,
+    /// where the band flush only queues the blocks (issue 39).
     pub fn flush_written(&mut self, window: Rect) -> Result<()> {
         let (bx, by) = self.block;
         let (w, h) = self.size;
@@ -299,7 +331,7 @@ impl OutputRaster {
         self.aligned &=
             whole(window.x, window.width, w, bx) && whole(window.y, window.height, h, by);
         if self.aligned {
-            self.flush()?;
+            self.queue_blocks()?;
         }
         self.checked()
     }

@@ -228,7 +228,7 @@ fn bytes_out(n_classes: usize, ties: Ties) -> bool {
 
 /// Histogram bins for `n_classes` classes plus the nodata bin, in buckets
 /// so that few programs are built: powers of two up to 64, then multiples of 64.
-fn bins(n_classes: usize) -> usize {
+pub(crate) fn bins(n_classes: usize) -> usize {
     let need = n_classes + 1;
     if need <= 64 {
         need.next_power_of_two().max(2)

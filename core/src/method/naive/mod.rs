@@ -446,20 +446,11 @@ impl KernelTaps {
             .enumerate()
             .flat_map(|(dy, taps)| taps.iter().map(move |&(dx, q)| (dy * tile_width + dx, q)))
             .collect();
-        let prefix = quantised
-            .chunks_exact(n)
-            .flat_map(|row| {
-                std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
-                    *sum += q;
-                    Some(*sum)
-                }))
-            })
-            .collect();
         KernelTaps {
             n,
             flat,
             rows,
-            prefix,
+            prefix: row_prefix_sums(quantised, n),
         }
     }
 
@@ -573,6 +564,22 @@ impl Runs {
             uniform,
         }
     }
+}
+
+/// Per row of an `n`×`n` quantised kernel, its n+1 prefix sums of weights
+/// (the last is the row sum): what [`ExactPixels`] and the device's
+/// `naive_flagged` add a run's span with. Quantised weights sum to at most
+/// 2³¹, so every partial sum fits.
+pub fn row_prefix_sums(quantised: &[u32], n: usize) -> Vec<u32> {
+    quantised
+        .chunks_exact(n)
+        .flat_map(|row| {
+            std::iter::once(0).chain(row.iter().scan(0u32, |sum, &q| {
+                *sum += q;
+                Some(*sum)
+            }))
+        })
+        .collect()
 }
 
 /// `len` of [`Runs`]: per tile pixel, the length of the run of equal

@@ -8,8 +8,14 @@
 //! margin is not certified; winners and flags come down together. In f32 the
 //! plan's bounds are recomputed with the f32 unit roundoff (taps rounded to
 //! f32 first, so the effective kernel is what the device applies). With
-//! `--exact` the flagged pixels are recomputed on the host with the naive
-//! method's integer arithmetic, so the result is byte-identical to naive.
+//! `--exact` the flagged pixels are recomputed with the naive method's
+//! integer arithmetic, so the result is byte-identical to naive: on the
+//! device by `naive_flagged` (`kernels/naive.cl`, twin of
+//! [`ExactPixels`]) right after the ranking, or on the host where the
+//! device cannot (confidence-weighted votes, `--ties undecided` with byte
+//! winners). On the device it costs under a millisecond a tile where the
+//! host spent seconds beside a fast GPU (60 % of a 4-GPU batch's host CPU,
+//! issue 39).
 //!
 //! Confidence-weighted votes (`--confidence`): the tile's quantised
 //! confidences go up beside the classes (staged in pinned memory in the
@@ -30,7 +36,8 @@ use crate::device::{
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::method::dct5::rot::{self as dct5_rot, Rot};
-use crate::method::naive::ExactPixels;
+use crate::method::naive::{ExactPixels, cl::bins, row_prefix_sums};
+use crate::method::policy::Ties;
 use crate::method::{ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,8 +136,13 @@ pub struct SeparableCl {
     /// [`Votes::rounding`]).
     a_max: f64,
     exact: bool,
+    /// The kernel's row prefix sums on the device, for `naive_flagged`
+    /// (certified only).
+    prefix: Option<Buffer<u32>>,
     pixels: AtomicU64,
     recomputed: AtomicU64,
+    /// Of `recomputed`, the pixels recomputed on the device.
+    recomputed_on_device: AtomicU64,
     /// Buffers of tiles no longer in flight.
     slots: SlotPool<Slot>,
     /// dct5's setting from the tune database, if any.
@@ -174,6 +186,11 @@ struct Slot {
     /// memory (the certified recomputation reads them there) and on the device.
     votes_host: Option<PinnedHost<u16>>,
     votes: Grow<u16>,
+    /// The certified recomputation on the device: the tile's run lengths
+    /// and its quantised class weights (on the host until uploaded).
+    lens: Grow<u8>,
+    qweights: Grow<u32>,
+    qweights_host: Vec<u32>,
 }
 
 impl SeparableCl {
@@ -229,9 +246,17 @@ impl SeparableCl {
             bounds,
             a_max,
             exact,
+            prefix: match exact {
+                true => Some(device.buffer_from(
+                    &row_prefix_sums(kernel.quantised(), kernel.size()),
+                    CL_MEM_READ_ONLY,
+                )?),
+                false => None,
+            },
             stream: TileStream::new(device),
             pixels: AtomicU64::new(0),
             recomputed: AtomicU64::new(0),
+            recomputed_on_device: AtomicU64::new(0),
             slots: SlotPool::default(),
             tuned: None,
         };
@@ -333,6 +358,125 @@ impl SeparableCl {
         self.recomputed.fetch_add(redone, Ordering::Relaxed);
     }
 
+    /// Counts the pixels `naive_flagged` recomputed (the flags came down).
+    fn count_device_recomputed(&self, flags: &[u8]) {
+        let n: u64 = flags.iter().map(|&f| (f != 0) as u64).sum();
+        self.recomputed.fetch_add(n, Ordering::Relaxed);
+        self.recomputed_on_device.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Pixels the certified mode recomputed on the device so far (the
+    /// others of [`ClassSmoother::recompute_counts`] on the host).
+    pub fn recomputed_on_device(&self) -> u64 {
+        self.recomputed_on_device.load(Ordering::Relaxed)
+    }
+
+    /// Whether the certified recomputation of a tile of `n_classes` runs on
+    /// the device: not with weighted votes (their sums are 64-bit), nor
+    /// with `--ties undecided` where the winners come down as bytes (no
+    /// byte is free for UNDECIDED), nor for a kernel of another size than
+    /// the one whose prefix sums were uploaded.
+    fn recomputes_on_device(&self, n_classes: usize, params: &SmoothParams) -> bool {
+        let byte_winners = matches!(self.shape, Shape::Dct5(_)) && n_classes < 255;
+        self.prefix.is_some()
+            && params.confidence.is_none()
+            && params.kernel.size() == self.size
+            && !(byte_winners && matches!(params.ties, Ties::Undecided(_)))
+    }
+
+    /// Uploads the tile's quantised class weights for `naive_flagged`
+    /// (before the tile's `flush_uploads`), where it recomputes on the device.
+    fn upload_exact_weights(
+        &self,
+        flight: &mut Flight,
+        bufs: &mut Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+    ) -> Result<()> {
+        if !self.recomputes_on_device(tile.n_classes, params) {
+            return Ok(());
+        }
+        bufs.qweights_host.clear();
+        bufs.qweights_host.extend_from_slice(params.class_weights);
+        bufs.qweights_host.push(0);
+        let dev = self.device();
+        let b = bufs
+            .qweights
+            .get(dev, bufs.qweights_host.len(), CL_MEM_READ_ONLY)?;
+        // SAFETY: the weights lie in the slot, which the pending tile keeps
+        // until its flight is waited for.
+        unsafe { self.stream.write(flight, b, &bufs.qweights_host) }
+    }
+
+    /// The certified recomputation on the device, enqueued after the
+    /// ranking where it runs there: the tile's run lengths, then
+    /// `naive_flagged` writes the exact winner of every flagged pixel over
+    /// the ranking's. `narrow`: codes and winners are bytes.
+    fn enqueue_flagged(
+        &self,
+        flight: &mut Flight,
+        bufs: &mut Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        narrow: bool,
+    ) -> Result<()> {
+        if !self.recomputes_on_device(tile.n_classes, params) {
+            return Ok(());
+        }
+        let dev = self.device();
+        let (ow, oh, w, h) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.width,
+            tile.height,
+        );
+        let nc = tile.n_classes;
+        let mut opts = BuildOptions::new()
+            .define("CLS_T", if narrow { "uchar" } else { "ushort" })
+            .define("NB", bins(nc));
+        if narrow {
+            opts = opts.define("OUT_T", "uchar");
+        }
+        if params.ties != Ties::Centre {
+            opts = opts.define("TIES", params.ties.cl_code());
+        }
+        let lens = bufs.lens.get(dev, w * h, CL_MEM_READ_WRITE)?;
+        let runs = dev.kernel("naive", &opts, "run_lengths")?;
+        let flagged = dev.kernel("naive", &opts, "naive_flagged")?;
+        let (wu, hu) = (w as u32, h as u32);
+        let a = match narrow {
+            true => Args::new(&runs).mem(bufs.codes8.buf()),
+            false => Args::new(&runs).mem(bufs.codes16.buf()),
+        };
+        a.scalar(wu).scalar(hu).mem(lens).done()?;
+        self.stream.launch(flight, &runs, &[w, h], None)?;
+        let a = match narrow {
+            true => Args::new(&flagged).mem(bufs.codes8.buf()),
+            false => Args::new(&flagged).mem(bufs.codes16.buf()),
+        };
+        let a = a
+            .mem(bufs.lens.buf())
+            .scalar(wu)
+            .mem(self.prefix.as_ref().expect("checked above"))
+            .scalar(self.size as u32)
+            .mem(bufs.qweights.buf())
+            .scalar(nc as u32)
+            .scalar(ow as u32)
+            .scalar(oh as u32)
+            .scalar(tile.halo as u32)
+            .scalar(params.fill_nodata as u32)
+            .mem(bufs.flags.buf());
+        match narrow {
+            true => a.mem(bufs.winners8.buf()),
+            false => a.mem(bufs.winners16.buf()),
+        }
+        .done()?;
+        self.stream.launch(flight, &flagged, &[ow, oh], None)?;
+        flight.keep(runs);
+        flight.keep(flagged);
+        Ok(())
+    }
+
     /// Enqueues one tile on a slot of its own and returns it in flight.
     /// Nothing here waits for the device, so the next tile's host work
     /// overlaps this one's transfers and kernels.
@@ -344,6 +488,7 @@ impl SeparableCl {
             outputs: tile.output_len(),
             narrow: false,
             certify: None,
+            device_flags: false,
         };
         let slot = pending.slot.as_mut().expect("just taken");
         let dct5 = matches!(self.shape, Shape::Dct5(_));
@@ -363,7 +508,8 @@ impl SeparableCl {
             self.enqueue_svd(&mut pending.flight, slot, tile, params, inv_top)?;
             false
         };
-        if self.exact {
+        pending.device_flags = self.exact && self.recomputes_on_device(tile.n_classes, params);
+        if self.exact && !pending.device_flags {
             pending.certify = Some(Certify {
                 width: tile.width,
                 height: tile.height,
@@ -423,6 +569,7 @@ impl SeparableCl {
             outputs,
             narrow: true,
             certify: None,
+            device_flags: false,
         };
         let slot = pending.slot.as_mut().expect("just taken");
         let n_codes = w * h;
@@ -436,6 +583,12 @@ impl SeparableCl {
             class_weights: &weights,
             ..*params
         };
+        // Certified, the compacted tile lies on the device only, so its
+        // flagged pixels are recomputed there (submit_codes checks that it can).
+        if self.exact && !self.recomputes_on_device(class_tile.n_classes, &params) {
+            bail!("a certified tile compacted on the device must be recomputed there");
+        }
+        pending.device_flags = self.exact;
         self.enqueue_dct5(&mut pending.flight, slot, &class_tile, &params, None, true)?;
         Ok((local, pending))
     }
@@ -501,6 +654,7 @@ impl SeparableCl {
         if inv_top.is_some() {
             self.upload_votes(flight, bufs, n_codes)?;
         }
+        self.upload_exact_weights(flight, bufs, tile, params)?;
         stream.flush_uploads()?;
         Ok(())
     }
@@ -622,6 +776,7 @@ impl SeparableCl {
         for k in [cols, rows, rank] {
             flight.keep(k);
         }
+        self.enqueue_flagged(flight, bufs, tile, params, narrow)?;
         stream.flush_kernels()?;
         self.enqueue_downloads(flight, bufs, ow * oh, narrow)?;
         Ok(narrow)
@@ -657,6 +812,7 @@ impl SeparableCl {
         if inv_top.is_some() {
             self.upload_votes(flight, bufs, w * tile.height)?;
         }
+        self.upload_exact_weights(flight, bufs, tile, params)?;
         stream.flush_uploads()?;
         bufs.planes1.get(dev, terms * w * oh, CL_MEM_READ_WRITE)?;
         bufs.planes2
@@ -717,6 +873,7 @@ impl SeparableCl {
             .done()?;
         stream.launch(flight, &rank, &[ow, oh], None)?;
         flight.keep(rank);
+        self.enqueue_flagged(flight, bufs, tile, params, false)?;
         stream.flush_kernels()?;
         self.enqueue_downloads(flight, bufs, ow * oh, false)
     }
@@ -781,7 +938,11 @@ struct SepPending<'a> {
     outputs: usize,
     /// The winners come down as bytes (in the slot's pinned staging).
     narrow: bool,
+    /// The host's certified recomputation, where the device did not do it.
     certify: Option<Certify>,
+    /// The device recomputed the flagged pixels (`naive_flagged`); their
+    /// flags came down to be counted.
+    device_flags: bool,
 }
 
 impl SepPending<'_> {
@@ -834,6 +995,9 @@ impl PendingTile for SepPending<'_> {
         self.method
             .pixels
             .fetch_add(self.outputs as u64, Ordering::Relaxed);
+        if self.device_flags {
+            self.method.count_device_recomputed(&slot.flags_host);
+        }
         self.method.slots.give(slot);
         Ok(())
     }
@@ -853,6 +1017,9 @@ impl PendingTile for SepPending<'_> {
         method
             .pixels
             .fetch_add(self.outputs as u64, Ordering::Relaxed);
+        if self.device_flags {
+            method.count_device_recomputed(&slot.flags_host);
+        }
         if let Some(c) = &self.certify {
             let tile = ClassTile {
                 width: c.width,
@@ -963,10 +1130,11 @@ impl ClassSmoother for SeparableCl {
         self.submit(tile, params)?.wait(out)
     }
 
-    /// dct5 outside the certified mode compacts its tiles on the device
-    /// (the certified recomputation reads the compacted tile on the host).
+    /// dct5 compacts its tiles on the device; certified, where the device
+    /// can recompute the flagged pixels too ([`PendingTile`]s of
+    /// `submit_codes` fall back to host compaction where it cannot).
     fn takes_codes(&self) -> bool {
-        matches!(self.shape, Shape::Dct5(_)) && !self.exact
+        matches!(self.shape, Shape::Dct5(_))
     }
 
     fn submit_codes(
@@ -975,9 +1143,13 @@ impl ClassSmoother for SeparableCl {
         params: &SmoothParams,
     ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
         let t = tile.tile;
+        // A tile compacted on the device lies there only: certified, its
+        // flagged pixels must be recomputed there too (codes tiles hold
+        // fewer than 255 classes: byte winners).
         if !self.takes_codes()
             || t.padded_width <= 2 * tile.halo
             || t.padded_height <= 2 * tile.halo
+            || (self.exact && !self.recomputes_on_device(0, params))
         {
             return crate::method::submit_compacted(self, tile, params);
         }
