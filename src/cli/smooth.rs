@@ -4,6 +4,7 @@ use super::compress_args::CompressArgs;
 use super::fast_args::FastArgs;
 use super::output_args::OverwriteArg;
 use super::timings::Timings;
+use crate::batch::workers::Node;
 use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
 use crate::engine::SmoothJob;
@@ -182,6 +183,9 @@ fn say_written(
 
 pub fn run(args: SmoothArgs) -> Result<()> {
     let started = Instant::now();
+    if DeviceChoice::or_env(args.device.clone())?.is_first_gpu() {
+        crate::switches::show_nvidia_first_gpu_only();
+    }
     let mut observer = CliObserver {
         timings: Timings::new(args.timings),
         quiet: args.quiet,
@@ -245,7 +249,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let done = job::run(&spec, method.as_ref(), &mut observer)?;
+    let done = match device_run_pool(method.as_ref()) {
+        Some(pool) => pool.install(|| job::run(&spec, method.as_ref(), &mut observer)),
+        None => job::run(&spec, method.as_ref(), &mut observer),
+    }?;
     for share in method.take_shares() {
         observer.timings.device(&share);
     }
@@ -427,4 +434,22 @@ fn dry_run(
         (in_flight * side * side * 4) >> 20
     );
     Ok(text)
+}
+
+/// A compute pool sized for a run on GPUs ([`Node::device_run_threads`]),
+/// unless the user sized rayon's pool (`RAYON_NUM_THREADS`) or the run is on
+/// the host (which takes every core).
+fn device_run_pool(method: &dyn crate::method::ClassSmoother) -> Option<rayon::ThreadPool> {
+    if crate::switches::environment().rayon_threads_set
+        || method.runs_on() != Some(crate::device::DeviceKind::Gpu)
+    {
+        return None;
+    }
+    let threads = Node::here().device_run_threads(method.gpus());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("mapfilter-host-{i}"))
+        .build()
+        .inspect_err(|e| log::debug!("the run computes on the shared pool: {e}"))
+        .ok()
 }

@@ -188,6 +188,12 @@ impl DeviceChoice {
         }
     }
 
+    /// Whether a run with this choice uses the first GPU and no other
+    /// device (`gpu`, and `auto` where there is one).
+    pub fn is_first_gpu(&self) -> bool {
+        matches!(self, DeviceChoice::Gpu | DeviceChoice::Auto)
+    }
+
     /// Opens the chosen device; `None` means the host path.
     ///
     /// `auto` never fails for lack of OpenCL: it falls back to the host and
