@@ -98,7 +98,7 @@ const SMALL_TILE: usize = 40;
 fn sigma_64_through_every_exact_method() {
     let case = Case::new(
         "gaussian:64",
-        input(130, 44, 4, Pattern::Simplex, 11),
+        input(130, 24, 4, Pattern::Simplex, 11),
         false,
     );
     assert_eq!(case.kernel.size(), 385);

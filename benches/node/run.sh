@@ -29,7 +29,7 @@ now() { date +%s.%N; }
 since() { python3 -c "print(round($(now) - $1, 3))"; }
 row() { echo "$1" | tee -a "$OUT/node.jsonl"; }
 C=$(nproc) G=$(nvidia-smi -L | wc -l)
-row "{\"cores\":$C,\"gpus\":$G,\"commit\":\"$(git rev-parse --short HEAD 2>/dev/null || echo ?)\"}"
+row "{\"cores\":$C,\"gpus\":$G}"
 # Pixel checksums of a batch's outputs, in file order, as one short digest.
 checksums() {
   ls "$1"/out/*.tif | xargs -P 16 -I{} sh -c 'echo "$(basename "$1") $(gdalinfo -checksum "$1" | awk -F= "/Checksum/ { print \$2; exit }")"' _ {} |
