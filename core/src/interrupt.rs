@@ -137,6 +137,16 @@ pub fn received() -> bool {
     RECEIVED.load(Ordering::Relaxed) != 0
 }
 
+/// After a run that stopped because a signal came: leaves the exit to the
+/// signal's thread, which removes the temp files and exits with 128 + N
+/// within [`DEADLINE`]. Without this wait the run's own error could end the
+/// process first, with exit code 1 (a race `no_data_loss` caught).
+pub fn leave_exit_to_the_signal() {
+    if received() {
+        std::thread::sleep(2 * DEADLINE);
+    }
+}
+
 /// Fails once a stopping signal was received.
 pub fn check() -> Result<()> {
     match RECEIVED.load(Ordering::Relaxed) {

@@ -140,6 +140,7 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
+            crate::interrupt::leave_exit_to_the_signal();
             eprintln!("mapfilter: error: {e}");
             e.code()
         }

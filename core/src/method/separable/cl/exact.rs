@@ -1,0 +1,168 @@
+//! The certified mode's recomputation for [`SeparableCl`]: on the device
+//! (`naive_flagged` and `run_lengths` in `kernels/naive.cl`, enqueued right
+//! after the ranking, so the flagged pixels never leave it) where it can,
+//! else on the host ([`ExactPixels`]) once the tile is back; and the counts
+//! of both.
+
+use super::{Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Flight, SeparableCl, Shape, Slot};
+use crate::error::Result;
+use crate::method::naive::{ExactPixels, cl::bins};
+use crate::method::policy::Ties;
+use crate::method::{ClassTile, SmoothParams};
+use rayon::prelude::*;
+use std::sync::atomic::Ordering;
+
+impl SeparableCl {
+    /// Recomputes exactly the pixels flagged in `uncertain` (certified mode).
+    pub(super) fn recompute(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        out: &mut [u16],
+        uncertain: &[u8],
+    ) {
+        // No flag, no recomputation: the run lengths' pass over the tile
+        // is not made.
+        if uncertain.iter().all(|&f| f == 0) {
+            return;
+        }
+        let ow = tile.output_width();
+        let exact = ExactPixels::new(tile, params);
+        let redone: u64 = out
+            .par_chunks_mut(ow)
+            .zip(uncertain.par_chunks(ow))
+            .enumerate()
+            .map(|(y, (row, flag))| {
+                let mut acc = vec![0u32; tile.n_classes + 1];
+                let mut n = 0;
+                for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
+                    if f != 0 {
+                        *v = exact.at(tile, params, x, y, &mut acc);
+                        n += 1;
+                    }
+                }
+                n
+            })
+            .sum();
+        self.recomputed.fetch_add(redone, Ordering::Relaxed);
+    }
+
+    /// Counts the pixels `naive_flagged` recomputed (the flags came down).
+    pub(super) fn count_device_recomputed(&self, flags: &[u8]) {
+        let n: u64 = flags.iter().map(|&f| (f != 0) as u64).sum();
+        self.recomputed.fetch_add(n, Ordering::Relaxed);
+        self.recomputed_on_device.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Pixels the certified mode recomputed on the device so far (the
+    /// others of [`ClassSmoother::recompute_counts`] on the host).
+    pub fn recomputed_on_device(&self) -> u64 {
+        self.recomputed_on_device.load(Ordering::Relaxed)
+    }
+
+    /// Whether the certified recomputation of a tile of `n_classes` runs on
+    /// the device: not with weighted votes (their sums are 64-bit), nor
+    /// with `--ties undecided` where the winners come down as bytes (no
+    /// byte is free for UNDECIDED), nor for a kernel of another size than
+    /// the one whose prefix sums were uploaded.
+    pub(super) fn recomputes_on_device(&self, n_classes: usize, params: &SmoothParams) -> bool {
+        let byte_winners = matches!(self.shape, Shape::Dct5(_)) && n_classes < 255;
+        self.prefix.is_some()
+            && params.confidence.is_none()
+            && params.kernel.size() == self.size
+            && !(byte_winners && matches!(params.ties, Ties::Undecided(_)))
+    }
+
+    /// Uploads the tile's quantised class weights for `naive_flagged`
+    /// (before the tile's `flush_uploads`), where it recomputes on the device.
+    pub(super) fn upload_exact_weights(
+        &self,
+        flight: &mut Flight,
+        bufs: &mut Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+    ) -> Result<()> {
+        if !self.recomputes_on_device(tile.n_classes, params) {
+            return Ok(());
+        }
+        bufs.qweights_host.clear();
+        bufs.qweights_host.extend_from_slice(params.class_weights);
+        bufs.qweights_host.push(0);
+        let dev = self.device();
+        let b = bufs
+            .qweights
+            .get(dev, bufs.qweights_host.len(), CL_MEM_READ_ONLY)?;
+        // SAFETY: the weights lie in the slot, which the pending tile keeps
+        // until its flight is waited for.
+        unsafe { self.stream.write(flight, b, &bufs.qweights_host) }
+    }
+
+    /// The certified recomputation on the device, enqueued after the
+    /// ranking where it runs there: the tile's run lengths, then
+    /// `naive_flagged` writes the exact winner of every flagged pixel over
+    /// the ranking's. `narrow`: codes and winners are bytes.
+    pub(super) fn enqueue_flagged(
+        &self,
+        flight: &mut Flight,
+        bufs: &mut Slot,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        narrow: bool,
+    ) -> Result<()> {
+        if !self.recomputes_on_device(tile.n_classes, params) {
+            return Ok(());
+        }
+        let dev = self.device();
+        let (ow, oh, w, h) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.width,
+            tile.height,
+        );
+        let nc = tile.n_classes;
+        let mut opts = BuildOptions::new()
+            .define("CLS_T", if narrow { "uchar" } else { "ushort" })
+            .define("NB", bins(nc));
+        if narrow {
+            opts = opts.define("OUT_T", "uchar");
+        }
+        if params.ties != Ties::Centre {
+            opts = opts.define("TIES", params.ties.cl_code());
+        }
+        let lens = bufs.lens.get(dev, w * h, CL_MEM_READ_WRITE)?;
+        let runs = dev.kernel("naive", &opts, "run_lengths")?;
+        let flagged = dev.kernel("naive", &opts, "naive_flagged")?;
+        let (wu, hu) = (w as u32, h as u32);
+        let a = match narrow {
+            true => Args::new(&runs).mem(bufs.codes8.buf()),
+            false => Args::new(&runs).mem(bufs.codes16.buf()),
+        };
+        a.scalar(wu).scalar(hu).mem(lens).done()?;
+        self.stream.launch(flight, &runs, &[w, h], None)?;
+        let a = match narrow {
+            true => Args::new(&flagged).mem(bufs.codes8.buf()),
+            false => Args::new(&flagged).mem(bufs.codes16.buf()),
+        };
+        let a = a
+            .mem(bufs.lens.buf())
+            .scalar(wu)
+            .mem(self.prefix.as_ref().expect("checked above"))
+            .scalar(self.size as u32)
+            .mem(bufs.qweights.buf())
+            .scalar(nc as u32)
+            .scalar(ow as u32)
+            .scalar(oh as u32)
+            .scalar(tile.halo as u32)
+            .scalar(params.fill_nodata as u32)
+            .mem(bufs.flags.buf());
+        match narrow {
+            true => a.mem(bufs.winners8.buf()),
+            false => a.mem(bufs.winners16.buf()),
+        }
+        .done()?;
+        self.stream.launch(flight, &flagged, &[ow, oh], None)?;
+        flight.keep(runs);
+        flight.keep(flagged);
+        Ok(())
+    }
+}
