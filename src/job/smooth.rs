@@ -111,7 +111,7 @@ pub fn run(
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
     let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
-    let mut input = ClassRaster::open_without_projection_with(&spec.input, spec.band)?;
+    let mut input = ClassRaster::open_decoding_in_parallel(&spec.input, spec.band)?;
     smooth_into(spec, method, output, &mut input, observer)
 }
 

@@ -13,9 +13,8 @@
 //! device by `naive_flagged` (`kernels/naive.cl`, twin of
 //! [`ExactPixels`]) right after the ranking, or on the host where the
 //! device cannot (confidence-weighted votes, `--ties undecided` with byte
-//! winners). On the device it costs under a millisecond a tile where the
-//! host spent seconds beside a fast GPU (60 % of a 4-GPU batch's host CPU,
-//! issue 39).
+//! winners). On the host it was 60 % of a 4-GPU batch's CPU samples
+//! (issue 39); on the device it is two more kernels per tile.
 //!
 //! Confidence-weighted votes (`--confidence`): the tile's quantised
 //! confidences go up beside the classes (staged in pinned memory in the
