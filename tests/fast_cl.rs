@@ -410,16 +410,10 @@ fn dct5_tiles_in_flight_match_tiles_at_once() {
 /// compaction included) are checked against naive by the tests above.
 #[test]
 fn certified_recomputation_on_the_device_matches_naive() {
+    use mapfilter::method::ClassTile;
     use mapfilter::method::policy::Ties;
-    use mapfilter::method::{ClassTile, SmoothParams};
     let Some(dev) = test_device() else { return };
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = common::xorshift(0x2545_f491_4f6c_dd1d);
     for spec in ["box:5", "gaussian:1.5"] {
         let kernel = spec.parse::<KernelSpec>().unwrap().build().unwrap();
         let halo = kernel.radius();
@@ -447,43 +441,25 @@ fn certified_recomputation_on_the_device_matches_naive() {
             };
             let mut weights = vec![1u32 << 20; nc];
             weights[..4].copy_from_slice(&[u32::MAX, 1, 0, u32::MAX - 1]);
-            for ties in [
-                Ties::Centre,
-                Ties::Smallest,
-                Ties::Largest,
-                Ties::Undecided(9),
-            ] {
-                for fill_nodata in [false, true] {
-                    let params = SmoothParams {
-                        kernel: &kernel,
-                        class_weights: &weights,
-                        fill_nodata,
-                        ties,
-                        confidence: None,
-                    };
-                    let mut want = vec![0u16; tile.output_len()];
-                    NaiveHost.smooth(&tile, &params, &mut want).unwrap();
-                    for m in &methods {
-                        let before = m.recompute_counts().unwrap();
-                        let on_device = m.recomputed_on_device();
-                        let mut got = vec![0u16; tile.output_len()];
-                        m.smooth(&tile, &params, &mut got).unwrap();
-                        let what = format!(
-                            "{} {spec} {nc} classes {ties:?} fill {fill_nodata}",
-                            m.name()
-                        );
-                        assert_eq!(got, want, "{what}");
-                        let redone = m.recompute_counts().unwrap().0 - before.0;
-                        let redone_here = m.recomputed_on_device() - on_device;
-                        // A box on noise ties exactly: flagged whatever the method.
-                        assert!(redone > 0 || spec != "box:5", "{what}: nothing was flagged");
-                        let bytes = m.name().contains("dct5") && nc < 255;
-                        let host_only = bytes && matches!(ties, Ties::Undecided(_));
-                        let expected = if host_only { 0 } else { redone };
-                        assert_eq!(redone_here, expected, "{what}");
-                    }
+            common::each_rule_against_naive(&tile, &kernel, &weights, None, |params, want| {
+                for m in &methods {
+                    let before = m.recompute_counts().unwrap();
+                    let on_device = m.recomputed_on_device();
+                    let mut got = vec![0u16; tile.output_len()];
+                    m.smooth(&tile, params, &mut got).unwrap();
+                    let (ties, fill) = (params.ties, params.fill_nodata);
+                    let what = format!("{} {spec} {nc} classes {ties:?} fill {fill}", m.name());
+                    assert_eq!(got, want, "{what}");
+                    let redone = m.recompute_counts().unwrap().0 - before.0;
+                    let redone_here = m.recomputed_on_device() - on_device;
+                    // A box on noise ties exactly: flagged whatever the method.
+                    assert!(redone > 0 || spec != "box:5", "{what}: nothing was flagged");
+                    let bytes = m.name().contains("dct5") && nc < 255;
+                    let host_only = bytes && matches!(ties, Ties::Undecided(_));
+                    let expected = if host_only { 0 } else { redone };
+                    assert_eq!(redone_here, expected, "{what}");
                 }
-            }
+            });
         }
     }
 }

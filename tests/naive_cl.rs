@@ -452,16 +452,9 @@ fn sliding_histograms_match_host_on_noise_and_nodata() {
 /// with confidences of 0 and ties everywhere (two values only).
 #[test]
 fn confidence_weighted_votes_match_host() {
-    use mapfilter::method::policy::Ties;
-    use mapfilter::method::{ClassTile, SmoothParams};
+    use mapfilter::method::ClassTile;
     let Some(dev) = test_device() else { return };
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::common::xorshift(0x9e37_79b9_7f4a_7c15);
     for kernel in ["box:9", "gaussian:1.5"] {
         let kernel = kernel.parse::<KernelSpec>().unwrap().build().unwrap();
         let halo = kernel.radius();
@@ -486,30 +479,22 @@ fn confidence_weighted_votes_match_host() {
                 classes: &classes,
             };
             let weights = [u32::MAX, u32::MAX, 1, 0, 1 << 31, u32::MAX - 1];
-            for ties in [
-                Ties::Centre,
-                Ties::Smallest,
-                Ties::Largest,
-                Ties::Undecided(9),
-            ] {
-                for fill_nodata in [false, true] {
-                    let params = SmoothParams {
-                        kernel: &kernel,
-                        class_weights: &weights,
-                        fill_nodata,
-                        ties,
-                        confidence: Some(&votes),
-                    };
-                    let mut want = vec![0u16; tile.output_len()];
-                    NaiveHost.smooth(&tile, &params, &mut want).unwrap();
+            let votes = Some(votes.as_slice());
+            crate::common::each_rule_against_naive(
+                &tile,
+                &kernel,
+                &weights,
+                votes,
+                |params, want| {
                     for variant in Variant::ALL {
                         let m = NaiveCl::new(dev.clone(), variant).unwrap();
                         let mut got = vec![0u16; tile.output_len()];
-                        m.smooth(&tile, &params, &mut got).unwrap();
-                        assert_eq!(got, want, "{} {ties:?} fill {fill_nodata}", m.name());
+                        m.smooth(&tile, params, &mut got).unwrap();
+                        let (ties, fill) = (params.ties, params.fill_nodata);
+                        assert_eq!(got, want, "{} {ties:?} fill {fill}", m.name());
                     }
-                }
-            }
+                },
+            );
         }
     }
 }

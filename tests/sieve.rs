@@ -12,7 +12,7 @@
 
 use crate::common;
 
-use common::{TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_raster};
+use common::{Rng, TestRaster, files_in, mapfilter, mapfilter_ok, read_raster, write_raster};
 use gdal::raster::GdalDataType;
 use mapfilter::io::MemRaster;
 use mapfilter::progress::Progress;
@@ -122,22 +122,6 @@ fn identical_to_gdal_sieve_on_the_bundled_maps() {
         &[12],
         &["--strip-rows", "64", "--cache-mib", "1"],
     );
-}
-
-/// A small xorshift generator, so the maps need no crate.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Rectangles of many sizes over a few classes, salt noise, a checkerboard

@@ -320,3 +320,61 @@ pub fn system_paths_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A small xorshift64 generator (seed not zero): the same sequence on
+/// every machine, so test maps and weights need no crate.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// [`Rng`] as a closure.
+pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = Rng(seed);
+    move || rng.next()
+}
+
+/// Every tie rule, with and without `--fill-nodata`, on `tile`: calls
+/// `check` with the method parameters and naive's result on the host, the
+/// reference a device method must give byte for byte.
+pub fn each_rule_against_naive(
+    tile: &mapfilter::method::ClassTile,
+    kernel: &mapfilter::kernel::Kernel,
+    class_weights: &[u32],
+    confidence: Option<&[u16]>,
+    mut check: impl FnMut(&mapfilter::method::SmoothParams, &[u16]),
+) {
+    use mapfilter::method::ClassSmoother;
+    use mapfilter::method::policy::Ties;
+    for ties in [
+        Ties::Centre,
+        Ties::Smallest,
+        Ties::Largest,
+        Ties::Undecided(9),
+    ] {
+        for fill_nodata in [false, true] {
+            let params = mapfilter::method::SmoothParams {
+                kernel,
+                class_weights,
+                fill_nodata,
+                ties,
+                confidence,
+            };
+            let mut want = vec![0u16; tile.output_len()];
+            mapfilter::method::naive::NaiveHost
+                .smooth(tile, &params, &mut want)
+                .unwrap();
+            check(&params, &want);
+        }
+    }
+}
