@@ -28,8 +28,11 @@ pub fn quiet_gdal() {
 }
 
 /// Cores from which one run's input is decoded on GDAL's threads
-/// ([`ClassRaster::open_decoding_in_parallel`]).
-const PARALLEL_DECODING_CORES: usize = 8;
+/// ([`ClassRaster::open_decoding_in_parallel`]): it paid on the 64-core
+/// node, and on a 16-core one it did not (decision 0014: the GPU command
+/// unchanged, the host's 0.06–0.5 s slower), so not below 32
+/// (docs/decisions/0016-node-throughput.md).
+const PARALLEL_DECODING_CORES: usize = 32;
 
 /// Opens any raster GDAL can read, with a one-line error for the usual failures.
 pub fn open(path: &Path) -> Result<Dataset> {

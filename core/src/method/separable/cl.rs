@@ -339,9 +339,11 @@ impl SeparableCl {
         };
         let slot = pending.slot.as_mut().expect("just taken");
         let dct5 = matches!(self.shape, Shape::Dct5(_));
-        // The classes as uploaded (u16) and, in the certified mode, as the
-        // host's recomputation reads them after the device is done.
-        if self.exact || !dct5 || tile.n_classes >= 255 {
+        pending.device_flags = self.exact && self.recomputes_on_device(tile.n_classes, params);
+        let host_recomputes = self.exact && !pending.device_flags;
+        // The classes as uploaded (u16) and, where the host recomputes, as
+        // it reads them after the device is done.
+        if host_recomputes || !dct5 || tile.n_classes >= 255 {
             slot.codes_host.clear();
             slot.codes_host.extend_from_slice(tile.classes);
         }
@@ -355,8 +357,7 @@ impl SeparableCl {
             self.enqueue_svd(&mut pending.flight, slot, tile, params, inv_top)?;
             false
         };
-        pending.device_flags = self.exact && self.recomputes_on_device(tile.n_classes, params);
-        if self.exact && !pending.device_flags {
+        if host_recomputes {
             pending.certify = Some(Certify {
                 width: tile.width,
                 height: tile.height,
