@@ -605,16 +605,23 @@ fn sigint_mid_run_leaves_no_claim_and_a_rerun_finishes_identically() {
     mapfilter_ok(&["batch", "run", reference.to_str().unwrap(), "-q"]);
     let expected = outputs(&reference);
     assert_eq!(expected.len(), 16);
-    for signal in ["INT", "TERM"] {
-        let batch = plan_of_map(dir.path(), &format!("stopped-{signal}"), &options);
+    // The last case runs in worker processes: the parent passes the
+    // signal on and the workers clean up before it exits.
+    for (signal, processes) in [("INT", "1"), ("TERM", "1"), ("INT", "2")] {
+        let batch = plan_of_map(
+            dir.path(),
+            &format!("stopped-{signal}-{processes}"),
+            &options,
+        );
         let mut child = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
             .args(["batch", "run", batch.to_str().unwrap(), "--jobs", "2"])
+            .args(["--processes", processes])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
         let mut log = String::new();
-        while !log.contains("[1/16]") {
+        while !log.contains("] task ") {
             assert!(stderr.read_line(&mut log).unwrap() > 0, "{log}");
         }
         // Signal while a (slow) task is claimed.
@@ -637,7 +644,10 @@ fn sigint_mid_run_leaves_no_claim_and_a_rerun_finishes_identically() {
         let done = files_in(&batch.join("state")).len();
         assert!(done < 16, "the run finished before the signal: {log}");
         mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
-        assert!(outputs(&batch) == expected, "{signal}: outputs differ");
+        assert!(
+            outputs(&batch) == expected,
+            "{signal} {processes}: outputs differ"
+        );
         assert_eq!(leftovers(&batch), Vec::<String>::new());
     }
 }
@@ -1021,6 +1031,49 @@ fn each_device_runs_whole_tasks_of_its_own_with_the_same_bytes() {
     let batch = t.plan("one", &t.one);
     mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", "2", "-q"]);
     assert_mosaic_equals(&batch, &t.whole);
+}
+
+/// A run in worker processes (each with its tasks in flight and, here, two
+/// contexts of the test device) gives the bytes of one process; so does one
+/// on the host, and a second run finds everything done.
+#[test]
+fn worker_processes_give_the_bytes_of_one_process() {
+    let Some(t) = two_contexts() else {
+        return;
+    };
+    for (name, device, processes, jobs) in [
+        ("p2", t.two.as_str(), "2", "4"),
+        ("p3", t.one.as_str(), "3", "3"),
+        ("host", "host", "4", "1"),
+    ] {
+        let batch = t.plan(name, device);
+        let run = mapfilter_ok(&[
+            "batch",
+            "run",
+            batch.to_str().unwrap(),
+            "--processes",
+            processes,
+            "--jobs",
+            jobs,
+        ]);
+        let said = String::from_utf8_lossy(&run.stderr);
+        assert!(said.contains("6 done now"), "{name}: {said}");
+        assert!(said.contains("[worker 1/"), "{name}: {said}");
+        assert_mosaic_equals(&batch, &t.whole);
+        assert_eq!(leftovers(&batch), Vec::<String>::new(), "{name}");
+        let again = mapfilter_ok(&[
+            "batch",
+            "run",
+            batch.to_str().unwrap(),
+            "--processes",
+            processes,
+        ]);
+        let said = String::from_utf8_lossy(&again.stderr);
+        assert!(
+            said.contains("0 done now") && said.contains("6 done before"),
+            "{said}"
+        );
+    }
 }
 
 /// This host's name as the kernel has it (what gethostname returns).

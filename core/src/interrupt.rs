@@ -137,6 +137,15 @@ pub fn received() -> bool {
     RECEIVED.load(Ordering::Relaxed) != 0
 }
 
+/// The stopping signal received, if one was: to pass it on to child
+/// processes.
+pub fn received_signal() -> Option<i32> {
+    match RECEIVED.load(Ordering::Relaxed) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
 /// After a run that stopped because a signal came: leaves the exit to the
 /// signal's thread, which removes the temp files and exits with 128 + N
 /// within [`DEADLINE`]. Without this wait the run's own error could end the

@@ -152,6 +152,10 @@ pub struct Environment {
     pub library_path: Vec<PathBuf>,
     /// `RAYON_NUM_THREADS` is set: the user sized rayon's pool.
     pub rayon_threads_set: bool,
+    /// `RAYON_NUM_THREADS` as a number, where it is one.
+    pub rayon_threads: Option<usize>,
+    /// `CUDA_VISIBLE_DEVICES` as written: the NVIDIA GPUs the driver shows.
+    pub cuda_visible_devices: Option<String>,
 }
 
 impl Environment {
@@ -181,6 +185,8 @@ impl Environment {
                 .map(|v| std::env::split_paths(&v).collect())
                 .unwrap_or_default(),
             rayon_threads_set: var("RAYON_NUM_THREADS").is_some(),
+            rayon_threads: text("RAYON_NUM_THREADS").and_then(|v| v.trim().parse().ok()),
+            cuda_visible_devices: text("CUDA_VISIBLE_DEVICES"),
         }
     }
 

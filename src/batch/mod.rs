@@ -14,12 +14,14 @@
 //!   VRT and an optional Cloud Optimized GeoTIFF; [`maps`] gives it the
 //!   quick-look maps and class areas.
 //! - [`slurm`] writes a job-array script.
-//! - [`workers`] sizes a run to the node: tasks in flight, pool threads.
+//! - [`workers`] sizes a run to the node: tasks in flight, pool threads;
+//!   [`processes`] runs a plan on `all` GPUs as one worker process per GPU.
 
 pub mod inputs;
 pub mod maps;
 pub mod mosaic;
 pub mod plan;
+pub mod processes;
 pub mod records;
 pub mod report;
 pub mod run;

@@ -12,6 +12,7 @@
 //! through a symlink and never over an input.
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
+use super::processes::{Spawner, WorkerRole};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 use super::share::Share;
 use super::tally::{Tally, nonzero};
@@ -28,6 +29,7 @@ use crate::method::{ClassSmoother, select};
 use crate::output::Target;
 use crate::progress::{Progress, Steps};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -51,15 +53,23 @@ pub struct RunRequest<'a> {
     pub stale_after: Duration,
     /// Wait for tasks held by other live runs (else return them as busy).
     pub wait: bool,
+    /// Only these tasks of the share (`None`: all of them).
+    pub only: Option<&'a [usize]>,
+    /// This run is one of a run's worker processes (see [`super::processes`]).
+    pub worker: Option<&'a WorkerRole>,
+    /// How this run may start worker processes (`None`: it does not).
+    pub spawn: Option<&'a Spawner<'a>>,
 }
 
-/// What a run did.
-#[derive(Debug, Default)]
+/// What a run did (a worker process prints it as JSON for its parent).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct RunSummary {
     pub selected: usize,
     /// Done before this run (output matched its record).
     pub already_done: usize,
     pub done_now: usize,
+    /// The tasks done now.
+    pub done: Vec<usize>,
     /// Failed now, or before and not retried.
     pub failed: Vec<TaskFailure>,
     /// Held by another live run (only when not waiting).
@@ -69,11 +79,12 @@ pub struct RunSummary {
     pub seconds: f64,
     pub pixels_now: u64,
     /// What each device did when several shared the tiles (else empty).
+    #[serde(skip)]
     pub devices: Vec<crate::method::multi::Share>,
 }
 
 /// A task that failed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskFailure {
     pub task: usize,
     pub error: String,
@@ -104,13 +115,17 @@ fn methods_and_workers(
     tasks: usize,
 ) -> Result<(Vec<Box<dyn ClassSmoother>>, Workers)> {
     let choice = &settings.method;
-    let members = select::per_member(&choice.spec, &choice.device, &settings.kernel)?;
+    // A worker process computes on its own device(s), with its share of
+    // the node.
+    let device = req.worker.map_or(&choice.device, |w| &w.device);
+    let node = Node::here().share(req.worker.map_or(1, |w| w.count));
+    let members = select::per_member(&choice.spec, device, &settings.kernel)?;
     let workers = match req.jobs {
         // The compute threads the user gave (`RAYON_NUM_THREADS`), else
         // every core, shared out among the tasks in flight.
         Some(jobs) => Workers::split(jobs.min(tasks.max(1)), rayon::current_num_threads()),
         None => {
-            let workers = Node::here().workers(tasks);
+            let workers = node.workers(tasks);
             size_pool(workers.pool_threads);
             workers
         }
@@ -162,7 +177,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             .failed(task.id, fingerprint)
             .filter(|f| !req.retry_failed && !f.environment)
     };
-    for task in plan.tasks.iter().filter(|t| req.share.takes(t.id)) {
+    let taken = |t: &&Task| req.share.takes(t.id) && req.only.is_none_or(|o| o.contains(&t.id));
+    for task in plan.tasks.iter().filter(taken) {
         summary.selected += 1;
         if let Some(rec) = finished(task) {
             summary.already_done += 1;
@@ -185,8 +201,25 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
+    if let Some(spawner) = req.spawn.filter(|_| req.worker.is_none()) {
+        let slots = super::processes::slots(
+            spawner.processes,
+            &settings.method.device,
+            &crate::device::nvidia_gpus(),
+        );
+        if !slots.is_empty() {
+            let ids: Vec<usize> = todo.iter().map(|t| t.id).collect();
+            let summary = super::processes::run(req, spawner, &slots, &ids, summary)?;
+            return Ok(summary.sorted(start));
+        }
+    }
     let (methods, workers) = methods_and_workers(req, &settings, todo.len())?;
-    let progress = BatchProgress::new(req.quiet, todo.len(), todo.iter().map(|t| t.pixels()).sum());
+    let progress = BatchProgress::new(
+        req.quiet,
+        req.worker.map(|w| format!("{}/{}", w.index, w.count)),
+        todo.len(),
+        todo.iter().map(|t| t.pixels()).sum(),
+    );
     let ctx = Context {
         dir: req.dir,
         plan: &plan,
@@ -207,6 +240,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             match outcome {
                 Outcome::Done(rec) => {
                     summary.done_now += 1;
+                    summary.done.push(task.id);
                     summary.pixels_now += rec.pixels;
                     if !rec.missing_halo.is_empty() {
                         summary.degraded.push(task.id);
@@ -248,6 +282,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
 impl RunSummary {
     fn sorted(mut self, start: Instant) -> Self {
         self.failed.sort_by_key(|f| f.task);
+        self.done.sort();
         self.busy.sort();
         self.degraded.sort();
         self.seconds = start.elapsed().as_secs_f64();
@@ -917,6 +952,8 @@ struct BatchProgress {
     bar: Option<ProgressBar>,
     lines: Option<Arc<Progress>>,
     quiet: bool,
+    /// `I/N` of a worker process, which names itself on its lines.
+    worker: Option<String>,
     total: usize,
     finished: AtomicUsize,
 }
@@ -942,13 +979,16 @@ impl Observer for TaskObserver {
 }
 
 impl BatchProgress {
-    fn new(quiet: bool, tasks: usize, pixels: u64) -> Self {
-        let lines = (!quiet && crate::progress::lines_wanted()).then(|| {
+    /// A worker process (`worker`) prints lines per task, no bar: its
+    /// siblings print theirs on the same terminal.
+    fn new(quiet: bool, worker: Option<String>, tasks: usize, pixels: u64) -> Self {
+        let lines = (!quiet && worker.is_none() && crate::progress::lines_wanted()).then(|| {
             let p = Progress::new(false, "batch");
             p.start(pixels, "px");
             Arc::new(p)
         });
-        let bar = (!quiet && lines.is_none() && std::io::stderr().is_terminal()).then(|| {
+        let bar = (!quiet && worker.is_none() && lines.is_none() && std::io::stderr().is_terminal())
+            .then(|| {
             let bar = ProgressBar::with_draw_target(Some(pixels), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
@@ -963,6 +1003,7 @@ impl BatchProgress {
             bar,
             lines,
             quiet,
+            worker,
             total: tasks,
             finished: AtomicUsize::new(0),
         }
@@ -1020,13 +1061,18 @@ impl BatchProgress {
                     rec.pixels as f64 / rec.seconds.max(1e-9) / 1e6
                 )
             }
+            // A worker's siblings are other runs: not worth a line.
+            Outcome::AlreadyDone if self.worker.is_some() => return,
             Outcome::AlreadyDone => "done by another run".into(),
             Outcome::Busy => return,
             Outcome::Failed(f) => format!("FAILED: {}", f.error),
         };
+        let count = match &self.worker {
+            Some(w) => format!("worker {w}"),
+            None => format!("{n}/{}", self.total),
+        };
         eprintln!(
-            "[{n}/{}] task {} {}: {what}",
-            self.total,
+            "[{count}] task {} {}: {what}",
             task.id,
             task.output.display()
         );
@@ -1316,6 +1362,9 @@ mod fuzz {
                 quiet: true,
                 stale_after: Duration::from_secs(600),
                 wait: false,
+                only: None,
+                worker: None,
+                spawn: None,
             };
             if run_first {
                 let first = run(&request).unwrap();

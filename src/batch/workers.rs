@@ -71,6 +71,16 @@ impl Node {
         }
     }
 
+    /// One of `count` equal shares of this node: what each of a run's
+    /// worker processes plans its tasks and threads for.
+    pub fn share(&self, count: usize) -> Node {
+        let count = count.max(1);
+        Node {
+            cpus: (self.cpus / count).max(1),
+            memory: self.memory.map(|m| m / count as u64),
+        }
+    }
+
     /// Compute threads for one run on `gpus` GPUs: [`THREADS_PER_GPU`] each,
     /// within the cores.
     pub fn device_run_threads(&self, gpus: usize) -> usize {

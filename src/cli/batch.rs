@@ -7,6 +7,7 @@ use super::output_args::OverwriteArg;
 use super::smooth::BorderArg;
 use crate::bail;
 use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
+use crate::batch::processes::{Spawner, WorkerRole};
 use crate::batch::run::RunRequest;
 use crate::batch::share::Share;
 use crate::batch::{report, run as batch_run, slurm};
@@ -165,6 +166,19 @@ struct RunArgs {
     /// less; the hosts' clocks must agree to well within it.
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     stale_after: String,
+    /// Worker processes (default: one per GPU when the plan's device is
+    /// `all` and NVIDIA's driver shows two GPUs or more, each process
+    /// seeing its own GPU; else 1). Each plans its tasks in flight and
+    /// threads for its share of the cores and memory.
+    #[arg(long, value_name = "N")]
+    processes: Option<usize>,
+    /// Internal: this process is worker I of N of a run (prints its
+    /// summary as JSON on standard output).
+    #[arg(long, value_name = "I/N", hide = true, requires = "worker_device")]
+    worker: Option<String>,
+    /// Internal: the device a worker computes on.
+    #[arg(long, value_name = "DEVICE", hide = true, requires = "worker")]
+    worker_device: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -335,6 +349,22 @@ fn run_tasks(a: RunArgs) -> Result<()> {
             ))
             .hint("give a number with a unit, e.g. --stale-after 10m or 90s")
         })?;
+    if a.processes == Some(0) {
+        bail!(
+            "--processes 0 runs nothing",
+            hint = "give --processes 1 or more"
+        );
+    }
+    let worker = a
+        .worker
+        .as_deref()
+        .map(|w| worker_role(w, a.worker_device.as_deref()))
+        .transpose()?;
+    let command = |role: &WorkerRole| worker_command(&a, role);
+    let spawner = Spawner {
+        processes: a.processes,
+        command: &command,
+    };
     let s = batch_run::run(&RunRequest {
         dir: &a.dir,
         share,
@@ -342,8 +372,20 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         jobs,
         quiet: a.quiet,
         stale_after,
-        wait: !a.no_wait,
+        // Workers leave to their siblings what they hold; the parent
+        // waits for what another run holds.
+        wait: !a.no_wait && worker.is_none(),
+        only: None,
+        worker: worker.as_ref(),
+        spawn: Some(&spawner),
     })?;
+    if worker.is_some() {
+        // The parent reads this line and says what the run did.
+        let line = serde_json::to_string(&s)
+            .map_err(|e| Error::new(format!("cannot write the worker's summary: {e}")))?;
+        println!("{line}");
+        return Ok(());
+    }
     if !a.quiet {
         eprintln!(
             "batch: {} tasks in this share: {} done now ({:.1} Mpx in {:.2} s), {} done before, {} failed, {} held by another run",
@@ -371,6 +413,51 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// `--worker I/N` with `--worker-device D`.
+fn worker_role(text: &str, device: Option<&str>) -> Result<WorkerRole> {
+    let Share::Shard { index, count } = Share::parse_shard(text)? else {
+        unreachable!("parse_shard gives a shard");
+    };
+    Ok(WorkerRole {
+        index,
+        count,
+        device: DeviceChoice::from_arg(device)?,
+    })
+}
+
+/// The command line of worker `role` of this run: this binary, `batch run`
+/// with the same directory, share and options (its share of `--jobs`).
+fn worker_command(a: &RunArgs, role: &WorkerRole) -> std::process::Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "mapfilter".into());
+    let mut c = std::process::Command::new(exe);
+    for _ in 0..super::logging::verbosity() {
+        c.arg("-v");
+    }
+    c.arg("batch").arg("run").arg(&a.dir);
+    c.arg("--worker")
+        .arg(format!("{}/{}", role.index, role.count))
+        .arg("--worker-device")
+        .arg(role.device.to_string())
+        .arg("--stale-after")
+        .arg(&a.stale_after);
+    if let Some(shard) = &a.shard {
+        c.arg("--shard").arg(shard);
+    }
+    if let Some(task) = a.task {
+        c.arg("--task").arg(task.to_string());
+    }
+    if let Some(jobs) = a.jobs {
+        c.arg("--jobs").arg(jobs.div_ceil(role.count).to_string());
+    }
+    if a.retry_failed {
+        c.arg("--retry-failed");
+    }
+    if a.quiet {
+        c.arg("--quiet");
+    }
+    c
 }
 
 /// Exit code of `batch run --no-wait` when tasks are held by other runs

@@ -17,6 +17,16 @@ pub fn level(count: u8) -> LevelFilter {
     }
 }
 
+/// How many `-v` give the level in force (for a child process of this one).
+pub fn verbosity() -> u8 {
+    match log::max_level() {
+        LevelFilter::Off | LevelFilter::Error | LevelFilter::Warn => 0,
+        LevelFilter::Info => 1,
+        LevelFilter::Debug => 2,
+        LevelFilter::Trace => 3,
+    }
+}
+
 /// Installs the logger (once; later calls do nothing): `mapfilter: LEVEL: message`.
 pub fn init(verbose: u8) {
     use std::io::Write;

@@ -43,6 +43,7 @@ pub use pinned::PinnedHost;
 pub use stream::{Flight, Grow, SlotPool, TileStream};
 
 pub use choice::{DEVICE_ENV, DeviceChoice, Member};
+pub use icd::nvidia_gpus;
 pub use info::{DeviceInfo, DeviceKind, device_table, human_bytes, list_devices, opencl_available};
 pub use opencl3::event::Event;
 pub use opencl3::kernel::Kernel;
