@@ -9,16 +9,20 @@
 #   floor     `gdal_translate` copies of every tile (DEFLATE, tiled), 16 and
 #             32 at once, the best kept;
 #   batches   `batch plan … --device D` + `batch run`, defaults only: exact
-#             (dct5 --exact, sigma 5) and naive (sigma 2.5) on every GPU,
-#             2 GPUs, 1 GPU and the host alone; every exact run's pixel
-#             checksums must equal the first's (`same`);
+#             (dct5 --exact, sigma 5) and naive (sigma 2.5) on every GPU
+#             (`all`: a worker process per GPU; `all1p`: the same in one
+#             process, --processes 1), 2 GPUs, 1 GPU, the host alone
+#             (`host`) and the host in 4 worker processes (`host4p`); every
+#             run's pixel checksums must equal its case's first (`same`);
+#             each run's lines per task (stage times) in $OUT/log-*.txt;
 #   smooth    one whole `smooth` of the 415 Mpx raster (28800x14400), dct5,
 #             dct5 --exact and the default method, on the first GPU and the
 #             host, against its `gdal_translate` copy with NUM_THREADS=ALL_CPUS,
 #             3 alternating rounds (SKIP_SMOOTH=1 leaves it out; SETS=none
 #             runs it alone);
-#   start-up  `mapfilter -vv devices` (OpenCL listing) and the setup of a
-#             small `smooth --device gpu --timings`.
+#   start-up  `mapfilter -vv devices` (OpenCL listing) with every GPU, one,
+#             and one per process for every GPU at once; the setup of a small
+#             `smooth --device gpu --timings`.
 # Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh and the build
 # as carry/mapfilter-new.xz (`strip --strip-debug`, xz); on the GPU machine
 # (repo root):   OUT=$OUT bash benches/node/run.sh
@@ -33,6 +37,20 @@ since() { python3 -c "print(round($(now) - $1, 3))"; }
 row() { echo "$1" | tee -a "$OUT/node.jsonl"; }
 C=$(nproc) G=$(nvidia-smi -L | wc -l)
 row "{\"cores\":$C,\"gpus\":$G}"
+# Start-up: the OpenCL listing alone (every GPU, the first, then one
+# process per GPU at once, as a batch's workers start).
+for vis in all 0; do
+  t0=$(now)
+  line=$(env $([ "$vis" = all ] || echo CUDA_VISIBLE_DEVICES=$vis) "$MF" -vv devices 2>&1 | grep -o 'listed in [0-9.]* ms')
+  row "{\"what\":\"devices\",\"visible\":\"$vis\",\"secs\":$(since "$t0"),\"listing\":\"$line\"}"
+done
+t0=$(now)
+for i in $(seq 0 $((G - 1))); do
+  CUDA_VISIBLE_DEVICES=$i "$MF" -vv devices >"/tmp/devices-$i.txt" 2>&1 &
+done
+wait
+lines=$(cat /tmp/devices-*.txt | grep -o 'listed in [0-9.]* ms' | tr '\n' ' ')
+row "{\"what\":\"devices\",\"visible\":\"one each, $G at once\",\"secs\":$(since "$t0"),\"listing\":\"$lines\"}"
 # Pixel checksums of a batch's outputs, in file order, as one short digest.
 checksums() {
   ls "$1"/out/*.tif | xargs -P 16 -I{} sh -c 'echo "$(basename "$1") $(gdalinfo -checksum "$1" | awk -F= "/Checksum/ { print \$2; exit }")"' _ {} |
@@ -62,9 +80,11 @@ for set in ${SETS:-simplex compressible}; do
   rm -rf /tmp/copies
   for c in ${CASES:-exact naive}; do
     first=""
-    for d in ${DEVICES:-all 2gpus gpu host}; do
-      dev=$d vis=""
+    for d in ${DEVICES:-all all1p 2gpus gpu host host4p}; do
+      dev=$d vis="" extra=""
       [ "$d" = 2gpus ] && dev=all vis=0,1
+      [ "$d" = all1p ] && dev=all extra="--processes 1"
+      [ "$d" = host4p ] && dev=host extra="--processes 4"
       [ "$d" = 2gpus ] && [ "$G" -lt 4 ] && continue
       # Untimed: a fresh machine compiles the OpenCL programs once.
       # shellcheck disable=SC2046
@@ -74,7 +94,7 @@ for set in ${SETS:-simplex compressible}; do
       t0=$(now)
       # shellcheck disable=SC2046
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
-        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" -q 2>>"$OUT/node.err"
+        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" $extra 2>"$OUT/log-$set-$c-$d.txt"
       rc=$?
       s=$(since "$t0")
       sum=$(checksums "$w")
@@ -114,11 +134,6 @@ if [ -z "${SKIP_SMOOTH:-}" ]; then
   done
   rm -f /tmp/big-out.tif
 fi
-# Start-up: the OpenCL listing alone, then a small smooth's setup.
-for vis in all 0; do
-  t0=$(now)
-  line=$(env $([ "$vis" = all ] || echo CUDA_VISIBLE_DEVICES=$vis) "$MF" -vv devices 2>&1 | grep -o 'listed in [0-9.]* ms')
-  row "{\"what\":\"devices\",\"visible\":\"$vis\",\"secs\":$(since "$t0"),\"listing\":\"$line\"}"
-done
+# A small smooth's setup, the programs compiled by the runs above.
 "$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "setup|engine" >"$OUT/startup.txt"
 ls /etc/OpenCL/vendors >>"$OUT/startup.txt"

@@ -140,6 +140,31 @@ mod tests {
     }
 
     #[test]
+    fn worker_processes_together_never_oversubscribe_the_node() {
+        for cpus in 1..=128 {
+            for processes in 1..=8 {
+                let node = Node {
+                    cpus,
+                    memory: Some(64 << 30),
+                };
+                let share = node.share(processes);
+                let w = share.workers(1000);
+                // Every process plans the same; together they fit the node
+                // wherever it has a core per process.
+                if cpus >= processes * (SMALL + 1) {
+                    let threads = processes * w.jobs * (1 + w.task_threads);
+                    assert!(
+                        threads <= cpus,
+                        "{cpus} cores, {processes} processes: {w:?}"
+                    );
+                }
+                assert!(share.cpus >= 1 && share.cpus * processes <= cpus.max(processes));
+                assert_eq!(share.memory, Some((64u64 << 30) / processes as u64));
+            }
+        }
+    }
+
+    #[test]
     fn the_node_is_used() {
         // (cores, tasks) → (tasks in flight, pool threads, per task), the
         // same with GPUs computing or not.
