@@ -303,3 +303,55 @@ fn host_outputs_are_the_same_whatever_the_threads() {
         }
     }
 }
+
+/// On a device whose start can overlap the input's reading (`--device
+/// cpu`), the method starts on another thread while the input is opened and
+/// scanned, and the run waits for it after the scan (`--timings`' `method`
+/// stage): the output is the host's, byte for byte, and a method refused
+/// once it is known (approximate scores with `--ties smallest`) is the
+/// same one-line error as on the host, with nothing written.
+#[test]
+fn a_device_started_beside_the_scan_gives_the_hosts_bytes_and_errors() {
+    if mapfilter::device::test_device().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tif");
+    byte_input(&input, 0);
+    let exact = ["--method", "dct5", "--exact"];
+    let host = dir.path().join("host.tif");
+    smooth(&input, &host, &[&exact[..], &["--device", "host"]].concat());
+    let cpu = dir.path().join("cpu.tif");
+    let said = smooth(
+        &input,
+        &cpu,
+        &[&exact[..], &["--device", "cpu", "--timings"]].concat(),
+    );
+    assert!(said.contains("timing method"), "{said}");
+    assert!(std::fs::read(&host).unwrap() == std::fs::read(&cpu).unwrap());
+    let refused = |device: &str| {
+        let out = dir.path().join(format!("refused-{device}.tif"));
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args(["smooth", input.to_str().unwrap(), out.to_str().unwrap()])
+            .args(["-k", "gaussian:2", "--method", "dct5", "--ties", "smallest"])
+            .args(["--device", device, "-q"])
+            .output()
+            .unwrap();
+        assert!(!run.status.success());
+        assert!(!out.exists(), "{device}: an output was left");
+        String::from_utf8_lossy(&run.stderr).into_owned()
+    };
+    let (on_host, on_cpu) = (refused("host"), refused("cpu"));
+    assert_eq!(on_cpu.trim().lines().count(), 1, "{on_cpu}");
+    assert!(
+        on_cpu.contains("--ties smallest is defined on exact scores"),
+        "{on_cpu}"
+    );
+    // The same error but for the method's device in its name.
+    let cause = |e: &str| e.split(" computes ").nth(1).map(String::from);
+    assert!(
+        cause(&on_host).is_some() && cause(&on_host) == cause(&on_cpu),
+        "{on_host}{on_cpu}"
+    );
+    assert_eq!(files_in(dir.path()).len(), 3, "{:?}", files_in(dir.path()));
+}

@@ -14,7 +14,7 @@
 #             process, --processes 1), 2 GPUs, 1 GPU, the host alone
 #             (`host`) and the host in 4 worker processes (`host4p`); every
 #             run's pixel checksums must equal its case's first (`same`);
-#             each run's lines per task (stage times) in $OUT/log-*.txt;
+#             each run's lines per task (stage times) in $OUT/logs.tgz;
 #   smooth    one whole `smooth` of the 415 Mpx raster (28800x14400), dct5,
 #             dct5 --exact and the default method, on the first GPU and the
 #             host, against its `gdal_translate` copy with NUM_THREADS=ALL_CPUS,
@@ -30,6 +30,10 @@
 set -u
 source scripts/gpu-env.sh
 OUT=${OUT:-out/node}; mkdir -p "$OUT"
+# The runs' lines per task, packed into $OUT/logs.tgz at the end (the
+# device tool brings back a few files only).
+LOGS=/tmp/node-logs; rm -rf "$LOGS"; mkdir -p "$LOGS"
+trap 'tar -C "$LOGS" -czf "$OUT/logs.tgz" .' EXIT
 MF=/tmp/mf/bin/mapfilter-new
 xz -dc carry/mapfilter-new.xz >"$MF" && chmod +x "$MF"
 now() { date +%s.%N; }
@@ -94,7 +98,7 @@ for set in ${SETS:-simplex compressible}; do
       t0=$(now)
       # shellcheck disable=SC2046
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
-        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" $extra 2>"$OUT/log-$set-$c-$d.txt"
+        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" $extra 2>"$LOGS/$set-$c-$d.txt"
       rc=$?
       s=$(since "$t0")
       sum=$(checksums "$w")

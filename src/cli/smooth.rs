@@ -14,6 +14,7 @@ use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
 use crate::method::naive::cl::Variant;
+use crate::method::starting::Starting;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
 use clap::{Args, ValueEnum};
@@ -209,11 +210,26 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::or_env(args.device.clone())?,
     };
     observer.explain = args.explain.then(|| choice.clone());
-    let method = choice.build(&kernel)?;
-    crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
-    crate::method::policy::check_confidence(confidence.is_some(), method.as_ref())?;
+    // The method's devices start on another thread while the job opens and
+    // scans the input, where the run's GPUs are known beforehand (its
+    // compute pool is sized by them); else it is built here.
+    let gpus = expected_gpus(&choice.device).filter(|_| !args.dry_run);
+    let method = {
+        let (choice, kernel, policies) = (choice.clone(), kernel.clone(), policies.clone());
+        let weighs = confidence.is_some();
+        let build = move || -> Result<Box<dyn ClassSmoother>> {
+            let method = choice.build(&kernel)?;
+            crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
+            crate::method::policy::check_confidence(weighs, method.as_ref())?;
+            Ok(method)
+        };
+        match gpus {
+            Some(_) => Starting::spawn(build),
+            None => Starting::ready(build()?),
+        }
+    };
     if args.dry_run {
-        let text = dry_run(&args, &built, &choice, method.as_ref(), &policies)?;
+        let text = dry_run(&args, &built, &choice, method.get()?, &policies)?;
         println!("{text}");
         return Ok(());
     }
@@ -249,10 +265,15 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let done = match device_run_pool(method.as_ref()) {
-        Some(pool) => pool.install(|| job::run(&spec, method.as_ref(), &mut observer)),
-        None => job::run(&spec, method.as_ref(), &mut observer),
+    let pool = match gpus {
+        Some(gpus) => device_run_pool(gpus),
+        None => device_run_pool(method.get()?.gpus()),
+    };
+    let done = match pool {
+        Some(pool) => pool.install(|| job::run_with_start(&spec, &method, &mut observer)),
+        None => job::run_with_start(&spec, &method, &mut observer),
     }?;
+    let method = method.get()?;
     for share in method.take_shares() {
         observer.timings.device(&share);
     }
@@ -271,7 +292,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
             output: mmu.smoothed().unwrap_or(&args.output),
             output_name: &args.output,
             job: &job,
-            method: method.as_ref(),
+            method,
             method_label: &choice.label(),
             stats: &stats,
             quiet: args.quiet,
@@ -288,7 +309,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: args.device.as_ref().map(ToString::to_string),
         kernel: &built,
         method_label: &choice.label(),
-        method: method.as_ref(),
+        method,
         job: &job,
         stats: &stats,
         size: (width, height),
@@ -296,7 +317,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
     };
     json.write("smooth", facts.fields())?;
     if !args.quiet {
-        say_written(&args.output, (width, height), &job, method.as_ref(), &stats);
+        say_written(&args.output, (width, height), &job, method, &stats);
     }
     Ok(())
 }
@@ -436,16 +457,30 @@ fn dry_run(
     Ok(text)
 }
 
-/// A compute pool sized for a run on GPUs ([`Node::device_run_threads`]),
-/// unless the user sized rayon's pool (`RAYON_NUM_THREADS`) or the run is on
-/// the host (which takes every core).
-fn device_run_pool(method: &dyn crate::method::ClassSmoother) -> Option<rayon::ThreadPool> {
-    if crate::switches::environment().rayon_threads_set
-        || method.runs_on() != Some(crate::device::DeviceKind::Gpu)
-    {
+/// The GPUs a run on `device` computes on, where that is known before any
+/// driver starts, so that its devices can start while the input is read:
+/// `gpu`, and `auto` where NVIDIA's driver shows a GPU (one); `all` (every
+/// GPU NVIDIA's driver shows); `cpu` (none). `None` for the host (nothing
+/// to start), indices, lists and machines whose GPUs only OpenCL can tell.
+fn expected_gpus(device: &DeviceChoice) -> Option<usize> {
+    let nvidia = crate::device::nvidia_gpus().len();
+    match device {
+        DeviceChoice::Gpu | DeviceChoice::Auto if nvidia > 0 => Some(1),
+        DeviceChoice::All if nvidia > 0 => Some(nvidia),
+        DeviceChoice::Cpu => Some(0),
+        _ => None,
+    }
+}
+
+/// A compute pool sized for a run on `gpus` GPUs
+/// ([`Node::device_run_threads`]), unless the user sized rayon's pool
+/// (`RAYON_NUM_THREADS`) or the run is on the host (no GPU: it takes every
+/// core).
+fn device_run_pool(gpus: usize) -> Option<rayon::ThreadPool> {
+    if crate::switches::environment().rayon_threads_set || gpus == 0 {
         return None;
     }
-    let threads = Node::here().device_run_threads(method.gpus());
+    let threads = Node::here().device_run_threads(gpus);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("mapfilter-host-{i}"))

@@ -23,6 +23,7 @@ use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
 use crate::method::policy::Policies;
 use crate::method::select::{MethodSpec, smoother_for};
+use crate::method::starting::Starting;
 use crate::output::Target;
 use crate::progress::Progress;
 use gdal::raster::GdalDataType;
@@ -107,6 +108,26 @@ pub fn run(
     method: &dyn ClassSmoother,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
+    run_starting(spec, &|| Ok(method), observer)
+}
+
+/// [`run`] with a method that may still be starting (its devices opening
+/// on another thread, see [`Starting`]): the input is opened and its classes
+/// scanned meanwhile, and the method waited for only when the engine needs
+/// it.
+pub fn run_with_start(
+    spec: &SmoothSpec,
+    method: &Starting,
+    observer: &mut dyn Observer,
+) -> Result<SmoothReport> {
+    run_starting(spec, &|| method.get(), observer)
+}
+
+fn run_starting<'m>(
+    spec: &SmoothSpec,
+    method: &dyn Fn() -> Result<&'m dyn ClassSmoother>,
+    observer: &mut dyn Observer,
+) -> Result<SmoothReport> {
     observer.stage("setup");
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
@@ -131,7 +152,7 @@ pub fn run_shared(
     observer.stage("setup");
     let projection = locked(input).meta.projection.clone();
     let output = DeferredOutput::spawn_with_projection(spec.target.clone(), projection);
-    smooth_into(spec, method, output, &mut Shared(input), observer)
+    smooth_into(spec, &|| Ok(method), output, &mut Shared(input), observer)
 }
 
 /// The input of a run as [`smooth_into`] needs it: the raster (its
@@ -174,9 +195,9 @@ impl Input for Shared<'_> {
 
 /// Finds the input's classes, smooths it into `output` (handing it its
 /// spec as soon as that is known) and finishes the output.
-fn smooth_into(
+fn smooth_into<'m>(
     spec: &SmoothSpec,
-    method: &dyn ClassSmoother,
+    method: &dyn Fn() -> Result<&'m dyn ClassSmoother>,
     mut output: DeferredOutput,
     input: &mut impl Input,
     observer: &mut dyn Observer,
@@ -223,6 +244,10 @@ fn smooth_into(
     let classes = super::plane::with_policy_codes(classes, &spec.policies, max_code)?;
     let output_nodata = output_nodata(spec, &classes, max_code, band)?;
     output.make(with_nodata(output_nodata));
+    // Wait for the method only now: its devices started while the input
+    // was opened and scanned.
+    let method = method()?;
+    observer.stage("method");
     let tile = spec.tile.unwrap_or_else(|| engine::default_tile(method));
     let job = SmoothJob {
         class_weights: spec.weights.quantise(&classes),

@@ -134,9 +134,13 @@ const NVIDIA_GPUS_DIR: &str = "/proc/driver/nvidia/gpus";
 /// `CUDA_VISIBLE_DEVICES` that show each alone, told without starting the
 /// driver (it takes 0.35 s per GPU to start on the 4-GPU node): the items
 /// of `CUDA_VISIBLE_DEVICES` where it is set, else one index per GPU of the
-/// kernel driver. Empty on machines without NVIDIA's driver.
+/// kernel driver. Empty on machines without NVIDIA's kernel driver.
 pub fn nvidia_gpus() -> Vec<String> {
     let count = std::fs::read_dir(NVIDIA_GPUS_DIR).map_or(0, |d| d.count());
+    if count == 0 {
+        // `CUDA_VISIBLE_DEVICES` alone shows nothing without the driver.
+        return Vec::new();
+    }
     visible_gpus(
         crate::switches::environment()
             .cuda_visible_devices

@@ -17,6 +17,7 @@ pub mod ranking;
 pub mod select;
 mod simd4;
 pub mod spec;
+pub mod starting;
 
 use crate::classes::{self, CodeLut, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::Result;
