@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# BENCHMARKS.md, "Several GPUs in one run".
 # Issue 24, several GPUs in one run, on a machine with two GPUs (the device
 # tool's nvidia-h200-x2): for naive sigma 2.5, dct5 sigma 5 and dct5 --exact
 # sigma 5 on the 415 Mpx land-cover stand-in,
@@ -9,11 +10,11 @@
 #   3. `batch plan --grid 4` + `batch run` (16 tasks, no shard), one GPU
 #      against all, every output tile compared with cmp.
 # Builds nothing: uses the bundle of scripts/gpu-bundle.sh (gpu-env.sh).
-# Usage (repo root, GPU machine): OUT=dir bash scripts/gpu-multi.sh
+# Usage (repo root, GPU machine): OUT=dir bash benches/multi-gpu/run.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/gpu-env.sh
-OUT=${OUT:-out/gpu-multi}
+OUT=${OUT:-out/multi-gpu}
 mkdir -p "$OUT"
 MF=/tmp/mf/bin/mapfilter
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""OpenCV peers of the device pyramid bench (scripts/gpu-pyramid.sh): Scharr
+"""OpenCV peers of the device pyramid bench (benches/imgops/gpu.sh pyramid): Scharr
 dx and dy of size 3, 5, 7, 9 over every level of a scale space built
 beforehand (the same level sizes as `mapfilter bench-filter --op
 scale-space:O:S --op scharr:N`; the levels themselves are OpenCV's
@@ -13,6 +13,7 @@ every level from the base, on the device for UMat) and the whole ("op":
 memory), the analogue of `mapfilter filter` without the file I/O."""
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -20,7 +21,7 @@ import time
 import cv2
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "filters"))
 from bench_filters import scharr_kernels  # noqa: E402
 
 R101 = cv2.BORDER_REFLECT_101

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Times mapfilter's image ops against OpenCV on the same machine, in one run.
 
-    /usr/bin/python3 scripts/bench_filters.py [--bin target/release/mapfilter]
+    /usr/bin/python3 benches/filters/bench_filters.py [--bin target/release/mapfilter]
         [--size 4096] [--bands 3] [--repeat 5] [--stat min|median]
         [--device host|cpu|gpu|INDEX] [--umat]
 
@@ -47,7 +47,7 @@ import time
 import cv2
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 R101 = cv2.BORDER_REFLECT_101
 SHARPEN3 = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float32)
 SHARPEN5 = np.full((5, 5), -1, np.float32)

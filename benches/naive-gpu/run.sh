@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# BENCHMARKS.md, "Naive on the GPU" (and benches/background.md, "Naive on
+# the GPU: the whole sweep").
 # GPU benchmark of the naive method, for the GPU machine (no GDAL there).
 # Run from the repo root with the GDAL-free binary carried to carry/mapfilter:
 #   cargo build --release --no-default-features && mkdir -p carry && cp target/release/mapfilter carry/
-#   bash scripts/gpu-bench.sh            # results in $OUT (default out/gpu-bench)
+#   bash benches/naive-gpu/run.sh            # results in $OUT (default out/naive-gpu)
 # Steps: register NVIDIA's OpenCL driver, list devices, check every variant
 # byte for byte against the host reference on the GPU, time the target case
 # (naive N=127, 256 random classes, 1024², goal < 0.5 s kernel + transfers),
@@ -10,9 +12,9 @@
 # has a time limit so the whole script ends within about 8 minutes.
 # QUICK=1 stops after steps 1-2 (identity and the target case; about 2 minutes).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${BIN:-carry/mapfilter}
-OUT=${OUT:-out/gpu-bench}
+OUT=${OUT:-out/naive-gpu}
 mkdir -p "$OUT"
 status=0
 log() { echo "== $*" | tee -a "$OUT/log.txt"; }

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
+# BENCHMARKS.md, "Image filters: GPU against cv2.UMat" (and
+# benches/background.md, "Image filters: GPU beside the papers' figures").
 # Image filters on the GPU machine (no GDAL there), in one call of about
 # 6 minutes: (1) byte identity of every device op with the host reference,
 # on the GPU; (2) ours against OpenCV's OpenCL path (cv2.UMat) at 4096² RGB,
 # both timed host array in -> host array out after a warm-up (see
-# scripts/bench_filters.py); (3) our raw per-run figures at 4096² (upload,
+# benches/filters/bench_filters.py); (3) our raw per-run figures at 4096² (upload,
 # kernel, download) with and without reusing the input's memory for the
 # result, and the generic median at 7, 9, 15; (4) the papers' image sizes.
 # Usage (repo root), after
 #   cargo build --release --no-default-features && mkdir -p carry && cp target/release/mapfilter carry/
-# run: OUT=dir bash scripts/gpu-filters.sh
-# A quick try on another machine: PY=/usr/bin/python3 DEV=cpu BIG=256 CHECK=96x64 PAPERS=0 bash scripts/gpu-filters.sh
+# run: OUT=dir bash benches/filters/gpu.sh
+# A quick try on another machine: PY=/usr/bin/python3 DEV=cpu BIG=256 CHECK=96x64 PAPERS=0 bash benches/filters/gpu.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=${BIN:-carry/mapfilter}
-OUT=${OUT:-out/gpu-filters}
+OUT=${OUT:-out/filters-gpu}
 DEV=${DEV:-gpu}
 BIG=${BIG:-4096}
 CHECK=${CHECK:-1024x768}
@@ -47,7 +49,7 @@ run 60 check.jsonl --op median:3 --op gaussian:1 --op scharr:3 --size "$CHECK" -
 echo "identical: $(grep -c '"check":"identical"' "$OUT/check.jsonl") of $(grep -c '"check"' "$OUT/check.jsonl")" | tee "$OUT/check.txt"
 
 echo "== 2. ${BIG}x${BIG}x3 Byte against cv2.UMat (host array in -> host array out)"
-timeout 300 "$PY" scripts/bench_filters.py --bin "$B" --size "$BIG" --device "$DEV" --umat --repeat 10 \
+timeout 300 "$PY" benches/filters/bench_filters.py --bin "$B" --size "$BIG" --device "$DEV" --umat --repeat 10 \
   --json "$OUT/umat.json" >"$OUT/umat.md" 2>>"$OUT/log.txt"
 cat "$OUT/umat.md"
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# BENCHMARKS.md, "Certified mode (`--exact`)" (GPU rows, `sweep|big`) and
+# "dct5 run time against σ" (H200 rows, `MF_BIG_SIZE=384 ... big`).
 # The fast methods on the GPU machine (issue 4): the 4096² × 17 classes σ = 21
 # dct5 target, the dct5 σ sweep (1..64; kernels up to 511² since the third
 # session), byte identity of --exact against naive, svd timings; `big`: the
@@ -6,7 +8,7 @@
 # JSON lines go to OUT/NAME.jsonl, the log (with the per-kernel dct5 times of
 # MAPFILTER_KERNEL_TIMES) to stdout. A mismatch of a --check run exits non-zero
 # from that bench and is reported as "CHECK FAILED" at the end.
-# Usage: bash scripts/gpu-fast-bench.sh BINARY OUT [quick|sweep|full|big]
+# Usage: bash benches/fast-gpu/run.sh BINARY OUT [quick|sweep|full|big]
 #   quick: the target only; sweep: target, σ sweep, --exact checks (default);
 #   full: also --exact timings at 4096² and svd;
 #   big: σ sweep 1..64 and, at σ = 64 (N = 385) and box:301, --check of

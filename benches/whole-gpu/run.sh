@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# BENCHMARKS.md, "Whole command against gdal_translate" (GPU table) and
+# "Engine in memory".
 # Issue 20, the GPU engine's host-side work (tile preparation, code mapping):
 # every binary given, alternating within each of 3 rounds so that all see
 # the same machine state, on the 415 Mpx land-cover stand-in:
@@ -17,15 +19,15 @@
 # each round, then the median; the whole commands' --timings are in $OUT.
 # TILE=N passes --tile N to bench (default: each binary's own default);
 # WHOLE=0 skips the whole commands.
-# Usage (repo root, GPU machine): OUT=dir bash scripts/gpu-devmap.sh BIN [BIN...]
+# Usage (repo root, GPU machine): OUT=dir bash benches/whole-gpu/run.sh BIN [BIN...]
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ $# -eq 0 ]; then
-  echo "usage: OUT=dir bash scripts/gpu-devmap.sh MAPFILTER [MAPFILTER...]" >&2
+  echo "usage: OUT=dir bash benches/whole-gpu/run.sh MAPFILTER [MAPFILTER...]" >&2
   exit 2
 fi
 source scripts/gpu-env.sh
-OUT=${OUT:-out/gpu-devmap}
+OUT=${OUT:-out/whole-gpu}
 mkdir -p "$OUT"
 "$1" devices | tee "$OUT/devices.txt"
 BIG=/tmp/landcover_28800x14400.tif
