@@ -21,20 +21,7 @@ BIG=${BIG:-4096}
 CHECK=${CHECK:-1024x768}
 PAPERS=${PAPERS:-1}
 PY=${PY:-python3} # one with cv2 (here: /usr/bin/python3)
-mkdir -p "$OUT"
-mkdir -p /etc/OpenCL/vendors 2>/dev/null
-echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd 2>/dev/null || true
-"$B" devices | tee "$OUT/devices.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/nvidia-smi.txt" 2>&1
-"$PY" -c "import cv2; print(cv2.__version__, cv2.ocl.haveOpenCL(), cv2.ocl.Device_getDefault().name(), cv2.getNumThreads())" >"$OUT/cv2.txt" 2>&1
-nproc >"$OUT/nproc.txt"
-# run SECONDS FILE ARGS...: one bench-filter call with a time limit, JSON lines to FILE.
-run() {
-  local limit=$1 file=$2
-  shift 2
-  echo "$B bench-filter $*" >>"$OUT/log.txt"
-  timeout "$limit" "$B" bench-filter "$@" >>"$OUT/$file" 2>>"$OUT/log.txt" || echo "FAILED (rc $?): $*" | tee -a "$OUT/log.txt"
-}
+source benches/filters/common.sh
 
 echo "== 1. identity with the host reference on the GPU"
 for op in box:3 box:5 gaussian:1:7 sharpen:3 sharpen:5 median:3 median:5 median:7 median:9 median:15 \
@@ -71,21 +58,4 @@ if [ "$PAPERS" = 1 ]; then
   run 60 papers.jsonl --op histogram --size 1280x720 --device "$DEV" --repeat 20
 fi
 
-echo "== summary (median ms over runs)"
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import collections, json, statistics, sys
-for name in ("raw", "fresh", "papers"):
-    runs = collections.defaultdict(list)
-    try:
-        lines = open(f"{sys.argv[1]}/{name}.jsonl").read().splitlines()
-    except OSError:
-        continue
-    for line in lines:
-        r = json.loads(line)
-        if "total_ms" in r:
-            runs[(r["op"], r["width"], r["height"])].append(r)
-    for (op, w, h), rs in runs.items():
-        med = lambda k: statistics.median(r[k] for r in rs) if rs[0][k] is not None else float("nan")
-        print(f"{name:6} {op:22} {w}x{h} total {med('total_ms'):8.2f} kernel {med('kernel_ms'):7.2f} "
-              f"upload {med('upload_ms'):7.2f} download {med('download_ms'):7.2f} ({len(rs)} runs)")
-PY
+summarise raw fresh papers

@@ -43,23 +43,12 @@ UMAT=${UMAT:-1}
 REPEAT=${REPEAT:-10}
 SIZE=${SIZE:-3866x4320}
 PY=${PY:-python3} # one with cv2 (here: /usr/bin/python3)
-mkdir -p "$OUT"
-if command -v nvidia-smi >/dev/null; then # register NVIDIA's OpenCL driver beside PoCL
-  mkdir -p /etc/OpenCL/vendors 2>/dev/null
-  echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd 2>/dev/null || true
-fi
-"$B" devices | tee "$OUT/devices.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/nvidia-smi.txt" 2>&1
-"$PY" -c "import cv2; print(cv2.__version__, cv2.ocl.haveOpenCL(), cv2.ocl.Device_getDefault().name(), cv2.getNumThreads())" >"$OUT/cv2.txt" 2>&1
-nproc >"$OUT/nproc.txt"
-
-# run SECONDS FILE ARGS...: one bench-filter call with a time limit, JSON lines to FILE.
-run() {
-  local limit=$1 file=$2
-  shift 2
-  echo "$B bench-filter $*" >>"$OUT/log.txt"
-  timeout "$limit" "$B" bench-filter "$@" >>"$OUT/$file" 2>>"$OUT/log.txt" || echo "FAILED (rc $?): $*" | tee -a "$OUT/log.txt"
-}
+SUITE=${1:-ops}
+case "$SUITE" in
+  ops | pyramid | all) ;;
+  *) echo "usage: OUT=dir bash benches/imgops/gpu.sh [ops|pyramid|all]" >&2; exit 2 ;;
+esac
+source benches/filters/common.sh
 
 # The `ops` suite (bodies unindented: their here-documents end at column 0).
 ops() {
@@ -126,24 +115,7 @@ if [ "$SCALE" = 1 ]; then
   cat "$OUT/scale.md"
 fi
 
-echo "== summary (median ms over runs)"
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import collections, json, statistics, sys
-runs = collections.defaultdict(list)
-try:
-    lines = open(f"{sys.argv[1]}/raw.jsonl").read().splitlines()
-except OSError:
-    lines = []
-for line in lines:
-    r = json.loads(line)
-    if "total_ms" in r:
-        runs[(r["op"], r["width"], r["height"])].append(r)
-for (op, w, h), rs in runs.items():
-    med = lambda k: statistics.median(r[k] for r in rs) if rs[0][k] is not None else float("nan")
-    fps = f" = {1e3 / med('total_ms'):.1f} frames/s" if op.startswith("denoise") else ""
-    print(f"{op:36} {w}x{h} total {med('total_ms'):8.2f} kernel {med('kernel_ms'):7.2f} "
-          f"upload {med('upload_ms'):7.2f} download {med('download_ms'):7.2f} ({len(rs)} runs){fps}")
-PY
+summarise raw
 }
 
 # The `pyramid` suite.
@@ -213,9 +185,8 @@ done
 echo "(cmp of every level file, device against host: silent when identical)"
 }
 
-case "${1:-ops}" in
+case "$SUITE" in
   ops) ops ;;
   pyramid) pyramid ;;
   all) ops && pyramid ;;
-  *) echo "usage: OUT=dir bash benches/imgops/gpu.sh [ops|pyramid|all]" >&2; exit 2 ;;
 esac
