@@ -19,7 +19,7 @@
 //! still to one copy for the whole process. libc, libm, BLAS and LAPACK
 //! stay where they are, since they define some of the same C symbols.
 //! Measured on Debian 12 (GDAL 3.6): an empty program linked with libgdal
-//! starts measurably faster with this order (benches/results/background.md, "Where a run's
+//! starts measurably faster with this order (benches/background.md, "Where a run's
 //! fixed costs go").
 //!
 //! Only libraries that libgdal really depends on (per `ldd`) are named, so

@@ -10,8 +10,8 @@ Every measured row is one JSON object in benches/results/<machine>/<table>.jsonl
 
 (`row` orders the rows of a table, which may come from several machines' files;
 `align` is one letter per column, l or r; `date` and `commit` are null where the
-measurement did not record them.) Lines without `table` and `figures` (raw bench
-output kept beside them) are skipped.
+measurement did not record them.) Every line must be such a row: raw bench
+output goes elsewhere (the bench's $OUT), not under benches/results/.
 
 In the Markdown, each table sits between `<!-- table:ID -->` and `<!-- /table -->`;
 `render` replaces what is between them with the table built from the JSON lines,
@@ -48,7 +48,8 @@ def load_rows(results):
             except json.JSONDecodeError as e:
                 sys.exit(f"{path}:{n}: not JSON ({e}); fix or remove the line")
             if not isinstance(obj, dict) or "table" not in obj or "figures" not in obj:
-                continue
+                sys.exit(f"{path}:{n}: not a table row (no \"table\" and \"figures\"); "
+                         "raw bench output does not belong under benches/results/")
             tables.setdefault(obj["table"], []).append((obj.get("row", 0), str(path), n, obj))
     return {t: [r[3] for r in sorted(rows)] for t, rows in tables.items()}
 

@@ -1,4 +1,4 @@
-//! The benchmark tables (BENCHMARKS.md, benches/results/background.md) are
+//! The benchmark tables (BENCHMARKS.md, benches/background.md) are
 //! rendered from the committed JSON lines by `scripts/render-benchmarks.py`:
 //! the same lines always give the same Markdown, the committed renderings
 //! are current, and a changed figure shows.
@@ -69,11 +69,11 @@ fn the_background_page_is_current_too() {
         .arg(format!("{ROOT}/scripts/render-benchmarks.py"))
         .arg("check")
         .arg("--in")
-        .arg(format!("{ROOT}/benches/results/background.md"))
+        .arg(format!("{ROOT}/benches/background.md"))
         .status()
         .expect("python3 runs");
     assert!(
         status.success(),
-        "benches/results/background.md is stale: run python3 scripts/render-benchmarks.py render --in benches/results/background.md"
+        "benches/background.md is stale: run python3 scripts/render-benchmarks.py render --in benches/background.md"
     );
 }

@@ -16,6 +16,7 @@ mod accuracy;
 mod architecture;
 mod batch;
 mod batch_slurm;
+mod bench_layout;
 mod bench_renderer;
 mod big_kernels;
 mod bundled_data;

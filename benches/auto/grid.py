@@ -9,7 +9,7 @@ line: start-up, reading and writing are the same for all four). A case is
 met when auto's engine time is within 15 % of the fastest of the three.
 
     python3 benches/auto/grid.py --bin target/release/mapfilter \\
-        --device host --json benches/results/<machine>/auto-grid.jsonl \\
+        --device host --json OUT/auto-grid-host.jsonl \\
         [--size 512] [--sigmas 1,2,3,5,8,12,20,35,60,85] \\
         [--classes 2,4,8,17,32,64] [--real data/modis_igbp_2019_2048.tif] \\
         [--repeat 2] [--limit-s SECONDS]

@@ -10,7 +10,7 @@
 #      one `smooth`, and what any command of this binary pays before it
 #      starts (`mapfilter --version`: loading GDAL's libraries).
 #
-#   bash benches/batch/run.sh [ROUNDS]  > benches/results/batch-rows.md
+#   bash benches/batch/run.sh [ROUNDS]  > OUT/batch-rows.md   (Markdown rows on stdout)
 # It also rewrites the table `batch` of BENCHMARKS.md as JSON lines,
 # benches/results/$BENCH_MACHINE/batch.jsonl (scripts/lib/jsonl.sh; the
 # committed table is BENCH_MACHINE=dev-2core), for scripts/render-benchmarks.py.

@@ -10,7 +10,7 @@ wall time, ratio of medians to the copy) plus one JSON line per setting to
 Usage:
   benches/peers/vs_gdal.py INPUT --rounds 5 --bin target/release/mapfilter \
       --setting "-k gaussian:5 --method dct5" --setting "-k gaussian:2.5" \
-      [--json benches/results/dev-2core/vs_gdal.jsonl] [--timings]
+      [--json OUT/vs_gdal.jsonl] [--timings]
       [--table benches/results/dev-2core/vs-gdal-2core.jsonl]
 --table rewrites that file as the rows of BENCHMARKS.md's table of the same
 name (scripts/render-benchmarks.py renders it), with this very command.

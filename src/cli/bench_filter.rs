@@ -5,7 +5,7 @@
 //! `total_ms` is one whole runner call on the image as one tile, host
 //! planes in → host planes out: on a device that is the copies into pinned
 //! staging, upload, kernels, download and the copies out (the way
-//! `scripts/bench_filters.py --umat` times OpenCV from a host array to the
+//! `benches/filters/bench_filters.py --umat` times OpenCV from a host array to the
 //! `.get()` of its result), in steady state: after `--warmup` untimed runs
 //! that build the kernels and allocate the staging memory kept between calls.
 //! `kernel_ms`, `upload_ms`, `download_ms` are the profiled device times of

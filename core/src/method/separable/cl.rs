@@ -817,7 +817,7 @@ impl SepPending<'_> {
                 )
             };
             if crate::switches::get().kernel_times {
-                // scripts/gpu-fast-bench.sh reads these lines whatever -v says.
+                // benches/fast-gpu/run.sh reads these lines whatever -v says.
                 eprintln!("{}", line());
             } else {
                 log::trace!("{}", line());
