@@ -1020,8 +1020,19 @@ fn each_device_runs_whole_tasks_of_its_own_with_the_same_bytes() {
     };
     for jobs in ["2", "3", "6"] {
         let batch = t.plan(&format!("jobs{jobs}"), &t.two);
-        let run = mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", jobs]);
+        let run = mapfilter_ok(&[
+            "-v",
+            "batch",
+            "run",
+            batch.to_str().unwrap(),
+            "--jobs",
+            jobs,
+        ]);
         let said = String::from_utf8_lossy(&run.stderr);
+        // The first tasks' windows were read while the devices started
+        // (the bytes are checked below).
+        let ahead = format!("batch: {jobs} task window(s)");
+        assert!(said.contains(&ahead), "{said}");
         // No device shared a task's tiles.
         assert_eq!(said.matches("batch: device #").count(), 0, "{said}");
         assert!(said.contains("6 done now"), "{said}");

@@ -7,7 +7,9 @@
 //!   share (the class table, the output nodata), so tasks are seam-free.
 //! - [`records`] owns the state directory: claims by atomic create, done
 //!   and failed records written atomically, output checksums.
-//! - [`run`] runs a share of the tasks, several in flight, resuming;
+//! - [`run`] runs a share of the tasks, several in flight, resuming, as
+//!   [`request`] asks; `start` opens its devices while the first tasks'
+//!   windows are read;
 //!   [`share`] says which tasks a run takes, and `tally` counts a task's
 //!   classes from its engine's pixels.
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
@@ -24,8 +26,10 @@ pub mod plan;
 pub mod processes;
 pub mod records;
 pub mod report;
+pub mod request;
 pub mod run;
 pub mod share;
 pub mod slurm;
+mod start;
 mod tally;
 pub mod workers;

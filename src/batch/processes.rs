@@ -25,13 +25,13 @@
 //! deadline); a parent killed outright takes its workers with it
 //! (`PR_SET_PDEATHSIG`).
 
-use super::run::{RunRequest, RunSummary, TaskFailure};
+use super::request::{RunRequest, RunSummary, Spawner, TaskFailure, WorkerRole};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -41,25 +41,6 @@ static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// How long the signal handler waits for the workers to clean up: within
 /// its own deadline.
 const WORKERS_PATIENCE: Duration = Duration::from_millis(800);
-
-/// One of a run's worker processes: which it is and what it computes on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkerRole {
-    pub index: usize,
-    pub count: usize,
-    /// The device choice that replaces the plan's in this worker.
-    pub device: DeviceChoice,
-}
-
-/// How a run may start worker processes.
-pub struct Spawner<'a> {
-    /// Worker processes asked for (`--processes`); `None`: one per GPU of a
-    /// plan on `all` GPUs, else one (the run stays in this process).
-    pub processes: Option<usize>,
-    /// The command line of a worker (the binary, `batch run`, the batch
-    /// directory and the run's options, marked as worker `role`).
-    pub command: &'a (dyn Fn(&WorkerRole) -> Command + Sync),
-}
 
 /// A worker process to start: its role and the NVIDIA GPUs it may see.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,6 +111,7 @@ pub fn run(
     slots: &[Slot],
     todo: &[usize],
     mut summary: RunSummary,
+    in_process: &dyn Fn(&RunRequest) -> Result<RunSummary>,
 ) -> Result<RunSummary> {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| crate::interrupt::at_stop(stop_workers));
@@ -162,7 +144,7 @@ pub fn run(
     if !left.is_empty() {
         // Held by another run when the workers looked: waited for here, and
         // run here if its holder dies.
-        let rest = super::run::run(&RunRequest {
+        let rest = in_process(&RunRequest {
             only: Some(&left),
             spawn: None,
             ..*req

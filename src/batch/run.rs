@@ -12,24 +12,24 @@
 //! through a symlink and never over an input.
 
 use super::plan::{MosaicPlan, Plan, Settings, Task};
-use super::processes::{Spawner, WorkerRole};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
+pub use super::request::{RunRequest, RunSummary, TaskFailure};
 use super::share::Share;
+use super::start::{methods_beside_first_reads, plan_workers, view};
 use super::tally::{Tally, nonzero};
-use super::workers::{Node, Workers};
+use super::workers::Workers;
 use crate::bail;
 use crate::classes::CodeTally;
 use crate::error::{Error, Result};
 use crate::gdal::class_raster::ClassRaster;
 use crate::io::ClassSource;
 use crate::job::observer::{Observer, Silent, Tap};
-use crate::job::smooth::{self as job, Classes, SmoothSpec};
+use crate::job::smooth::{self as job, Classes, Prefetched, SmoothSpec};
+use crate::method::ClassSmoother;
 use crate::method::naive::NaiveHost;
-use crate::method::{ClassSmoother, select};
 use crate::output::Target;
 use crate::progress::{Progress, Steps};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,58 +39,6 @@ use tiles::Rect;
 
 /// How often a run waiting for tasks held by others looks at their claims.
 const POLL: Duration = Duration::from_millis(250);
-
-/// How to run.
-pub struct RunRequest<'a> {
-    pub dir: &'a Path,
-    pub share: Share,
-    pub retry_failed: bool,
-    /// Tasks in flight at once (`None`: sized to the node, see
-    /// [`super::workers`]).
-    pub jobs: Option<usize>,
-    pub quiet: bool,
-    /// Claims not refreshed for this long are taken over (any host).
-    pub stale_after: Duration,
-    /// Wait for tasks held by other live runs (else return them as busy).
-    pub wait: bool,
-    /// Only these tasks of the share (`None`: all of them).
-    pub only: Option<&'a [usize]>,
-    /// This run is one of a run's worker processes (see [`super::processes`]).
-    pub worker: Option<&'a WorkerRole>,
-    /// How this run may start worker processes (`None`: it does not).
-    pub spawn: Option<&'a Spawner<'a>>,
-}
-
-/// What a run did (a worker process prints it as JSON for its parent).
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct RunSummary {
-    pub selected: usize,
-    /// Done before this run (output matched its record).
-    pub already_done: usize,
-    pub done_now: usize,
-    /// The tasks done now.
-    pub done: Vec<usize>,
-    /// Failed now, or before and not retried.
-    pub failed: Vec<TaskFailure>,
-    /// Held by another live run (only when not waiting).
-    pub busy: Vec<usize>,
-    /// Done, but without the halo of neighbours that could not be read.
-    pub degraded: Vec<usize>,
-    pub seconds: f64,
-    pub pixels_now: u64,
-    /// What each device did when several shared the tiles (else empty).
-    #[serde(skip)]
-    pub devices: Vec<crate::method::multi::Share>,
-}
-
-/// A task that failed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TaskFailure {
-    pub task: usize,
-    pub error: String,
-    /// Caused by the environment (disk, folders), not the task's inputs.
-    pub environment: bool,
-}
 
 /// The batch's own `out/` folder, made if missing: outputs go there, never
 /// through a symlink.
@@ -104,43 +52,6 @@ fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
     }
     records::real_dir(&out)?;
     Ok(out)
-}
-
-/// The smoothers the run's workers take turns on, and the tasks in flight
-/// with their compute threads (`--jobs`, else sized to the node for
-/// `tasks` tasks).
-fn methods_and_workers(
-    req: &RunRequest,
-    settings: &Settings,
-    tasks: usize,
-) -> Result<(Vec<Box<dyn ClassSmoother>>, Workers)> {
-    let choice = &settings.method;
-    // A worker process computes on its own device(s), with its share of
-    // the node.
-    let device = req.worker.map_or(&choice.device, |w| &w.device);
-    let node = Node::here().share(req.worker.map_or(1, |w| w.count));
-    let members = select::per_member(&choice.spec, device, &settings.kernel)?;
-    let workers = match req.jobs {
-        // The compute threads the user gave (`RAYON_NUM_THREADS`), else
-        // every core, shared out among the tasks in flight.
-        Some(jobs) => Workers::split(jobs.min(tasks.max(1)), rayon::current_num_threads()),
-        None => {
-            let workers = node.workers(tasks);
-            size_pool(workers.pool_threads);
-            workers
-        }
-    };
-    // Tasks are independent: with a task in flight per device at least,
-    // each device runs whole tasks of its own (worker i on device i mod
-    // n), so no tile waits on a queue shared across devices and each
-    // device's tiles stay on its own context. Fewer tasks in flight than
-    // devices share their tiles instead, so that every device works.
-    let methods = if workers.jobs >= members.len() {
-        members
-    } else {
-        vec![select::shared(members)?]
-    };
-    Ok((methods, workers))
 }
 
 /// Runs the request's share of the plan in `dir`.
@@ -161,8 +72,6 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
-    let mut summary = RunSummary::default();
-    let mut todo = Vec::new();
     // A task whose record lacks part of its halo is done, unless failed
     // tasks are being retried: then it is run again.
     let finished = |task: &Task| {
@@ -177,24 +86,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             .failed(task.id, fingerprint)
             .filter(|f| !req.retry_failed && !f.environment)
     };
-    let taken = |t: &&Task| req.share.takes(t.id) && req.only.is_none_or(|o| o.contains(&t.id));
-    for task in plan.tasks.iter().filter(taken) {
-        summary.selected += 1;
-        if let Some(rec) = finished(task) {
-            summary.already_done += 1;
-            if !rec.missing_halo.is_empty() {
-                summary.degraded.push(task.id);
-            }
-        } else if let Some(f) = failed_before(task) {
-            summary.failed.push(TaskFailure {
-                task: task.id,
-                error: f.error,
-                environment: false,
-            });
-        } else {
-            todo.push(task);
-        }
-    }
+    let (mut summary, mut todo) = sort_out(req, &plan.tasks, &finished, &failed_before);
     if todo.is_empty() {
         // Nothing to run: no device is opened (an OpenCL start-up and its
         // program builds take longer than checking a finished plan).
@@ -209,11 +101,14 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         );
         if !slots.is_empty() {
             let ids: Vec<usize> = todo.iter().map(|t| t.id).collect();
-            let summary = super::processes::run(req, spawner, &slots, &ids, summary)?;
+            let summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
             return Ok(summary.sorted(start));
         }
     }
-    let (methods, workers) = methods_and_workers(req, &settings, todo.len())?;
+    let workers = plan_workers(req, todo.len());
+    let first: Vec<&Task> = todo.iter().take(workers.jobs).copied().collect();
+    let (methods, prefetched) =
+        methods_beside_first_reads(req, (&plan, &settings), &first, workers)?;
     let progress = BatchProgress::new(
         req.quiet,
         req.worker.map(|w| format!("{}/{}", w.index, w.count)),
@@ -232,6 +127,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         syncer: Syncer::start(),
         opened: Opened::new(plan.mosaics.len()),
         members: Mutex::new(std::collections::HashMap::new()),
+        prefetched: Mutex::new(prefetched.into_iter().collect()),
     };
     let mut announced = false;
     loop {
@@ -277,17 +173,6 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         sweep_temp_files(&out, &state);
     }
     Ok(summary.sorted(start))
-}
-
-impl RunSummary {
-    fn sorted(mut self, start: Instant) -> Self {
-        self.failed.sort_by_key(|f| f.task);
-        self.done.sort();
-        self.busy.sort();
-        self.degraded.sort();
-        self.seconds = start.elapsed().as_secs_f64();
-        self
-    }
 }
 
 /// Removes what killed runs left in `out/` and `state/` (temp files no
@@ -368,21 +253,6 @@ fn task_pool(w: usize, threads: usize) -> Option<rayon::ThreadPool> {
         .ok()
 }
 
-/// Gives the host's compute pool `threads` threads, unless the user sized
-/// it (`RAYON_NUM_THREADS`) or something in this process already used it
-/// (then it keeps its size: the run is as before, not wrong).
-fn size_pool(threads: usize) {
-    if crate::switches::environment().rayon_threads_set {
-        return;
-    }
-    if let Err(e) = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-    {
-        log::debug!("the compute pool keeps its size: {e}");
-    }
-}
-
 /// What one attempt at a task came to.
 enum Outcome {
     Done(Box<DoneRecord>),
@@ -410,6 +280,39 @@ struct Context<'a> {
     opened: Opened,
     /// Members checked against the plan: how each differs, if it does.
     members: Mutex<std::collections::HashMap<std::path::PathBuf, Option<String>>>,
+    /// Windows of the first tasks read while the devices started.
+    prefetched: Mutex<std::collections::HashMap<usize, Prefetched>>,
+}
+
+/// The request's tasks sorted out: those done before (some degraded) and
+/// failed before go to the summary, the rest are to run.
+fn sort_out<'p>(
+    req: &RunRequest,
+    tasks: &'p [Task],
+    finished: &dyn Fn(&Task) -> Option<DoneRecord>,
+    failed_before: &dyn Fn(&Task) -> Option<FailedRecord>,
+) -> (RunSummary, Vec<&'p Task>) {
+    let mut summary = RunSummary::default();
+    let mut todo = Vec::new();
+    let taken = |t: &&Task| req.share.takes(t.id) && req.only.is_none_or(|o| o.contains(&t.id));
+    for task in tasks.iter().filter(taken) {
+        summary.selected += 1;
+        if let Some(rec) = finished(task) {
+            summary.already_done += 1;
+            if !rec.missing_halo.is_empty() {
+                summary.degraded.push(task.id);
+            }
+        } else if let Some(f) = failed_before(task) {
+            summary.failed.push(TaskFailure {
+                task: task.id,
+                error: f.error,
+                environment: false,
+            });
+        } else {
+            todo.push(task);
+        }
+    }
+    (summary, todo)
 }
 
 impl Context<'_> {
@@ -426,6 +329,12 @@ impl Context<'_> {
                 environment,
             })
         };
+        // Pixels read ahead serve this attempt only.
+        let prefetched = self
+            .prefetched
+            .lock()
+            .expect("prefetch lock")
+            .remove(&task.id);
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
@@ -439,7 +348,7 @@ impl Context<'_> {
         if let Some(error) = (self.failed_before)(task) {
             return failure(error, false);
         }
-        let outcome = match self.run_task(task, method, observer) {
+        let outcome = match self.run_task(task, method, observer, prefetched) {
             Ok(rec) => match self.state.write_done(&rec) {
                 Ok(()) => {
                     self.syncer.add(self.dir.join(&task.output));
@@ -503,6 +412,7 @@ impl Context<'_> {
         task: &Task,
         method: &dyn ClassSmoother,
         observer: &mut TaskObserver,
+        prefetched: Option<Prefetched>,
     ) -> Result<DoneRecord> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
@@ -514,7 +424,10 @@ impl Context<'_> {
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
         observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
-        let done = match self.opened.smooth(task.mosaic, &spec, method, observer) {
+        let done = match self
+            .opened
+            .smooth(task.mosaic, &spec, prefetched, method, observer)
+        {
             Ok(done) => done,
             Err(e) => {
                 // A neighbour that cannot be read fails this task only if
@@ -603,14 +516,7 @@ impl Context<'_> {
 
     /// The task's window in the mosaic's pixels, with the kernel's halo.
     fn view(&self, mosaic: &MosaicPlan, task: &Task) -> Rect {
-        let offset = (mosaic.width - mosaic.output_width) / 2;
-        let r = (self.settings.policies).halo(self.settings.kernel.radius());
-        let [x, y, w, h] = task.window;
-        let (x, y) = (x + offset, y + offset);
-        let (x0, y0) = (x.saturating_sub(r), y.saturating_sub(r));
-        let x1 = (x + w + r).min(mosaic.width);
-        let y1 = (y + h + r).min(mosaic.height);
-        Rect::new(x0, y0, x1 - x0, y1 - y0)
+        view(self.settings, mosaic, task)
     }
 
     /// Other inputs of the mosaic under the task's halo whose pixels there
@@ -815,6 +721,7 @@ impl Opened {
         &self,
         mosaic: usize,
         spec: &SmoothSpec,
+        prefetched: Option<Prefetched>,
         method: &dyn ClassSmoother,
         observer: &mut dyn Observer,
     ) -> Result<job::SmoothReport> {
@@ -824,7 +731,7 @@ impl Opened {
             None => open_on_gdal_thread(&spec.input)?,
         };
         let raster = Mutex::new(raster);
-        let done = job::run_shared(spec, &raster, method, observer);
+        let done = job::run_shared(spec, &raster, prefetched, method, observer);
         if done.is_ok() {
             let raster = raster.into_inner().unwrap_or_else(|e| e.into_inner());
             self.0[mosaic].lock().expect("mosaic lock").push(raster);

@@ -16,7 +16,7 @@
 
 /// Memory a task in flight may need: a few tiles of the pipeline, GDAL's
 /// blocks of its windows and, on the host, the method's scratch.
-const TASK_MEMORY: u64 = 512 << 20;
+pub const TASK_MEMORY: u64 = 512 << 20;
 
 /// Cores per task in flight by default: one for its GDAL codecs, the rest
 /// for its compute pool.

@@ -7,7 +7,7 @@ use super::output_args::OverwriteArg;
 use super::smooth::BorderArg;
 use crate::bail;
 use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
-use crate::batch::processes::{Spawner, WorkerRole};
+use crate::batch::request::{Spawner, WorkerRole};
 use crate::batch::run::RunRequest;
 use crate::batch::share::Share;
 use crate::batch::{report, run as batch_run, slurm};

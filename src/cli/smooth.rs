@@ -210,24 +210,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::or_env(args.device.clone())?,
     };
     observer.explain = args.explain.then(|| choice.clone());
-    // The method's devices start on another thread while the job opens and
-    // scans the input, where the run's GPUs are known beforehand (its
-    // compute pool is sized by them); else it is built here.
     let gpus = expected_gpus(&choice.device).filter(|_| !args.dry_run);
-    let method = {
-        let (choice, kernel, policies) = (choice.clone(), kernel.clone(), policies.clone());
-        let weighs = confidence.is_some();
-        let build = move || -> Result<Box<dyn ClassSmoother>> {
-            let method = choice.build(&kernel)?;
-            crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
-            crate::method::policy::check_confidence(weighs, method.as_ref())?;
-            Ok(method)
-        };
-        match gpus {
-            Some(_) => Starting::spawn(build),
-            None => Starting::ready(build()?),
-        }
-    };
+    let method = start_method(&choice, &kernel, &policies, confidence.is_some(), gpus)?;
     if args.dry_run {
         let text = dry_run(&args, &built, &choice, method.get()?, &policies)?;
         println!("{text}");
@@ -265,14 +249,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let pool = match gpus {
-        Some(gpus) => device_run_pool(gpus),
-        None => device_run_pool(method.get()?.gpus()),
-    };
-    let done = match pool {
-        Some(pool) => pool.install(|| job::run_with_start(&spec, &method, &mut observer)),
-        None => job::run_with_start(&spec, &method, &mut observer),
-    }?;
+    let done = run_job(&spec, &method, gpus, &mut observer)?;
     let method = method.get()?;
     for share in method.take_shares() {
         observer.timings.device(&share);
@@ -455,6 +432,48 @@ fn dry_run(
         (in_flight * side * side * 4) >> 20
     );
     Ok(text)
+}
+
+/// The run's method, checked against the policies and `--confidence`
+/// (`weighs`): its devices start on another thread while the job opens and
+/// scans the input where the run's GPUs are known beforehand (`gpus`; its
+/// compute pool is sized by them), else it is built here.
+fn start_method(
+    choice: &MethodChoice,
+    kernel: &crate::kernel::Kernel,
+    policies: &crate::method::policy::Policies,
+    weighs: bool,
+    gpus: Option<usize>,
+) -> Result<Starting> {
+    let (choice, kernel, policies) = (choice.clone(), kernel.clone(), policies.clone());
+    let build = move || -> Result<Box<dyn ClassSmoother>> {
+        let method = choice.build(&kernel)?;
+        crate::method::policy::check_method(&policies, method.is_exact(), &method.name())?;
+        crate::method::policy::check_confidence(weighs, method.as_ref())?;
+        Ok(method)
+    };
+    Ok(match gpus {
+        Some(_) => Starting::spawn(build),
+        None => Starting::ready(build()?),
+    })
+}
+
+/// Runs the job on a compute pool sized for its GPUs (`gpus` where known
+/// before the method is).
+fn run_job(
+    spec: &SmoothSpec,
+    method: &Starting,
+    gpus: Option<usize>,
+    observer: &mut CliObserver,
+) -> Result<job::SmoothReport> {
+    let pool = match gpus {
+        Some(gpus) => device_run_pool(gpus),
+        None => device_run_pool(method.get()?.gpus()),
+    };
+    match pool {
+        Some(pool) => pool.install(|| job::run_with_start(spec, method, observer)),
+        None => job::run_with_start(spec, method, observer),
+    }
 }
 
 /// The GPUs a run on `device` computes on, where that is known before any

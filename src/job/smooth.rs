@@ -18,7 +18,7 @@ use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
 use crate::gdal::output_options::OutputCompression;
 use crate::gdal::output_raster::OutputSpec;
-use crate::io::{ClassSink, ClassSource};
+use crate::io::{ClassSink, ClassSource, MemRaster};
 use crate::kernel::Kernel;
 use crate::method::ClassSmoother;
 use crate::method::policy::Policies;
@@ -143,16 +143,53 @@ fn run_starting<'m>(
 /// sources GDAL opens under it) is opened and georeferenced once per run,
 /// not per window or per worker. Each read holds the lock, the rest of the
 /// run does not.
+///
+/// `prefetched`: pixels of the input read already (while the method's
+/// devices started); reads inside its window are served from it.
 pub fn run_shared(
     spec: &SmoothSpec,
     input: &Mutex<ClassRaster>,
+    prefetched: Option<Prefetched>,
     method: &dyn ClassSmoother,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     observer.stage("setup");
     let projection = locked(input).meta.projection.clone();
     let output = DeferredOutput::spawn_with_projection(spec.target.clone(), projection);
-    smooth_into(spec, &|| Ok(method), output, &mut Shared(input), observer)
+    let mut source = Shared {
+        raster: input,
+        prefetched,
+    };
+    smooth_into(spec, &|| Ok(method), output, &mut source, observer)
+}
+
+/// A window of an input read into memory ahead of its run.
+pub struct Prefetched {
+    /// The window, in the input's pixels.
+    pub window: Rect,
+    pub pixels: MemRaster,
+}
+
+impl Prefetched {
+    /// Reads `window` of `input`.
+    pub fn read(input: &mut ClassRaster, window: Rect) -> Result<Prefetched> {
+        let mut data = vec![0u16; window.area() as usize];
+        input.read(window, &mut data)?;
+        Ok(Prefetched {
+            window,
+            pixels: MemRaster::new(window.width, window.height, data),
+        })
+    }
+
+    /// Reads `w` into `buf` if it lies inside the window.
+    fn serve(&mut self, w: Rect, buf: &mut [u16]) -> Option<Result<()>> {
+        let inside = w.x >= self.window.x
+            && w.y >= self.window.y
+            && w.x + w.width <= self.window.x + self.window.width
+            && w.y + w.height <= self.window.y + self.window.height;
+        let local = Rect::new(w.x - self.window.x, w.y - self.window.y, w.width, w.height);
+        inside.then(|| self.pixels.read(local, buf))
+    }
 }
 
 /// The input of a run as [`smooth_into`] needs it: the raster (its
@@ -168,8 +205,12 @@ impl Input for ClassRaster {
 }
 
 /// A raster shared by concurrent runs: GDAL handles are not thread-safe,
-/// so every use holds the lock.
-struct Shared<'a>(&'a Mutex<ClassRaster>);
+/// so every use holds the lock. Reads inside a prefetched window are
+/// served from memory.
+struct Shared<'a> {
+    raster: &'a Mutex<ClassRaster>,
+    prefetched: Option<Prefetched>,
+}
 
 fn locked(input: &Mutex<ClassRaster>) -> std::sync::MutexGuard<'_, ClassRaster> {
     // A run that panicked while reading leaves the raster as usable as a
@@ -179,17 +220,20 @@ fn locked(input: &Mutex<ClassRaster>) -> std::sync::MutexGuard<'_, ClassRaster> 
 
 impl ClassSource for Shared<'_> {
     fn size(&self) -> (usize, usize) {
-        locked(self.0).size()
+        locked(self.raster).size()
     }
 
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
-        locked(self.0).read(w, buf)
+        match self.prefetched.as_mut().and_then(|p| p.serve(w, buf)) {
+            Some(done) => done,
+            None => locked(self.raster).read(w, buf),
+        }
     }
 }
 
 impl Input for Shared<'_> {
     fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
-        f(&mut locked(self.0))
+        f(&mut locked(self.raster))
     }
 }
 
@@ -244,10 +288,7 @@ fn smooth_into<'m>(
     let classes = super::plane::with_policy_codes(classes, &spec.policies, max_code)?;
     let output_nodata = output_nodata(spec, &classes, max_code, band)?;
     output.make(with_nodata(output_nodata));
-    // Wait for the method only now: its devices started while the input
-    // was opened and scanned.
-    let method = method()?;
-    observer.stage("method");
+    let method = wait_for(method, observer)?; // started during the scan
     let tile = spec.tile.unwrap_or_else(|| engine::default_tile(method));
     let job = SmoothJob {
         class_weights: spec.weights.quantise(&classes),
@@ -317,6 +358,17 @@ fn smooth_into<'m>(
         job,
         stats,
     })
+}
+
+/// The method, once its start is over (`--timings`' `method` stage: what
+/// was left of it after the input's scan).
+fn wait_for<'m>(
+    method: &dyn Fn() -> Result<&'m dyn ClassSmoother>,
+    observer: &mut dyn Observer,
+) -> Result<&'m dyn ClassSmoother> {
+    let method = method()?;
+    observer.stage("method");
+    Ok(method)
 }
 
 /// The output of `window` (at `offset` in the input's pixels) of an input
