@@ -21,8 +21,9 @@
 #             3 alternating rounds (SKIP_SMOOTH=1 leaves it out; SETS=none
 #             runs it alone);
 #   start-up  `mapfilter -vv devices` (OpenCL listing) with every GPU, one,
-#             and one per process for every GPU at once; the setup of a small
-#             `smooth --device gpu --timings`.
+#             and one per process for every GPU at once; the stages
+#             (`--timings`) of a whole `smooth --device gpu` of the 415 Mpx
+#             raster ($OUT/startup-big.txt) and of the bundled crop.
 # Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh and the build
 # as carry/mapfilter-new.xz (`strip --strip-debug`, xz); on the GPU machine
 # (repo root):   OUT=$OUT bash benches/node/run.sh
@@ -138,6 +139,10 @@ if [ -z "${SKIP_SMOOTH:-}" ]; then
   done
   rm -f /tmp/big-out.tif
 fi
-# A small smooth's setup, the programs compiled by the runs above.
-"$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "setup|engine" >"$OUT/startup.txt"
+# The stages of a whole smooth of the 415 Mpx raster and of the bundled
+# crop on the first GPU (`method`: what is left of the device start after
+# the input's scan), the programs compiled by the runs above.
+[ -f "$BIG" ] && "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup-big.txt"
+rm -f /tmp/big-out.tif
+"$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup.txt"
 ls /etc/OpenCL/vendors >>"$OUT/startup.txt"
