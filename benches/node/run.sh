@@ -99,7 +99,7 @@ for set in ${SETS:-simplex compressible}; do
       t0=$(now)
       # shellcheck disable=SC2046
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
-        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch run "$w" $extra 2>"$LOGS/$set-$c-$d.txt"
+        env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" -v batch run "$w" $extra 2>"$LOGS/$set-$c-$d.txt"
       rc=$?
       s=$(since "$t0")
       sum=$(checksums "$w")

@@ -105,6 +105,12 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             return Ok(summary.sorted(start));
         }
     }
+    if let Some(w) = req.worker {
+        // Worker i of n starts at the i-th n-th of the list: the workers
+        // claim (and read ahead) different tasks first.
+        let at = todo.len() * w.index / w.count;
+        todo.rotate_left(at);
+    }
     let workers = plan_workers(req, todo.len());
     let first: Vec<&Task> = todo.iter().take(workers.jobs).copied().collect();
     let (methods, prefetched) =
