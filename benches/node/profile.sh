@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a batch's time goes on the node (issue 39), in one device call: the
-# realistic set (simplex, 16 x 105 Mpx), its GDAL floor, one tile's stage
+# realistic set (simplex, 16 x 105 Mpx, or SET=compressible), its GDAL floor, one tile's stage
 # timings alone, then default batches on every GPU and on the host under a
 # system-wide `perf` (flat profile by thread name and symbol, reported on the
 # machine), with `vmstat` and `nvidia-smi dmon` beside, then the same with
@@ -18,7 +18,8 @@ xz -dc carry/mapfilter-new.xz >"$MF" && chmod +x "$MF"
 nproc; nvidia-smi -L; free -g | head -2
 now() { date +%s.%N; }
 t0=$(now)
-MAPFILTER=$MF bash benches/node/dataset.sh simplex /tmp/tS "${SIDE:-10240}"
+# SET=compressible profiles the compressible set instead.
+MAPFILTER=$MF bash benches/node/dataset.sh "${SET:-simplex}" /tmp/tS "${SIDE:-10240}"
 echo "dataset $(python3 -c "print(round($(now) - $t0, 1))") s"
 rm -rf /tmp/copies && mkdir -p /tmp/copies
 t0=$(now)

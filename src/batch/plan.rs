@@ -14,14 +14,12 @@ use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::ClassRaster;
 use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use crate::method::policy::{Policies, PolicyText};
 use crate::method::select::{FastOptions, Method, MethodSpec};
 use crate::output::{self, Destination, Target};
-use crate::progress::Progress;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tiles::{Border, Rect};
@@ -804,8 +802,8 @@ fn class_plan(
     } else if dry_run {
         ClassTable::from_codes(&[], nodata)?
     } else {
-        let mut raster = ClassRaster::open(source)?;
-        raster.scan_classes(&Progress::hidden())?
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        crate::gdal::scan::classes_in_parallel(source, threads)?
     };
     policies.check_nodata(nodata)?;
     // As `smooth` does: the undecided code is a class (see job::smooth).

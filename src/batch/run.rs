@@ -105,12 +105,6 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
             return Ok(summary.sorted(start));
         }
     }
-    if let Some(w) = req.worker {
-        // Worker i of n starts at the i-th n-th of the list: the workers
-        // claim (and read ahead) different tasks first.
-        let at = todo.len() * w.index / w.count;
-        todo.rotate_left(at);
-    }
     let workers = plan_workers(req, todo.len());
     let first: Vec<&Task> = todo.iter().take(workers.jobs).copied().collect();
     let (methods, prefetched) =
@@ -291,7 +285,8 @@ struct Context<'a> {
 }
 
 /// The request's tasks sorted out: those done before (some degraded) and
-/// failed before go to the summary, the rest are to run.
+/// failed before go to the summary, the rest are to run (in a worker
+/// process, from its own part of the list on).
 fn sort_out<'p>(
     req: &RunRequest,
     tasks: &'p [Task],
@@ -317,6 +312,12 @@ fn sort_out<'p>(
         } else {
             todo.push(task);
         }
+    }
+    if let Some(w) = req.worker {
+        // Worker i of n starts at the i-th n-th of the list: the workers
+        // claim (and read ahead) different tasks first.
+        let at = todo.len() * w.index / w.count;
+        todo.rotate_left(at);
     }
     (summary, todo)
 }

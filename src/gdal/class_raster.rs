@@ -488,26 +488,42 @@ impl ClassRaster {
 
     /// Reads the whole raster and counts every code (any number of them).
     pub fn scan_histogram(&mut self, progress: &Progress) -> Result<CodeHistogram> {
+        let h = self.meta.height;
+        self.scan_rows(0..h, progress)
+    }
+
+    /// Reads `rows` of the raster and counts every code in them.
+    pub fn scan_rows(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        progress: &Progress,
+    ) -> Result<CodeHistogram> {
         let mut hist = CodeHistogram::default();
         match self.class_type {
-            ClassType::Byte => self.read_strips::<u8>(progress, |s| hist.add_bytes(s))?,
-            ClassType::UInt16 => self.read_strips::<u16>(progress, |s| hist.add(s))?,
+            ClassType::Byte => self.read_strips::<u8>(rows, progress, |s| hist.add_bytes(s))?,
+            ClassType::UInt16 => self.read_strips::<u16>(rows, progress, |s| hist.add(s))?,
         }
         Ok(hist)
     }
 
-    /// Reads the whole raster, top to bottom, in strips of about 8 MiB handed to `each`.
-    fn read_strips<T>(&mut self, progress: &Progress, mut each: impl FnMut(&[T])) -> Result<()>
+    /// Reads `rows`, top to bottom, in strips of about 8 MiB handed to `each`.
+    fn read_strips<T>(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        progress: &Progress,
+        mut each: impl FnMut(&[T]),
+    ) -> Result<()>
     where
         T: gdal::raster::GdalType + Copy + Default,
     {
-        let (w, h) = (self.meta.width, self.meta.height);
+        let w = self.meta.width;
+        let h = rows.end.min(self.meta.height);
         let strip = (8 << 20) / w.max(1);
         let strip = strip.clamp(1, h.max(1));
         let mut buf = Vec::new();
         let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
-        progress.start(h.div_ceil(strip) as u64, "scan");
-        for y in (0..h).step_by(strip) {
+        progress.start(rows.len().div_ceil(strip) as u64, "scan");
+        for y in (rows.start..h).step_by(strip) {
             let rows = strip.min(h - y);
             buf.resize(w * rows, T::default());
             crate::interrupt::check()?;

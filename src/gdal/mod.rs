@@ -7,7 +7,8 @@
 //! thread ([`deferred_output`], on the long-lived [`threads`]), keeping
 //! GDAL's own error reports off stderr while counting them ([`errors`]),
 //! sparing PROJ's database the same fruitless name search for every
-//! output ([`proj_names`]), and the ground area of a dataset's pixel for a
+//! output ([`proj_names`]), the class scan of a large raster on several
+//! threads ([`scan`]), and the ground area of a dataset's pixel for a
 //! sieve threshold ([`sieve_area`]).
 //!
 //! Inside this folder the extern crate is reached as `gdal::...` from the
@@ -26,5 +27,6 @@ pub mod output_options;
 pub mod output_raster;
 pub mod points;
 pub mod proj_names;
+pub mod scan;
 pub mod sieve_area;
 pub mod threads;
