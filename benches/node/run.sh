@@ -99,12 +99,13 @@ for set in ${SETS:-simplex compressible}; do
       t0=$(now)
       # shellcheck disable=SC2046
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
+        plan=$(since "$t0") &&
         env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" -v batch run "$w" $extra 2>"$LOGS/$set-$c-$d.txt"
       rc=$?
       s=$(since "$t0")
       sum=$(checksums "$w")
       [ -n "$first" ] || first=$sum
-      row "{\"set\":\"$set\",\"what\":\"batch\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$rc,\"secs\":$s,\"mpx_s\":$(python3 -c "print(round($mpx / $s, 1))"),\"of_floor\":$(python3 -c "print(round($best / $s, 3))"),\"same\":$([ "$sum" = "$first" ] && echo true || echo false)}"
+      row "{\"set\":\"$set\",\"what\":\"batch\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$rc,\"secs\":$s,\"plan_secs\":${plan:-null},\"mpx_s\":$(python3 -c "print(round($mpx / $s, 1))"),\"of_floor\":$(python3 -c "print(round($best / $s, 3))"),\"same\":$([ "$sum" = "$first" ] && echo true || echo false)}"
       rm -rf "$w"
     done
   done
