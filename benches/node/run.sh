@@ -96,6 +96,7 @@ for set in ${SETS:-simplex compressible}; do
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" smooth "$(ls "$dir"/*.tif | head -1)" /tmp/warm.tif $(opts_of "$c") --device "$dev" -q --overwrite 2>/dev/null
       w=/tmp/nb-$set-$c-$d
       rm -rf "$w"
+      plan=""
       t0=$(now)
       # shellcheck disable=SC2046
       env ${vis:+CUDA_VISIBLE_DEVICES=$vis} "$MF" batch plan "$dir" --out "$w" $(opts_of "$c") --device "$dev" >/dev/null 2>>"$OUT/node.err" &&
