@@ -1440,3 +1440,128 @@ fn a_failure_of_the_environment_is_retried_by_a_plain_rerun() {
     assert_eq!(outputs(&batch).len(), 16);
     assert_eq!(leftovers(&batch), Vec::<String>::new());
 }
+
+/// In worker processes a task that fails is listed by the run, which exits
+/// 1; the others are done; repaired, `--retry-failed` redoes it seam-free.
+#[test]
+fn worker_processes_report_a_failed_task_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (120, 90), Some(9), 5);
+    let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
+    let whole = dir.path().join("whole.tif");
+    let opts = ["-k", "gaussian:1.5", "--device", "host"];
+    let mut args = vec![
+        "smooth",
+        map.to_str().unwrap(),
+        whole.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(opts);
+    mapfilter_ok(&args);
+    let batch = dir.path().join("batch");
+    let mut args = vec![
+        "batch",
+        "plan",
+        tiles.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+    ];
+    args.extend(opts);
+    mapfilter_ok(&args);
+    let bad = tiles.join("t_1_0.tif");
+    let mut bytes = std::fs::read(&bad).unwrap();
+    bytes.truncate(400);
+    std::fs::write(&bad, &bytes).unwrap();
+    let run = mapfilter(&["batch", "run", batch.to_str().unwrap(), "--processes", "3"]);
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("1 task(s) failed: 2"), "{err}");
+    assert!(
+        err.contains("failed task 2") && err.contains("t_1_0.tif"),
+        "{err}"
+    );
+    assert!(err.contains("3 done now"), "{err}");
+    assert_eq!(
+        files_in(&batch.join("out")),
+        ["t_0_0.tif", "t_0_1.tif", "t_1_1.tif"]
+    );
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
+    std::fs::remove_dir_all(&tiles).unwrap();
+    cut(&map, &[0, 60, 120], &[0, 50, 90]);
+    let retry = [
+        "batch",
+        "run",
+        batch.to_str().unwrap(),
+        "--retry-failed",
+        "--processes",
+        "3",
+    ];
+    mapfilter_ok(&retry);
+    assert_mosaic_equals(&batch, &whole);
+}
+
+/// A worker killed outright fails the run (it did not finish its share: no
+/// exit 0); its claims, held by a dead process, are taken over by the next
+/// run, which finishes with the bytes of an uninterrupted one.
+#[test]
+fn a_killed_worker_fails_the_run_and_a_rerun_finishes_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ["-k", "gaussian:6", "--method", "naive", "--grid", "4"];
+    let reference = plan_of_map(dir.path(), "reference", &options);
+    mapfilter_ok(&["batch", "run", reference.to_str().unwrap(), "-q"]);
+    let expected = outputs(&reference);
+    let batch = plan_of_map(dir.path(), "killed", &options);
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+        .args([
+            "batch",
+            "run",
+            batch.to_str().unwrap(),
+            "--processes",
+            "2",
+            "--jobs",
+            "2",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let children = format!("/proc/{0}/task/{0}/children", parent.id());
+    let start = std::time::Instant::now();
+    let worker = loop {
+        let state = batch.join("state");
+        let claimed = state.exists() && files_in(&state).iter().any(|n| n.ends_with(".claim"));
+        let pids = std::fs::read_to_string(&children).unwrap_or_default();
+        if let (true, Some(pid)) = (claimed, pids.split_whitespace().next()) {
+            break pid.to_string();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no worker claimed a task"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &worker])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = parent.wait().unwrap();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut parent.stderr.take().unwrap(), &mut log).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("batch worker") && log.contains("SIGKILL"),
+        "{log}"
+    );
+    mapfilter_ok(&[
+        "batch",
+        "run",
+        batch.to_str().unwrap(),
+        "-q",
+        "--stale-after",
+        "1s",
+    ]);
+    assert!(outputs(&batch) == expected, "outputs differ");
+    assert_eq!(leftovers(&batch), Vec::<String>::new());
+}

@@ -254,8 +254,17 @@ fn merge(summary: &mut RunSummary, worker: RunSummary) {
     summary.pixels_now += worker.pixels_now;
     summary.done.extend(worker.done);
     summary.degraded.extend(worker.degraded);
-    let failed: Vec<TaskFailure> = worker.failed;
-    summary.failed.extend(failed);
+    // A task one worker failed is found failed (its record) by a sibling
+    // that claims it after: listed once.
+    for f in worker.failed {
+        if !summary
+            .failed
+            .iter()
+            .any(|g: &TaskFailure| g.task == f.task)
+        {
+            summary.failed.push(f);
+        }
+    }
     summary.devices.extend(worker.devices);
     // Tasks a worker found busy were held by a sibling or by another run:
     // the first are in a sibling's summary, the rest are run here.

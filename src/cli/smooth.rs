@@ -80,7 +80,7 @@ pub struct SmoothArgs {
     /// is written.
     #[arg(long, conflicts_with_all = ["report", "baseline", "json", "timings"])]
     pub dry_run: bool,
-    /// Print one line per stage (setup, open, scan, engine, finish, and the output's own thread) with its time to stderr,
+    /// Print one line per stage (setup, open, scan or classes, method: what was left of the devices' start, engine, finish, and the output's own thread) with its time to stderr,
     /// and on several devices one line per device (tiles, busy time, kernel time).
     #[arg(long)]
     pub timings: bool,
