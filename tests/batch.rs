@@ -334,8 +334,18 @@ fn killed_at_random_moments_then_resumed_equals_uninterrupted() {
     }
 }
 
-#[test]
-fn a_corrupt_tile_fails_its_task_only() {
+/// A 120x90 map cut into 2x2 tiles, smoothed whole (`whole`) and planned
+/// on the host, then the pixels of tile t_1_0 (task 2) corrupted (its
+/// header still reads).
+struct CorruptTile {
+    dir: tempfile::TempDir,
+    map: PathBuf,
+    tiles: PathBuf,
+    whole: PathBuf,
+    batch: PathBuf,
+}
+
+fn corrupt_tile() -> CorruptTile {
     let dir = tempfile::tempdir().unwrap();
     let map = map(dir.path(), (120, 90), Some(9), 5);
     let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
@@ -364,6 +374,24 @@ fn a_corrupt_tile_fails_its_task_only() {
     let mut bytes = std::fs::read(&bad).unwrap();
     bytes.truncate(400);
     std::fs::write(&bad, &bytes).unwrap();
+    CorruptTile {
+        dir,
+        map,
+        tiles,
+        whole,
+        batch,
+    }
+}
+
+#[test]
+fn a_corrupt_tile_fails_its_task_only() {
+    let CorruptTile {
+        dir: _dir,
+        map,
+        tiles,
+        whole,
+        batch,
+    } = corrupt_tile();
     let run = mapfilter(&["batch", "run", batch.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(1));
     let err = String::from_utf8_lossy(&run.stderr);
@@ -1445,33 +1473,13 @@ fn a_failure_of_the_environment_is_retried_by_a_plain_rerun() {
 /// 1; the others are done; repaired, `--retry-failed` redoes it seam-free.
 #[test]
 fn worker_processes_report_a_failed_task_and_exit_1() {
-    let dir = tempfile::tempdir().unwrap();
-    let map = map(dir.path(), (120, 90), Some(9), 5);
-    let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
-    let whole = dir.path().join("whole.tif");
-    let opts = ["-k", "gaussian:1.5", "--device", "host"];
-    let mut args = vec![
-        "smooth",
-        map.to_str().unwrap(),
-        whole.to_str().unwrap(),
-        "-q",
-    ];
-    args.extend(opts);
-    mapfilter_ok(&args);
-    let batch = dir.path().join("batch");
-    let mut args = vec![
-        "batch",
-        "plan",
-        tiles.to_str().unwrap(),
-        "--out",
-        batch.to_str().unwrap(),
-    ];
-    args.extend(opts);
-    mapfilter_ok(&args);
-    let bad = tiles.join("t_1_0.tif");
-    let mut bytes = std::fs::read(&bad).unwrap();
-    bytes.truncate(400);
-    std::fs::write(&bad, &bytes).unwrap();
+    let CorruptTile {
+        dir: _dir,
+        map,
+        tiles,
+        whole,
+        batch,
+    } = corrupt_tile();
     let run = mapfilter(&["batch", "run", batch.to_str().unwrap(), "--processes", "3"]);
     assert_eq!(run.status.code(), Some(1));
     let err = String::from_utf8_lossy(&run.stderr);
