@@ -492,12 +492,20 @@ mod tests {
             511
         );
         // Past the old limit: σ = 150 (N = 901) and σ = 500, the largest.
-        let g = "gaussian:150".parse::<KernelSpec>().unwrap().build().unwrap();
+        let g = "gaussian:150"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
         assert_eq!(g.size(), 901);
         let q = g.quantised();
         assert!(q.iter().map(|&v| v as u64).sum::<u64>() <= QUANT_SUM);
         assert!(q[0] > 0 && q[0] == q[900] && q[0] == q[901 * 901 - 1]);
-        let top = "gaussian:500".parse::<KernelSpec>().unwrap().build().unwrap();
+        let top = "gaussian:500"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
         assert_eq!(top.size(), MAX_SIZE);
         let q = top.quantised();
         let sum: u64 = q.iter().map(|&v| v as u64).sum();
@@ -518,7 +526,12 @@ mod tests {
             "{e}"
         );
         // The per-tap methods refuse what they cannot run, naming fft.
-        assert!(refuse_wide(&b, "svd").unwrap_err().to_string().contains("--method fft"));
+        assert!(
+            refuse_wide(&b, "svd")
+                .unwrap_err()
+                .to_string()
+                .contains("--method fft")
+        );
         assert!(refuse_wide(&k, "svd").is_ok());
     }
 

@@ -36,7 +36,7 @@ use crate::kernel::Kernel;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use transform::{C64, Grid, error_per_norm, fast_len};
+use transform::{Buffers, C64, Convolution, Grid, error_per_norm, fast_len};
 
 mod transform;
 
@@ -47,9 +47,10 @@ pub struct FftFamily;
 /// this line).
 pub const FAMILIES: &[&dyn Family] = &[&FftFamily];
 
-/// Kernels from this side on are `auto`'s to run through fft: below it the
-/// per-tap and separable methods are cheaper on the tiles `auto` uses.
-pub const AUTO_FROM_SIZE: usize = 257;
+/// Kernels from this side on (past the per-tap limit) are `auto`'s to run
+/// through fft: up to it the other candidates take them, on the tiles
+/// `auto` has always used (fft's would be ten times wider).
+pub const AUTO_FROM_SIZE: usize = crate::kernel::PER_TAP_MAX_SIZE + 2;
 
 impl Family for FftFamily {
     fn name(&self) -> &'static str {
@@ -147,6 +148,13 @@ impl CostShape for FftCost {
     }
 }
 
+/// The side of the plane a default tile and its halo fill (2¹¹·3): at
+/// N = 901 a 5244² tile (a 4096² map is one tile, its plane 5184²), at
+/// N = 3001 a 3144² one. Memory: two complex planes of 16 bytes a value
+/// (1.2 GB at 6144²), the kernel's spectrum (8 bytes a value) and 4 bytes
+/// per output pixel and class present.
+pub const PLANE: usize = 6144;
+
 /// fft on the host for one kernel.
 pub struct FftHost {
     kernel: Kernel,
@@ -170,7 +178,15 @@ impl std::fmt::Debug for FftHost {
 /// size (so the inverse needs no scaling).
 struct Spectrum {
     grid: Grid,
-    values: Vec<C64>,
+    values: Values,
+}
+
+/// A kernel spectrum: real where the kernel is point-symmetric (its
+/// weight at `(dx, dy)` that at `(−dx, −dy)`: Gaussians, boxes, discs),
+/// which halves what each convolution reads; else complex.
+enum Values {
+    Real(Vec<f64>),
+    Complex(Vec<C64>),
 }
 
 impl FftHost {
@@ -187,12 +203,9 @@ impl FftHost {
     }
 
     /// The tile side for a kernel of side `n`: the plane (tile and halo)
-    /// about 4096 wide up to N = 1537 and 6144 beyond, so that the halo
-    /// is at most half the plane's side (the plane's memory: 16 bytes a
-    /// value, three planes, 0.8 GB at 4096, 1.8 GB at 6144).
+    /// [`PLANE`] wide, so that the halo is at most half the plane's side.
     pub fn preferred_tile(n: usize) -> usize {
-        let plane = if n <= 1537 { 4096 } else { 6144 };
-        (plane - (n - 1)).max(crate::io::DEFAULT_TILE)
+        (PLANE - (n - 1)).max(crate::io::DEFAULT_TILE)
     }
 
     /// The spectrum for a `w`×`h` plane, computed once per size.
@@ -217,16 +230,26 @@ impl FftHost {
         grid.forward(&mut plane, &mut values);
         let scale = 1.0 / (w * h) as f64;
         values.par_iter_mut().for_each(|v| *v *= scale);
+        let q = self.kernel.quantised();
+        // The exact spectrum of a point-symmetric kernel is real: the
+        // imaginary parts computed are rounding errors, dropped.
+        let values = if q.iter().eq(q.iter().rev()) {
+            Values::Real(values.par_iter().map(|v| v.re).collect())
+        } else {
+            Values::Complex(values)
+        };
         let s = Arc::new(Spectrum { grid, values });
         *slot = Some(s.clone());
         s
     }
 }
 
-/// The rounded scores of one tile: per class present a plane of the
-/// output's size, and the integer margin around each (0: exact).
+/// The rounded scores of one tile: a plane of the output's size per
+/// value present (classes, and nodata where it is needed), and the integer
+/// margin around each (0: exact).
 struct Scores {
-    /// Per local class: its slot in `planes`, or `None` (absent: score 0).
+    /// Per local class (and nodata, last): its plane, or `None` (absent:
+    /// score 0).
     slot: Vec<Option<usize>>,
     planes: Vec<u32>,
     margin: Vec<u32>,
@@ -244,7 +267,10 @@ impl Scores {
 }
 
 impl FftHost {
-    /// Every present class's scores over the tile's output, rounded.
+    /// Every present class's scores over the tile's output, rounded. The
+    /// class with the most pixels is not transformed: every window's
+    /// weights sum to the kernel's, so its score is that sum less the
+    /// others' (nodata's included, transformed where present).
     fn scores(&self, tile: &ClassTile, params: &SmoothParams) -> Scores {
         let (ow, oh) = (tile.output_width(), tile.output_height());
         let n = params.kernel.size();
@@ -252,48 +278,74 @@ impl FftHost {
         let skip = tile.halo - r;
         // The region the output's windows cover.
         let (lw, lh) = (ow + n - 1, oh + n - 1);
-        let (pw, ph) = (fast_len(lw), fast_len(lh));
         let counts = region_counts(tile, skip, lw, lh);
-        let present: Vec<usize> = (0..tile.n_classes).filter(|&c| counts[c] > 0).collect();
-        let mut slot = vec![None; tile.n_classes];
-        for (s, &c) in present.iter().enumerate() {
+        let nodata = tile.n_classes;
+        let present: Vec<usize> = (0..nodata).filter(|&c| counts[c] > 0).collect();
+        let derived = present.iter().copied().max_by_key(|&c| counts[c]);
+        // Transformed in pairs, in this order; the derived class last.
+        let mut order: Vec<usize> = present.iter().copied().filter(|&c| Some(c) != derived).collect();
+        if counts[nodata] > 0 && derived.is_some() {
+            order.push(nodata);
+        }
+        let transformed = order.len();
+        order.extend(derived);
+        let mut slot = vec![None; nodata + 1];
+        for (s, &c) in order.iter().enumerate() {
             slot[c] = Some(s);
         }
         let len = ow * oh;
-        let mut planes = vec![0u32; present.len() * len];
-        let mut margin = vec![0u32; tile.n_classes];
-        if present.is_empty() {
-            return Scores {
-                slot,
-                planes,
-                margin,
-                len,
-            };
-        }
-        let spectrum = self.spectrum(pw, ph);
-        let per_norm = error_per_norm(pw, ph, self.q_sum, self.q_l2);
-        let mut plane = vec![C64::default(); pw * ph];
-        let mut spec = vec![C64::default(); pw * ph];
-        for (pair, out) in present.chunks(2).zip(planes.chunks_mut(2 * len)) {
-            let (a, b) = (pair[0], pair.get(1).copied());
-            let norm = ((counts[a] + b.map_or(0, |b| counts[b])) as f64).sqrt();
-            let beta = per_norm * norm;
-            let m = if beta < 0.5 {
-                0
-            } else {
-                (beta + 0.5).ceil().min(u32::MAX as f64) as u32
-            };
-            margin[a] = m;
-            if let Some(b) = b {
-                margin[b] = m;
+        let mut planes = vec![0u32; order.len() * len];
+        let mut margin = vec![0u32; nodata + 1];
+        let mut total = vec![0u32; len];
+        if transformed > 0 {
+            let (pw, ph) = (fast_len(lw), fast_len(lh));
+            let spectrum = self.spectrum(pw, ph);
+            let per_norm = error_per_norm(pw, ph, self.q_sum, self.q_l2);
+            let mut bufs = Buffers::new(&spectrum.grid);
+            let (done, _) = planes.split_at_mut(transformed * len);
+            for (pair, out) in order[..transformed].chunks(2).zip(done.chunks_mut(2 * len)) {
+                let norm = pair.iter().map(|&c| counts[c]).sum::<u64>() as f64;
+                let beta = per_norm * norm.sqrt();
+                let m = if beta < 0.5 {
+                    0
+                } else {
+                    (beta + 0.5).ceil().min(u32::MAX as f64) as u32
+                };
+                pair.iter().for_each(|&c| margin[c] = m);
+                let (a, b) = (pair[0] as u16, pair.get(1).map_or(u16::MAX, |&b| b as u16));
+                let input = |y: usize, row: &mut [C64]| {
+                    let line = &tile.classes[(skip + y) * tile.width + skip..][..lw];
+                    for (v, &c) in row.iter_mut().zip(line) {
+                        *v = C64::new((c == a) as u8 as f64, (c == b) as u8 as f64);
+                    }
+                    row[lw..].fill(C64::default());
+                };
+                let out = out.split_at_mut(len);
+                let grid = &spectrum.grid;
+                match &spectrum.values {
+                    Values::Real(k) => grid.convolve(
+                        &Convolution { input, rows_in: lh, kernel: k, r, ow, q_sum: self.q_sum },
+                        &mut bufs,
+                        out,
+                        &mut total,
+                    ),
+                    Values::Complex(k) => grid.convolve(
+                        &Convolution { input, rows_in: lh, kernel: k, r, ow, q_sum: self.q_sum },
+                        &mut bufs,
+                        out,
+                        &mut total,
+                    ),
+                }
             }
-            fill(tile, skip, (lw, lh), pw, (a, b), &mut plane);
-            spectrum.grid.forward(&mut plane, &mut spec);
-            spec.par_iter_mut()
-                .zip(&spectrum.values)
-                .for_each(|(v, k)| *v *= k);
-            spectrum.grid.inverse(&mut spec, &mut plane);
-            extract(&plane, Layout { pw, r, ow, len }, self.q_sum, out);
+        }
+        if let Some(d) = derived {
+            // Each transformed value is within its margin of the exact one.
+            margin[d] = order[..transformed].iter().map(|&c| margin[c]).fold(0, u32::saturating_add);
+            let q = self.q_sum as u32;
+            planes[transformed * len..]
+                .par_iter_mut()
+                .zip(&total)
+                .for_each(|(v, t)| *v = q.saturating_sub(*t));
         }
         Scores {
             slot,
@@ -326,59 +378,6 @@ fn region_counts(tile: &ClassTile, skip: usize, lw: usize, lh: usize) -> Vec<u64
                 a
             },
         )
-}
-
-/// The plane of the indicators of classes `a` (real part) and `b`
-/// (imaginary) over the region, zero beyond it.
-fn fill(
-    tile: &ClassTile,
-    skip: usize,
-    (lw, lh): (usize, usize),
-    pw: usize,
-    (a, b): (usize, Option<usize>),
-    plane: &mut [C64],
-) {
-    let b = b.map_or(u16::MAX, |b| b as u16);
-    let a = a as u16;
-    plane.par_chunks_mut(pw).enumerate().for_each(|(y, row)| {
-        if y >= lh {
-            row.fill(C64::default());
-            return;
-        }
-        let line = &tile.classes[(skip + y) * tile.width + skip..][..lw];
-        for (v, &c) in row.iter_mut().zip(line) {
-            *v = C64::new((c == a) as u8 as f64, (c == b) as u8 as f64);
-        }
-        row[lw..].fill(C64::default());
-    });
-}
-
-/// Where the output lies in the plane: the plane's width, the kernel's
-/// radius, the output's width and its pixel count.
-#[derive(Clone, Copy)]
-struct Layout {
-    pw: usize,
-    r: usize,
-    ow: usize,
-    len: usize,
-}
-
-/// The output's scores from the convolved plane (the window of output
-/// `(x, y)` is centred on plane index `(x + r, y + r)`), rounded and
-/// clamped to `0..=q_sum`: the real parts into the first `len` values of
-/// `out`, the imaginary parts into the next `len` where `out` holds them.
-fn extract(plane: &[C64], at: Layout, q_sum: f64, out: &mut [u32]) {
-    let Layout { pw, r, ow, len } = at;
-    let round = |v: f64| v.round().clamp(0.0, q_sum) as u32;
-    let (re, im) = out.split_at_mut(len);
-    re.par_chunks_mut(ow).enumerate().for_each(|(y, row)| {
-        let src = &plane[(y + r) * pw + r..][..ow];
-        row.iter_mut().zip(src).for_each(|(o, v)| *o = round(v.re));
-    });
-    im.par_chunks_mut(ow).enumerate().for_each(|(y, row)| {
-        let src = &plane[(y + r) * pw + r..][..ow];
-        row.iter_mut().zip(src).for_each(|(o, v)| *o = round(v.im));
-    });
 }
 
 impl ClassSmoother for FftHost {
