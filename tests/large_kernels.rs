@@ -23,10 +23,7 @@ use tiles::Border;
 
 const NODATA: u16 = 255;
 
-const MODIS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/data/modis_igbp_2019_2048.tif"
-);
+const MODIS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/modis_igbp_2019_2048.tif");
 
 /// The `w`×`h` window of the MODIS map from `(x, y)`.
 fn modis_crop(x: usize, y: usize, w: usize, h: usize) -> MemRaster {
@@ -62,7 +59,12 @@ fn fft_equals_naive(
             .zip(&reference.data)
             .filter(|(a, b)| a != b)
             .count();
-        assert_eq!(differ, 0, "N = {} tile {t}: {differ} pixels differ", k.size());
+        assert_eq!(
+            differ,
+            0,
+            "N = {} tile {t}: {differ} pixels differ",
+            k.size()
+        );
     }
     reference
 }
@@ -87,7 +89,11 @@ fn modis_crops_at_sigma_100_and_150() {
         let out = fft_equals_naive(&crop, &k, (Border::Valid, false), "", tiles);
         assert_eq!((out.width, out.height), (120, 90));
         // Not one class: the crop's boundaries survive a σ = 150 smoothing.
-        assert!(codes(&out.data) >= 2, "σ = {sigma}: {} classes", codes(&out.data));
+        assert!(
+            codes(&out.data) >= 2,
+            "σ = {sigma}: {} classes",
+            codes(&out.data)
+        );
     }
 }
 
@@ -137,7 +143,12 @@ fn box_ties_follow_every_rule() {
         classes: &cells,
     };
     let weights = [1u32, 1];
-    for ties in [Ties::Centre, Ties::Smallest, Ties::Largest, Ties::Undecided(7)] {
+    for ties in [
+        Ties::Centre,
+        Ties::Smallest,
+        Ties::Largest,
+        Ties::Undecided(7),
+    ] {
         let params = SmoothParams {
             kernel: &k,
             class_weights: &weights,
@@ -189,24 +200,48 @@ fn naive_refuses_a_tile_it_would_take_long_on() {
 #[test]
 fn cli_takes_sigma_500_and_refuses_what_cannot_run_it() {
     let dir = tempfile::tempdir().unwrap();
-    let input = concat!(env!("CARGO_MANIFEST_DIR"), "/data/synthetic_simplex_512.tif");
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/synthetic_simplex_512.tif"
+    );
     let out = dir.path().join("o.tif");
     let out = out.to_str().unwrap();
     // fft at the largest σ: one tile, a 3512² plane.
-    let run = mapfilter_ok(&["smooth", input, out, "-k", "gaussian:500", "--method", "fft"]);
-    let text = String::from_utf8_lossy(&run.stderr).to_string() + &String::from_utf8_lossy(&run.stdout);
-    assert!(text.contains("3001x3001") && text.contains("fft/host"), "{text}");
+    let run = mapfilter_ok(&[
+        "smooth",
+        input,
+        out,
+        "-k",
+        "gaussian:500",
+        "--method",
+        "fft",
+    ]);
+    let text =
+        String::from_utf8_lossy(&run.stderr).to_string() + &String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains("3001x3001") && text.contains("fft/host"),
+        "{text}"
+    );
     // Past σ = 500, and svd at any wide kernel: one line, a hint.
     for (args, needle) in [
         (&["-k", "gaussian:501"][..], "3007x3007"),
-        (&["-k", "gaussian:100", "--method", "svd"][..], "--method fft"),
-        (&["-k", "gaussian:100", "--method", "svd", "--exact"][..], "--method fft"),
+        (
+            &["-k", "gaussian:100", "--method", "svd"][..],
+            "--method fft",
+        ),
+        (
+            &["-k", "gaussian:100", "--method", "svd", "--exact"][..],
+            "--method fft",
+        ),
     ] {
         let mut all = vec!["smooth", input, out, "--overwrite"];
         all.extend_from_slice(args);
         let r = mapfilter(&all);
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains(needle) && err.trim().lines().count() <= 2, "{args:?}: {err}");
+        assert!(
+            err.contains(needle) && err.trim().lines().count() <= 2,
+            "{args:?}: {err}"
+        );
     }
 }

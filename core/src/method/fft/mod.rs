@@ -150,9 +150,9 @@ impl CostShape for FftCost {
 
 /// The side of the plane a default tile and its halo fill (2¹¹·3): at
 /// N = 901 a 5244² tile (a 4096² map is one tile, its plane 5184²), at
-/// N = 3001 a 3144² one. Memory: two complex planes of 16 bytes a value
-/// (1.2 GB at 6144²), the kernel's spectrum (8 bytes a value) and 4 bytes
-/// per output pixel and class present.
+/// N = 3001 a 3144² one. Memory: a complex plane of 16 bytes a value
+/// (0.6 GB at 6144²), the kernel's spectrum (8 bytes a value; twice that
+/// while it is computed) and 4 bytes per output pixel and class present.
 pub const PLANE: usize = 6144;
 
 /// fft on the host for one kernel.
@@ -411,6 +411,8 @@ impl ClassSmoother for FftHost {
         let scores = self.scores(tile, params);
         let exact = ExactPixels::new(tile, params);
         let nodata = tile.nodata();
+        let weights = &params.class_weights[..tile.n_classes];
+        let equal = weights.first().is_some_and(|&w| w > 0 && weights.iter().all(|&v| v == w));
         let recomputed: u64 = out
             .par_chunks_mut(ow)
             .enumerate()
@@ -423,7 +425,7 @@ impl ClassSmoother for FftHost {
                         *v = NO_CLASS;
                         continue;
                     }
-                    *v = match decide(&scores, params, centre, y * ow + x, &mut acc) {
+                    *v = match decide(&scores, params, (centre, y * ow + x), equal, &mut acc) {
                         Some(c) => c,
                         None => {
                             redone += 1;
@@ -462,12 +464,14 @@ impl ClassSmoother for FftHost {
 /// `n_classes + 1` bins). Otherwise the best class must beat every other
 /// by its margins: its least possible weighted score above every other's
 /// largest, and above 0 (no class), so that no tie rule is involved.
+/// `equal`: every class weight is the same and positive, so the scores
+/// compare without them.
 #[inline]
 fn decide(
     scores: &Scores,
     params: &SmoothParams,
-    centre: u16,
-    i: usize,
+    (centre, i): (u16, usize),
+    equal: bool,
     acc: &mut [u32],
 ) -> Option<u16> {
     let n = acc.len() - 1;
@@ -480,12 +484,21 @@ fn decide(
     if exact {
         return Some(pick_winner(&acc[..n], params.class_weights, centre, params.ties));
     }
+    let margin = |c: usize| scores.get(c, i).1;
+    if equal {
+        let best = (0..n).max_by_key(|&c| acc[c])?;
+        let low = acc[best].saturating_sub(margin(best)) as u64;
+        let beaten = (0..n)
+            .filter(|&c| c != best)
+            .all(|c| acc[c] as u64 + (margin(c) as u64) < low);
+        return (low > 0 && beaten).then_some(best as u16);
+    }
     let w = |c: usize| params.class_weights[c] as u128;
     let best = (0..n).max_by_key(|&c| acc[c] as u128 * w(c))?;
-    let low = acc[best].saturating_sub(scores.get(best, i).1) as u128 * w(best);
+    let low = acc[best].saturating_sub(margin(best)) as u128 * w(best);
     let beaten = (0..n)
         .filter(|&c| c != best)
-        .all(|c| (acc[c] as u128 + scores.get(c, i).1 as u128) * w(c) < low);
+        .all(|c| (acc[c] as u128 + margin(c) as u128) * w(c) < low);
     (low > 0 && beaten).then_some(best as u16)
 }
 

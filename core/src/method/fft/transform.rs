@@ -1,11 +1,13 @@
 //! The 2-D discrete Fourier transforms of the fft method and the bound on
 //! their rounding error.
 //!
-//! A plane is `h` rows of `w` complex values, row-major. The forward
-//! transform runs the rows, transposes into a second plane (`w` rows of
-//! `h`) and runs its rows: the spectrum stays transposed, and the kernel's
-//! spectrum is kept in the same layout, so the product needs no transpose
-//! back; the inverse undoes the steps in the other order. Both sides are
+//! A plane is `h` rows of `w` complex values, row-major. The kernel's
+//! spectrum is computed once per plane size by [`Grid::forward`] (rows,
+//! a transpose, rows) and kept transposed (`w` rows of `h`: a column's
+//! spectrum contiguous). A convolution ([`Grid::convolve`]) transforms the
+//! rows, then gathers blocks of columns, transforms, multiplies and
+//! transforms them back in cache, then transforms the output rows back:
+//! the plane goes through memory about four times. Both sides are
 //! `2^a·3^b` ([`fast_len`]): rustfft runs them as Cooley–Tukey steps of
 //! radix 2, 3, 4, … butterflies, the structure the error model of
 //! [`error_per_norm`] assumes (no Rader or Bluestein steps for large
@@ -89,18 +91,44 @@ pub(super) struct Convolution<'a, F, K> {
     pub q_sum: f64,
 }
 
-/// Plane and spectrum buffers of one grid, reused across convolutions.
+/// The plane of one grid, reused across convolutions.
 pub(super) struct Buffers {
     plane: Vec<C64>,
-    spec: Vec<C64>,
 }
 
 impl Buffers {
     pub fn new(grid: &Grid) -> Self {
         Buffers {
             plane: vec![C64::default(); grid.w * grid.h],
-            spec: vec![C64::default(); grid.w * grid.h],
         }
+    }
+}
+
+/// Columns of the plane a task of the column phase gathers, transforms and
+/// scatters back: 8 (two cache lines of each row; 8·h values of scratch,
+/// 660 kB at h = 5184, in the core's L2).
+const COLUMNS: usize = 8;
+
+/// The plane shared by the tasks of the column phase. Each task reads and
+/// writes only its own columns (`x0..x0 + COLUMNS`) of each row, so the
+/// row pieces it borrows never overlap another task's.
+struct SharedPlane {
+    ptr: *mut C64,
+    w: usize,
+}
+
+// SAFETY: the tasks access disjoint columns (see `SharedPlane`), and the
+// plane outlives the parallel loop that uses the pointer.
+unsafe impl Sync for SharedPlane {}
+
+impl SharedPlane {
+    /// Columns `x0..x0 + n` of row `y`.
+    ///
+    /// SAFETY: the caller is the only task touching these columns, within
+    /// the plane (`x0 + n ≤ w`, `y` < its rows).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn piece(&self, y: usize, x0: usize, n: usize) -> &mut [C64] {
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(y * self.w + x0), n) }
     }
 }
 
@@ -108,10 +136,12 @@ impl Grid {
     /// Runs `conv` and writes the rounded real parts of the output rows to
     /// `re` and the imaginary parts to `im` (each `oh` rows of `ow`; `im`
     /// may be empty), each clamped to `0..=q_sum`, and adds both to
-    /// `total` (saturating). Each step works row by row in cache where it
-    /// can: fill and transform the rows; transpose; transform the columns,
-    /// multiply, transform back; transpose back the output rows only;
-    /// transform them back and round.
+    /// `total` (saturating). Three phases, each reading and writing the
+    /// plane once at most: the input rows filled and transformed; blocks of
+    /// [`COLUMNS`] columns gathered, transformed, multiplied by the
+    /// kernel's spectrum, transformed back and the output rows scattered
+    /// back (to the plane's first rows); those rows transformed back and
+    /// rounded.
     pub fn convolve<F: Fn(usize, &mut [C64]) + Sync, K: Copy + Sync>(
         &self,
         conv: &Convolution<'_, F, K>,
@@ -121,27 +151,13 @@ impl Grid {
     ) where
         C64: std::ops::MulAssign<K>,
     {
-        let (w, h) = (self.w, self.h);
+        let w = self.w;
         let oh = re.len() / conv.ow;
-        let (plane, spec) = (&mut bufs.plane, &mut bufs.spec);
+        let plane = &mut bufs.plane;
         for_rows(&mut plane[..conv.rows_in * w], w, &self.row_fwd, |y, row| {
             (conv.input)(y, row)
         });
-        transpose_in(plane, w, conv.rows_in, h, spec);
-        let col_scratch = self.col_fwd.get_inplace_scratch_len();
-        let col_scratch = col_scratch.max(self.col_inv.get_inplace_scratch_len());
-        spec.par_chunks_mut(h)
-            .zip(conv.kernel.par_chunks(h))
-            .with_min_len((16384 / h).max(1))
-            .for_each_init(
-                || vec![C64::default(); col_scratch],
-                |scratch, (row, k)| {
-                    self.col_fwd.process_with_scratch(row, scratch);
-                    row.iter_mut().zip(k).for_each(|(v, k)| *v *= *k);
-                    self.col_inv.process_with_scratch(row, scratch);
-                },
-            );
-        transpose_out(spec, h, w, conv.r, oh, plane);
+        self.columns(plane, conv, oh);
         let scratch_len = self.row_inv.get_inplace_scratch_len();
         let round = |v: f64| v.round().clamp(0.0, conv.q_sum) as u32;
         let (r, ow) = (conv.r, conv.ow);
@@ -176,6 +192,57 @@ impl Grid {
                     }
                 },
             );
+    }
+
+    /// The column phase of [`Grid::convolve`]: plane rows `r..r + oh` of
+    /// the convolved columns land in rows `0..oh`.
+    fn columns<F, K: Copy + Sync>(&self, plane: &mut [C64], conv: &Convolution<'_, F, K>, oh: usize)
+    where
+        C64: std::ops::MulAssign<K>,
+    {
+        let (w, h, rows_in, r) = (self.w, self.h, conv.rows_in, conv.r);
+        let scratch_len = self
+            .col_fwd
+            .get_inplace_scratch_len()
+            .max(self.col_inv.get_inplace_scratch_len());
+        let shared = SharedPlane {
+            ptr: plane.as_mut_ptr(),
+            w,
+        };
+        let shared = &shared;
+        (0..w.div_ceil(COLUMNS)).into_par_iter().for_each_init(
+            || {
+                (
+                    vec![C64::default(); COLUMNS * h],
+                    vec![C64::default(); scratch_len],
+                )
+            },
+            |(buf, scratch), block| {
+                let x0 = block * COLUMNS;
+                let n = COLUMNS.min(w - x0);
+                for y in 0..rows_in {
+                    // SAFETY: this task alone touches columns x0..x0 + n.
+                    let piece = unsafe { shared.piece(y, x0, n) };
+                    for (k, &v) in piece.iter().enumerate() {
+                        buf[k * h + y] = v;
+                    }
+                }
+                for (k, col) in buf.chunks_mut(h).take(n).enumerate() {
+                    col[rows_in..].fill(C64::default());
+                    self.col_fwd.process_with_scratch(col, scratch);
+                    let kernel = &conv.kernel[(x0 + k) * h..][..h];
+                    col.iter_mut().zip(kernel).for_each(|(v, k)| *v *= *k);
+                    self.col_inv.process_with_scratch(col, scratch);
+                }
+                for y in 0..oh {
+                    // SAFETY: as above; rows r.. were all read before.
+                    let piece = unsafe { shared.piece(y, x0, n) };
+                    for (k, v) in piece.iter_mut().enumerate() {
+                        *v = buf[k * h + r + y];
+                    }
+                }
+            },
+        );
     }
 }
 
@@ -213,42 +280,15 @@ fn rows(data: &mut [C64], len: usize, fft: &Arc<dyn Fft<f64>>) {
 
 /// `dst` (`w` rows of `h`) = the transpose of `src` (`h` rows of `w`).
 fn transpose(src: &[C64], w: usize, h: usize, dst: &mut [C64]) {
-    transpose_in(src, w, h, h, dst);
-}
-
-/// `dst` (`w` rows of `h`) = the transpose of the first `rows` rows of
-/// `src` (rows of `w`), zero beyond them.
-fn transpose_in(src: &[C64], w: usize, rows: usize, h: usize, dst: &mut [C64]) {
     dst.par_chunks_mut(BLOCK * h)
         .enumerate()
         .for_each(|(block, out)| {
             let x0 = block * BLOCK;
             let cols = out.len() / h;
-            for y in 0..rows {
+            for y in 0..h {
                 let line = &src[y * w + x0..][..cols];
                 for (k, &v) in line.iter().enumerate() {
                     out[k * h + y] = v;
-                }
-            }
-            for k in 0..cols {
-                out[k * h + rows..(k + 1) * h].fill(C64::default());
-            }
-        });
-}
-
-/// Rows `y0..y0 + rows` of the transpose of `src` (`w` rows of `h`) into
-/// `dst` (`rows` rows of `w`).
-fn transpose_out(src: &[C64], h: usize, w: usize, y0: usize, rows: usize, dst: &mut [C64]) {
-    dst[..rows * w]
-        .par_chunks_mut(BLOCK * w)
-        .enumerate()
-        .for_each(|(block, out)| {
-            let first = y0 + block * BLOCK;
-            let n = out.len() / w;
-            for x in 0..w {
-                let line = &src[x * h + first..][..n];
-                for (k, &v) in line.iter().enumerate() {
-                    out[k * w + x] = v;
                 }
             }
         });
