@@ -20,8 +20,8 @@
 //! Cost per tile: two 2-D FFTs of the `(T + N − 1)²` plane per pair of
 //! classes present, O(P² log P), whatever N; the tile side grows with the
 //! kernel ([`FftHost::preferred_tile`]) so that the halo stays a fraction
-//! of the plane. On the host only; votes weighed by `--confidence` are
-//! refused (their sums reach 2⁴⁷, beyond what the rounding certifies).
+//! of the plane. On the host only; votes weighed by `--confidence` (sums
+//! up to 2⁴⁷, beyond what the rounding certifies) are summed by naive.
 
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
@@ -393,6 +393,10 @@ impl ClassSmoother for FftHost {
         true
     }
 
+    fn weighs_votes(&self) -> bool {
+        true
+    }
+
     fn preferred_tile(&self) -> Option<usize> {
         Some(Self::preferred_tile(self.kernel.size()))
     }
@@ -402,11 +406,12 @@ impl ClassSmoother for FftHost {
         if ow == 0 || oh == 0 {
             return Ok(());
         }
-        if params.kernel.size() != self.kernel.size() || params.confidence.is_some() {
-            bail!(
-                "fft was built for another kernel, or given confidence-weighted votes",
-                hint = "use --method naive with --confidence"
-            );
+        if params.kernel != &self.kernel {
+            bail!("fft was built for another kernel");
+        }
+        if params.confidence.is_some() {
+            // Weighted sums reach 2⁴⁷: past what the rounding certifies.
+            return super::naive::NaiveHost.smooth(tile, params, out);
         }
         let scores = self.scores(tile, params);
         let exact = ExactPixels::new(tile, params);
