@@ -58,7 +58,7 @@ impl Family for FftFamily {
     }
 
     fn help(&self) -> &'static str {
-        "exact, any kernel size (FFT per class, host)"
+        "exact, any kernel size, host"
     }
 
     fn accepts(&self) -> Accepts {
