@@ -210,9 +210,15 @@ impl FftHost {
 
     /// The spectrum for a `w`×`h` plane, computed once per size.
     fn spectrum(&self, w: usize, h: usize) -> Arc<Spectrum> {
-        let mut slot = self.spectra.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = slot.as_ref().filter(|s| s.grid.w == w && s.grid.h == h) {
-            return s.clone();
+        let cached = |slot: &Option<Arc<Spectrum>>| {
+            slot.as_ref()
+                .filter(|s| s.grid.w == w && s.grid.h == h)
+                .cloned()
+        };
+        // Not computed under the lock: the transforms run on the pool, whose
+        // threads may take another tile's smooth and wait on the lock.
+        if let Some(s) = cached(&self.spectra.lock().unwrap_or_else(|e| e.into_inner())) {
+            return s;
         }
         let grid = Grid::new(w, h);
         // Correlation as a convolution: weight (dx, dy) of the centred
@@ -239,7 +245,7 @@ impl FftHost {
             Values::Complex(values)
         };
         let s = Arc::new(Spectrum { grid, values });
-        *slot = Some(s.clone());
+        *self.spectra.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
         s
     }
 }
