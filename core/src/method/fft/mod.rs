@@ -150,10 +150,15 @@ impl CostShape for FftCost {
 
 /// The side of the plane a default tile and its halo fill (2¹¹·3): at
 /// N = 901 a 5244² tile (a 4096² map is one tile, its plane 5184²), at
-/// N = 3001 a 3144² one. Memory: a complex plane of 16 bytes a value
+/// N = 1537 a 4608² one. Memory: a complex plane of 16 bytes a value
 /// (0.6 GB at 6144²), the kernel's spectrum (8 bytes a value; twice that
 /// while it is computed) and 4 bytes per output pixel and class present.
 pub const PLANE: usize = 6144;
+
+/// The plane past N = 1537 (2⁵·3⁵): at N = 3001 a 4776² tile (a 4096² map
+/// is one tile, its plane 7776²: 0.6 times the work of four tiles in
+/// 6144² planes, 2.6 GB in all with 17 classes).
+pub const WIDE_PLANE: usize = 7776;
 
 /// fft on the host for one kernel.
 pub struct FftHost {
@@ -203,9 +208,11 @@ impl FftHost {
     }
 
     /// The tile side for a kernel of side `n`: the plane (tile and halo)
-    /// [`PLANE`] wide, so that the halo is at most half the plane's side.
+    /// [`PLANE`] wide, [`WIDE_PLANE`] past N = 1537, so that the halo is
+    /// at most about half the plane's side.
     pub fn preferred_tile(n: usize) -> usize {
-        (PLANE - (n - 1)).max(crate::io::DEFAULT_TILE)
+        let plane = if n <= 1537 { PLANE } else { WIDE_PLANE };
+        (plane - (n - 1)).max(crate::io::DEFAULT_TILE)
     }
 
     /// The spectrum for a `w`×`h` plane, computed once per size.

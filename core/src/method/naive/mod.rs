@@ -78,6 +78,13 @@ impl Family for NaiveFamily {
     ) -> Result<Box<dyn ClassSmoother>> {
         if member.is_some() {
             crate::kernel::refuse_wide(kernel, "naive on an OpenCL device")?;
+        } else if kernel.size() > PER_TAP_MAX_SIZE {
+            let n = kernel.size();
+            log::warn!(
+                "naive on a {n}x{n} kernel walks up to {n} taps per window row and pixel \
+                 (a tile it would take over a CPU minute on is refused); \
+                 --method fft gives the same bytes at a cost independent of the kernel"
+            );
         }
         naive_on(member, settings.variant)
     }
