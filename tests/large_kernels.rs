@@ -18,7 +18,6 @@ use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::fft::FftHost;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::{ClassSmoother, ClassTile, SmoothParams, policy::Ties};
-use mapfilter::synth::Pattern;
 use tiles::Border;
 
 const NODATA: u16 = 255;
@@ -79,42 +78,62 @@ fn codes(data: &[u16]) -> usize {
 
 #[test]
 fn modis_crops_at_sigma_100_and_150() {
-    for (sigma, tiles) in [(100.0, &[1 << 20, 24][..]), (150.0, &[1 << 20][..])] {
+    // Crops whose 64x48 outputs (windows wholly inside the map) hold 3 or
+    // more classes at that σ, found on the whole map's fft output.
+    for (sigma, (x, y), tiles) in [
+        (100.0, (1168, 608), &[1 << 20, 24][..]),
+        (150.0, (960, 448), &[1 << 20][..]),
+    ] {
         let k = kernel(&format!("gaussian:{sigma}"));
-        // Outputs of 64x48 pixels whose windows lie wholly inside the map,
-        // over sixteen land-cover classes (naive walks up to N taps a row).
         let n = k.size();
-        let crop = modis_crop(800, 500, n - 1 + 64, n - 1 + 48);
+        let crop = modis_crop(x, y, n - 1 + 64, n - 1 + 48);
         assert!(codes(&crop.data) >= 6, "{} classes", codes(&crop.data));
         let out = fft_equals_naive(&crop, &k, (Border::Valid, false), "", tiles);
         assert_eq!((out.width, out.height), (64, 48));
-        // Not one class: the crop's boundaries survive a σ = 150 smoothing.
         assert!(
-            codes(&out.data) >= 2,
+            codes(&out.data) >= 3,
             "σ = {sigma}: {} classes",
             codes(&out.data)
         );
     }
 }
 
+/// Classes 1 (left half) and 2 (right half), scattered pixels of class 3
+/// (3 in `sparse`) and nodata (1 in `sparse`): even at σ = 200, wider than
+/// the raster, each half keeps its class near its edge.
+fn halves(w: usize, h: usize, seed: u64, sparse: u64) -> MemRaster {
+    let mut next = common::xorshift(seed);
+    let data = (0..w * h)
+        .map(|i| match next() % sparse {
+            0 => NODATA,
+            1..=3 => 3,
+            _ if i % w < w / 2 => 1,
+            _ => 2,
+        })
+        .collect();
+    MemRaster::new(w, h, data)
+}
+
 #[test]
 fn sigma_200_with_nodata_weights_and_small_tiles() {
     let k = kernel("gaussian:200");
     assert_eq!(k.size(), 1201);
-    let raster = common::synth_with_holes((150, 130), 4, Pattern::Simplex, 5, 60.0, 30, NODATA);
-    let out = fft_equals_naive(&raster, &k, (Border::Same, true), "1:3,2:2", &[1 << 20, 64]);
+    let raster = halves(150, 130, 5, 40);
+    let out = fft_equals_naive(&raster, &k, (Border::Same, true), "3:2", &[1 << 20, 64]);
     assert!(codes(&out.data) >= 2);
-    fft_equals_naive(&raster, &k, (Border::Same, false), "", &[1 << 20]);
+    let out = fft_equals_naive(&raster, &k, (Border::Same, false), "", &[1 << 20]);
+    assert!(codes(&out.data) >= 2 && out.data.contains(&NODATA));
 }
 
 #[test]
 fn boxes_and_discs_over_1000() {
-    let raster = common::synth_with_holes((140, 120), 3, Pattern::Simplex, 9, 40.0, 25, NODATA);
-    for spec in ["box:1001", "disc:600"] {
+    for (spec, w) in [("box:1001", 1100), ("disc:600", 1300)] {
         let k = kernel(spec);
         assert!(k.size() > 1000);
-        let out = fft_equals_naive(&raster, &k, (Border::Same, true), "", &[1 << 20, 50]);
-        assert!(codes(&out.data) >= 1, "{spec}");
+        // Wider than the kernel, so that windows differ along the rows.
+        let raster = halves(w, 24, 9, 2000);
+        let out = fft_equals_naive(&raster, &k, (Border::Same, true), "", &[1 << 20, 200]);
+        assert!(codes(&out.data) >= 2, "{spec}");
     }
 }
 
