@@ -147,7 +147,7 @@ fn box_ties_follow_every_rule() {
     // Stripes 2 pixels wide of classes 0 and 1: many exact ties.
     let cells: Vec<u16> = (0..w * h)
         .map(|i| {
-            if next() % 50 == 0 {
+            if next().is_multiple_of(50) {
                 2
             } else {
                 ((i % w) / 2 % 2) as u16
