@@ -228,7 +228,7 @@ mod tests {
         let e = "warp".parse::<Method>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown method 'warp' (hint: methods: naive, svd, dct5, auto)"
+            "unknown method 'warp' (hint: methods: naive, svd, dct5, fft, auto)"
         );
         assert!(serde_json::from_str::<Method>("\"warp\"").is_err());
         // Names are lowercase, as `--method` has always taken them.
