@@ -35,6 +35,7 @@ mod gdal_roundtrip;
 mod inputs;
 mod json_summary;
 mod kernel_units;
+mod large_kernels;
 mod naive_cl;
 mod no_data_loss;
 mod opencv_compare;

@@ -38,9 +38,13 @@ use stages::{CodeSubmit, Finisher, Paths, Reader, Submitter, Writer, output_in_p
 pub const GPU_TILE: usize = 2048;
 
 /// The tile side a run of `method` uses unless told otherwise: a tuned one
-/// (the largest, on several devices), else by the kind of device.
+/// (the largest, on several devices), else the one the method prefers
+/// (fft's grows with the kernel), else by the kind of device.
 pub fn default_tile(method: &dyn ClassSmoother) -> usize {
     if let Some(tile) = method.tuned().iter().filter_map(|s| s.tile).max() {
+        return tile;
+    }
+    if let Some(tile) = method.preferred_tile() {
         return tile;
     }
     match method.runs_on() {

@@ -7,10 +7,11 @@
 //! files) keep them unchanged; other kernels are scaled so that their weights
 //! sum to at most [`QUANT_SUM`] (2³¹) and rounded to the nearest integer.
 //! Each weight's rounding error is at most half a quantum, i.e. below
-//! 2⁻³²·N² of the mean weight (2⁻¹⁴ at the largest side, N = 511), far below
-//! any visible effect, and the sum of any subset of weights fits a `u32`
-//! accumulator. Integer kernels keep their weights when they sum to at most
-//! 2³¹ (a 511² box sums to 261,121), so they fit too.
+//! 2⁻³²·N² of the mean weight (2⁻¹⁴ at N = 511, 2⁻⁹ at the largest side,
+//! N = 3001, where the outermost weights of a Gaussian round to 0), far
+//! below any visible effect, and the sum of any subset of weights fits a
+//! `u32` accumulator. Integer kernels keep their weights when they sum to
+//! at most 2³¹ (a 3001² box sums to 9,006,001), so they fit too.
 
 use crate::bail;
 use crate::error::{Error, Result};
@@ -20,12 +21,21 @@ use std::str::FromStr;
 mod units;
 pub use units::{KernelArg, MetricKind, PixelWidth, Resolved};
 
-/// Largest kernel side accepted (windows up to 511×511: `gaussian:SIGMA` up
-/// to σ = 85, `disc:R` up to R = 255). Every method handles it exactly; the
-/// cost of naive grows with N² (261,121 taps per pixel at N = 511).
-pub const MAX_SIZE: usize = 511;
+/// Largest kernel side accepted (windows up to 3001×3001: `gaussian:SIGMA`
+/// up to σ = 500, `disc:R` up to R = 1500). Up to [`PER_TAP_MAX_SIZE`]
+/// every method takes it; wider kernels run exactly through `fft` (and
+/// approximately through `dct5`) on the host, at a cost independent of
+/// their area, and naive only where its per-tap cost is affordable
+/// (docs/semantics.md#large-kernels).
+pub const MAX_SIZE: usize = 3001;
 
-/// The largest σ whose default side `2·floor(3σ)+1` is within [`MAX_SIZE`].
+/// Largest side that the methods whose cost or memory grows with the
+/// kernel's area (svd's factorisation, the OpenCL methods) take: 511
+/// (σ ≤ 85). Wider kernels are refused there with a hint
+/// ([`refuse_wide`]).
+pub const PER_TAP_MAX_SIZE: usize = 511;
+
+/// The largest σ whose default side `2·floor(3σ)+1` is within [`MAX_SIZE`] (500).
 pub const MAX_DEFAULT_SIGMA: usize = MAX_SIZE / 6;
 
 /// Upper bound of the sum of the quantised weights of a kernel.
@@ -223,6 +233,21 @@ impl Kernel {
         let r = self.radius() as isize;
         self.weights[((dy + r) as usize) * self.size + (dx + r) as usize]
     }
+}
+
+/// Refuses `kernel` for `what` (a method, "svd" or "naive on a device")
+/// when it is wider than [`PER_TAP_MAX_SIZE`], in one line with the way out.
+pub fn refuse_wide(kernel: &Kernel, what: &str) -> Result<()> {
+    let n = kernel.size();
+    if n > PER_TAP_MAX_SIZE {
+        bail!(
+            format!(
+                "{what} takes kernels up to {PER_TAP_MAX_SIZE}x{PER_TAP_MAX_SIZE}, this one is {n}x{n}"
+            ),
+            hint = "use --method fft --device host (exact, any size), or dct5 on the host"
+        );
+    }
+    Ok(())
 }
 
 fn check_size(size: usize) -> Result<()> {
@@ -431,8 +456,8 @@ mod tests {
         assert!(bad("gaussian:nan"));
         assert!(bad("box:4"));
         assert!(bad("box:0"));
-        assert!(bad("box:513"));
-        assert!(bad("disc:256"));
+        assert!(bad("box:3003"));
+        assert!(bad("disc:1501"));
         assert!(parse_matrix("").is_err());
         assert!(parse_matrix("1 1\n1 1").is_err());
         assert!(parse_matrix("1 1 1\n1 1\n1 1 1").is_err());
@@ -441,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn kernels_up_to_511_are_accepted() {
+    fn kernels_up_to_3001_are_accepted() {
         // σ = 64 (the widest) gives N = 385; σ = 85 the largest default side.
         let k = "gaussian:64"
             .parse::<KernelSpec>()
@@ -458,25 +483,56 @@ mod tests {
             .unwrap()
             .build()
             .unwrap();
-        assert_eq!(top.size(), MAX_SIZE);
+        assert_eq!(top.size(), PER_TAP_MAX_SIZE);
         // A 511² box keeps its integer weights: they sum to 261,121.
-        let b = KernelSpec::Box { size: MAX_SIZE }.build().unwrap();
+        let b = KernelSpec::Box { size: 511 }.build().unwrap();
         assert!(b.quantised().iter().all(|&v| v == 1));
         assert_eq!(
             KernelSpec::Disc { radius: 255 }.build().unwrap().size(),
             511
         );
-        // σ = 85.5 needs N = 513: one line, with a hint naming the limit.
-        let e = "gaussian:85.5"
+        // Past the old limit: σ = 150 (N = 901) and σ = 500, the largest.
+        let g = "gaussian:150"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(g.size(), 901);
+        let q = g.quantised();
+        assert!(q.iter().map(|&v| v as u64).sum::<u64>() <= QUANT_SUM);
+        assert!(q[0] > 0 && q[0] == q[900] && q[0] == q[901 * 901 - 1]);
+        let top = "gaussian:500"
+            .parse::<KernelSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(top.size(), MAX_SIZE);
+        let q = top.quantised();
+        let sum: u64 = q.iter().map(|&v| v as u64).sum();
+        assert!(sum <= QUANT_SUM && sum > QUANT_SUM / 100 * 99, "{sum}");
+        // Its corners (e^-9 of the centre, about 0.17 of a quantum) round to 0.
+        assert_eq!(q[0], 0);
+        let b = KernelSpec::Box { size: MAX_SIZE }.build().unwrap();
+        assert!(b.quantised().iter().all(|&v| v == 1));
+        // σ = 500.5 needs N = 3003: one line, with a hint naming the limit.
+        let e = "gaussian:500.5"
             .parse::<KernelSpec>()
             .unwrap()
             .build()
             .unwrap_err()
             .to_string();
         assert!(
-            !e.contains('\n') && e.contains("513x513") && e.contains("sigma ≤ 85"),
+            !e.contains('\n') && e.contains("3003x3003") && e.contains("sigma ≤ 500"),
             "{e}"
         );
+        // The per-tap methods refuse what they cannot run, naming fft.
+        assert!(
+            refuse_wide(&b, "svd")
+                .unwrap_err()
+                .to_string()
+                .contains("--method fft")
+        );
+        assert!(refuse_wide(&k, "svd").is_ok());
     }
 
     #[test]

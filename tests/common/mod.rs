@@ -117,7 +117,7 @@ mod gdal_io {
 }
 
 /// Every exact method available in this build for `kernel`, by name: the
-/// host reference, every naive variant on the OpenCL test device (PoCL here
+/// host reference, fft on the host, every naive variant on the OpenCL test device (PoCL here
 /// and in CI), and the certified (`--exact`) fast methods on host and device
 /// (dct5 only where it applies: gaussian and box kernels).
 pub fn exact_methods(
@@ -128,8 +128,13 @@ pub fn exact_methods(
     use mapfilter::method::naive::NaiveHost;
     use mapfilter::method::naive::class_smoother;
     use mapfilter::method::select::{FastOptions, Method, MethodSpec, smoother_for};
-    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> =
-        vec![("naive/host".into(), Box::new(NaiveHost))];
+    let mut methods: Vec<(String, Box<dyn ClassSmoother>)> = vec![
+        ("naive/host".into(), Box::new(NaiveHost)),
+        (
+            "fft/host".into(),
+            Box::new(mapfilter::method::fft::FftHost::new(kernel)),
+        ),
+    ];
     let device = test_device().map(|dev| DeviceChoice::Index(dev.info().index));
     if let Some(device) = &device {
         for &variant in Method::default().variants() {

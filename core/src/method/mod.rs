@@ -261,6 +261,13 @@ pub trait ClassSmoother: Send + Sync {
         DEFAULT_DEPTH
     }
 
+    /// The tile side the method needs by default, where the usual one
+    /// would not do (fft: tiles that grow with the kernel, so that the halo
+    /// stays a fraction of each tile); a tuned side still wins.
+    fn preferred_tile(&self) -> Option<usize> {
+        None
+    }
+
     /// The settings from the tune database the method uses (`--explain`
     /// names them; a tuned tile side becomes the default `--tile`).
     fn tuned(&self) -> Vec<crate::device::tune::Setting> {

@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         let all: Vec<&str> = Method::all().map(Method::name).collect();
-        assert_eq!(all, ["naive", "svd", "dct5", "auto"]);
+        assert_eq!(all, ["naive", "svd", "dct5", "fft", "auto"]);
         assert_eq!(Method::default().name(), "naive");
         for m in Method::all() {
             assert_eq!(m.name().parse::<Method>().unwrap(), m);
@@ -228,7 +228,7 @@ mod tests {
         let e = "warp".parse::<Method>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown method 'warp' (hint: methods: naive, svd, dct5, auto)"
+            "unknown method 'warp' (hint: methods: naive, svd, dct5, fft, auto)"
         );
         assert!(serde_json::from_str::<Method>("\"warp\"").is_err());
         // Names are lowercase, as `--method` has always taken them.
@@ -272,7 +272,8 @@ mod tests {
         assert_eq!(
             Method::help(),
             "Method: naive (exact), svd (separable factors), \
-             dct5 (constant-time Gaussian), auto (cost model per tile)"
+             dct5 (constant-time Gaussian), fft (exact, any kernel size, host), \
+             auto (cost model per tile)"
         );
     }
 }

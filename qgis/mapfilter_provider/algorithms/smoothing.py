@@ -17,7 +17,8 @@ KERNELS = ["gaussian", "box", "disc", "file"]
 # Units of a kernel length as the CLI reads them (`gaussian:250m`, `disc:1km`):
 # metres and kilometres are converted with the raster's pixel width.
 LENGTH_UNITS = ["pixels", "m", "km"]
-METHODS = ["naive", "svd", "dct5", "auto"]
+# fft last: a saved model keeps the index of the others.
+METHODS = ["naive", "svd", "dct5", "auto", "fft"]
 VARIANTS = ["fast", "buffer", "image", "local"]
 
 

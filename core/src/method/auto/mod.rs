@@ -305,6 +305,15 @@ impl ClassSmoother for Auto {
         self.candidates.iter().find_map(|c| c.smoother.runs_on())
     }
 
+    /// The largest any candidate prefers: fft's tiles for a wide kernel
+    /// serve the others too, their halo a smaller share of each tile.
+    fn preferred_tile(&self) -> Option<usize> {
+        self.candidates
+            .iter()
+            .filter_map(|c| c.smoother.preferred_tile())
+            .max()
+    }
+
     fn gpus(&self) -> usize {
         self.candidates
             .iter()

@@ -24,7 +24,7 @@ use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wid
 use crate::classes::NO_CLASS;
 use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, PER_TAP_MAX_SIZE};
 use cl::{NaiveCl, Variant};
 use rayon::prelude::*;
 
@@ -74,8 +74,18 @@ impl Family for NaiveFamily {
         &self,
         settings: &Settings,
         member: Member,
-        _kernel: &Kernel,
+        kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
+        if member.is_some() {
+            crate::kernel::refuse_wide(kernel, "naive on an OpenCL device")?;
+        } else if kernel.size() > PER_TAP_MAX_SIZE {
+            let n = kernel.size();
+            log::warn!(
+                "naive on a {n}x{n} kernel walks up to {n} taps per window row and pixel \
+                 (a tile it would take over a CPU minute on is refused); \
+                 --method fft gives the same bytes at a cost independent of the kernel"
+            );
+        }
         naive_on(member, settings.variant)
     }
 
@@ -86,6 +96,9 @@ impl Family for NaiveFamily {
         kernel: &Kernel,
         _fast: &FastOptions,
     ) -> Result<Option<Candidate>> {
+        if member.is_some() && kernel.size() > crate::kernel::PER_TAP_MAX_SIZE {
+            return Ok(None);
+        }
         let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
         Ok(Some(Candidate {
             smoother: naive_on(member.clone(), variant)?,
@@ -404,6 +417,7 @@ impl ClassSmoother for NaiveHost {
         // on noise-like tiles visiting every tap is faster (measured).
         let mean_runs = runs.count.iter().map(|&c| c as usize).sum::<usize>() / runs.count.len();
         let by_runs = mean_runs <= n / 2;
+        check_affordable(tile, &runs, n, if by_runs { mean_runs } else { n })?;
         let nodata = tile.nodata();
         let halo = tile.halo;
         out.par_chunks_mut(out_w).enumerate().for_each(|(y, row)| {
@@ -442,6 +456,36 @@ impl ClassSmoother for NaiveHost {
         });
         Ok(())
     }
+}
+
+/// Most window-row steps (a run's span or a tap) naive takes on in one
+/// tile of a kernel wider than [`PER_TAP_MAX_SIZE`]: about a minute of
+/// one core at 0.3 ns a step. Past it the tile would take long enough
+/// that a user is better told of fft.
+const MAX_TILE_STEPS: f64 = 2e11;
+
+/// Refuses a tile whose windows would cost naive more than
+/// [`MAX_TILE_STEPS`] (kernels wider than [`PER_TAP_MAX_SIZE`] only: the
+/// others keep their cost), estimated from its mixed windows and the
+/// `per_row` steps of each window row.
+fn check_affordable(tile: &ClassTile, runs: &Runs, n: usize, per_row: usize) -> Result<()> {
+    if n <= PER_TAP_MAX_SIZE {
+        return Ok(());
+    }
+    let mixed = runs.uniform.iter().filter(|&&u| !u).count();
+    let steps = mixed as f64 * n as f64 * per_row.max(1) as f64;
+    if steps > MAX_TILE_STEPS {
+        let minutes = steps * 0.3e-9 / 60.0;
+        crate::bail!(
+            format!(
+                "naive would take about {minutes:.0} CPU minutes on one {}x{} tile of a {n}x{n} kernel",
+                tile.output_width(),
+                tile.output_height()
+            ),
+            hint = "use --method fft (exact, the same bytes, any kernel size)"
+        );
+    }
+    Ok(())
 }
 
 /// The quantised kernel laid out for the two ways of scoring a window.

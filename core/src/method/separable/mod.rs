@@ -563,6 +563,8 @@ pub(crate) fn separable_candidate(
     fast: &FastOptions,
 ) -> Result<Candidate> {
     if let Some(dev) = device {
+        // The device kernels' windows and tables are sized for the per-tap range.
+        crate::kernel::refuse_wide(kernel, &format!("{method} on an OpenCL device"))?;
         let cl = SeparableCl::new(dev.clone(), method, &plan, kernel, fast.exact)?;
         return Ok(Candidate {
             bounds: Some(cl.bounds()),

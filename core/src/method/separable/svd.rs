@@ -137,6 +137,9 @@ impl Family for SvdFamily {
         kernel: &Kernel,
         fast: &FastOptions,
     ) -> Result<Option<Candidate>> {
+        if kernel.size() > crate::kernel::PER_TAP_MAX_SIZE {
+            return Ok(None);
+        }
         svd_candidate(member.as_ref(), kernel, fast).map(Some)
     }
 }
@@ -147,6 +150,8 @@ fn svd_candidate(
     kernel: &Kernel,
     fast: &FastOptions,
 ) -> Result<Candidate> {
+    // Its factorisation of the N×N matrix costs O(N³): minutes past 511.
+    crate::kernel::refuse_wide(kernel, "svd")?;
     let plan = plan(kernel, RankChoice::from_options(fast.rank, fast.energy)?);
     let shape = SvdCost {
         size: kernel.size(),
