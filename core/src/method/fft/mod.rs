@@ -279,6 +279,27 @@ impl Scores {
     }
 }
 
+/// The memory a tile's scores take (a `u32` plane per class of the
+/// output, and the complex plane of the region its windows cover), refused
+/// past what the machine has `available` rather than allocated.
+fn check_memory(tile: &ClassTile, n: usize, available: u64) -> Result<()> {
+    let (ow, oh) = (tile.output_width() as u64, tile.output_height() as u64);
+    let region = (ow + n as u64 - 1) * (oh + n as u64 - 1);
+    let need = (tile.n_classes as u64 + 2) * ow * oh * 4 + region * 16;
+    if need > available {
+        bail!(
+            format!(
+                "fft needs {} for a {ow}x{oh} tile of {} classes, over the {} available",
+                crate::limits::gib(need.into()),
+                tile.n_classes,
+                crate::limits::gib(available.into())
+            ),
+            hint = "give a smaller --tile (the memory grows with it and with the classes)"
+        );
+    }
+    Ok(())
+}
+
 impl FftHost {
     /// Every present class's scores over the tile's output, rounded. The
     /// class with the most pixels is not transformed: every window's
@@ -426,6 +447,7 @@ impl ClassSmoother for FftHost {
             // Weighted sums reach 2⁴⁷: past what the rounding certifies.
             return super::naive::NaiveHost.smooth(tile, params, out);
         }
+        check_memory(tile, params.kernel.size(), crate::limits::available_memory())?;
         let scores = self.scores(tile, params);
         let exact = ExactPixels::new(tile, params);
         let nodata = tile.nodata();
@@ -523,6 +545,23 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tile_whose_scores_do_not_fit_is_refused_in_one_line() {
+        let classes = vec![0u16; 300 * 300];
+        let tile = ClassTile {
+            width: 300,
+            height: 300,
+            halo: 50,
+            n_classes: 64,
+            classes: &classes,
+        };
+        // 66 planes of 200² u32 and a 300² complex plane: about 12 MB.
+        assert!(check_memory(&tile, 101, 1 << 30).is_ok());
+        let e = check_memory(&tile, 101, 1 << 20).unwrap_err().to_string();
+        assert!(e.starts_with("fft needs 0.0 GiB for a 200x200 tile of 64 classes"), "{e}");
+        assert!(e.contains("--tile") && !e.contains('\n'), "{e}");
+    }
     use crate::kernel::KernelSpec;
     use crate::method::naive::NaiveHost;
     use crate::method::policy::Ties;
