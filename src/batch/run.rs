@@ -985,11 +985,14 @@ impl BatchProgress {
             Some(w) => format!("worker {w}"),
             None => format!("{n}/{}", self.total),
         };
-        eprintln!(
-            "[{count}] task {} {}: {what}",
+        // One write per line: worker processes share the stream, and a
+        // line written in pieces would interleave with a sibling's.
+        let line = format!(
+            "[{count}] task {} {}: {what}\n",
             task.id,
             task.output.display()
         );
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
 
     /// A line of the run's own, above the bar if there is one.
