@@ -11,6 +11,7 @@
 //! against the plan; a task writes only `out/NAME` of its plan, never
 //! through a symlink and never over an input.
 
+use super::mmu::Finisher;
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 pub use super::request::{RunRequest, RunSummary, TaskFailure};
@@ -72,12 +73,26 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
+    // With a minimum mapping unit, tasks smooth into smoothed/ and each
+    // mosaic is sieved once they all are (see `mmu`).
+    let finisher = plan.options.mmu.as_ref().map(|_| Finisher {
+        dir: req.dir,
+        plan: &plan,
+        settings: &settings,
+        state: &state,
+        fingerprint,
+        retry_failed: req.retry_failed,
+    });
+    let complete = complete_mosaics(req, &plan, finisher.as_ref())?;
     // A task whose record lacks part of its halo is done, unless failed
-    // tasks are being retried: then it is run again.
+    // tasks are being retried: then it is run again. A task of a mosaic
+    // not sieved yet is done once smoothed.
     let finished = |task: &Task| {
-        state
-            .done_and_intact(task, fingerprint)
-            .filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+        let rec = match &finisher {
+            Some(f) if !complete[task.mosaic] => f.smoothed(task),
+            _ => state.done_and_intact(task, fingerprint),
+        };
+        rec.filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
     };
     // A failure of the task's inputs stays until --retry-failed; one of the
     // environment is tried again by any run.
@@ -90,6 +105,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     if todo.is_empty() {
         // Nothing to run: no device is opened (an OpenCL start-up and its
         // program builds take longer than checking a finished plan).
+        finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
@@ -101,7 +117,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         );
         if !slots.is_empty() {
             let ids: Vec<usize> = todo.iter().map(|t| t.id).collect();
-            let summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
+            let mut summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
+            finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
             return Ok(summary.sorted(start));
         }
     }
@@ -169,10 +186,62 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     // What this run wrote is on disk before it says it is done.
     ctx.syncer.finish()?;
     summary.devices = methods.iter().flat_map(|m| m.take_shares()).collect();
+    finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
     if summary.busy.is_empty() {
         sweep_temp_files(&out, &state);
     }
     Ok(summary.sorted(start))
+}
+
+/// Whether the request takes `task`.
+fn in_share(req: &RunRequest, task: &Task) -> bool {
+    req.share.takes(task.id) && req.only.is_none_or(|o| o.contains(&task.id))
+}
+
+/// For a plan with a minimum mapping unit (`finisher`): which mosaics with
+/// a task in the request's share have every final output (their tasks are
+/// done), made sure of the folder the tasks smooth into. Empty otherwise.
+fn complete_mosaics(
+    req: &RunRequest,
+    plan: &Plan,
+    finisher: Option<&Finisher>,
+) -> Result<Vec<bool>> {
+    let Some(f) = finisher else {
+        return Ok(Vec::new());
+    };
+    let smoothed = req.dir.join(super::mmu::SMOOTHED_DIR);
+    if std::fs::symlink_metadata(&smoothed).is_err() {
+        std::fs::create_dir_all(&smoothed).map_err(|e| {
+            Error::new(format!("cannot make {}: {e}", smoothed.display()))
+                .hint("the batch directory must be writable")
+        })?;
+    }
+    records::real_dir(&smoothed)?;
+    let mut touched = vec![false; plan.mosaics.len()];
+    for t in plan.tasks.iter().filter(|t| in_share(req, t)) {
+        touched[t.mosaic] = true;
+    }
+    Ok(touched
+        .iter()
+        .enumerate()
+        .map(|(m, &t)| t && f.complete(m))
+        .collect())
+}
+
+/// The sieve phase of a plan with a minimum mapping unit, after the
+/// request's tasks: in the run itself, not in its worker processes (their
+/// parent runs it once they are done).
+fn finish_mosaics(
+    req: &RunRequest,
+    plan: &Plan,
+    finisher: Option<&Finisher>,
+    summary: &mut RunSummary,
+) -> Result<()> {
+    let Some(f) = finisher.filter(|_| req.worker.is_none()) else {
+        return Ok(());
+    };
+    let share: Vec<&Task> = plan.tasks.iter().filter(|t| in_share(req, t)).collect();
+    f.run(req, &share, summary)
 }
 
 /// Removes what killed runs left in `out/` and `state/` (temp files no
@@ -295,7 +364,7 @@ fn sort_out<'p>(
 ) -> (RunSummary, Vec<&'p Task>) {
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
-    let taken = |t: &&Task| req.share.takes(t.id) && req.only.is_none_or(|o| o.contains(&t.id));
+    let taken = |t: &&Task| in_share(req, t);
     for task in tasks.iter().filter(taken) {
         summary.selected += 1;
         if let Some(rec) = finished(task) {
@@ -356,10 +425,10 @@ impl Context<'_> {
             return failure(error, false);
         }
         let outcome = match self.run_task(task, method, observer, prefetched) {
-            Ok(rec) => match self.state.write_done(&rec) {
-                Ok(()) => {
-                    self.syncer.add(self.dir.join(&task.output));
-                    self.syncer.add(self.state.done_path(task.id));
+            Ok(rec) => match self.record(&rec) {
+                Ok(record) => {
+                    self.syncer.add(self.dir.join(&rec.output));
+                    self.syncer.add(record);
                     Outcome::Done(Box::new(rec))
                 }
                 Err(e) => failure(e.to_string(), true),
@@ -386,6 +455,29 @@ impl Context<'_> {
         outcome
     }
 
+    /// Where `task` writes, relative to the batch: its output, or with a
+    /// minimum mapping unit its smoothed window (see `mmu`).
+    fn written(&self, task: &Task) -> std::path::PathBuf {
+        match self.plan.options.mmu {
+            Some(_) => super::mmu::smoothed_output(task),
+            None => task.output.clone(),
+        }
+    }
+
+    /// Records a task done (smoothed, with a minimum mapping unit): where.
+    fn record(&self, rec: &DoneRecord) -> Result<std::path::PathBuf> {
+        match self.plan.options.mmu {
+            Some(_) => {
+                self.state.write_smoothed(rec)?;
+                Ok(self.state.smoothed_path(rec.task))
+            }
+            None => {
+                self.state.write_done(rec)?;
+                Ok(self.state.done_path(rec.task))
+            }
+        }
+    }
+
     /// Whether the failure `e` of `task` came from the environment rather
     /// than from its inputs: its message names a full disk, a quota, a
     /// read-only file system or a denied permission, or the output folder
@@ -407,7 +499,7 @@ impl Context<'_> {
         if CAUSES.iter().any(|c| text.contains(c)) {
             return true;
         }
-        let output = self.dir.join(&task.output);
+        let output = self.dir.join(self.written(task));
         let folder = crate::output::parent_dir(&output);
         [folder.as_path(), self.state.dir()]
             .iter()
@@ -424,7 +516,7 @@ impl Context<'_> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
-        let output = self.dir.join(&task.output);
+        let output = self.dir.join(self.written(task));
         self.check_members(mosaic, task)
             .map_err(|e| e.context(format!("task {}", task.id)))?;
         let spec = self.spec(mosaic, task, &output)?;
@@ -491,7 +583,7 @@ impl Context<'_> {
         Ok(DoneRecord {
             task: task.id,
             plan: self.fingerprint,
-            output: task.output.clone(),
+            output: self.written(task),
             size: std::fs::metadata(&output)
                 .map_err(|e| Error::new(format!("{}: {e}", output.display())))?
                 .len(),
@@ -1209,6 +1301,7 @@ mod fuzz {
             iterations: None,
             format: None,
             creation_options: Vec::new(),
+            mmu: None,
         }
     }
 
