@@ -227,6 +227,8 @@ fn lengths_and_areas_under_a_pixel_are_refused_everywhere() {
             "box:3",
             "--mmu",
             "1ha",
+            "--device",
+            "host",
         ],
         &["--mmu", "removes nothing"],
     );
@@ -332,7 +334,14 @@ fn batch_plan_takes_metres_and_refuses_what_it_cannot_do() {
     let mmu_args = ["-k", "box:3", "--mmu", "100ha", "--mmu-connectivity", "8"];
     let dry = mapfilter_ok(
         &[
-            &["batch", "plan", s(&input), "--out", s(&mmu_batch), "--dry-run"][..],
+            &[
+                "batch",
+                "plan",
+                s(&input),
+                "--out",
+                s(&mmu_batch),
+                "--dry-run",
+            ][..],
             &mmu_args,
         ]
         .concat(),
@@ -342,7 +351,15 @@ fn batch_plan_takes_metres_and_refuses_what_it_cannot_do() {
     assert!(!mmu_batch.exists(), "a dry run writes nothing");
     mapfilter_ok(
         &[
-            &["batch", "plan", s(&input), "--out", s(&mmu_batch), "--grid", "2"][..],
+            &[
+                "batch",
+                "plan",
+                s(&input),
+                "--out",
+                s(&mmu_batch),
+                "--grid",
+                "2",
+            ][..],
             &mmu_args,
         ]
         .concat(),
@@ -377,7 +394,9 @@ fn batch_plan_takes_metres_and_refuses_what_it_cannot_do() {
     let err = String::from_utf8_lossy(&sub.stderr);
     assert_eq!(sub.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("--mmu") && err.contains("at most one pixel") && err.contains("--allow-subpixel"),
+        err.contains("--mmu")
+            && err.contains("at most one pixel")
+            && err.contains("--allow-subpixel"),
         "{err}"
     );
     assert!(!tiny.exists());

@@ -149,7 +149,8 @@ impl Finisher<'_> {
                 self.sweep_smoothed(m, &tasks);
                 return Ok(());
             }
-            let smoothed: Vec<Option<DoneRecord>> = tasks.iter().map(|t| self.smoothed(t)).collect();
+            let smoothed: Vec<Option<DoneRecord>> =
+                tasks.iter().map(|t| self.smoothed(t)).collect();
             if smoothed.iter().any(Option::is_none) {
                 // Tasks outside this run (other shards, failed ones) are
                 // not smoothed yet: the run that smooths the last sieves.
@@ -163,7 +164,10 @@ impl Finisher<'_> {
                 return Ok(());
             }
             let vrt = self.dir.join(SMOOTHED_DIR).join(format!("mosaic-{m}.vrt"));
-            let claim = match self.state.claim_named(&format!("mosaic-{m}"), vec![vrt.clone()]) {
+            let claim = match self
+                .state
+                .claim_named(&format!("mosaic-{m}"), vec![vrt.clone()])
+            {
                 Ok(claim) => claim,
                 Err(e) => {
                     summary.sieve_failed.push((m, e.to_string()));
@@ -189,15 +193,21 @@ impl Finisher<'_> {
             if self.complete(m) {
                 return Ok(());
             }
-            let smoothed: Option<Vec<DoneRecord>> = tasks.iter().map(|t| self.smoothed(t)).collect();
+            let smoothed: Option<Vec<DoneRecord>> =
+                tasks.iter().map(|t| self.smoothed(t)).collect();
             let Some(smoothed) = smoothed else {
                 continue;
             };
-            let done = with_heartbeat(self.state, || self.sieve(m, &tasks, smoothed, &vrt, req.quiet));
+            let done = with_heartbeat(self.state, || {
+                self.sieve(m, &tasks, smoothed, &vrt, req.quiet)
+            });
             let _ = std::fs::remove_file(&vrt);
             drop(claim);
             match done {
-                Ok(sieved) => summary.sieved.push(sieved),
+                Ok(sieved) => {
+                    summary.sieved.push(sieved);
+                    self.remove_empty_folder();
+                }
                 Err(e) if crate::interrupt::check().is_err() => return Err(e),
                 Err(e) => summary.sieve_failed.push((m, e.to_string())),
             }
@@ -342,7 +352,15 @@ impl Finisher<'_> {
         }
         self.remove_smoothed(tasks);
         let _ = std::fs::remove_file(self.dir.join(SMOOTHED_DIR).join(format!("mosaic-{m}.vrt")));
-        let _ = std::fs::remove_dir(self.dir.join(SMOOTHED_DIR));
+        self.remove_empty_folder();
+    }
+
+    /// Removes `smoothed/` once empty, unless a run holds a claim (it may
+    /// be about to smooth into it).
+    fn remove_empty_folder(&self) {
+        if !self.state.has_claims() {
+            let _ = std::fs::remove_dir(self.dir.join(SMOOTHED_DIR));
+        }
     }
 
     /// The target of `task`'s final output: never through a symlink nor
@@ -474,7 +492,10 @@ impl ClassSink for Splitter<'_> {
             }
             let part = &mut self.parts[i];
             let local = Rect::new(0, y0 - rect.y, rect.width, y1 - y0);
-            part.out.as_mut().expect("opened above").write(local, &rows)?;
+            part.out
+                .as_mut()
+                .expect("opened above")
+                .write(local, &rows)?;
             part.tally.as_mut().expect("opened above").add(&rows);
             part.rows += y1 - y0;
             if part.rows == rect.height {

@@ -268,10 +268,7 @@ impl State {
     /// `plan`, agrees with the task written at `output` (relative to the
     /// batch), and that file still matches it.
     pub fn smoothed_and_intact(&self, task: &Task, output: &Path, plan: u32) -> Option<DoneRecord> {
-        let text = read_bounded(
-            &self.smoothed_path(task.id),
-            crate::limits::MAX_TEXT_FILE,
-        )?;
+        let text = read_bounded(&self.smoothed_path(task.id), crate::limits::MAX_TEXT_FILE)?;
         let rec: DoneRecord = serde_json::from_str(&text).ok()?;
         let there = Task {
             output: output.to_path_buf(),

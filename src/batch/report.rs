@@ -603,7 +603,11 @@ fn html(r: &BatchReport) -> Result<String> {
         body += &format!(
             "<p>Minimum mapping unit <code>{}</code> ({} px, {}-connected), each mosaic sieved as one raster: {} pixels changed by it in {} of {} mosaic(s); the comparison and class counts before it are of the smoothing, those of the outputs after it.</p>",
             page::escape(&mmu.given),
-            if pixels.is_empty() { "–".to_string() } else { pixels.join(", ") },
+            if pixels.is_empty() {
+                "–".to_string()
+            } else {
+                pixels.join(", ")
+            },
             mmu.connectivity,
             mmu.pixels_changed,
             mmu.sieved.len(),

@@ -209,23 +209,27 @@ fn complete_mosaics(
     let Some(f) = finisher else {
         return Ok(Vec::new());
     };
-    let smoothed = req.dir.join(super::mmu::SMOOTHED_DIR);
-    if std::fs::symlink_metadata(&smoothed).is_err() {
-        std::fs::create_dir_all(&smoothed).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", smoothed.display()))
-                .hint("the batch directory must be writable")
-        })?;
-    }
-    records::real_dir(&smoothed)?;
     let mut touched = vec![false; plan.mosaics.len()];
     for t in plan.tasks.iter().filter(|t| in_share(req, t)) {
         touched[t.mosaic] = true;
     }
-    Ok(touched
+    let complete: Vec<bool> = touched
         .iter()
         .enumerate()
         .map(|(m, &t)| t && f.complete(m))
-        .collect())
+        .collect();
+    // Made only for a mosaic with work left (a finished batch has none).
+    let smoothed = req.dir.join(super::mmu::SMOOTHED_DIR);
+    if touched.iter().zip(&complete).any(|(&t, &c)| t && !c) {
+        if std::fs::symlink_metadata(&smoothed).is_err() {
+            std::fs::create_dir_all(&smoothed).map_err(|e| {
+                Error::new(format!("cannot make {}: {e}", smoothed.display()))
+                    .hint("the batch directory must be writable")
+            })?;
+        }
+        records::real_dir(&smoothed)?;
+    }
+    Ok(complete)
 }
 
 /// The sieve phase of a plan with a minimum mapping unit, after the

@@ -36,7 +36,11 @@ pub fn pixel_area_of(gt: [f64; 6], size: (usize, usize), wkt: &str) -> Result<f6
     pixel_area(gt, size, &srs)
 }
 
-fn pixel_area(gt: [f64; 6], (w, h): (usize, usize), srs: &gdal::spatial_ref::SpatialRef) -> Result<f64> {
+fn pixel_area(
+    gt: [f64; 6],
+    (w, h): (usize, usize),
+    srs: &gdal::spatial_ref::SpatialRef,
+) -> Result<f64> {
     let area = if srs.is_geographic() {
         let latitude = gt[3] + gt[4] * w as f64 / 2.0 + gt[5] * h as f64 / 2.0;
         let axes = (
