@@ -53,9 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tiles::Rect;
 
-/// The folder of the tasks' smoothed windows before the minimum mapping
-/// unit, in the batch directory.
-pub const SMOOTHED_DIR: &str = "smoothed";
+pub use super::plan::SMOOTHED_DIR;
 
 /// How often a run waiting for another's sieve looks at its claim.
 const POLL: Duration = Duration::from_millis(250);
@@ -87,21 +85,95 @@ pub fn sieved_record(state: &State, m: usize, plan: u32) -> Option<SievedRecord>
         .filter(|r| r.plan == plan && r.sieved.mosaic == m)
 }
 
+/// The minimum mapping unit's side of a run: which mosaics with a task in
+/// the run's share were complete when it started, and its sieve phase.
+pub struct Phase<'a> {
+    finisher: Finisher<'a>,
+    complete: Vec<bool>,
+}
+
+impl<'a> Phase<'a> {
+    /// The phase of a run of `plan` (`None` without `--mmu`), with
+    /// `smoothed/` made where a mosaic of the share has work left.
+    pub fn new(
+        req: &RunRequest,
+        (plan, settings): (&'a Plan, &'a Settings),
+        state: &'a State,
+    ) -> Result<Option<Self>> {
+        if plan.options.mmu.is_none() {
+            return Ok(None);
+        }
+        let finisher = Finisher {
+            dir: req.dir.to_path_buf(),
+            plan,
+            settings,
+            state,
+            fingerprint: plan.fingerprint(),
+            retry_failed: req.retry_failed,
+        };
+        let mut touched = vec![false; plan.mosaics.len()];
+        for t in plan.tasks.iter().filter(|t| req.takes(t)) {
+            touched[t.mosaic] = true;
+        }
+        let complete: Vec<bool> = touched
+            .iter()
+            .enumerate()
+            .map(|(m, &t)| t && finisher.complete(m))
+            .collect();
+        // Made only for a mosaic with work left (a finished batch has none).
+        if touched.iter().zip(&complete).any(|(&t, &c)| t && !c) {
+            let smoothed = req.dir.join(SMOOTHED_DIR);
+            if std::fs::symlink_metadata(&smoothed).is_err() {
+                std::fs::create_dir_all(&smoothed).map_err(|e| {
+                    Error::new(format!("cannot make {}: {e}", smoothed.display()))
+                        .hint("the batch directory must be writable")
+                })?;
+            }
+            records::real_dir(&smoothed)?;
+        }
+        Ok(Some(Phase { finisher, complete }))
+    }
+
+    /// The record that makes `task` done when the run starts: its final
+    /// output's in a complete mosaic, else its smoothed window's (its
+    /// mosaic is sieved after).
+    pub fn finished(&self, task: &Task) -> Option<DoneRecord> {
+        if self.complete[task.mosaic] {
+            let f = &self.finisher;
+            f.state.done_and_intact(task, f.fingerprint)
+        } else {
+            self.finisher.smoothed(task)
+        }
+    }
+}
+
+/// The sieve phase after a run's tasks (`phase`: `None` without `--mmu`):
+/// in the run itself, not in its worker processes (their parent runs it
+/// once they are done). Fails only when interrupted.
+pub fn finish(phase: Option<&Phase>, req: &RunRequest, summary: &mut RunSummary) -> Result<()> {
+    let Some(phase) = phase.filter(|_| req.worker.is_none()) else {
+        return Ok(());
+    };
+    let f = &phase.finisher;
+    let share: Vec<&Task> = f.plan.tasks.iter().filter(|t| req.takes(t)).collect();
+    f.run(req, &share, summary)
+}
+
 /// The sieve phase of a run of a plan with `--mmu`.
-pub struct Finisher<'a> {
-    pub dir: &'a Path,
-    pub plan: &'a Plan,
-    pub settings: &'a Settings,
-    pub state: &'a State,
-    pub fingerprint: u32,
-    pub retry_failed: bool,
+struct Finisher<'a> {
+    dir: PathBuf,
+    plan: &'a Plan,
+    settings: &'a Settings,
+    state: &'a State,
+    fingerprint: u32,
+    retry_failed: bool,
 }
 
 impl Finisher<'_> {
     /// Whether every task of mosaic `m` has its final output, matching its
     /// done record (none degraded, when failed tasks are retried: such a
     /// task is smoothed again, and its mosaic sieved again).
-    pub fn complete(&self, m: usize) -> bool {
+    fn complete(&self, m: usize) -> bool {
         self.plan.tasks.iter().filter(|t| t.mosaic == m).all(|t| {
             self.state
                 .done_and_intact(t, self.fingerprint)
@@ -110,7 +182,7 @@ impl Finisher<'_> {
     }
 
     /// The record of a task's smoothed window, if the window matches it.
-    pub fn smoothed(&self, task: &Task) -> Option<DoneRecord> {
+    fn smoothed(&self, task: &Task) -> Option<DoneRecord> {
         self.state
             .smoothed_and_intact(task, &smoothed_output(task), self.fingerprint)
     }
@@ -118,7 +190,7 @@ impl Finisher<'_> {
     /// Sieves every mosaic with a task in `share` that is not complete and
     /// whose tasks are all smoothed (see the module's comment), noting in
     /// `summary` what it did; fails only when interrupted.
-    pub fn run(&self, req: &RunRequest, share: &[&Task], summary: &mut RunSummary) -> Result<()> {
+    fn run(&self, req: &RunRequest, share: &[&Task], summary: &mut RunSummary) -> Result<()> {
         let mut mosaics: Vec<usize> = share.iter().map(|t| t.mosaic).collect();
         mosaics.sort();
         mosaics.dedup();

@@ -32,6 +32,9 @@ pub const PLAN_FILE: &str = "plan.json";
 const VERSION: u32 = 1;
 /// The folder of a batch's outputs: every task writes one file directly in it.
 pub const OUT_DIR: &str = "out";
+/// The folder of the tasks' smoothed windows before a minimum mapping unit
+/// (see [`super::mmu`]), in the batch directory.
+pub const SMOOTHED_DIR: &str = "smoothed";
 /// The most tasks a plan may have: a plan.json of tasks takes about 300
 /// bytes per task, and every run reads it whole.
 const MAX_TASKS: usize = 1 << 20;
@@ -504,16 +507,7 @@ impl Plan {
         };
         // Each mosaic's MMU in pixels (an area refused or rounded) before
         // anything is written.
-        let mmu_pixels = groups
-            .iter()
-            .map(|g| {
-                options
-                    .mmu
-                    .as_ref()
-                    .map(|mmu| mmu.pixels(g, req.allow_subpixel))
-                    .transpose()
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mmu_pixels = mmu_pixels(&options, &groups, req.allow_subpixel)?;
         // A dry run writes nothing: the plan is made and returned only.
         let targets = if req.dry_run {
             None
@@ -633,6 +627,25 @@ impl Plan {
     }
 }
 
+/// The minimum mapping unit of each mosaic of `groups` in pixels, if
+/// `options` have one.
+fn mmu_pixels(
+    options: &SmoothOptions,
+    groups: &[Group],
+    allow_subpixel: bool,
+) -> Result<Vec<Option<u64>>> {
+    groups
+        .iter()
+        .map(|g| {
+            options
+                .mmu
+                .as_ref()
+                .map(|mmu| mmu.pixels(g, allow_subpixel))
+                .transpose()
+        })
+        .collect()
+}
+
 /// The file name of a task's output, which must be `out/NAME`: relative,
 /// directly in the batch's `out/`, no `..`, not hidden (the temp files of
 /// a run are), a GeoTIFF. What is at that name on disk is checked when it
@@ -734,7 +747,7 @@ fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
             .map(|c| c.as_os_str().to_string_lossy().into_owned());
         let nested = parts.next().is_some();
         match first.as_deref() {
-            Some(OUT_DIR | "state" | "logs" | super::mmu::SMOOTHED_DIR) => nested,
+            Some(OUT_DIR | "state" | "logs" | SMOOTHED_DIR) => nested,
             Some(name) => {
                 !nested && name.starts_with("mosaic") && name.ends_with(".vrt")
                     || name == "report.html"

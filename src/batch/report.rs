@@ -588,6 +588,27 @@ fn assess_mosaic(
     })
 }
 
+/// What the minimum mapping unit did, if the batch has one.
+fn mmu_html(r: &BatchReport) -> String {
+    let Some(mmu) = &r.mmu else {
+        return String::new();
+    };
+    let pixels: Vec<String> = mmu.sieved.iter().map(|s| s.threshold.to_string()).collect();
+    format!(
+        "<p>Minimum mapping unit <code>{}</code> ({} px, {}-connected), each mosaic sieved as one raster: {} pixels changed by it in {} of {} mosaic(s). The comparison with the baseline is of the smoothing before it; the class areas are of the outputs after it.</p>",
+        page::escape(&mmu.given),
+        if pixels.is_empty() {
+            "–".to_string()
+        } else {
+            pixels.join(", ")
+        },
+        mmu.connectivity,
+        mmu.pixels_changed,
+        mmu.sieved.len(),
+        r.mosaics.len()
+    )
+}
+
 fn html(r: &BatchReport) -> Result<String> {
     let p = &r.provenance;
     let mut body = format!(
@@ -598,22 +619,7 @@ fn html(r: &BatchReport) -> Result<String> {
         page::escape(&p.version),
         page::escape(&p.date)
     );
-    if let Some(mmu) = &r.mmu {
-        let pixels: Vec<String> = mmu.sieved.iter().map(|s| s.threshold.to_string()).collect();
-        body += &format!(
-            "<p>Minimum mapping unit <code>{}</code> ({} px, {}-connected), each mosaic sieved as one raster: {} pixels changed by it in {} of {} mosaic(s); the comparison and class counts before it are of the smoothing, those of the outputs after it.</p>",
-            page::escape(&mmu.given),
-            if pixels.is_empty() {
-                "–".to_string()
-            } else {
-                pixels.join(", ")
-            },
-            mmu.connectivity,
-            mmu.pixels_changed,
-            mmu.sieved.len(),
-            r.mosaics.len()
-        );
-    }
+    body += &mmu_html(r);
     body += &format!(
         "<p class=\"headline\">{} of {} tasks done, {} failed, {} degraded, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
         r.done,

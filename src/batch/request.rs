@@ -89,6 +89,13 @@ pub struct TaskFailure {
     pub environment: bool,
 }
 
+impl RunRequest<'_> {
+    /// Whether the request takes `task` (its share, and `only`).
+    pub fn takes(&self, task: &super::plan::Task) -> bool {
+        self.share.takes(task.id) && self.only.is_none_or(|o| o.contains(&task.id))
+    }
+}
+
 impl RunSummary {
     pub(super) fn sorted(mut self, start: Instant) -> Self {
         self.failed.sort_by_key(|f| f.task);

@@ -11,7 +11,7 @@
 //! against the plan; a task writes only `out/NAME` of its plan, never
 //! through a symlink and never over an input.
 
-use super::mmu::Finisher;
+use super::mmu::{self, Phase};
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 pub use super::request::{RunRequest, RunSummary, TaskFailure};
@@ -75,24 +75,15 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     let fingerprint = plan.fingerprint();
     // With a minimum mapping unit, tasks smooth into smoothed/ and each
     // mosaic is sieved once they all are (see `mmu`).
-    let finisher = plan.options.mmu.as_ref().map(|_| Finisher {
-        dir: req.dir,
-        plan: &plan,
-        settings: &settings,
-        state: &state,
-        fingerprint,
-        retry_failed: req.retry_failed,
-    });
-    let complete = complete_mosaics(req, &plan, finisher.as_ref())?;
+    let mmu = Phase::new(req, (&plan, &settings), &state)?;
     // A task whose record lacks part of its halo is done, unless failed
-    // tasks are being retried: then it is run again. A task of a mosaic
-    // not sieved yet is done once smoothed.
+    // tasks are being retried: then it is run again.
     let finished = |task: &Task| {
-        let rec = match &finisher {
-            Some(f) if !complete[task.mosaic] => f.smoothed(task),
-            _ => state.done_and_intact(task, fingerprint),
-        };
-        rec.filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+        match &mmu {
+            Some(phase) => phase.finished(task),
+            None => state.done_and_intact(task, fingerprint),
+        }
+        .filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
     };
     // A failure of the task's inputs stays until --retry-failed; one of the
     // environment is tried again by any run.
@@ -105,7 +96,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     if todo.is_empty() {
         // Nothing to run: no device is opened (an OpenCL start-up and its
         // program builds take longer than checking a finished plan).
-        finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
+        mmu::finish(mmu.as_ref(), req, &mut summary)?;
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
@@ -118,7 +109,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         if !slots.is_empty() {
             let ids: Vec<usize> = todo.iter().map(|t| t.id).collect();
             let mut summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
-            finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
+            mmu::finish(mmu.as_ref(), req, &mut summary)?;
             return Ok(summary.sorted(start));
         }
     }
@@ -148,22 +139,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     };
     let mut announced = false;
     loop {
-        let mut busy = Vec::new();
-        for (task, outcome) in run_round(&ctx, &todo, workers, &progress) {
-            match outcome {
-                Outcome::Done(rec) => {
-                    summary.done_now += 1;
-                    summary.done.push(task.id);
-                    summary.pixels_now += rec.pixels;
-                    if !rec.missing_halo.is_empty() {
-                        summary.degraded.push(task.id);
-                    }
-                }
-                Outcome::AlreadyDone => summary.already_done += 1,
-                Outcome::Busy => busy.push(task),
-                Outcome::Failed(f) => summary.failed.push(f),
-            }
-        }
+        let busy = summarise_round(&mut summary, run_round(&ctx, &todo, workers, &progress));
         if busy.is_empty() {
             break;
         }
@@ -186,69 +162,38 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     // What this run wrote is on disk before it says it is done.
     ctx.syncer.finish()?;
     summary.devices = methods.iter().flat_map(|m| m.take_shares()).collect();
-    finish_mosaics(req, &plan, finisher.as_ref(), &mut summary)?;
+    mmu::finish(mmu.as_ref(), req, &mut summary)?;
     if summary.busy.is_empty() {
         sweep_temp_files(&out, &state);
     }
     Ok(summary.sorted(start))
 }
 
-/// Whether the request takes `task`.
-fn in_share(req: &RunRequest, task: &Task) -> bool {
-    req.share.takes(task.id) && req.only.is_none_or(|o| o.contains(&task.id))
-}
-
-/// For a plan with a minimum mapping unit (`finisher`): which mosaics with
-/// a task in the request's share have every final output (their tasks are
-/// done), made sure of the folder the tasks smooth into. Empty otherwise.
-fn complete_mosaics(
-    req: &RunRequest,
-    plan: &Plan,
-    finisher: Option<&Finisher>,
-) -> Result<Vec<bool>> {
-    let Some(f) = finisher else {
-        return Ok(Vec::new());
-    };
-    let mut touched = vec![false; plan.mosaics.len()];
-    for t in plan.tasks.iter().filter(|t| in_share(req, t)) {
-        touched[t.mosaic] = true;
-    }
-    let complete: Vec<bool> = touched
-        .iter()
-        .enumerate()
-        .map(|(m, &t)| t && f.complete(m))
-        .collect();
-    // Made only for a mosaic with work left (a finished batch has none).
-    let smoothed = req.dir.join(super::mmu::SMOOTHED_DIR);
-    if touched.iter().zip(&complete).any(|(&t, &c)| t && !c) {
-        if std::fs::symlink_metadata(&smoothed).is_err() {
-            std::fs::create_dir_all(&smoothed).map_err(|e| {
-                Error::new(format!("cannot make {}: {e}", smoothed.display()))
-                    .hint("the batch directory must be writable")
-            })?;
-        }
-        records::real_dir(&smoothed)?;
-    }
-    Ok(complete)
-}
-
-/// The sieve phase of a plan with a minimum mapping unit, after the
-/// request's tasks: in the run itself, not in its worker processes (their
-/// parent runs it once they are done).
-fn finish_mosaics(
-    req: &RunRequest,
-    plan: &Plan,
-    finisher: Option<&Finisher>,
+/// Notes a round's outcomes in `summary`: the tasks found busy.
+fn summarise_round<'t>(
     summary: &mut RunSummary,
-) -> Result<()> {
-    let Some(f) = finisher.filter(|_| req.worker.is_none()) else {
-        return Ok(());
-    };
-    let share: Vec<&Task> = plan.tasks.iter().filter(|t| in_share(req, t)).collect();
-    f.run(req, &share, summary)
+    outcomes: Vec<(&'t Task, Outcome)>,
+) -> Vec<&'t Task> {
+    let mut busy = Vec::new();
+    for (task, outcome) in outcomes {
+        match outcome {
+            Outcome::Done(rec) => {
+                summary.done_now += 1;
+                summary.done.push(task.id);
+                summary.pixels_now += rec.pixels;
+                if !rec.missing_halo.is_empty() {
+                    summary.degraded.push(task.id);
+                }
+            }
+            Outcome::AlreadyDone => summary.already_done += 1,
+            Outcome::Busy => busy.push(task),
+            Outcome::Failed(f) => summary.failed.push(f),
+        }
+    }
+    busy
 }
 
-/// Removes what killed runs left in `out/` and `state/` (temp files no
+/// Removes what killed runs left in `out/`, `state/` and `smoothed/` (temp files no
 /// live process holds, scratch files of tasks), once no task is claimed by
 /// anyone: every writer of the batch holds a claim, so none is writing.
 /// Run at the end of a run that waited for every task, and by a run that
@@ -260,6 +205,11 @@ fn sweep_temp_files(out: &Path, state: &State) {
     crate::output::sweep_unlocked(out);
     crate::output::sweep_unlocked(state.dir());
     state.remove_scratch();
+    // The smoothed windows' folder (a plan with --mmu): its VRT's temp
+    // files, and the folder once empty.
+    let smoothed = crate::output::parent_dir(out).join(super::plan::SMOOTHED_DIR);
+    crate::output::sweep_unlocked(&smoothed);
+    let _ = std::fs::remove_dir(&smoothed);
 }
 
 /// Runs `tasks` with `workers.jobs` workers and a heartbeat: each task's
@@ -368,7 +318,7 @@ fn sort_out<'p>(
 ) -> (RunSummary, Vec<&'p Task>) {
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
-    let taken = |t: &&Task| in_share(req, t);
+    let taken = |t: &&Task| req.takes(t);
     for task in tasks.iter().filter(taken) {
         summary.selected += 1;
         if let Some(rec) = finished(task) {
