@@ -17,6 +17,11 @@
 //! - `task-K.done.json`: written atomically once the output is in place:
 //!   the output's size and CRC-32, timings, class counts. A task whose
 //!   output still matches its record is done.
+//! - With a minimum mapping unit (`batch plan --mmu`, see [`super::mmu`]):
+//!   `task-K.smoothed.json`, the record of a task's smoothed window (as a
+//!   done record, of `smoothed/NAME.tif`), until its mosaic is sieved;
+//!   `mosaic-M.claim`, held by the run sieving mosaic M (a claim as a
+//!   task's); `mosaic-M.sieved.json`, what that sieve changed.
 //! - `task-K.failed.json`: the error of a failed task. A failure of the
 //!   environment (a full disk, a missing or unwritable folder) is marked
 //!   so, and a plain rerun tries its task again.
