@@ -142,7 +142,7 @@ impl<'a> Phase<'a> {
             let f = &self.finisher;
             f.state.done_and_intact(task, f.fingerprint)
         } else {
-            self.finisher.smoothed(task)
+            self.finisher.smoothed(task, true)
         }
     }
 }
@@ -181,10 +181,11 @@ impl Finisher<'_> {
         })
     }
 
-    /// The record of a task's smoothed window, if the window matches it.
-    fn smoothed(&self, task: &Task) -> Option<DoneRecord> {
+    /// The record of a task's smoothed window, if the window matches it
+    /// (its checksum read only when `checked`).
+    fn smoothed(&self, task: &Task, checked: bool) -> Option<DoneRecord> {
         self.state
-            .smoothed_and_intact(task, &smoothed_output(task), self.fingerprint)
+            .smoothed_and_intact(task, &smoothed_output(task), self.fingerprint, checked)
     }
 
     /// Sieves every mosaic with a task in `share` that is not complete and
@@ -221,8 +222,9 @@ impl Finisher<'_> {
                 self.sweep_smoothed(m, &tasks);
                 return Ok(());
             }
+            // A cheap look first; the windows' checksums once claimed.
             let smoothed: Vec<Option<DoneRecord>> =
-                tasks.iter().map(|t| self.smoothed(t)).collect();
+                tasks.iter().map(|t| self.smoothed(t, false)).collect();
             if smoothed.iter().any(Option::is_none) {
                 // Tasks outside this run (other shards, failed ones) are
                 // not smoothed yet: the run that smooths the last sieves.
@@ -266,9 +268,14 @@ impl Finisher<'_> {
                 return Ok(());
             }
             let smoothed: Option<Vec<DoneRecord>> =
-                tasks.iter().map(|t| self.smoothed(t)).collect();
+                tasks.iter().map(|t| self.smoothed(t, true)).collect();
             let Some(smoothed) = smoothed else {
-                continue;
+                // A window changed since it was looked at: its task is to
+                // be smoothed again, by the next run.
+                summary
+                    .sieve_failed
+                    .push((m, "a smoothed window no longer matches its record".into()));
+                return Ok(());
             };
             let done = with_heartbeat(self.state, || {
                 self.sieve(m, &tasks, smoothed, &vrt, req.quiet)
@@ -585,5 +592,156 @@ impl ClassSink for Splitter<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::plan::{MmuOption, PlanRequest, SmoothOptions};
+    use crate::batch::request::RunRequest;
+    use crate::batch::share::Share;
+
+    /// Two 24x16 tiles side by side on one projected grid (10 m pixels),
+    /// stripes of codes 1-3 that run across the seam, nodata 9.
+    fn tiles(dir: &Path) -> Vec<String> {
+        let driver = gdal::DriverManager::get_driver_by_name("GTiff").unwrap();
+        let srs = gdal::spatial_ref::SpatialRef::from_epsg(32633).unwrap();
+        (0..2)
+            .map(|i| {
+                let path = dir.join(["a.tif", "b.tif"][i]);
+                let mut ds = driver
+                    .create_with_band_type::<u8, _>(&path, 24, 16, 1)
+                    .unwrap();
+                let gt = [500_000.0 + 240.0 * i as f64, 10.0, 0.0, 5e6, 0.0, -10.0];
+                ds.set_geo_transform(&gt).unwrap();
+                ds.set_spatial_ref(&srs).unwrap();
+                let mut band = ds.rasterband(1).unwrap();
+                band.set_no_data_value(Some(9.0)).unwrap();
+                let data: Vec<u8> = (0..24 * 16)
+                    .map(|p| [1, 2, 3][(p / 24 + p % 24 / 7) % 3])
+                    .collect();
+                let mut buffer = gdal::raster::Buffer::new((24, 16), data);
+                band.write((0, 0), (24, 16), &mut buffer).unwrap();
+                path.display().to_string()
+            })
+            .collect()
+    }
+
+    fn options(mmu: &str) -> SmoothOptions {
+        let mut options: SmoothOptions = serde_json::from_value(serde_json::json!({
+            "kernel": "box:3", "size": null, "class_weights": null, "border": "same",
+            "fill_nodata": false, "tile": 16, "method": "naive", "rank": null,
+            "energy": null, "terms": null, "exact": false, "device": "host",
+            "variant": null, "compress": "deflate", "compress_level": null,
+        }))
+        .unwrap();
+        options.mmu = Some(MmuOption {
+            given: mmu.into(),
+            connectivity: 8,
+        });
+        options
+    }
+
+    fn request(dir: &Path, share: Share) -> RunRequest<'_> {
+        RunRequest {
+            dir,
+            share,
+            retry_failed: false,
+            jobs: Some(1),
+            quiet: true,
+            stale_after: Duration::from_secs(600),
+            wait: true,
+            only: None,
+            worker: None,
+            spawn: None,
+        }
+    }
+
+    fn plan(root: &Path, mmu: &str) -> (PathBuf, Plan) {
+        let inputs = tiles(root);
+        let batch = root.join("batch");
+        let plan = Plan::make(&PlanRequest {
+            inputs: &inputs,
+            dir: &batch,
+            options: options(mmu),
+            grid: None,
+            compare_with: None,
+            compare_sample: None,
+            overwrite: false,
+            allow_subpixel: false,
+            dry_run: false,
+        })
+        .unwrap();
+        (batch, plan)
+    }
+
+    /// An area becomes pixels with the mosaic's pixel area (1 ha on 100 m²
+    /// pixels: 100 px), kept in plan.json; a plan made before --mmu (no
+    /// field) still reads, and a plan whose fields disagree does not.
+    #[test]
+    fn the_plan_keeps_the_mmu_typed_and_old_plans_still_read() {
+        let root = tempfile::tempdir().unwrap();
+        let (batch, plan) = plan(root.path(), "1ha");
+        assert_eq!(plan.mosaics[0].mmu_pixels, Some(100));
+        let loaded = Plan::load(&batch).unwrap();
+        assert_eq!(loaded.options.mmu, plan.options.mmu);
+        let path = batch.join("plan.json");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let with = json.clone();
+        json["options"].as_object_mut().unwrap().remove("mmu");
+        json["mosaics"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("mmu_pixels");
+        std::fs::write(&path, json.to_string()).unwrap();
+        assert_eq!(Plan::load(&batch).unwrap().options.mmu, None);
+        for (pointer, value) in [
+            ("/options/mmu/connectivity", serde_json::json!(6)),
+            ("/mosaics/0/mmu_pixels", serde_json::Value::Null),
+            ("/mosaics/0/mmu_pixels", serde_json::json!(0)),
+            ("/options/mmu/given", serde_json::json!("0")),
+        ] {
+            let mut bad = with.clone();
+            *bad.pointer_mut(pointer).unwrap() = value;
+            std::fs::write(&path, bad.to_string()).unwrap();
+            let e = Plan::load(&batch).err().expect(pointer).to_string();
+            assert!(e.contains("not a valid plan"), "{pointer}: {e}");
+        }
+    }
+
+    /// Shard 0 smooths its task and leaves the sieve (no output, the task
+    /// awaiting it); shard 1 smooths the last task and sieves the mosaic:
+    /// every output, done records, the sieve's record, nothing of smoothed/.
+    #[test]
+    fn the_run_that_smooths_a_mosaics_last_task_sieves_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (batch, plan) = plan(root.path(), "20");
+        let first =
+            super::super::run::run(&request(&batch, Share::Shard { index: 0, count: 2 })).unwrap();
+        assert_eq!((first.done_now, first.awaiting_sieve.clone()), (1, vec![0]));
+        assert!(first.sieved.is_empty());
+        assert!(!batch.join(&plan.tasks[0].output).exists());
+        assert!(batch.join(smoothed_output(&plan.tasks[0])).exists());
+        let second =
+            super::super::run::run(&request(&batch, Share::Shard { index: 1, count: 2 })).unwrap();
+        assert_eq!(second.sieved.len(), 1, "{second:?}");
+        assert_eq!(second.sieved[0].threshold, 20);
+        assert!(second.awaiting_sieve.is_empty());
+        let state = State::open(&batch).unwrap();
+        let fingerprint = plan.fingerprint();
+        for task in &plan.tasks {
+            let rec = state.done_and_intact(task, fingerprint).expect("done");
+            assert_eq!(rec.output, task.output);
+            assert!(!state.smoothed_path(task.id).exists());
+        }
+        assert!(sieved_record(&state, 0, fingerprint).is_some());
+        assert!(!batch.join(SMOOTHED_DIR).exists());
+        // A finished batch: nothing to do, and smoothed/ not made again.
+        let again = super::super::run::run(&request(&batch, Share::All)).unwrap();
+        assert_eq!((again.done_now, again.already_done), (0, 2));
+        assert!(again.sieved.is_empty());
+        assert!(!batch.join(SMOOTHED_DIR).exists());
     }
 }

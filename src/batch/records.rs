@@ -272,7 +272,15 @@ impl State {
     /// unit (`task-K.smoothed.json`, a plan with `--mmu`), if it is of plan
     /// `plan`, agrees with the task written at `output` (relative to the
     /// batch), and that file still matches it.
-    pub fn smoothed_and_intact(&self, task: &Task, output: &Path, plan: u32) -> Option<DoneRecord> {
+    /// With `checked` false the file's checksum is not read (its size is
+    /// still compared): a cheap look before the full check.
+    pub fn smoothed_and_intact(
+        &self,
+        task: &Task,
+        output: &Path,
+        plan: u32,
+        checked: bool,
+    ) -> Option<DoneRecord> {
         let text = read_bounded(&self.smoothed_path(task.id), crate::limits::MAX_TEXT_FILE)?;
         let rec: DoneRecord = serde_json::from_str(&text).ok()?;
         let there = Task {
@@ -284,8 +292,10 @@ impl State {
         }
         let path = self.batch.join(output);
         let meta = std::fs::symlink_metadata(&path).ok()?;
-        (meta.is_file() && meta.len() == rec.size && checksum(&path).ok()? == rec.crc32)
-            .then_some(rec)
+        let intact = meta.is_file()
+            && meta.len() == rec.size
+            && (!checked || checksum(&path).ok()? == rec.crc32);
+        intact.then_some(rec)
     }
 
     /// Where the record of a task's smoothed window is (a plan with `--mmu`).

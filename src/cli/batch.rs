@@ -28,7 +28,8 @@ pub struct BatchArgs {
 enum BatchCommand {
     /// Plan a dataset: DIR/plan.json (one task per output tile) and DIR/tasks.geojson.
     Plan(Box<PlanArgs>),
-    /// Run a plan's tasks (all, a shard, or one), skipping those done; resumable.
+    /// Run a plan's tasks (all, a shard, or one), skipping those done; resumable. With
+    /// --mmu, the run that smooths a mosaic's last task sieves the mosaic.
     Run(RunArgs),
     /// Sum a batch up: DIR/report.json, DIR/report.html, DIR/mosaic.vrt (and --cog).
     Report(ReportArgs),
