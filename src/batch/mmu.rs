@@ -706,7 +706,7 @@ mod tests {
             let mut bad = with.clone();
             *bad.pointer_mut(pointer).unwrap() = value;
             std::fs::write(&path, bad.to_string()).unwrap();
-            let e = Plan::load(&batch).err().expect(pointer).to_string();
+            let e = Plan::load(&batch).expect_err(pointer).to_string();
             assert!(e.contains("not a valid plan"), "{pointer}: {e}");
         }
     }
