@@ -260,7 +260,8 @@ fn mmu_shards_workers_and_resumed_runs_give_the_same_bytes() {
 /// A sieve that fails (an output's name taken by a folder) fails the run
 /// with exit 1 and no task recorded done; one held by another live run
 /// gives 75 with `--no-wait`; a rerun once the cause is gone finishes with
-/// the bytes of an uninterrupted run.
+/// the bytes of an uninterrupted run, and so does one after an output was
+/// damaged.
 #[test]
 fn a_failed_or_held_sieve_never_exits_0_and_a_rerun_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -307,5 +308,16 @@ fn a_failed_or_held_sieve_never_exits_0_and_a_rerun_finishes_it() {
     let text = stderr(&run);
     assert!(text.contains("minimum mapping unit of mosaic 0"), "{text}");
     assert!(outputs(&batch) == expected, "outputs differ");
+    assert_finished_clean(&batch);
+    // An output that no longer matches its record: the mosaic is smoothed
+    // and sieved again, to the same bytes.
+    std::fs::write(batch.join("out").join("t_0_0.tif"), b"not a tile").unwrap();
+    let run = mapfilter_ok(&["batch", "run", b]);
+    let text = stderr(&run);
+    assert!(
+        text.contains("6 done now") && text.contains("minimum mapping unit"),
+        "{text}"
+    );
+    assert!(outputs(&batch) == expected, "outputs differ after a redo");
     assert_finished_clean(&batch);
 }

@@ -9,9 +9,9 @@
 //! one run sieves the mosaic as one raster, streaming over the VRT of the
 //! smoothed windows (`DIR/smoothed/mosaic-M.vrt`, in bounded memory), and
 //! writes each task's final output window `out/NAME.tif` from the sieve's
-//! strips (temp file + rename, as every output of the batch), then the
-//! tasks' done records, then `state/mosaic-M.sieved.json` (what the sieve
-//! changed), and only then, everything synced, removes the smoothed
+//! strips (temp file + rename, as every output of the batch), then
+//! `state/mosaic-M.sieved.json` (what the sieve changed), then the tasks'
+//! done records, and only then, everything synced, removes the smoothed
 //! windows and their records.
 //!
 //! Where the sieve phase runs: in the run that finds, after its own tasks,
@@ -333,23 +333,18 @@ impl Finisher<'_> {
         )
         .map_err(|e| e.context(format!("mosaic {m}: the minimum mapping unit")))?;
         let parts = sink.parts;
-        for (part, rec) in parts.into_iter().zip(smoothed) {
-            let written = part.written.ok_or_else(|| {
-                Error::new(format!(
-                    "mosaic {m}: the sieve left {} unwritten",
-                    part.task.output.display()
-                ))
-            })?;
-            let rec = DoneRecord {
-                output: part.task.output.clone(),
-                size: written.size,
-                crc32: written.crc32,
-                output_counts: written.counts,
-                ..rec
-            };
-            self.state.write_done(&rec)?;
-            syncer.add(self.state.done_path(part.task.id));
-        }
+        let written = parts
+            .into_iter()
+            .map(|part| {
+                let task = part.task;
+                part.written.ok_or_else(|| {
+                    Error::new(format!(
+                        "mosaic {m}: the sieve left {} unwritten",
+                        task.output.display()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<Written>>>()?;
         let sieved = MosaicSieved {
             mosaic: m,
             threshold: stats.threshold,
@@ -359,6 +354,8 @@ impl Finisher<'_> {
             tasks: tasks.len(),
             seconds: t0.elapsed().as_secs_f64(),
         };
+        // The sieve's record before the tasks' done records: a mosaic whose
+        // tasks are all done has it (a kill between the two sieves again).
         self.state.write_named(
             &sieved_name(m),
             &SievedRecord {
@@ -368,6 +365,17 @@ impl Finisher<'_> {
             },
         )?;
         syncer.add(self.state.named_path(&sieved_name(m)));
+        for ((task, written), rec) in tasks.iter().zip(written).zip(smoothed) {
+            let rec = DoneRecord {
+                output: task.output.clone(),
+                size: written.size,
+                crc32: written.crc32,
+                output_counts: written.counts,
+                ..rec
+            };
+            self.state.write_done(&rec)?;
+            syncer.add(self.state.done_path(task.id));
+        }
         // Every final output and record is on disk before the smoothed
         // windows go: a crash before this point sieves again.
         syncer.finish()?;
