@@ -321,3 +321,49 @@ fn a_failed_or_held_sieve_never_exits_0_and_a_rerun_finishes_it() {
     assert!(outputs(&batch) == expected, "outputs differ after a redo");
     assert_finished_clean(&batch);
 }
+
+/// One raster cut by `--grid` with `--border valid` and an 8-connected MMU
+/// in hectares: the outputs equal `smooth --mmu` of the whole raster on its
+/// valid extent (the sieve runs on the output grid, the area converted with
+/// the input's pixel).
+#[test]
+fn mmu_with_a_grid_a_valid_border_and_an_area_equals_smooth_mmu() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (151, 113), Some(9), 3);
+    let m = map.to_str().unwrap();
+    // The map's pixels are 30 m wide (common::write_raster), so 4.5 ha is
+    // 50 px.
+    let options = [
+        "-k",
+        "disc:3",
+        "--tile",
+        "40",
+        "--border",
+        "valid",
+        "--device",
+        "host",
+        "--mmu",
+        "4.5ha",
+        "--mmu-connectivity",
+        "8",
+    ];
+    let whole = dir.path().join("whole.tif");
+    mapfilter_ok(&[&["smooth", m, whole.to_str().unwrap(), "-q"][..], &options].concat());
+    let batch = dir.path().join("batch");
+    let plan_args = [
+        "batch",
+        "plan",
+        m,
+        "--out",
+        batch.to_str().unwrap(),
+        "--grid",
+        "3",
+    ];
+    mapfilter_ok(&[&plan_args[..], &options].concat());
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["mosaics"][0]["mmu_pixels"], 50, "{plan}");
+    mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
+    assert_mosaic_equals(&batch, &whole);
+    assert_finished_clean(&batch);
+}

@@ -268,9 +268,18 @@ class BatchAlgorithm(MapfilterAlgorithm):
         cog = self.parameterAsOutputLayer(parameters, "COG", context)
         if cog:
             report += ["--cog", cog] + (["--overwrite"] if os.path.exists(cog) else [])
+        run_phases = runner.Phases(rest=RUN_SPAN)
+        if mmu is not None:
+            # The run smooths the tasks, then sieves each mosaic: the
+            # sieve's lines fill the run's last tenth, never move it back.
+            sieve_from = RUN_SPAN[1] - (RUN_SPAN[1] - RUN_SPAN[0]) / 10
+            run_phases = runner.Phases(
+                {"batch": (RUN_SPAN[0], sieve_from), "sieve": (sieve_from, RUN_SPAN[1])},
+                rest=RUN_SPAN,
+            )
         return [
             (plan, runner.Phases(rest=PLAN_SPAN)),
-            (run, runner.Phases(rest=RUN_SPAN)),
+            (run, run_phases),
             (report, runner.Phases(rest=REPORT_SPAN)),
         ], cog
 
