@@ -228,6 +228,7 @@ impl Finisher<'_> {
             if smoothed.iter().any(Option::is_none) {
                 // Tasks outside this run (other shards, failed ones) are
                 // not smoothed yet: the run that smooths the last sieves.
+                let mine: std::collections::HashSet<usize> = mine.iter().copied().collect();
                 summary.awaiting_sieve.extend(
                     tasks
                         .iter()
