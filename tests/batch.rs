@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 /// A map with blobs of 6 classes and nodata holes (code 9 where `nodata`).
-fn map(dir: &Path, (w, h): (usize, usize), nodata: Option<u16>, seed: u64) -> PathBuf {
+pub(crate) fn map(dir: &Path, (w, h): (usize, usize), nodata: Option<u16>, seed: u64) -> PathBuf {
     let raster = synth_with_holes(
         (w, h),
         6,
@@ -43,7 +43,7 @@ fn map(dir: &Path, (w, h): (usize, usize), nodata: Option<u16>, seed: u64) -> Pa
 }
 
 /// Cuts `map` at the given column and row boundaries into tiles/.
-fn cut(map: &Path, xs: &[usize], ys: &[usize]) -> PathBuf {
+pub(crate) fn cut(map: &Path, xs: &[usize], ys: &[usize]) -> PathBuf {
     let tiles = map.parent().unwrap().join("tiles");
     std::fs::create_dir_all(&tiles).unwrap();
     for (r, y) in ys.windows(2).enumerate() {
@@ -64,7 +64,7 @@ fn cut(map: &Path, xs: &[usize], ys: &[usize]) -> PathBuf {
 
 /// The outputs of a batch put together on the grid of `whole` (the single
 /// `smooth` output), checked pixel for pixel and in their nodata.
-fn assert_mosaic_equals(batch: &Path, whole: &Path) {
+pub(crate) fn assert_mosaic_equals(batch: &Path, whole: &Path) {
     let (w, h, expected) = read_raster(whole);
     let ds = gdal::Dataset::open(whole).unwrap();
     let nodata = ds.rasterband(1).unwrap().no_data_value();
@@ -259,7 +259,7 @@ fn small_plan(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// A plan of a 320x320 map (made once in `dir`) with `options`, on the host.
-fn plan_of_map(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
+pub(crate) fn plan_of_map(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
     let map = dir.join("map.tif");
     if !map.exists() {
         self::map(dir, (320, 320), Some(9), 11);
@@ -281,7 +281,7 @@ fn plan_of_map(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
 
 /// The outputs of a batch with their bytes. Temp files of killed runs
 /// (hidden, removed by a later run once a few seconds old) are left out.
-fn outputs(batch: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn outputs(batch: &Path) -> Vec<(String, Vec<u8>)> {
     let out = batch.join("out");
     files_in(&out)
         .into_iter()
@@ -611,7 +611,7 @@ fn report_sums_the_batch_compares_with_naive_and_writes_a_cog() {
 
 /// The state and output files of a batch that are neither records nor
 /// outputs: claims, their drafts, temp and scratch files.
-fn leftovers(batch: &Path) -> Vec<String> {
+pub(crate) fn leftovers(batch: &Path) -> Vec<String> {
     let mut left: Vec<String> = files_in(&batch.join("state"))
         .into_iter()
         .filter(|n| !n.ends_with(".done.json") && !n.ends_with(".failed.json"))
@@ -1118,7 +1118,7 @@ fn worker_processes_give_the_bytes_of_one_process() {
 }
 
 /// This host's name as the kernel has it (what gethostname returns).
-fn this_host() -> String {
+pub(crate) fn this_host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
         .trim()

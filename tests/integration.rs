@@ -15,6 +15,7 @@ mod common;
 mod accuracy;
 mod architecture;
 mod batch;
+mod batch_mmu;
 mod batch_slurm;
 mod bench_layout;
 mod bench_renderer;

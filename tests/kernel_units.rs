@@ -216,6 +216,22 @@ fn lengths_and_areas_under_a_pixel_are_refused_everywhere() {
         ],
         &["0.2000 px", "1x1"],
     );
+    refused(
+        &[
+            "batch",
+            "plan",
+            i,
+            "--out",
+            s(&dir.path().join("b")),
+            "-k",
+            "box:3",
+            "--mmu",
+            "1ha",
+            "--device",
+            "host",
+        ],
+        &["--mmu", "removes nothing"],
+    );
     // With --allow-subpixel: rounded up, with a warning, to what acts.
     let run = mapfilter_ok(&[
         "smooth",
@@ -311,22 +327,92 @@ fn batch_plan_takes_metres_and_refuses_what_it_cannot_do() {
         "{err}"
     );
     assert!(!dir.path().join("mixed").exists());
-    // A minimum mapping unit needs whole patches: refused with the way to do it.
-    let mmu = mapfilter(&[
+    // A minimum mapping unit in hectares becomes pixels with the mosaic's
+    // pixel area (100 ha on 25 ha pixels: 4 px), stored typed in plan.json,
+    // and the batch equals `smooth --mmu` of the whole raster.
+    let mmu_batch = dir.path().join("mmu");
+    let mmu_args = ["-k", "box:3", "--mmu", "100ha", "--mmu-connectivity", "8"];
+    let dry = mapfilter_ok(
+        &[
+            &[
+                "batch",
+                "plan",
+                s(&input),
+                "--out",
+                s(&mmu_batch),
+                "--dry-run",
+            ][..],
+            &mmu_args,
+        ]
+        .concat(),
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(text.contains("100ha → 4 px (8-connected)"), "{text}");
+    assert!(!mmu_batch.exists(), "a dry run writes nothing");
+    mapfilter_ok(
+        &[
+            &[
+                "batch",
+                "plan",
+                s(&input),
+                "--out",
+                s(&mmu_batch),
+                "--grid",
+                "2",
+            ][..],
+            &mmu_args,
+        ]
+        .concat(),
+    );
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(mmu_batch.join("plan.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        plan["options"]["mmu"],
+        serde_json::json!({"given": "100ha", "connectivity": 8})
+    );
+    assert_eq!(plan["mosaics"][0]["mmu_pixels"], 4);
+    mapfilter_ok(&["batch", "run", s(&mmu_batch), "-q"]);
+    mapfilter_ok(&["batch", "report", s(&mmu_batch)]);
+    let whole_mmu = dir.path().join("whole_mmu.tif");
+    mapfilter_ok(&[&["smooth", s(&input), s(&whole_mmu), "-q"][..], &mmu_args].concat());
+    assert!(read_raster(&mmu_batch.join("mosaic.vrt")) == read_raster(&whole_mmu));
+    // An area of at most a pixel is refused before anything is written, as
+    // smooth refuses it; --allow-subpixel rounds it up to 2 px.
+    let tiny = dir.path().join("tiny");
+    let sub = mapfilter(&[
         "batch",
         "plan",
         s(&input),
         "--out",
-        s(&dir.path().join("mmu")),
+        s(&tiny),
         "-k",
         "box:3",
         "--mmu",
-        "100ha",
+        "10ha",
     ]);
-    let err = String::from_utf8_lossy(&mmu.stderr);
-    assert_eq!(mmu.status.code(), Some(1), "{err}");
+    let err = String::from_utf8_lossy(&sub.stderr);
+    assert_eq!(sub.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("--mmu") && err.contains("mapfilter sieve"),
+        err.contains("--mmu")
+            && err.contains("at most one pixel")
+            && err.contains("--allow-subpixel"),
         "{err}"
     );
+    assert!(!tiny.exists());
+    mapfilter_ok(&[
+        "batch",
+        "plan",
+        s(&input),
+        "--out",
+        s(&tiny),
+        "-k",
+        "box:3",
+        "--mmu",
+        "10ha",
+        "--allow-subpixel",
+    ]);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tiny.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["mosaics"][0]["mmu_pixels"], 2);
 }

@@ -12,6 +12,9 @@
 //!   windows are read;
 //!   [`share`] says which tasks a run takes, and `tally` counts a task's
 //!   classes from its engine's pixels.
+//! - [`mmu`] is the sieve phase of a plan with a minimum mapping unit: each
+//!   mosaic sieved as one raster once its tasks are smoothed, then cut into
+//!   the tasks' final outputs.
 //! - [`report`] sums the records into report.json/html, the outputs' mosaic
 //!   VRT and an optional Cloud Optimized GeoTIFF; [`maps`] gives it the
 //!   quick-look maps and class areas.
@@ -21,6 +24,7 @@
 
 pub mod inputs;
 pub mod maps;
+pub mod mmu;
 pub mod mosaic;
 pub mod plan;
 pub mod processes;

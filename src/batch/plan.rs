@@ -20,6 +20,8 @@ use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use crate::method::policy::{Policies, PolicyText};
 use crate::method::select::{FastOptions, Method, MethodSpec};
 use crate::output::{self, Destination, Target};
+use crate::sieve::Connectivity;
+use crate::sieve::threshold::Threshold;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tiles::{Border, Rect};
@@ -30,6 +32,9 @@ pub const PLAN_FILE: &str = "plan.json";
 const VERSION: u32 = 1;
 /// The folder of a batch's outputs: every task writes one file directly in it.
 pub const OUT_DIR: &str = "out";
+/// The folder of the tasks' smoothed windows before a minimum mapping unit
+/// (see [`super::mmu`]), in the batch directory.
+pub const SMOOTHED_DIR: &str = "smoothed";
 /// The most tasks a plan may have: a plan.json of tasks takes about 300
 /// bytes per task, and every run reads it whole.
 const MAX_TASKS: usize = 1 << 20;
@@ -83,6 +88,54 @@ pub struct SmoothOptions {
     /// The driver's creation options (`--co KEY=VALUE`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub creation_options: Vec<(String, String)>,
+    /// The minimum mapping unit (`--mmu`), applied to each mosaic as one
+    /// raster once its tasks are smoothed (see [`super::mmu`]); absent in
+    /// plans without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmu: Option<MmuOption>,
+}
+
+/// `batch plan --mmu` and `--mmu-connectivity`, as given; each mosaic's
+/// threshold in pixels is in [`MosaicPlan::mmu_pixels`].
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MmuOption {
+    /// Pixels (`25`) or an area (`25ha`, `1acre`, `0.5km2`, `2500m2`).
+    pub given: String,
+    /// Pixels that touch: 4 or 8.
+    pub connectivity: u8,
+}
+
+impl MmuOption {
+    /// The threshold as given, parsed.
+    pub fn threshold(&self) -> Result<Threshold> {
+        self.given.parse().map_err(|e: Error| e.context("--mmu"))
+    }
+
+    pub fn connectivity(&self) -> Result<Connectivity> {
+        Connectivity::from_number(self.connectivity).ok_or_else(|| {
+            Error::new(format!(
+                "--mmu-connectivity {} is neither 4 nor 8",
+                self.connectivity
+            ))
+        })
+    }
+
+    /// The threshold in pixels of a mosaic `group` (an area converted with
+    /// its pixel's ground area, as `smooth --mmu` of the merged mosaic
+    /// converts it); an area of at most a pixel refused unless
+    /// `allow_subpixel`.
+    fn pixels(&self, group: &Group, allow_subpixel: bool) -> Result<u64> {
+        let area = || {
+            crate::gdal::sieve_area::pixel_area_of(
+                group.geo_transform,
+                (group.width, group.height),
+                &group.first.projection,
+            )
+        };
+        self.threshold()?
+            .pixels(area, allow_subpixel)
+            .map_err(|e| e.context(format!("--mmu: {}", group.first.path.display())))
+    }
 }
 
 /// The typed values of [`SmoothOptions`].
@@ -183,6 +236,9 @@ pub struct MosaicPlan {
     pub output_geo_transform: [f64; 6],
     pub classes: ClassPlan,
     pub members: Vec<Member>,
+    /// The minimum mapping unit of this mosaic in pixels (`--mmu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmu_pixels: Option<u64>,
 }
 
 /// One output file: a window of a mosaic's output grid.
@@ -284,9 +340,18 @@ impl Plan {
         if self.tasks.len() > MAX_TASKS {
             bail!(format!("{} tasks, more than {MAX_TASKS}", self.tasks.len()));
         }
+        if let Some(mmu) = &self.options.mmu {
+            mmu.threshold()?;
+            mmu.connectivity()?;
+        }
         let mut inputs = std::collections::HashSet::new();
         for (m, mosaic) in self.mosaics.iter().enumerate() {
             let fail = |what: &str| Err(Error::new(format!("mosaic {m}: {what}")));
+            match (&self.options.mmu, mosaic.mmu_pixels) {
+                (Some(_), Some(n)) if n >= 1 => {}
+                (None, None) => {}
+                _ => return fail("its minimum mapping unit in pixels does not match --mmu"),
+            }
             let margin_x = mosaic.width.checked_sub(mosaic.output_width);
             let margin_y = mosaic.height.checked_sub(mosaic.output_height);
             // Valid borders trim the same halo off every side.
@@ -421,6 +486,10 @@ impl Plan {
             Some((options, settings))
         };
         check_comparison(req)?;
+        if let Some(mmu) = &req.options.mmu {
+            mmu.threshold()?;
+            mmu.connectivity()?;
+        }
         let dir = req.dir;
         let paths = without_own_files(super::inputs::expand(req.inputs)?, dir)?;
         let infos = mosaic::read_infos(&paths)?;
@@ -436,6 +505,9 @@ impl Plan {
                 (options, settings)
             }
         };
+        // Each mosaic's MMU in pixels (an area refused or rounded) before
+        // anything is written.
+        let mmu_pixels = mmu_pixels(&options, &groups, req.allow_subpixel)?;
         // A dry run writes nothing: the plan is made and returned only.
         let targets = if req.dry_run {
             None
@@ -499,6 +571,7 @@ impl Plan {
                 output_geo_transform,
                 classes,
                 members: group.members.clone(),
+                mmu_pixels: mmu_pixels[m],
             });
         }
         let plan = Plan {
@@ -552,6 +625,25 @@ impl Plan {
             .collect();
         serde_json::json!({"type": "FeatureCollection", "features": features}).to_string()
     }
+}
+
+/// The minimum mapping unit of each mosaic of `groups` in pixels, if
+/// `options` have one.
+fn mmu_pixels(
+    options: &SmoothOptions,
+    groups: &[Group],
+    allow_subpixel: bool,
+) -> Result<Vec<Option<u64>>> {
+    groups
+        .iter()
+        .map(|g| {
+            options
+                .mmu
+                .as_ref()
+                .map(|mmu| mmu.pixels(g, allow_subpixel))
+                .transpose()
+        })
+        .collect()
 }
 
 /// The file name of a task's output, which must be `out/NAME`: relative,
@@ -655,7 +747,7 @@ fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
             .map(|c| c.as_os_str().to_string_lossy().into_owned());
         let nested = parts.next().is_some();
         match first.as_deref() {
-            Some(OUT_DIR | "state" | "logs") => nested,
+            Some(OUT_DIR | "state" | "logs" | SMOOTHED_DIR) => nested,
             Some(name) => {
                 !nested && name.starts_with("mosaic") && name.ends_with(".vrt")
                     || name == "report.html"

@@ -266,6 +266,9 @@ fn merge(summary: &mut RunSummary, worker: RunSummary) {
         }
     }
     summary.devices.extend(worker.devices);
+    summary.sieved.extend(worker.sieved);
+    summary.awaiting_sieve.extend(worker.awaiting_sieve);
+    summary.sieve_failed.extend(worker.sieve_failed);
     // Tasks a worker found busy were held by a sibling or by another run:
     // the first are in a sibling's summary, the rest are run here.
 }

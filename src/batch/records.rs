@@ -17,6 +17,11 @@
 //! - `task-K.done.json`: written atomically once the output is in place:
 //!   the output's size and CRC-32, timings, class counts. A task whose
 //!   output still matches its record is done.
+//! - With a minimum mapping unit (`batch plan --mmu`, see [`super::mmu`]):
+//!   `task-K.smoothed.json`, the record of a task's smoothed window (as a
+//!   done record, of `smoothed/NAME.tif`), until its mosaic is sieved;
+//!   `mosaic-M.claim`, held by the run sieving mosaic M (a claim as a
+//!   task's); `mosaic-M.sieved.json`, what that sieve changed.
 //! - `task-K.failed.json`: the error of a failed task. A failure of the
 //!   environment (a full disk, a missing or unwritable folder) is marked
 //!   so, and a plain rerun tries its task again.
@@ -263,6 +268,64 @@ impl State {
             .filter(|r: &FailedRecord| r.plan == plan && r.task == task)
     }
 
+    /// The task's record of its smoothed window before the minimum mapping
+    /// unit (`task-K.smoothed.json`, a plan with `--mmu`), if it is of plan
+    /// `plan`, agrees with the task written at `output` (relative to the
+    /// batch), and that file still matches it.
+    /// With `checked` false the file's checksum is not read (its size is
+    /// still compared): a cheap look before the full check.
+    pub fn smoothed_and_intact(
+        &self,
+        task: &Task,
+        output: &Path,
+        plan: u32,
+        checked: bool,
+    ) -> Option<DoneRecord> {
+        let text = read_bounded(&self.smoothed_path(task.id), crate::limits::MAX_TEXT_FILE)?;
+        let rec: DoneRecord = serde_json::from_str(&text).ok()?;
+        let there = Task {
+            output: output.to_path_buf(),
+            ..task.clone()
+        };
+        if rec.plan != plan || !rec.agrees_with(&there) {
+            return None;
+        }
+        let path = self.batch.join(output);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let intact = meta.is_file()
+            && meta.len() == rec.size
+            && (!checked || checksum(&path).ok()? == rec.crc32);
+        intact.then_some(rec)
+    }
+
+    /// Where the record of a task's smoothed window is (a plan with `--mmu`).
+    pub fn smoothed_path(&self, task: usize) -> PathBuf {
+        self.file(task, "smoothed.json")
+    }
+
+    /// Records a task's smoothed window (a plan with `--mmu`).
+    pub fn write_smoothed(&self, rec: &DoneRecord) -> Result<()> {
+        self.write(rec.task, "smoothed.json", rec)?;
+        let _ = std::fs::remove_file(self.file(rec.task, "failed.json"));
+        Ok(())
+    }
+
+    /// A record of the batch's own, `state/NAME` (a mosaic's, say).
+    pub fn named_path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The record `state/NAME`, if it reads as a `T`.
+    pub fn read_named<T: serde::de::DeserializeOwned>(&self, name: &str) -> Option<T> {
+        let text = read_bounded(&self.named_path(name), crate::limits::MAX_TEXT_FILE)?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Writes the record `state/NAME` as [`State::write_done`] writes.
+    pub fn write_named<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        self.write_path(&self.named_path(name), value)
+    }
+
     pub fn write_done(&self, rec: &DoneRecord) -> Result<()> {
         self.write(rec.task, "done.json", rec)?;
         let _ = std::fs::remove_file(self.file(rec.task, "failed.json"));
@@ -274,9 +337,13 @@ impl State {
     }
 
     fn write<T: Serialize>(&self, task: usize, kind: &str, value: &T) -> Result<()> {
+        self.write_path(&self.file(task, kind), value)
+    }
+
+    fn write_path<T: Serialize>(&self, path: &Path, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::new(format!("cannot encode a record: {e}")))?;
-        let path = self.file(task, kind);
+        let path = path.to_path_buf();
         // A record is replaced by a rename over its name. Whatever else is
         // there (a symlink, which `Target` would follow out of the state
         // directory; a FIFO) is not a record of ours: it goes first.
@@ -309,11 +376,18 @@ impl State {
     /// registry of held claims stays locked throughout, so a signal never
     /// finds a claim made but not registered (or a draft left).
     pub fn claim(&self, task: usize) -> Result<Option<Claim>> {
-        let path = self.file(task, "claim");
+        let scratch = SCRATCH.map(|k| self.scratch(task, k)).to_vec();
+        self.claim_named(&format!("task-{task}"), scratch)
+    }
+
+    /// Claims `STEM.claim` as [`State::claim`] claims a task's; `scratch`:
+    /// files of the holder removed with the claim on a signal.
+    pub fn claim_named(&self, stem: &str, scratch: Vec<PathBuf>) -> Result<Option<Claim>> {
+        let path = self.dir.join(format!("{stem}.claim"));
         let mut registry = held();
         for _ in 0..2 {
             let token = ClaimToken::mine(self.stale_after);
-            let draft = self.dir.join(draft_name(task, &token));
+            let draft = self.dir.join(draft_name(stem, &token));
             let text = serde_json::to_string(&token).unwrap_or_default();
             let written = std::fs::OpenOptions::new()
                 .write(true)
@@ -332,7 +406,7 @@ impl State {
                     registry.push(Held {
                         path: path.clone(),
                         token: token.clone(),
-                        scratch: SCRATCH.map(|k| self.scratch(task, k)).to_vec(),
+                        scratch,
                     });
                     return Ok(Some(Claim { path, token }));
                 }
@@ -586,10 +660,11 @@ fn process_alive(pid: u32, start: Option<u64>) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The name of a claim's draft: `task-T.claim.draft.HOST.PID.NONCE`.
-fn draft_name(task: usize, token: &ClaimToken) -> String {
+/// The name of a claim's draft: `STEM.claim.draft.HOST.PID.NONCE` (the
+/// stem `task-T` for a task).
+fn draft_name(stem: &str, token: &ClaimToken) -> String {
     format!(
-        "task-{task}.claim.draft.{}.{}.{}",
+        "{stem}.claim.draft.{}.{}.{}",
         file_safe(&token.host),
         token.pid,
         token.nonce
@@ -888,10 +963,10 @@ mod tests {
             start: None,
         };
         // A pid beyond Linux's largest (4194304) is never alive.
-        let dead = draft_name(1, &token(hostname(), 4_194_305));
-        let live = draft_name(2, &token(hostname(), std::process::id()));
-        let remote = draft_name(3, &token("another-host".into(), 4_194_305));
-        let remote_old = draft_name(4, &token("another-host".into(), 4_194_305));
+        let dead = draft_name("task-1", &token(hostname(), 4_194_305));
+        let live = draft_name("task-2", &token(hostname(), std::process::id()));
+        let remote = draft_name("task-3", &token("another-host".into(), 4_194_305));
+        let remote_old = draft_name("task-4", &token("another-host".into(), 4_194_305));
         let old_style = "task-5.claim.draft.4194305.7".to_string();
         let folder = dir.path().join("state");
         for name in [&dead, &live, &remote, &remote_old, &old_style] {

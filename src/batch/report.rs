@@ -35,6 +35,9 @@ pub struct BatchReport {
     /// The smoothing as planned: kernel and method as given.
     pub kernel: String,
     pub method: String,
+    /// The minimum mapping unit (`batch plan --mmu`) and what it changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mmu: Option<MmuReport>,
     pub tasks: usize,
     pub done: usize,
     pub failed: Vec<FailedTask>,
@@ -157,6 +160,36 @@ pub struct DatasetComparison {
     pub confusion: Vec<(u16, u16, u64)>,
 }
 
+/// The minimum mapping unit of a batch and what its sieves changed.
+#[derive(Debug, Serialize)]
+pub struct MmuReport {
+    /// `--mmu` as given.
+    pub given: String,
+    pub connectivity: u8,
+    /// Each mosaic sieved so far: its threshold in pixels, the patches it
+    /// merged and the pixels it changed.
+    pub sieved: Vec<super::request::MosaicSieved>,
+    /// Pixels changed by the sieves, in all.
+    pub pixels_changed: u64,
+}
+
+/// What the sieves of the batch in `state` changed, if it has an MMU.
+fn mmu_report(plan: &Plan, state: &State) -> Option<MmuReport> {
+    let mmu = plan.options.mmu.as_ref()?;
+    let sieved: Vec<_> = (0..plan.mosaics.len())
+        .filter_map(|m| super::mmu::sieved_record(state, m, plan.fingerprint()))
+        .map(|r| r.sieved)
+        .collect();
+    Some(MmuReport {
+        given: mmu.given.clone(),
+        connectivity: mmu.connectivity,
+        pixels_changed: sieved
+            .iter()
+            .fold(0u64, |sum, s| sum.saturating_add(s.pixels_changed)),
+        sieved,
+    })
+}
+
 /// Sums the records of the batch in `dir`.
 pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
     let state = State::open(dir)?;
@@ -239,6 +272,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             .map_or_else(String::new, |m| file_name(&m.source)),
         kernel: plan.options.kernel.clone(),
         method: plan.options.method.to_string(),
+        mmu: mmu_report(plan, &state),
         tasks: plan.tasks.len(),
         done: done.len(),
         failed,
@@ -554,6 +588,27 @@ fn assess_mosaic(
     })
 }
 
+/// What the minimum mapping unit did, if the batch has one.
+fn mmu_html(r: &BatchReport) -> String {
+    let Some(mmu) = &r.mmu else {
+        return String::new();
+    };
+    let pixels: Vec<String> = mmu.sieved.iter().map(|s| s.threshold.to_string()).collect();
+    format!(
+        "<p>Minimum mapping unit <code>{}</code> ({} px, {}-connected), each mosaic sieved as one raster: {} pixels changed by it in {} of {} mosaic(s). The comparison with the baseline is of the smoothing before it; the class areas are of the outputs after it.</p>",
+        page::escape(&mmu.given),
+        if pixels.is_empty() {
+            "–".to_string()
+        } else {
+            pixels.join(", ")
+        },
+        mmu.connectivity,
+        mmu.pixels_changed,
+        mmu.sieved.len(),
+        r.mosaics.len()
+    )
+}
+
 fn html(r: &BatchReport) -> Result<String> {
     let p = &r.provenance;
     let mut body = format!(
@@ -564,6 +619,7 @@ fn html(r: &BatchReport) -> Result<String> {
         page::escape(&p.version),
         page::escape(&p.date)
     );
+    body += &mmu_html(r);
     body += &format!(
         "<p class=\"headline\">{} of {} tasks done, {} failed, {} degraded, {} pending; {:.1} Mpx in {:.1} s of task time ({:.2} Mpx/s).</p>",
         r.done,

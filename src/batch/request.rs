@@ -47,9 +47,37 @@ pub struct RunSummary {
     pub degraded: Vec<usize>,
     pub seconds: f64,
     pub pixels_now: u64,
+    /// Mosaics sieved by this run (a plan with `--mmu`).
+    #[serde(default)]
+    pub sieved: Vec<MosaicSieved>,
+    /// Tasks of the share smoothed whose mosaic is not sieved yet: tasks
+    /// of it outside this run's share are not smoothed (a plan with
+    /// `--mmu`; the run that smooths the last of them sieves it).
+    #[serde(default)]
+    pub awaiting_sieve: Vec<usize>,
+    /// Mosaics whose sieve failed in this run, with the error (their
+    /// tasks' final outputs are not all written; a plain rerun tries again).
+    #[serde(default)]
+    pub sieve_failed: Vec<(usize, String)>,
     /// What each device did when several shared the tiles (else empty).
     #[serde(skip)]
     pub devices: Vec<crate::method::multi::Share>,
+}
+
+/// A mosaic sieved as one raster (`batch plan --mmu`): what its minimum
+/// mapping unit did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MosaicSieved {
+    pub mosaic: usize,
+    /// The threshold in pixels.
+    pub threshold: u64,
+    pub polygons: usize,
+    /// Polygons under the threshold that joined a neighbour.
+    pub merged: usize,
+    pub pixels_changed: u64,
+    /// Its tasks, whose final outputs this wrote.
+    pub tasks: usize,
+    pub seconds: f64,
 }
 
 /// A task that failed.
@@ -61,12 +89,21 @@ pub struct TaskFailure {
     pub environment: bool,
 }
 
+impl RunRequest<'_> {
+    /// Whether the request takes `task` (its share, and `only`).
+    pub fn takes(&self, task: &super::plan::Task) -> bool {
+        self.share.takes(task.id) && self.only.is_none_or(|o| o.contains(&task.id))
+    }
+}
+
 impl RunSummary {
     pub(super) fn sorted(mut self, start: Instant) -> Self {
         self.failed.sort_by_key(|f| f.task);
         self.done.sort();
         self.busy.sort();
         self.degraded.sort();
+        self.awaiting_sieve.sort();
+        self.awaiting_sieve.dedup();
         self.seconds = start.elapsed().as_secs_f64();
         self
     }

@@ -11,6 +11,7 @@
 //! against the plan; a task writes only `out/NAME` of its plan, never
 //! through a symlink and never over an input.
 
+use super::mmu::{self, Phase};
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
 pub use super::request::{RunRequest, RunSummary, TaskFailure};
@@ -72,12 +73,17 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     records::release_on_signal();
     state.sweep_leftovers();
     let fingerprint = plan.fingerprint();
+    // With a minimum mapping unit, tasks smooth into smoothed/ and each
+    // mosaic is sieved once they all are (see `mmu`).
+    let mmu = Phase::new(req, (&plan, &settings), &state)?;
     // A task whose record lacks part of its halo is done, unless failed
     // tasks are being retried: then it is run again.
     let finished = |task: &Task| {
-        state
-            .done_and_intact(task, fingerprint)
-            .filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
+        match &mmu {
+            Some(phase) => phase.finished(task),
+            None => state.done_and_intact(task, fingerprint),
+        }
+        .filter(|rec| !req.retry_failed || rec.missing_halo.is_empty())
     };
     // A failure of the task's inputs stays until --retry-failed; one of the
     // environment is tried again by any run.
@@ -90,6 +96,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     if todo.is_empty() {
         // Nothing to run: no device is opened (an OpenCL start-up and its
         // program builds take longer than checking a finished plan).
+        mmu::finish(mmu.as_ref(), req, &mut summary)?;
         sweep_temp_files(&out, &state);
         return Ok(summary.sorted(start));
     }
@@ -101,7 +108,8 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         );
         if !slots.is_empty() {
             let ids: Vec<usize> = todo.iter().map(|t| t.id).collect();
-            let summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
+            let mut summary = super::processes::run(req, spawner, &slots, &ids, summary, &run)?;
+            mmu::finish(mmu.as_ref(), req, &mut summary)?;
             return Ok(summary.sorted(start));
         }
     }
@@ -131,22 +139,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     };
     let mut announced = false;
     loop {
-        let mut busy = Vec::new();
-        for (task, outcome) in run_round(&ctx, &todo, workers, &progress) {
-            match outcome {
-                Outcome::Done(rec) => {
-                    summary.done_now += 1;
-                    summary.done.push(task.id);
-                    summary.pixels_now += rec.pixels;
-                    if !rec.missing_halo.is_empty() {
-                        summary.degraded.push(task.id);
-                    }
-                }
-                Outcome::AlreadyDone => summary.already_done += 1,
-                Outcome::Busy => busy.push(task),
-                Outcome::Failed(f) => summary.failed.push(f),
-            }
-        }
+        let busy = summarise_round(&mut summary, run_round(&ctx, &todo, workers, &progress));
         if busy.is_empty() {
             break;
         }
@@ -169,13 +162,38 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
     // What this run wrote is on disk before it says it is done.
     ctx.syncer.finish()?;
     summary.devices = methods.iter().flat_map(|m| m.take_shares()).collect();
+    mmu::finish(mmu.as_ref(), req, &mut summary)?;
     if summary.busy.is_empty() {
         sweep_temp_files(&out, &state);
     }
     Ok(summary.sorted(start))
 }
 
-/// Removes what killed runs left in `out/` and `state/` (temp files no
+/// Notes a round's outcomes in `summary`: the tasks found busy.
+fn summarise_round<'t>(
+    summary: &mut RunSummary,
+    outcomes: Vec<(&'t Task, Outcome)>,
+) -> Vec<&'t Task> {
+    let mut busy = Vec::new();
+    for (task, outcome) in outcomes {
+        match outcome {
+            Outcome::Done(rec) => {
+                summary.done_now += 1;
+                summary.done.push(task.id);
+                summary.pixels_now += rec.pixels;
+                if !rec.missing_halo.is_empty() {
+                    summary.degraded.push(task.id);
+                }
+            }
+            Outcome::AlreadyDone => summary.already_done += 1,
+            Outcome::Busy => busy.push(task),
+            Outcome::Failed(f) => summary.failed.push(f),
+        }
+    }
+    busy
+}
+
+/// Removes what killed runs left in `out/`, `state/` and `smoothed/` (temp files no
 /// live process holds, scratch files of tasks), once no task is claimed by
 /// anyone: every writer of the batch holds a claim, so none is writing.
 /// Run at the end of a run that waited for every task, and by a run that
@@ -187,6 +205,11 @@ fn sweep_temp_files(out: &Path, state: &State) {
     crate::output::sweep_unlocked(out);
     crate::output::sweep_unlocked(state.dir());
     state.remove_scratch();
+    // The smoothed windows' folder (a plan with --mmu): its VRT's temp
+    // files, and the folder once empty.
+    let smoothed = crate::output::parent_dir(out).join(super::plan::SMOOTHED_DIR);
+    crate::output::sweep_unlocked(&smoothed);
+    let _ = std::fs::remove_dir(&smoothed);
 }
 
 /// Runs `tasks` with `workers.jobs` workers and a heartbeat: each task's
@@ -295,7 +318,7 @@ fn sort_out<'p>(
 ) -> (RunSummary, Vec<&'p Task>) {
     let mut summary = RunSummary::default();
     let mut todo = Vec::new();
-    let taken = |t: &&Task| req.share.takes(t.id) && req.only.is_none_or(|o| o.contains(&t.id));
+    let taken = |t: &&Task| req.takes(t);
     for task in tasks.iter().filter(taken) {
         summary.selected += 1;
         if let Some(rec) = finished(task) {
@@ -356,10 +379,10 @@ impl Context<'_> {
             return failure(error, false);
         }
         let outcome = match self.run_task(task, method, observer, prefetched) {
-            Ok(rec) => match self.state.write_done(&rec) {
-                Ok(()) => {
-                    self.syncer.add(self.dir.join(&task.output));
-                    self.syncer.add(self.state.done_path(task.id));
+            Ok(rec) => match self.record(&rec) {
+                Ok(record) => {
+                    self.syncer.add(self.dir.join(&rec.output));
+                    self.syncer.add(record);
                     Outcome::Done(Box::new(rec))
                 }
                 Err(e) => failure(e.to_string(), true),
@@ -386,6 +409,29 @@ impl Context<'_> {
         outcome
     }
 
+    /// Where `task` writes, relative to the batch: its output, or with a
+    /// minimum mapping unit its smoothed window (see `mmu`).
+    fn written(&self, task: &Task) -> std::path::PathBuf {
+        match self.plan.options.mmu {
+            Some(_) => super::mmu::smoothed_output(task),
+            None => task.output.clone(),
+        }
+    }
+
+    /// Records a task done (smoothed, with a minimum mapping unit): where.
+    fn record(&self, rec: &DoneRecord) -> Result<std::path::PathBuf> {
+        match self.plan.options.mmu {
+            Some(_) => {
+                self.state.write_smoothed(rec)?;
+                Ok(self.state.smoothed_path(rec.task))
+            }
+            None => {
+                self.state.write_done(rec)?;
+                Ok(self.state.done_path(rec.task))
+            }
+        }
+    }
+
     /// Whether the failure `e` of `task` came from the environment rather
     /// than from its inputs: its message names a full disk, a quota, a
     /// read-only file system or a denied permission, or the output folder
@@ -407,7 +453,7 @@ impl Context<'_> {
         if CAUSES.iter().any(|c| text.contains(c)) {
             return true;
         }
-        let output = self.dir.join(&task.output);
+        let output = self.dir.join(self.written(task));
         let folder = crate::output::parent_dir(&output);
         [folder.as_path(), self.state.dir()]
             .iter()
@@ -424,7 +470,7 @@ impl Context<'_> {
         crate::interrupt::check()?;
         let t0 = Instant::now();
         let mosaic = &self.plan.mosaics[task.mosaic];
-        let output = self.dir.join(&task.output);
+        let output = self.dir.join(self.written(task));
         self.check_members(mosaic, task)
             .map_err(|e| e.context(format!("task {}", task.id)))?;
         let spec = self.spec(mosaic, task, &output)?;
@@ -491,7 +537,7 @@ impl Context<'_> {
         Ok(DoneRecord {
             task: task.id,
             plan: self.fingerprint,
-            output: task.output.clone(),
+            output: self.written(task),
             size: std::fs::metadata(&output)
                 .map_err(|e| Error::new(format!("{}: {e}", output.display())))?
                 .len(),
@@ -1209,6 +1255,7 @@ mod fuzz {
             iterations: None,
             format: None,
             creation_options: Vec::new(),
+            mmu: None,
         }
     }
 

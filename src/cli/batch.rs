@@ -6,7 +6,7 @@ use super::fast_args::FastArgs;
 use super::output_args::OverwriteArg;
 use super::smooth::BorderArg;
 use crate::bail;
-use crate::batch::plan::{Plan, PlanRequest, SmoothOptions};
+use crate::batch::plan::{MmuOption, Plan, PlanRequest, SmoothOptions};
 use crate::batch::request::{Spawner, WorkerRole};
 use crate::batch::run::RunRequest;
 use crate::batch::share::Share;
@@ -28,7 +28,8 @@ pub struct BatchArgs {
 enum BatchCommand {
     /// Plan a dataset: DIR/plan.json (one task per output tile) and DIR/tasks.geojson.
     Plan(Box<PlanArgs>),
-    /// Run a plan's tasks (all, a shard, or one), skipping those done; resumable.
+    /// Run a plan's tasks (all, a shard, or one), skipping those done; resumable. With
+    /// --mmu, the run that smooths a mosaic's last task sieves the mosaic.
     Run(RunArgs),
     /// Sum a batch up: DIR/report.json, DIR/report.html, DIR/mosaic.vrt (and --cog).
     Report(ReportArgs),
@@ -84,17 +85,25 @@ struct PlanArgs {
     #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
     size: Option<usize>,
     /// Round a kernel that comes out 1x1 (a length under a pixel) up to the
-    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), with a warning, instead of refusing it.
+    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), and an --mmu area of
+    /// at most a pixel up to 2 pixels, with a warning, instead of refusing them.
     #[arg(long)]
     allow_subpixel: bool,
     /// Say what the plan would be (tasks, mosaics, kernel in pixels, method, tasks in
     /// flight on this machine) and stop: nothing is written and no pixel is read.
     #[arg(long, conflicts_with = "emit")]
     dry_run: bool,
-    /// Not taken by batch plan (smooth's minimum mapping unit): a patch may
-    /// cross tiles, so sieve the batch's mosaic once it is done.
+    /// Minimum mapping unit: after smoothing, polygons smaller than this
+    /// (pixels, or an area: 25ha, 1acre, 0.5km2, 2500m2, converted with each
+    /// mosaic's pixel area as `smooth --mmu` converts it) join their largest
+    /// neighbour. Each mosaic is sieved as one raster once all its tasks are
+    /// smoothed (by the run that smooths its last task), so a patch crossing
+    /// tiles is one patch: the outputs equal `smooth --mmu` of the merged mosaic.
     #[arg(long, value_name = "PIXELS|AREA")]
     mmu: Option<String>,
+    /// Pixels that touch for --mmu: 4 or 8.
+    #[arg(long, default_value = "4", value_parser = super::sieve::parse_connectivity, value_name = "4|8")]
+    mmu_connectivity: crate::sieve::Connectivity,
     /// Class weights as CODE:WEIGHT[,CODE:WEIGHT...].
     #[arg(long)]
     class_weights: Option<String>,
@@ -253,21 +262,18 @@ fn plan(a: PlanArgs) -> Result<()> {
         format: (a.compression.format == super::compress_args::FormatArg::Cog)
             .then(|| "COG".to_string()),
         creation_options: a.compression.creation_options.clone(),
+        mmu: a.mmu.clone().map(|given| MmuOption {
+            given,
+            connectivity: match a.mmu_connectivity {
+                crate::sieve::Connectivity::Four => 4,
+                crate::sieve::Connectivity::Eight => 8,
+            },
+        }),
     };
     // Every option is checked before anything is written.
     a.compression.compression()?;
     a.fast.spec(a.variant)?;
     let policies = a.policies.policies()?;
-    if let Some(mmu) = &a.mmu {
-        crate::bail!(
-            format!(
-                "batch plan does not take --mmu {mmu}: a patch may cross tiles, and each task sees only its own"
-            ),
-            hint = format!(
-                "run the batch, then sieve its mosaic as one raster: mapfilter batch report DIR; mapfilter sieve DIR/mosaic.vrt OUT.tif --threshold {mmu}"
-            )
-        );
-    }
     if a.policies.confidence.is_some() {
         crate::bail!(
             "batch plan does not take --confidence",
@@ -400,6 +406,18 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         for device in &s.devices {
             eprintln!("batch: device {device}");
         }
+        for m in &s.sieved {
+            eprintln!(
+                "batch: minimum mapping unit of mosaic {}: {} px, {} pixels changed ({} of {} patches merged) over its {} tasks in {:.2} s",
+                m.mosaic, m.threshold, m.pixels_changed, m.merged, m.polygons, m.tasks, m.seconds
+            );
+        }
+        if !s.awaiting_sieve.is_empty() {
+            eprintln!(
+                "batch: {} task(s) smoothed; their mosaic is sieved (the minimum mapping unit) and their outputs written by the run that smooths its last task (or by `batch run` again)",
+                s.awaiting_sieve.len()
+            );
+        }
     }
     for f in &s.failed {
         eprintln!("failed task {}: {}", f.task, f.error);
@@ -482,6 +500,14 @@ fn run_outcome(s: &batch_run::RunSummary) -> Option<Error> {
         };
         return Some(Error::new(cause).hint(hint));
     }
+    if let Some((m, error)) = s.sieve_failed.first() {
+        return Some(
+            Error::new(format!(
+                "the minimum mapping unit of mosaic {m} failed, so its outputs are not all written: {error}"
+            ))
+            .hint("fix the cause and run again: the smoothed tasks are kept, and the mosaic is sieved again"),
+        );
+    }
     if !s.busy.is_empty() {
         let cause = format!(
             "{} task(s) held by other runs: {}",
@@ -537,6 +563,16 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         r.degraded.len(),
         a.dir.join("report.html").display()
     );
+    if let Some(mmu) = &r.mmu {
+        println!(
+            "minimum mapping unit {} ({}-connected): {} pixels changed by the sieve of {} of {} mosaic(s)",
+            mmu.given,
+            mmu.connectivity,
+            mmu.pixels_changed,
+            mmu.sieved.len(),
+            r.mosaics.len()
+        );
+    }
     let complete = r.failed.is_empty() && r.pending.is_empty() && r.degraded.is_empty();
     if complete || a.allow_incomplete {
         return Ok(());
@@ -586,6 +622,16 @@ fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
     text += &format!("\nkernel: {} → {k}x{k} px", plan.options.kernel);
     if let Some(c) = &plan.options.kernel_conversion {
         text += &format!("\n{c}");
+    }
+    if let Some(mmu) = &plan.options.mmu {
+        for (m, mosaic) in plan.mosaics.iter().enumerate() {
+            text += &format!(
+                "\nminimum mapping unit of mosaic {m}: {} → {} px ({}-connected), sieved as one raster once its tasks are smoothed",
+                mmu.given,
+                mosaic.mmu_pixels.unwrap_or(0),
+                mmu.connectivity
+            );
+        }
     }
     let members = crate::method::select::per_member(
         &settings.method.spec,

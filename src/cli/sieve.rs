@@ -53,7 +53,7 @@ pub struct SieveArgs {
     pub overwrite: super::output_args::OverwriteArg,
 }
 
-fn parse_connectivity(text: &str) -> Result<Connectivity, String> {
+pub(super) fn parse_connectivity(text: &str) -> Result<Connectivity, String> {
     text.parse::<u8>()
         .ok()
         .and_then(Connectivity::from_number)

@@ -30,6 +30,7 @@ from qgis.core import (
 
 from .. import cli_help, runner
 from .base import MapfilterAlgorithm
+from .common import add_threshold, threshold_text
 from .smoothing import add_smoothing, smoothing_args
 
 # How the three steps fill the bar: planning reads headers (or scans the
@@ -197,6 +198,19 @@ class BatchAlgorithm(MapfilterAlgorithm):
             "grid",
         )
         add_smoothing(self, "Tile side (pixels)", variant_option="smooth:variant")
+        # As smooth's: each mosaic is sieved as one raster once its tiles
+        # are smoothed, so a patch crossing tiles is one patch.
+        add_threshold(
+            self, "MMU", ("Minimum mapping unit (empty: none)", "Minimum mapping unit: unit"),
+            "mmu", optional=True,
+        )
+        self.add(
+            self.enum_parameter(
+                "MMU_CONNECTIVITY", "Minimum mapping unit: pixels that touch",
+                "mmu-connectivity", ["4", "8"],
+            ),
+            "mmu-connectivity",
+        )
         self.add(
             self.flag_parameter("COMPARE", "Compare with the exact baseline (agreement, kappa)"),
             "compare-with",
@@ -244,15 +258,28 @@ class BatchAlgorithm(MapfilterAlgorithm):
         if self.parameterAsBoolean(parameters, "COMPARE", context):
             plan += ["--compare-with", "naive"]
         plan += smoothing_args(self, parameters, context)
+        mmu = threshold_text(self, parameters, "MMU", context)
+        if mmu is not None:
+            plan += ["--mmu", mmu]
+            plan += ["--mmu-connectivity", self.enum_text(parameters, "MMU_CONNECTIVITY", context)]
         run = ["batch", "run", folder]
         run += self.number_args(parameters, context, [("JOBS", "jobs")])
         report = ["batch", "report", folder]
         cog = self.parameterAsOutputLayer(parameters, "COG", context)
         if cog:
             report += ["--cog", cog] + (["--overwrite"] if os.path.exists(cog) else [])
+        run_phases = runner.Phases(rest=RUN_SPAN)
+        if mmu is not None:
+            # The run smooths the tasks, then sieves each mosaic: the
+            # sieve's lines fill the run's last tenth, never move it back.
+            sieve_from = RUN_SPAN[1] - (RUN_SPAN[1] - RUN_SPAN[0]) / 10
+            run_phases = runner.Phases(
+                {"batch": (RUN_SPAN[0], sieve_from), "sieve": (sieve_from, RUN_SPAN[1])},
+                rest=RUN_SPAN,
+            )
         return [
             (plan, runner.Phases(rest=PLAN_SPAN)),
-            (run, runner.Phases(rest=RUN_SPAN)),
+            (run, run_phases),
             (report, runner.Phases(rest=REPORT_SPAN)),
         ], cog
 
