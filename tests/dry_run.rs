@@ -1,4 +1,4 @@
-//! `smooth --dry-run` and `batch plan --dry-run`: say what would run
+//! `smooth --dry-run` and `batch plan --dry-run` (and `--estimate`): say what would run
 //! (kernel in pixels and metres, output and tiles or tasks, method and why,
 //! memory or tasks in flight) from the headers alone, and read no pixel and
 //! write nothing.
@@ -121,4 +121,71 @@ fn a_batch_plan_dry_run_says_what_the_plan_would_be_and_writes_nothing() {
     // The plan for real needs the pixels (the class scan): it fails.
     let real = mapfilter(&["batch", "plan", v, "--out", b, "-k", "gaussian:10km"]);
     assert_eq!(real.status.code(), Some(1));
+}
+
+/// The `estimate:` line of a dry run's text, and its engine time in seconds
+/// as a number (however it is written: "0.42 s", "3 min 5 s").
+fn estimate_line(said: &str) -> (&str, f64) {
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("estimate: engine about "))
+        .unwrap_or_else(|| panic!("no estimate line\n{said}"));
+    let time = line["estimate: engine about ".len()..]
+        .split(" for ")
+        .next()
+        .unwrap();
+    let mut secs = 0.0;
+    let words: Vec<&str> = time.split(' ').collect();
+    for pair in words.chunks(2) {
+        let n: f64 = pair[0].parse().unwrap();
+        secs += n * match pair[1] {
+            "s" => 1.0,
+            "min" => 60.0,
+            "h" => 3600.0,
+            other => panic!("unit {other} in {line}"),
+        };
+    }
+    (line, secs)
+}
+
+#[test]
+fn an_estimate_times_a_synthetic_sample_and_still_reads_no_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let vrt = headers_only(dir.path(), &["-vrtnodata", "None"]);
+    let out = dir.path().join("out.tif");
+    let (v, o) = (vrt.to_str().unwrap(), out.to_str().unwrap());
+    let run = mapfilter_ok(&[
+        "smooth",
+        v,
+        o,
+        "-k",
+        "box:9",
+        "--device",
+        "host",
+        "--estimate",
+    ]);
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        said.contains("dry run:") && said.contains("method: "),
+        "{said}"
+    );
+    // Timings are not asserted (the unit tests check the scaling): only
+    // that a sample ran and its time was scaled to the whole output.
+    let (line, secs) = estimate_line(&said);
+    assert!(
+        line.contains("for 4.2 Mpx") && line.contains("ns/px"),
+        "{line}"
+    );
+    assert!(secs > 0.0, "{line}");
+    assert!(!Path::new(o).exists());
+    // The batch plan's estimate: the same sample, scaled to all its tasks.
+    let batch = dir.path().join("batch");
+    let b = batch.to_str().unwrap();
+    let plan = ["batch", "plan", v, "--out", b, "-k", "box:9", "--grid", "4"];
+    let run = mapfilter_ok(&[&plan[..], &["--device", "host", "--estimate"]].concat());
+    let said = String::from_utf8_lossy(&run.stdout);
+    let (line, secs) = estimate_line(&said);
+    assert!(line.contains("for 4.2 Mpx") && secs > 0.0, "{line}");
+    assert!(!batch.exists());
+    assert_eq!(files_in(dir.path()), ["map.vrt"]);
 }

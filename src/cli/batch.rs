@@ -93,6 +93,11 @@ struct PlanArgs {
     /// flight on this machine) and stop: nothing is written and no pixel is read.
     #[arg(long, conflicts_with = "emit")]
     dry_run: bool,
+    /// --dry-run plus the engine's time: the method runs (devices started) on a synthetic
+    /// sample of whole tiles of 16 classes, scaled to the tasks' pixels. No input pixel is
+    /// read and nothing is written.
+    #[arg(long, conflicts_with = "emit")]
+    estimate: bool,
     /// Minimum mapping unit: after smoothing, polygons smaller than this
     /// (pixels, or an area: 25ha, 1acre, 0.5km2, 2500m2, converted with each
     /// mosaic's pixel area as `smooth --mmu` converts it) join their largest
@@ -309,10 +314,10 @@ fn plan(a: PlanArgs) -> Result<()> {
         compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
         allow_subpixel: a.allow_subpixel,
-        dry_run: a.dry_run,
+        dry_run: a.dry_run || a.estimate,
     })?;
-    if a.dry_run {
-        println!("{}", dry_run_text(&plan, &a.out)?);
+    if a.dry_run || a.estimate {
+        println!("{}", dry_run_text(&plan, &a.out, a.estimate)?);
         return Ok(());
     }
     if let Some(Emit::Slurm) = a.emit {
@@ -590,7 +595,7 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
 }
 
 /// What `batch plan --dry-run` prints: the plan as it would be written.
-fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
+fn dry_run_text(plan: &Plan, dir: &Path, estimate: bool) -> Result<String> {
     let settings = plan.options.settings()?;
     let pixels: u64 = plan.tasks.iter().map(|t| t.pixels()).sum();
     let largest = plan.tasks.iter().map(|t| t.pixels()).max().unwrap_or(0);
@@ -650,5 +655,50 @@ fn dry_run_text(plan: &Plan, dir: &Path) -> Result<String> {
         node.cpus,
         gpus
     );
+    if let (true, Some(first)) = (estimate, members.first()) {
+        text += "\n";
+        text += &estimate_text(
+            plan,
+            &settings.kernel,
+            first.as_ref(),
+            members.len(),
+            pixels,
+        )?;
+    }
+    Ok(text)
+}
+
+/// The batch's engine time, from `method` (the first of `devices` that
+/// share the tasks) timed on a synthetic sample: the dry run reads no
+/// pixel, so 16 classes stand in for the mosaics' own.
+fn estimate_text(
+    plan: &Plan,
+    kernel: &crate::kernel::Kernel,
+    method: &dyn crate::method::ClassSmoother,
+    devices: usize,
+    pixels: u64,
+) -> Result<String> {
+    // The sample takes the shape of the largest task (as many of its
+    // tiles as the engine runs at once); the time scales to every task.
+    let largest = plan.tasks.iter().max_by_key(|t| t.pixels());
+    let (width, height) = largest.map_or((1, 1), |t| (t.window[2], t.window[3]));
+    let run = crate::job::estimate::RunShape {
+        width,
+        height,
+        tile: plan
+            .options
+            .tile
+            .unwrap_or_else(|| crate::engine::default_tile(method)),
+        classes: 16,
+    };
+    let mut e = crate::job::estimate::estimate(method, kernel, run)?;
+    e.run_pixels = pixels;
+    let mut text = e.describe();
+    if devices > 1 {
+        text += &format!(
+            "; {devices} devices share the tasks: about {:.2} s each",
+            e.engine_secs() / devices as f64
+        );
+    }
     Ok(text)
 }

@@ -80,6 +80,11 @@ pub struct SmoothArgs {
     /// is written.
     #[arg(long, conflicts_with_all = ["report", "baseline", "json", "timings"])]
     pub dry_run: bool,
+    /// --dry-run plus the engine's time: the method runs (devices started) on a synthetic
+    /// sample of whole tiles with the classes expected, scaled to the output's pixels.
+    /// The input's pixels are still not read, and nothing is written.
+    #[arg(long, conflicts_with_all = ["report", "baseline", "json", "timings"])]
+    pub estimate: bool,
     /// Print one line per stage (setup, open, scan or classes, method: what was left of the devices' start, engine, finish, and the output's own thread) with its time to stderr,
     /// and on several devices one line per device (tiles, busy time, kernel time).
     #[arg(long)]
@@ -210,10 +215,11 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         device: DeviceChoice::or_env(args.device.clone())?,
     };
     observer.explain = args.explain.then(|| choice.clone());
-    let gpus = expected_gpus(&choice.device).filter(|_| !args.dry_run);
+    let dry_run = args.dry_run || args.estimate;
+    let gpus = expected_gpus(&choice.device).filter(|_| !dry_run);
     let method = start_method(&choice, &kernel, &policies, confidence.is_some(), gpus)?;
-    if args.dry_run {
-        let text = dry_run(&args, &built, &choice, method.get()?, &policies)?;
+    if dry_run {
+        let text = self::dry_run(&args, &built, &choice, method.get()?, &policies)?;
         println!("{text}");
         return Ok(());
     }
@@ -431,6 +437,16 @@ fn dry_run(
         "\nmemory: about {} MiB of tiles in flight ({in_flight} tiles of {side}x{side} codes and their results), plus the method's scratch",
         (in_flight * side * side * 4) >> 20
     );
+    if args.estimate {
+        let run = crate::job::estimate::RunShape {
+            width: ow,
+            height: oh,
+            tile,
+            classes,
+        };
+        text += "\n";
+        text += &crate::job::estimate::estimate(method, kernel, run)?.describe();
+    }
     Ok(text)
 }
 

@@ -9,7 +9,7 @@ pub mod compare;
 #[cfg(feature = "gdal")]
 pub mod filter;
 pub mod observer;
-pub use mapfilter_core::job::plane;
+pub use mapfilter_core::job::{estimate, plane};
 #[cfg(feature = "gdal")]
 pub mod reference;
 #[cfg(feature = "gdal")]
