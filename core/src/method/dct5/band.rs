@@ -7,10 +7,14 @@
 //! (kept across bands and tiles). One scan of a band's input rows finds
 //! every class's bounding box and, per block of [`LANES`] rows and per
 //! column, the set of classes there. A class absent from the band costs
-//! nothing; a present one runs pass 1 down the columns of its box that hold
-//! it, per group of [`WIDE`] columns only over the rows whose windows reach
-//! its blocks there (everything else stays exactly 0), straight from the
-//! class codes into a strip-major plane on whole cache lines. Pass 2 then
+//! nothing. Every strip's runs of outputs per class (what pass 2 will
+//! score) are found first; then a present class runs pass 1 down the
+//! columns of its box that hold it, per group of [`WIDE`] columns only over
+//! the rows whose windows reach its blocks there (everything else stays
+//! exactly 0) and only in the groups that some run reads, down to the last
+//! strip that reads them (a class whose outputs are all decided alone, as
+//! the sea over an ocean, costs no pass 1 there), straight from the class
+//! codes into a strip-major plane on whole cache lines. Pass 2 then
 //! goes strip by strip ([`LANES`] output rows), every class in turn, so
 //! that the strip's ranking slots stay in cache (cleared there, just before
 //! the first class folds in): along the rows, over the runs of outputs
@@ -39,7 +43,7 @@
 use super::Dct5;
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
-use super::pass1::pass1;
+use super::pass1::{pass1, place};
 use super::planes::{Plane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
@@ -244,8 +248,10 @@ unsafe fn band_avx2<const T: usize, const M: bool>(
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
-/// slots: pass 1 of every class present, then strip by strip pass 2 of
-/// every class that reaches the strip, so a strip's slots stay in cache.
+/// slots: first every strip's runs of outputs per class (what pass 2 will
+/// score), then pass 1 of every class present over only what those runs
+/// read, then strip by strip pass 2 of every class that reaches the strip,
+/// so a strip's slots stay in cache.
 #[inline(always)]
 fn band<const T: usize, const M: bool, S: F64x4>(
     job: &Job,
@@ -255,84 +261,44 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     mut decide: Option<Decide>,
 ) {
     let tile = job.tile;
-    let (r, ow, skip) = (job.tab.r, job.ow, job.skip);
+    let (r, ow, skip, n) = (job.tab.r, job.ow, job.skip, tile.n_classes);
     let bh = job.band.min(job.oh - y0);
     let span = ow + 2 * r;
     let base = (skip + y0) * tile.width + skip;
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
-    scratch.planes.resize_with(tile.n_classes, Plane::default);
-    scratch.at.resize(tile.n_classes, PlaneAt::default());
-    for c in 0..tile.n_classes {
-        scratch.at[c] = PlaneAt::default();
+    scratch.planes.resize_with(n, Plane::default);
+    scratch.at.resize(n, PlaneAt::default());
+    for c in 0..n {
+        scratch.at[c] = scratch.presence.extents[c]
+            .and_then(|e| place(job, e, bh))
+            .unwrap_or_default();
+    }
+    let strips = bh.div_ceil(LANES);
+    scratch.runs.resize_with(strips * n, Vec::new);
+    scratch.runs.iter_mut().for_each(Vec::clear);
+    scratch.strip_outputs.clear();
+    for s in 0..strips {
+        strip_runs(job, scratch, s, bh);
+    }
+    for c in 0..n {
         if let Some(e) = scratch.presence.extents[c] {
             pass1::<T, S>(job, c, e, bh, base, scratch);
         }
     }
-    let blocks = (bh + 2 * r).div_ceil(LANES);
-    for s in 0..bh.div_ceil(LANES) {
+    let shortcut = job.single_class && n <= MASK_CLASSES;
+    for s in 0..strips {
         if decide.is_some() {
             // Decisions: the band's slots come uncleared (`size_uncleared`).
             slots.clear(s * ow * LANES, ow * LANES);
         }
-        // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
-        let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
-        let strip_columns = &mut scratch.strip_columns;
-        strip_columns.clear();
-        strip_columns.extend_from_slice(&scratch.presence.blocks[first * span..(first + 1) * span]);
-        for b in first + 1..=last.min(blocks - 1) {
-            let row = &scratch.presence.blocks[b * span..(b + 1) * span];
-            strip_columns
-                .iter_mut()
-                .zip(row)
-                .for_each(|(m, &v)| *m |= v);
-        }
-        window_unions(
-            &scratch.strip_columns,
-            2 * r + 1,
-            &mut scratch.outputs,
-            &mut scratch.prefix,
-            &mut scratch.suffix,
-        );
-        let outputs = &scratch.outputs;
-        let shortcut = job.single_class && tile.n_classes <= MASK_CLASSES;
-        let single = |m: u64| shortcut && m.is_power_of_two();
-        // Per class, the runs of outputs that it reaches (within its plane)
-        // and that are not decided alone; outputs in short gaps between runs
-        // score (about) 0. Re-seeding costs about 2(2R+1) steps: shorter
-        // gaps are run through.
-        let gap = 2 * (2 * r + 1);
-        let (places, runs) = (&scratch.at, &mut scratch.runs);
-        runs.resize_with(tile.n_classes, Vec::new);
-        runs.iter_mut().for_each(Vec::clear);
-        let mut reach = |c: usize, x: usize| {
-            let at = places[c];
-            if (at.sa..at.sb).contains(&s) && (at.xa..at.xb).contains(&x) {
-                match runs[c].last_mut() {
-                    Some((_, end)) if x < *end + gap => *end = x + 1,
-                    _ => runs[c].push((x, x + 1)),
-                }
-            }
-        };
-        if tile.n_classes <= MASK_CLASSES {
-            // The classes each output's windows hold, from its mask.
-            for (x, &m) in outputs.iter().enumerate() {
-                if !single(m) {
-                    for_each_class(m, |c| reach(c, x));
-                }
-            }
-        } else {
-            // Masks all set: every class may be anywhere.
-            for c in 0..tile.n_classes {
-                (0..outputs.len()).for_each(|x| reach(c, x));
-            }
-        }
-        for c in 0..tile.n_classes {
+        for c in 0..n {
             pass2::<T, M, S>(job, scratch, s, c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
+            let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
             for (x, &m) in outputs.iter().enumerate() {
-                if single(m) {
+                if m.is_power_of_two() {
                     slots.single::<M>((s * ow + x) * LANES, m.trailing_zeros() as u16);
                 }
             }
@@ -350,6 +316,66 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     }
 }
 
+/// The classes in the windows of strip `s`'s outputs (appended to
+/// [`Scratch::strip_outputs`]) and per class the runs of outputs that it
+/// reaches (within its plane) and that are not decided alone
+/// ([`Scratch::runs`] at `s·n + c`); outputs in short gaps between runs
+/// score (about) 0. Re-seeding costs about 2(2R+1) steps: shorter gaps
+/// are run through.
+#[inline(always)]
+fn strip_runs(job: &Job, scratch: &mut Scratch, s: usize, bh: usize) {
+    let (tile, r, ow) = (job.tile, job.tab.r, job.ow);
+    let (n, span) = (tile.n_classes, ow + 2 * r);
+    let blocks = (bh + 2 * r).div_ceil(LANES);
+    // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
+    let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
+    let strip_columns = &mut scratch.strip_columns;
+    strip_columns.clear();
+    strip_columns.extend_from_slice(&scratch.presence.blocks[first * span..(first + 1) * span]);
+    for b in first + 1..=last.min(blocks - 1) {
+        let row = &scratch.presence.blocks[b * span..(b + 1) * span];
+        strip_columns
+            .iter_mut()
+            .zip(row)
+            .for_each(|(m, &v)| *m |= v);
+    }
+    window_unions(
+        &scratch.strip_columns,
+        2 * r + 1,
+        &mut scratch.outputs,
+        &mut scratch.prefix,
+        &mut scratch.suffix,
+    );
+    let outputs = &scratch.outputs;
+    scratch.strip_outputs.extend_from_slice(outputs);
+    let shortcut = job.single_class && n <= MASK_CLASSES;
+    let single = |m: u64| shortcut && m.is_power_of_two();
+    let gap = 2 * (2 * r + 1);
+    let (places, runs) = (&scratch.at, &mut scratch.runs[s * n..(s + 1) * n]);
+    let mut reach = |c: usize, x: usize| {
+        let at = places[c];
+        if (at.sa..at.sb).contains(&s) && (at.xa..at.xb).contains(&x) {
+            match runs[c].last_mut() {
+                Some((_, end)) if x < *end + gap => *end = x + 1,
+                _ => runs[c].push((x, x + 1)),
+            }
+        }
+    };
+    if n <= MASK_CLASSES {
+        // The classes each output's windows hold, from its mask.
+        for (x, &m) in outputs.iter().enumerate() {
+            if !single(m) {
+                for_each_class(m, |c| reach(c, x));
+            }
+        }
+    } else {
+        // Masks all set: every class may be anywhere.
+        for c in 0..n {
+            (0..outputs.len()).for_each(|x| reach(c, x));
+        }
+    }
+}
+
 /// Pass 2 of class `c` in strip `s`: along the rows over the class's runs
 /// of outputs, each score folded into the strip's ranking slots at once.
 #[inline(always)]
@@ -362,7 +388,7 @@ fn pass2<const T: usize, const M: bool, S: F64x4>(
 ) {
     let (r, ow) = (job.tab.r, job.ow);
     let at = scratch.at[c];
-    let runs = &scratch.runs[c];
+    let runs = &scratch.runs[s * job.tile.n_classes + c];
     if runs.is_empty() {
         return;
     }

@@ -18,13 +18,18 @@ pub(super) struct Scratch {
     pub(super) strip_columns: Vec<u64>,
     /// Per output column: the classes in the windows of the current strip.
     pub(super) outputs: Vec<u64>,
+    /// [`Scratch::outputs`] of every strip of the band, strip after strip.
+    pub(super) strip_outputs: Vec<u64>,
     /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`](super::masks::window_unions)).
     pub(super) prefix: Vec<u64>,
     pub(super) suffix: Vec<u64>,
     /// One strip's decisions in slot order.
     pub(super) decisions: Vec<u16>,
-    /// Per class, its runs of outputs in the current strip, `(first, end)`.
+    /// Per strip `s` and class `c` (at `s·n + c`), the class's runs of
+    /// outputs in the strip, `(first, end)`: what pass 2 scores.
     pub(super) runs: Vec<Vec<(usize, usize)>>,
+    /// Per group of columns of the class in pass 1, the strips pass 2 reads.
+    pub(super) reads: Vec<usize>,
     /// A band's ranking slots, when the tile's winners go straight to the output.
     pub(super) slots: Slots,
     /// Per class: its pass-1 plane and where it lies.
