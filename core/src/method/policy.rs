@@ -292,7 +292,7 @@ pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> 
             usage,
             format!(
                 "{} is defined on exact scores, and {name} computes approximate ones, which cannot tell a tie",
-                Setting::Ties.is(&policies.ties)
+                Setting::Ties.is(policies.ties)
             ),
             hint = format!(
                 "add {} (pixels whose best scores are within the error bound are recomputed exactly, so ties are found) or use {}",
