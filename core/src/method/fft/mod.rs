@@ -80,7 +80,8 @@ impl Family for FftFamily {
         kernel: &Kernel,
     ) -> Result<Box<dyn ClassSmoother>> {
         if member.is_some() {
-            bail!(usage, 
+            bail!(
+                usage,
                 "fft runs on the host only",
                 hint = format!(
                     "use {} with {}",
@@ -291,7 +292,8 @@ fn check_memory(tile: &ClassTile, n: usize, available: u64) -> Result<()> {
     let region = (ow + n as u64 - 1) * (oh + n as u64 - 1);
     let need = (tile.n_classes as u64 + 2) * ow * oh * 4 + region * 16;
     if need > available {
-        bail!(resource, 
+        bail!(
+            resource,
             format!(
                 "fft needs {} for a {ow}x{oh} tile of {} classes, over the {} available",
                 crate::limits::gib(need.into()),

@@ -240,7 +240,8 @@ pub(crate) fn bins(n_classes: usize) -> usize {
 impl NaiveCl {
     pub fn new(device: Device, variant: Variant) -> Result<Self> {
         if variant == Variant::Image && !device.info().image_support {
-            bail!(usage, 
+            bail!(
+                usage,
                 format!("{} has no image support", device.info().name),
                 hint = format!("use {}, local or fast", crate::error::Setting::Variant.is("buffer"))
             );

@@ -477,7 +477,8 @@ fn check_affordable(tile: &ClassTile, runs: &Runs, n: usize, per_row: usize) -> 
     let steps = mixed as f64 * n as f64 * per_row.max(1) as f64;
     if steps > MAX_TILE_STEPS {
         let minutes = steps * 0.3e-9 / 60.0;
-        crate::bail!(resource, 
+        crate::bail!(
+            resource,
             format!(
                 "naive would take about {minutes:.0} CPU minutes on one {}x{} tile of a {n}x{n} kernel",
                 tile.output_width(),

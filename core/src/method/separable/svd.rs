@@ -38,14 +38,16 @@ impl RankChoice {
     /// From the CLI's `--rank` / `--energy`.
     pub fn from_options(rank: Option<usize>, energy: Option<f64>) -> Result<Self> {
         match (rank, energy) {
-            (Some(_), Some(_)) => bail!(usage, 
+            (Some(_), Some(_)) => bail!(
+                usage,
                 format!("{} and {} both given", Setting::Rank, Setting::Energy),
                 hint = "truncate by one of them"
             ),
             (Some(0), None) => bail!(usage, format!("{} must be ≥ 1", Setting::Rank)),
             (Some(r), None) => Ok(RankChoice::Fixed(r)),
             (None, Some(e)) if !(e > 0.0 && e <= 1.0) => {
-                bail!(usage, 
+                bail!(
+                    usage,
                     format!("{} must lie in (0, 1], got {e}", Setting::Energy),
                     hint = format!("e.g. {}", Setting::Energy.is(0.9999))
                 )
