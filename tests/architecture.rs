@@ -2,7 +2,10 @@
 //! sources (`core/src/**/*.rs`, `src/**/*.rs`) with std only: no file-level
 //! import cycle, no function over [`MAX_FN_LINES`] lines, no file over
 //! [`MAX_FILE_LINES`] lines of code, the environment read in `switches.rs`
-//! only, and no `too_many_arguments` allowance. Test code (`#[cfg(test)]`
+//! only, no `too_many_arguments` allowance, and no CLI flag (`--tile`) in a
+//! string of the library's code (both crates but `src/cli/`): library
+//! messages name settings through `error::Setting`, which each front end
+//! spells its own way. Test code (`#[cfg(test)]`
 //! items) and comments do not count. The layering of the crates themselves
 //! is checked on `core/Cargo.toml`: the core crate depends on neither GDAL,
 //! clap nor the `mapfilter` crate above it; and no file under `src/` sits
@@ -27,6 +30,34 @@ const SWITCHES: &str = "switches.rs";
 /// Each crate's source folder, and the fewest `.rs` files it must hold (a
 /// guard against reading an empty or moved folder).
 const CRATES: [(&str, usize); 2] = [("core/src", 90), ("src", 60)];
+/// The folder, under `src/`, of the one layer whose strings may name CLI
+/// flags: the CLI's own.
+const CLI_DIR: &str = "cli/";
+/// Lines of the library's code whose strings may hold a `--flag`, as
+/// (file, a fragment of the line, why): none is a message naming one of
+/// mapfilter's settings.
+const FLAG_ALLOWANCES: [(&str, &str, &str); 4] = [
+    (
+        "src/batch/slurm.rs",
+        "#SBATCH --",
+        "Slurm's own directives, in the script `batch plan --emit slurm` writes",
+    ),
+    (
+        "src/batch/slurm.rs",
+        "`mapfilter batch plan --emit slurm`",
+        "the written script's comment naming the command that wrote it",
+    ),
+    (
+        "src/batch/slurm.rs",
+        "batch run {dir} --jobs 1",
+        "the command line the written script runs",
+    ),
+    (
+        "src/gdal/creation_options.rs",
+        "gdalinfo --format",
+        "GDAL's gdalinfo's own option, not one of mapfilter's",
+    ),
+];
 /// What the core crate must not depend on: GDAL, the CLI's parser and the
 /// crate above it.
 const ABOVE_CORE: [&str; 4] = ["gdal", "gdal-sys", "clap", "mapfilter"];
@@ -190,6 +221,9 @@ fn check_in(dir: &str, files: &[(String, String)]) -> Vec<String> {
         }
         source.check_sizes(&mut broken);
         source.check_environment(&mut broken);
+        if !(dir == "src" && source.path.starts_with(CLI_DIR)) {
+            source.check_flags(&mut broken);
+        }
         let allowances = source
             .code
             .iter()
@@ -302,6 +336,42 @@ impl Source {
                     self.dir, self.path, w[2].line, w[2].text
                 ));
             }
+        }
+    }
+
+    /// CLI flags (`--` and a letter) in the strings of library code, but
+    /// on the lines [`FLAG_ALLOWANCES`] allows.
+    fn check_flags(&self, broken: &mut Vec<String>) {
+        let file = format!("{}/{}", self.dir, self.path);
+        let lines: Vec<String> = lines(&self.code).collect();
+        for i in 0..self.code.len().saturating_sub(2) {
+            // In a string: kept in `code` (comments and tests blanked),
+            // blanked in `skeleton`.
+            let in_string = self.code[i] != self.skeleton[i];
+            if !(in_string
+                && self.code[i] == '-'
+                && self.code[i + 1] == '-'
+                && self.code[i + 2].is_ascii_lowercase()
+                && (i == 0 || self.code[i - 1] != '-'))
+            {
+                continue;
+            }
+            let line = self.code[..i].iter().filter(|&&c| c == '\n').count();
+            let allowed = FLAG_ALLOWANCES
+                .iter()
+                .any(|(f, fragment, _)| *f == file && lines[line].contains(fragment));
+            if allowed {
+                continue;
+            }
+            let flag: String = self.code[i..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == '-')
+                .collect();
+            broken.push(format!(
+                "{file}:{}: a library string names the CLI flag {flag}; name the setting \
+                 through error::Setting (each front end spells it: docs/architecture.md, Errors)",
+                line + 1
+            ));
         }
     }
 
@@ -941,6 +1011,32 @@ mod checker {
         let broken = check_in("core/src", &owned);
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert!(broken[0].starts_with("core/src/engine.rs: "), "{broken:?}");
+    }
+
+    #[test]
+    fn a_cli_flag_in_a_library_string_is_refused_outside_the_cli() {
+        let message = "fn f() -> String { format!(\"give a smaller --tile\") }\n";
+        let broken = tree(&[("job/smooth.rs", message)]);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].starts_with("src/job/smooth.rs:1: ") && broken[0].contains("--tile;"),
+            "{broken:?}"
+        );
+        let raw = "const H: &str = r#\"use --method fft\"#;\n";
+        assert_eq!(tree(&[("a.rs", raw)]).len(), 1);
+        // The CLI's own strings, comments, tests, settings rendered at run
+        // time and a lone `--` are not flags named by the library.
+        assert!(tree(&[("cli/smooth.rs", message)]).is_empty());
+        let quiet = "// see --tile\nfn f() -> String { format!(\"--{}\", \"x\") + \"a -- b\" }\n";
+        assert!(tree(&[("a.rs", quiet)]).is_empty());
+        let in_test = format!("#[cfg(test)]\nmod tests {{\n{message}}}\n");
+        assert!(tree(&[("a.rs", &in_test)]).is_empty());
+        // A line the allowances name passes; the same flag elsewhere does not.
+        let script = "const S: &str = \"#SBATCH --mem=1G\";\n";
+        assert!(tree(&[("batch/slurm.rs", script)]).is_empty());
+        assert_eq!(tree(&[("batch/plan.rs", script)]).len(), 1);
+        let broken = check_in("core/src", &[("cli/x.rs".to_string(), message.to_string())]);
+        assert_eq!(broken.len(), 1, "core has no CLI folder: {broken:?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `mapfilter sweep`: every config in benches/sweeps parses, and the smoke
 //! config runs end to end into CSV, JSON and an HTML report with plots.
 
+use mapfilter::error::Setting;
 use std::path::Path;
 use std::process::Command;
 
@@ -110,7 +111,10 @@ fn a_tie_rule_on_an_approximate_method_fails_before_running() {
     let config = mapfilter::sweep::Config::parse(&text).unwrap();
     let err = config.check_methods().unwrap_err().to_string();
     assert!(
-        err.contains("--ties smallest is defined on exact scores"),
+        err.contains(&format!(
+            "{} is defined on exact scores",
+            Setting::Ties.is("smallest")
+        )),
         "{err}"
     );
     let exact = text.replace("[\"svd@host\"]", "[\"svd:exact@host\"]");

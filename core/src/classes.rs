@@ -8,7 +8,7 @@
 //! A tile therefore pays only for the classes present in it and its halo.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use rayon::prelude::*;
 
 /// Most distinct class codes a raster may hold.
@@ -86,6 +86,7 @@ impl ClassTable {
         }
         if codes.len() > MAX_CLASSES {
             bail!(
+                input,
                 format!(
                     "the raster holds {} distinct class codes, more than the {MAX_CLASSES} supported",
                     codes.len()
@@ -115,10 +116,13 @@ impl ClassTable {
     pub fn every_code(max_code: u16, nodata: Option<u16>) -> Result<Self> {
         let codes: Vec<u16> = (0..=max_code).filter(|&c| Some(c) != nodata).collect();
         if codes.len() > MAX_CLASSES {
-            bail!(format!(
-                "{} possible codes are more than the {MAX_CLASSES} classes supported",
-                codes.len()
-            ));
+            bail!(
+                input,
+                format!(
+                    "{} possible codes are more than the {MAX_CLASSES} classes supported",
+                    codes.len()
+                )
+            );
         }
         Ok(ClassTable {
             counts: vec![0; codes.len()],
@@ -135,6 +139,7 @@ impl ClassTable {
     pub fn with_code(mut self, code: u16, max_code: u16) -> Result<Self> {
         if code > max_code || Some(code) == self.nodata {
             bail!(
+                usage,
                 format!("code {code} cannot be a class of this raster"),
                 hint = format!("choose a code from 0 to {max_code} that is not nodata")
             );
@@ -142,6 +147,7 @@ impl ClassTable {
         if let Err(at) = self.codes.binary_search(&code) {
             if self.codes.len() >= MAX_CLASSES {
                 bail!(
+                    usage,
                     format!("code {code} would make more than {MAX_CLASSES} classes"),
                     hint = "choose a code that is a class already"
                 );
@@ -212,25 +218,34 @@ impl std::str::FromStr for ClassWeights {
 
     /// Parses `CODE:WEIGHT[,CODE:WEIGHT...]`, e.g. `3:2,7:0.5`.
     fn from_str(text: &str) -> Result<Self> {
-        let hint = "write --class-weights CODE:WEIGHT[,CODE:WEIGHT...], e.g. 3:2,7:0.5";
+        let hint = format!(
+            "write {}, e.g. 3:2,7:0.5",
+            Setting::ClassWeights.is("CODE:WEIGHT[,CODE:WEIGHT...]")
+        );
         let mut by_code = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some((code, weight)) = item.split_once(':') else {
-                bail!(format!("class weight '{item}' has no ':'"), hint = hint);
+                bail!(
+                    usage,
+                    format!("class weight '{item}' has no ':'"),
+                    hint = &hint
+                );
             };
             let code: u16 = code.trim().parse().map_err(|_| {
-                Error::new(format!(
+                Error::usage(format!(
                     "class weight '{item}': '{code}' is not a class code"
                 ))
-                .hint(hint)
+                .hint(&hint)
             })?;
             let weight: f64 = weight.trim().parse().map_err(|_| {
-                Error::new(format!("class weight '{item}': '{weight}' is not a number")).hint(hint)
+                Error::usage(format!("class weight '{item}': '{weight}' is not a number"))
+                    .hint(&hint)
             })?;
             if !(weight.is_finite() && weight > 0.0) {
                 bail!(
+                    usage,
                     format!("class weight of code {code} must be > 0, got {weight}"),
-                    hint = hint
+                    hint = &hint
                 );
             }
             by_code.retain(|(c, _)| *c != code);

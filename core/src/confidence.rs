@@ -29,12 +29,14 @@ impl Quantiser {
     pub fn new(float: bool, scale: f64, nodata: Option<f64>, name: &str) -> Result<Self> {
         if !(scale.is_finite() && scale > 0.0) {
             bail!(
+                usage,
                 format!("{name}: confidence scale {scale} is not a positive number"),
                 hint = "e.g. 1 for 0–1 floats, 100 for percentages, 255 for bytes"
             );
         }
         if !float && (scale.fract() != 0.0 || scale > u16::MAX as f64) {
             bail!(
+                usage,
                 format!("{name}: confidence scale {scale} for integer confidences"),
                 hint = "integer confidences take an integer scale up to 65535"
             );
@@ -54,6 +56,7 @@ impl Quantiser {
         }
         if !(0.0..=self.scale).contains(&v) {
             bail!(
+                input,
                 format!("{}: confidence {v} is outside 0..{}", self.name, self.scale),
                 hint = "set the confidence scale to the value of full confidence"
             );

@@ -324,7 +324,7 @@ fn check_confidence(
 ) -> Result<()> {
     if votes != size {
         return Err(
-            Error::new("the confidence raster is not on the class raster's grid")
+            Error::input("the confidence raster is not on the class raster's grid")
                 .hint("give a confidence raster of the same size"),
         );
     }
@@ -399,7 +399,7 @@ impl Bands<'_> {
                 .into_iter()
                 .map(|w| {
                     w.join()
-                        .unwrap_or_else(|_| Err(Error::new("a tile thread panicked")))
+                        .unwrap_or_else(|_| Err(Error::internal("a tile thread panicked")))
                 })
                 .collect()
         });
@@ -580,7 +580,7 @@ impl Pooled {
     fn wait(self) -> Result<PooledTile> {
         self.0
             .recv()
-            .map_err(|_| Error::new("a tile's job on the pool stopped without a result"))?
+            .map_err(|_| Error::internal("a tile's job on the pool stopped without a result"))?
     }
 }
 
@@ -686,7 +686,7 @@ impl Around {
             && job.policies.iterations > 1
             && around.as_ref().is_some_and(|a| a.undecided.is_none())
         {
-            return Err(Error::new(format!(
+            return Err(Error::usage(format!(
                 "the undecided code {code} is not a class of the job"
             ))
             .hint("add it to the class table (job::smooth does)"));
@@ -789,7 +789,7 @@ impl Around {
 /// no code is free to mark nodata.
 fn check_nodata(out: &RowsMut, nodata: Option<u16>) -> Result<()> {
     if nodata.is_none() && out.contains(NO_CLASS) {
-        return Err(Error::new(
+        return Err(Error::input(
             "a pixel has no class but every code is taken, so none can mark nodata",
         )
         .hint("set a nodata value on the input (gdal_edit.py -a_nodata)"));
@@ -906,7 +906,7 @@ mod tests {
             // Tiles of different sizes finish out of order on the pool.
             std::thread::sleep(Duration::from_micros(50 * (tile.height % 7) as u64));
             if self.fail_at_row == Some(tile.height) {
-                return Err(Error::new("this tile fails"));
+                return Err(Error::input("this tile fails"));
             }
             NaiveHost.smooth(tile, params, out)
         }
@@ -1040,7 +1040,7 @@ mod tests {
             ) -> Result<(TileCompaction, Box<dyn PendingTile + '_>)> {
                 let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if n == 4 {
-                    return Err(Error::new("the fifth tile fails"));
+                    return Err(Error::input("the fifth tile fails"));
                 }
                 crate::method::submit_compacted(self, tile, params)
             }

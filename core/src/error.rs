@@ -1,14 +1,88 @@
-//! The one error type of mapfilter: a one-line cause plus an optional hint.
+//! The one error type of mapfilter: a kind, a one-line cause and an optional
+//! hint.
 //!
 //! Every failure a user can provoke (bad path, bad kernel spec, unsupported
 //! raster) becomes an [`Error`] whose `Display` is a single line; the CLI
 //! prints it and exits non-zero. Nothing here panics on user input.
+//!
+//! The [`Kind`] says what failed (a setting, the data, a limit, a device, a
+//! read or write, ...) so that each front end can answer in its own terms:
+//! the CLI keeps one line and an exit code, Python raises the matching
+//! exception class. Messages name the settings they refer to through
+//! [`Setting`], never as a CLI flag: each front end renders them in its own
+//! spelling (`--tile`, `tile=`, `tile`; see [`setting`]).
 
 use std::fmt;
 
-/// A failure with a one-line cause and, where one helps, a hint on what to do.
+pub mod setting;
+
+pub use setting::{Front, Setting};
+
+/// What failed, for the front ends to report it in their own terms
+/// (an exit code, an exception class, a JSON field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// An option or argument value, or a combination of them, is wrong:
+    /// the same request with other settings would work.
+    Usage,
+    /// The data given cannot be used: a raster, a file's content, grids
+    /// that do not match.
+    Input,
+    /// A limit of memory, disk or size is in the way.
+    Resource,
+    /// An OpenCL device or its driver failed.
+    Device,
+    /// Reading or writing failed (a file, a directory, a stream).
+    Io,
+    /// A signal stopped the run.
+    Interrupted,
+    /// The work is not finished (failed or held tasks); running again
+    /// continues it.
+    Incomplete,
+    /// A broken invariant of mapfilter itself: a bug to report.
+    Internal,
+}
+
+impl Kind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Kind; 8] = [
+        Kind::Usage,
+        Kind::Input,
+        Kind::Resource,
+        Kind::Device,
+        Kind::Io,
+        Kind::Interrupted,
+        Kind::Incomplete,
+        Kind::Internal,
+    ];
+
+    /// The kind's name in machine-readable output (JSON, Python's
+    /// `Error.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Usage => "usage",
+            Kind::Input => "input",
+            Kind::Resource => "resource",
+            Kind::Device => "device",
+            Kind::Io => "io",
+            Kind::Interrupted => "interrupted",
+            Kind::Incomplete => "incomplete",
+            Kind::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failure of one [`Kind`], with a one-line cause and, where one helps,
+/// a hint on what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    kind: Kind,
     cause: String,
     hint: Option<String>,
     /// The process exit code the CLI gives this error (1 unless a command
@@ -19,13 +93,66 @@ pub struct Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// An error with only a cause.
-    pub fn new(cause: impl Into<String>) -> Self {
+    /// An error of `kind` with only a cause.
+    pub fn of(kind: Kind, cause: impl Into<String>) -> Self {
         Error {
+            kind,
             cause: cause.into(),
             hint: None,
             exit_code: 1,
         }
+    }
+
+    /// A wrong option or argument value, or combination ([`Kind::Usage`]).
+    pub fn usage(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Usage, cause)
+    }
+
+    /// Data that cannot be used ([`Kind::Input`]).
+    pub fn input(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Input, cause)
+    }
+
+    /// A memory, disk or size limit ([`Kind::Resource`]).
+    pub fn resource(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Resource, cause)
+    }
+
+    /// An OpenCL device or driver failure ([`Kind::Device`]).
+    pub fn device(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Device, cause)
+    }
+
+    /// A read or write failure ([`Kind::Io`]).
+    pub fn io(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Io, cause)
+    }
+
+    /// A run stopped by a signal ([`Kind::Interrupted`]).
+    pub fn interrupted(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Interrupted, cause)
+    }
+
+    /// Work left unfinished ([`Kind::Incomplete`]).
+    pub fn incomplete(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Incomplete, cause)
+    }
+
+    /// A bug of mapfilter's ([`Kind::Internal`]).
+    pub fn internal(cause: impl Into<String>) -> Self {
+        Error::of(Kind::Internal, cause)
+    }
+
+    /// What failed.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The same error as another kind, e.g. a read failure that a caller
+    /// knows to be the data's fault.
+    pub fn with_kind(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// The same error, ending the process with `code` instead of 1.
@@ -76,30 +203,37 @@ impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::new(e.to_string())
+        // An interrupted system call is retried where it matters; one that
+        // reaches here is a read or write that failed like any other.
+        Error::io(e.to_string())
     }
 }
 
 impl From<tiles::GridError> for Error {
     fn from(e: tiles::GridError) -> Self {
         let hint = match e {
-            tiles::GridError::ZeroTile => "give --tile a side of at least 1 pixel, e.g. --tile 512",
+            tiles::GridError::ZeroTile => format!(
+                "give {} a side of at least 1 pixel, e.g. {}",
+                Setting::Tile,
+                Setting::Tile.is(512)
+            ),
             tiles::GridError::InputSmallerThanWindow { .. } => {
-                "use --border same, or a smaller kernel"
+                format!("use {}, or a smaller kernel", Setting::Border.is("same"))
             }
         };
-        Error::new(e.to_string()).hint(hint)
+        Error::usage(e.to_string()).hint(hint)
     }
 }
 
-/// Shorthand for `Err(Error::new(..).hint(..))`.
+/// Shorthand for `return Err(Error::KIND(..).hint(..))`, e.g.
+/// `bail!(usage, "no op given", hint = OPS_HINT)`.
 #[macro_export]
 macro_rules! bail {
-    ($cause:expr) => {
-        return Err($crate::error::Error::new($cause))
+    ($kind:ident, $cause:expr) => {
+        return Err($crate::error::Error::$kind($cause))
     };
-    ($cause:expr, hint = $hint:expr) => {
-        return Err($crate::error::Error::new($cause).hint($hint))
+    ($kind:ident, $cause:expr, hint = $hint:expr) => {
+        return Err($crate::error::Error::$kind($cause).hint($hint))
     };
 }
 
@@ -109,8 +243,34 @@ mod tests {
 
     #[test]
     fn display_is_one_line_with_hint() {
-        let e = Error::new("bad\nthing").hint("try\tthis");
+        let e = Error::usage("bad\nthing").hint("try\tthis");
         assert_eq!(e.to_string(), "bad thing (hint: try this)");
-        assert_eq!(Error::new("x").context("a.tif").to_string(), "a.tif: x");
+        assert_eq!(Error::io("x").context("a.tif").to_string(), "a.tif: x");
+    }
+
+    #[test]
+    fn every_error_has_a_kind_that_context_and_hints_keep() {
+        let e = Error::resource("too big").hint("smaller").context("a.tif");
+        assert_eq!(e.kind(), Kind::Resource);
+        assert_eq!(e.code(), 1);
+        assert_eq!(e.with_kind(Kind::Input).kind(), Kind::Input);
+        let from_io: Error = std::io::Error::other("disk gone").into();
+        assert_eq!(from_io.kind(), Kind::Io);
+        let grid: Error = tiles::GridError::ZeroTile.into();
+        assert_eq!(grid.kind(), Kind::Usage);
+        let names: std::collections::BTreeSet<_> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), Kind::ALL.len());
+    }
+
+    #[test]
+    fn bail_takes_the_kind_first() {
+        fn refuse() -> Result<()> {
+            crate::bail!(device, "no GPU", hint = "use the host");
+        }
+        let e = refuse().unwrap_err();
+        assert_eq!(
+            (e.kind(), e.to_string().as_str()),
+            (Kind::Device, "no GPU (hint: use the host)")
+        );
     }
 }

@@ -160,7 +160,9 @@ pub fn leave_exit_to_the_signal() {
 pub fn check() -> Result<()> {
     match RECEIVED.load(Ordering::Relaxed) {
         0 => Ok(()),
-        signal => Err(Error::new(format!("interrupted by {}", name(signal)))
-            .hint("no output was written; run again to finish")),
+        signal => Err(
+            Error::interrupted(format!("interrupted by {}", name(signal)))
+                .hint("no output was written; run again to finish"),
+        ),
     }
 }

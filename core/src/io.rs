@@ -294,7 +294,7 @@ impl ImageSink for MemImage {
             (Bands::U16(d), Bands::U16(s)) => typed(d, s, window),
             (Bands::I16(d), Bands::I16(s)) => typed(d, s, window),
             (Bands::F32(d), Bands::F32(s)) => typed(d, s, window),
-            _ => crate::bail!("tile of another sample type than the output"),
+            _ => crate::bail!(internal, "tile of another sample type than the output"),
         }
         Ok(())
     }

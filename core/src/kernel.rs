@@ -14,7 +14,7 @@
 //! at most 2³¹ (a 3001² box sums to 9,006,001), so they fit too.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -60,11 +60,15 @@ impl FromStr for KernelSpec {
     fn from_str(spec: &str) -> Result<Self> {
         let hint = "kernel specs are gaussian:SIGMA, box:N, disc:RADIUS or file:PATH";
         let Some((kind, arg)) = spec.split_once(':') else {
-            bail!(format!("kernel spec '{spec}' has no ':'"), hint = hint);
+            bail!(
+                usage,
+                format!("kernel spec '{spec}' has no ':'"),
+                hint = hint
+            );
         };
         let number = |what: &str| -> Result<f64> {
             arg.trim().parse::<f64>().map_err(|_| {
-                Error::new(format!(
+                Error::usage(format!(
                     "kernel spec '{spec}': '{arg}' is not a number ({what})"
                 ))
                 .hint(hint)
@@ -74,6 +78,7 @@ impl FromStr for KernelSpec {
             let v = number(what)?;
             if v < 0.0 || v.fract() != 0.0 || v > 1e6 {
                 bail!(
+                    usage,
                     format!("kernel spec '{spec}': {what} must be a whole number ≥ 0"),
                     hint = hint
                 );
@@ -94,7 +99,7 @@ impl FromStr for KernelSpec {
             "file" => Ok(KernelSpec::File {
                 path: PathBuf::from(arg),
             }),
-            other => bail!(format!("unknown kernel kind '{other}'"), hint = hint),
+            other => bail!(usage, format!("unknown kernel kind '{other}'"), hint = hint),
         }
     }
 }
@@ -136,7 +141,8 @@ impl KernelSpec {
                 size: Some(n),
             }),
             (_, Some(_)) => bail!(
-                "--kernel-size applies to gaussian kernels only",
+                usage,
+                format!("{} applies to gaussian kernels only", Setting::KernelSize),
                 hint = "box:N and disc:R already give the size"
             ),
         }
@@ -171,14 +177,18 @@ impl Kernel {
     pub fn new(size: usize, weights: Vec<f64>) -> Result<Self> {
         check_size(size)?;
         if weights.len() != size * size {
-            bail!(format!(
-                "kernel has {} weights, a {size}x{size} kernel needs {}",
-                weights.len(),
-                size * size
-            ));
+            bail!(
+                usage,
+                format!(
+                    "kernel has {} weights, a {size}x{size} kernel needs {}",
+                    weights.len(),
+                    size * size
+                )
+            );
         }
         if let Some(w) = weights.iter().find(|w| !w.is_finite() || **w < 0.0) {
             bail!(
+                usage,
                 format!("kernel weight {w} is negative or not finite"),
                 hint = "class smoothing needs weights ≥ 0"
             );
@@ -186,13 +196,14 @@ impl Kernel {
         let sum: f64 = weights.iter().sum();
         if sum <= 0.0 {
             bail!(
+                usage,
                 "kernel weights are all zero",
                 hint = "give at least one positive weight"
             );
         }
         let quantised = quantise(&weights, sum);
         if quantised.iter().all(|&q| q == 0) {
-            bail!("kernel weights vanish when quantised");
+            bail!(usage, "kernel weights vanish when quantised");
         }
         Ok(Kernel {
             size,
@@ -241,10 +252,15 @@ pub fn refuse_wide(kernel: &Kernel, what: &str) -> Result<()> {
     let n = kernel.size();
     if n > PER_TAP_MAX_SIZE {
         bail!(
+            usage,
             format!(
                 "{what} takes kernels up to {PER_TAP_MAX_SIZE}x{PER_TAP_MAX_SIZE}, this one is {n}x{n}"
             ),
-            hint = "use --method fft --device host (exact, any size), or dct5 on the host"
+            hint = format!(
+                "use {} {} (exact, any size), or dct5 on the host",
+                Setting::Method.is("fft"),
+                Setting::Device.is("host")
+            )
         );
     }
     Ok(())
@@ -252,16 +268,18 @@ pub fn refuse_wide(kernel: &Kernel, what: &str) -> Result<()> {
 
 fn check_size(size: usize) -> Result<()> {
     if size == 0 {
-        bail!("kernel is empty", hint = "give an odd size ≥ 1");
+        bail!(usage, "kernel is empty", hint = "give an odd size ≥ 1");
     }
     if size.is_multiple_of(2) {
         bail!(
+            usage,
             format!("kernel size {size} is even"),
             hint = "kernels need an odd size so that they have a centre pixel"
         );
     }
     if size > MAX_SIZE {
         bail!(
+            usage,
             format!("kernel size {size} exceeds the maximum of {MAX_SIZE}"),
             hint = "use a smaller sigma, radius or size"
         );
@@ -293,12 +311,14 @@ fn quantise(weights: &[f64], sum: f64) -> Vec<u32> {
 fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
     if !(sigma.is_finite() && sigma > 0.0) {
         bail!(
+            usage,
             format!("gaussian sigma must be > 0, got {sigma}"),
-            hint = "e.g. --kernel gaussian:2.5"
+            hint = format!("e.g. {}", Setting::Kernel.is("gaussian:2.5"))
         );
     }
     if 2.0 * sigma * sigma < f64::MIN_POSITIVE {
         bail!(
+            usage,
             format!("gaussian sigma {sigma} is too small to compute a kernel from"),
             hint = "any sigma below 0.33 gives a 1x1 kernel (no smoothing); e.g. gaussian:0.3"
         );
@@ -311,12 +331,14 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
             let r = (3.0 * sigma).floor();
             if r > (MAX_SIZE / 2) as f64 {
                 bail!(
+                    usage,
                     format!(
                         "gaussian sigma {sigma} needs a {}x{0} kernel, over the maximum of {MAX_SIZE}",
                         2.0 * r + 1.0
                     ),
                     hint = format!(
-                        "use sigma ≤ {MAX_DEFAULT_SIGMA}, or cut the kernel with --kernel-size"
+                        "use sigma ≤ {MAX_DEFAULT_SIGMA}, or cut the kernel with {}",
+                        Setting::KernelSize
                     )
                 );
             }
@@ -380,7 +402,7 @@ pub fn parse_square(text: &str) -> Result<(usize, Vec<f64>)> {
             .enumerate()
             .map(|(i, v)| {
                 v.parse::<f64>().map_err(|_| {
-                    Error::new(format!(
+                    Error::input(format!(
                         "line {}, value {}: not a number",
                         lineno + 1,
                         i + 1
@@ -393,10 +415,15 @@ pub fn parse_square(text: &str) -> Result<(usize, Vec<f64>)> {
     }
     let n = rows.len();
     if n == 0 {
-        bail!("kernel is empty", hint = "write an odd-sized square matrix");
+        bail!(
+            input,
+            "kernel is empty",
+            hint = "write an odd-sized square matrix"
+        );
     }
     if let Some(bad) = rows.iter().position(|r| r.len() != n) {
         bail!(
+            input,
             format!(
                 "kernel is not square: {n} rows but row {} has {} values",
                 bad + 1,
@@ -530,7 +557,7 @@ mod tests {
             refuse_wide(&b, "svd")
                 .unwrap_err()
                 .to_string()
-                .contains("--method fft")
+                .contains("method = fft")
         );
         assert!(refuse_wide(&k, "svd").is_ok());
     }

@@ -15,7 +15,7 @@ pub const MAX_TEXT_FILE: u64 = 16 << 20;
 /// `/dev/zero` or a huge file fails at once.
 pub fn read_text_file(path: &Path, what: &str) -> Result<String> {
     let fail = |e: std::io::Error| {
-        Error::new(format!("cannot read {what} {}: {e}", path.display()))
+        Error::io(format!("cannot read {what} {}: {e}", path.display()))
             .hint(format!("{what} must be a readable text file"))
     };
     let file = std::fs::File::open(path).map_err(fail)?;
@@ -24,7 +24,7 @@ pub fn read_text_file(path: &Path, what: &str) -> Result<String> {
         .read_to_end(&mut bytes)
         .map_err(fail)?;
     if bytes.len() as u64 > MAX_TEXT_FILE {
-        return Err(Error::new(format!(
+        return Err(Error::input(format!(
             "{what} {} is larger than {} MiB",
             path.display(),
             MAX_TEXT_FILE >> 20
@@ -32,7 +32,7 @@ pub fn read_text_file(path: &Path, what: &str) -> Result<String> {
         .hint(format!("a {what} is a small text file")));
     }
     String::from_utf8(bytes).map_err(|_| {
-        Error::new(format!("{what} {} is not UTF-8 text", path.display()))
+        Error::input(format!("{what} {} is not UTF-8 text", path.display()))
             .hint(format!("a {what} is a small text file"))
     })
 }
@@ -56,7 +56,7 @@ pub fn check_in_memory(
     if needed <= available as u128 {
         return Ok(());
     }
-    Err(Error::new(format!(
+    Err(Error::resource(format!(
         "{what} of {width}x{height} needs about {} in memory, more than the {} available",
         gib(needed),
         gib(available as u128)

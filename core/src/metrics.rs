@@ -60,14 +60,17 @@ impl Confusion {
     pub fn from_matrix(codes: Vec<u16>, counts: Vec<u64>) -> Result<Self> {
         let n = codes.len();
         if counts.len() != n * n {
-            bail!(format!(
-                "a confusion matrix over {n} classes needs {} counts, got {}",
-                n * n,
-                counts.len()
-            ));
+            bail!(
+                usage,
+                format!(
+                    "a confusion matrix over {n} classes needs {} counts, got {}",
+                    n * n,
+                    counts.len()
+                )
+            );
         }
         if codes.windows(2).any(|w| w[0] >= w[1]) {
-            bail!("confusion matrix codes must be strictly ascending");
+            bail!(usage, "confusion matrix codes must be strictly ascending");
         }
         Ok(Confusion {
             counts,
@@ -244,6 +247,7 @@ impl ConfusionBuilder {
         let i = self.codes.len();
         if i >= MAX_CODES {
             bail!(
+                input,
                 format!("the two rasters hold more than {MAX_CODES} distinct class codes"),
                 hint = "compare classified rasters (class codes), not continuous data"
             );
@@ -345,6 +349,7 @@ pub fn compare(
     if candidate.size() != (w, h) {
         let (cw, ch) = candidate.size();
         bail!(
+            input,
             format!("the rasters differ in size: {w}x{h} against {cw}x{ch}"),
             hint = "compare rasters of the same grid (the same size and georeferencing)"
         );

@@ -109,10 +109,10 @@ where
         drop(read_rx);
         let wrote = writer
             .join()
-            .map_err(|_| Error::new("writer thread panicked"))?;
+            .map_err(|_| Error::internal("writer thread panicked"))?;
         reader
             .join()
-            .map_err(|_| Error::new("reader thread panicked"))?;
+            .map_err(|_| Error::internal("reader thread panicked"))?;
         computed?;
         wrote
     })
@@ -185,7 +185,7 @@ mod tests {
             grid.tiles(),
             |t| {
                 if t.index == 3 {
-                    Err(Error::new("bad read"))
+                    Err(Error::input("bad read"))
                 } else {
                     Ok(())
                 }
@@ -201,7 +201,7 @@ mod tests {
             |_, ()| Ok(()),
             |t, ()| {
                 if t.index == 1 {
-                    Err(Error::new("bad write"))
+                    Err(Error::input("bad write"))
                 } else {
                     Ok(())
                 }

@@ -12,8 +12,11 @@ command line (byte-identical results on the same codes); no GDAL is needed.
   NumPy- or Dask-backed.
 
 The GIL is released while the engine computes. Refusals and failures raise
-:class:`Error` (a ``ValueError``), whose message is the CLI's one-line cause and
-hint (also as its ``cause`` and ``hint`` attributes).
+:class:`Error`, whose message is the engine's one-line cause and hint (also as
+its ``cause`` and ``hint`` attributes), with settings named as this package's
+keyword arguments; its subclass says what failed (:mod:`mapfilter.errors`:
+bad arguments and unusable data are ``ValueError`` s, a memory limit a
+``MemoryError``, a failed write an ``OSError``, ...).
 """
 
 from __future__ import annotations
@@ -24,9 +27,36 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _mapfilter
-from ._mapfilter import Error
+from .errors import (
+    DeviceError,
+    Error,
+    IncompleteError,
+    InputError,
+    InternalError,
+    Interrupted,
+    IoError,
+    ResourceError,
+    UsageError,
+    _make,
+)
 
-__all__ = ["Error", "smooth", "sieve", "compare", "filter", "devices", "halo"]
+__all__ = [
+    "Error",
+    "UsageError",
+    "InputError",
+    "ResourceError",
+    "DeviceError",
+    "IoError",
+    "Interrupted",
+    "IncompleteError",
+    "InternalError",
+    "smooth",
+    "sieve",
+    "compare",
+    "filter",
+    "devices",
+    "halo",
+]
 
 Codes = Union[str, Iterable[int], None]
 
@@ -35,11 +65,9 @@ _WIDE_INTEGERS = (np.int8, np.int16, np.int32, np.int64, np.uint32, np.uint64)
 
 
 def _error(cause: str, hint: Optional[str] = None) -> Error:
-    """An :class:`Error` made on the Python side, shaped as the engine's."""
-    err = Error(cause if hint is None else f"{cause} (hint: {hint})")
-    err.cause = cause
-    err.hint = hint
-    return err
+    """An :class:`InputError` made on the Python side (the labels given
+    cannot be used), shaped as the engine's."""
+    return _make("input", cause, hint)
 
 
 def _codes_text(option: str, codes: Codes) -> Optional[str]:
@@ -196,7 +224,8 @@ def smooth(
 
     Raises
     ------
-    mapfilter.Error : bad input or options, with the CLI's cause and hint.
+    mapfilter.UsageError, mapfilter.InputError : bad options or input (both
+        ``ValueError`` s and :class:`Error` s), with the engine's cause and hint.
 
     Example
     -------

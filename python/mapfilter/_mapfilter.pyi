@@ -6,12 +6,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
-class Error(ValueError):
-    """A refusal or failure of mapfilter: the CLI's one-line cause and hint."""
-
-    cause: str
-    hint: Optional[str]
-
 def smooth_codes(
     codes: npt.NDArray[np.uint8] | npt.NDArray[np.uint16],
     kernel_text: str,

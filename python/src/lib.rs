@@ -2,9 +2,11 @@
 //! arrays out, through the mapfilter library's in-memory entry points
 //! ([`mapfilter_core::job::plane`], the sieve, the metrics, the filter engine).
 //! It owns only the crossing: arguments parsed as the CLI parses them, the
-//! GIL released while the library computes, library errors raised as
-//! `mapfilter.Error`. The Python package (`python/mapfilter`) owns the
-//! public signatures, dtype handling and docstrings.
+//! GIL released while the library computes, library errors raised as the
+//! `mapfilter.Error` subclass of their kind (`mapfilter.errors`), their
+//! settings named as Python's keywords. The Python package
+//! (`python/mapfilter`) owns the public signatures, dtype handling,
+//! docstrings and the exception classes.
 
 use mapfilter_core::classes::ClassWeights;
 use mapfilter_core::confidence::Quantiser;
@@ -28,27 +30,25 @@ use numpy::{
     IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArray3,
     PyUntypedArrayMethods,
 };
-use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tiles::Border;
 
-create_exception!(
-    _mapfilter,
-    Error,
-    PyValueError,
-    "A refusal or failure of mapfilter: `cause` is the CLI's one-line cause, `hint` (or None) what to do about it."
-);
-
-/// The library's error as `mapfilter.Error`, its message the CLI's line.
+/// The library's error as the `mapfilter.errors` class of its kind, its
+/// message the library's line (settings spelled as Python's keywords: the
+/// module sets the front at import).
 fn raise(py: Python<'_>, e: LibError) -> PyErr {
-    let err = Error::new_err(e.to_string());
-    let value = err.value(py);
-    // Setting attributes on a fresh exception instance cannot fail.
-    let _ = value.setattr("cause", e.cause());
-    let _ = value.setattr("hint", e.hint_text());
-    err
+    let made = py.import("mapfilter.errors").and_then(|m| {
+        m.getattr("_make")?
+            .call1((e.kind().name(), e.cause(), e.hint_text()))
+    });
+    match made {
+        Ok(exception) => PyErr::from_value(exception),
+        // The package's own module is missing or broken: say so rather
+        // than lose the library's message.
+        Err(broken) => broken,
+    }
 }
 
 /// A C-contiguous array's codes, or a refusal naming the array.
@@ -79,7 +79,7 @@ fn kernel(
                 metres,
                 how: format!("pixel size {metres} m"),
             }),
-            None => Err(LibError::new(format!(
+            None => Err(LibError::usage(format!(
                 "kernel '{text}' is a length in metres, and the array has no pixel size"
             ))
             .hint(
@@ -95,7 +95,7 @@ fn border(text: &str) -> mapfilter_core::Result<Border> {
     match text {
         "same" => Ok(Border::Same),
         "valid" => Ok(Border::Valid),
-        other => Err(LibError::new(format!("unknown border '{other}'"))
+        other => Err(LibError::usage(format!("unknown border '{other}'"))
             .hint("use same (keeps the size) or valid (crops the halo)")),
     }
 }
@@ -148,14 +148,14 @@ fn smooth_codes<'py>(
                 (None, true) => 1.0,
                 (None, false) => {
                     return Err(
-                        LibError::new("the scale of integer confidences is not known")
+                        LibError::usage("the scale of integer confidences is not known")
                             .hint("pass confidence_scale= (100 for percent, 255 for bytes)"),
                     );
                 }
             };
             let q = Quantiser::new(confidence_float, scale, confidence_nodata, "confidence")?;
             let values = c.as_slice().map_err(|_| {
-                LibError::new("the confidences are not a contiguous array")
+                LibError::usage("the confidences are not a contiguous array")
                     .hint("pass numpy.ascontiguousarray(confidence)")
             })?;
             values.iter().map(|&v| q.weight(v)).collect()
@@ -285,16 +285,15 @@ fn sieve_codes<'py>(
             let pixels = threshold.pixels(
                 || match pixel_size {
                     Some(p) => Ok(p * p),
-                    None => Err(
-                        LibError::new("a threshold given as an area needs the pixel size").hint(
-                            "pass pixel_size= (metres per pixel), or give the threshold in pixels",
-                        ),
-                    ),
+                    None => Err(LibError::usage(
+                        "a threshold given as an area needs the pixel size",
+                    )
+                    .hint("pass pixel_size= (metres per pixel), or give the threshold in pixels")),
                 },
                 false,
             )?;
             let connectivity = Connectivity::from_number(connectivity).ok_or_else(|| {
-                LibError::new(format!("connectivity {connectivity} is not 4 or 8"))
+                LibError::usage(format!("connectivity {connectivity} is not 4 or 8"))
                     .hint("4: edges only (gdal_sieve.py's default); 8: edges and corners")
             })?;
             let options = SieveOptions::new(pixels, connectivity, nodata);
@@ -339,7 +338,7 @@ fn compare_codes(
             PixelArea::from_geotransform(None, None),
             &[],
         );
-        serde_json::to_string(&summary).map_err(|e| LibError::new(e.to_string()))
+        serde_json::to_string(&summary).map_err(|e| LibError::internal(e.to_string()))
     })
     .map_err(|e| raise(py, e))
 }
@@ -440,7 +439,9 @@ fn list_opencl_devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 
 #[pymodule]
 fn _mapfilter(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("Error", m.py().get_type::<Error>())?;
+    // Messages name settings as this package's keywords (`tile=`), not
+    // as the CLI's flags.
+    mapfilter_core::error::setting::set_front(mapfilter_core::error::Front::Python);
     m.add_function(wrap_pyfunction!(smooth_codes, m)?)?;
     m.add_function(wrap_pyfunction!(smooth_halo, m)?)?;
     m.add_function(wrap_pyfunction!(sieve_codes, m)?)?;

@@ -149,8 +149,8 @@ def test_errors_carry_the_clis_cause_and_hint(labels, cli, tmp_path):
         (lambda a: mapfilter.smooth(a, "box:3", method="nope"), "unknown method"),
         (lambda a: mapfilter.smooth(a, "box:3", device="nope"), "unknown device"),
         (lambda a: mapfilter.smooth(a, "box:3", nodata=300), "does not fit"),
-        (lambda a: mapfilter.smooth(a, "box:3", method="dct5", ties="smallest"), "--exact"),
-        (lambda a: mapfilter.smooth(a, "box:3", iterations=0), "--iterations"),
+        (lambda a: mapfilter.smooth(a, "box:3", method="dct5", ties="smallest"), "add exact="),
+        (lambda a: mapfilter.smooth(a, "box:3", iterations=0), "iterations= must"),
     ],
 )
 def test_bad_input_is_refused_with_a_hint(labels, call, match):
@@ -205,7 +205,8 @@ def test_two_threads_smooth_at_once_with_the_results_of_one():
 def test_help_shows_the_docstrings():
     assert "byte-identical" in mapfilter.smooth.__doc__
     assert "gdal_sieve.py" in mapfilter.sieve.__doc__
-    assert issubclass(mapfilter.Error, ValueError)
+    assert issubclass(mapfilter.UsageError, mapfilter.Error)
+    assert issubclass(mapfilter.UsageError, ValueError)
 
 
 def test_the_engine_seconds_come_with_the_output_when_asked(labels):

@@ -19,6 +19,7 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
     out.retain(|p| seen.insert(p.clone()));
     if out.is_empty() {
         bail!(
+            input,
             "no input rasters found",
             hint = "give files, directories, globs such as 'tiles/*.tif', or @list.txt"
         );
@@ -29,7 +30,7 @@ pub fn expand(args: &[String]) -> Result<Vec<PathBuf>> {
 fn expand_one(arg: &str, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
     if let Some(list) = arg.strip_prefix('@') {
         if depth > 4 {
-            bail!(format!("@{list}: lists nested too deep"));
+            bail!(usage, format!("@{list}: lists nested too deep"));
         }
         let text = crate::limits::read_text_file(Path::new(list), "input list")?;
         let base = Path::new(list).parent().unwrap_or(Path::new(""));
@@ -59,6 +60,7 @@ fn expand_one(arg: &str, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
             .unwrap_or_default();
         if dir.to_string_lossy().contains(['*', '?']) {
             bail!(
+                usage,
                 format!("{arg}: wildcards only in the file name"),
                 hint = "write DIR/*.tif, or list the files with @list.txt"
             );
@@ -89,6 +91,7 @@ fn expand_one(arg: &str, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
     }
     if !path.exists() {
         bail!(
+            input,
             format!("{arg}: no such file"),
             hint = "check the input path"
         );
@@ -99,7 +102,7 @@ fn expand_one(arg: &str, out: &mut Vec<PathBuf>, depth: usize) -> Result<()> {
 
 fn read_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
-        Error::new(format!("{}: {e}", dir.display())).hint("check the input directory")
+        Error::io(format!("{}: {e}", dir.display())).hint("check the input directory")
     })?;
     Ok(entries
         .filter_map(|e| e.ok())

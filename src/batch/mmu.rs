@@ -125,7 +125,7 @@ impl<'a> Phase<'a> {
             let smoothed = req.dir.join(SMOOTHED_DIR);
             if std::fs::symlink_metadata(&smoothed).is_err() {
                 std::fs::create_dir_all(&smoothed).map_err(|e| {
-                    Error::new(format!("cannot make {}: {e}", smoothed.display()))
+                    Error::io(format!("cannot make {}: {e}", smoothed.display()))
                         .hint("the batch directory must be writable")
                 })?;
             }
@@ -312,10 +312,10 @@ impl Finisher<'_> {
             .options
             .mmu
             .as_ref()
-            .ok_or_else(|| Error::new("the plan has no minimum mapping unit"))?;
+            .ok_or_else(|| Error::internal("the plan has no minimum mapping unit"))?;
         let threshold = mosaic
             .mmu_pixels
-            .ok_or_else(|| Error::new(format!("mosaic {m} has no minimum mapping unit")))?;
+            .ok_or_else(|| Error::internal(format!("mosaic {m} has no minimum mapping unit")))?;
         self.write_vrt(mosaic, tasks, vrt)?;
         let mut source = ClassRaster::open(vrt)?;
         let options = SieveOptions::new(threshold, mmu.connectivity()?, source.nodata_code());
@@ -339,7 +339,7 @@ impl Finisher<'_> {
             .map(|part| {
                 let task = part.task;
                 part.written.ok_or_else(|| {
-                    Error::new(format!(
+                    Error::io(format!(
                         "mosaic {m}: the sieve left {} unwritten",
                         task.output.display()
                     ))
@@ -406,7 +406,7 @@ impl Finisher<'_> {
             .collect();
         let first = mosaic::read_infos(std::slice::from_ref(&members[0].path))?
             .pop()
-            .ok_or_else(|| Error::new("no smoothed window to describe"))?;
+            .ok_or_else(|| Error::internal("no smoothed window to describe"))?;
         let xml = mosaic::vrt_xml(
             &members,
             (mosaic.output_width, mosaic.output_height),
@@ -460,6 +460,7 @@ impl Finisher<'_> {
             && !meta.is_file()
         {
             crate::bail!(
+                input,
                 format!(
                     "{} is a symlink or not a plain file: a task's output is never written through one",
                     output.display()
@@ -590,7 +591,7 @@ impl ClassSink for Splitter<'_> {
                 part.out.take().expect("opened above").finish()?;
                 let path = self.finisher.dir.join(&part.task.output);
                 let size = std::fs::metadata(&path)
-                    .map_err(|e| Error::new(format!("{}: {e}", path.display())))?
+                    .map_err(|e| Error::io(format!("{}: {e}", path.display())))?
                     .len();
                 part.written = Some(Written {
                     size,

@@ -59,7 +59,7 @@ fn read_info(path: &Path) -> Result<InputInfo> {
     let band = ds.rasterband(1).map_err(crate::gdal::errors::gdal_error)?;
     let data_type = band.band_type();
     if !matches!(data_type, GdalDataType::UInt8 | GdalDataType::UInt16) {
-        return Err(Error::new(format!(
+        return Err(Error::input(format!(
             "{}: band 1 is {}, class smoothing needs Byte or UInt16 class codes",
             path.display(),
             data_type.name()

@@ -13,7 +13,7 @@ use super::mosaic::{self, Group, Member};
 use crate::bail;
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::gdal::output_options::{Compression, OutputCompression, OutputFormat};
 use crate::job::smooth::MethodChoice;
 use crate::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
@@ -108,14 +108,16 @@ pub struct MmuOption {
 impl MmuOption {
     /// The threshold as given, parsed.
     pub fn threshold(&self) -> Result<Threshold> {
-        self.given.parse().map_err(|e: Error| e.context("--mmu"))
+        self.given
+            .parse()
+            .map_err(|e: Error| e.context(Setting::Mmu))
     }
 
     pub fn connectivity(&self) -> Result<Connectivity> {
         Connectivity::from_number(self.connectivity).ok_or_else(|| {
-            Error::new(format!(
-                "--mmu-connectivity {} is neither 4 nor 8",
-                self.connectivity
+            Error::usage(format!(
+                "{} is neither 4 nor 8",
+                Setting::MmuConnectivity.is(self.connectivity)
             ))
         })
     }
@@ -134,7 +136,7 @@ impl MmuOption {
         };
         self.threshold()?
             .pixels(area, allow_subpixel)
-            .map_err(|e| e.context(format!("--mmu: {}", group.first.path.display())))
+            .map_err(|e| e.context(format!("{}: {}", Setting::Mmu, group.first.path.display())))
     }
 }
 
@@ -160,13 +162,16 @@ impl SmoothOptions {
         let border = match self.border.as_str() {
             "same" => Border::Same,
             "valid" => Border::Valid,
-            other => bail!(format!("border '{other}' is neither same nor valid")),
+            other => bail!(input, format!("border '{other}' is neither same nor valid")),
         };
         let codec: Compression = self.compress.parse()?;
         let format = match self.format.as_deref() {
             None | Some("GTiff") => OutputFormat::GTiff,
             Some("COG") => OutputFormat::Cog,
-            Some(other) => bail!(format!("output format '{other}' is neither GTiff nor COG")),
+            Some(other) => bail!(
+                input,
+                format!("output format '{other}' is neither GTiff nor COG")
+            ),
         };
         let compression = OutputCompression::new(codec, self.compress_level)?
             .with_format(format, self.creation_options.clone())?;
@@ -304,17 +309,22 @@ impl Plan {
         let path = dir.join(PLAN_FILE);
         if !path.exists() {
             bail!(
+                usage,
                 format!("{}: no plan here", dir.display()),
-                hint = "make one with `mapfilter batch plan INPUT... --out DIR`"
+                hint = format!(
+                    "make one with `mapfilter batch plan INPUT... {}`",
+                    Setting::Out.is("DIR")
+                )
             );
         }
         let text = crate::limits::read_text_file(&path, "batch plan")?;
         let plan: Plan = serde_json::from_str(&text).map_err(|e| {
-            Error::new(format!("{}: not a batch plan: {e}", path.display()))
+            Error::input(format!("{}: not a batch plan: {e}", path.display()))
                 .hint("make it again with `mapfilter batch plan`")
         })?;
         if plan.version != VERSION {
             bail!(
+                input,
                 format!(
                     "{}: plan version {} is not {VERSION}",
                     path.display(),
@@ -335,10 +345,13 @@ impl Plan {
     /// outside the batch's `out/` (see [`output_name`]), or over an input.
     pub fn validate(&self) -> Result<()> {
         if self.options.tile == Some(0) {
-            bail!("tile side 0");
+            bail!(input, "tile side 0");
         }
         if self.tasks.len() > MAX_TASKS {
-            bail!(format!("{} tasks, more than {MAX_TASKS}", self.tasks.len()));
+            bail!(
+                input,
+                format!("{} tasks, more than {MAX_TASKS}", self.tasks.len())
+            );
         }
         if let Some(mmu) = &self.options.mmu {
             mmu.threshold()?;
@@ -346,11 +359,16 @@ impl Plan {
         }
         let mut inputs = std::collections::HashSet::new();
         for (m, mosaic) in self.mosaics.iter().enumerate() {
-            let fail = |what: &str| Err(Error::new(format!("mosaic {m}: {what}")));
+            let fail = |what: &str| Err(Error::input(format!("mosaic {m}: {what}")));
             match (&self.options.mmu, mosaic.mmu_pixels) {
                 (Some(_), Some(n)) if n >= 1 => {}
                 (None, None) => {}
-                _ => return fail("its minimum mapping unit in pixels does not match --mmu"),
+                _ => {
+                    return fail(&format!(
+                        "its minimum mapping unit in pixels does not match {}",
+                        Setting::Mmu
+                    ));
+                }
             }
             let margin_x = mosaic.width.checked_sub(mosaic.output_width);
             let margin_y = mosaic.height.checked_sub(mosaic.output_height);
@@ -390,7 +408,7 @@ impl Plan {
         }
         let mut outputs = std::collections::HashSet::new();
         for (i, task) in self.tasks.iter().enumerate() {
-            let fail = |what: String| Err(Error::new(format!("task {i}: {what}")));
+            let fail = |what: String| Err(Error::input(format!("task {i}: {what}")));
             if task.id != i {
                 return fail(format!("numbered {}", task.id));
             }
@@ -422,16 +440,16 @@ impl Plan {
                 continue;
             };
             if parent.as_os_str() == OUT_DIR && outputs.contains(name.as_os_str()) {
-                bail!(format!(
-                    "the input {} may be a task's output",
-                    input.display()
-                ));
+                bail!(
+                    input,
+                    format!("the input {} may be a task's output", input.display())
+                );
             }
         }
         if let Some(sample) = &self.compare_tasks
             && sample.iter().any(|&t| t >= self.tasks.len())
         {
-            bail!("a compared task is not in the plan");
+            bail!(input, "a compared task is not in the plan");
         }
         Ok(())
     }
@@ -513,13 +531,11 @@ impl Plan {
             None
         } else {
             std::fs::create_dir_all(dir.join("out")).map_err(|e| {
-                Error::new(format!("cannot make {}: {e}", dir.display()))
+                Error::io(format!("cannot make {}: {e}", dir.display()))
                     .hint("give a directory that can be written")
             })?;
-            let plan_target =
-                Target::check(&dir.join(PLAN_FILE), req.overwrite, &[]).map_err(|e| {
-                    e.hint("a plan is there already: run it with `batch run`, or plan again with --overwrite")
-                })?;
+            let plan_target = Target::check(&dir.join(PLAN_FILE), req.overwrite, &[])
+                .map_err(|e| e.hint(plan_exists_hint()))?;
             let geojson_target = Target::check(&dir.join("tasks.geojson"), true, &[])?;
             Some((plan_target, geojson_target))
         };
@@ -550,6 +566,7 @@ impl Plan {
                 let name = format!("{stem}{suffix}.tif");
                 if !names.insert(name.clone()) {
                     bail!(
+                        usage,
                         format!("two inputs would both write out/{name}"),
                         hint = "give inputs with distinct file names"
                     );
@@ -587,7 +604,7 @@ impl Plan {
         };
         plan.validate()?;
         let json = serde_json::to_string_pretty(&plan)
-            .map_err(|e| Error::new(format!("cannot encode the plan: {e}")))?;
+            .map_err(|e| Error::internal(format!("cannot encode the plan: {e}")))?;
         if let Some((plan_target, geojson_target)) = targets {
             output::text::write(&Destination::File(geojson_target), &plan.geojson())?;
             output::text::write(&Destination::File(plan_target), &json)?;
@@ -661,7 +678,7 @@ pub fn output_name(output: &Path) -> Result<&std::ffi::OsStr> {
         {
             Ok(name)
         }
-        _ => Err(Error::new(format!(
+        _ => Err(Error::input(format!(
             "output {} is not a file directly in {OUT_DIR}/ named *.tif",
             output.display()
         ))),
@@ -692,12 +709,13 @@ fn kernel_in_pixels(
             .collect::<Result<Vec<_>>>()?;
         let first = widths
             .first()
-            .ok_or_else(|| Error::new("no mosaic to plan"))?;
+            .ok_or_else(|| Error::internal("no mosaic to plan"))?;
         if let Some(other) = widths
             .iter()
             .find(|w| (w.metres - first.metres).abs() > 1e-9 * first.metres)
         {
             bail!(
+                input,
                 format!(
                     "kernel {}: the mosaics' pixels differ ({:.4} m and {:.4} m wide), so one length in metres would be a different kernel on each",
                     options.kernel, first.metres, other.metres
@@ -709,7 +727,7 @@ fn kernel_in_pixels(
     };
     let resolved = kernel
         .resolve(options.size, width, allow_subpixel)
-        .map_err(|e| e.context("--kernel"))?;
+        .map_err(|e| e.context(Setting::Kernel))?;
     if let Some(w) = &resolved.warning {
         log::warn!("{w}");
     }
@@ -766,6 +784,7 @@ fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
     }
     if kept.is_empty() {
         bail!(
+            input,
             format!("no input rasters found outside the batch {}", dir.display()),
             hint = "the batch's own mosaics and outputs are never its inputs"
         );
@@ -773,23 +792,45 @@ fn without_own_files(paths: Vec<PathBuf>, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(kept)
 }
 
+/// The hint when a plan is in the way of a new one.
+fn plan_exists_hint() -> String {
+    format!(
+        "a plan is there already: run it with `batch run`, or plan again with {}",
+        Setting::Overwrite
+    )
+}
+
+/// The hint when an input changed since its plan.
+pub(super) fn replan_hint() -> String {
+    format!(
+        "plan the batch again (batch plan {}), or put the planned file back",
+        Setting::Overwrite
+    )
+}
+
 /// Refuses a `--grid N` that would cut a raster into empty or more tasks
 /// than a plan holds (before any loop over N² cells).
 fn check_grid(n: usize, groups: &[Group]) -> Result<()> {
     if n == 0 {
-        bail!("--grid 0 cuts nothing", hint = "give --grid 1 or more");
+        bail!(
+            usage,
+            format!("{} cuts nothing", Setting::Grid.is(0)),
+            hint = format!("give {} 1 or more", Setting::Grid)
+        );
     }
     for group in groups.iter().filter(|g| g.members.len() == 1) {
         let m = &group.members[0];
         if n > m.width.min(m.height) || n.saturating_mul(n) > MAX_TASKS {
             bail!(
+                usage,
                 format!(
-                    "--grid {n} would cut {} ({}x{}) into cells under a pixel, or into more than {MAX_TASKS} tasks",
+                    "{} would cut {} ({}x{}) into cells under a pixel, or into more than {MAX_TASKS} tasks",
+                    Setting::Grid.is(n),
                     m.path.display(),
                     m.width,
                     m.height
                 ),
-                hint = "give --grid at most the raster's shorter side"
+                hint = format!("give {} at most the raster's shorter side", Setting::Grid)
             );
         }
     }
@@ -807,16 +848,25 @@ fn check_comparison(req: &PlanRequest) -> Result<()> {
     if let Some(c) = &req.compare_with
         && c != "naive"
     {
-        bail!(format!("--compare-with {c}: only naive is a baseline"));
+        bail!(
+            usage,
+            format!("{}: only naive is a baseline", Setting::CompareWith.is(c))
+        );
     }
     match req.compare_sample {
         Some(_) if req.compare_with.is_none() => bail!(
-            "--compare-sample without --compare-with",
-            hint = "add --compare-with naive"
+            usage,
+            format!(
+                "{} without {}",
+                Setting::CompareSample,
+                Setting::CompareWith
+            ),
+            hint = format!("add {}", Setting::CompareWith.is("naive"))
         ),
         Some(0) => bail!(
-            "--compare-sample 0 compares nothing",
-            hint = "give 1 or more, or leave out --compare-with"
+            usage,
+            format!("{} compares nothing", Setting::CompareSample.is(0)),
+            hint = format!("give 1 or more, or leave out {}", Setting::CompareWith)
         ),
         _ => Ok(()),
     }
@@ -856,13 +906,15 @@ fn output_extent(
         Border::Valid => {
             if group.width <= 2 * r || group.height <= 2 * r {
                 bail!(
+                    usage,
                     format!(
-                        "{}: {}x{} is no larger than the kernel, nothing is left with --border valid",
+                        "{}: {}x{} is no larger than the kernel, nothing is left with {}",
                         source.display(),
                         group.width,
-                        group.height
+                        group.height,
+                        Setting::Border.is("valid")
                     ),
-                    hint = "use --border same or a smaller kernel"
+                    hint = format!("use {} or a smaller kernel", Setting::Border.is("same"))
                 );
             }
             (r, group.width - 2 * r, group.height - 2 * r)

@@ -186,7 +186,7 @@ fn start(spawner: &Spawner, slot: &Slot) -> Result<Child> {
     // A signal before the worker starts: it is not started.
     crate::interrupt::check()?;
     let child = command.spawn().map_err(|e| {
-        Error::new(format!(
+        Error::io(format!(
             "cannot start batch worker {} of {}: {e}",
             slot.role.index, slot.role.count
         ))
@@ -232,12 +232,12 @@ fn join(mut child: Child, slot: &Slot) -> Result<RunSummary> {
         Some(g) => format!("batch worker {} (GPU {g})", slot.role.index),
         None => format!("batch worker {}", slot.role.index),
     };
-    let status = status.map_err(|e| Error::new(format!("{name}: {e}")))?;
+    let status = status.map_err(|e| Error::io(format!("{name}: {e}")))?;
     if !status.success() {
-        return Err(Error::new(format!("{name} ended with {status}")));
+        return Err(Error::incomplete(format!("{name} ended with {status}")));
     }
     if let Some(Err(e)) = read {
-        return Err(Error::new(format!(
+        return Err(Error::io(format!(
             "{name}: its summary cannot be read: {e}"
         )));
     }
@@ -245,7 +245,7 @@ fn join(mut child: Child, slot: &Slot) -> Result<RunSummary> {
         .rev()
         .find(|l| !l.trim().is_empty())
         .and_then(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| Error::new(format!("{name} printed no summary")))
+        .ok_or_else(|| Error::internal(format!("{name} printed no summary")))
 }
 
 /// Adds what a worker (or the run of the leftovers) did to `summary`.

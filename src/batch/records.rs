@@ -202,7 +202,7 @@ impl State {
     pub fn open(batch: &Path) -> Result<State> {
         let dir = batch.join("state");
         std::fs::create_dir_all(&dir).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", dir.display()))
+            Error::io(format!("cannot make {}: {e}", dir.display()))
                 .hint("the batch directory must be writable")
         })?;
         real_dir(&dir)?;
@@ -342,14 +342,14 @@ impl State {
 
     fn write_path<T: Serialize>(&self, path: &Path, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value)
-            .map_err(|e| Error::new(format!("cannot encode a record: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot encode a record: {e}")))?;
         let path = path.to_path_buf();
         // A record is replaced by a rename over its name. Whatever else is
         // there (a symlink, which `Target` would follow out of the state
         // directory; a FIFO) is not a record of ours: it goes first.
         if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
             std::fs::remove_file(&path).map_err(|e| {
-                Error::new(format!("cannot replace {}: {e}", path.display()))
+                Error::io(format!("cannot replace {}: {e}", path.display()))
                     .hint("remove it; the state directory holds only the batch's records")
             })?;
         }
@@ -396,7 +396,7 @@ impl State {
                 .and_then(|mut f| f.write_all(text.as_bytes()));
             if let Err(e) = written {
                 let _ = std::fs::remove_file(&draft);
-                return Err(Error::new(format!("cannot claim {}: {e}", path.display()))
+                return Err(Error::io(format!("cannot claim {}: {e}", path.display()))
                     .hint("the batch directory must be writable"));
             }
             let linked = std::fs::hard_link(&draft, &path);
@@ -416,7 +416,7 @@ impl State {
                     }
                 }
                 Err(e) => {
-                    return Err(Error::new(format!("cannot claim {}: {e}", path.display()))
+                    return Err(Error::io(format!("cannot claim {}: {e}", path.display()))
                         .hint("the batch directory must be writable"));
                 }
             }
@@ -725,12 +725,12 @@ pub fn read_bounded(path: &Path, limit: u64) -> Option<String> {
 pub fn real_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(Error::new(format!(
+        Ok(_) => Err(Error::input(format!(
             "{} is not a directory of the batch (a symlink or a file)",
             dir.display()
         ))
         .hint("a batch writes only into its own out/ and state/ folders; remove it and run again")),
-        Err(e) => Err(Error::new(format!("cannot use {}: {e}", dir.display()))
+        Err(e) => Err(Error::io(format!("cannot use {}: {e}", dir.display()))
             .hint("the batch directory must be writable")),
     }
 }
@@ -858,7 +858,7 @@ impl Syncer {
                 for path in pass.iter().chain(&dirs) {
                     if let Err(e) = std::fs::File::open(path).and_then(|f| f.sync_all()) {
                         first_error.get_or_insert_with(|| {
-                            Error::new(format!("cannot sync {} to disk: {e}", path.display()))
+                            Error::io(format!("cannot sync {} to disk: {e}", path.display()))
                                 .hint("check the disk; the next run checks every output again")
                         });
                     }
@@ -894,14 +894,14 @@ impl Syncer {
 /// CRC-32 of a file's bytes.
 pub fn checksum(path: &Path) -> Result<u32> {
     let mut file = std::fs::File::open(path)
-        .map_err(|e| Error::new(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
     let mut hasher = crc32fast::Hasher::new();
     // Outputs of a batch are mostly small: a small buffer, zeroed per file.
     let mut buf = vec![0u8; 64 << 10];
     loop {
         let n = file
             .read(&mut buf)
-            .map_err(|e| Error::new(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
         if n == 0 {
             break;
         }

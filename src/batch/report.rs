@@ -13,7 +13,7 @@
 use super::mosaic::{Member, mosaic_name, vrt_xml};
 use super::plan::Plan;
 use super::records::{DoneRecord, State};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::gdal::cog;
 use crate::job::compare::file_name;
 use crate::output::{self, Destination, Target};
@@ -401,7 +401,7 @@ pub fn write(
         };
         let mut info = super::mosaic::read_infos(std::slice::from_ref(&first.path))?
             .pop()
-            .ok_or_else(|| Error::new("no output to describe"))?;
+            .ok_or_else(|| Error::internal("no output to describe"))?;
         info.nodata = mosaic.classes.output_nodata.map(f64::from).or(info.nodata);
         let xml = vrt_xml(
             &members,
@@ -414,7 +414,7 @@ pub fn write(
     }
     add_maps_and_accuracy(dir, plan, options, &mut report)?;
     let json = serde_json::to_string_pretty(&report)
-        .map_err(|e| Error::new(format!("cannot encode the report: {e}")))?;
+        .map_err(|e| Error::internal(format!("cannot encode the report: {e}")))?;
     output::text::write(
         &Destination::File(Target::check(&dir.join("report.json"), true, &[])?),
         &json,
@@ -450,7 +450,11 @@ fn add_maps_and_accuracy(
     if done.is_empty() || !mosaic.exists() {
         if options.reference.is_some() {
             crate::bail!(
-                "--reference: no task of the batch is done, there is no mosaic to assess",
+                incomplete,
+                format!(
+                    "{}: no task of the batch is done, there is no mosaic to assess",
+                    Setting::Reference
+                ),
                 hint = "run the batch first (mapfilter batch run DIR)"
             );
         }
@@ -547,7 +551,11 @@ fn assess_mosaic(
         )
         .map_err(|e| {
             if strata.is_none() && e.to_string().contains("strata raster is") {
-                e.hint("the output grid differs from the input's (--border valid): give --strata on the output grid")
+                e.hint(format!(
+                    "the output grid differs from the input's ({}): give {} on the output grid",
+                    Setting::Border.is("valid"),
+                    Setting::Strata
+                ))
             } else {
                 e
             }
@@ -658,7 +666,10 @@ fn html(r: &BatchReport) -> Result<String> {
         body += &page::table(&["task", "input", "error"], &rows);
     }
     if !r.degraded.is_empty() {
-        body += "<h2>Tasks done without part of their halo</h2><p>Their edges may differ from a run over the whole mosaic; run again with <code>--retry-failed</code> once the inputs read.</p>";
+        body += &format!(
+            "<h2>Tasks done without part of their halo</h2><p>Their edges may differ from a run over the whole mosaic; run again with <code>{}</code> once the inputs read.</p>",
+            Setting::RetryFailed
+        );
         let rows: Vec<Vec<String>> = r
             .degraded
             .iter()

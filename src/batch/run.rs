@@ -47,7 +47,7 @@ fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
     let out = dir.join(super::plan::OUT_DIR);
     if std::fs::symlink_metadata(&out).is_err() {
         std::fs::create_dir_all(&out).map_err(|e| {
-            Error::new(format!("cannot make {}: {e}", out.display()))
+            Error::io(format!("cannot make {}: {e}", out.display()))
                 .hint("the batch directory must be writable")
         })?;
     }
@@ -63,6 +63,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         && k >= plan.tasks.len()
     {
         bail!(
+            usage,
             format!("task {k} is not in the plan ({} tasks)", plan.tasks.len()),
             hint = "tasks are numbered from 0; see tasks.geojson"
         );
@@ -539,7 +540,7 @@ impl Context<'_> {
             plan: self.fingerprint,
             output: self.written(task),
             size: std::fs::metadata(&output)
-                .map_err(|e| Error::new(format!("{}: {e}", output.display())))?
+                .map_err(|e| Error::io(format!("{}: {e}", output.display())))?
                 .len(),
             crc32: super::records::checksum(&output)?,
             seconds: t0.elapsed().as_secs_f64(),
@@ -610,7 +611,7 @@ impl Context<'_> {
             .collect();
         let mut info = super::mosaic::read_infos(std::slice::from_ref(&task.input))?
             .pop()
-            .ok_or_else(|| Error::new("no input to describe"))?;
+            .ok_or_else(|| Error::internal("no input to describe"))?;
         info.nodata = mosaic.classes.nodata.map(f64::from);
         let g = mosaic.output_geo_transform;
         let offset = ((mosaic.width - mosaic.output_width) / 2) as f64;
@@ -669,8 +670,9 @@ impl Context<'_> {
             };
             if let Some(how) = changed {
                 bail!(
+                    input,
                     format!("{} changed since the plan: {how}", m.path.display()),
-                    hint = "plan the batch again (batch plan --overwrite), or put the planned file back"
+                    hint = super::plan::replan_hint()
                 );
             }
         }
@@ -684,6 +686,7 @@ impl Context<'_> {
             && !meta.is_file()
         {
             bail!(
+                input,
                 format!(
                     "{} is a symlink or not a plain file: a task's output is never written through one",
                     output.display()
@@ -800,7 +803,7 @@ fn open_on_gdal_thread(path: &Path) -> Result<ClassRaster> {
     let path = path.to_path_buf();
     crate::gdal::threads::run(move || ClassRaster::open(&path))
         .recv()
-        .map_err(|_| Error::new("opening the mosaic failed (a GDAL thread stopped)"))?
+        .map_err(|_| Error::io("opening the mosaic failed (a GDAL thread stopped)"))?
 }
 
 /// How member `m` differs from what the plan says of it (its size, and its

@@ -3,7 +3,7 @@
 //! [`crate::switches::Environment`] holds).
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 
 /// Which tasks a run takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,13 +20,21 @@ pub enum Share {
 impl Share {
     /// `I/N` as given to `--shard`.
     pub fn parse_shard(text: &str) -> Result<Share> {
-        let hint = "write --shard I/N with 0 <= I < N, e.g. --shard 0/4";
-        let (i, n) = text
-            .split_once('/')
-            .ok_or_else(|| Error::new(format!("--shard {text}: no '/'")).hint(hint))?;
+        let hint = format!(
+            "write {} with 0 <= I < N, e.g. {}",
+            Setting::Shard.is("I/N"),
+            Setting::Shard.is("0/4")
+        );
+        let (i, n) = text.split_once('/').ok_or_else(|| {
+            Error::usage(format!("{}: no '/'", Setting::Shard.is(text))).hint(hint.clone())
+        })?;
         let parse = |s: &str| {
             s.trim().parse::<usize>().map_err(|_| {
-                Error::new(format!("--shard {text}: '{s}' is not a number")).hint(hint)
+                Error::usage(format!(
+                    "{}: '{s}' is not a number",
+                    Setting::Shard.is(text)
+                ))
+                .hint(hint.clone())
             })
         };
         Self::shard(parse(i)?, parse(n)?).map_err(|e| e.hint(hint))
@@ -34,7 +42,7 @@ impl Share {
 
     fn shard(index: usize, count: usize) -> Result<Share> {
         if count == 0 || index >= count {
-            bail!(format!("shard {index} of {count} does not exist"));
+            bail!(usage, format!("shard {index} of {count} does not exist"));
         }
         Ok(Share::Shard { index, count })
     }
@@ -48,8 +56,10 @@ impl Share {
             var(name)
                 .map(|v| {
                     v.trim().parse::<usize>().map_err(|_| {
-                        Error::new(format!("${name} is '{v}', not a number"))
-                            .hint("run inside a job array, or give --shard I/N")
+                        Error::usage(format!("${name} is '{v}', not a number")).hint(format!(
+                            "run inside a job array, or give {}",
+                            Setting::Shard.is("I/N")
+                        ))
                     })
                 })
                 .transpose()
@@ -62,7 +72,7 @@ impl Share {
         }
         if let Some(index) = num("JOB_COMPLETION_INDEX")? {
             let count = num("MAPFILTER_SHARDS")?.ok_or_else(|| {
-                Error::new("JOB_COMPLETION_INDEX is set but MAPFILTER_SHARDS is not")
+                Error::usage("JOB_COMPLETION_INDEX is set but MAPFILTER_SHARDS is not")
                     .hint("set MAPFILTER_SHARDS to the Job's completions")
             })?;
             return Self::shard(index, count).map(Some);

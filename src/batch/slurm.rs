@@ -9,7 +9,7 @@
 //! every path.
 
 use crate::bail;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use std::path::Path;
 
 /// Resources and shape of the job array.
@@ -35,6 +35,7 @@ pub fn script(dir: &Path, exe: &Path, o: &SlurmOptions) -> Result<String> {
     // the script would see one word).
     if exe.to_string_lossy().chars().any(char::is_control) {
         bail!(
+            input,
             format!(
                 "mapfilter's path {:?} holds a control character",
                 exe.as_os_str()
@@ -85,11 +86,14 @@ pub fn check(dir: &Path, o: &SlurmOptions) -> Result<String> {
         .filter(|l| l.chars().all(plain))
         .map(str::to_string)
         .ok_or_else(|| {
-            crate::error::Error::new(format!(
+            crate::error::Error::usage(format!(
                 "the batch directory {:?} cannot be written into an #SBATCH line (it holds a space, a quote, a newline, % or another special character)",
                 dir.as_os_str()
             ))
-            .hint("give --out a path of letters, digits and / . _ - + , : @ =")
+            .hint(format!(
+                "give {} a path of letters, digits and / . _ - + , : @ =",
+                Setting::Out
+            ))
         })
 }
 
@@ -104,8 +108,15 @@ fn check_mem(mem: &str) -> Result<()> {
     let unit = mem.len() - digits.len();
     if digits.is_empty() || unit > 1 || !digits.chars().all(|c| c.is_ascii_digit()) {
         bail!(
-            format!("--slurm-mem {mem:?} is not an amount of memory"),
-            hint = "give a number with an optional unit K, M, G or T, e.g. --slurm-mem 8G"
+            usage,
+            format!(
+                "{} is not an amount of memory",
+                Setting::SlurmMem.is(format!("{mem:?}"))
+            ),
+            hint = format!(
+                "give a number with an optional unit K, M, G or T, e.g. {}",
+                Setting::SlurmMem.is("8G")
+            )
         );
     }
     Ok(())
@@ -121,8 +132,15 @@ fn check_time(time: &str) -> Result<()> {
         || (number(days) && parts.len() <= 3 && parts.iter().all(|p| number(p)));
     if !ok {
         bail!(
-            format!("--slurm-time {time:?} is not a time limit"),
-            hint = "give minutes, HH:MM:SS or D-HH:MM:SS, e.g. --slurm-time 04:00:00"
+            usage,
+            format!(
+                "{} is not a time limit",
+                Setting::SlurmTime.is(format!("{time:?}"))
+            ),
+            hint = format!(
+                "give minutes, HH:MM:SS or D-HH:MM:SS, e.g. {}",
+                Setting::SlurmTime.is("04:00:00")
+            )
         );
     }
     Ok(())
@@ -192,11 +210,17 @@ mod tests {
             "G",
         ] {
             let e = script(dir, exe, &options(mem, "01:00:00")).unwrap_err();
-            assert!(e.to_string().contains("--slurm-mem"), "{e}");
+            assert!(
+                e.to_string().contains(&Setting::SlurmMem.to_string()),
+                "{e}"
+            );
         }
         for time in ["1:00\ntouch pwned", "`id`", "1::2", "1-2-3", "1:2:3:4", ""] {
             let e = script(dir, exe, &options("8G", time)).unwrap_err();
-            assert!(e.to_string().contains("--slurm-time"), "{e}");
+            assert!(
+                e.to_string().contains(&Setting::SlurmTime.to_string()),
+                "{e}"
+            );
         }
         for ok in ["30", "10:00", "02:00:00", "1-12", "1-12:30:00", "UNLIMITED"] {
             script(dir, exe, &options("512M", ok)).unwrap();

@@ -281,6 +281,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let policies = a.policies.policies()?;
     if a.policies.confidence.is_some() {
         crate::bail!(
+            usage,
             "batch plan does not take --confidence",
             hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
         );
@@ -322,9 +323,9 @@ fn plan(a: PlanArgs) -> Result<()> {
     }
     if let Some(Emit::Slurm) = a.emit {
         std::fs::create_dir_all(dir.join("logs"))
-            .map_err(|e| Error::new(format!("cannot make {}/logs: {e}", dir.display())))?;
+            .map_err(|e| Error::io(format!("cannot make {}/logs: {e}", dir.display())))?;
         let exe = std::env::current_exe()
-            .map_err(|e| Error::new(format!("cannot tell where mapfilter is: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot tell where mapfilter is: {e}")))?;
         let text = slurm::script(&dir, &exe, &slurm_options(plan.tasks.len()))?;
         let target = Target::check(&dir.join("batch.sbatch"), true, &[])?;
         crate::output::text::write(&crate::output::Destination::File(target), &text)?;
@@ -348,13 +349,17 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     };
     let jobs = a.jobs;
     if jobs == Some(0) {
-        bail!("--jobs 0 runs nothing", hint = "give --jobs 1 or more");
+        bail!(
+            usage,
+            "--jobs 0 runs nothing",
+            hint = "give --jobs 1 or more"
+        );
     }
     let stale_after = humantime::parse_duration(a.stale_after.trim())
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
-            Error::new(format!(
+            Error::usage(format!(
                 "--stale-after {}: not a duration of more than 0",
                 a.stale_after
             ))
@@ -362,6 +367,7 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         })?;
     if a.processes == Some(0) {
         bail!(
+            usage,
             "--processes 0 runs nothing",
             hint = "give --processes 1 or more"
         );
@@ -393,7 +399,7 @@ fn run_tasks(a: RunArgs) -> Result<()> {
     if worker.is_some() {
         // The parent reads this line and says what the run did.
         let line = serde_json::to_string(&s)
-            .map_err(|e| Error::new(format!("cannot write the worker's summary: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot write the worker's summary: {e}")))?;
         println!("{line}");
         return Ok(());
     }
@@ -503,11 +509,11 @@ fn run_outcome(s: &batch_run::RunSummary) -> Option<Error> {
         } else {
             "fix their inputs and run again with --retry-failed; `batch report` lists them"
         };
-        return Some(Error::new(cause).hint(hint));
+        return Some(Error::incomplete(cause).hint(hint));
     }
     if let Some((m, error)) = s.sieve_failed.first() {
         return Some(
-            Error::new(format!(
+            Error::incomplete(format!(
                 "the minimum mapping unit of mosaic {m} failed, so its outputs are not all written: {error}"
             ))
             .hint("fix the cause and run again: the smoothed tasks are kept, and the mosaic is sieved again"),
@@ -520,7 +526,7 @@ fn run_outcome(s: &batch_run::RunSummary) -> Option<Error> {
             list(&mut s.busy.iter().copied())
         );
         return Some(
-            Error::new(cause)
+            Error::incomplete(cause)
                 .hint("run again later (or without --no-wait to wait for them)")
                 .exit_code(EXIT_HELD),
         );
@@ -531,7 +537,7 @@ fn run_outcome(s: &batch_run::RunSummary) -> Option<Error> {
             s.degraded.len(),
             list(&mut s.degraded.iter().copied())
         );
-        return Some(Error::new(cause).hint(
+        return Some(Error::incomplete(cause).hint(
             "a neighbouring input could not be read: fix it and run again with --retry-failed",
         ));
     }
@@ -583,6 +589,7 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         return Ok(());
     }
     bail!(
+        incomplete,
         format!(
             "the batch is incomplete: {} failed, {} pending, {} degraded of {} tasks",
             r.failed.len(),

@@ -98,7 +98,7 @@ fn inputs(args: &BenchArgs) -> Result<Vec<BenchInput>> {
     let sizes: Vec<usize> = list(&args.size, "raster-size")?;
     let class_counts: Vec<u16> = list(&args.classes, "classes")?;
     if let Some(c) = class_counts.iter().find(|&&c| c == 0 || c > 256) {
-        crate::bail!(format!("--classes {c} is outside 1..=256"));
+        crate::bail!(usage, format!("--classes {c} is outside 1..=256"));
     }
     for &size in &sizes {
         crate::limits::check_in_memory(
@@ -131,7 +131,7 @@ fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>> {
         .filter(|s| !s.is_empty())
         .map(|s| {
             s.parse().map_err(|_| {
-                Error::new(format!("--{what}: '{s}' is not a number"))
+                Error::usage(format!("--{what}: '{s}' is not a number"))
                     .hint(format!("give --{what} as a comma-separated list"))
             })
         })
@@ -220,6 +220,7 @@ fn bench_one(
                 .filter(|(a, b)| a != b)
                 .count();
             crate::bail!(
+                internal,
                 format!(
                     "MISMATCH: {} differs from the host reference in {bad} pixels, first at ({}, {}) ({} vs {}) for {config}",
                     method.name(),

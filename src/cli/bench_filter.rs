@@ -79,6 +79,7 @@ fn sample_type(name: &str) -> Result<SampleType> {
         "i16" => SampleType::I16,
         "f32" => SampleType::F32,
         other => crate::bail!(
+            usage,
             format!("unknown type '{other}'"),
             hint = "use u8, u16, i16 or f32"
         ),
@@ -251,7 +252,7 @@ fn hist_all<T: Pixel>(
 
 fn parse_size(s: &str) -> Result<(usize, usize)> {
     let bad = || {
-        Error::new(format!("--raster-size '{s}' is not N or WxH"))
+        Error::usage(format!("--raster-size '{s}' is not N or WxH"))
             .hint("write e.g. --raster-size 1920x1080")
     };
     let (a, b) = s.split_once('x').unwrap_or((s, s));

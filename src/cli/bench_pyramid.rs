@@ -56,6 +56,7 @@ pub fn run(
         match op.strip_prefix("scharr:").map(str::parse::<usize>) {
             Some(Ok(n)) => sizes.push(Scharr::new(n)?),
             _ => bail!(
+                usage,
                 format!("op '{op}' after a level op: the device pyramid bench runs scharr:N only"),
                 hint = "write --op scale-space:4:4 --op scharr:3 --op scharr:5"
             ),
@@ -69,6 +70,7 @@ pub fn run(
     let chains = levels.chains(&[], &[]);
     let Some(plan) = BuildPlan::of(levels)? else {
         bail!(
+            usage,
             "the device pyramid bench builds Gaussian pyramids and scale spaces",
             hint = "write --op scale-space:4:4 or --op gaussian-pyramid:N"
         );
@@ -109,6 +111,7 @@ fn first_plane<T: Pixel>(out: crate::pixel::Bands) -> Result<Plane<T>> {
     match plane {
         Some(p) => Ok(p),
         None => bail!(
+            usage,
             "a level op changed the sample type",
             hint = "put only gaussian-pyramid or scale-space before scharr"
         ),

@@ -65,7 +65,7 @@ fn parse_weights(s: &str) -> Result<Blend> {
         .ok()
         .filter(|v: &Vec<f32>| (2..=3).contains(&v.len()) && v.iter().all(|x| x.is_finite()))
         .ok_or_else(|| {
-            crate::error::Error::new(format!("--weights '{s}' is not ALPHA,BETA[,GAMMA]"))
+            crate::error::Error::usage(format!("--weights '{s}' is not ALPHA,BETA[,GAMMA]"))
                 .hint("write e.g. --weights 0.7,0.3 or --weights 1,1,-10")
         })?;
     Ok(Blend::Weighted {
@@ -88,6 +88,7 @@ fn same_grid(first: &ImageRaster, other: &ImageRaster) -> Result<()> {
     };
     if (a.width, a.height) != (b.width, b.height) || !close || a.projection != b.projection {
         bail!(
+            input,
             format!(
                 "{} is not on the grid of {} ({}x{} vs {}x{}, or another geotransform or coordinate system)",
                 other.path().display(),
@@ -113,6 +114,7 @@ pub fn run(args: BlendArgs) -> Result<()> {
             same_grid(&first, &a)?;
             if a.bands != 1 {
                 bail!(
+                    usage,
                     format!("--alpha {}: {} bands, one expected", p.display(), a.bands),
                     hint = "pick the band with gdal_translate -b N"
                 );
@@ -130,6 +132,7 @@ pub fn run(args: BlendArgs) -> Result<()> {
         && (n == 0 || n > first.bands || first.bands < 2)
     {
         bail!(
+            usage,
             format!(
                 "--alpha-band {n}: {} has {} bands",
                 args.first.display(),
@@ -141,6 +144,7 @@ pub fn run(args: BlendArgs) -> Result<()> {
     let colour_bands = first.bands - args.alpha_band.map_or(0, |_| 1);
     if second.bands != colour_bands || second.sample_type != first.sample_type {
         bail!(
+            input,
             format!(
                 "{} has {} {} bands, {} needs {colour_bands} {} bands",
                 args.second.display(),
@@ -239,6 +243,7 @@ fn blend_bands(
         (Bands::I16(pa), Bands::I16(pb)) => typed!(pa, pb),
         (Bands::F32(pa), Bands::F32(pb)) => typed!(pa, pb),
         _ => bail!(
+            input,
             "the two rasters have different sample types",
             hint = "convert with gdal_translate -ot TYPE"
         ),

@@ -91,12 +91,12 @@ impl ReportOutputs {
     fn write(&self, report: &CompareReport, facts: serde_json::Value) -> Result<()> {
         if let Some(d) = &self.json {
             let mut value: serde_json::Value = serde_json::from_str(&report.to_json()?)
-                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+                .map_err(|e| crate::Error::io(format!("cannot write the JSON report: {e}")))?;
             if let (Some(map), serde_json::Value::Object(more)) = (value.as_object_mut(), facts) {
                 map.extend(more);
             }
             let text = serde_json::to_string_pretty(&value)
-                .map_err(|e| crate::Error::new(format!("cannot write the JSON report: {e}")))?;
+                .map_err(|e| crate::Error::io(format!("cannot write the JSON report: {e}")))?;
             output::text::write(d, &(text + "\n"))?;
         }
         if let Some(d) = &self.html {

@@ -108,7 +108,8 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                err.contains("--compress-level") && err.contains("hint"),
+                err.contains(&crate::error::Setting::CompressLevel.to_string())
+                    && err.contains("hint"),
                 "{err}"
             );
         }

@@ -16,8 +16,9 @@ pub struct DescribeArgs {
 }
 
 pub fn run(_args: DescribeArgs) -> Result<()> {
-    let text = serde_json::to_string_pretty(&describe(&super::Cli::command()))
-        .map_err(|e| crate::error::Error::new(format!("cannot encode the description: {e}")))?;
+    let text = serde_json::to_string_pretty(&describe(&super::Cli::command())).map_err(|e| {
+        crate::error::Error::internal(format!("cannot encode the description: {e}"))
+    })?;
     super::scripting::write_stdout(format!("{text}\n").as_bytes())
 }
 

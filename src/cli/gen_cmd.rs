@@ -57,6 +57,7 @@ pub fn parse_size(text: &str) -> Result<(usize, usize)> {
     match parsed {
         Some((w, h)) if w > 0 && h > 0 => Ok((w, h)),
         _ => bail!(
+            usage,
             format!("size '{text}' is not WIDTHxHEIGHT"),
             hint = "e.g. --raster-size 1024x1024"
         ),
@@ -67,7 +68,7 @@ pub fn run(args: GenArgs) -> Result<()> {
     let (width, height) = parse_size(&args.size)?;
     let target = Target::check(&args.output, args.overwrite.overwrite, &[])?;
     if args.classes == 0 {
-        bail!("--classes must be at least 1");
+        bail!(usage, "--classes must be at least 1");
     }
     let mut synth = SynthRaster::new(width, height, args.classes, args.pattern.into(), args.seed)
         .with_scale(args.scale);

@@ -132,7 +132,7 @@ fn add_all<T: Pixel>(
 
 fn parse_range(s: &str) -> Result<(f64, f64)> {
     let bad =
-        || Error::new(format!("--range '{s}' is not MIN:MAX")).hint("write e.g. --range 0:4096");
+        || Error::usage(format!("--range '{s}' is not MIN:MAX")).hint("write e.g. --range 0:4096");
     let (a, b) = s.split_once(':').ok_or_else(bad)?;
     Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
 }

@@ -30,6 +30,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let index = choice.band.unwrap_or(1);
     if index == 0 || index > bands {
         crate::bail!(
+            usage,
             format!(
                 "{}: -b {index} is not a band (the raster has {bands})",
                 args.input.display()

@@ -22,11 +22,13 @@ impl MinAgreementArg {
         match summary.agreement_percent {
             Some(a) if a >= min => Ok(()),
             Some(a) => crate::bail!(
+                input,
                 format!("agreement {a:.4} % is below --min-agreement {min} %"),
                 hint =
                     "the reports, if any, were written; compare them to see where the maps differ"
             ),
             None => crate::bail!(
+                input,
                 format!("no valid pixel to agree on, so --min-agreement {min} % is not met"),
                 hint = "the rasters are nodata everywhere in one of them"
             ),

@@ -132,6 +132,8 @@ enum Command {
 pub fn main() -> i32 {
     // First: a signal at any moment from here on removes temp files and exits 128 + N.
     crate::interrupt::install();
+    // Every message of this process, from any layer, names settings as flags.
+    crate::error::setting::set_front(crate::error::Front::Cli);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -202,13 +204,14 @@ fn set_gdal_config(pairs: &[String]) -> Result<()> {
             log::debug!("GDAL config {key}={value}");
             #[cfg(feature = "gdal")]
             gdal::config::set_config_option(key, value).map_err(|e| {
-                crate::Error::new(format!("--config {key} {value}: {e}"))
+                crate::Error::usage(format!("--config {key} {value}: {e}"))
                     .hint("keys and values are plain text without NUL bytes")
             })?;
             #[cfg(not(feature = "gdal"))]
             {
                 let _ = (key, value);
                 crate::bail!(
+                    usage,
                     "--config needs GDAL, which this build leaves out",
                     hint = "use a build with the gdal feature"
                 );

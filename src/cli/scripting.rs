@@ -64,7 +64,7 @@ fn render(cmd: &clap::Command, title: &str) -> Result<Vec<u8>> {
     clap_mangen::Man::new(cmd.clone())
         .title(title.to_string())
         .render(&mut page)
-        .map_err(|e| Error::new(format!("cannot render the man page: {e}")))?;
+        .map_err(|e| Error::internal(format!("cannot render the man page: {e}")))?;
     Ok(page)
 }
 
@@ -72,5 +72,5 @@ pub(super) fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| Error::new(format!("cannot write to standard output: {e}")))
+        .map_err(|e| Error::io(format!("cannot write to standard output: {e}")))
 }

@@ -174,6 +174,7 @@ fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
     let flags = band.mask_flags().map_err(crate::gdal::errors::gdal_error)?;
     if !(flags.is_all_valid() || flags.is_nodata()) {
         bail!(
+            input,
             format!(
                 "{}: band 1 has a mask other than a nodata value (an alpha band or a mask file)",
                 input.display()

@@ -39,6 +39,7 @@ impl JsonSummary {
             .transpose()?;
         match &dest {
             Some(Destination::Stdout) if stdout_taken => crate::bail!(
+                usage,
                 "--json - and another output both write to standard output",
                 hint = "send one of them to a file"
             ),
@@ -61,11 +62,11 @@ impl JsonSummary {
         if let (Some(map), Value::Object(more)) = (value.as_object_mut(), fields) {
             map.extend(more);
             let provenance = serde_json::to_value(Provenance::now())
-                .map_err(|e| Error::new(format!("cannot write the JSON summary: {e}")))?;
+                .map_err(|e| Error::io(format!("cannot write the JSON summary: {e}")))?;
             map.insert("provenance".into(), provenance);
         }
         let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| Error::new(format!("cannot write the JSON summary: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot write the JSON summary: {e}")))?;
         output::text::write(dest, &(text + "\n"))
     }
 }

@@ -118,6 +118,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     }
     if !result.failures.is_empty() {
         crate::bail!(
+            incomplete,
             format!(
                 "{} of {} runs failed (listed in results.json and report.html)",
                 result.failures.len(),
@@ -142,6 +143,7 @@ fn scoring<'a>(
     use crate::gdal::class_raster::ClassRaster;
     let [source] = sources else {
         crate::bail!(
+            usage,
             format!(
                 "--reference scores the outputs of one input raster; the config has {}",
                 config.input.len()
@@ -198,6 +200,7 @@ fn scoring<'a>(
     let score = move |out: &mut crate::io::MemRaster, nodata: Option<u16>| {
         if (out.width, out.height) != size {
             crate::bail!(
+                input,
                 format!(
                     "the output is {} x {} pixels, the input {} x {}",
                     out.width, out.height, size.0, size.1
@@ -229,6 +232,7 @@ fn scoring<'a>(
     _: &'a [sweep::Source],
 ) -> Result<sweep::Scoring<'a>> {
     crate::bail!(
+        usage,
         "--reference reads points and rasters with GDAL, which this build leaves out",
         hint = "run it with a build that has the gdal feature"
     );
@@ -262,6 +266,7 @@ fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
 fn load_inputs(paths: &[String]) -> Result<Vec<sweep::Source>> {
     if !paths.is_empty() {
         crate::bail!(
+            usage,
             "a sweep on `input` rasters reads them with GDAL, which this build leaves out",
             hint = "run it with a build that has the gdal feature"
         );

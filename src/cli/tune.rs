@@ -63,6 +63,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let path = match args.db.clone().or_else(tune::db_path) {
         Some(p) => p,
         None => crate::bail!(
+            usage,
             "no place for the tune database: neither HOME nor XDG_CACHE_HOME is set",
             hint = "give --db PATH"
         ),
@@ -73,6 +74,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let devices: Vec<Device> = args.device.members()?.into_iter().flatten().collect();
     if devices.is_empty() {
         crate::bail!(
+            device,
             "no OpenCL device to tune",
             hint = "`mapfilter devices` lists them; the host has nothing to tune"
         );

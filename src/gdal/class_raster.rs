@@ -11,7 +11,7 @@
 use super::errors::gdal_error;
 use crate::bail;
 use crate::classes::{ClassTable, CodeHistogram};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::io::ClassSource;
 use crate::progress::Progress;
 use gdal::Dataset;
@@ -39,22 +39,25 @@ pub fn open(path: &Path) -> Result<Dataset> {
     quiet_gdal();
     if !path.exists() {
         bail!(
+            input,
             format!("{}: no such file", path.display()),
             hint = "check the input path"
         );
     }
     if path.is_dir() && !path.join("hdr.adf").exists() {
         bail!(
+            input,
             format!("{}: is a directory, not a raster", path.display()),
             hint = "give a raster file such as a GeoTIFF"
         );
     }
     let ds = Dataset::open(path).map_err(|_| {
-        Error::new(format!("{}: not a raster GDAL can read", path.display()))
+        Error::input(format!("{}: not a raster GDAL can read", path.display()))
             .hint("give a GeoTIFF or another GDAL raster format (`gdalinfo` tells what GDAL sees)")
     })?;
     if ds.raster_count() == 0 {
         bail!(
+            input,
             format!("{}: holds no raster band", path.display()),
             hint = "give a raster file, not a vector one"
         );
@@ -77,7 +80,7 @@ pub fn pixel_width(ds: &Dataset) -> Result<crate::kernel::PixelWidth> {
 
 /// Why a kernel in metres has no pixel width: the raster `why`.
 fn no_width(why: &str) -> Error {
-    Error::new(format!(
+    Error::input(format!(
         "a kernel in metres needs the pixel size, but the raster {why}"
     ))
     .hint("give the kernel in pixels (e.g. gaussian:2.5)")
@@ -292,6 +295,7 @@ impl BandChoice {
     fn resolve(&self, path: &Path, bands: usize) -> Result<usize> {
         match self.band {
             None if bands > 1 => bail!(
+                input,
                 format!(
                     "{}: has {bands} bands, and class smoothing reads one",
                     path.display()
@@ -300,6 +304,7 @@ impl BandChoice {
             ),
             None => Ok(1),
             Some(b) if b == 0 || b > bands => bail!(
+                usage,
                 format!(
                     "{}: -b {b} is not a band (the raster has {bands})",
                     path.display()
@@ -437,6 +442,7 @@ impl ClassRaster {
             GdalDataType::UInt8 => ClassType::Byte,
             GdalDataType::UInt16 => ClassType::UInt16,
             other => bail!(
+                input,
                 format!(
                     "{}: band {index} is {}, class smoothing needs Byte or UInt16 class codes",
                     path.display(),
@@ -449,11 +455,15 @@ impl ClassRaster {
             && (nd.fract() != 0.0 || nd < 0.0 || nd > class_type.max_code() as f64)
         {
             bail!(
+                input,
                 format!(
                     "{}: nodata value {nd} is not a valid code for this band",
                     path.display()
                 ),
-                hint = "fix it with gdal_edit.py -a_nodata VALUE, or override it with --src-nodata VALUE|none"
+                hint = format!(
+                    "fix it with gdal_edit.py -a_nodata VALUE, or override it with {}",
+                    Setting::SrcNodata.is("VALUE|none")
+                )
             );
         }
         Ok(ClassRaster {

@@ -14,6 +14,7 @@ use std::path::Path;
 pub fn write_cog(vrt: &Path, target: &Target) -> Result<()> {
     if !vrt.exists() {
         crate::bail!(
+            input,
             "no finished task to put in a COG",
             hint = "run the batch first with `mapfilter batch run`"
         );

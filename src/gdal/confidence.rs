@@ -6,7 +6,7 @@
 //! with the class raster's tiles.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::io::ClassSource;
 use gdal::Dataset;
 use gdal::raster::GdalDataType;
@@ -37,13 +37,21 @@ impl ConfidenceSpec {
             _ => (text, 1),
         };
         if band == 0 {
-            bail!("--confidence band 0", hint = "bands count from 1");
+            bail!(
+                usage,
+                format!("{} band 0", Setting::Confidence),
+                hint = "bands count from 1"
+            );
         }
         if let Some(s) = scale
             && !(s.is_finite() && s > 0.0)
         {
             bail!(
-                format!("--confidence-scale {s} is not a positive number"),
+                usage,
+                format!(
+                    "{} is not a positive number",
+                    Setting::ConfidenceScale.is(s)
+                ),
                 hint = "e.g. 1 for 0–1 floats, 100 for percentages, 255 for bytes"
             );
         }
@@ -63,9 +71,10 @@ impl ConfidenceSpec {
     pub fn open(&self, width: usize, height: usize) -> Result<ConfidenceRaster> {
         let ds = crate::gdal::class_raster::open(&self.path)?;
         let name = self.path.display().to_string();
-        let gdal = |e: gdal::errors::GdalError| Error::new(format!("{name}: {e}"));
+        let gdal = |e: gdal::errors::GdalError| Error::io(format!("{name}: {e}"));
         if self.band > ds.raster_count() {
             bail!(
+                usage,
                 format!("{name} has no band {}", self.band),
                 hint = format!("it has {} band(s)", ds.raster_count())
             );
@@ -73,6 +82,7 @@ impl ConfidenceSpec {
         let (w, h) = ds.raster_size();
         if (w, h) != (width, height) {
             bail!(
+                input,
                 format!("{name} is {w}x{h}, the class raster {width}x{height}"),
                 hint = "the confidence raster must be on the class raster's grid"
             );
@@ -89,14 +99,22 @@ impl ConfidenceSpec {
                 Some(f) if f > 0.0 && f != 1.0 && band.offset().unwrap_or(0.0) == 0.0 => 1.0 / f,
                 _ if float => 1.0,
                 _ => bail!(
+                    usage,
                     format!("{name}: the scale of its integer confidences is not known"),
-                    hint = "give --confidence-scale 100 (percent) or 255 (bytes)"
+                    hint = format!(
+                        "give {} (percent) or 255 (bytes)",
+                        Setting::ConfidenceScale.is(100)
+                    )
                 ),
             },
         };
         if !float && (scale.fract() != 0.0 || scale > u16::MAX as f64) {
             bail!(
-                format!("--confidence-scale {scale} for integer confidences"),
+                usage,
+                format!(
+                    "{} for integer confidences",
+                    Setting::ConfidenceScale.is(scale)
+                ),
                 hint = "integer bands take an integer scale up to 65535"
             );
         }
@@ -132,7 +150,7 @@ impl ClassSource for ConfidenceRaster {
         let band = self
             .ds
             .rasterband(self.band)
-            .map_err(|e| Error::new(format!("{}: {e}", self.name)))?;
+            .map_err(|e| Error::io(format!("{}: {e}", self.name)))?;
         let mut values = vec![0f64; buf.len()];
         band.read_into_slice::<f64>(
             (w.x as isize, w.y as isize),
@@ -141,7 +159,7 @@ impl ClassSource for ConfidenceRaster {
             &mut values,
             None,
         )
-        .map_err(|e| Error::new(format!("{}: {e}", self.name)))?;
+        .map_err(|e| Error::io(format!("{}: {e}", self.name)))?;
         for (q, &v) in buf.iter_mut().zip(&values) {
             *q = self.quantiser.weight(v)?;
         }

@@ -4,7 +4,7 @@
 //! the file without it.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use gdal::DriverManager;
 use std::ffi::{CStr, CString, c_char, c_void};
 
@@ -13,7 +13,8 @@ pub fn parse_key_value(s: &str) -> std::result::Result<(String, String), String>
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!(
-            "`{s}` is not KEY=VALUE (for example --co BLOCKXSIZE=512)"
+            "`{s}` is not KEY=VALUE (for example {})",
+            Setting::Co.is("BLOCKXSIZE=512")
         )),
     }
 }
@@ -27,11 +28,16 @@ pub fn check(driver: &str, options: &[(String, String)]) -> Result<()> {
     }
     crate::gdal::errors::install();
     let handle = DriverManager::get_driver_by_name(driver)
-        .map_err(|_| Error::new(format!("GDAL has no {driver} driver")))?;
+        .map_err(|_| Error::usage(format!("GDAL has no {driver} driver")))?;
     let mut strings = Vec::with_capacity(options.len());
     for (k, v) in options {
-        let text = CString::new(format!("{k}={v}"))
-            .map_err(|_| Error::new(format!("--co {k}={v}: holds a NUL byte")).hint("remove it"))?;
+        let text = CString::new(format!("{k}={v}")).map_err(|_| {
+            Error::usage(format!(
+                "{}: holds a NUL byte",
+                Setting::Co.is(format!("{k}={v}"))
+            ))
+            .hint("remove it")
+        })?;
         strings.push(text);
     }
     let mut list: Vec<*mut c_char> = strings.iter().map(|s| s.as_ptr() as *mut _).collect();
@@ -58,7 +64,8 @@ pub fn check(driver: &str, options: &[(String, String)]) -> Result<()> {
         .cloned()
         .unwrap_or_else(|| "GDAL refuses it".to_string());
     bail!(
-        format!("--co: {}", why.trim_end_matches('.')),
+        usage,
+        format!("{}: {}", Setting::Co, why.trim_end_matches('.')),
         hint = format!("`gdalinfo --format {driver}` lists the creation options {driver} takes")
     )
 }
@@ -99,7 +106,9 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                err.starts_with("--co") && err.contains("gdalinfo --format") && !err.contains('\n'),
+                err.starts_with(&Setting::Co.to_string())
+                    && err.contains("gdalinfo --format")
+                    && !err.contains('\n'),
                 "{err}"
             );
         }

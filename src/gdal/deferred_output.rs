@@ -82,7 +82,7 @@ impl DeferredOutput {
             let projection = projection()?;
             let mut spec = spec
                 .recv()
-                .map_err(|_| Error::new("output cancelled before it was created"))?;
+                .map_err(|_| Error::io("output cancelled before it was created"))?;
             spec.projection = projection;
             let mut out = OutputRaster::create(&target, &spec)?;
             out.write_header()?;
@@ -121,7 +121,7 @@ impl DeferredOutput {
         let out = self
             .made
             .as_mut()
-            .ok_or_else(|| Error::new("the output could not be created"))?;
+            .ok_or_else(|| Error::io("the output could not be created"))?;
         for (window, codes) in self.held.drain(..) {
             out.write(window, &codes)?;
         }
@@ -131,7 +131,7 @@ impl DeferredOutput {
 
     fn take(&mut self, answer: Result<Result<Made>, impl Sized>) -> Result<()> {
         let (made, start, end) =
-            answer.map_err(|_| Error::new("the thread creating the output panicked"))??;
+            answer.map_err(|_| Error::internal("the thread creating the output panicked"))??;
         self.made = Some(made);
         self.span = Some((start, end));
         Ok(())

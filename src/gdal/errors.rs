@@ -86,7 +86,7 @@ impl Mark {
         } else {
             last
         };
-        Err(Error::new(format!("{what}: {cause}")))
+        Err(Error::io(format!("{what}: {cause}")))
     }
 }
 
@@ -100,7 +100,7 @@ pub fn on_this_thread<T>(what: &str, call: impl FnOnce() -> T) -> Result<T> {
         return Ok(value);
     }
     let last = LOCAL_LAST.with(|l| l.borrow().clone());
-    Err(Error::new(format!("{what}: {last}")))
+    Err(Error::io(format!("{what}: {last}")))
 }
 
 /// Turns a GDAL error into a one-line [`Error`].
@@ -108,9 +108,9 @@ pub fn gdal_error(e: gdal::errors::GdalError) -> Error {
     use gdal::errors::GdalError;
     match e {
         GdalError::CplError { msg, .. } | GdalError::NullPointer { msg, .. } if !msg.is_empty() => {
-            Error::new(msg)
+            Error::io(msg)
         }
-        other => Error::new(other.to_string()),
+        other => Error::io(other.to_string()),
     }
 }
 

@@ -50,6 +50,7 @@ impl ImageRaster {
                 GdalDataType::Int16 => SampleType::I16,
                 GdalDataType::Float32 => SampleType::F32,
                 other => bail!(
+                    input,
                     format!(
                         "{}: band {b} is {}, image filters read Byte, UInt16, Int16 or Float32",
                         path.display(),
@@ -60,6 +61,7 @@ impl ImageRaster {
             };
             if sample_type.is_some_and(|s| s != t) {
                 bail!(
+                    input,
                     format!("{}: bands have different types", path.display()),
                     hint = "convert all bands to one type with gdal_translate -ot"
                 );

@@ -5,7 +5,7 @@
 //! [`super::output_raster`] writes with them.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 
 /// GeoTIFF compression codecs of outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl std::str::FromStr for Compression {
             .into_iter()
             .find(|c| c.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
-                Error::new(format!("compression '{s}' is not known"))
+                Error::usage(format!("compression '{s}' is not known"))
                     .hint("use none, deflate, lzw or zstd")
             })
     }
@@ -120,15 +120,22 @@ impl OutputCompression {
         };
         match level {
             Some(l) if most == 0 => bail!(
+                usage,
                 format!(
-                    "--compress-level {l}: {} compression has no levels",
+                    "{}: {} compression has no levels",
+                    Setting::CompressLevel.is(l),
                     codec.name()
                 ),
-                hint = "levels are for --compress deflate and zstd"
+                hint = format!(
+                    "levels are for {} and zstd",
+                    Setting::Compress.is("deflate")
+                )
             ),
             Some(l) if !(1..=most).contains(&l) => bail!(
+                usage,
                 format!(
-                    "--compress-level {l}: {} takes levels 1 to {most}",
+                    "{}: {} takes levels 1 to {most}",
+                    Setting::CompressLevel.is(l),
                     codec.name()
                 ),
                 hint = "higher levels make smaller files, more slowly"

@@ -60,7 +60,7 @@ impl OutputRaster {
         // Category names live in a `NAME.aux.xml` sidecar: its name must fit too.
         let name = target.path().file_name().unwrap_or_default().len();
         if !spec.category_names.is_empty() && name + ".aux.xml".len() > crate::output::NAME_MAX {
-            return Err(Error::new(format!(
+            return Err(Error::usage(format!(
                 "output name {} is too long to carry the category names ({} bytes; a raster with names takes at most {})",
                 target.shown().display(),
                 name,
@@ -139,7 +139,7 @@ impl OutputRaster {
             ))),
         });
         let ds = create.map_err(|e| {
-            Error::new(format!(
+            Error::io(format!(
                 "cannot create output in {}: {}",
                 dir.display(),
                 gdal_error(e).cause()
@@ -239,8 +239,10 @@ impl OutputRaster {
         let dir = parent_dir(self.temp_path());
         let written = std::fs::metadata(self.temp_path()).ok().map(|m| m.len());
         match crate::output::disk_full_cause(&dir, written) {
-            Some(full) => Error::new(format!("cannot write {}: {full}", self.shown().display()))
-                .hint("free some space or write to another disk; nothing was replaced"),
+            Some(full) => {
+                Error::resource(format!("cannot write {}: {full}", self.shown().display()))
+                    .hint("free some space or write to another disk; nothing was replaced")
+            }
             None => cause.hint("nothing was replaced"),
         }
     }
@@ -427,7 +429,7 @@ impl OutputRaster {
             return Ok(());
         }
         Err(self.checked().err().unwrap_or_else(|| {
-            Error::new(format!(
+            Error::io(format!(
                 "the output written for {} does not read back",
                 self.shown().display()
             ))
@@ -502,7 +504,7 @@ fn make_cog(
         super::cog::create_copy_interruptible(&input, &driver, temp.path(), &options)
     })
     .map_err(|e| {
-        Error::new(format!(
+        Error::io(format!(
             "cannot write {shown} as COG: {}",
             gdal_error(e).cause()
         ))
@@ -512,7 +514,7 @@ fn make_cog(
         let dir = parent_dir(temp.path());
         let written = std::fs::metadata(temp.path()).ok().map(|m| m.len());
         match crate::output::disk_full_cause(&dir, written) {
-            Some(full) => Error::new(format!("cannot write {shown}: {full}"))
+            Some(full) => Error::resource(format!("cannot write {shown}: {full}"))
                 .hint("free some space or write to another disk; nothing was replaced"),
             None => e.hint("nothing was replaced"),
         }
@@ -523,7 +525,7 @@ fn make_cog(
         .ok()
         .is_some_and(|ds| ds.raster_size() == size);
     if !readable {
-        return Err(fail(Error::new(format!(
+        return Err(fail(Error::io(format!(
             "the COG written for {shown} does not read back"
         ))));
     }

@@ -10,7 +10,7 @@
 
 use super::errors::gdal_error;
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::output::Target;
 use gdal::spatial_ref::{AxisMappingStrategy, CoordTransform, SpatialRef};
 use gdal::vector::{Geometry, LayerAccess, LayerOptions, OGRFieldType, OGRwkbGeometryType};
@@ -137,6 +137,7 @@ fn parse_label(text: &str, id: usize, field: &str, path: &Path) -> Result<u16> {
     match v {
         Some(v) if v.fract() == 0.0 && (0.0..=65535.0).contains(&v) => Ok(v as u16),
         _ => bail!(
+            input,
             format!(
                 "{}: point {id} has {field} = {t:?}, not a class code",
                 path.display()
@@ -151,6 +152,7 @@ fn parse_label(text: &str, id: usize, field: &str, path: &Path) -> Result<u16> {
 pub fn read(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferencePoint>> {
     if !path.exists() {
         bail!(
+            input,
             format!("{}: no such file", path.display()),
             hint = "give the labelled points (GeoPackage, CSV with x and y columns, or any OGR source)"
         );
@@ -163,7 +165,7 @@ pub fn read(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
 
 /// A CSV with `x`, `y` and the label column (any case), in the map's CRS.
 fn read_csv(path: &Path, label: &str) -> Result<Vec<ReferencePoint>> {
-    let fail = |e: csv::Error| Error::new(format!("{}: {e}", path.display()));
+    let fail = |e: csv::Error| Error::io(format!("{}: {e}", path.display()));
     let mut reader = csv::Reader::from_path(path).map_err(fail)?;
     let header = reader.headers().map_err(fail)?.clone();
     let column = |name: &str| {
@@ -174,17 +176,22 @@ fn read_csv(path: &Path, label: &str) -> Result<Vec<ReferencePoint>> {
     let names = header.iter().collect::<Vec<_>>().join(", ");
     let (Some(xi), Some(yi)) = (column("x"), column("y")) else {
         bail!(
+            input,
             format!("{}: no x and y columns (it has {names})", path.display()),
             hint = "a CSV of points needs columns x and y in the map's coordinates, as `mapfilter sample` writes"
         );
     };
     let Some(li) = column(label) else {
         bail!(
+            usage,
             format!(
                 "{}: no label field {label:?} (it has {names})",
                 path.display()
             ),
-            hint = "give --label the column that holds the reference class codes"
+            hint = format!(
+                "give {} the column that holds the reference class codes",
+                Setting::Label
+            )
         );
     };
     let mut points = Vec::new();
@@ -197,7 +204,7 @@ fn read_csv(path: &Path, label: &str) -> Result<Vec<ReferencePoint>> {
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| {
-                    Error::new(format!(
+                    Error::input(format!(
                         "{}: point {id} has no number for {axis}",
                         path.display()
                     ))
@@ -225,16 +232,17 @@ fn read_ogr(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
         },
     )
     .map_err(|_| {
-        Error::new(format!("{}: not a vector source OGR can read", path.display()))
+        Error::input(format!("{}: not a vector source OGR can read", path.display()))
             .hint("give a GeoPackage, a CSV with x and y columns, or another OGR point layer (`ogrinfo` tells what OGR sees)")
     })?;
     let mut layer = ds.layer(0).map_err(|_| {
-        Error::new(format!("{}: holds no layer", path.display()))
+        Error::input(format!("{}: holds no layer", path.display()))
             .hint("give a file with one point layer")
     })?;
     let fields: Vec<String> = layer.defn().fields().map(|f| f.name()).collect();
     let Some(li) = fields.iter().position(|f| f.eq_ignore_ascii_case(label)) else {
         bail!(
+            usage,
             format!(
                 "{}: no label field {label:?} (it has {})",
                 path.display(),
@@ -244,7 +252,10 @@ fn read_ogr(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
                     fields.join(", ")
                 }
             ),
-            hint = "give --label the field that holds the reference class codes"
+            hint = format!(
+                "give {} the field that holds the reference class codes",
+                Setting::Label
+            )
         );
     };
     let transform = transform_to_map(layer.spatial_ref(), projection, path)?;
@@ -253,12 +264,14 @@ fn read_ogr(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
         let id = i + 1;
         let Some(g) = f.geometry().filter(|g| !g.is_empty()) else {
             bail!(
+                input,
                 format!("{}: point {id} has no geometry", path.display()),
                 hint = "every feature needs a point geometry"
             );
         };
         if gdal::vector::geometry_type_flatten(g.geometry_type()) != OGRwkbGeometryType::wkbPoint {
             bail!(
+                input,
                 format!(
                     "{}: feature {id} is a {}, not a point",
                     path.display(),
@@ -271,7 +284,7 @@ fn read_ogr(path: &Path, label: &str, projection: &str) -> Result<Vec<ReferenceP
         if let Some(t) = &transform {
             let (mut xs, mut ys, mut zs) = ([x], [y], [0.0]);
             t.transform_coords(&mut xs, &mut ys, &mut zs).map_err(|e| {
-                Error::new(format!(
+                Error::input(format!(
                     "{}: point {id} cannot be transformed into the map's coordinate system: {e}",
                     path.display()
                 ))
@@ -305,6 +318,7 @@ fn transform_to_map(
     };
     if projection.is_empty() {
         bail!(
+            input,
             format!(
                 "{}: the points have a coordinate system but the map has none to transform them into",
                 path.display()
@@ -319,7 +333,7 @@ fn transform_to_map(
     from.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
     to.set_axis_mapping_strategy(AxisMappingStrategy::TraditionalGisOrder);
     CoordTransform::new(&from, &to).map(Some).map_err(|e| {
-        Error::new(format!(
+        Error::input(format!(
             "{}: no transform from the points' coordinate system to the map's: {e}",
             path.display()
         ))

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::sieve::threshold::{geographic_pixel_area, projected_pixel_area};
 
 fn no_size(why: &str) -> Error {
-    Error::new(format!(
+    Error::input(format!(
         "an area needs the pixel size, but the raster {why}"
     ))
     .hint("give the threshold in pixels")

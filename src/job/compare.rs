@@ -9,6 +9,7 @@ use super::observer::Observer;
 use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
+use crate::error::Setting;
 use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
 use crate::gdal::output_options::OutputCompression;
 use crate::gdal::output_raster::{OutputRaster, OutputSpec};
@@ -120,6 +121,16 @@ pub fn check_same_grid(a: &ClassRaster, b: &ClassRaster) -> Result<()> {
     check_same_meta(&names, &a.meta, &b.meta)
 }
 
+/// What to give as the baseline when the given one does not fit.
+fn baseline_hint() -> String {
+    format!(
+        "give the output of `mapfilter smooth {}` on the same input with the same kernel and {}, or leave {} out to run it",
+        Setting::Method.is("naive"),
+        Setting::Border,
+        Setting::Baseline
+    )
+}
+
 /// Refuses `--baseline FILE` before any work when it is not on the grid
 /// the smoothing of `input` will have (its size less the kernel's border
 /// under `--border valid`, the geotransform moved with it).
@@ -144,16 +155,14 @@ pub fn check_baseline_grid(
         baseline.display(),
         input.path().display()
     );
-    check_same_meta(&names, &reference.meta, &expected).map_err(|e| {
-        e.context("--baseline").hint(
-            "give the output of `mapfilter smooth --method naive` on the same input with the same kernel and --border, or leave --baseline out to run it",
-        )
-    })
+    check_same_meta(&names, &reference.meta, &expected)
+        .map_err(|e| e.context(Setting::Baseline).hint(baseline_hint()))
 }
 
 fn check_same_meta(names: &str, ma: &RasterMeta, mb: &RasterMeta) -> Result<()> {
     if (ma.width, ma.height) != (mb.width, mb.height) {
         bail!(
+            input,
             format!(
                 "{names} differ in size: {}x{} against {}x{}",
                 ma.width, ma.height, mb.width, mb.height
@@ -171,6 +180,7 @@ fn check_same_meta(names: &str, ma: &RasterMeta, mb: &RasterMeta) -> Result<()> 
     };
     if !same_transform {
         bail!(
+            input,
             format!(
                 "{names} differ in georeferencing (geotransform {} against {})",
                 show_transform(ma.geo_transform),
@@ -181,6 +191,7 @@ fn check_same_meta(names: &str, ma: &RasterMeta, mb: &RasterMeta) -> Result<()> 
     }
     if !same_crs(&ma.projection, &mb.projection) {
         bail!(
+            input,
             format!("{names} differ in coordinate system"),
             hint = "reproject one with gdalwarp -t_srs, or assign the right one with gdal_edit.py -a_srs"
         );
@@ -374,11 +385,8 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
     let (mut reference, baseline_seconds, _scratch) = match run.baseline {
         Some(path) => {
             let reference = ClassRaster::open(path)?;
-            check_same_grid(&reference, &method_out).map_err(|e| {
-                e.context("--baseline").hint(
-                    "give the output of `mapfilter smooth --method naive` on the same input with the same kernel and --border, or leave --baseline out to run it",
-                )
-            })?;
+            check_same_grid(&reference, &method_out)
+                .map_err(|e| e.context(Setting::Baseline).hint(baseline_hint()))?;
             (reference, None, None)
         }
         None => {

@@ -11,7 +11,7 @@
 //! levels are built and filtered on the device and written whole.
 
 use super::observer::Observer;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::filter::device::pyramid_levels::{self, LevelJob};
 use crate::filter::device::pyramid_store::Store;
 use crate::filter::engine::{self, FilterJob};
@@ -281,9 +281,13 @@ fn run_overviews(
 /// Refuses levels that GeoTIFF overviews cannot hold: a scale space, or
 /// levels after the first that are not ⌈size/2^k⌉ of its type.
 fn check_overviews(levels: &Levels, chains: &[Chain], input: &ImageRaster) -> Result<()> {
-    let hint = "write the levels as files (--levels files)";
+    let hint = format!(
+        "write the levels as files ({})",
+        Setting::Levels.is("files")
+    );
     if matches!(levels, Levels::ScaleSpace { .. }) {
         crate::bail!(
+            usage,
             "a scale space has several levels of one size, which overviews cannot hold",
             hint = hint
         );
@@ -295,6 +299,7 @@ fn check_overviews(levels: &Levels, chains: &[Chain], input: &ImageRaster) -> Re
             || chain.out_type(input.sample_type) != chains[0].out_type(input.sample_type)
         {
             crate::bail!(
+                usage,
                 format!(
                     "level {k} is not an overview of level 0 (the ops after the level op change its size or type)"
                 ),
@@ -483,9 +488,10 @@ fn checked_type(t: GdalDataType, nodata: Option<f64>) -> Result<GdalDataType> {
         && (v.is_nan() || v.fract() != 0.0 || v < lo || v > hi)
     {
         crate::bail!(
+            usage,
             format!(
-                "--ot {}: the output's nodata value {v} is not a {} value",
-                t.name(),
+                "{}: the output's nodata value {v} is not a {} value",
+                Setting::Ot.is(t.name()),
                 t.name()
             ),
             hint = "choose a type that holds it (Float32 holds any), or set another nodata on the input with gdal_edit.py -a_nodata"

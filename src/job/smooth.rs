@@ -12,7 +12,7 @@ use super::observer::{Observer, Tap};
 use crate::classes::{ClassTable, ClassWeights};
 use crate::device::DeviceChoice;
 use crate::engine::{self, RunStats, SmoothJob};
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
 use crate::gdal::confidence::ConfidenceSpec;
 use crate::gdal::deferred_output::DeferredOutput;
@@ -403,7 +403,11 @@ fn check_dst_nodata(dst_nodata: Option<u16>, max_code: u16) -> Result<()> {
         && d > max_code
     {
         crate::bail!(
-            format!("--dst-nodata {d} does not fit the output's type (codes 0..={max_code})"),
+            usage,
+            format!(
+                "{} does not fit the output's type (codes 0..={max_code})",
+                Setting::DstNodata.is(d)
+            ),
             hint = "give a code the input's band type holds"
         );
     }
@@ -495,6 +499,7 @@ fn output_window(asked: Option<Rect>, full: (usize, usize)) -> Result<Rect> {
         |at: usize, len: usize, full: usize| at.checked_add(len).is_some_and(|end| end <= full);
     if !inside(w.x, w.width, full_width) || !inside(w.y, w.height, full_height) || w.is_empty() {
         crate::bail!(
+            usage,
             format!(
                 "window {}x{} at ({}, {}) is not inside the {full_width}x{full_height} output",
                 w.width, w.height, w.x, w.y
@@ -554,8 +559,10 @@ fn output_nodata(
 ) -> Result<Option<u16>> {
     Ok(match spec.dst_nodata {
         Some(d) if classes.codes().contains(&d) => crate::bail!(
+            usage,
             format!(
-                "--dst-nodata {d} is a class of {} (band {})",
+                "{} is a class of {} (band {})",
+                Setting::DstNodata.is(d),
                 spec.input.display(),
                 band
             ),

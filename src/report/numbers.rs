@@ -2,6 +2,8 @@
 //! in the unit that suits their size (m², ha or km² for metric rasters), and
 //! the provenance of a report (command line, version, date).
 
+use crate::error::Setting;
+
 /// `v` with `digits` decimals; a value that rounds to zero is written
 /// without a sign ("-0.0" would read as a real change).
 pub fn fixed(v: f64, digits: usize) -> String {
@@ -54,14 +56,22 @@ impl AreaUnit {
             "km2" | "km²" => ("km²", 1e6, 3),
             "m2" | "m²" => ("m²", 1.0, 1),
             other => crate::bail!(
-                format!("--area-unit {other}: not an area unit"),
+                usage,
+                format!("{}: not an area unit", Setting::AreaUnit.is(other)),
                 hint = "give ha, km2, m2 or auto"
             ),
         };
         if unit != "m²" {
             crate::bail!(
-                format!("--area-unit {choice}: the map's areas are in {unit}, not metres"),
-                hint = "use --area-unit auto for a map whose coordinate system is not in metres"
+                usage,
+                format!(
+                    "{}: the map's areas are in {unit}, not metres",
+                    Setting::AreaUnit.is(choice)
+                ),
+                hint = format!(
+                    "use {} for a map whose coordinate system is not in metres",
+                    Setting::AreaUnit.is("auto")
+                )
             );
         }
         Ok(AreaUnit {
@@ -94,7 +104,7 @@ pub fn json_with_provenance(
     extra: &[(&str, serde_json::Value)],
 ) -> crate::error::Result<String> {
     let fail = |e: serde_json::Error| {
-        crate::error::Error::new(format!("cannot write the JSON report: {e}"))
+        crate::error::Error::io(format!("cannot write the JSON report: {e}"))
     };
     let mut value = serde_json::to_value(report).map_err(fail)?;
     if let Some(object) = value.as_object_mut() {

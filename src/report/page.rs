@@ -45,7 +45,7 @@ fn environment() -> &'static Environment<'static> {
 /// `context` and the page title.
 pub fn render<C: Serialize>(name: &str, title: &str, context: C) -> Result<String> {
     let fail = |e: minijinja::Error| {
-        Error::new(format!("cannot write the HTML report ({name}): {e:#}"))
+        Error::io(format!("cannot write the HTML report ({name}): {e:#}"))
             .hint("this is a bug in mapfilter's report templates; the JSON report has the figures")
     };
     let template = environment().get_template(name).map_err(fail)?;

@@ -12,7 +12,7 @@
 
 use super::quicklook::Palette;
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -163,7 +163,7 @@ impl PaletteFile {
     /// Reads a QGIS style (`.qml`) or a GDAL colour file (anything else).
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::new(format!("--palette {}: {e}", path.display())).hint(
+            Error::io(format!("{}: {e}", Setting::Palette.is(path.display()))).hint(
                 "give a GDAL colour file (value r g b [a] [name] per line) or a QGIS .qml style",
             )
         })?;
@@ -175,10 +175,14 @@ impl PaletteFile {
         } else {
             parse_gdal(&text)
         }
-        .map_err(|e| e.context(format!("--palette {}", path.display())))?;
+        .map_err(|e| e.context(Setting::Palette.is(path.display())))?;
         if file.entries.is_empty() {
             bail!(
-                format!("--palette {}: holds no class colour", path.display()),
+                input,
+                format!(
+                    "{}: holds no class colour",
+                    Setting::Palette.is(path.display())
+                ),
                 hint = if qml {
                     "export a paletted/unique values style from QGIS (its <paletteEntry> elements give the colours)"
                 } else {
@@ -225,7 +229,7 @@ pub fn parse_gdal(text: &str) -> Result<PaletteFile> {
             continue;
         }
         let bad = || {
-            Error::new(format!("line {}: {line:?} is not `value r g b [a] [name]`", i + 1))
+            Error::input(format!("line {}: {line:?} is not `value r g b [a] [name]`", i + 1))
                 .hint("one class per line: a whole class code, then red, green and blue in 0-255, optionally alpha and a name")
         };
         let code: u16 = fields[0].parse().map_err(|_| bad())?;
@@ -303,7 +307,7 @@ pub fn parse_qml(text: &str) -> Result<PaletteFile> {
             continue;
         }
         let bad = |what: &str| {
-            Error::new(format!(
+            Error::input(format!(
                 "element {k} <{}…>: {what}",
                 &tag[..tag.len().min(40)]
             ))

@@ -153,7 +153,7 @@ fn caption_size(title: &str) -> u32 {
 }
 
 fn draw_error<E: std::fmt::Debug>(e: E) -> Error {
-    Error::new(format!("cannot draw a plot: {e:?}"))
+    Error::internal(format!("cannot draw a plot: {e:?}"))
 }
 
 /// A chart's series in transformed (axis) values, with their colours,

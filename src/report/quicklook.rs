@@ -181,7 +181,7 @@ fn severity(v: u16) -> u8 {
 
 /// Encodes 8-bit RGBA pixels as a PNG file in memory.
 pub fn encode_png(width: usize, height: usize, rgba: &[u8]) -> Result<Vec<u8>> {
-    let png_error = |e: png::EncodingError| Error::new(format!("cannot encode a PNG: {e}"));
+    let png_error = |e: png::EncodingError| Error::io(format!("cannot encode a PNG: {e}"));
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, width as u32, height as u32);
     encoder.set_color(png::ColorType::Rgba);

@@ -45,6 +45,7 @@ impl FromStr for MethodName {
         let device = device.trim();
         if method.is_empty() || device.is_empty() || variant == Some("") {
             bail!(
+                usage,
                 format!("method '{text}' is not METHOD[:VARIANT]@DEVICE"),
                 hint = "e.g. naive@host, naive:local@gpu, svd@cpu"
             );

@@ -248,7 +248,7 @@ impl Settings {
             Variable::KernelSize => self.kernel_size = Some(value),
             Variable::Classes => {
                 self.classes = Some(u16::try_from(value).map_err(|_| {
-                    Error::new(format!("{value} classes is too many")).hint("at most 256")
+                    Error::usage(format!("{value} classes is too many")).hint("at most 256")
                 })?)
             }
             Variable::Rank => self.rank = Some(value),
@@ -257,7 +257,7 @@ impl Settings {
             Variable::Iterations => self.iterations = Some(value),
             Variable::OnlyIsolated => {
                 self.only_isolated = Some(u32::try_from(value).map_err(|_| {
-                    Error::new(format!("only_isolated {value} is too large"))
+                    Error::usage(format!("only_isolated {value} is too large"))
                         .hint("at most the window's pixel count")
                 })?)
             }
@@ -272,6 +272,7 @@ impl Settings {
         let kernel = match family.as_str() {
             _ if family.contains(':') => family.clone(),
             _ if kernel_size.is_multiple_of(2) => bail!(
+                usage,
                 format!("kernel_size {kernel_size} is not odd"),
                 hint = "kernel sides are odd: 3, 5, 7, ..."
             ),
@@ -286,6 +287,7 @@ impl Settings {
             "box" => format!("box:{kernel_size}"),
             "disc" => format!("disc:{}", kernel_size / 2),
             other => bail!(
+                usage,
                 format!("kernel '{other}' is neither a family nor a spec"),
                 hint = "use gaussian, box, disc, or a spec such as disc:5"
             ),
@@ -294,6 +296,7 @@ impl Settings {
             "simplex" => Pattern::Simplex,
             "random" => Pattern::Random,
             other => bail!(
+                usage,
                 format!("pattern '{other}' is unknown"),
                 hint = "simplex or random"
             ),
@@ -302,6 +305,7 @@ impl Settings {
             "same" => Border::Same,
             "valid" => Border::Valid,
             other => bail!(
+                usage,
                 format!("border '{other}' is unknown"),
                 hint = "same or valid"
             ),
@@ -309,13 +313,14 @@ impl Settings {
         let classes = self.classes.unwrap_or(8);
         if classes == 0 || classes as usize > crate::classes::MAX_CLASSES {
             bail!(
+                usage,
                 format!("{classes} classes is out of range"),
                 hint = "between 1 and 256"
             );
         }
         let size = self.size.unwrap_or(1024);
         if size == 0 {
-            bail!("image size 0", hint = "use a positive size");
+            bail!(usage, "image size 0", hint = "use a positive size");
         }
         crate::limits::check_in_memory(
             size,
@@ -536,14 +541,15 @@ impl Config {
     /// Parses and checks config text (every point and method name, nothing run).
     pub fn parse(text: &str) -> Result<Self> {
         let config: Config = toml::from_str(text).map_err(|e| {
-            Error::new(format!("bad sweep config: {}", e.message()))
+            Error::usage(format!("bad sweep config: {}", e.message()))
                 .hint("see benches/sweeps/smoke.toml for the format")
         })?;
         if config.repeats == 0 {
-            bail!("repeats must be at least 1");
+            bail!(usage, "repeats must be at least 1");
         }
         if config.experiments.is_empty() {
             bail!(
+                usage,
                 "the config has no [[experiment]]",
                 hint = "add at least one"
             );
@@ -552,6 +558,7 @@ impl Config {
         for e in &config.experiments {
             if !config.input.is_empty() && matches!(e.vary, Variable::Size | Variable::Classes) {
                 bail!(
+                    usage,
                     format!(
                         "experiment '{}' varies {}, which a real input fixes",
                         e.name,
@@ -561,7 +568,7 @@ impl Config {
                 );
             }
             if e.values.is_empty() {
-                bail!(format!("experiment '{}' has no values", e.name));
+                bail!(usage, format!("experiment '{}' has no values", e.name));
             }
             if e.name.is_empty()
                 || !e
@@ -570,6 +577,7 @@ impl Config {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
                 bail!(
+                    usage,
                     format!("experiment name '{}' is not file-name safe", e.name),
                     hint = "use letters, digits, '_' and '-'"
                 );
@@ -580,7 +588,7 @@ impl Config {
             if let Some(set) = &e.methods
                 && set.is_empty()
             {
-                bail!(format!("experiment '{}' lists no methods", e.name));
+                bail!(usage, format!("experiment '{}' lists no methods", e.name));
             }
             for &v in &e.values {
                 config.settings(e, v)?.point()?.job()?;

@@ -3,7 +3,7 @@
 //! `report.html` (plots), each written to a temp file and renamed into place.
 
 use super::{Record, SweepResult};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::output::{Destination, Target, text};
 use std::path::{Path, PathBuf};
 
@@ -116,11 +116,11 @@ impl ResultFiles {
     /// directory on the first call) and returns their paths.
     pub fn write(&self, result: &SweepResult) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(&self.dir).map_err(|e| {
-            Error::new(format!("cannot create {}: {e}", self.dir.display()))
-                .hint("choose a writable --out directory")
+            Error::io(format!("cannot create {}: {e}", self.dir.display()))
+                .hint(format!("choose a writable {} directory", Setting::Out))
         })?;
         let json = serde_json::to_string_pretty(result)
-            .map_err(|e| Error::new(format!("cannot write the JSON results: {e}")))?;
+            .map_err(|e| Error::io(format!("cannot write the JSON results: {e}")))?;
         let html = super::report::to_html(result)?;
         let texts = [to_csv(&result.records)?, json, html];
         let mut paths = Vec::new();

@@ -6,7 +6,7 @@
 //! its pixels), so that each has the two points its variance needs.
 
 use crate::bail;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 
 /// The allocation rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,7 +29,7 @@ impl std::str::FromStr for Allocation {
     /// conjectured accuracy set by the caller).
     fn from_str(s: &str) -> Result<Self> {
         let bad = || {
-            crate::Error::new(format!("--allocation {s}: not an allocation"))
+            crate::Error::usage(format!("{}: not an allocation", Setting::Allocation.is(s)))
                 .hint("give proportional, equal, fixed:N (points per stratum) or olofsson")
         };
         Ok(match s {
@@ -73,6 +73,7 @@ pub fn allocate(
     let all: f64 = areas.iter().sum();
     if pixels.is_empty() || all.is_nan() || all <= 0.0 {
         bail!(
+            input,
             "no valid pixel to sample",
             hint =
                 "the map (and the strata raster) are nodata everywhere: check their nodata values"
@@ -80,8 +81,14 @@ pub fn allocate(
     }
     let need_total = |name: &str| {
         total.ok_or_else(|| {
-            crate::Error::new(format!("--allocation {name} needs a sample size"))
-                .hint("give the total number of points with -n TOTAL")
+            crate::Error::usage(format!(
+                "{} needs a sample size",
+                Setting::Allocation.is(name)
+            ))
+            .hint(format!(
+                "give the total number of points with {}",
+                Setting::SampleSize.is("TOTAL")
+            ))
         })
     };
     let counts = match rule {
@@ -110,10 +117,17 @@ pub fn allocate(
             let in_unit = |v: f64| v > 0.0 && v < 1.0;
             if !in_unit(target_se) || !in_unit(expected_users) {
                 bail!(
+                    usage,
                     format!(
-                        "--target-se {target_se} and --expected-users {expected_users} must lie between 0 and 1"
+                        "{} and {} must lie between 0 and 1",
+                        Setting::TargetSe.is(target_se),
+                        Setting::ExpectedUsers.is(expected_users)
                     ),
-                    hint = "e.g. --target-se 0.01 --expected-users 0.8"
+                    hint = format!(
+                        "e.g. {} {}",
+                        Setting::TargetSe.is(0.01),
+                        Setting::ExpectedUsers.is(0.8)
+                    )
                 );
             }
             let weights: Vec<f64> = areas.iter().map(|a| a / all).collect();
@@ -238,7 +252,7 @@ mod tests {
             [4, 3, 3]
         );
         let err = allocate(Allocation::Equal, &[1], &[1.0], None, 2).unwrap_err();
-        assert!(err.to_string().contains("-n TOTAL"), "{err}");
+        assert!(err.to_string().contains("sample-size = TOTAL"), "{err}");
         assert!("fixed:0".parse::<Allocation>().is_err());
         assert_eq!(
             "fixed:7".parse::<Allocation>().unwrap(),

@@ -19,7 +19,7 @@
 use super::Z95;
 use super::disagreement::Disagreement;
 use crate::bail;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use serde::Serialize;
 
 /// One stratum of the design: its code, its size in pixels (the
@@ -154,6 +154,7 @@ impl<'a> Design<'a> {
     fn new(strata: &'a [Stratum], points: &[SamplePoint]) -> Result<Self> {
         if points.is_empty() {
             bail!(
+                input,
                 "no sample point to estimate from",
                 hint = "draw a sample with `mapfilter sample` and label its points"
             );
@@ -162,11 +163,15 @@ impl<'a> Design<'a> {
         for p in points {
             let Some(h) = strata.iter().position(|s| s.code == p.stratum) else {
                 bail!(
+                    input,
                     format!(
                         "a sample point lies in stratum {}, which has no pixel in the strata raster",
                         p.stratum
                     ),
-                    hint = "assess with the strata the sample was drawn from (--strata RASTER when they are not the map's classes)"
+                    hint = format!(
+                        "assess with the strata the sample was drawn from ({} when they are not the map's classes)",
+                        Setting::Strata.is("RASTER")
+                    )
                 );
             };
             groups[h].push(*p);
@@ -177,17 +182,22 @@ impl<'a> Design<'a> {
             // sample variance needs two points.
             if s.pixels > 0 && n < 2 && n != s.pixels {
                 bail!(
+                    input,
                     format!(
                         "stratum {} ({} pixels) has {n} sample point{}: the estimators need at least 2 in every stratum",
                         s.code,
                         s.pixels,
                         if n == 1 { "" } else { "s" }
                     ),
-                    hint = "draw at least 2 points per stratum (`mapfilter sample --min-per-class`), or give strata that the sample covers"
+                    hint = format!(
+                        "draw at least 2 points per stratum (`mapfilter sample {}`), or give strata that the sample covers",
+                        Setting::MinPerClass
+                    )
                 );
             }
             if n > s.pixels {
                 bail!(
+                    input,
                     format!(
                         "stratum {} has {n} sample points but only {} pixels",
                         s.code, s.pixels
@@ -199,8 +209,12 @@ impl<'a> Design<'a> {
         let total_area: f64 = strata.iter().map(|s| s.area).sum();
         if total_area.is_nan() || total_area <= 0.0 {
             bail!(
+                input,
                 "the strata hold no area",
-                hint = "give a map (or --strata raster) with valid pixels"
+                hint = format!(
+                    "give a map (or {} raster) with valid pixels",
+                    Setting::Strata
+                )
             );
         }
         Ok(Design {

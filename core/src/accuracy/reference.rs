@@ -9,7 +9,7 @@
 use super::estimate::{self, Assessment, SamplePoint};
 use super::scan::{self, Layers};
 use crate::bail;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::io::ClassSource;
 use crate::pixel_area::PixelArea;
 use tiles::Rect;
@@ -96,6 +96,7 @@ impl ReferenceSample {
         }
         if let Some(&(id, x, y)) = outside.first() {
             bail!(
+                input,
                 format!(
                     "{} of {} points lie outside the map (the first: point {id} at {x}, {y})",
                     outside.len(),
@@ -106,6 +107,7 @@ impl ReferenceSample {
         }
         if inside.is_empty() {
             bail!(
+                input,
                 format!("{source}: holds no point"),
                 hint = "label the points `mapfilter sample` drew and give that file"
             );
@@ -127,6 +129,7 @@ impl ReferenceSample {
             let m = code_at(map, p.col, p.row)?;
             if Some(m) == map_nodata {
                 bail!(
+                    input,
                     format!(
                         "point {} at {}, {} falls on nodata in the map (pixel {}, {})",
                         p.id, p.x, p.y, p.col, p.row
@@ -139,11 +142,15 @@ impl ReferenceSample {
                     let v = code_at(&mut **s, p.col, p.row)?;
                     if Some(v) == *nodata {
                         bail!(
+                            input,
                             format!(
                                 "point {} at {}, {} falls on nodata in the strata raster",
                                 p.id, p.x, p.y
                             ),
-                            hint = "give --strata the raster the sample was drawn from"
+                            hint = format!(
+                                "give {} the raster the sample was drawn from",
+                                Setting::Strata
+                            )
                         );
                     }
                     v
@@ -177,7 +184,10 @@ impl ReferenceSample {
             scan::check_strata_grid(
                 s.size(),
                 map.size(),
-                "give --strata the raster the sample was drawn from, on the map's grid",
+                &format!(
+                    "give {} the raster the sample was drawn from, on the map's grid",
+                    Setting::Strata
+                ),
             )?;
         }
         // The casts shorten the trait objects' lifetimes to the borrows'.

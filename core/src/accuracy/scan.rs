@@ -9,7 +9,7 @@
 use super::draw::Selector;
 use super::estimate::Stratum;
 use crate::bail;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::io::ClassSource;
 use crate::pixel_area::PixelArea;
 use tiles::Rect;
@@ -37,6 +37,7 @@ pub struct Drawn {
 pub fn check_strata_grid(strata: (usize, usize), map: (usize, usize), hint: &str) -> Result<()> {
     if strata != map {
         bail!(
+            input,
             format!(
                 "the strata raster is {} x {} pixels, the map {} x {}",
                 strata.0, strata.1, map.0, map.1
@@ -54,7 +55,10 @@ impl Layers<'_> {
             check_strata_grid(
                 s.size(),
                 size,
-                "give --strata a raster on the map's grid (gdalwarp -te/-tr to align it)",
+                &format!(
+                    "give {} a raster on the map's grid (gdalwarp -te/-tr to align it)",
+                    Setting::Strata
+                ),
             )?;
         }
         Ok(size)
@@ -149,6 +153,7 @@ pub fn draw(
     })?;
     if unknown.is_some() || selector.missing() > 0 {
         bail!(
+            input,
             "the rasters changed between the two passes of the sample",
             hint = "sample rasters that no other process is writing"
         );

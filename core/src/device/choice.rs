@@ -15,7 +15,7 @@
 
 use super::{Device, DeviceInfo, DeviceKind, list_devices};
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::str::FromStr;
 
 pub use crate::switches::DEVICE_ENV;
@@ -58,6 +58,7 @@ impl FromStr for DeviceChoice {
                 .filter(|s| !s.is_empty())
                 .map(|item| match one(item, text)? {
                     c @ (DeviceChoice::Auto | DeviceChoice::All) => bail!(
+                        usage,
                         format!("'{c}' cannot be part of the device list '{text}'"),
                         hint = "list host, cpu, gpu or indices from `mapfilter devices`, e.g. 0,1"
                     ),
@@ -83,7 +84,7 @@ fn one(item: &str, text: &str) -> Result<DeviceChoice> {
         "gpu" => Ok(DeviceChoice::Gpu),
         "all" => Ok(DeviceChoice::All),
         other => other.parse().map(DeviceChoice::Index).map_err(|_| {
-            Error::new(format!("unknown device '{text}'")).hint(
+            Error::usage(format!("unknown device '{text}'")).hint(
                 "use auto, host, cpu, gpu, all, an index from `mapfilter devices`, or a list such as 0,1",
             )
         }),
@@ -206,7 +207,11 @@ impl DeviceChoice {
         }
         if self.is_several() {
             bail!(
-                format!("--device {self} names several devices, and this command runs on one"),
+                usage,
+                format!(
+                    "{} names several devices, and this command runs on one",
+                    Setting::Device.is(self)
+                ),
                 hint = "several devices apply to smooth, batch and bench; name one device here"
             );
         }
@@ -246,12 +251,17 @@ impl DeviceChoice {
                 Ok(None)
             }
             (None, DeviceChoice::Index(i)) => bail!(
+                usage,
                 format!("there is no OpenCL device {i} ({} found)", devices.len()),
                 hint = "`mapfilter devices` lists the indices"
             ),
             (None, _) => bail!(
+                device,
                 format!("no OpenCL {self} device found"),
-                hint = "`mapfilter devices` lists what there is; --device host runs without OpenCL"
+                hint = format!(
+                    "`mapfilter devices` lists what there is; {} runs without OpenCL",
+                    Setting::Device.is("host")
+                )
             ),
         }
     }

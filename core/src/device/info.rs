@@ -2,7 +2,7 @@
 //! `INDEX` of `--device`) and the figures `mapfilter devices` prints.
 
 use super::cl_error;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use opencl3::device::{
     CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
     Device as ClDevice,
@@ -125,9 +125,10 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
 fn enumerate() -> Result<Vec<DeviceInfo>> {
     let start = std::time::Instant::now();
     let platforms = get_platforms().map_err(|e| {
-        Error::new(format!("OpenCL is not available ({e})")).hint(
-            "install an OpenCL driver (e.g. apt-get install pocl-opencl-icd) or use --device host",
-        )
+        Error::device(format!("OpenCL is not available ({e})")).hint(format!(
+            "install an OpenCL driver (e.g. apt-get install pocl-opencl-icd) or use {}",
+            Setting::Device.is("host")
+        ))
     })?;
     let mut out = Vec::new();
     for p in platforms {

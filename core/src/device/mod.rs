@@ -53,7 +53,7 @@ pub use opencl3::memory::{
 pub use opencl3::program::Program;
 pub use sources::{BuildOptions, SOURCES, raw_source, source};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::error_codes::ClError;
@@ -65,8 +65,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Turns an OpenCL status into an [`Error`] saying what was being done.
 pub fn cl_error(what: &'static str) -> impl Fn(ClError) -> Error {
     move |e| {
-        Error::new(format!("OpenCL failed while {what}: {e}"))
-            .hint("try --device host, or check the driver with `clinfo`")
+        Error::device(format!("OpenCL failed while {what}: {e}")).hint(format!(
+            "try {}, or check the driver with `clinfo`",
+            Setting::Device.is("host")
+        ))
     }
 }
 
@@ -134,7 +136,7 @@ impl Device {
         // context takes long to make); two threads opening the same one
         // both make it and the first kept is the one every caller gets.
         let info = list_devices()?.into_iter().nth(index).ok_or_else(|| {
-            Error::new(format!("there is no OpenCL device {index}"))
+            Error::usage(format!("there is no OpenCL device {index}"))
                 .hint("`mapfilter devices` lists the indices")
         })?;
         let start = std::time::Instant::now();
@@ -207,7 +209,7 @@ impl Device {
     /// compiled once per (name, options) and cached.
     pub fn program(&self, name: &str, opts: &BuildOptions) -> Result<Arc<Program>> {
         let text = source(name).ok_or_else(|| {
-            Error::new(format!("no embedded kernel source '{name}'"))
+            Error::internal(format!("no embedded kernel source '{name}'"))
                 .hint("put NAME.cl in kernels/ or in its method's folder under src/method/")
         })?;
         self.program_from_source(name, &text, opts)
@@ -249,13 +251,16 @@ impl Device {
             if attempt < 3 && log.contains("unable to rename temporary") {
                 continue;
             }
-            return Err(Error::new(format!(
+            return Err(Error::device(format!(
                 "building kernels/{name}.cl ({}) failed on {}: {e}; build log: {}",
                 key.1,
                 self.info().name,
                 log.trim()
             ))
-            .hint("this is a bug in mapfilter's kernels; --device host avoids OpenCL"));
+            .hint(format!(
+                "this is a bug in mapfilter's kernels; {} avoids OpenCL",
+                Setting::Device.is("host")
+            )));
         };
         log::debug!(
             "OpenCL: {name}.cl ({}) built on {} in {:.1} ms",

@@ -74,12 +74,12 @@ impl TuneDb {
     /// Parses a database; an error says why it cannot be used.
     pub fn parse(text: &str) -> Result<Self> {
         let db: TuneDb = serde_json::from_str(text)
-            .map_err(|e| Error::new(format!("not a tune database: {e}")))?;
+            .map_err(|e| Error::input(format!("not a tune database: {e}")))?;
         if db.format != FORMAT {
-            crate::bail!(format!(
-                "format {} where this build reads {FORMAT}",
-                db.format
-            ));
+            crate::bail!(
+                input,
+                format!("format {} where this build reads {FORMAT}", db.format)
+            );
         }
         Ok(db)
     }
@@ -89,7 +89,7 @@ impl TuneDb {
         match std::fs::read_to_string(path) {
             Ok(text) => Self::parse(&text).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::new(format!("reading it: {e}"))),
+            Err(e) => Err(Error::io(format!("reading it: {e}"))),
         }
     }
 
@@ -112,7 +112,7 @@ impl TuneDb {
     pub fn save(&self, path: &Path) -> Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
-                Error::new(format!("creating {}: {e}", dir.display()))
+                Error::io(format!("creating {}: {e}", dir.display()))
                     .hint(format!("set {TUNE_DB_ENV} to a writable file"))
             })?;
         }

@@ -36,7 +36,7 @@ pub(super) fn output_in_place(
     let all = sink.resident_mut().expect("checked above");
     if all.len() != len {
         return Err(
-            Error::new("the output in memory is not the size of the run's output")
+            Error::usage("the output in memory is not the size of the run's output")
                 .hint("size it by SmoothJob::grid(..).output_size()"),
         );
     }

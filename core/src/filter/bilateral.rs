@@ -43,6 +43,7 @@ impl Bilateral {
     pub fn new(sigma_d: f64, sigma_r: f64, distance: Distance) -> Result<Self> {
         if !(sigma_d > 0.0 && sigma_r > 0.0 && sigma_d.is_finite() && sigma_r.is_finite()) {
             bail!(
+                usage,
                 format!("bilateral sigmas must be positive, got {sigma_d} and {sigma_r}"),
                 hint = "write bilateral:SIGMA_D:SIGMA_R, e.g. bilateral:2:30"
             );
@@ -50,6 +51,7 @@ impl Bilateral {
         let radius = ((2.0 * sigma_d).round() as usize).max(1);
         if radius > 50 {
             bail!(
+                usage,
                 format!("bilateral radius {radius} (2σ_d) is too large"),
                 hint = "use σ_d ≤ 25"
             );
@@ -100,6 +102,7 @@ impl Bilateral {
     pub fn check(&self, bands: usize) -> Result<()> {
         if self.distance == Distance::Luma && bands < 3 {
             bail!(
+                usage,
                 format!("bilateral luma needs 3 bands (R, G, B), the input has {bands}"),
                 hint = "use the gray or color distance"
             );

@@ -35,10 +35,10 @@ impl FromStr for BorderMode {
             "nodata" => BorderMode::Nodata,
             _ => match s.strip_prefix("constant:") {
                 Some(v) => BorderMode::Constant(v.parse().map_err(|_| {
-                    Error::new(format!("border constant '{v}' is not a number")).hint(hint)
+                    Error::usage(format!("border constant '{v}' is not a number")).hint(hint)
                 })?),
                 None if s == "constant" => BorderMode::Constant(0.0),
-                None => bail!(format!("unknown border mode '{s}'"), hint = hint),
+                None => bail!(usage, format!("unknown border mode '{s}'"), hint = hint),
             },
         })
     }

@@ -58,6 +58,7 @@ impl Color {
         let name = self.name();
         if bands < 3 {
             bail!(
+                usage,
                 format!("{name} needs three bands (R, G, B), the input has {bands}"),
                 hint = "give an RGB raster"
             );
@@ -68,6 +69,7 @@ impl Color {
         };
         if !ok {
             bail!(
+                input,
                 format!("{name} does not take {} samples", t.name()),
                 hint = match self {
                     Color::Hsv => "convert to Byte or Float32 with gdal_translate -ot",

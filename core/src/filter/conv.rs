@@ -57,6 +57,7 @@ impl Conv {
     pub fn gaussian(sigma: f64, size: Option<usize>) -> Result<Self> {
         if !(sigma > 0.0 && sigma.is_finite()) {
             bail!(
+                usage,
                 format!("gaussian sigma must be positive, got {sigma}"),
                 hint = "write e.g. gaussian:1.5"
             );
@@ -91,6 +92,7 @@ impl Conv {
                 (w, 1.0 / 8.0)
             }
             _ => bail!(
+                usage,
                 format!("sharpen:{n}: only 3 and 5 exist"),
                 hint = "write sharpen:3 or sharpen:5"
             ),
@@ -110,7 +112,7 @@ impl Conv {
             .map_err(|e| e.context(format!("kernel file {}", path.display())))?;
         check_size(n, "kernel")?;
         if let Some(w) = weights.iter().find(|&&w| !(w as f32).is_finite()) {
-            return Err(Error::new(format!(
+            return Err(Error::input(format!(
                 "kernel file {}: weight {w} is not a finite 32-bit number",
                 path.display()
             ))
@@ -620,6 +622,7 @@ fn fixed_256(k: &[f32], scale: f32) -> Option<Vec<u16>> {
 fn check_size(n: usize, what: &str) -> Result<()> {
     if n == 0 || n.is_multiple_of(2) || n > 255 {
         bail!(
+            usage,
             format!("{what} kernel side must be odd and between 1 and 255, got {n}"),
             hint = "use an odd size such as 3 or 5"
         );

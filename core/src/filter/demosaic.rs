@@ -42,6 +42,7 @@ impl Bayer {
             "GRBG" => [[1, 0], [2, 1]],
             "GBRG" => [[1, 2], [0, 1]],
             _ => bail!(
+                usage,
                 format!("Bayer pattern '{s}' is unknown"),
                 hint = "use RGGB, BGGR, GRBG or GBRG (the first two rows from the top left)"
             ),
@@ -77,6 +78,7 @@ impl Demosaic {
             Some("ea") => Method::EdgeAware,
             Some("mhc") => Method::Mhc,
             Some(m) => bail!(
+                usage,
                 format!("demosaic method '{m}' is unknown"),
                 hint = "use bilinear, ea or mhc"
             ),
@@ -96,12 +98,14 @@ impl Demosaic {
     pub fn check(&self, bands: usize, t: SampleType) -> Result<()> {
         if bands != 1 {
             bail!(
+                input,
                 format!("demosaic takes one mosaic band, the input has {bands}"),
                 hint = "select the band with gdal_translate -b N"
             );
         }
         if !matches!(t, SampleType::U8 | SampleType::U16) {
             bail!(
+                input,
                 format!("demosaic takes Byte or UInt16 mosaics, not {}", t.name()),
                 hint = "convert with gdal_translate -ot UInt16"
             );

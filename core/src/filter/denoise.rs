@@ -59,6 +59,7 @@ impl Denoise {
     pub fn new(levels: f64, sigma_d: f64, sigma_r: f64) -> Result<Self> {
         if levels.fract() != 0.0 || !(2.0..=8.0).contains(&levels) {
             bail!(
+                usage,
                 format!("denoise: LEVELS {levels} is not a whole number from 2 to 8"),
                 hint = "write denoise:LEVELS:SD:SR, e.g. denoise:4:1.5:20"
             );

@@ -48,7 +48,7 @@ use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, DeviceTimes, Flight,
     Kernel, Queue, SlotPool, TileStream, raw_source, source,
 };
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use staging::Slot;
@@ -116,12 +116,13 @@ impl DeviceRunner {
             let need = local_bytes(op, b);
             if need as u64 > self.device.info().local_mem {
                 bail!(
+                    device,
                     format!(
                         "radius {} needs {need} bytes of local memory, the device has {}",
                         op.radius(),
                         self.device.info().local_mem
                     ),
-                    hint = "use --device host for this op"
+                    hint = format!("use {} for this op", Setting::Device.is("host"))
                 );
             }
             b = op.out_bands(b);
@@ -205,6 +206,7 @@ impl DeviceRunner {
                 ("filter_demosaic", "demosaic", String::new())
             }
             Op::Denoise(_) => bail!(
+                internal,
                 "denoise runs as several kernels, not one",
                 hint = "this is a bug: please report it"
             ),
@@ -875,6 +877,7 @@ impl ChainRunner for DeviceRunner {
         };
         let Ok(tile) = tile.downcast::<InFlight>() else {
             bail!(
+                internal,
                 "a tile in flight from another runner",
                 hint = "this is a bug: please report it"
             );
@@ -912,8 +915,9 @@ pub fn histogram<T: Pixel>(
     }
     if (b.bins + 2) * 4 > dev.info().local_mem as usize {
         bail!(
+            device,
             format!("{} bins do not fit the device's local memory", b.bins),
-            hint = "use fewer bins or --device host"
+            hint = format!("use fewer bins or {}", Setting::Device.is("host"))
         );
     }
     let kernel = dev.kernel("filter_histogram", &opts, "histogram")?;

@@ -45,6 +45,7 @@ pub trait ChainRunner: Sync {
         match pending {
             Pending::Done(bands) => Ok(bands),
             Pending::InFlight(_) => crate::bail!(
+                internal,
                 "a tile in flight on a runner that keeps none",
                 hint = "this is a bug: please report it"
             ),

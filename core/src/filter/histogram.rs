@@ -9,7 +9,7 @@
 
 use crate::bail;
 use crate::classes::tally_bytes;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::pixel::{Pixel, Plane, SampleType};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -32,13 +32,15 @@ impl Binning {
         let bins_n = bins.unwrap_or(256);
         if bins_n == 0 || bins_n > 1 << 20 {
             bail!(
-                format!("--bins {bins_n} is out of range"),
+                usage,
+                format!("{} is out of range", Setting::Bins.is(bins_n)),
                 hint = "use 1 to 1048576 bins"
             );
         }
         if let Some((lo, hi)) = range {
             if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
                 bail!(
+                    usage,
                     format!("histogram range {lo}:{hi} is empty"),
                     hint = "give MIN:MAX with MIN < MAX"
                 );

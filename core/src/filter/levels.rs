@@ -61,6 +61,7 @@ impl Levels {
             match s.parse::<usize>() {
                 Ok(n) if (1..=16).contains(&n) => Ok(n),
                 _ => bail!(
+                    usage,
                     format!("op '{spec}': '{s}' is not a count from 1 to 16"),
                     hint = HINT
                 ),
@@ -74,6 +75,7 @@ impl Levels {
                     Some(v) => match v.parse::<f64>() {
                         Ok(x) if x > 0.0 && x.is_finite() => x,
                         _ => bail!(
+                            usage,
                             format!("op '{spec}': SIGMA0 '{v}' is not a positive number"),
                             hint = HINT
                         ),
@@ -86,7 +88,11 @@ impl Levels {
                     sigma0,
                 })
             }
-            _ => bail!(format!("op '{spec}' has the wrong parameters"), hint = HINT),
+            _ => bail!(
+                usage,
+                format!("op '{spec}' has the wrong parameters"),
+                hint = HINT
+            ),
         }
     }
 
@@ -107,6 +113,7 @@ impl Levels {
             if let Some(l) = Self::parse(s) {
                 if found.is_some() {
                     bail!(
+                        usage,
                         "only one level op (gaussian-pyramid, laplacian-pyramid, scale-space) per command",
                         hint = HINT
                     );

@@ -111,6 +111,7 @@ impl Median {
     pub fn new(size: usize) -> Result<Self> {
         if size < 3 || size.is_multiple_of(2) || size > 99 {
             bail!(
+                usage,
                 format!("median side must be odd and between 3 and 99, got {size}"),
                 hint = "write median:3 or median:5"
             );

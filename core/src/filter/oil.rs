@@ -28,12 +28,14 @@ impl Oil {
     pub fn new(radius: usize, levels: usize, range: Option<(f64, f64)>) -> Result<Self> {
         if radius == 0 || radius > 50 {
             bail!(
+                usage,
                 format!("oil radius must be 1..50, got {radius}"),
                 hint = "write oil:4:20"
             );
         }
         if !(2..=256).contains(&levels) {
             bail!(
+                usage,
                 format!("oil levels must be 2..256, got {levels}"),
                 hint = "write oil:4:20"
             );
@@ -42,6 +44,7 @@ impl Oil {
             && hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater)
         {
             bail!(
+                usage,
                 format!("oil range {lo}:{hi} is empty"),
                 hint = "write oil:R:L:MIN:MAX with MIN < MAX"
             );
@@ -56,6 +59,7 @@ impl Oil {
     pub fn check(&self, t: SampleType) -> Result<()> {
         if t == SampleType::F32 && self.range.is_none() {
             bail!(
+                usage,
                 "oil paint on Float32 needs the intensity range to bin",
                 hint = "write oil:RADIUS:LEVELS:MIN:MAX"
             );

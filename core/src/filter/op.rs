@@ -23,7 +23,7 @@ use super::oil::Oil;
 use super::pyramid::Pyr;
 use super::scharr::Scharr;
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::pixel::{Bands, Pixel, Plane, SampleType};
 use crate::with_bands;
 use rayon::prelude::*;
@@ -64,10 +64,10 @@ impl OpArgs<'_> {
     fn num(&self, i: usize) -> Result<f64> {
         let spec = self.spec;
         let s = self.args.get(i).ok_or_else(|| {
-            Error::new(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
+            Error::usage(format!("op '{spec}' lacks parameter {}", i + 1)).hint(OPS_HINT)
         })?;
         s.parse::<f64>()
-            .map_err(|_| Error::new(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT))
+            .map_err(|_| Error::usage(format!("op '{spec}': '{s}' is not a number")).hint(OPS_HINT))
     }
 
     /// Parameter `i` as a whole number.
@@ -75,6 +75,7 @@ impl OpArgs<'_> {
         let v = self.num(i)?;
         if v.fract() != 0.0 || v < 0.0 {
             bail!(
+                usage,
                 format!("op '{}': {v} is not a whole number", self.spec),
                 hint = OPS_HINT
             );
@@ -86,6 +87,7 @@ impl OpArgs<'_> {
     fn at_most(&self, n: usize) -> Result<()> {
         if self.args.len() > n {
             bail!(
+                usage,
                 format!("op '{}' has too many parameters", self.spec),
                 hint = OPS_HINT
             );
@@ -146,6 +148,7 @@ impl FromStr for Op {
                     Some("luma") => Distance::Luma,
                     Some("color") => Distance::Color,
                     Some(other) => bail!(
+                        usage,
                         format!("bilateral distance '{other}' is unknown"),
                         hint = "use gray, luma or color"
                     ),
@@ -155,6 +158,7 @@ impl FromStr for Op {
             "oil" => {
                 if args.len() != 2 && args.len() != 4 {
                     bail!(
+                        usage,
                         format!("op '{spec}' needs RADIUS:LEVELS[:MIN:MAX]"),
                         hint = OPS_HINT
                     );
@@ -185,6 +189,7 @@ impl FromStr for Op {
             "demosaic" => {
                 if args.is_empty() || args.len() > 2 {
                     bail!(
+                        usage,
                         format!("op '{spec}' needs PATTERN[:METHOD]"),
                         hint = OPS_HINT
                     );
@@ -201,11 +206,15 @@ impl FromStr for Op {
             }
             "denoise" => {
                 if args.len() != 3 {
-                    bail!(format!("op '{spec}' needs LEVELS:SD:SR"), hint = OPS_HINT);
+                    bail!(
+                        usage,
+                        format!("op '{spec}' needs LEVELS:SD:SR"),
+                        hint = OPS_HINT
+                    );
                 }
                 Op::Denoise(Denoise::new(given.num(0)?, given.num(1)?, given.num(2)?)?)
             }
-            _ => bail!(format!("unknown op '{name}'"), hint = OPS_HINT),
+            _ => bail!(usage, format!("unknown op '{name}'"), hint = OPS_HINT),
         };
         Ok(op)
     }
@@ -389,7 +398,7 @@ pub struct Chain {
 impl Chain {
     pub fn parse(specs: &[String]) -> Result<Self> {
         if specs.is_empty() {
-            bail!("no op given", hint = OPS_HINT);
+            bail!(usage, "no op given", hint = OPS_HINT);
         }
         Ok(Chain {
             ops: specs.iter().map(|s| s.parse()).collect::<Result<_>>()?,
@@ -430,12 +439,20 @@ impl Chain {
     ) -> Result<()> {
         if border == BorderMode::Nodata && nd.is_none() {
             bail!(
-                "--border nodata needs a nodata value on the input",
-                hint = "set one with gdal_edit.py -a_nodata VALUE, or use --border replicate"
+                usage,
+                format!(
+                    "{} needs a nodata value on the input",
+                    Setting::Border.is("nodata")
+                ),
+                hint = format!(
+                    "set one with gdal_edit.py -a_nodata VALUE, or use {}",
+                    Setting::Border.is("replicate")
+                )
             );
         }
         if nd.is_some() && self.ops.iter().any(|op| matches!(op, Op::Denoise(_))) {
             bail!(
+                input,
                 "denoise does not take rasters with a nodata value",
                 hint = "fill the nodata pixels first (gdal_fillnodata.py), or unset it with gdal_edit.py -unsetnodata"
             );

@@ -24,6 +24,7 @@ impl Scharr {
     pub fn new(size: usize) -> Result<Self> {
         if ![3, 5, 7, 9].contains(&size) {
             bail!(
+                usage,
                 format!("scharr:{size}: sizes are 3, 5, 7 and 9"),
                 hint = "write scharr:3"
             );

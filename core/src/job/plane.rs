@@ -56,6 +56,7 @@ impl<'a> PlaneView<'a> {
     pub fn new(codes: &'a [u16], width: usize, height: usize) -> Result<Self> {
         if width.checked_mul(height) != Some(codes.len()) {
             crate::bail!(
+                usage,
                 format!("{} codes do not make a {width}x{height} plane", codes.len()),
                 hint = "give width × height codes, row-major"
             );
@@ -113,6 +114,7 @@ pub fn smooth_plane(
     spec.policies.check_nodata(spec.nodata)?;
     if let Some(code) = plane.codes.iter().copied().find(|&c| c > spec.max_code) {
         crate::bail!(
+            usage,
             format!(
                 "code {code} does not fit the plane's type (codes 0..={})",
                 spec.max_code
@@ -144,6 +146,7 @@ pub fn smooth_plane(
         && v.data.len() != plane.codes.len()
     {
         crate::bail!(
+            usage,
             format!(
                 "{} confidences for a {}x{} plane",
                 v.data.len(),

@@ -9,7 +9,7 @@
 
 use super::KernelSpec;
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::str::FromStr;
 
 /// A kernel as `smooth --kernel` takes it.
@@ -77,7 +77,7 @@ fn metres(text: &str) -> Option<Result<f64>> {
     };
     Some(match number.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(Error::new(format!("'{text}' is not a length > 0"))
+        _ => Err(Error::usage(format!("'{text}' is not a length > 0"))
             .hint("lengths are pixels (2.5), metres (250m) or kilometres (1km)")),
     })
 }
@@ -129,6 +129,7 @@ impl KernelArg {
         let p = pixel.metres;
         if !(p.is_finite() && p > 0.0) {
             bail!(
+                usage,
                 "the raster's pixel width is not a length",
                 hint = "give the kernel in pixels (e.g. gaussian:2.5)"
             );
@@ -217,7 +218,8 @@ impl KernelArg {
             let n = smallest.build()?.size();
             return Ok(Resolved {
                 warning: Some(format!(
-                    "{what}: a 1x1 kernel, rounded up to {smallest} ({n}x{n}) as --allow-subpixel asks"
+                    "{what}: a 1x1 kernel, rounded up to {smallest} ({n}x{n}) as {} asks",
+                    Setting::AllowSubpixel
                 )),
                 spec: smallest,
                 conversion,
@@ -232,9 +234,11 @@ impl KernelArg {
             (_, None) => "a side ≥ 3 px".to_string(),
         };
         bail!(
+            usage,
             format!("{what}: a 1x1 kernel, which smooths nothing (the output would be a copy)"),
             hint = format!(
-                "give {least}, or add --allow-subpixel to round it up to the smallest kernel that smooths"
+                "give {least}, or add {} to round it up to the smallest kernel that smooths",
+                Setting::AllowSubpixel
             )
         )
     }
@@ -301,7 +305,7 @@ mod tests {
         let missing = "gaussian:250m"
             .parse::<KernelArg>()
             .unwrap()
-            .in_pixels(|| Err(Error::new("no georeferencing")));
+            .in_pixels(|| Err(Error::input("no georeferencing")));
         assert!(missing.is_err());
         // Below a pixel: no smoothing, refused with the length converted.
         for (tiny, least) in [
@@ -317,7 +321,7 @@ mod tests {
                 e.contains("1x1") && e.contains("/ 30.0000 m") && e.contains(least),
                 "{e}"
             );
-            assert!(e.contains("--allow-subpixel"), "{e}");
+            assert!(e.contains("add allow-subpixel"), "{e}");
         }
         for tiny in ["gaussian:0.2", "box:1", "disc:0"] {
             let arg = tiny.parse::<KernelArg>().unwrap();

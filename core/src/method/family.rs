@@ -181,7 +181,7 @@ mod tests {
         ) -> Result<Box<dyn ClassSmoother>> {
             match member {
                 None => Ok(Box::new(Centre)),
-                Some(_) => crate::bail!("centre runs on the host", hint = "--device host"),
+                Some(_) => crate::bail!(usage, "centre runs on the host", hint = "--device host"),
             }
         }
     }
@@ -200,10 +200,7 @@ mod tests {
             ..FastOptions::default()
         };
         let e = MethodSpec::new(centre, None, rank).unwrap_err().to_string();
-        assert!(
-            e.starts_with("--rank, --energy and --terms apply to"),
-            "{e}"
-        );
+        assert!(e.starts_with("rank, energy and terms apply to"), "{e}");
         // select builds it through the descriptor.
         let kernel = crate::kernel::KernelSpec::Box { size: 3 }.build().unwrap();
         let spec = MethodSpec::plain(centre);

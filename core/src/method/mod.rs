@@ -371,7 +371,7 @@ impl PendingTile for Promised {
 
     fn into_output(self: Box<Self>, len: usize) -> Result<Vec<u16>> {
         let smoothed = self.0.recv().map_err(|_| {
-            crate::error::Error::new("a tile's job ended without a result")
+            crate::error::Error::internal("a tile's job ended without a result")
                 .hint("an earlier error or a crash of a worker thread stopped it")
         })??;
         debug_assert_eq!(smoothed.len(), len);

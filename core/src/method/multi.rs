@@ -109,7 +109,7 @@ impl Shared {
     /// Shares tiles between `members` (at least one), each on its own device.
     pub fn new(members: Vec<Box<dyn ClassSmoother>>) -> Result<Self> {
         if members.is_empty() {
-            crate::bail!("a shared run needs at least one device");
+            crate::bail!(usage, "a shared run needs at least one device");
         }
         let members: Vec<Arc<dyn ClassSmoother>> = members.into_iter().map(Arc::from).collect();
         let counters: Vec<Arc<Counters>> = members.iter().map(|_| Arc::default()).collect();
@@ -124,7 +124,7 @@ impl Shared {
                     .name(format!("mapfilter-device-{i}"))
                     .spawn(move || work(member.as_ref(), &queue, &counters))
                     .map_err(|e| {
-                        Error::new(format!("starting a device's worker thread: {e}"))
+                        Error::resource(format!("starting a device's worker thread: {e}"))
                             .hint("the system is out of threads; use one device")
                     })
             })
@@ -337,7 +337,7 @@ impl ClassSmoother for Shared {
         self.jobs
             .as_ref()
             .and_then(|q| q.send(job).ok())
-            .ok_or_else(|| Error::new("every device of the run has stopped"))?;
+            .ok_or_else(|| Error::device("every device of the run has stopped"))?;
         Ok(Box::new(Promised(result)))
     }
 
@@ -573,7 +573,7 @@ mod tests {
             }
             fn smooth(&self, _: &ClassTile, _: &SmoothParams, _: &mut [u16]) -> Result<()> {
                 self.0.fetch_add(1, Ordering::SeqCst);
-                Err(Error::new("this device fails"))
+                Err(Error::device("this device fails"))
             }
         }
         let (input, job) = input();

@@ -12,7 +12,7 @@
 use super::ClassTile;
 use crate::bail;
 use crate::classes::{ClassTable, MAX_CLASSES, NO_CLASS, TileCompaction};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use rayon::prelude::*;
 
 /// What a method writes where `--ties undecided:CODE` finds a tie: a value
@@ -70,7 +70,10 @@ impl std::str::FromStr for Ties {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Self> {
-        let hint = "write --ties centre, smallest, largest or undecided:CODE";
+        let hint = format!(
+            "write {}, smallest, largest or undecided:CODE",
+            Setting::Ties.is("centre")
+        );
         Ok(match text.trim() {
             "centre" | "center" => Ties::Centre,
             "smallest" => Ties::Smallest,
@@ -78,11 +81,14 @@ impl std::str::FromStr for Ties {
             other => match other.split_once(':') {
                 Some(("undecided", code)) => {
                     Ties::Undecided(code.trim().parse().map_err(|_| {
-                        Error::new(format!("--ties {other}: '{code}' is not a class code"))
-                            .hint(hint)
+                        Error::usage(format!(
+                            "{}: '{code}' is not a class code",
+                            Setting::Ties.is(other)
+                        ))
+                        .hint(hint.clone())
                     })?)
                 }
-                _ => bail!(format!("unknown tie rule '{other}'"), hint = hint),
+                _ => bail!(usage, format!("unknown tie rule '{other}'"), hint = hint),
             },
         })
     }
@@ -95,12 +101,14 @@ pub const MAX_ITERATIONS: usize = 1000;
 pub const MAX_HALO: usize = 2048;
 
 /// Parses a list of class codes: `CODE[,CODE...]`, e.g. `80,190`.
-pub fn parse_codes(option: &str, text: &str) -> Result<Vec<u16>> {
+pub fn parse_codes(option: Setting, text: &str) -> Result<Vec<u16>> {
     let mut codes = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let code: u16 = item.parse().map_err(|_| {
-            Error::new(format!("{option}: '{item}' is not a class code"))
-                .hint(format!("write {option} CODE[,CODE...], e.g. 80,190"))
+            Error::usage(format!("{option}: '{item}' is not a class code")).hint(format!(
+                "write {}, e.g. 80,190",
+                option.is("CODE[,CODE...]")
+            ))
         })?;
         codes.push(code);
     }
@@ -151,8 +159,8 @@ impl PolicyText<'_> {
     pub fn parse(&self) -> Result<Policies> {
         let policies = Policies {
             ties: self.ties.map_or(Ok(Ties::Centre), str::parse)?,
-            keep: parse_codes("--keep", self.keep.unwrap_or(""))?,
-            no_vote: parse_codes("--no-vote", self.no_vote.unwrap_or(""))?,
+            keep: parse_codes(Setting::Keep, self.keep.unwrap_or(""))?,
+            no_vote: parse_codes(Setting::NoVote, self.no_vote.unwrap_or(""))?,
             only_isolated: self.only_isolated,
             iterations: self.iterations.unwrap_or(1),
         };
@@ -166,13 +174,15 @@ impl Policies {
     pub fn check(&self) -> Result<()> {
         if self.iterations == 0 || self.iterations > MAX_ITERATIONS {
             bail!(
-                format!("--iterations must be 1 to {MAX_ITERATIONS}"),
+                usage,
+                format!("{} must be 1 to {MAX_ITERATIONS}", Setting::Iterations),
                 hint = "1 smooths once (the default)"
             );
         }
         if self.only_isolated == Some(0) {
             bail!(
-                "--only-isolated 0 would change no pixel",
+                usage,
+                format!("{} would change no pixel", Setting::OnlyIsolated.is(0)),
                 hint = "give T >= 1: a pixel changes when fewer than T neighbours share its class"
             );
         }
@@ -239,6 +249,7 @@ impl Policies {
         let halo = self.halo(r);
         if halo > MAX_HALO {
             bail!(
+                usage,
                 format!(
                     "{} iterations of a kernel of radius {r} reach {halo} pixels, more than {MAX_HALO}",
                     self.iterations
@@ -255,7 +266,11 @@ impl Policies {
             && Some(code) == nodata
         {
             bail!(
-                format!("--ties undecided:{code} names the input's nodata value"),
+                usage,
+                format!(
+                    "{} names the input's nodata value",
+                    Setting::Ties.is(format!("undecided:{code}"))
+                ),
                 hint = "choose a code that is not nodata"
             );
         }
@@ -274,11 +289,16 @@ impl Policies {
 pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> {
     if policies.ties != Ties::Centre && !exact {
         bail!(
+            usage,
             format!(
-                "--ties {} is defined on exact scores, and {name} computes approximate ones, which cannot tell a tie",
-                policies.ties
+                "{} is defined on exact scores, and {name} computes approximate ones, which cannot tell a tie",
+                Setting::Ties.is(policies.ties)
             ),
-            hint = "add --exact (pixels whose best scores are within the error bound are recomputed exactly, so ties are found) or use --method naive"
+            hint = format!(
+                "add {} (pixels whose best scores are within the error bound are recomputed exactly, so ties are found) or use {}",
+                Setting::Exact,
+                Setting::Method.is("naive")
+            )
         );
     }
     Ok(())
@@ -290,8 +310,13 @@ pub fn check_method(policies: &Policies, exact: bool, name: &str) -> Result<()> 
 pub fn check_confidence(given: bool, method: &dyn crate::method::ClassSmoother) -> Result<()> {
     if given && !method.weighs_votes() {
         bail!(
-            format!("--confidence does not weigh votes in {}", method.name()),
-            hint = "use --method naive"
+            usage,
+            format!(
+                "{} does not weigh votes in {}",
+                Setting::Confidence,
+                method.name()
+            ),
+            hint = format!("use {}", Setting::Method.is("naive"))
         );
     }
     Ok(())
@@ -395,7 +420,7 @@ pub fn next_iteration(
         }
     }
     if undecided.is_none() && out.contains(&UNDECIDED) {
-        return Err(Error::new(
+        return Err(Error::internal(
             "a tie was marked undecided without an undecided code",
         ));
     }
@@ -423,8 +448,11 @@ mod tests {
         assert_eq!("center".parse::<Ties>().unwrap(), Ties::Centre);
         assert!("undecided:x".parse::<Ties>().is_err());
         assert!("first".parse::<Ties>().is_err());
-        assert_eq!(parse_codes("--keep", "80, 10,80").unwrap(), vec![10, 80]);
-        assert!(parse_codes("--keep", "a").is_err());
+        assert_eq!(
+            parse_codes(Setting::Keep, "80, 10,80").unwrap(),
+            vec![10, 80]
+        );
+        assert!(parse_codes(Setting::Keep, "a").is_err());
     }
 
     #[test]

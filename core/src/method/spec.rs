@@ -7,7 +7,7 @@ pub use super::family::FastOptions;
 use super::family::{Accepts, Family, Settings, either};
 use super::naive::cl::Variant;
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -99,6 +99,7 @@ impl FromStr for Method {
         match Method::all().find(|m| m.name() == text) {
             Some(m) => Ok(m),
             None => bail!(
+                usage,
                 format!("unknown method '{text}'"),
                 hint = format!("methods: {}", names(|_| true).join(", "))
             ),
@@ -153,8 +154,13 @@ impl MethodSpec {
         let fits = method.family().accepts();
         if (rank || terms) && !fits.rank && !fits.terms {
             bail!(
+                usage,
                 format!(
-                    "--rank, --energy and --terms apply to --method {}",
+                    "{}, {} and {} apply to {} {}",
+                    Setting::Rank,
+                    Setting::Energy,
+                    Setting::Terms,
+                    Setting::Method,
                     either(&names(|a| a.rank || a.terms))
                 ),
                 hint = "drop them, or choose a fast method"
@@ -162,20 +168,29 @@ impl MethodSpec {
         }
         if terms && !fits.terms {
             bail!(
+                usage,
                 format!(
-                    "--terms applies to {}",
+                    "{} applies to {}",
+                    Setting::Terms,
                     either(&names(|a| a.terms && !a.rank))
                 ),
-                hint = format!("{method} truncates with --rank or --energy")
+                hint = format!(
+                    "{method} truncates with {} or {}",
+                    Setting::Rank,
+                    Setting::Energy
+                )
             );
         }
         if rank && !fits.rank {
             bail!(
+                usage,
                 format!(
-                    "--rank and --energy apply to {}",
+                    "{} and {} apply to {}",
+                    Setting::Rank,
+                    Setting::Energy,
                     either(&names(|a| a.rank && !a.terms))
                 ),
-                hint = format!("{method} takes --terms K")
+                hint = format!("{method} takes {}", Setting::Terms.is("K"))
             );
         }
         Ok(MethodSpec {
@@ -256,18 +271,18 @@ mod tests {
         let e = MethodSpec::new(m("naive"), None, rank).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--rank, --energy and --terms apply to --method svd, dct5 or auto \
+            "rank, energy and terms apply to method svd, dct5 or auto \
              (hint: drop them, or choose a fast method)"
         );
         let e = MethodSpec::new(m("svd"), None, terms).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--terms applies to dct5 (hint: svd truncates with --rank or --energy)"
+            "terms applies to dct5 (hint: svd truncates with rank or energy)"
         );
         let e = MethodSpec::new(m("dct5"), None, rank).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--rank and --energy apply to svd (hint: dct5 takes --terms K)"
+            "rank and energy apply to svd (hint: dct5 takes terms = K)"
         );
         assert_eq!(
             Method::help(),

@@ -35,7 +35,7 @@ impl Starting {
             Ok(h) => *starting.building.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
             // No thread to spare: the method is built when first asked for.
             Err(e) => {
-                let _ = starting.built.set(Err(Error::new(format!(
+                let _ = starting.built.set(Err(Error::resource(format!(
                     "cannot start a thread to open the devices: {e}"
                 ))));
             }
@@ -63,7 +63,7 @@ impl Starting {
             match handle.map(JoinHandle::join) {
                 Some(Ok(built)) => built,
                 Some(Err(panic)) => std::panic::resume_unwind(panic),
-                None => Err(Error::new("the method's start was lost")),
+                None => Err(Error::internal("the method's start was lost")),
             }
         });
         match built {
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_failed_start_fails_every_ask_with_its_error() {
-        let starting = Starting::spawn(|| Err(Error::new("no GPU").hint("use --device host")));
+        let starting = Starting::spawn(|| Err(Error::device("no GPU").hint("use --device host")));
         for _ in 0..2 {
             let e = starting.get().err().unwrap();
             assert_eq!(e.to_string(), "no GPU (hint: use --device host)");

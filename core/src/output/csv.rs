@@ -12,7 +12,7 @@ where
     R: IntoIterator<Item = F>,
     F: AsRef<[u8]>,
 {
-    let fail = |e: csv::Error| Error::new(format!("cannot write the CSV table: {e}"));
+    let fail = |e: csv::Error| Error::io(format!("cannot write the CSV table: {e}"));
     let mut out = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
@@ -22,8 +22,8 @@ where
     }
     let bytes = out
         .into_inner()
-        .map_err(|e| Error::new(format!("cannot write the CSV table: {e}")))?;
-    String::from_utf8(bytes).map_err(|e| Error::new(format!("the CSV table is not UTF-8: {e}")))
+        .map_err(|e| Error::io(format!("cannot write the CSV table: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| Error::io(format!("the CSV table is not UTF-8: {e}")))
 }
 
 #[cfg(test)]

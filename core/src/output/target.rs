@@ -1,7 +1,7 @@
 //! Checking an output path before any work is done: what may be written
 //! there, and whether it may be replaced.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
@@ -52,17 +52,20 @@ impl Target {
             // `-` is standard output where a command writes text
             // ([`Destination`]); a raster is never written there, and a
             // file named `-` is almost never what was meant.
-            return Err(Error::new(
+            return Err(Error::usage(
                 "output -: this output cannot go to standard output",
             )
-            .hint("give a file path (./- for a file named -); - means standard output only for text outputs such as --json -"));
+            .hint(format!(
+                "give a file path (./- for a file named -); - means standard output only for text outputs such as {}",
+                Setting::Json.is("-")
+            )));
         }
         let name = path.file_name().ok_or_else(|| {
-            Error::new(format!("output {}: not a file name", path.display()))
+            Error::usage(format!("output {}: not a file name", path.display()))
                 .hint("give a file path such as out.tif")
         })?;
         if name.len() > NAME_MAX {
-            return Err(Error::new(format!(
+            return Err(Error::usage(format!(
                 "output name {} is {} bytes long, more than the {NAME_MAX} a file name may have",
                 path.display(),
                 name.len()
@@ -71,7 +74,7 @@ impl Target {
         }
         let path = match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|_| {
-                Error::new(format!(
+                Error::usage(format!(
                     "output {} is a symlink to a file that does not exist",
                     shown.display()
                 ))
@@ -83,7 +86,7 @@ impl Target {
             Ok(meta) => refuse_existing(&shown, &meta, overwrite, inputs)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(Error::new(format!("output {}: {e}", shown.display()))
+                return Err(Error::usage(format!("output {}: {e}", shown.display()))
                     .hint("check the output path"));
             }
         }
@@ -147,7 +150,7 @@ impl Target {
 pub fn distinct(targets: &[&Target]) -> Result<()> {
     for (i, a) in targets.iter().enumerate() {
         if let Some(b) = targets[i + 1..].iter().find(|b| b.key() == a.key()) {
-            return Err(Error::new(format!(
+            return Err(Error::usage(format!(
                 "outputs {} and {} are the same file",
                 a.shown.display(),
                 b.shown.display()
@@ -163,12 +166,12 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
     let kind = meta.file_type();
     if kind.is_dir() {
         return Err(
-            Error::new(format!("output {} is a directory", shown.display()))
+            Error::usage(format!("output {} is a directory", shown.display()))
                 .hint("give a file path for the output, e.g. DIR/out.tif"),
         );
     }
     if !kind.is_file() {
-        return Err(Error::new(format!(
+        return Err(Error::usage(format!(
             "output {} is not a regular file (a device, FIFO or socket)",
             shown.display()
         ))
@@ -190,13 +193,19 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
                     vrt.display()
                 ),
             };
-            return Err(Error::new(format!("output {} is {what}", shown.display()))
-                .hint("write to a new file; inputs are never modified"));
+            return Err(
+                Error::usage(format!("output {} is {what}", shown.display()))
+                    .hint("write to a new file; inputs are never modified"),
+            );
         }
     }
     if !overwrite {
-        return Err(Error::new(format!("output {} exists", shown.display()))
-            .hint("pass --overwrite to replace it, or choose another path"));
+        return Err(
+            Error::usage(format!("output {} exists", shown.display())).hint(format!(
+                "pass {} to replace it, or choose another path",
+                Setting::Overwrite
+            )),
+        );
     }
     Ok(())
 }
@@ -204,12 +213,12 @@ fn refuse_existing(shown: &Path, meta: &Metadata, overwrite: bool, inputs: &[&Pa
 fn check_directory(dir: &Path, shown: &Path) -> Result<()> {
     if !dir.is_dir() {
         return Err(
-            Error::new(format!("output directory {} does not exist", dir.display()))
+            Error::usage(format!("output directory {} does not exist", dir.display()))
                 .hint("create it first or choose another output path"),
         );
     }
     if !writable(dir) {
-        return Err(Error::new(format!(
+        return Err(Error::io(format!(
             "cannot write {}: the directory {} is not writable",
             shown.display(),
             dir.display()
@@ -255,7 +264,10 @@ mod tests {
         assert!(Target::check(&out, false, &[&input]).is_ok());
         std::fs::write(&out, b"old").unwrap();
         let err = Target::check(&out, false, &[&input]).unwrap_err();
-        assert!(err.to_string().contains("--overwrite"), "{err}");
+        assert!(
+            err.to_string().contains("pass overwrite to replace it"),
+            "{err}"
+        );
         assert!(Target::check(&out, true, &[&input]).is_ok());
         // The input by a hard link, with --overwrite: still refused.
         let link = dir.path().join("link.tif");

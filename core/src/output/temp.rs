@@ -14,7 +14,7 @@
 
 use super::space::{disk_full_cause, is_disk_full};
 use super::target::{NAME_MAX, Target};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,7 +123,7 @@ impl TempFile {
             )
         })?;
         let (file, path) = made.into_parts();
-        let path = path.keep().map_err(|e| Error::new(e.to_string()))?;
+        let path = path.keep().map_err(|e| Error::io(e.to_string()))?;
         live().push(path.clone());
         drop(gate);
         lock(&file);
@@ -200,7 +200,7 @@ impl TempFile {
     /// the target never shows a new raster with an old sidecar's names).
     fn move_onto(&self, target: &Target) -> Result<()> {
         let fail = |e: std::io::Error| {
-            Error::new(format!(
+            Error::io(format!(
                 "cannot move the output into place at {}: {e}",
                 target.shown().display()
             ))
@@ -405,11 +405,14 @@ fn tail_of(name: &str, room: usize) -> String {
 }
 
 fn appeared(target: &Target) -> Error {
-    Error::new(format!(
+    Error::io(format!(
         "output {} appeared while this run was writing it (another run?)",
         target.shown().display()
     ))
-    .hint("pass --overwrite to replace it; this run's result was not kept")
+    .hint(format!(
+        "pass {} to replace it; this run's result was not kept",
+        Setting::Overwrite
+    ))
 }
 
 /// An I/O failure of a write, saying so when the disk is full.
@@ -421,10 +424,10 @@ pub(super) fn write_error(
 ) -> Error {
     match disk_full_cause(dir, written) {
         Some(full) if is_disk_full(&e) || written.is_some() => {
-            Error::new(format!("{what}: {full}"))
+            Error::resource(format!("{what}: {full}"))
                 .hint("free some space or write to another disk; nothing was replaced")
         }
-        _ => Error::new(format!("{what}: {e}")).hint("check that the directory is writable"),
+        _ => Error::io(format!("{what}: {e}")).hint("check that the directory is writable"),
     }
 }
 

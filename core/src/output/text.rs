@@ -14,7 +14,7 @@ pub fn write(dest: &Destination, text: &str) -> Result<()> {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())
                 .and_then(|()| out.flush())
-                .map_err(|e| Error::new(format!("cannot write to standard output: {e}")))
+                .map_err(|e| Error::io(format!("cannot write to standard output: {e}")))
         }
         Destination::File(target) => write_file(target, text.as_bytes()),
     }

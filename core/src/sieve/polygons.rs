@@ -38,6 +38,7 @@ impl Polygons {
         // The top ids mark masked runs and merge decisions.
         if end >= (MASKED - 2) as usize {
             bail!(
+                resource,
                 "the raster has more than 4 billion polygon fragments",
                 hint = "sieve it in parts (gdal_translate -srcwin), or smooth it first"
             );

@@ -68,6 +68,7 @@ fn check_memory(
         return Ok(());
     }
     crate::bail!(
+        resource,
         format!(
             "sieve needs at least {} of memory for the {entries} polygon fragments in the first {row} of {height} rows, more than the {} available",
             crate::limits::gib(need.into()),

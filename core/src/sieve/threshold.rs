@@ -5,7 +5,7 @@
 //! ellipsoid at the raster's centre latitude.
 
 use crate::bail;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use std::str::FromStr;
 
 /// A threshold before the raster is known.
@@ -40,7 +40,7 @@ impl FromStr for Threshold {
 
     fn from_str(text: &str) -> Result<Self> {
         let t = text.trim();
-        let bad = |why: &str| Error::new(format!("threshold '{text}': {why}")).hint(HINT);
+        let bad = |why: &str| Error::usage(format!("threshold '{text}': {why}")).hint(HINT);
         let lower = t.to_ascii_lowercase();
         let (number, unit) = match UNITS.iter().find(|(u, _)| lower.ends_with(u)) {
             Some(&(u, m2)) => (lower[..lower.len() - u.len()].trim(), Some(m2)),
@@ -104,6 +104,7 @@ impl Threshold {
                 };
                 if !(n.is_finite() && n < 1e18) {
                     bail!(
+                        usage,
                         format!("threshold '{text}' is {q:e} pixels of {a} m²"),
                         hint = "give a smaller area"
                     );
@@ -117,16 +118,19 @@ impl Threshold {
                 );
                 if allow_subpixel {
                     log::warn!(
-                        "{said}: rounded up to 2 pixels (single pixels go) as --allow-subpixel asks"
+                        "{said}: rounded up to 2 pixels (single pixels go) as {} asks",
+                        Setting::AllowSubpixel
                     );
                     return Ok(2);
                 }
                 bail!(
+                    usage,
                     format!("{said}: at most one pixel, so it removes nothing"),
                     hint = format!(
-                        "give more than one pixel's area (over {:.1} m², {:.4} ha), or add --allow-subpixel to round it up to 2 pixels",
+                        "give more than one pixel's area (over {:.1} m², {:.4} ha), or add {} to round it up to 2 pixels",
                         a,
-                        a / 1e4
+                        a / 1e4,
+                        Setting::AllowSubpixel
                     )
                 )
             }
@@ -217,7 +221,7 @@ mod tests {
         // Whole quotients are kept as they are, despite rounding.
         assert_eq!(a("2500m2", 100.0), 25);
         assert_eq!(a("0.18ha", 900.0), 2);
-        let none = || Err(Error::new("no size"));
+        let none = || Err(Error::input("no size"));
         assert!(
             "1ha"
                 .parse::<Threshold>()
@@ -239,7 +243,7 @@ mod tests {
                 e.contains(&format!("threshold '{small}' is"))
                     && e.contains("pixels of 250000.0 m² (25.0000 ha)")
                     && e.contains("removes nothing")
-                    && e.contains("--allow-subpixel"),
+                    && e.contains("add allow-subpixel"),
                 "{e}"
             );
             assert_eq!(t.pixels(|| Ok(250_000.0), true).unwrap(), 2, "{small}");

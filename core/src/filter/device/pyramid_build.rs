@@ -22,7 +22,7 @@ use crate::bail;
 use crate::device::{
     Args, Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Queue, event_ns,
 };
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::filter::border::{BorderMode, Win};
 use crate::filter::conv::Conv;
 use crate::filter::levels::Levels;
@@ -111,8 +111,12 @@ pub fn build<T: Pixel>(
 ) -> Result<BuiltLevels<T>> {
     if border == BorderMode::Nodata {
         bail!(
+            usage,
             "the device pyramid has no nodata border",
-            hint = "use --border reflect101, replicate or constant"
+            hint = format!(
+                "use {}, replicate or constant",
+                Setting::Border.is("reflect101")
+            )
         );
     }
     let t = T::TYPE;
@@ -159,6 +163,7 @@ pub fn build<T: Pixel>(
             match octaves[*o].take() {
                 Some(b) => levels.push(b),
                 None => bail!(
+                    internal,
                     "a device pyramid level is taken twice",
                     hint = "this is a bug: please report it"
                 ),
@@ -202,6 +207,7 @@ fn blur<T: Pixel>(
 ) -> Result<(Buffer<T>, Vec<Held>)> {
     let Some((row, col)) = &conv.separable else {
         bail!(
+            internal,
             "the device scale space blurs with separable Gaussians only",
             hint = "this is a bug: please report it"
         );

@@ -21,7 +21,7 @@ use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Image, Kernel,
     Queue, event_ns,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Setting};
 use crate::filter::border::{BorderMode, Win, pad};
 use crate::filter::scharr::Scharr;
 use crate::pixel::{Pixel, Plane, SampleType};
@@ -64,7 +64,7 @@ impl Store {
     pub fn parse(s: &str) -> Result<Store> {
         match Self::ALL.into_iter().find(|st| st.name() == s.trim()) {
             Some(st) => Ok(st),
-            None => bail!(format!("unknown pyramid store '{s}'"), hint = HINT),
+            None => bail!(usage, format!("unknown pyramid store '{s}'"), hint = HINT),
         }
     }
 
@@ -228,8 +228,12 @@ impl<T: Pixel> DevicePyramid<T> {
     pub fn scharr(&mut self, dev: &Device, scharr: Scharr, border: BorderMode) -> Result<u64> {
         let fill = match border {
             BorderMode::Nodata => bail!(
+                usage,
                 "the device pyramid has no nodata border",
-                hint = "use --border reflect101, replicate or constant"
+                hint = format!(
+                    "use {}, replicate or constant",
+                    Setting::Border.is("reflect101")
+                )
             ),
             b => b.fill::<T>(None).to_f32(),
         };
@@ -315,6 +319,7 @@ impl<T: Pixel> DevicePyramid<T> {
 fn layout(store: Store, sizes: &[(usize, usize)]) -> Result<(Vec<Slot>, usize, usize)> {
     if sizes.is_empty() || sizes.iter().any(|&(w, h)| w == 0 || h == 0) {
         bail!(
+            internal,
             "a device pyramid needs at least one non-empty level",
             hint = "check the pyramid's sizes"
         );
@@ -340,6 +345,7 @@ fn layout(store: Store, sizes: &[(usize, usize)]) -> Result<(Vec<Slot>, usize, u
     }
     if offset.max(out) > i32::MAX as usize {
         bail!(
+            resource,
             format!("a pyramid of {out} output values is too large for one device buffer"),
             hint = "use fewer or smaller levels"
         );
@@ -439,7 +445,7 @@ unsafe fn image_with(
         )
     }
     .map_err(|e| {
-        Error::new(format!(
+        Error::device(format!(
             "cannot create a {w}x{h} image on {}: {e}",
             dev.info().name
         ))

@@ -62,12 +62,16 @@ impl Dct5 {
     pub fn new(g: &[f64], terms: usize) -> Result<Self> {
         let n = g.len();
         if n.is_multiple_of(2) {
-            bail!(format!("dct5 needs an odd kernel, got length {n}"));
+            bail!(usage, format!("dct5 needs an odd kernel, got length {n}"));
         }
         let r = n / 2;
         if terms > r {
             bail!(
-                format!("dct5 --terms {terms} exceeds the kernel radius {r}"),
+                usage,
+                format!(
+                    "dct5 {} exceeds the kernel radius {r}",
+                    crate::error::Setting::Terms.is(terms)
+                ),
                 hint = "use at most R terms: K = R already reproduces the kernel exactly"
             );
         }
@@ -268,16 +272,21 @@ pub fn one_d_kernel(kernel: &Kernel, terms: usize) -> Result<(Vec<f64>, usize)> 
         vec![1.0 / n as f64; n]
     } else {
         bail!(
+            usage,
             "dct5 runs Gaussian and box kernels only",
-            hint = "use --method svd (or naive) for disc and file kernels"
+            hint = format!(
+                "use {} (or naive) for disc and file kernels",
+                crate::error::Setting::Method.is("svd")
+            )
         );
     };
     let separable =
         (0..n * n).all(|i| (g[i / n] * g[i % n] - kernel.weights()[i] / total).abs() < 1e-12);
     if !separable {
         bail!(
+            usage,
             "the kernel is not the outer product of a 1-D Gaussian",
-            hint = "use --method svd"
+            hint = format!("use {}", crate::error::Setting::Method.is("svd"))
         );
     }
     let terms = if kernel.sigma().is_some() { terms } else { 0 };

@@ -31,7 +31,7 @@ use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
 use crate::bail;
 use crate::classes::NO_CLASS;
 use crate::device::Member;
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::kernel::Kernel;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,8 +81,13 @@ impl Family for FftFamily {
     ) -> Result<Box<dyn ClassSmoother>> {
         if member.is_some() {
             bail!(
+                usage,
                 "fft runs on the host only",
-                hint = "use --device host with --method fft"
+                hint = format!(
+                    "use {} with {}",
+                    Setting::Device.is("host"),
+                    Setting::Method.is("fft")
+                )
             );
         }
         Ok(Box::new(FftHost::new(kernel)))
@@ -288,13 +293,17 @@ fn check_memory(tile: &ClassTile, n: usize, available: u64) -> Result<()> {
     let need = (tile.n_classes as u64 + 2) * ow * oh * 4 + region * 16;
     if need > available {
         bail!(
+            resource,
             format!(
                 "fft needs {} for a {ow}x{oh} tile of {} classes, over the {} available",
                 crate::limits::gib(need.into()),
                 tile.n_classes,
                 crate::limits::gib(available.into())
             ),
-            hint = "give a smaller --tile (the memory grows with it and with the classes)"
+            hint = format!(
+                "give a smaller {} (the memory grows with it and with the classes)",
+                Setting::Tile
+            )
         );
     }
     Ok(())
@@ -441,7 +450,7 @@ impl ClassSmoother for FftHost {
             return Ok(());
         }
         if params.kernel != &self.kernel {
-            bail!("fft was built for another kernel");
+            bail!(internal, "fft was built for another kernel");
         }
         if params.confidence.is_some() {
             // Weighted sums reach 2⁴⁷: past what the rounding certifies.
@@ -560,7 +569,7 @@ mod tests {
         assert!(check_memory(&tile, 101, 1 << 30).is_ok());
         let e = check_memory(&tile, 101, 1 << 20).unwrap_err().to_string();
         assert!(e.starts_with("fft needs 0.0 GiB for a 200x200 tile of 64 classes"), "{e}");
-        assert!(e.contains("--tile") && !e.contains('\n'), "{e}");
+        assert!(e.contains("a smaller tile (") && !e.contains('\n'), "{e}");
     }
     use crate::kernel::KernelSpec;
     use crate::method::naive::NaiveHost;

@@ -103,7 +103,7 @@ impl FromStr for Variant {
             .into_iter()
             .find(|v| v.name() == s.trim().to_ascii_lowercase())
             .ok_or_else(|| {
-                Error::new(format!("unknown naive variant '{s}'"))
+                Error::usage(format!("unknown naive variant '{s}'"))
                     .hint("use buffer, image, local or fast (the default)")
             })
     }
@@ -241,8 +241,9 @@ impl NaiveCl {
     pub fn new(device: Device, variant: Variant) -> Result<Self> {
         if variant == Variant::Image && !device.info().image_support {
             bail!(
+                usage,
                 format!("{} has no image support", device.info().name),
-                hint = "use --variant buffer, local or fast"
+                hint = format!("use {}, local or fast", crate::error::Setting::Variant.is("buffer"))
             );
         }
         let tuned = match variant {
@@ -587,7 +588,7 @@ impl NaiveCl {
         table: Option<[u8; 256]>,
     ) -> Result<ClPending<'_>> {
         if tile.halo != params.kernel.radius() {
-            bail!(format!(
+            bail!(internal, format!(
                 "tile halo {} does not match the kernel radius {}",
                 tile.halo,
                 params.kernel.radius()
@@ -597,7 +598,7 @@ impl NaiveCl {
             .confidence
             .is_some_and(|c| c.len() != tile.width * tile.height)
         {
-            bail!("the tile's confidences do not cover its classes");
+            bail!(internal, "the tile's confidences do not cover its classes");
         }
         let taps = self.taps(params.kernel)?;
         let cells = match &table {
@@ -845,11 +846,11 @@ impl ClPending<'_> {
                 )
             }
             .map_err(|err| {
-                Error::new(format!(
+                Error::device(format!(
                     "cannot create a {texels}x{} image on {}: {err}",
                     tile.height, info.name
                 ))
-                .hint("use a smaller --tile or --variant fast")
+                .hint(image_hint())
             })?;
             let origin = [0usize; 3];
             let region = [texels, tile.height, 1];
@@ -1023,6 +1024,15 @@ impl ClPending<'_> {
         }
         Ok(())
     }
+}
+
+/// The hint when the device cannot make a tile's image.
+fn image_hint() -> String {
+    format!(
+        "use a smaller {} or {}",
+        crate::error::Setting::Tile,
+        crate::error::Setting::Variant.is("fast")
+    )
 }
 
 /// `out[i] = f(host[i])` in parallel blocks.

@@ -23,7 +23,7 @@ use super::select::on_members;
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wide};
 use crate::classes::NO_CLASS;
 use crate::device::{DeviceChoice, Member};
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::kernel::{Kernel, PER_TAP_MAX_SIZE};
 use cl::{NaiveCl, Variant};
 use rayon::prelude::*;
@@ -83,7 +83,8 @@ impl Family for NaiveFamily {
             log::warn!(
                 "naive on a {n}x{n} kernel walks up to {n} taps per window row and pixel \
                  (a tile it would take over a CPU minute on is refused); \
-                 --method fft gives the same bytes at a cost independent of the kernel"
+                 {} gives the same bytes at a cost independent of the kernel",
+                Setting::Method.is("fft")
             );
         }
         naive_on(member, settings.variant)
@@ -477,12 +478,16 @@ fn check_affordable(tile: &ClassTile, runs: &Runs, n: usize, per_row: usize) -> 
     if steps > MAX_TILE_STEPS {
         let minutes = steps * 0.3e-9 / 60.0;
         crate::bail!(
+            resource,
             format!(
                 "naive would take about {minutes:.0} CPU minutes on one {}x{} tile of a {n}x{n} kernel",
                 tile.output_width(),
                 tile.output_height()
             ),
-            hint = "use --method fft (exact, the same bytes, any kernel size)"
+            hint = format!(
+                "use {} (exact, the same bytes, any kernel size)",
+                Setting::Method.is("fft")
+            )
         );
     }
     Ok(())

@@ -208,7 +208,7 @@ impl SeparableCl {
         let shape = match &plan.terms[0].row {
             Filter::Dct5(d) => {
                 if plan.terms.len() != 1 {
-                    bail!("a dct5 plan has exactly one separable term");
+                    bail!(internal, "a dct5 plan has exactly one separable term");
                 }
                 bounds = dct5_rot::device_bounds(bounds.approx, d, DEVICE_UNIT_ROUNDOFF);
                 Shape::Dct5(Rot::new(d))
@@ -377,7 +377,7 @@ impl SeparableCl {
     /// staging and returns the kernels' `inv_top` ([`Votes`]).
     fn stage_votes(&self, slot: &mut Slot, tile: &ClassTile, votes: &[u16]) -> Result<f32> {
         if votes.len() != tile.classes.len() {
-            bail!("the tile's confidences do not cover its classes");
+            bail!(internal, "the tile's confidences do not cover its classes");
         }
         let staging = PinnedHost::ensure(&mut slot.votes_host, self.device(), votes.len())?;
         staging.as_mut_slice()[..votes.len()]
@@ -434,7 +434,7 @@ impl SeparableCl {
         // Certified, the compacted tile lies on the device only, so its
         // flagged pixels are recomputed there (submit_codes checks that it can).
         if self.exact && !self.recomputes_on_device(class_tile.n_classes, &params) {
-            bail!("a certified tile compacted on the device must be recomputed there");
+            bail!(internal, "a certified tile compacted on the device must be recomputed there");
         }
         pending.device_flags = self.exact;
         self.enqueue_dct5(&mut pending.flight, slot, &class_tile, &params, None, true)?;
@@ -900,7 +900,7 @@ impl SeparableCl {
     /// f64 filter and the error bound).
     pub fn dct5_scores(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Vec<f32>> {
         if !matches!(self.shape, Shape::Dct5(_)) {
-            bail!("dct5_scores needs a dct5 plan");
+            bail!(internal, "dct5_scores needs a dct5 plan");
         }
         self.check(tile)?;
         let (ow, oh) = (tile.output_width(), tile.output_height());
@@ -932,7 +932,7 @@ impl SeparableCl {
     /// Refuses a tile whose halo is not the kernel's radius.
     fn check(&self, tile: &ClassTile) -> Result<()> {
         if tile.halo != self.size / 2 {
-            bail!(format!(
+            bail!(internal, format!(
                 "{}: the tile halo {} differs from the kernel radius {}",
                 self.name,
                 tile.halo,

@@ -13,7 +13,7 @@
 use super::{Filter, SeparablePlan, Term, separable_candidate};
 use crate::bail;
 use crate::device::{Device, Member};
-use crate::error::Result;
+use crate::error::{Result, Setting};
 use crate::kernel::Kernel;
 use crate::linalg::{Svd, jacobi_svd};
 use crate::method::ClassSmoother;
@@ -39,15 +39,17 @@ impl RankChoice {
     pub fn from_options(rank: Option<usize>, energy: Option<f64>) -> Result<Self> {
         match (rank, energy) {
             (Some(_), Some(_)) => bail!(
-                "--rank and --energy both given",
+                usage,
+                format!("{} and {} both given", Setting::Rank, Setting::Energy),
                 hint = "truncate by one of them"
             ),
-            (Some(0), None) => bail!("--rank must be ≥ 1"),
+            (Some(0), None) => bail!(usage, format!("{} must be ≥ 1", Setting::Rank)),
             (Some(r), None) => Ok(RankChoice::Fixed(r)),
             (None, Some(e)) if !(e > 0.0 && e <= 1.0) => {
                 bail!(
-                    format!("--energy must lie in (0, 1], got {e}"),
-                    hint = "e.g. --energy 0.9999"
+                    usage,
+                    format!("{} must lie in (0, 1], got {e}", Setting::Energy),
+                    hint = format!("e.g. {}", Setting::Energy.is(0.9999))
                 )
             }
             (None, Some(e)) => Ok(RankChoice::Energy(e)),
