@@ -1,5 +1,6 @@
 //! `batch run` of a plan with a minimum mapping unit (`batch plan --mmu`):
-//! the sieve phase, and where a task's smoothing goes before it.
+//! the sieve phase, and where a task's smoothing goes before it; and the
+//! check of a task's output path that every task's writing goes through.
 //!
 //! A patch may cross tiles, so no task can sieve its own window: the result
 //! must be the sieve of the whole smoothed mosaic, as `smooth --mmu` of the
@@ -451,26 +452,10 @@ impl Finisher<'_> {
         }
     }
 
-    /// The target of `task`'s final output: never through a symlink nor
-    /// over a file that is not a plain one, nor over an input (as a task's
-    /// smoothing checks its own).
+    /// The target of `task`'s final output, checked as a task's smoothing
+    /// checks its own.
     fn target(&self, mosaic: &MosaicPlan, task: &Task) -> Result<Target> {
-        let output = self.dir.join(&task.output);
-        if let Ok(meta) = std::fs::symlink_metadata(&output)
-            && !meta.is_file()
-        {
-            crate::bail!(
-                input,
-                format!(
-                    "{} is a symlink or not a plain file: a task's output is never written through one",
-                    output.display()
-                ),
-                hint = "remove it; a batch writes only plain files in its out/ folder"
-            );
-        }
-        let mut inputs: Vec<&Path> = mosaic.members.iter().map(|m| m.path.as_path()).collect();
-        inputs.extend([mosaic.source.as_path(), task.input.as_path()]);
-        Ok(Target::check(&output, true, &inputs)?.synced_later())
+        task_target(mosaic, task, &self.dir.join(&task.output))
     }
 }
 
@@ -603,6 +588,31 @@ impl ClassSink for Splitter<'_> {
         }
         Ok(())
     }
+}
+
+/// The checked target of `task`'s output at `output` (its smoothing, or
+/// with an MMU its final window): never written through a symlink (it
+/// could lead anywhere) nor over a file that is not a plain one, nor over
+/// an input: a member of the mosaic may be under out/ by another name (a
+/// hard link, a plan edited by hand). A task's output is replaced: it is
+/// only ever a complete output of this very task (temp file + rename) that
+/// lacks its record. Synced by the run's `Syncer`, off the workers' path.
+pub(super) fn task_target(mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<Target> {
+    if let Ok(meta) = std::fs::symlink_metadata(output)
+        && !meta.is_file()
+    {
+        crate::bail!(
+            input,
+            format!(
+                "{} is a symlink or not a plain file: a task's output is never written through one",
+                output.display()
+            ),
+            hint = "remove it; a batch writes only plain files in its out/ folder"
+        );
+    }
+    let mut inputs: Vec<&Path> = mosaic.members.iter().map(|m| m.path.as_path()).collect();
+    inputs.extend([mosaic.source.as_path(), task.input.as_path()]);
+    Ok(Target::check(output, true, &inputs)?.synced_later())
 }
 
 #[cfg(test)]

@@ -680,28 +680,7 @@ impl Context<'_> {
     }
 
     fn spec(&self, mosaic: &MosaicPlan, task: &Task, output: &Path) -> Result<SmoothSpec> {
-        // Never written through a symlink (it could lead anywhere) nor
-        // over a file that is not a plain one.
-        if let Ok(meta) = std::fs::symlink_metadata(output)
-            && !meta.is_file()
-        {
-            bail!(
-                input,
-                format!(
-                    "{} is a symlink or not a plain file: a task's output is never written through one",
-                    output.display()
-                ),
-                hint = "remove it; a batch writes only plain files in its out/ folder"
-            );
-        }
-        // Nor over an input: a member of the mosaic may be under out/ by
-        // another name (a hard link, a plan edited by hand).
-        let mut inputs: Vec<&Path> = mosaic.members.iter().map(|m| m.path.as_path()).collect();
-        inputs.extend([mosaic.source.as_path(), task.input.as_path()]);
-        // A task's output is replaced: it is only ever a complete output of
-        // this very task (temp file + rename) that lacks its record.
-        // Synced by the run's `Syncer`, off the workers' path.
-        let target = Target::check(output, true, &inputs)?.synced_later();
+        let target = mmu::task_target(mosaic, task, output)?;
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
             band: Default::default(),
