@@ -296,6 +296,33 @@ pub(crate) fn outputs(batch: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Starts `batch run BATCH -q` four times and SIGKILLs each after a delay
+/// of `base + r % spread` ms (`(base, spread)`; `r` a xorshift of `seed`),
+/// calling `after_kill` once each run is gone: a run killed at moments
+/// that fall in every phase of the batch.
+pub fn kill_runs_at_random(
+    batch: &Path,
+    seed: u64,
+    (base, spread): (u64, u64),
+    mut after_kill: impl FnMut(),
+) {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..4 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
+            .args(["batch", "run", batch.to_str().unwrap(), "-q"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(base + state % spread));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        after_kill();
+    }
+}
+
 #[test]
 fn killed_at_random_moments_then_resumed_equals_uninterrupted() {
     let dir = tempfile::tempdir().unwrap();
@@ -305,20 +332,7 @@ fn killed_at_random_moments_then_resumed_equals_uninterrupted() {
     assert_eq!(expected.len(), 16);
     for seed in [1u64, 2, 3] {
         let batch = small_plan(dir.path(), &format!("killed{seed}"));
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for _ in 0..4 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let mut child = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
-                .args(["batch", "run", batch.to_str().unwrap(), "-q"])
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20 + state % 300));
-            let _ = child.kill(); // SIGKILL
-            let _ = child.wait();
-        }
+        kill_runs_at_random(&batch, seed, (20, 300), || {});
         mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
         assert!(outputs(&batch) == expected, "seed {seed}: outputs differ");
         // No claim is left behind.

@@ -6,12 +6,13 @@
 //! never exits 0 with outputs missing, and a rerun finishes it.
 
 #![cfg(feature = "gdal")]
-use crate::batch::{assert_mosaic_equals, cut, leftovers, map, outputs, this_host};
+use crate::batch::{
+    assert_mosaic_equals, cut, kill_runs_at_random, leftovers, map, outputs, this_host,
+};
 use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Smoothing on the host, and an MMU of 60 px: patches of the smoothed
 /// map that large cross the tiles' edges.
@@ -228,21 +229,9 @@ fn mmu_shards_workers_and_resumed_runs_give_the_same_bytes() {
     for seed in [1u64, 2, 3] {
         let batch = dir.path().join(format!("killed{seed}"));
         plan(&tiles, &batch, &[]);
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for _ in 0..4 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let mut child = Command::new(env!("CARGO_BIN_EXE_mapfilter"))
-                .args(["batch", "run", batch.to_str().unwrap(), "-q"])
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(10 + state % 200));
-            let _ = child.kill(); // SIGKILL
-            let _ = child.wait();
-            // Whatever the kill left, an output there is a whole, sieved
-            // one: the bytes of the uninterrupted run.
+        // Whatever a kill left, an output there is a whole, sieved one:
+        // the bytes of the uninterrupted run.
+        kill_runs_at_random(&batch, seed, (10, 200), || {
             for (name, bytes) in outputs(&batch) {
                 let want = expected.iter().find(|(n, _)| *n == name).unwrap();
                 assert!(
@@ -250,7 +239,7 @@ fn mmu_shards_workers_and_resumed_runs_give_the_same_bytes() {
                     "seed {seed}: {name} is not the sieved output"
                 );
             }
-        }
+        });
         mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
         assert!(outputs(&batch) == expected, "seed {seed}: outputs differ");
         assert_finished_clean(&batch);

@@ -279,7 +279,7 @@ impl Finisher<'_> {
                     .push((m, "a smoothed window no longer matches its record".into()));
                 return Ok(());
             };
-            let done = with_heartbeat(self.state, || {
+            let done = records::with_heartbeat(self.state, || {
                 self.sieve(m, &tasks, smoothed, &vrt, req.quiet)
             });
             let _ = std::fs::remove_file(&vrt);
@@ -457,25 +457,6 @@ impl Finisher<'_> {
     fn target(&self, mosaic: &MosaicPlan, task: &Task) -> Result<Target> {
         task_target(mosaic, task, &self.dir.join(&task.output))
     }
-}
-
-/// Runs `work` while a thread refreshes this process's claims (the sieve of
-/// a large mosaic outlasts a lease).
-fn with_heartbeat<T>(state: &State, work: impl FnOnce() -> T) -> T {
-    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while stopped
-                .recv_timeout(state.heartbeat())
-                .is_err_and(|e| e.is_timeout())
-            {
-                records::refresh_held();
-            }
-        });
-        let done = work();
-        drop(stop);
-        done
-    })
 }
 
 /// A task's final output as the sieve's strips reach it.

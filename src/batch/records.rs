@@ -761,6 +761,25 @@ fn held() -> MutexGuard<'static, Vec<Held>> {
     HELD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Runs `work` while a thread refreshes this process's claims (the run's
+/// heartbeat: a task or a mosaic's sieve may outlast a lease).
+pub fn with_heartbeat<T>(state: &State, work: impl FnOnce() -> T) -> T {
+    let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while stopped
+                .recv_timeout(state.heartbeat())
+                .is_err_and(|e| e.is_timeout())
+            {
+                refresh_held();
+            }
+        });
+        let done = work();
+        drop(stop);
+        done
+    })
+}
+
 /// Refreshes the mtime of every claim this process holds (those still its
 /// own), so that no run takes them for stale: the heartbeat of a run.
 pub fn refresh_held() {

@@ -226,42 +226,34 @@ fn run_round<'t>(
     let state = ctx.state;
     let next = AtomicUsize::new(0);
     let results = Mutex::new(Vec::new());
-    let (stop_heartbeat, stopped) = crossbeam_channel::bounded::<()>(0);
-    std::thread::scope(|scope| {
-        // Refreshes this run's claims until the workers are done.
-        scope.spawn(|| {
-            while stopped
-                .recv_timeout(state.heartbeat())
-                .is_err_and(|e| e.is_timeout())
-            {
-                records::refresh_held();
-            }
-        });
-        let handles: Vec<_> = (0..workers.jobs.clamp(1, tasks.len().max(1)))
-            .map(|w| {
-                let (next, results) = (&next, &results);
-                let method = ctx.methods[w % ctx.methods.len()].as_ref();
-                scope.spawn(move || {
-                    let work = || loop {
-                        let i = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(&task) = tasks.get(i) else { break };
-                        let mut observer = progress.observer(task);
-                        let outcome = ctx.attempt(task, method, &mut observer);
-                        progress.finished(task, &observer, &outcome);
-                        results.lock().expect("results lock").push((task, outcome));
-                    };
-                    match task_pool(w, workers.task_threads) {
-                        Some(pool) => pool.install(work),
-                        None => work(),
-                    }
+    // This run's claims are refreshed until the workers are done.
+    records::with_heartbeat(state, || {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers.jobs.clamp(1, tasks.len().max(1)))
+                .map(|w| {
+                    let (next, results) = (&next, &results);
+                    let method = ctx.methods[w % ctx.methods.len()].as_ref();
+                    scope.spawn(move || {
+                        let work = || loop {
+                            let i = next.fetch_add(1, Ordering::SeqCst);
+                            let Some(&task) = tasks.get(i) else { break };
+                            let mut observer = progress.observer(task);
+                            let outcome = ctx.attempt(task, method, &mut observer);
+                            progress.finished(task, &observer, &outcome);
+                            results.lock().expect("results lock").push((task, outcome));
+                        };
+                        match task_pool(w, workers.task_threads) {
+                            Some(pool) => pool.install(work),
+                            None => work(),
+                        }
+                    })
                 })
-            })
-            .collect();
-        let joined: Vec<_> = handles.into_iter().map(|w| w.join()).collect();
-        drop(stop_heartbeat);
-        if let Some(panicked) = joined.into_iter().find_map(|j| j.err()) {
-            std::panic::resume_unwind(panicked);
-        }
+                .collect();
+            let joined: Vec<_> = handles.into_iter().map(|w| w.join()).collect();
+            if let Some(panicked) = joined.into_iter().find_map(|j| j.err()) {
+                std::panic::resume_unwind(panicked);
+            }
+        })
     });
     results.into_inner().expect("results lock")
 }
