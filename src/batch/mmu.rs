@@ -43,12 +43,11 @@ use super::request::{MosaicSieved, RunRequest, RunSummary};
 use super::tally::nonzero;
 use crate::classes::CodeTally;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{ClassRaster, ClassType};
+use crate::gdal::class_raster::ClassRaster;
 use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::io::ClassSink;
 use crate::output::Target;
 use crate::sieve::{SieveOptions, sieve};
-use gdal::raster::GdalDataType;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -123,14 +122,7 @@ impl<'a> Phase<'a> {
             .collect();
         // Made only for a mosaic with work left (a finished batch has none).
         if touched.iter().zip(&complete).any(|(&t, &c)| t && !c) {
-            let smoothed = req.dir.join(SMOOTHED_DIR);
-            if std::fs::symlink_metadata(&smoothed).is_err() {
-                std::fs::create_dir_all(&smoothed).map_err(|e| {
-                    Error::io(format!("cannot make {}: {e}", smoothed.display()))
-                        .hint("the batch directory must be writable")
-                })?;
-            }
-            records::real_dir(&smoothed)?;
+            records::made_dir(&req.dir.join(SMOOTHED_DIR))?;
         }
         Ok(Some(Phase { finisher, complete }))
     }
@@ -503,22 +495,7 @@ impl Splitter<'_> {
     fn open(&self, part: &Part) -> Result<(OutputRaster, CodeTally)> {
         let window = self.finisher.dir.join(smoothed_output(part.task));
         let smoothed = ClassRaster::open(&window)?;
-        let meta = smoothed.meta;
-        let spec = OutputSpec {
-            width: meta.width,
-            height: meta.height,
-            bands: 1,
-            data_type: match smoothed.class_type {
-                ClassType::Byte => GdalDataType::UInt8,
-                ClassType::UInt16 => GdalDataType::UInt16,
-            },
-            geo_transform: meta.geo_transform,
-            projection: meta.projection,
-            nodata: meta.nodata,
-            colors: meta.colors,
-            category_names: meta.category_names,
-            compression: self.finisher.settings.compression.clone(),
-        };
+        let spec = OutputSpec::like(&smoothed, self.finisher.settings.compression.clone());
         let target = self.finisher.target(self.mosaic, part.task)?;
         let tally = CodeTally::new(smoothed.class_type.max_code() as usize + 1);
         Ok((OutputRaster::create(&target, &spec)?, tally))

@@ -720,6 +720,18 @@ pub fn read_bounded(path: &Path, limit: u64) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// `dir`, a folder of the batch, made if missing and checked by
+/// [`real_dir`] (outputs never go through a symlink).
+pub fn made_dir(dir: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(format!("cannot make {}: {e}", dir.display()))
+                .hint("the batch directory must be writable")
+        })?;
+    }
+    real_dir(dir)
+}
+
 /// Fails unless `dir` is a directory itself, not a symlink to one: what a
 /// batch writes stays inside its directory.
 pub fn real_dir(dir: &Path) -> Result<()> {

@@ -45,13 +45,7 @@ const POLL: Duration = Duration::from_millis(250);
 /// through a symlink.
 fn out_dir(dir: &Path) -> Result<std::path::PathBuf> {
     let out = dir.join(super::plan::OUT_DIR);
-    if std::fs::symlink_metadata(&out).is_err() {
-        std::fs::create_dir_all(&out).map_err(|e| {
-            Error::io(format!("cannot make {}: {e}", out.display()))
-                .hint("the batch directory must be writable")
-        })?;
-    }
-    records::real_dir(&out)?;
+    records::made_dir(&out)?;
     Ok(out)
 }
 

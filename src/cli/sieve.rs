@@ -4,7 +4,7 @@
 use super::compress_args::CompressArgs;
 use crate::bail;
 use crate::error::{Error, Result};
-use crate::gdal::class_raster::{self, ClassRaster, ClassType};
+use crate::gdal::class_raster::{self, ClassRaster};
 use crate::gdal::output_options::OutputCompression;
 use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::gdal::sieve_area::dataset_pixel_area;
@@ -14,7 +14,6 @@ use crate::sieve::threshold::Threshold;
 use crate::sieve::{CACHE_BYTES, Connectivity, SieveOptions, SieveStats, sieve};
 use clap::Args;
 use gdal::Dataset;
-use gdal::raster::GdalDataType;
 use std::path::{Path, PathBuf};
 
 /// Help shared by `--threshold` and `--mmu` on how areas become pixels.
@@ -135,22 +134,7 @@ fn sieve_file(
     let threshold = threshold_pixels(&ds, input, threshold, false)?;
     drop(ds);
     let mut source = ClassRaster::open(input)?;
-    let meta = source.meta.clone();
-    let spec = OutputSpec {
-        width: meta.width,
-        height: meta.height,
-        bands: 1,
-        data_type: match source.class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
-        geo_transform: meta.geo_transform,
-        projection: meta.projection,
-        nodata: meta.nodata,
-        colors: meta.colors,
-        category_names: meta.category_names,
-        compression,
-    };
+    let spec = OutputSpec::like(&source, compression);
     let mut sink = OutputRaster::create(output, &spec)?;
     let options = SieveOptions {
         strip_rows: layout.strip_rows,

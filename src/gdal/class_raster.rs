@@ -268,6 +268,14 @@ impl ClassType {
         }
     }
 
+    /// The GDAL sample type of an output of these codes.
+    pub fn gdal_type(self) -> gdal::raster::GdalDataType {
+        match self {
+            ClassType::Byte => gdal::raster::GdalDataType::UInt8,
+            ClassType::UInt16 => gdal::raster::GdalDataType::UInt16,
+        }
+    }
+
     /// Bytes a pixel takes in the file.
     pub fn bytes(self) -> usize {
         match self {

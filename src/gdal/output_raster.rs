@@ -31,6 +31,27 @@ pub struct OutputSpec {
     pub compression: OutputCompression,
 }
 
+impl OutputSpec {
+    /// An output of `raster`'s size, code type, georeferencing, nodata,
+    /// colours and class names: a class raster rewritten (`sieve`, a
+    /// batch's sieved windows).
+    pub fn like(raster: &super::class_raster::ClassRaster, compression: OutputCompression) -> Self {
+        let meta = raster.meta.clone();
+        OutputSpec {
+            width: meta.width,
+            height: meta.height,
+            bands: 1,
+            data_type: raster.class_type.gdal_type(),
+            geo_transform: meta.geo_transform,
+            projection: meta.projection,
+            nodata: meta.nodata,
+            colors: meta.colors,
+            category_names: meta.category_names,
+            compression,
+        }
+    }
+}
+
 /// A GeoTIFF being written to a [`TempFile`] beside its target; moved onto
 /// the target by [`OutputRaster::finish`] only when every write succeeded,
 /// removed if dropped unfinished.

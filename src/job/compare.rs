@@ -10,7 +10,7 @@ use crate::bail;
 use crate::engine::{self, RunStats, SmoothJob};
 use crate::error::Result;
 use crate::error::Setting;
-use crate::gdal::class_raster::{BandChoice, ClassRaster, ClassType, RasterMeta};
+use crate::gdal::class_raster::{BandChoice, ClassRaster, RasterMeta};
 use crate::gdal::output_options::OutputCompression;
 use crate::gdal::output_raster::{OutputRaster, OutputSpec};
 use crate::method::ClassSmoother;
@@ -516,10 +516,7 @@ fn run_baseline(
         width: meta.width,
         height: meta.height,
         bands: 1,
-        data_type: match method_out.class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
+        data_type: method_out.class_type.gdal_type(),
         geo_transform: meta.geo_transform,
         projection: meta.projection.clone(),
         nodata: meta.nodata,

@@ -26,7 +26,6 @@ use crate::method::select::{MethodSpec, smoother_for};
 use crate::method::starting::Starting;
 use crate::output::Target;
 use crate::progress::Progress;
-use gdal::raster::GdalDataType;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -384,10 +383,7 @@ fn output_spec(
         width: window.width,
         height: window.height,
         bands: 1,
-        data_type: match class_type {
-            ClassType::Byte => GdalDataType::UInt8,
-            ClassType::UInt16 => GdalDataType::UInt16,
-        },
+        data_type: class_type.gdal_type(),
         geo_transform: shifted(meta.geo_transform, window.x + offset, window.y + offset),
         projection: String::new(),
         nodata: None,
