@@ -3,7 +3,8 @@
 // best score, ties within TAU to the centre class, else the smallest index;
 // nothing above TAU or a nodata centre (unless fill) gives 0xFFFF. `uncertain`
 // marks pixels whose margin over the runner-up (or over "no class", score 0)
-// is not above 2*eps: the certified mode recomputes those exactly.
+// is not above `margin` (Bounds::certify_margin): the certified mode
+// recomputes those exactly.
 #ifndef CODE
 #define CODE ushort
 #endif
@@ -29,13 +30,13 @@
     }                                                                            \
     if (win != NOCODE && centre != nodata && cs >= ws - tau) win = centre;       \
     out[i] = win;                                                                \
-    uncertain[i] = (top - second > two_eps) ? 0 : 1;
+    uncertain[i] = (top - second > margin) ? 0 : 1;
 
 // As rank_scores, from transposed planes ST[c][x][y] (rows ohp apart);
 // work-items run along y, so the score reads are coalesced.
 __kernel void rank_scores_t(__global const float *ST, int classes, int ow, int oh,
                             int ohp, __global const CODE *cls, int w, int halo,
-                            int fill, float tau, float two_eps,
+                            int fill, float tau, float margin,
                             __global CODE *out, __global uchar *uncertain) {
     int y = get_global_id(0), x = get_global_id(1);
     if (x >= ow || y >= oh) return;
@@ -48,7 +49,7 @@ __kernel void rank_scores_t(__global const float *ST, int classes, int ow, int o
 
 __kernel void rank_scores(__global const float *S, int classes, int ow, int oh,
                           __global const ushort *cls, int w, int halo, int fill,
-                          float tau, float two_eps,
+                          float tau, float margin,
                           __global ushort *out, __global uchar *uncertain) {
     int x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh) return;
@@ -72,5 +73,5 @@ __kernel void rank_scores(__global const float *S, int classes, int ow, int oh,
     }
     if (win != 0xFFFF && centre != nodata && cs >= ws - tau) win = centre;
     out[i] = win;
-    uncertain[i] = (top - second > two_eps) ? 0 : 1;
+    uncertain[i] = (top - second > margin) ? 0 : 1;
 }

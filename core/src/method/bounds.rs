@@ -39,4 +39,20 @@ impl Bounds {
     pub fn total(&self) -> f64 {
         self.rounding + self.approx
     }
+
+    /// The margin by which the best fast score must beat the second for the
+    /// certified mode to keep the fast winner: `approx + 2·rounding`, not
+    /// `2·total`. The kernel's error is shared by the two scores: with
+    /// `r = k̃ − q/Σq` and `x_c(t)` what tap `t` gives class `c` (its class
+    /// weight times its vote, at most 1, and non-zero for one class only),
+    /// the exact difference of classes `a` and `b` is off from the fast one
+    /// by `|Σ_t r(t)·(x_a(t) − x_b(t))| ≤ Σ_t |r(t)| = approx`, since at
+    /// each tap at most one of the two terms is non-zero. Rounding is not
+    /// shared, so each score brings its own. The same argument holds for
+    /// every other class `c`, whose fast score is at most the second's, and
+    /// for "no class" (exact score 0 against a best score of at least
+    /// `approx + rounding`).
+    pub fn certify_margin(&self) -> f64 {
+        self.approx + 2.0 * self.rounding
+    }
 }

@@ -4,14 +4,18 @@
 //! recomputed exactly with the naive method's integer arithmetic. The result
 //! is byte-identical to [`NaiveHost`](super::naive::NaiveHost).
 //!
-//! ε is [`Bounds::total`](super::separable::Bounds::total): the L1 norm of the
+//! ε is [`Bounds::total`](super::bounds::Bounds::total): the L1 norm of the
 //! difference between the kernel the fast method applies and the exact
 //! quantised kernel (normalised), plus the float rounding bound of its
 //! passes, in units where the largest class weight is 1. Since every class
 //! weight is at most 1 in those units, ε bounds every weighted score error.
-//! The third competitor, "no class", has the exact score 0, so a pixel whose
-//! best score does not clear 2ε is recomputed too.
+//! The two best scores must differ by the margin
+//! [`Bounds::certify_margin`](super::bounds::Bounds::certify_margin), less
+//! than 2ε: the kernel's error is shared by the two scores, their roundings
+//! are not. The third competitor, "no class", has the exact score 0, so a
+//! pixel whose best score does not clear the margin is recomputed too.
 
+use super::bounds::Bounds;
 use super::naive::ExactPixels;
 use super::ranking::Ranking;
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -24,9 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// takes this trait rather than a method type, so the fast methods depend
 /// on certification and not the other way round.
 pub trait Certifiable: ClassSmoother {
-    /// The bound ε on every score's error, in units where the largest class
+    /// The bounds on every score's error, in units where the largest class
     /// weight is 1.
-    fn score_bound(&self) -> f64;
+    fn score_bounds(&self) -> Bounds;
 
     /// Scores and ranks one tile and hands the ranking to `use_it`.
     fn with_ranking<R>(
@@ -41,25 +45,25 @@ pub trait Certifiable: ClassSmoother {
 #[derive(Debug)]
 pub struct Certified<F> {
     fast: F,
-    eps: f64,
+    bounds: Bounds,
     pixels: AtomicU64,
     recomputed: AtomicU64,
 }
 
 impl<F: Certifiable> Certified<F> {
     pub fn new(fast: F) -> Self {
-        let eps = fast.score_bound();
+        let bounds = fast.score_bounds();
         Certified {
             fast,
-            eps,
+            bounds,
             pixels: AtomicU64::new(0),
             recomputed: AtomicU64::new(0),
         }
     }
 
-    /// The bound on every score's error.
+    /// The bound ε on every score's error.
     pub fn eps(&self) -> f64 {
-        self.eps
+        self.bounds.total()
     }
 
     /// Pixels recomputed exactly, and pixels smoothed, so far.
@@ -109,6 +113,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         }
         let exact = ExactPixels::new(tile, params);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
+        let margin = self.bounds.certify_margin();
         let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
             out.par_chunks_mut(ow)
                 .enumerate()
@@ -117,7 +122,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
                     let mut acc = vec![0u32; tile.n_classes + 1];
                     let mut redone = 0;
                     for (x, v) in row.iter_mut().enumerate() {
-                        *v = if ranking.certified(x, y, self.eps, nodata, fill) {
+                        *v = if ranking.certified(x, y, margin, nodata, fill) {
                             ranking.decide(x, y, nodata, fill)
                         } else {
                             redone += 1;
@@ -143,7 +148,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
             "certified {} of {p} pixels, recomputed {r} exactly ({:.3} %), ε = {:.3e}",
             p - r,
             100.0 * r as f64 / p.max(1) as f64,
-            self.eps
+            self.eps()
         ))
     }
 }

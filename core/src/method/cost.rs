@@ -157,12 +157,16 @@ impl Candidate {
 
     /// The share of pixels the model counts as recomputed: the measured
     /// share; before a measurement none where a probe will measure it
-    /// (`probing`), else a guess from the error bound (10·ε·C, which errs
-    /// high: measured shares ran from 0.1 to 7 times ε·C).
+    /// (`probing`), else a guess from the certified margin m
+    /// ([`Bounds::certify_margin`](super::bounds::Bounds::certify_margin),
+    /// about ε): 5·m·C, which errs high (measured shares ran from 0.05 to
+    /// 3.5 times m·C when the margin was 2ε).
     pub fn recompute_share(&self, classes: f64, probing: bool) -> f64 {
         match (self.recompute(), &self.bounds) {
             (Recompute::Measured { share, .. }, _) => share,
-            (Recompute::Unmeasured, Some(b)) if !probing => (10.0 * b.total() * classes).min(1.0),
+            (Recompute::Unmeasured, Some(b)) if !probing => {
+                (5.0 * b.certify_margin() * classes).min(1.0)
+            }
             _ => 0.0,
         }
     }

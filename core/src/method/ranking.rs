@@ -286,12 +286,19 @@ impl Ranking {
             .decide(Self::index(self.ow, x, y), self.tau, nodata, fill_nodata)
     }
 
-    /// Whether the winner at `(x, y)` is provably the exact one given a bound
-    /// `eps` on every score's error: the margin over the runner-up (or over
-    /// "no class", score 0) exceeds `2·eps`.
-    pub fn certified(&self, x: usize, y: usize, eps: f64, nodata: u16, fill_nodata: bool) -> bool {
+    /// Whether the winner at `(x, y)` is provably the exact one: its lead
+    /// over the runner-up (or over "no class", score 0) exceeds `margin`
+    /// ([`Bounds::certify_margin`](super::bounds::Bounds::certify_margin)).
+    pub fn certified(
+        &self,
+        x: usize,
+        y: usize,
+        margin: f64,
+        nodata: u16,
+        fill_nodata: bool,
+    ) -> bool {
         let (s, i) = (&self.slots, Self::index(self.ow, x, y));
-        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > 2.0 * eps
+        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > margin
     }
 
     /// The two best scores at `(x, y)`.

@@ -300,14 +300,15 @@ impl SeparableCl {
         }
     }
 
-    /// Twice the error bound the ranking certifies with: the method's,
-    /// plus what weighing the votes in f32 adds (`weighted`).
+    /// The margin the ranking certifies with
+    /// ([`Bounds::certify_margin`]): the method's bounds, plus what
+    /// weighing the votes in f32 adds to each score's rounding (`weighted`).
     fn margin(&self, weighted: bool) -> f32 {
-        let mut eps = self.bounds.total();
+        let mut bounds = self.bounds;
         if weighted {
-            eps += Votes::rounding(self.a_max, DEVICE_UNIT_ROUNDOFF);
+            bounds.rounding += Votes::rounding(self.a_max, DEVICE_UNIT_ROUNDOFF);
         }
-        (2.0 * eps) as f32
+        bounds.certify_margin() as f32
     }
 
     fn options(&self) -> BuildOptions {

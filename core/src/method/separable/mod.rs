@@ -418,9 +418,9 @@ impl SeparableHost {
 }
 
 impl Certifiable for SeparableHost {
-    /// [`Bounds::total`]: the plan's kernel error plus its rounding bound.
-    fn score_bound(&self) -> f64 {
-        self.bounds.total()
+    /// The plan's kernel error and its rounding bound.
+    fn score_bounds(&self) -> Bounds {
+        self.bounds
     }
 
     /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
@@ -763,6 +763,55 @@ mod tests {
         let disc = KernelSpec::Disc { radius: 3 }.build().unwrap();
         assert!(dct5_plan(&disc, 3).is_err());
         assert!(dct5_plan(&gauss(1.0), 4).is_err());
+    }
+
+    /// The certified margin ([`Bounds::certify_margin`]) is `approx`, not
+    /// `2·approx`, because the kernel's error is shared by the two scores;
+    /// and no less, because a window can reach it: class 0 on every tap
+    /// where the plan's kernel exceeds the exact one, class 1 elsewhere,
+    /// puts the whole `Σ|k̃ − q/Σq|` into the fast lead of class 0.
+    #[test]
+    fn certified_margin_is_the_shared_kernel_error() {
+        let (kernel, plan, _) = dct5_filter(5.0, 3);
+        let n = kernel.size();
+        let q = kernel.quantised();
+        let q_sum: f64 = q.iter().map(|&v| f64::from(v)).sum();
+        let excess: Vec<f64> = (plan.effective_kernel().iter().zip(q))
+            .map(|(k, &q)| k - f64::from(q) / q_sum)
+            .collect();
+        let classes: Vec<u16> = excess.iter().map(|&r| u16::from(r <= 0.0)).collect();
+        let tile = ClassTile {
+            width: n,
+            height: n,
+            halo: n / 2,
+            n_classes: 2,
+            classes: &classes,
+        };
+        let weights = [1, 1];
+        let params = SmoothParams {
+            kernel: &kernel,
+            class_weights: &weights,
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        };
+        let mut ranking = Ranking::default();
+        plan.rank(&tile, &params, 1e-12, &mut ranking);
+        let (top, second) = ranking.best_two(0, 0);
+        let exact = |c: u16| -> f64 {
+            (classes.iter().zip(q))
+                .filter(|&(&k, _)| k == c)
+                .map(|(_, &q)| f64::from(q) / q_sum)
+                .sum()
+        };
+        let winner = ranking.decide(0, 0, 2, false);
+        let fast_lead = if winner == 0 { top - second } else { second - top };
+        let shared: f64 = excess.iter().map(|r| r.abs()).sum();
+        let off = fast_lead - (exact(0) - exact(1));
+        let bounds = plan.bounds(&kernel, HOST_UNIT_ROUNDOFF);
+        assert!((off - shared).abs() < 1e-9, "{off} against {shared}");
+        assert!(off <= bounds.certify_margin(), "{off} over {bounds:?}");
+        assert!(bounds.certify_margin() < 0.6 * 2.0 * bounds.total());
     }
 
     /// f32's unit roundoff (the OpenCL devices').
