@@ -16,7 +16,7 @@
 //! pixel whose best score does not clear the margin is recomputed too.
 
 use super::bounds::Bounds;
-use super::naive::ExactPixels;
+use super::naive::{Bins, ExactPixels};
 use super::ranking::Ranking;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::error::Result;
@@ -119,14 +119,14 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
                 .enumerate()
                 .with_min_len(crate::grain::min_items(ow))
                 .map(|(y, row)| {
-                    let mut acc = vec![0u32; tile.n_classes + 1];
+                    let mut bins = Bins::new(tile.n_classes);
                     let mut redone = 0;
                     for (x, v) in row.iter_mut().enumerate() {
                         *v = if ranking.certified(x, y, margin, nodata, fill) {
                             ranking.decide(x, y, nodata, fill)
                         } else {
                             redone += 1;
-                            exact.at(tile, params, x, y, &mut acc)
+                            exact.at(tile, params, x, y, &mut bins)
                         };
                     }
                     redone

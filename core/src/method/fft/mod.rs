@@ -25,7 +25,7 @@
 
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
-use super::naive::ExactPixels;
+use super::naive::{Bins, ExactPixels};
 use super::naive::cl::Variant;
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
 use crate::bail;
@@ -467,6 +467,7 @@ impl ClassSmoother for FftHost {
             .enumerate()
             .map(|(y, row)| {
                 let mut acc = vec![0u32; tile.n_classes + 1];
+                let mut bins = Bins::new(tile.n_classes);
                 let mut redone = 0;
                 for (x, v) in row.iter_mut().enumerate() {
                     let centre = tile.centre(x, y);
@@ -478,7 +479,7 @@ impl ClassSmoother for FftHost {
                         Some(c) => c,
                         None => {
                             redone += 1;
-                            exact.at(tile, params, x, y, &mut acc)
+                            exact.at(tile, params, x, y, &mut bins)
                         }
                     };
                 }

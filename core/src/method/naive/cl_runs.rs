@@ -463,7 +463,7 @@ mod tests {
                     let sat = kernel_sat(kernel.quantised(), n);
                     let taps = taps(&tile, &params);
                     let mut acc = vec![0u32; classes + 1];
-                    let mut scratch = vec![0u32; classes + 1];
+                    let mut scratch = crate::method::naive::Bins::new(classes);
                     for y in 0..tile.output_height() {
                         for x in 0..tile.output_width() {
                             let want = exact_pixel(&tile, &params, &taps, x, y, &mut scratch);

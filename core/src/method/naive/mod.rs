@@ -28,6 +28,9 @@ use crate::kernel::{Kernel, PER_TAP_MAX_SIZE};
 use cl::{NaiveCl, Variant};
 use rayon::prelude::*;
 
+pub use bins::Bins;
+
+mod bins;
 pub mod cl;
 pub mod cl_runs;
 pub mod tuning;
@@ -206,17 +209,9 @@ pub fn taps(tile: &ClassTile, params: &SmoothParams) -> Vec<(usize, u32)> {
     KernelTaps::new(params.kernel.quantised(), params.kernel.size(), tile.width).flat
 }
 
-/// Adds every tap's weight to the bin of the class under it.
-#[inline]
-fn add_taps(taps: &[(usize, u32)], window: &[u16], acc: &mut [u32]) {
-    for &(offset, q) in taps {
-        acc[window[offset] as usize] += q;
-    }
-}
-
 /// The exact result at output pixel `(x, y)` by the plain definition (the
-/// one-pixel form the certified mode recomputes with); `acc` is scratch of
-/// `n_classes + 1` bins (one extra bin absorbs nodata so the loop has no branch).
+/// one-pixel form the certified mode recomputes with); `bins` is scratch
+/// ([`Bins::new`] of the tile's classes).
 #[inline]
 pub fn exact_pixel(
     tile: &ClassTile,
@@ -224,7 +219,7 @@ pub fn exact_pixel(
     taps: &[(usize, u32)],
     x: usize,
     y: usize,
-    acc: &mut [u32],
+    bins: &mut Bins,
 ) -> u16 {
     let origin = y * tile.width + x;
     let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
@@ -232,13 +227,13 @@ pub fn exact_pixel(
         return NO_CLASS;
     }
     if let Some(confidence) = params.confidence {
-        let mut wide = vec![0u64; acc.len()];
+        let mut wide = vec![0u64; tile.n_classes + 1];
         return weighted_pixel(tile, params, confidence, taps, x, y, &mut wide);
     }
-    acc.iter_mut().for_each(|a| *a = 0);
-    add_taps(taps, &tile.classes[origin..], acc);
+    bins.clear();
+    bins.add_taps(taps, &tile.classes[origin..]);
     pick_winner(
-        &acc[..tile.n_classes],
+        &bins.totals()[..tile.n_classes],
         params.class_weights,
         centre,
         params.ties,
@@ -289,7 +284,7 @@ impl ExactPixels {
     }
 
     /// The exact result at output pixel `(x, y)`, as [`exact_pixel`] gives
-    /// it; `acc` is scratch of `n_classes + 1` bins.
+    /// it; `bins` is scratch ([`Bins::new`] of the tile's classes).
     #[inline]
     pub fn at(
         &self,
@@ -297,19 +292,19 @@ impl ExactPixels {
         params: &SmoothParams,
         x: usize,
         y: usize,
-        acc: &mut [u32],
+        bins: &mut Bins,
     ) -> u16 {
         if params.confidence.is_some() {
             // Weighted votes: a run's weights are no longer its span of
             // the kernel, every tap.
-            return exact_pixel(tile, params, &self.kernel.flat, x, y, acc);
+            return exact_pixel(tile, params, &self.kernel.flat, x, y, bins);
         }
         let origin = y * tile.width + x;
         let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
         if centre == tile.nodata() && !params.fill_nodata {
             return NO_CLASS;
         }
-        acc.iter_mut().for_each(|a| *a = 0);
+        bins.clear();
         let n = self.kernel.n;
         for dy in 0..n {
             let start = origin + dy * tile.width;
@@ -319,9 +314,7 @@ impl ExactPixels {
             // wrapping difference is exact: fewer than 2^16 lie between).
             let runs = 1 + self.bounds[start + n - 1].wrapping_sub(self.bounds[start]) as usize;
             if runs * RUN_STEP_TAPS >= taps.len() {
-                for &(dx, q) in taps {
-                    acc[line[dx] as usize] += q;
-                }
+                self.kernel.add_row(dy, line, bins);
                 continue;
             }
             let lens = &self.lens[start..][..n];
@@ -329,12 +322,12 @@ impl ExactPixels {
             let mut dx = 0;
             while dx < n {
                 let end = (dx + lens[dx] as usize).min(n);
-                acc[line[dx] as usize] += pre[end] - pre[dx];
+                bins.add(line[dx], pre[end] - pre[dx]);
                 dx = end;
             }
         }
         pick_winner(
-            &acc[..tile.n_classes],
+            &bins.totals()[..tile.n_classes],
             params.class_weights,
             centre,
             params.ties,
@@ -422,8 +415,7 @@ impl ClassSmoother for NaiveHost {
         let nodata = tile.nodata();
         let halo = tile.halo;
         out.par_chunks_mut(out_w).enumerate().for_each(|(y, row)| {
-            // One extra bin absorbs nodata so the inner loop has no branch on it.
-            let mut acc = vec![0u32; tile.n_classes + 1];
+            let mut bins = Bins::new(tile.n_classes);
             for (x, slot) in row.iter_mut().enumerate() {
                 let origin = y * tile.width + x;
                 let centre = tile.classes[origin + halo * tile.width + halo];
@@ -441,14 +433,14 @@ impl ClassSmoother for NaiveHost {
                     };
                     continue;
                 }
-                acc.iter_mut().for_each(|a| *a = 0);
+                bins.clear();
                 if by_runs {
-                    kernel.add_by_runs(tile, &runs, x, y, &mut acc);
+                    kernel.add_by_runs(tile, &runs, x, y, &mut bins);
                 } else {
-                    kernel.add_by_taps(&tile.classes[origin..], &mut acc);
+                    kernel.add_window(&tile.classes[origin..], tile.width, &mut bins);
                 }
                 *slot = pick_winner(
-                    &acc[..tile.n_classes],
+                    &bins.totals()[..tile.n_classes],
                     params.class_weights,
                     centre,
                     params.ties,
@@ -500,6 +492,8 @@ struct KernelTaps {
     flat: Vec<(usize, u32)>,
     /// Per kernel row: (column, weight) of its non-zero taps.
     rows: Vec<Vec<(usize, u32)>>,
+    /// The quantised weights, row-major (zeros included).
+    dense: Vec<u32>,
     /// Per kernel row, its n+1 prefix sums of weights (the last is the row sum).
     /// Quantised weights sum to at most 2³¹, so every partial sum fits.
     prefix: Vec<u32>,
@@ -526,42 +520,56 @@ impl KernelTaps {
             n,
             flat,
             rows,
+            dense: quantised.to_vec(),
             prefix: row_prefix_sums(quantised, n),
         }
     }
 
-    /// Every tap into its class's bin; `window` starts at the window's corner.
+    /// Every tap of kernel row `dy` into its class's bin; `line` is the
+    /// window's row. A row without zero taps goes without tap offsets.
     #[inline]
-    fn add_by_taps(&self, window: &[u16], acc: &mut [u32]) {
-        add_taps(&self.flat, window, acc);
+    fn add_row(&self, dy: usize, line: &[u16], bins: &mut Bins) {
+        let n = self.n;
+        if self.rows[dy].len() == n {
+            bins.add_row(line, &self.dense[dy * n..][..n]);
+        } else {
+            bins.add_taps(&self.rows[dy], line);
+        }
+    }
+
+    /// Every tap of the window into its class's bin; `window` starts at
+    /// the window's corner, in a tile `width` wide.
+    #[inline]
+    fn add_window(&self, window: &[u16], width: usize, bins: &mut Bins) {
+        for dy in 0..self.n {
+            self.add_row(dy, &window[dy * width..][..self.n], bins);
+        }
     }
 
     /// Row by row: a row of one class adds its weight sum, a row of a few
     /// runs adds each run's span of weights, other rows visit their taps.
     #[inline]
-    fn add_by_runs(&self, tile: &ClassTile, runs: &Runs, x: usize, y: usize, acc: &mut [u32]) {
+    fn add_by_runs(&self, tile: &ClassTile, runs: &Runs, x: usize, y: usize, bins: &mut Bins) {
         let n = self.n;
         let few = (n / 4).max(1) as u16;
         let out_w = tile.output_width();
-        for (dy, taps) in self.rows.iter().enumerate() {
+        for dy in 0..self.rows.len() {
             let start = (y + dy) * tile.width + x;
             let line = &tile.classes[start..][..n];
             let pre = &self.prefix[dy * (n + 1)..][..n + 1];
             let count = runs.count[(y + dy) * out_w + x];
             if count == 1 {
-                acc[line[0] as usize] += pre[n];
+                bins.add(line[0], pre[n]);
             } else if count <= few {
                 let lens = &runs.len[start..][..n];
                 let mut dx = 0;
                 while dx < n {
                     let end = (dx + lens[dx] as usize).min(n);
-                    acc[line[dx] as usize] += pre[end] - pre[dx];
+                    bins.add(line[dx], pre[end] - pre[dx]);
                     dx = end;
                 }
             } else {
-                for &(dx, q) in taps {
-                    acc[line[dx] as usize] += q;
-                }
+                self.add_row(dy, line, bins);
             }
         }
     }
@@ -799,11 +807,11 @@ mod tests {
         assert_eq!(out, want, "{kernel:?} fill={fill_nodata} block={block}");
         // The certified modes' one-pixel recomputation, run by run.
         let exact = ExactPixels::new(&tile, &params);
-        let mut acc = vec![0u32; classes + 1];
+        let mut bins = Bins::new(classes);
         let mut one_by_one = Vec::with_capacity(want.len());
         for y in 0..tile.output_height() {
             for x in 0..tile.output_width() {
-                one_by_one.push(exact.at(&tile, &params, x, y, &mut acc));
+                one_by_one.push(exact.at(&tile, &params, x, y, &mut bins));
             }
         }
         assert_eq!(

@@ -6,7 +6,7 @@
 
 use super::{Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Flight, SeparableCl, Shape, Slot};
 use crate::error::Result;
-use crate::method::naive::{ExactPixels, cl::bins};
+use crate::method::naive::{Bins, ExactPixels, cl::bins};
 use crate::method::policy::Ties;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
@@ -33,11 +33,11 @@ impl SeparableCl {
             .zip(uncertain.par_chunks(ow))
             .enumerate()
             .map(|(y, (row, flag))| {
-                let mut acc = vec![0u32; tile.n_classes + 1];
+                let mut bins = Bins::new(tile.n_classes);
                 let mut n = 0;
                 for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
                     if f != 0 {
-                        *v = exact.at(tile, params, x, y, &mut acc);
+                        *v = exact.at(tile, params, x, y, &mut bins);
                         n += 1;
                     }
                 }
