@@ -1,6 +1,6 @@
 //! The certified exact mode (`--exact`): a fast method plus a bound ε on the
-//! error of every score; where the two best scores differ by more than 2ε
-//! the fast winner is provably the exact one, elsewhere the pixel is
+//! error of every score; where the two best scores differ by more than a
+//! margin below 2ε the fast winner is provably the exact one, elsewhere the pixel is
 //! recomputed exactly with the naive method's integer arithmetic. The result
 //! is byte-identical to [`NaiveHost`](super::naive::NaiveHost).
 //!

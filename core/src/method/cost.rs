@@ -12,37 +12,70 @@ use crate::device::DeviceKind;
 pub struct DeviceCosts {
     /// One histogram update (a gather and an add, poorly vectorised).
     pub histogram: f64,
-    /// One multiply-add of a separable pass (streams, vectorises).
+    /// One step of a dct5 pass (streams, vectorises).
     pub stream: f64,
+    /// One tap of an svd pass (a multiply-add over a row of taps).
+    pub tap_stream: f64,
+    /// What svd pays per class and pixel whatever the kernel: the score
+    /// planes its passes write and read.
+    pub svd_plane: f64,
     /// One ranking update per class and pixel.
     pub rank: f64,
     /// What a separable method (svd, dct5) pays per pixel beyond naive's
     /// set-up whatever the kernel: its score planes and passes' start.
     pub separable_setup: f64,
+    /// What naive pays per output pixel whatever its windows hold (the
+    /// run tables, the test for a window of one value, the output).
+    pub naive_pixel: f64,
+    /// What naive pays per window holding several values: per class (the
+    /// histogram cleared and ranked) and per window row (finding its runs).
+    pub naive_class: f64,
+    pub naive_row: f64,
+    /// One run of a window row, walked (naive on the host).
+    pub run_step: f64,
 }
 
 impl DeviceCosts {
     /// Host (rayon): histogram updates are scattered loads; passes run at
     /// SIMD width over whole rows.
-    /// Fitted (weighted least squares) to the engine times of naive and
-    /// svd on a 16-core host over σ = 1…85 × 2…64 simplex classes
-    /// (BENCHMARKS.md, "auto --exact"): 0.28 ns per run visited by naive,
-    /// 0.056 ns per svd tap and class, 0.59 ns per class to rank, and
-    /// on a 512² tile 6 ms more set-up for svd than naive's (80 units a
-    /// pixel).
+    /// The unit is one tap of naive's walk (0.61 ns of one core of the
+    /// 2-core machine). naive's terms are fitted (relative least squares)
+    /// to its engine times on 1024² rasters over σ = 1…12 × the MODIS crop,
+    /// simplex and random maps of 2, 17 and 64 classes, with each tile's
+    /// measured runs: a run walked costs 2 taps, and every row and class
+    /// of a mixed window about 10 (the walk's branches, the histogram's
+    /// clearing and ranking), which a model of one unit per run missed by
+    /// 3–5× (auto ran naive where dct5 --exact was 2–5× faster). svd's
+    /// taps ran 2.4× dearer per unit than dct5's steps on the same grid,
+    /// plus about 12 units per class and pixel whatever the kernel (8.5 +
+    /// 0.6·N ns per class and pixel on a 64-class random map).
+    /// The separable set-up and the ranking are the earlier fit to a
+    /// 16-core host (BENCHMARKS.md, "auto --exact").
     pub const HOST: DeviceCosts = DeviceCosts {
         histogram: 1.0,
         stream: 0.2,
+        tap_stream: 0.5,
+        svd_plane: 12.0,
         rank: 2.0,
         separable_setup: 80.0,
+        naive_pixel: 55.0,
+        naive_class: 9.4,
+        naive_row: 10.5,
+        run_step: 2.0,
     };
     /// GPU: the separable passes are bandwidth-bound and cheap per operation;
     /// naive's per-pixel histograms sit in local memory.
     pub const GPU: DeviceCosts = DeviceCosts {
         histogram: 1.0,
         stream: 0.1,
+        tap_stream: 0.1,
+        svd_plane: 0.0,
         rank: 1.0,
         separable_setup: 0.0,
+        naive_pixel: 0.0,
+        naive_class: 1.0,
+        naive_row: 0.0,
+        run_step: 1.0,
     };
     /// OpenCL CPU devices behave like the host.
     pub fn of(kind: Option<DeviceKind>) -> DeviceCosts {
@@ -110,11 +143,13 @@ pub trait CostShape: Send + Sync {
     }
 }
 
-/// The exact baseline's cost per output pixel: one histogram update per
-/// non-zero tap, then one ranking step per class. Certified candidates pay
-/// it on the pixels they recompute.
+/// The exact baseline's cost per recomputed pixel (a window holding
+/// several values, tap by tap): one histogram update per non-zero tap, and
+/// naive's costs per class and per window row (√taps rows). Certified
+/// candidates pay it on the pixels they recompute.
 pub fn baseline(taps: usize, classes: f64, costs: &DeviceCosts) -> f64 {
-    taps as f64 * costs.histogram + classes * costs.rank
+    let rows = (taps as f64).sqrt();
+    taps as f64 * costs.histogram + classes * costs.naive_class + rows * costs.naive_row
 }
 
 /// One candidate method with its cost parameters.

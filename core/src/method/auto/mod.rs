@@ -8,7 +8,10 @@
 //! for the classes present in it and its halo) and weighs them by
 //! per-device costs ([`DeviceCosts`]); the families' shapes count:
 //!
-//! - naive: one histogram update per non-zero tap, then C for the argmax;
+//! - naive: a set-up per pixel; per window holding several values, a cost
+//!   per class (the histogram cleared and ranked) and per window row, plus
+//!   one histogram update per non-zero tap, or on the host, where a tile's
+//!   rows hold few runs, a step per run walked;
 //! - svd: per class and rank, pass 1 of N taps over the tile's columns
 //!   *with* the halo (`(w + N − 1)/w` of the output), pass 2 of N taps, plus
 //!   the ranking;
@@ -42,9 +45,10 @@
 //! without `--exact` nothing is measured and the choice depends on the
 //! tile alone.
 //!
-//! The host's per-operation costs are fitted to engine times on a grid of
-//! σ × classes × maps (BENCHMARKS.md, "auto --exact"), the GPU's are set by
-//! hand; they rank methods, they do not predict times.
+//! The host's per-operation costs are fitted to engine times on grids of
+//! σ × classes × maps ([`DeviceCosts::HOST`], BENCHMARKS.md, "auto
+//! --exact"), the GPU's are set by hand; they rank methods, they do not
+//! predict times.
 
 use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
@@ -538,7 +542,7 @@ mod tests {
     struct Flat;
     impl CostShape for Flat {
         fn cost(&self, _: &TileExtent, _: &DeviceCosts) -> f64 {
-            100.0
+            150.0
         }
         fn explain(&self, _: &TileExtent) -> String {
             "flat".into()

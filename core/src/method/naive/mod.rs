@@ -147,35 +147,44 @@ pub struct NaiveCost {
 }
 
 impl NaiveCost {
-    /// Histogram updates per output pixel.
-    fn updates(&self, tile: &TileExtent) -> f64 {
+    /// How the host scores `tile`'s windows, as [`NaiveHost`] chooses: the
+    /// share of windows holding several values, and the runs walked per
+    /// output pixel, or `None` where it adds every tap (rows averaging more
+    /// than N/2 runs, or runs not measured).
+    fn walk(&self, tile: &TileExtent) -> (f64, Option<f64>) {
+        let n = self.size as f64;
         match tile.runs.filter(|_| self.by_runs) {
-            Some(runs) => {
-                let n = self.size as f64;
-                // NaiveHost walks runs only where rows average at most N/2.
-                let per_row = if runs.row_runs <= n / 2.0 { runs.row_runs } else { n };
-                runs.mixed * n * per_row
-            }
-            None => self.taps as f64,
+            // A uniform window's rows are one run each, and are not walked.
+            Some(runs) if runs.row_runs <= n / 2.0 => (
+                runs.mixed,
+                Some(n * (runs.row_runs - (1.0 - runs.mixed)).max(0.0)),
+            ),
+            Some(runs) => (runs.mixed, None),
+            None => (1.0, None),
         }
     }
 }
 
 impl CostShape for NaiveCost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
-        self.updates(tile) * costs.histogram + tile.classes.max(1) as f64 * costs.rank
+        let (n, classes) = (self.size as f64, tile.classes.max(1) as f64);
+        let (mixed, runs) = self.walk(tile);
+        let window = costs.naive_class * classes + costs.naive_row * n;
+        costs.naive_pixel
+            + match runs {
+                Some(steps) => mixed * window + steps * costs.run_step,
+                None => mixed * (window + self.taps as f64 * costs.histogram),
+            }
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
-        match tile.runs.filter(|_| self.by_runs) {
-            Some(runs) => format!(
-                "{:.0} histogram updates ({:.0} % of windows mixed, {:.1} runs per window row) + {} to rank",
-                self.updates(tile),
-                100.0 * runs.mixed,
-                runs.row_runs,
+        match self.walk(tile) {
+            (mixed, Some(steps)) => format!(
+                "{steps:.0} runs walked ({:.0} % of windows mixed) + {} classes to rank",
+                100.0 * mixed,
                 tile.classes
             ),
-            None => format!("{} histogram updates + {} to rank", self.taps, tile.classes),
+            (_, None) => format!("{} histogram updates + {} to rank", self.taps, tile.classes),
         }
     }
 

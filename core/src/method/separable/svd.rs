@@ -174,7 +174,8 @@ impl CostShape for SvdCost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
         let classes = tile.classes.max(1) as f64;
         let taps = (tile.halo_factor(self.size) + 1.0) * self.size as f64;
-        classes * (self.rank as f64 * taps * costs.stream + costs.rank) + costs.separable_setup
+        classes * (self.rank as f64 * taps * costs.tap_stream + costs.rank + costs.svd_plane)
+            + costs.separable_setup
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
