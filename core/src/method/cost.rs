@@ -7,6 +7,11 @@ use super::ClassSmoother;
 use super::bounds::Bounds;
 use crate::device::DeviceKind;
 
+/// Threads from which the host is costed as [`DeviceCosts::HOST_WIDE`]: the
+/// two fits come from a 2-core and a 16-core machine, and the per-tile
+/// set-up that does not spread over threads weighs more the more there are.
+pub const WIDE_HOST_THREADS: usize = 8;
+
 /// What each candidate costs per operation on one kind of device (relative).
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceCosts {
@@ -36,8 +41,8 @@ pub struct DeviceCosts {
 }
 
 impl DeviceCosts {
-    /// Host (rayon): histogram updates are scattered loads; passes run at
-    /// SIMD width over whole rows.
+    /// Host (rayon) with few threads: histogram updates are scattered
+    /// loads; passes run at SIMD width over whole rows.
     /// The unit is one tap of naive's walk (0.61 ns of one core of the
     /// 2-core machine). naive's terms are fitted (relative least squares)
     /// to its engine times on 1024² rasters over σ = 1…12 × the MODIS crop,
@@ -51,7 +56,7 @@ impl DeviceCosts {
     /// 0.6·N ns per class and pixel on a 64-class random map).
     /// The separable set-up and the ranking are the earlier fit to a
     /// 16-core host (BENCHMARKS.md, "auto --exact").
-    pub const HOST: DeviceCosts = DeviceCosts {
+    pub const HOST_FEW: DeviceCosts = DeviceCosts {
         histogram: 1.0,
         stream: 0.2,
         tap_stream: 0.5,
@@ -62,6 +67,26 @@ impl DeviceCosts {
         naive_class: 9.4,
         naive_row: 10.5,
         run_step: 2.0,
+    };
+    /// Host with many threads ([`WIDE_HOST_THREADS`] or more), fitted the
+    /// same way to engine times of one 512² tile on the 16-core `nvidia-h200`
+    /// host over σ = 1…35 × the same maps. The unit is again a tap of
+    /// naive's walk (0.096 ns of wall time there); what differs is what
+    /// does not spread over 16 threads: a pixel's share of the tile's
+    /// set-up is 320 taps for naive (runs tables, the serial test for
+    /// windows of one value) and 545 for svd and dct5, against 55 and 80
+    /// on two cores, while a class or a window row costs about one tap.
+    pub const HOST_WIDE: DeviceCosts = DeviceCosts {
+        histogram: 1.0,
+        stream: 0.44,
+        tap_stream: 0.59,
+        svd_plane: 11.0,
+        rank: 2.0,
+        separable_setup: 545.0,
+        naive_pixel: 320.0,
+        naive_class: 1.2,
+        naive_row: 1.2,
+        run_step: 2.5,
     };
     /// GPU: the separable passes are bandwidth-bound and cheap per operation;
     /// naive's per-pixel histograms sit in local memory.
@@ -77,11 +102,20 @@ impl DeviceCosts {
         naive_row: 0.0,
         run_step: 1.0,
     };
-    /// OpenCL CPU devices behave like the host.
+    /// The host's costs with `threads` threads.
+    pub fn host(threads: usize) -> DeviceCosts {
+        if threads >= WIDE_HOST_THREADS {
+            Self::HOST_WIDE
+        } else {
+            Self::HOST_FEW
+        }
+    }
+
+    /// OpenCL CPU devices behave like the host (with the engine's threads).
     pub fn of(kind: Option<DeviceKind>) -> DeviceCosts {
         match kind {
             Some(DeviceKind::Gpu) | Some(DeviceKind::Accelerator) => Self::GPU,
-            _ => Self::HOST,
+            _ => Self::host(rayon::current_num_threads()),
         }
     }
 }

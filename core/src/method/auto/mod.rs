@@ -46,7 +46,7 @@
 //! tile alone.
 //!
 //! The host's per-operation costs are fitted to engine times on grids of
-//! σ × classes × maps ([`DeviceCosts::HOST`], BENCHMARKS.md, "auto
+//! σ × classes × maps ([`DeviceCosts::HOST_FEW`], [`DeviceCosts::HOST_WIDE`], BENCHMARKS.md, "auto
 //! --exact"), the GPU's are set by hand; they rank methods, they do not
 //! predict times.
 
@@ -469,10 +469,10 @@ mod tests {
         let steps =
             |seg1: f64, seg2: f64| (halo * (1.0 + 385.0 / seg1) + (1.0 + 385.0 / seg2)) * ops;
         let cost = |passes| {
-            let a = auto(3, passes, DeviceCosts::HOST);
+            let a = auto(3, passes, DeviceCosts::HOST_FEW);
             a.candidates[2].cost(&tile, &a.costs, a.naive_taps, false)
         };
-        let setup = DeviceCosts::HOST.separable_setup;
+        let setup = DeviceCosts::HOST_FEW.separable_setup;
         let per_class = |steps: f64| 4.0 * (steps * 0.2 + 2.0) + setup;
         assert!((cost(GPU) - per_class(steps(64.0, 32.0))).abs() < 1e-9);
         assert!((cost(cpu()) - per_class(steps(1568.0, 1568.0))).abs() < 1e-9);
@@ -574,7 +574,7 @@ mod tests {
                     certified: true,
                 },
             ],
-            DeviceCosts::HOST,
+            DeviceCosts::HOST_FEW,
             &kernel,
         );
         (auto, fake)
@@ -668,7 +668,7 @@ mod tests {
     fn choice_flips_with_the_device_segments() {
         let small = TileExtent::square(512, 1);
         assert_eq!(auto(5, HOST, DeviceCosts::GPU).choose(&small), 2);
-        assert_eq!(auto(5, cpu(), DeviceCosts::HOST).choose(&small), 2);
+        assert_eq!(auto(5, cpu(), DeviceCosts::HOST_FEW).choose(&small), 2);
         let gpu = auto(5, GPU, DeviceCosts::GPU);
         assert_eq!(gpu.choose(&small), 1, "{}", gpu.explain_tile(1, 512));
         assert_eq!(gpu.choose(&TileExtent::square(4096, 17)), 2);
