@@ -1336,6 +1336,18 @@ fn with_jobs_2_a_deleted_tile_fails_only_its_task_20_times() {
             [&format!("task-{bad}.failed.json")],
             "round {round}: {text}"
         );
+        // The record and the message say what kind of error it was: the
+        // task's input is gone, so not the environment's.
+        let rec: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(batch.join("state").join(failed[0])).unwrap(),
+        )
+        .unwrap();
+        let kind = rec["kind"].as_str().unwrap_or_default();
+        assert!(["input", "io"].contains(&kind), "round {round}: {rec}");
+        assert!(
+            text.contains(&format!("failed task {bad} ({kind}): ")),
+            "round {round}: {text}"
+        );
         assert_eq!(outputs(&batch).len(), 15, "round {round}: {text}");
         for n in state.iter().filter(|n| n.ends_with(".done.json")) {
             let rec: serde_json::Value = serde_json::from_str(

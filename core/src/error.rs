@@ -19,8 +19,10 @@ pub mod setting;
 pub use setting::{Front, Setting};
 
 /// What failed, for the front ends to report it in their own terms
-/// (an exit code, an exception class, a JSON field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// (an exit code, an exception class, a JSON field). Serialised as its
+/// [`Kind::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// An option or argument value, or a combination of them, is wrong:
     /// the same request with other settings would work.
@@ -69,6 +71,11 @@ impl Kind {
             Kind::Incomplete => "incomplete",
             Kind::Internal => "internal",
         }
+    }
+
+    /// The kind [`Kind::name`] gives `name`, if any.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -260,6 +267,14 @@ mod tests {
         assert_eq!(grid.kind(), Kind::Usage);
         let names: std::collections::BTreeSet<_> = Kind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), Kind::ALL.len());
+        // Records (a batch's failed tasks) store the name and read it back.
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_name(kind.name()), Some(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+            assert_eq!(serde_json::from_str::<Kind>(&json).unwrap(), kind);
+        }
+        assert_eq!(Kind::from_name("disk"), None);
     }
 
     #[test]

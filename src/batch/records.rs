@@ -182,6 +182,11 @@ pub struct FailedRecord {
     #[serde(default)]
     pub plan: u32,
     pub error: String,
+    /// The error's kind (`Kind::name`: usage, input, resource, device, io,
+    /// …), for scripts that sort failures; absent in records of earlier
+    /// versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     pub host: String,
     /// Caused by the environment (disk full, a folder missing or not
     /// writable), not by the task's inputs: a plain rerun tries it again.
@@ -1084,6 +1089,7 @@ mod tests {
                 task: 3,
                 plan: 1,
                 error: "e".into(),
+                kind: Some("input".into()),
                 host: "h".into(),
                 environment: false,
             })

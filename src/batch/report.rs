@@ -115,6 +115,9 @@ pub struct FailedTask {
     pub task: usize,
     pub input: PathBuf,
     pub error: String,
+    /// The error's kind (`Kind::name`); absent in records of earlier versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -205,6 +208,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
                 task: task.id,
                 input: task.input.clone(),
                 error: f.error,
+                kind: f.kind,
             });
         } else {
             pending.push(task.id);
@@ -659,11 +663,12 @@ fn html(r: &BatchReport) -> Result<String> {
                 vec![
                     f.task.to_string(),
                     page::escape(&f.input.display().to_string()),
+                    f.kind.as_deref().unwrap_or("").to_string(),
                     page::escape(&f.error),
                 ]
             })
             .collect();
-        body += &page::table(&["task", "input", "error"], &rows);
+        body += &page::table(&["task", "input", "kind", "error"], &rows);
     }
     if !r.degraded.is_empty() {
         body += &format!(

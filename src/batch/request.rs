@@ -85,6 +85,9 @@ pub struct MosaicSieved {
 pub struct TaskFailure {
     pub task: usize,
     pub error: String,
+    /// The error's kind, where known (records of earlier versions have none).
+    #[serde(default)]
+    pub kind: Option<crate::error::Kind>,
     /// Caused by the environment (disk, folders), not the task's inputs.
     pub environment: bool,
 }

@@ -21,7 +21,7 @@ use super::tally::{Tally, nonzero};
 use super::workers::Workers;
 use crate::bail;
 use crate::classes::CodeTally;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::gdal::class_raster::ClassRaster;
 use crate::io::ClassSource;
 use crate::job::observer::{Observer, Silent, Tap};
@@ -125,7 +125,7 @@ pub fn run(req: &RunRequest) -> Result<RunSummary> {
         methods: &methods,
         state: &state,
         finished: &|task: &Task| finished(task).is_some(),
-        failed_before: &|task: &Task| failed_before(task).map(|f| f.error),
+        failed_before: &failed_before,
         fingerprint,
         syncer: Syncer::start(),
         opened: Opened::new(plan.mosaics.len()),
@@ -281,8 +281,8 @@ struct Context<'a> {
     state: &'a State,
     /// Whether a task counts as finished (its output matches its record).
     finished: &'a (dyn Fn(&Task) -> bool + Sync),
-    /// The error of a task that failed (in another run) and stays failed.
-    failed_before: &'a (dyn Fn(&Task) -> Option<String> + Sync),
+    /// The record of a task that failed (in another run) and stays failed.
+    failed_before: &'a (dyn Fn(&Task) -> Option<FailedRecord> + Sync),
     fingerprint: u32,
     /// Syncs outputs and records off the workers' path (see `records`).
     syncer: Syncer,
@@ -317,6 +317,7 @@ fn sort_out<'p>(
             summary.failed.push(TaskFailure {
                 task: task.id,
                 error: f.error,
+                kind: f.kind.as_deref().and_then(Kind::from_name),
                 environment: false,
             });
         } else {
@@ -339,10 +340,11 @@ impl Context<'_> {
         method: &dyn ClassSmoother,
         observer: &mut TaskObserver,
     ) -> Outcome {
-        let failure = |error: String, environment: bool| {
+        let failure = |e: &Error, environment: bool| {
             Outcome::Failed(TaskFailure {
                 task: task.id,
-                error,
+                error: e.to_string(),
+                kind: Some(e.kind()),
                 environment,
             })
         };
@@ -355,15 +357,20 @@ impl Context<'_> {
         let claim = match self.state.claim(task.id) {
             Ok(Some(c)) => c,
             Ok(None) => return Outcome::Busy,
-            Err(e) => return failure(e.to_string(), true),
+            Err(e) => return failure(&e, true),
         };
         // Another run may have finished it, or failed it, between the
         // check and the claim (a run that waited for it).
         if (self.finished)(task) {
             return Outcome::AlreadyDone;
         }
-        if let Some(error) = (self.failed_before)(task) {
-            return failure(error, false);
+        if let Some(f) = (self.failed_before)(task) {
+            return Outcome::Failed(TaskFailure {
+                task: task.id,
+                error: f.error,
+                kind: f.kind.as_deref().and_then(Kind::from_name),
+                environment: false,
+            });
         }
         let outcome = match self.run_task(task, method, observer, prefetched) {
             Ok(rec) => match self.record(&rec) {
@@ -372,24 +379,24 @@ impl Context<'_> {
                     self.syncer.add(record);
                     Outcome::Done(Box::new(rec))
                 }
-                Err(e) => failure(e.to_string(), true),
+                Err(e) => failure(&e, true),
             },
             // An interrupted task is not a failed one: no record.
-            Err(e) if crate::interrupt::check().is_err() => failure(e.to_string(), true),
+            Err(e) if crate::interrupt::check().is_err() => failure(&e, true),
             Err(e) => {
-                let error = e.to_string();
                 let environment = self.environmental(task, &e);
                 let written = self.state.write_failed(&FailedRecord {
                     task: task.id,
                     plan: self.fingerprint,
-                    error: error.clone(),
+                    error: e.to_string(),
+                    kind: Some(e.kind().name().to_string()),
                     host: hostname(),
                     environment,
                 });
                 if written.is_ok() {
                     self.syncer.add(self.state.failed_path(task.id));
                 }
-                failure(error, environment)
+                failure(&e, environment)
             }
         };
         drop(claim);

@@ -431,7 +431,10 @@ fn run_tasks(a: RunArgs) -> Result<()> {
         }
     }
     for f in &s.failed {
-        eprintln!("failed task {}: {}", f.task, f.error);
+        match f.kind {
+            Some(kind) => eprintln!("failed task {} ({kind}): {}", f.task, f.error),
+            None => eprintln!("failed task {}: {}", f.task, f.error),
+        }
     }
     let incomplete = run_outcome(&s);
     match incomplete {
