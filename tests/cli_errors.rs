@@ -448,3 +448,48 @@ fn info_describes_many_classes_and_nan_nodata() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["nodata"], "NaN");
 }
+
+/// `--error-format json`: each failure is one JSON object on stderr with
+/// the cause, the hint, the kind and the exit code, for the errors of a
+/// run and for a typed option's refusal while the arguments are parsed;
+/// the text format is unchanged.
+#[test]
+fn errors_as_json_say_their_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.tif");
+    let out = out.to_str().unwrap();
+    let good = fixture("classes_72x64.tif");
+    let good = good.to_str().unwrap();
+    let missing = dir.path().join("missing.tif");
+    let missing = missing.to_str().unwrap();
+    for (args, kind) in [
+        (vec!["smooth", missing, out, "-k", "gaussian:2"], "input"),
+        (
+            vec!["smooth", good, out, "-k", "gaussian:2", "--device", "nope"],
+            "usage",
+        ),
+        (
+            vec!["smooth", good, out, "-k", "gaussian:2", "--tile", "0"],
+            "usage",
+        ),
+    ] {
+        for form in [
+            &["--error-format", "json"][..],
+            &["--error-format=json"][..],
+        ] {
+            let run = mapfilter(&[&args[..], form].concat());
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(1), "{args:?}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            let v: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
+            assert_eq!(v["kind"], kind, "{args:?}: {v}");
+            assert_eq!(v["code"], 1, "{v}");
+            assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+            assert!(v["hint"].is_string() || v["hint"].is_null(), "{v}");
+        }
+        let text = mapfilter(&args);
+        let stderr = String::from_utf8_lossy(&text.stderr);
+        assert!(stderr.starts_with("mapfilter: error: "), "{stderr}");
+    }
+    assert!(files_in(dir.path()).is_empty());
+}

@@ -73,6 +73,50 @@ pub struct Cli {
     /// -vvv per-tile traces. RUST_LOG overrides it.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// How an error is printed on stderr: text (one line, with a hint) or json (one object:
+    /// error, hint, kind, code), for scripts and plugins that sort failures by kind.
+    #[arg(long, global = true, value_enum, default_value_t = ErrorFormat::Text)]
+    error_format: ErrorFormat,
+}
+
+/// `--error-format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ErrorFormat {
+    Text,
+    Json,
+}
+
+impl ErrorFormat {
+    /// The format asked for on the command line, read from the arguments
+    /// themselves: for errors met while clap parses them.
+    fn from_args() -> ErrorFormat {
+        let args: Vec<String> = std::env::args().collect();
+        let json = args
+            .windows(2)
+            .any(|w| w[0] == "--error-format" && w[1] == "json")
+            || args.iter().any(|a| a == "--error-format=json");
+        if json {
+            ErrorFormat::Json
+        } else {
+            ErrorFormat::Text
+        }
+    }
+
+    /// Prints `e` on stderr in this format.
+    fn print(self, e: &crate::Error) {
+        match self {
+            ErrorFormat::Text => eprintln!("mapfilter: error: {e}"),
+            ErrorFormat::Json => eprintln!(
+                "{}",
+                serde_json::json!({
+                    "error": e.cause(),
+                    "hint": e.hint_text(),
+                    "kind": e.kind().name(),
+                    "code": e.code(),
+                })
+            ),
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -139,11 +183,12 @@ pub fn main() -> i32 {
         Err(e) => return usage_error(e),
     };
     logging::init(cli.verbose);
+    let format = cli.error_format;
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
             crate::interrupt::leave_exit_to_the_signal();
-            eprintln!("mapfilter: error: {e}");
+            format.print(&e);
             e.code()
         }
     }
@@ -155,7 +200,7 @@ pub fn main() -> i32 {
 fn usage_error(e: clap::Error) -> i32 {
     use std::error::Error as _;
     if let Some(err) = e.source().and_then(|s| s.downcast_ref::<crate::Error>()) {
-        eprintln!("mapfilter: error: {err}");
+        ErrorFormat::from_args().print(err);
         return 1;
     }
     e.exit()
