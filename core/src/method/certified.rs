@@ -115,19 +115,22 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
         let margin = self.bounds.certify_margin();
         let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
+            // Every fast winner in bulk, as the plain mode writes them (a
+            // per-pixel decision here cost a third of `--exact`'s engine on
+            // a map recomputing 0.04 %), then the uncertain pixels redone.
+            ranking.write(out, nodata, fill);
             out.par_chunks_mut(ow)
                 .enumerate()
                 .with_min_len(crate::grain::min_items(ow))
                 .map(|(y, row)| {
-                    let mut bins = Bins::new(tile.n_classes);
+                    let mut bins: Option<Bins> = None;
                     let mut redone = 0;
                     for (x, v) in row.iter_mut().enumerate() {
-                        *v = if ranking.certified(x, y, margin, nodata, fill) {
-                            ranking.decide(x, y, nodata, fill)
-                        } else {
+                        if !ranking.certified(x, y, margin, nodata, fill) {
+                            let bins = bins.get_or_insert_with(|| Bins::new(tile.n_classes));
+                            *v = exact.at(tile, params, x, y, bins);
                             redone += 1;
-                            exact.at(tile, params, x, y, &mut bins)
-                        };
+                        }
                     }
                     redone
                 })
