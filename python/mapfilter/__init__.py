@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _mapfilter
+from .errors import __all__ as _error_names
 from .errors import (
     DeviceError,
     Error,
@@ -41,15 +42,7 @@ from .errors import (
 )
 
 __all__ = [
-    "Error",
-    "UsageError",
-    "InputError",
-    "ResourceError",
-    "DeviceError",
-    "IoError",
-    "Interrupted",
-    "IncompleteError",
-    "InternalError",
+    *_error_names,
     "smooth",
     "sieve",
     "compare",
