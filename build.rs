@@ -66,7 +66,7 @@ fn main() {
     export_proj_name_cache();
 }
 
-/// Exports `src/gdal/proj_names.rs`'s `proj_create_from_name` from our
+/// Exports `gdal/src/proj_names.rs`'s `proj_create_from_name` from our
 /// binaries, so that libgdal's calls bind to it (that module says why).
 fn export_proj_name_cache() {
     if std::env::var_os("CARGO_FEATURE_GDAL").is_some()

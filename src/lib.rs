@@ -24,13 +24,12 @@ pub use mapfilter_core::{
 };
 pub use mapfilter_core::{bail, with_bands, with_type};
 
-#[cfg(feature = "gdal")]
-pub mod batch;
 pub mod cli;
 #[cfg(feature = "gdal")]
-pub mod gdal;
-pub mod job;
-pub mod report;
-pub mod sweep;
+pub use mapfilter_gdal as gdal;
+#[cfg(feature = "gdal")]
+pub use mapfilter_jobs::batch;
+pub use mapfilter_jobs::{job, sweep};
+pub use mapfilter_report as report;
 
 pub use mapfilter_core::{Error, Result};

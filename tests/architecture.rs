@@ -1,16 +1,17 @@
-//! The architecture rules of docs/architecture.md, checked on both crates'
-//! sources (`core/src/**/*.rs`, `src/**/*.rs`) with std only: no file-level
+//! The architecture rules of docs/architecture.md, checked on every
+//! crate's sources (`tiles/src`, `core/src`, `gdal/src`, `report/src`,
+//! `jobs/src`, `src`, `python/src`) with std only: no file-level
 //! import cycle, no function over [`MAX_FN_LINES`] lines, no file over
 //! [`MAX_FILE_LINES`] lines of code, the environment read in `switches.rs`
 //! only, no `too_many_arguments` allowance, and no CLI flag (`--tile`) in a
-//! string of the library's code (both crates but `src/cli/`): library
-//! messages name settings through `error::Setting`, which each front end
-//! spells its own way. Test code (`#[cfg(test)]`
-//! items) and comments do not count. The layering of the crates themselves
-//! is checked on `core/Cargo.toml`: the core crate depends on neither GDAL,
-//! clap nor the `mapfilter` crate above it; and no file under `src/` sits
-//! in a core module's folder (where a merge from before the split puts a
-//! new file, which no crate would compile).
+//! string of the library's code (every crate but the CLI's `src/cli/`):
+//! library messages name settings through `error::Setting`, which each
+//! front end spells its own way. Test code (`#[cfg(test)]` items) and
+//! comments do not count. The layering of the crates themselves is
+//! checked on their manifests: no crate depends on a layer above it
+//! ([`LAYERS`]); and no file under `src/` sits in the folder of a module
+//! another crate owns (where a merge from before a split puts a new file,
+//! which no crate would compile).
 //!
 //! The checker reads Rust with a small lexer rather than a parser: it knows
 //! comments, string and char literals, braces and `crate::`/`super::`/
@@ -27,9 +28,104 @@ const MAX_FN_LINES: usize = 120;
 const MAX_FILE_LINES: usize = 900;
 /// The one file that reads the process environment (the core crate's).
 const SWITCHES: &str = "switches.rs";
-/// Each crate's source folder, and the fewest `.rs` files it must hold (a
-/// guard against reading an empty or moved folder).
-const CRATES: [(&str, usize); 2] = [("core/src", 90), ("src", 60)];
+/// One crate of the workspace: where its sources and manifest are, the
+/// fewest `.rs` files its folder must hold (a guard against reading an
+/// empty or moved folder), and the packages it must not depend on: the
+/// layers above it, and GDAL or clap where it has no business with them.
+struct Layer {
+    dir: &'static str,
+    manifest: &'static str,
+    fewest: usize,
+    above: &'static [&'static str],
+}
+
+/// The workspace's crates from the bottom (docs/architecture.md, Crates).
+const LAYERS: [Layer; 7] = [
+    Layer {
+        dir: "tiles/src",
+        manifest: "tiles/Cargo.toml",
+        fewest: 0,
+        above: &[
+            "mapfilter-core",
+            "mapfilter-gdal",
+            "mapfilter-report",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+            "opencl3",
+        ],
+    },
+    Layer {
+        dir: "core/src",
+        manifest: "core/Cargo.toml",
+        fewest: 90,
+        above: &[
+            "mapfilter-gdal",
+            "mapfilter-report",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+        ],
+    },
+    Layer {
+        dir: "gdal/src",
+        manifest: "gdal/Cargo.toml",
+        fewest: 12,
+        above: &["mapfilter-report", "mapfilter-jobs", "mapfilter", "clap"],
+    },
+    Layer {
+        dir: "report/src",
+        manifest: "report/Cargo.toml",
+        fewest: 8,
+        above: &[
+            "mapfilter-gdal",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+        ],
+    },
+    Layer {
+        dir: "jobs/src",
+        manifest: "jobs/Cargo.toml",
+        fewest: 25,
+        above: &["mapfilter", "clap"],
+    },
+    Layer {
+        dir: "src",
+        manifest: "Cargo.toml",
+        fewest: 30,
+        above: &["mapfilter-python"],
+    },
+    Layer {
+        dir: "python/src",
+        manifest: "python/Cargo.toml",
+        fewest: 0,
+        above: &[
+            "mapfilter-gdal",
+            "mapfilter-report",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+        ],
+    },
+];
+/// The modules the root crate re-exports from the crates below it, by the
+/// crate folder that owns them (the core's are read from its tree).
+const MOVED_MODULES: [(&str, &str); 5] = [
+    ("gdal", "gdal/src"),
+    ("report", "report/src"),
+    ("job", "jobs/src/job"),
+    ("sweep", "jobs/src/sweep"),
+    ("batch", "jobs/src/batch"),
+];
 /// The folder, under `src/`, of the one layer whose strings may name CLI
 /// flags: the CLI's own.
 const CLI_DIR: &str = "cli/";
@@ -38,47 +134,44 @@ const CLI_DIR: &str = "cli/";
 /// mapfilter's settings.
 const FLAG_ALLOWANCES: [(&str, &str, &str); 4] = [
     (
-        "src/batch/slurm.rs",
+        "jobs/src/batch/slurm.rs",
         "#SBATCH --",
         "Slurm's own directives, in the script `batch plan --emit slurm` writes",
     ),
     (
-        "src/batch/slurm.rs",
+        "jobs/src/batch/slurm.rs",
         "`mapfilter batch plan --emit slurm`",
         "the written script's comment naming the command that wrote it",
     ),
     (
-        "src/batch/slurm.rs",
+        "jobs/src/batch/slurm.rs",
         "batch run {dir} --jobs 1",
         "the command line the written script runs",
     ),
     (
-        "src/gdal/creation_options.rs",
+        "gdal/src/creation_options.rs",
         "gdalinfo --format",
         "GDAL's gdalinfo's own option, not one of mapfilter's",
     ),
 ];
-/// What the core crate must not depend on: GDAL, the CLI's parser and the
-/// crate above it.
-const ABOVE_CORE: [&str; 4] = ["gdal", "gdal-sys", "clap", "mapfilter"];
-
 #[test]
 fn the_source_tree_keeps_the_architecture_rules() {
     let mut broken = Vec::new();
-    let mut trees = Vec::new();
-    for (dir, fewest) in CRATES {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut trees = BTreeMap::new();
+    for layer in &LAYERS {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(layer.dir);
         let mut files = Vec::new();
         read_tree(&root, &root, &mut files);
         assert!(
-            files.len() > fewest,
-            "read only {} files under {dir}/",
-            files.len()
+            files.len() > layer.fewest,
+            "read only {} files under {}/",
+            files.len(),
+            layer.dir
         );
-        broken.extend(check_in(dir, &files));
-        trees.push(files);
+        broken.extend(check_in(layer.dir, &files));
+        trees.insert(layer.dir, files);
     }
-    broken.extend(stranded(&trees[0], &trees[1]));
+    broken.extend(stranded(&trees["core/src"], &trees["src"]));
     assert!(
         broken.is_empty(),
         "{} architecture rule(s) broken (docs/architecture.md):\n  {}",
@@ -88,51 +181,68 @@ fn the_source_tree_keeps_the_architecture_rules() {
 }
 
 #[test]
-fn the_core_crate_depends_on_no_layer_above_it() {
-    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/core/Cargo.toml");
-    let text = std::fs::read_to_string(manifest).unwrap();
-    assert!(
-        !dependencies(&text).is_empty(),
-        "read no dependency in {manifest}"
-    );
-    let upward = upward_dependencies(&text);
-    assert!(
-        upward.is_empty(),
-        "core/Cargo.toml depends on {upward:?}: the core crate must not use GDAL, clap or the \
-         mapfilter crate (docs/architecture.md); move the code that needs them up into src/"
-    );
+fn no_crate_depends_on_a_layer_above_it() {
+    for layer in &LAYERS {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join(layer.manifest);
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        assert!(
+            text.contains("[package]"),
+            "{} is not a package manifest",
+            layer.manifest
+        );
+        let upward = upward_dependencies(&text, layer.above);
+        assert!(
+            upward.is_empty(),
+            "{} depends on {upward:?}, a layer above it or a library it has no business with \
+             (docs/architecture.md, Crates): move the code that needs it up a layer",
+            layer.manifest
+        );
+    }
 }
 
-/// Files under src/ in a folder or file of a core module the root crate
-/// does not declare (`src/method/...`, `src/engine.rs`): compiled nowhere.
-/// A file added under one of the moved folders on a branch from before the
-/// split lands there when the branch is merged; it belongs under core/src/.
+/// Files under src/ in the folder or file of a module another crate owns
+/// (`src/method/...`, `src/engine.rs`, `src/gdal/...`) that the root
+/// crate does not declare: compiled nowhere. A file added under one of
+/// the moved folders on a branch from before a split lands there when the
+/// branch is merged; it belongs in the crate that owns the module.
 fn stranded(core: &[(String, String)], root: &[(String, String)]) -> Vec<String> {
     let top = |path: &str| {
         let first = path.split('/').next().unwrap_or(path);
         first.strip_suffix(".rs").unwrap_or(first).to_string()
     };
-    let core_modules: BTreeSet<String> = core.iter().map(|(p, _)| top(p)).collect();
+    let mut owners: BTreeMap<String, String> = core
+        .iter()
+        .map(|(p, _)| (top(p), format!("core/src/{}", top(p))))
+        .collect();
+    owners.remove("lib");
+    for (module, dir) in MOVED_MODULES {
+        owners.insert(module.to_string(), dir.to_string());
+    }
     let lib = root
         .iter()
         .find(|(p, _)| p == "lib.rs")
         .map_or("", |(_, t)| t.as_str());
     root.iter()
-        .filter(|(p, _)| {
+        .filter_map(|(p, _)| {
             let module = top(p);
-            core_modules.contains(&module)
-                && p != "lib.rs"
-                && !lib.lines().any(|l| {
-                    let l = l.trim();
-                    l == format!("pub mod {module};") || l == format!("mod {module};")
-                })
-        })
-        .map(|(p, _)| {
-            format!(
-                "src/{p}: a path of mapfilter-core's module `{}`, compiled nowhere in this crate \
-                 (git mv it to core/src/{p})",
-                top(p)
-            )
+            let owner = owners.get(&module)?;
+            let declared = lib.lines().any(|l| {
+                let l = l.trim();
+                l == format!("pub mod {module};") || l == format!("mod {module};")
+            });
+            (p != "lib.rs" && !declared).then(|| {
+                let rest = p.strip_prefix(&module).unwrap_or(p).trim_start_matches('/');
+                let to = if rest.is_empty() || rest == ".rs" {
+                    format!("{owner}.rs")
+                } else {
+                    format!("{owner}/{rest}")
+                };
+                format!(
+                    "src/{p}: a path of the module `{module}` that {} owns, compiled nowhere in \
+                     this crate (git mv it to {to})",
+                    owner.split('/').next().unwrap_or(owner)
+                )
+            })
         })
         .collect()
 }
@@ -182,11 +292,11 @@ fn dependencies(manifest: &str) -> Vec<String> {
     found
 }
 
-/// The dependencies of a core manifest that belong to the layers above it.
-fn upward_dependencies(manifest: &str) -> Vec<String> {
+/// The dependencies of a manifest that `above` forbids.
+fn upward_dependencies(manifest: &str, above: &[&str]) -> Vec<String> {
     dependencies(manifest)
         .into_iter()
-        .filter(|name| ABOVE_CORE.contains(&name.as_str()))
+        .filter(|name| above.contains(&name.as_str()))
         .collect()
 }
 
@@ -948,14 +1058,18 @@ mod checker {
         assert!(tree(&[("device/mod.rs", &in_test)]).is_empty());
     }
 
+    /// What the core crate must not depend on.
+    const CORE_ABOVE: &[&str] = LAYERS[1].above;
+
     #[test]
     fn a_core_dependency_on_a_layer_above_is_named_in_any_table() {
+        assert_eq!(LAYERS[1].dir, "core/src");
         let clean = "[package]\nname = \"mapfilter-core\"\n\n[dependencies]\n\
                      tiles = { path = \"../tiles\" }\nrayon = \"1\"\n\
                      serde = { version = \"1\", features = [\"derive\"] }\n\
                      \n[dev-dependencies]\ntempfile = \"3\" # not gdal\n";
         assert_eq!(dependencies(clean), ["tiles", "rayon", "serde", "tempfile"]);
-        assert!(upward_dependencies(clean).is_empty());
+        assert!(upward_dependencies(clean, CORE_ABOVE).is_empty());
         for (upward, name) in [
             ("[dependencies]\ngdal = \"0.19\"\n", "gdal"),
             ("[dependencies]\nclap.version = \"4\"\n", "clap"),
@@ -975,11 +1089,15 @@ mod checker {
             ),
         ] {
             let manifest = format!("{clean}{upward}");
-            assert_eq!(upward_dependencies(&manifest), [name], "{manifest}");
+            assert_eq!(
+                upward_dependencies(&manifest, CORE_ABOVE),
+                [name],
+                "{manifest}"
+            );
         }
         // Names in other tables are not dependencies.
         let features = format!("{clean}[features]\ngdal = []\n");
-        assert!(upward_dependencies(&features).is_empty());
+        assert!(upward_dependencies(&features, CORE_ABOVE).is_empty());
     }
 
     #[test]
@@ -994,12 +1112,25 @@ mod checker {
         let mut root = owned(&["lib.rs", "job/mod.rs", "job/smooth.rs", "cli/mod.rs"]);
         root[0].1 = "pub mod cli;\npub mod job;\n".to_string();
         assert!(stranded(&core, &root).is_empty());
-        root.extend(owned(&["method/newfam/mod.rs", "engine.rs"]));
+        root.extend(owned(&[
+            "method/newfam/mod.rs",
+            "engine.rs",
+            "gdal/points3d.rs",
+        ]));
         let broken = stranded(&core, &root);
-        assert_eq!(broken.len(), 2, "{broken:?}");
+        assert_eq!(broken.len(), 3, "{broken:?}");
         assert!(
             broken[0].starts_with("src/method/newfam/mod.rs: ")
                 && broken[0].contains("core/src/method/newfam/mod.rs"),
+            "{broken:?}"
+        );
+        assert!(
+            broken[1].contains("git mv it to core/src/engine.rs"),
+            "{broken:?}"
+        );
+        assert!(
+            broken[2].starts_with("src/gdal/points3d.rs: ")
+                && broken[2].contains("git mv it to gdal/src/points3d.rs"),
             "{broken:?}"
         );
     }
@@ -1033,8 +1164,14 @@ mod checker {
         assert!(tree(&[("a.rs", &in_test)]).is_empty());
         // A line the allowances name passes; the same flag elsewhere does not.
         let script = "const S: &str = \"#SBATCH --mem=1G\";\n";
-        assert!(tree(&[("batch/slurm.rs", script)]).is_empty());
-        assert_eq!(tree(&[("batch/plan.rs", script)]).len(), 1);
+        let jobs = |path: &str| check_in("jobs/src", &[(path.to_string(), script.to_string())]);
+        assert!(jobs("batch/slurm.rs").is_empty());
+        assert_eq!(jobs("batch/plan.rs").len(), 1);
+        assert_eq!(
+            tree(&[("batch/slurm.rs", script)]).len(),
+            1,
+            "the allowance names its crate"
+        );
         let broken = check_in("core/src", &[("cli/x.rs".to_string(), message.to_string())]);
         assert_eq!(broken.len(), 1, "core has no CLI folder: {broken:?}");
     }

@@ -1,6 +1,8 @@
 //! The benchmarks' layout (benches/README.md): every `benches/…` and
 //! `scripts/…` path that the project's pages name exists; every folder of
-//! `benches/` is listed in benches/README.md; every file of `scripts/` is
+//! `benches/` is listed in benches/README.md; the one harness,
+//! `benches/run.sh`, names an existing driver for each suite and a suite
+//! for each folder of drivers; every file of `scripts/` is
 //! used somewhere (no one-off drivers); `benches/results/` holds
 //! `<machine>/<table>.jsonl` files of table rows only (no dated run logs,
 //! no notes); and every `.jsonl` under `benches/` is JSON lines. Std and
@@ -117,6 +119,84 @@ fn every_bench_folder_is_listed_in_the_benches_readme() {
     assert!(
         unlisted.is_empty(),
         "benches/ folders missing from benches/README.md's table (question, section, command): {unlisted:?}"
+    );
+}
+
+/// The folders of `benches/` that hold no driver of their own: the rows,
+/// the sweep configurations, and a C program built by hand on the GPU
+/// machine (benches/README.md).
+const NOT_DRIVERS: [&str; 3] = ["results", "sweeps", "memory"];
+
+/// The suites of `benches/run.sh` as (name, driver path): its lines
+/// `"name|runs on|section|interpreter path"`.
+fn harness_suites(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim().strip_prefix('"')?.strip_suffix('"')?;
+            let fields: Vec<&str> = line.split('|').collect();
+            let [name, _, _, driver] = fields[..] else {
+                return None;
+            };
+            let path = driver.split_whitespace().nth(1)?;
+            Some((name.to_string(), path.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_harness_names_a_driver_for_every_folder() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("benches/run.sh")).unwrap();
+    let suites = harness_suites(&text);
+    assert!(
+        suites.len() >= 15,
+        "read {} suites in benches/run.sh",
+        suites.len()
+    );
+    let missing: Vec<_> = suites
+        .iter()
+        .filter(|(_, path)| !Path::new(ROOT).join(path).is_file())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "benches/run.sh suites whose driver is missing: {missing:?}"
+    );
+    let mut names: Vec<&str> = suites.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(
+        names.len(),
+        before,
+        "a suite name used twice in benches/run.sh"
+    );
+    let mut uncovered = Vec::new();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("benches")).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let prefix = format!("benches/{name}/");
+        if entry.path().is_dir()
+            && !NOT_DRIVERS.contains(&name.as_str())
+            && !suites.iter().any(|(_, path)| path.starts_with(&prefix))
+        {
+            uncovered.push(name);
+        }
+    }
+    assert!(
+        uncovered.is_empty(),
+        "benches/ folders no suite of benches/run.sh runs: {uncovered:?}"
+    );
+}
+
+#[test]
+fn the_harness_lines_are_read_as_suites() {
+    let text = "suites=(\n  \"node|GPU node|The node's throughput|bash benches/node/run.sh\"\n  \
+                \"auto|host|auto|python3 benches/auto/grid.py\"\n)\necho \"a|b\"\n";
+    assert_eq!(
+        harness_suites(text),
+        [
+            ("node".to_string(), "benches/node/run.sh".to_string()),
+            ("auto".to_string(), "benches/auto/grid.py".to_string())
+        ]
     );
 }
 

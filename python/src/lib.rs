@@ -100,98 +100,168 @@ fn border(text: &str) -> mapfilter_core::Result<Border> {
     }
 }
 
-/// Smooths a plane of codes (u8 or u16, C-contiguous): the output codes
-/// and the engine's wall time in seconds; see `mapfilter.smooth`.
-#[pyfunction]
-#[pyo3(signature = (
-    codes, kernel_text, *, kernel_size=None, pixel_size=None, method="naive", exact=false,
-    rank=None, energy=None, terms=None, ties=None, keep=None, no_vote=None,
-    only_isolated=None, iterations=None, class_weights=None, nodata=None, classes=None,
-    border_text="same", fill_nodata=false, tile=None, device="host",
-    confidence=None, confidence_float=true, confidence_scale=None, confidence_nodata=None
-))]
-#[allow(clippy::too_many_arguments)]
-fn smooth_codes<'py>(
-    py: Python<'py>,
-    codes: &Bound<'py, PyAny>,
-    kernel_text: &str,
+/// The keyword arguments of a binding function, read by name from its
+/// `**options`: a value of `None` is the same as leaving it out, and a
+/// name nobody read is refused (a misspelt option is not silently
+/// dropped).
+struct Kwargs<'a, 'py> {
+    dict: Option<&'a Bound<'py, PyDict>>,
+    read: std::cell::RefCell<Vec<&'static str>>,
+}
+
+impl<'a, 'py> Kwargs<'a, 'py> {
+    fn new(dict: Option<&'a Bound<'py, PyDict>>) -> Self {
+        Kwargs {
+            dict,
+            read: Default::default(),
+        }
+    }
+
+    /// The value of `key`, if given and not `None`.
+    fn get<T: FromPyObject<'py>>(&self, key: &'static str) -> PyResult<Option<T>> {
+        self.read.borrow_mut().push(key);
+        match self.dict.map(|d| d.get_item(key)).transpose()?.flatten() {
+            Some(value) if !value.is_none() => value.extract().map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Refuses the names no [`Kwargs::get`] asked for.
+    fn refuse_unknown(&self, function: &str) -> PyResult<()> {
+        let read = self.read.borrow();
+        for key in self.dict.map(|d| d.keys()).into_iter().flatten() {
+            let key: String = key.extract()?;
+            if !read.contains(&key.as_str()) {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "{function}() got an unexpected keyword argument '{key}'"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What `mapfilter.smooth` passes to [`smooth_codes`] by keyword: the
+/// options of `smooth`, as their Python names.
+struct SmoothOptions<'py> {
     kernel_size: Option<usize>,
     pixel_size: Option<f64>,
-    method: &str,
-    exact: bool,
-    rank: Option<usize>,
-    energy: Option<f64>,
-    terms: Option<usize>,
-    ties: Option<&str>,
-    keep: Option<&str>,
-    no_vote: Option<&str>,
+    method: String,
+    fast: FastOptions,
+    policies: (Option<String>, Option<String>, Option<String>),
     only_isolated: Option<u32>,
     iterations: Option<usize>,
-    class_weights: Option<&str>,
+    class_weights: Option<String>,
     nodata: Option<u16>,
     classes: Option<Vec<u16>>,
-    border_text: &str,
+    border: String,
     fill_nodata: bool,
     tile: Option<usize>,
-    device: &str,
+    device: String,
     confidence: Option<PyReadonlyArray2<'py, f64>>,
     confidence_float: bool,
     confidence_scale: Option<f64>,
     confidence_nodata: Option<f64>,
+}
+
+impl<'py> SmoothOptions<'py> {
+    fn read(options: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+        let k = Kwargs::new(options);
+        let read = SmoothOptions {
+            kernel_size: k.get("kernel_size")?,
+            pixel_size: k.get("pixel_size")?,
+            method: k.get("method")?.unwrap_or_else(|| "naive".into()),
+            fast: FastOptions {
+                rank: k.get("rank")?,
+                energy: k.get("energy")?,
+                terms: k.get("terms")?,
+                exact: k.get("exact")?.unwrap_or(false),
+            },
+            policies: (k.get("ties")?, k.get("keep")?, k.get("no_vote")?),
+            only_isolated: k.get("only_isolated")?,
+            iterations: k.get("iterations")?,
+            class_weights: k.get("class_weights")?,
+            nodata: k.get("nodata")?,
+            classes: k.get("classes")?,
+            border: k.get("border_text")?.unwrap_or_else(|| "same".into()),
+            fill_nodata: k.get("fill_nodata")?.unwrap_or(false),
+            tile: k.get("tile")?,
+            device: k.get("device")?.unwrap_or_else(|| "host".into()),
+            confidence: k.get("confidence")?,
+            confidence_float: k.get("confidence_float")?.unwrap_or(true),
+            confidence_scale: k.get("confidence_scale")?,
+            confidence_nodata: k.get("confidence_nodata")?,
+        };
+        k.refuse_unknown("smooth_codes")?;
+        Ok(read)
+    }
+
+    /// Each pixel's vote weight, quantised as `smooth --confidence`
+    /// quantises a raster's values.
+    fn votes(&self) -> mapfilter_core::Result<Option<Vec<u16>>> {
+        let Some(c) = &self.confidence else {
+            return Ok(None);
+        };
+        let scale = match (self.confidence_scale, self.confidence_float) {
+            (Some(s), _) => s,
+            (None, true) => 1.0,
+            (None, false) => {
+                return Err(
+                    LibError::usage("the scale of integer confidences is not known")
+                        .hint("pass confidence_scale= (100 for percent, 255 for bytes)"),
+                );
+            }
+        };
+        let q = Quantiser::new(
+            self.confidence_float,
+            scale,
+            self.confidence_nodata,
+            "confidence",
+        )?;
+        let values = c.as_slice().map_err(|_| {
+            LibError::usage("the confidences are not a contiguous array")
+                .hint("pass numpy.ascontiguousarray(confidence)")
+        })?;
+        values
+            .iter()
+            .map(|&v| q.weight(v))
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
+}
+
+/// Smooths a plane of codes (u8 or u16, C-contiguous): the output codes
+/// and the engine's wall time in seconds; see `mapfilter.smooth` (which
+/// passes the options by keyword: [`SmoothOptions`]).
+#[pyfunction]
+#[pyo3(signature = (codes, kernel_text, **options))]
+fn smooth_codes<'py>(
+    py: Python<'py>,
+    codes: &Bound<'py, PyAny>,
+    kernel_text: &str,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyArray2<u16>>, f64)> {
-    // Each pixel's vote weight, quantised as `smooth --confidence` quantises
-    // a raster's values.
-    let votes = confidence
-        .map(|c| -> mapfilter_core::Result<Vec<u16>> {
-            let scale = match (confidence_scale, confidence_float) {
-                (Some(s), _) => s,
-                (None, true) => 1.0,
-                (None, false) => {
-                    return Err(
-                        LibError::usage("the scale of integer confidences is not known")
-                            .hint("pass confidence_scale= (100 for percent, 255 for bytes)"),
-                    );
-                }
-            };
-            let q = Quantiser::new(confidence_float, scale, confidence_nodata, "confidence")?;
-            let values = c.as_slice().map_err(|_| {
-                LibError::usage("the confidences are not a contiguous array")
-                    .hint("pass numpy.ascontiguousarray(confidence)")
-            })?;
-            values.iter().map(|&v| q.weight(v)).collect()
-        })
-        .transpose()
-        .map_err(|e| raise(py, e))?;
+    let o = SmoothOptions::read(options)?;
+    let votes = o.votes().map_err(|e| raise(py, e))?;
+    let (ties, keep, no_vote) = (
+        o.policies.0.as_deref(),
+        o.policies.1.as_deref(),
+        o.policies.2.as_deref(),
+    );
     let settings = || -> mapfilter_core::Result<_> {
-        let kernel = kernel(kernel_text, kernel_size, pixel_size)?;
+        let kernel = kernel(kernel_text, o.kernel_size, o.pixel_size)?;
         let policies = PolicyText {
             ties,
             keep,
             no_vote,
-            only_isolated,
-            iterations,
+            only_isolated: o.only_isolated,
+            iterations: o.iterations,
         }
         .parse()?;
-        let weights: ClassWeights = class_weights.unwrap_or("").parse()?;
-        let spec = MethodSpec::new(
-            method.parse()?,
-            None,
-            FastOptions {
-                rank,
-                energy,
-                terms,
-                exact,
-            },
-        )?;
-        let device: DeviceChoice = device.parse()?;
-        Ok((
-            kernel,
-            policies,
-            weights,
-            spec,
-            device,
-            border(border_text)?,
-        ))
+        let weights: ClassWeights = o.class_weights.as_deref().unwrap_or("").parse()?;
+        let spec = MethodSpec::new(o.method.parse()?, None, o.fast)?;
+        let device: DeviceChoice = o.device.parse()?;
+        Ok((kernel, policies, weights, spec, device, border(&o.border)?))
     };
     let (kernel, policies, weights, method, device, border) =
         settings().map_err(|e| raise(py, e))?;
@@ -199,11 +269,11 @@ fn smooth_codes<'py>(
         kernel: kernel.clone(),
         weights: weights.clone(),
         border,
-        fill_nodata,
-        tile,
+        fill_nodata: o.fill_nodata,
+        tile: o.tile,
         policies: policies.clone(),
-        nodata,
-        classes: classes.clone(),
+        nodata: o.nodata,
+        classes: o.classes.clone(),
         max_code,
         confidence: votes.clone(),
     };

@@ -242,3 +242,13 @@ def test_confidence_equals_the_cli(labels, cli, tmp_path):
         mapfilter.smooth(labels, "gaussian:2", confidence=percent.astype(np.float32))
     with pytest.raises(mapfilter.Error, match="one confidence per pixel"):
         mapfilter.smooth(labels, "gaussian:2", confidence=percent[:-1])
+
+
+def test_an_unknown_binding_keyword_is_refused():
+    # The binding reads its options by name: a misspelt one must not be
+    # dropped silently (mapfilter.smooth's own signature refuses it earlier).
+    labels = np.zeros((8, 8), dtype=np.uint8)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kernal_size'"):
+        mapfilter._mapfilter.smooth_codes(labels, "gaussian:1", kernal_size=3)
+    out, _ = mapfilter._mapfilter.smooth_codes(labels, "gaussian:1", kernel_size=None)
+    assert out.shape == (8, 8)

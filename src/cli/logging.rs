@@ -17,7 +17,9 @@ pub fn level(count: u8) -> LevelFilter {
     }
 }
 
-/// How many `-v` give the level in force (for a child process of this one).
+/// How many `-v` give the level in force (for a child process of this one:
+/// batch's workers, which need GDAL).
+#[cfg(feature = "gdal")]
 pub fn verbosity() -> u8 {
     match log::max_level() {
         LevelFilter::Off | LevelFilter::Error | LevelFilter::Warn => 0,
