@@ -1,14 +1,13 @@
-//! Build script of mapfilter-core, two jobs: the method modules and their
-//! registry ([`register_methods`]) and the table of embedded OpenCL sources
-//! ([`embed_kernels`]). (The `mapfilter` crate's build script orders
-//! libgdal's libraries and exports the PROJ name cache.)
+//! Build script of mapfilter-core: the method modules and their registry
+//! ([`register_methods`]). (mapfilter-opencl's build script embeds the
+//! OpenCL sources; the `mapfilter` crate's orders libgdal's libraries
+//! and exports the PROJ name cache.)
 
 use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     register_methods();
-    embed_kernels();
 }
 
 /// The folder of the class-smoothing methods.
@@ -81,50 +80,4 @@ fn method_folders() -> Vec<(String, String)> {
             Some((name, path.to_str()?.to_string()))
         })
         .collect()
-}
-
-/// Writes `$OUT_DIR/kernel_sources.rs` for `device::sources`: every
-/// `kernels/*.cl` but the common header, and every `*.cl` in a folder of
-/// `src/method/` (a method's kernels beside its code), as
-/// `(name, include_str!(path))` in name order, so a new kernel file is
-/// embedded by putting it in one of those folders (cargo reruns this when
-/// they change). A name is the file stem, unique across all those folders.
-fn embed_kernels() {
-    println!("cargo:rerun-if-changed=kernels");
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let kernels = Path::new(&root).join("kernels");
-    let common = kernels.join("common.cl");
-    let mut dirs = vec![kernels];
-    dirs.extend(method_folders().into_iter().map(|(_, dir)| dir.into()));
-    let mut files: Vec<(String, std::path::PathBuf)> = dirs
-        .iter()
-        .flat_map(|dir| std::fs::read_dir(dir).expect("a folder of the crate"))
-        .filter_map(|entry| {
-            let path = entry.ok()?.path();
-            if path.extension()? != "cl" {
-                return None;
-            }
-            Some((path.file_stem()?.to_str()?.to_string(), path))
-        })
-        .filter(|(_, path)| *path != common)
-        .collect();
-    files.sort();
-    if let Some(pair) = files.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-        panic!(
-            "two kernel files are named {}.cl ({} and {}): kernel names must be unique",
-            pair[0].0,
-            pair[0].1.display(),
-            pair[1].1.display()
-        );
-    }
-    let mut table = String::from("&[\n");
-    for (name, path) in &files {
-        table += &format!(
-            "    ({name:?}, include_str!({:?})),\n",
-            path.display().to_string()
-        );
-    }
-    table += "]\n";
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    std::fs::write(Path::new(&out).join("kernel_sources.rs"), table).expect("OUT_DIR is writable");
 }

@@ -1,6 +1,6 @@
 //! The architecture rules of docs/architecture.md, checked on every
-//! crate's sources (`tiles/src`, `core/src`, `gdal/src`, `report/src`,
-//! `jobs/src`, `src`, `python/src`) with std only: no file-level
+//! crate's sources (`tiles/src`, `base/src`, `opencl/src`, `core/src`,
+//! `gdal/src`, `report/src`, `jobs/src`, `src`, `python/src`) with std only: no file-level
 //! import cycle, no function over [`MAX_FN_LINES`] lines, no file over
 //! [`MAX_FILE_LINES`] lines of code, the environment read in `switches.rs`
 //! only, no `too_many_arguments` allowance, and no CLI flag (`--tile`) in a
@@ -40,7 +40,7 @@ struct Layer {
 }
 
 /// The workspace's crates from the bottom (docs/architecture.md, Crates).
-const LAYERS: [Layer; 7] = [
+const LAYERS: [Layer; 9] = [
     Layer {
         dir: "tiles/src",
         manifest: "tiles/Cargo.toml",
@@ -58,10 +58,43 @@ const LAYERS: [Layer; 7] = [
         ],
     },
     Layer {
+        dir: "base/src",
+        manifest: "base/Cargo.toml",
+        fewest: 10,
+        above: &[
+            "mapfilter-opencl",
+            "mapfilter-core",
+            "mapfilter-gdal",
+            "mapfilter-report",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+            "opencl3",
+        ],
+    },
+    Layer {
+        dir: "opencl/src",
+        manifest: "opencl/Cargo.toml",
+        fewest: 6,
+        above: &[
+            "mapfilter-core",
+            "mapfilter-gdal",
+            "mapfilter-report",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "gdal-sys",
+            "clap",
+        ],
+    },
+    Layer {
         dir: "core/src",
         manifest: "core/Cargo.toml",
-        fewest: 90,
+        fewest: 80,
         above: &[
+            "opencl3",
             "mapfilter-gdal",
             "mapfilter-report",
             "mapfilter-jobs",
@@ -117,14 +150,24 @@ const LAYERS: [Layer; 7] = [
         ],
     },
 ];
-/// The modules the root crate re-exports from the crates below it, by the
-/// crate folder that owns them (the core's are read from its tree).
-const MOVED_MODULES: [(&str, &str); 5] = [
-    ("gdal", "gdal/src"),
-    ("report", "report/src"),
-    ("job", "jobs/src/job"),
-    ("sweep", "jobs/src/sweep"),
-    ("batch", "jobs/src/batch"),
+/// The modules split out of a crate into one below or beside it, by the
+/// folder of their new home (a crate's `src/` for a module that became a
+/// crate): (crate folder they left, module, new folder).
+const MOVED_MODULES: [(&str, &str, &str); 14] = [
+    ("src", "gdal", "gdal/src"),
+    ("src", "report", "report/src"),
+    ("src", "job", "jobs/src/job"),
+    ("src", "sweep", "jobs/src/sweep"),
+    ("src", "batch", "jobs/src/batch"),
+    ("core/src", "device", "opencl/src"),
+    ("core/src", "error", "base/src/error"),
+    ("core/src", "switches", "base/src/switches"),
+    ("core/src", "output", "base/src/output"),
+    ("core/src", "interrupt", "base/src/interrupt"),
+    ("core/src", "cpu", "base/src/cpu"),
+    ("core/src", "limits", "base/src/limits"),
+    ("core/src", "progress", "base/src/progress"),
+    ("core/src", "grain", "base/src/grain"),
 ];
 /// The folder, under `src/`, of the one layer whose strings may name CLI
 /// flags: the CLI's own.
@@ -171,7 +214,22 @@ fn the_source_tree_keeps_the_architecture_rules() {
         broken.extend(check_in(layer.dir, &files));
         trees.insert(layer.dir, files);
     }
-    broken.extend(stranded(&trees["core/src"], &trees["src"]));
+    let core_modules = trees["core/src"]
+        .iter()
+        .map(|(p, _)| top_module(p))
+        .filter(|m| m != "lib")
+        .map(|m| (m.clone(), format!("core/src/{m}")));
+    let mut owners: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
+    owners.entry("src").or_default().extend(core_modules);
+    for (from, module, to) in MOVED_MODULES {
+        owners
+            .entry(from)
+            .or_default()
+            .insert(module.to_string(), to.to_string());
+    }
+    for (dir, owned) in &owners {
+        broken.extend(stranded(dir, &trees[dir], owned));
+    }
     assert!(
         broken.is_empty(),
         "{} architecture rule(s) broken (docs/architecture.md):\n  {}",
@@ -200,31 +258,33 @@ fn no_crate_depends_on_a_layer_above_it() {
     }
 }
 
-/// Files under src/ in the folder or file of a module another crate owns
-/// (`src/method/...`, `src/engine.rs`, `src/gdal/...`) that the root
-/// crate does not declare: compiled nowhere. A file added under one of
-/// the moved folders on a branch from before a split lands there when the
-/// branch is merged; it belongs in the crate that owns the module.
-fn stranded(core: &[(String, String)], root: &[(String, String)]) -> Vec<String> {
-    let top = |path: &str| {
-        let first = path.split('/').next().unwrap_or(path);
-        first.strip_suffix(".rs").unwrap_or(first).to_string()
-    };
-    let mut owners: BTreeMap<String, String> = core
-        .iter()
-        .map(|(p, _)| (top(p), format!("core/src/{}", top(p))))
-        .collect();
-    owners.remove("lib");
-    for (module, dir) in MOVED_MODULES {
-        owners.insert(module.to_string(), dir.to_string());
-    }
-    let lib = root
+/// The first module of a path under a crate's source folder (`method`
+/// for `method/naive/mod.rs`, `engine` for `engine.rs`).
+fn top_module(path: &str) -> String {
+    let first = path.split('/').next().unwrap_or(path);
+    first.strip_suffix(".rs").unwrap_or(first).to_string()
+}
+
+/// Files of a crate (`files`, under its folder `dir`) in the folder or
+/// file of a module another crate owns (`owners`: module → its folder
+/// there; `src/method/...`, `src/gdal/...`, `core/src/device/...`) that
+/// the crate's `lib.rs` does not declare: compiled nowhere. A file added
+/// under one of the moved folders on a branch from before a split lands
+/// there when the branch is merged; it belongs in the crate that owns the
+/// module.
+fn stranded(
+    dir: &str,
+    files: &[(String, String)],
+    owners: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let lib = files
         .iter()
         .find(|(p, _)| p == "lib.rs")
         .map_or("", |(_, t)| t.as_str());
-    root.iter()
+    files
+        .iter()
         .filter_map(|(p, _)| {
-            let module = top(p);
+            let module = top_module(p);
             let owner = owners.get(&module)?;
             let declared = lib.lines().any(|l| {
                 let l = l.trim();
@@ -232,14 +292,15 @@ fn stranded(core: &[(String, String)], root: &[(String, String)]) -> Vec<String>
             });
             (p != "lib.rs" && !declared).then(|| {
                 let rest = p.strip_prefix(&module).unwrap_or(p).trim_start_matches('/');
-                let to = if rest.is_empty() || rest == ".rs" {
-                    format!("{owner}.rs")
-                } else {
-                    format!("{owner}/{rest}")
+                let to = match (rest, owner.ends_with("/src")) {
+                    ("" | ".rs", true) => format!("{owner}/lib.rs"),
+                    ("" | ".rs", false) => format!("{owner}.rs"),
+                    ("mod.rs", true) => format!("{owner}/lib.rs"),
+                    _ => format!("{owner}/{rest}"),
                 };
                 format!(
-                    "src/{p}: a path of the module `{module}` that {} owns, compiled nowhere in \
-                     this crate (git mv it to {to})",
+                    "{dir}/{p}: a path of the module `{module}` that {} owns, compiled nowhere \
+                     in this crate (git mv it to {to})",
                     owner.split('/').next().unwrap_or(owner)
                 )
             })
@@ -441,7 +502,7 @@ impl Source {
                     .any(|v| w[2].is_ident(v))
             {
                 broken.push(format!(
-                    "{}/{}:{}: reads the environment (env::{}); only core/src/{SWITCHES} may: \
+                    "{}/{}:{}: reads the environment (env::{}); only base/src/{SWITCHES} may: \
                      read it there once and pass the value down",
                     self.dir, self.path, w[2].line, w[2].text
                 ));
@@ -1059,11 +1120,11 @@ mod checker {
     }
 
     /// What the core crate must not depend on.
-    const CORE_ABOVE: &[&str] = LAYERS[1].above;
+    const CORE_ABOVE: &[&str] = LAYERS[3].above;
 
     #[test]
     fn a_core_dependency_on_a_layer_above_is_named_in_any_table() {
-        assert_eq!(LAYERS[1].dir, "core/src");
+        assert_eq!(LAYERS[3].dir, "core/src");
         let clean = "[package]\nname = \"mapfilter-core\"\n\n[dependencies]\n\
                      tiles = { path = \"../tiles\" }\nrayon = \"1\"\n\
                      serde = { version = \"1\", features = [\"derive\"] }\n\
@@ -1101,24 +1162,33 @@ mod checker {
     }
 
     #[test]
-    fn a_root_file_in_a_core_module_folder_is_stranded() {
+    fn a_file_in_a_moved_module_folder_is_stranded() {
         let owned = |files: &[&str]| -> Vec<(String, String)> {
             files
                 .iter()
                 .map(|p| (p.to_string(), String::new()))
                 .collect()
         };
-        let core = owned(&["lib.rs", "engine.rs", "method/mod.rs", "job/plane.rs"]);
+        let owners: BTreeMap<String, String> = [
+            ("engine", "core/src/engine"),
+            ("method", "core/src/method"),
+            ("gdal", "gdal/src"),
+            ("device", "opencl/src"),
+        ]
+        .iter()
+        .map(|(m, d)| (m.to_string(), d.to_string()))
+        .collect();
         let mut root = owned(&["lib.rs", "job/mod.rs", "job/smooth.rs", "cli/mod.rs"]);
         root[0].1 = "pub mod cli;\npub mod job;\n".to_string();
-        assert!(stranded(&core, &root).is_empty());
+        assert!(stranded("src", &root, &owners).is_empty());
         root.extend(owned(&[
             "method/newfam/mod.rs",
             "engine.rs",
             "gdal/points3d.rs",
+            "device/mod.rs",
         ]));
-        let broken = stranded(&core, &root);
-        assert_eq!(broken.len(), 3, "{broken:?}");
+        let broken = stranded("src", &root, &owners);
+        assert_eq!(broken.len(), 4, "{broken:?}");
         assert!(
             broken[0].starts_with("src/method/newfam/mod.rs: ")
                 && broken[0].contains("core/src/method/newfam/mod.rs"),
@@ -1133,6 +1203,13 @@ mod checker {
                 && broken[2].contains("git mv it to gdal/src/points3d.rs"),
             "{broken:?}"
         );
+        assert!(
+            broken[3].contains("git mv it to opencl/src/lib.rs"),
+            "{broken:?}"
+        );
+        // A module the crate declares itself is its own.
+        root[0].1 += "pub mod engine;\n";
+        assert_eq!(stranded("src", &root, &owners).len(), 3);
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! mapfilter-core: the layers of mapfilter that need neither GDAL nor the
-//! command line: the model, the inputs of the computation, the OpenCL
-//! devices, the class methods and image ops, both engines, the sieve, the
-//! metrics and the accuracy estimators, and smoothing a code plane in
-//! memory ([`job::plane`]). The `mapfilter` crate (GDAL raster I/O, jobs,
+//! command line: the model, the inputs of the computation, the class
+//! methods and image ops (each host reference beside its device twin),
+//! both engines, the sieve, the metrics and the accuracy estimators, and
+//! smoothing a code plane in memory ([`job::plane`]). It builds on
+//! mapfilter-base (error, settings, output, interruption, limits,
+//! progress) and mapfilter-opencl (the device layer, [`device`]), and
+//! re-exports their modules under their own names, so `crate::error` and
+//! `crate::device` read as before the split. The `mapfilter` crate (GDAL raster I/O, jobs,
 //! reports, sweeps, batch, the CLI) builds on it and re-exports every
 //! module under the same name, so `mapfilter::engine` is this crate's
 //! [`engine`]; this crate cannot name that one (docs/architecture.md).
@@ -16,27 +20,21 @@
 pub mod accuracy;
 pub mod classes;
 pub mod confidence;
-pub mod cpu;
-pub mod device;
 pub mod engine;
-pub mod error;
 pub mod filter;
-pub mod grain;
-pub mod interrupt;
 pub mod io;
 pub mod job;
 pub mod kernel;
-pub mod limits;
 pub mod linalg;
 pub mod method;
 pub mod metrics;
-pub mod output;
 pub mod pipeline;
 pub mod pixel;
 pub mod pixel_area;
-pub mod progress;
 pub mod sieve;
-pub mod switches;
 pub mod synth;
 
-pub use error::{Error, Result};
+pub use mapfilter_base::{Error, Result, bail};
+pub use mapfilter_base::{cpu, error, grain, interrupt, limits, output, progress, switches};
+/// The device layer (the mapfilter-opencl crate).
+pub use mapfilter_opencl as device;

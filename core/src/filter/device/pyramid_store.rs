@@ -21,15 +21,14 @@ use crate::device::{
     Args, Buffer, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Device, Event, Image, Kernel,
     Queue, event_ns,
 };
+use crate::device::{
+    CL_FLOAT, CL_MEM_COPY_HOST_PTR, CL_MEM_OBJECT_IMAGE2D, CL_R, CL_SIGNED_INT16, CL_UNSIGNED_INT8,
+    CL_UNSIGNED_INT16, cl_image_desc, cl_image_format,
+};
 use crate::error::{Error, Result, Setting};
 use crate::filter::border::{BorderMode, Win, pad};
 use crate::filter::scharr::Scharr;
 use crate::pixel::{Pixel, Plane, SampleType};
-use opencl3::memory::{
-    CL_FLOAT, CL_MEM_COPY_HOST_PTR, CL_MEM_OBJECT_IMAGE2D, CL_R, CL_SIGNED_INT16, CL_UNSIGNED_INT8,
-    CL_UNSIGNED_INT16,
-};
-use opencl3::types::{cl_image_desc, cl_image_format};
 
 /// How a pyramid's levels are held on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -57,8 +57,10 @@ use crate::method::{
     ClassSmoother, ClassTile, CodeTile, Finished, PendingTile, SmoothParams, submit_compacted,
 };
 use crate::switches;
-use opencl3::memory::{CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16};
-use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
+use crate::device::{
+    CL_MEM_OBJECT_IMAGE2D, CL_NON_BLOCKING, CL_RGBA, CL_UNSIGNED_INT8, CL_UNSIGNED_INT16,
+    cl_image_desc, cl_image_format,
+};
 use rayon::prelude::*;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};

@@ -1,8 +1,11 @@
-//! OpenCL devices (over the `opencl3` crate, which loads libOpenCL at run
-//! time, so the binary starts on machines without OpenCL).
+//! mapfilter-opencl, the device layer: OpenCL devices (over the `opencl3`
+//! crate, which loads libOpenCL at run time, so the binary starts on
+//! machines without OpenCL). mapfilter-core re-exports it as `device`.
 //!
-//! This module owns everything about *where* kernels run; methods own *what*
-//! they compute. The API other modules use:
+//! This crate owns everything about *where* kernels run, and the kernels'
+//! sources (`kernels/*.cl`); the methods (each in its folder of
+//! mapfilter-core, host reference and device twin side by side) own
+//! *what* they compute, and reach OpenCL through this crate's API only. The API other modules use:
 //!
 //! - [`list_devices`] / [`DeviceInfo`]: enumeration in a stable order
 //!   (the `INDEX` of `--device`); [`device_table`] prints it.
@@ -50,10 +53,17 @@ pub use opencl3::kernel::Kernel;
 pub use opencl3::memory::{
     Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY, ClMem, Image,
 };
+/// What the device twins that keep a tile in an image (naive's image
+/// variant, the pyramid store) create it with.
+pub use opencl3::memory::{
+    CL_FLOAT, CL_MEM_COPY_HOST_PTR, CL_MEM_OBJECT_IMAGE2D, CL_R, CL_RGBA, CL_SIGNED_INT16,
+    CL_UNSIGNED_INT8, CL_UNSIGNED_INT16,
+};
 pub use opencl3::program::Program;
-pub use sources::{BuildOptions, SOURCES, raw_source, source};
+pub use opencl3::types::{CL_NON_BLOCKING, cl_image_desc, cl_image_format};
+pub use sources::{BuildOptions, SOURCES, raw_source, source, with_common};
 
-use crate::error::{Error, Result, Setting};
+use mapfilter_base::error::{Error, Result, Setting};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::error_codes::ClError;
@@ -473,7 +483,7 @@ pub fn event_ns(e: &Event) -> u64 {
 /// missing OpenCL device fails the test instead of skipping it.
 pub fn test_device() -> Option<Device> {
     let skip = |why: String| {
-        if crate::switches::environment().require_opencl {
+        if mapfilter_base::switches::environment().require_opencl {
             panic!("MAPFILTER_REQUIRE_OPENCL is set but {why}");
         }
         eprintln!("skipping device test: {why}");

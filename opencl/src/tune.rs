@@ -10,12 +10,12 @@
 //! of the format wrote, is ignored with one warning; a run never fails for it.
 
 use super::DeviceInfo;
-use crate::error::{Error, Result};
+use mapfilter_base::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use crate::switches::{TUNE_DB_ENV, TUNE_ENV};
+pub use mapfilter_base::switches::{TUNE_DB_ENV, TUNE_ENV};
 
 /// The format's version; files of another are ignored.
 const FORMAT: u32 = 1;
@@ -76,7 +76,7 @@ impl TuneDb {
         let db: TuneDb = serde_json::from_str(text)
             .map_err(|e| Error::input(format!("not a tune database: {e}")))?;
         if db.format != FORMAT {
-            crate::bail!(
+            mapfilter_base::bail!(
                 input,
                 format!("format {} where this build reads {FORMAT}", db.format)
             );
@@ -117,21 +117,22 @@ impl TuneDb {
             })?;
         }
         let text = serde_json::to_string_pretty(self).expect("plain data serialises");
-        let target =
-            crate::output::Destination::File(crate::output::Target::check(path, true, &[])?);
-        crate::output::text::write(&target, &(text + "\n"))
+        let target = mapfilter_base::output::Destination::File(
+            mapfilter_base::output::Target::check(path, true, &[])?,
+        );
+        mapfilter_base::output::text::write(&target, &(text + "\n"))
     }
 }
 
 /// Where the database lives: `MAPFILTER_TUNE_DB`, else the cache directory
-/// ([`crate::switches::Environment::tune_db`]).
+/// ([`mapfilter_base::switches::Environment::tune_db`]).
 pub fn db_path() -> Option<PathBuf> {
-    crate::switches::environment().tune_db.clone()
+    mapfilter_base::switches::environment().tune_db.clone()
 }
 
 /// Whether runs ignore the database (`MAPFILTER_TUNE=off`).
 pub fn ignored() -> bool {
-    crate::switches::environment().tune_off
+    mapfilter_base::switches::environment().tune_off
 }
 
 /// The database runs use, read once per process: empty when ignored,

@@ -1,17 +1,17 @@
-//! The OpenCL C sources embedded in the binary (`kernels/*.cl`, and the
-//! `*.cl` files in the folders of `src/method/`) and the `-D` build options
-//! that specialise them.
+//! The OpenCL C sources embedded in the binary (this crate's
+//! `kernels/*.cl`) and the `-D` build options that specialise them.
 //!
-//! To add a kernel file: put it in `kernels/` or beside its method in
-//! `src/method/<m>/` (the build script embeds every `.cl` file there) and
-//! build it with `device.program("name", &BuildOptions::new().define(..))`.
+//! To add a kernel file: put it in `kernels/` (the build script embeds
+//! every `.cl` file there) and build it with
+//! `device.program("name", &BuildOptions::new().define(..))`; or keep it
+//! beside its method in mapfilter-core and build
+//! `device.program_from_source("name", &with_common(include_str!("name.cl")), ..)`.
 
 /// Prepended to every source: helpers shared by all kernel files.
-const COMMON: &str = include_str!("../../kernels/common.cl");
+const COMMON: &str = include_str!("../kernels/common.cl");
 
 /// Every embedded source by name (the file name without `.cl`): every
-/// `kernels/*.cl` but `common.cl` and every `src/method/*/*.cl`, listed by
-/// the build script.
+/// `kernels/*.cl` but `common.cl`, listed by the build script.
 pub const SOURCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
 /// The text of embedded source `name` without the common header.
@@ -24,10 +24,14 @@ pub fn raw_source(name: &str) -> Option<&'static str> {
 
 /// The text of embedded source `name`, with the common header, if it exists.
 pub fn source(name: &str) -> Option<String> {
-    SOURCES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| format!("{COMMON}\n{text}"))
+    raw_source(name).map(with_common)
+}
+
+/// A kernel source with the common header before it: what a method that
+/// keeps its own `.cl` file beside its code (`include_str!`) builds with
+/// `Device::program_from_source`, as the embedded sources are built.
+pub fn with_common(text: &str) -> String {
+    format!("{COMMON}\n{text}")
 }
 
 /// Build options: `-D NAME=VALUE` defines plus raw flags, rendered in the

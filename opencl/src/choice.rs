@@ -14,11 +14,11 @@
 //! how the tests share tiles between two devices on a machine with one.
 
 use super::{Device, DeviceInfo, DeviceKind, list_devices};
-use crate::bail;
-use crate::error::{Error, Result, Setting};
+use mapfilter_base::bail;
+use mapfilter_base::error::{Error, Result, Setting};
 use std::str::FromStr;
 
-pub use crate::switches::DEVICE_ENV;
+pub use mapfilter_base::switches::DEVICE_ENV;
 
 /// Where a method should run.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -118,7 +118,7 @@ impl DeviceChoice {
     pub fn or_env(arg: Option<DeviceChoice>) -> Result<Self> {
         match arg {
             Some(choice) => Ok(choice),
-            None => match &crate::switches::environment().device {
+            None => match &mapfilter_base::switches::environment().device {
                 Some(v) => v.parse().map_err(|e: Error| e.context(DEVICE_ENV)),
                 None => Ok(DeviceChoice::Auto),
             },

@@ -8,7 +8,7 @@
 //! codes to bytes) and transfer from it.
 
 use super::{Device, Queue, cl_error};
-use crate::error::Result;
+use mapfilter_base::error::Result;
 use opencl3::memory::{
     Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
 };
@@ -105,7 +105,7 @@ impl<T> Drop for PinnedHost<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::test_device;
+    use crate::test_device;
     use opencl3::memory::CL_MEM_READ_WRITE;
 
     #[test]

@@ -2,7 +2,7 @@
 //! `INDEX` of `--device`) and the figures `mapfilter devices` prints.
 
 use super::cl_error;
-use crate::error::{Error, Result, Setting};
+use mapfilter_base::error::{Error, Result, Setting};
 use opencl3::device::{
     CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
     Device as ClDevice,

@@ -20,7 +20,7 @@
 
 use super::{Buffer, Device, DeviceTimes, Event, Kernel, Queue, TimeCounters};
 use super::{cl_error, event_ns};
-use crate::error::Result;
+use mapfilter_base::error::Result;
 use opencl3::types::CL_NON_BLOCKING;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -260,7 +260,7 @@ impl TileStream {
 
     /// Enqueues the mapping of the first `n` bytes of `codes` in place
     /// through the 256 bytes of `table` (kernels/codes.cl `map_codes`; its
-    /// plain twin is [`crate::classes::map_bytes`]): a tile staged as
+    /// plain twin is mapfilter-core's `classes::map_bytes`): a tile staged as
     /// global class indices becomes the method's local indices on the
     /// device. As the tile's first kernel, it waits for the uploads.
     pub fn map_codes(
@@ -356,7 +356,7 @@ impl TileStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{Args, BuildOptions, CL_MEM_READ_WRITE, PinnedHost, test_device};
+    use crate::{Args, BuildOptions, CL_MEM_READ_WRITE, PinnedHost, test_device};
 
     /// The device's code mapping equals its plain twin, whatever the
     /// length (tails of one to three bytes included).
@@ -383,7 +383,11 @@ mod tests {
             let mut got = vec![0u8; n];
             dev.download(&buf, &mut got).unwrap();
             let mut want = codes.clone();
-            crate::classes::map_bytes(&mut want[..n_mapped], &table);
+            // The definition (the core's `classes::map_bytes` is its
+            // parallel host twin).
+            want[..n_mapped]
+                .iter_mut()
+                .for_each(|c| *c = table[*c as usize]);
             assert_eq!(got, want, "n {n}");
         }
     }

@@ -24,7 +24,7 @@ const POCL_ACCELERATOR_BACKENDS: [&str; 7] = [
 /// False only when no installed OpenCL driver can offer a GPU.
 pub fn gpu_possible() -> bool {
     // The loaders' environment overrides make them look elsewhere.
-    if crate::switches::environment().opencl_loader_overridden {
+    if mapfilter_base::switches::environment().opencl_loader_overridden {
         return true;
     }
     let Ok(entries) = std::fs::read_dir(VENDORS_DIR) else {
@@ -106,7 +106,7 @@ fn pocl_has_accelerator_backend(libpocl: &Path) -> bool {
 /// `ld.so.cache` is built from; NVIDIA's and AMD's installers add theirs
 /// there) and the default ones.
 fn library_dirs() -> Vec<PathBuf> {
-    let mut dirs = crate::switches::environment().library_path.clone();
+    let mut dirs = mapfilter_base::switches::environment().library_path.clone();
     if let Ok(entries) = std::fs::read_dir("/etc/ld.so.conf.d") {
         for text in entries
             .filter_map(|e| e.ok())
@@ -142,7 +142,7 @@ pub fn nvidia_gpus() -> Vec<String> {
         return Vec::new();
     }
     visible_gpus(
-        crate::switches::environment()
+        mapfilter_base::switches::environment()
             .cuda_visible_devices
             .as_deref(),
         count,
