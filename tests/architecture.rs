@@ -13,6 +13,9 @@
 //! another crate owns (where a merge from before a split puts a new file,
 //! which no crate would compile).
 //!
+//! The crate table of docs/architecture.md is checked against `cargo
+//! metadata` (read with serde_json).
+//!
 //! The checker reads Rust with a small lexer rather than a parser: it knows
 //! comments, string and char literals, braces and `crate::`/`super::`/
 //! `self::` paths (use trees included), which is all the rules need. Its own
@@ -256,6 +259,88 @@ fn no_crate_depends_on_a_layer_above_it() {
             layer.manifest
         );
     }
+}
+
+/// The table of docs/architecture.md that lists each crate and the crates
+/// of ours it depends on: (crate, its dependencies), from the rows after
+/// the header `| crate | folder | depends on (ours) |`.
+fn documented_graph(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let names = |cell: &str| -> BTreeSet<String> {
+        cell.split(',')
+            .map(|n| n.trim().trim_matches('`').to_string())
+            .filter(|n| !n.is_empty() && n != "—")
+            .collect()
+    };
+    doc.lines()
+        .skip_while(|l| !l.starts_with("| crate | folder | depends on (ours) |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').collect();
+            let [name, _, deps] = cells[..] else {
+                return None;
+            };
+            Some((name.trim().trim_matches('`').to_string(), names(deps)))
+        })
+        .collect()
+}
+
+/// Each workspace crate and the workspace crates among its normal
+/// dependencies, from `cargo metadata`'s JSON.
+fn cargo_graph(metadata: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    let packages = metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages");
+    let ours: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str())
+                .filter(|n| ours.contains(n))
+                .map(str::to_string)
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+        })
+        .collect()
+}
+
+#[test]
+fn the_documented_crate_graph_is_cargos() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = std::fs::read_to_string(Path::new(root).join("docs/architecture.md")).unwrap();
+    let documented = documented_graph(&doc);
+    assert!(
+        documented.len() >= 9,
+        "read {} crates in docs/architecture.md",
+        documented.len()
+    );
+    assert_eq!(
+        documented,
+        cargo_graph(&metadata),
+        "docs/architecture.md's crate table (Crates) differs from cargo metadata"
+    );
 }
 
 /// The first module of a path under a crate's source folder (`method`
@@ -1159,6 +1244,28 @@ mod checker {
         // Names in other tables are not dependencies.
         let features = format!("{clean}[features]\ngdal = []\n");
         assert!(upward_dependencies(&features, CORE_ABOVE).is_empty());
+    }
+
+    #[test]
+    fn the_crate_table_and_the_metadata_are_read_as_graphs() {
+        let doc = "x\n| crate | folder | depends on (ours) |\n| --- | --- | --- |\n\
+                   | `a` | `a/` | — |\n| `b` | `b/` | `a`, `c` |\n\nafter\n| `z` | | `a` |\n";
+        let set = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let graph = documented_graph(doc);
+        assert_eq!(graph.len(), 2, "{graph:?}");
+        assert_eq!(graph["a"], set(&[]));
+        assert_eq!(graph["b"], set(&["a", "c"]));
+        let metadata = serde_json::json!({"packages": [
+            {"name": "a", "dependencies": [{"name": "rayon", "kind": null}]},
+            {"name": "b", "dependencies": [
+                {"name": "a", "kind": null},
+                {"name": "a", "kind": "dev"},
+                {"name": "c", "kind": "dev"}
+            ]}
+        ]});
+        let cargo = cargo_graph(&metadata);
+        assert_eq!(cargo["a"], set(&[]));
+        assert_eq!(cargo["b"], set(&["a"]), "dev-dependencies are not layers");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
-use crate::pipeline;
+use crate::pipeline::{self, RunTotals};
 use crate::progress::Progress;
 use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
@@ -129,14 +129,12 @@ struct InFlight<'m> {
 /// Figures of one run.
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
-    pub tiles: usize,
-    pub pixels: u64,
-    /// Time the engine spent in the method or waiting for it (all tiles):
-    /// with tiles in flight (devices, host tiles on the pool) the time the
-    /// method worked beside the engine's own work is not counted twice.
-    pub compute: Duration,
-    /// Wall time of the whole run.
-    pub wall: Duration,
+    /// Tiles, pixels, compute and wall time, as the image engine counts
+    /// them. Its compute time is the time the engine spent in the method
+    /// or waiting for it (all tiles): with tiles in flight (devices, host
+    /// tiles on the pool) the time the method worked beside the engine's
+    /// own work is not counted twice.
+    pub totals: RunTotals,
     /// Largest number of classes any tile had to process.
     pub max_tile_classes: usize,
     /// Mean number of classes per tile.
@@ -238,7 +236,7 @@ pub fn smooth_weighted(
             threads: (method.depth() + 1).div_ceil(2).max(2),
         };
         let mut stats = bands.run_resident(all, width, out, &codes, progress)?;
-        stats.wall = start.elapsed();
+        stats.totals.wall = start.elapsed();
         return Ok(stats);
     }
     // Buffers go back to the stage that fills them, so that tiles after
@@ -296,7 +294,7 @@ pub fn smooth_weighted(
     })?;
     let mut stats = finisher.stats(&reader, &submitter, &writer);
     progress.finish();
-    stats.wall = start.elapsed();
+    stats.totals.wall = start.elapsed();
     Ok(stats)
 }
 
@@ -499,8 +497,7 @@ impl Tally {
         fill: u16,
         tie: u16,
     ) -> CodeMap {
-        self.stats.tiles += 1;
-        self.stats.pixels += tile.output.area();
+        self.stats.totals.tile(tile.output.area());
         self.stats.max_tile_classes = self.stats.max_tile_classes.max(local.len());
         self.class_sum += local.len();
         for &g in &local.globals {
@@ -511,17 +508,15 @@ impl Tally {
 
     /// A tile's time in the method: handing it over, then waiting for it.
     fn timed(&mut self, submit: Duration, wait: Duration) {
-        self.stats.compute += submit + wait;
+        self.stats.totals.compute += submit + wait;
         self.stats.stages.submit += submit;
         self.stats.stages.wait += wait;
     }
 
     fn merge(&mut self, other: Tally) {
         let (a, b) = (&mut self.stats, other.stats);
-        a.tiles += b.tiles;
-        a.pixels += b.pixels;
+        a.totals.absorb(&b.totals);
         a.max_tile_classes = a.max_tile_classes.max(b.max_tile_classes);
-        a.compute += b.compute;
         a.stages.submit += b.stages.submit;
         a.stages.wait += b.stages.wait;
         self.class_sum += other.class_sum;
@@ -533,7 +528,7 @@ impl Tally {
 
     fn stats(self) -> RunStats {
         let mut stats = self.stats;
-        stats.mean_tile_classes = self.class_sum as f64 / stats.tiles.max(1) as f64;
+        stats.mean_tile_classes = self.class_sum as f64 / stats.totals.tiles.max(1) as f64;
         stats.classes_present = self.present.iter().filter(|&&p| p).count();
         stats
     }
@@ -939,7 +934,12 @@ mod tests {
                     &switched(on_pool, None),
                 )
                 .unwrap();
-                (out, stats.tiles, stats.pixels, stats.classes_present)
+                (
+                    out,
+                    stats.totals.tiles,
+                    stats.totals.pixels,
+                    stats.classes_present,
+                )
             };
             assert_eq!(pooled(true), pooled(false), "tile {tile}");
         }
@@ -998,7 +998,7 @@ mod tests {
             let method = switched(on_pool, None);
             let (_, stats) = run(&input, &job(classes.clone(), tile), &method).unwrap();
             let on = method.on_workers.load(std::sync::atomic::Ordering::Relaxed);
-            (stats.tiles, on)
+            (stats.totals.tiles, on)
         };
         assert_eq!(workers(ON_POOL_MAX_TILE / 2, true), (3, 3));
         assert_eq!(workers(ON_POOL_MAX_TILE + 8, true), (1, 0));

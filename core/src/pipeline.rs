@@ -16,7 +16,37 @@
 use crate::error::{Error, Result};
 use crossbeam_channel::bounded;
 use std::collections::VecDeque;
+use std::time::Duration;
 use tiles::Tile;
+
+/// What a run of either engine did, counted the same way by both: the
+/// tiles and output pixels it computed, the time its compute stage spent
+/// in the method or op (or waiting for it), and its wall time. The class
+/// engine's `engine::RunStats` adds what only class maps have (classes
+/// per tile, each stage's busy time); the image engine returns these.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunTotals {
+    pub tiles: usize,
+    pub pixels: u64,
+    pub compute: Duration,
+    pub wall: Duration,
+}
+
+impl RunTotals {
+    /// Counts one finished tile of `pixels` output pixels.
+    pub fn tile(&mut self, pixels: u64) {
+        self.tiles += 1;
+        self.pixels += pixels;
+    }
+
+    /// Adds the tiles, pixels and compute time of a part of the same run
+    /// (its wall time is the run's, not a sum).
+    pub fn absorb(&mut self, part: &RunTotals) {
+        self.tiles += part.tiles;
+        self.pixels += part.pixels;
+        self.compute += part.compute;
+    }
+}
 
 /// Tiles in flight between reader, compute and writer.
 pub const PIPELINE_DEPTH: usize = 2;

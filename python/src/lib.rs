@@ -282,7 +282,7 @@ fn smooth_codes<'py>(
     let run = |plane: PlaneView, spec: PlaneSpec| -> mapfilter_core::Result<(MemRaster, f64)> {
         let smoother = smoother_for(&method, &device, &spec.kernel)?;
         let (out, _, stats) = smooth_plane(&plane, &spec, smoother.as_ref())?;
-        Ok((out, stats.wall.as_secs_f64()))
+        Ok((out, stats.totals.wall.as_secs_f64()))
     };
     let (h, w) = shape(codes)?;
     let (out, engine_seconds) = if let Ok(a) = codes.extract::<PyReadonlyArray2<u16>>() {

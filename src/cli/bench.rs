@@ -253,13 +253,13 @@ fn bench_one(
             })
             .collect();
         let ms = |ns: u64| ns as f64 / 1e6;
-        let total = stats.wall.as_secs_f64() * 1e3;
+        let total = stats.totals.wall.as_secs_f64() * 1e3;
         let mut line = config.clone();
         let fields = json!({
             "device": method.name(),
             "rep": rep,
-            "tiles": stats.tiles,
-            "compute_ms": stats.compute.as_secs_f64() * 1e3,
+            "tiles": stats.totals.tiles,
+            "compute_ms": stats.totals.compute.as_secs_f64() * 1e3,
             "kernel_ms": times.map(|t| ms(t.kernel_ns)),
             "upload_ms": times.map(|t| ms(t.upload_ns)),
             "download_ms": times.map(|t| ms(t.download_ns)),
@@ -273,7 +273,7 @@ fn bench_one(
                 "map_back": stats.stages.map_back.as_secs_f64() * 1e3,
                 "sink": stats.stages.sink.as_secs_f64() * 1e3,
             },
-            "mpix_s": stats.pixels as f64 / total / 1e3,
+            "mpix_s": stats.totals.pixels as f64 / total / 1e3,
             "check": check,
             "shape": crate::switches::get().fast_shape,
             "summary": method.summary(),

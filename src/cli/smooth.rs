@@ -179,8 +179,8 @@ fn say_written(
         output.display(),
         stats.classes_present,
         method.name(),
-        stats.wall.as_secs_f64(),
-        stats.tiles
+        stats.totals.wall.as_secs_f64(),
+        stats.totals.tiles
     );
     if let Some(line) = method.summary() {
         eprintln!("{}: {line}", method.name());

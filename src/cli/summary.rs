@@ -118,10 +118,10 @@ impl SmoothFacts<'_> {
             "device": self.device.as_deref().unwrap_or("auto"),
             "border": format!("{:?}", job.border).to_lowercase(),
             "tile": job.tile,
-            "tiles": self.stats.tiles,
+            "tiles": self.stats.totals.tiles,
             "output_nodata": job.output_nodata,
             "classes": classes,
-            "seconds": { "engine": self.stats.wall.as_secs_f64(), "total": self.seconds },
+            "seconds": { "engine": self.stats.totals.wall.as_secs_f64(), "total": self.seconds },
         })
     }
 }

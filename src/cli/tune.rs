@@ -261,7 +261,7 @@ impl Sweep<'_> {
             let (_, stats) =
                 engine::smooth_in_memory_with_stats(self.raster, &job, method.as_ref())?;
             if rep > 0 {
-                fastest = fastest.min(stats.wall);
+                fastest = fastest.min(stats.totals.wall);
             }
         }
         Ok(self.raster.data.len() as f64 / fastest.as_secs_f64().max(1e-9) / 1e6)

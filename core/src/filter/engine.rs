@@ -9,7 +9,7 @@ use super::op::{Chain, Op, Step, TileAt, pad_bands};
 use super::strip::Source;
 use crate::error::Result;
 use crate::io::{ImageSink, ImageSource, MemImage};
-use crate::pipeline;
+use crate::pipeline::{self, RunTotals};
 use crate::pixel::{Bands, Pixel, Plane};
 use crate::progress::Progress;
 use crate::with_bands;
@@ -155,15 +155,6 @@ pub struct FilterJob {
     pub tile: usize,
 }
 
-/// Figures of one run.
-#[derive(Clone, Debug, Default)]
-pub struct FilterStats {
-    pub tiles: usize,
-    pub pixels: u64,
-    pub compute: Duration,
-    pub wall: Duration,
-}
-
 /// The tiles of a job on an input of `size`: square tiles of the output
 /// raster, each reading the input window [`Chain::source_window`] gives.
 pub fn tiles(job: &FilterJob, size: (usize, usize)) -> Result<Vec<tiles::Tile>> {
@@ -186,7 +177,7 @@ pub fn filter(
     job: &FilterJob,
     runner: &dyn ChainRunner,
     progress: &Progress,
-) -> Result<FilterStats> {
+) -> Result<RunTotals> {
     let start = Instant::now();
     let (w, h) = source.size();
     let nd = source.nodata();
@@ -194,7 +185,7 @@ pub fn filter(
         .check(source.bands(), source.sample_type(), job.border, nd)?;
     let tiles = tiles(job, (w, h))?;
     progress.start(tiles.len() as u64, "tiles");
-    let mut stats = FilterStats::default();
+    let mut stats = RunTotals::default();
     let compute = std::cell::Cell::new(Duration::ZERO);
     pipeline::run_deferred(
         tiles.into_iter(),
@@ -216,8 +207,7 @@ pub fn filter(
             let t0 = Instant::now();
             let out = runner.finish(pending)?;
             compute.set(compute.get() + t0.elapsed());
-            stats.tiles += 1;
-            stats.pixels += tile.output.area();
+            stats.tile(tile.output.area());
             Ok(out)
         },
         runner.depth(),

@@ -542,9 +542,12 @@ mod tests {
         assert_eq!(shares.len(), 2);
         assert_eq!(
             shares.iter().map(|s| s.tiles).sum::<u64>(),
-            stats.tiles as u64
+            stats.totals.tiles as u64
         );
-        assert_eq!(shares.iter().map(|s| s.pixels).sum::<u64>(), stats.pixels);
+        assert_eq!(
+            shares.iter().map(|s| s.pixels).sum::<u64>(),
+            stats.totals.pixels
+        );
         // Each slow tile waited for two fast ones, but for its last one,
         // which may have found the queue empty.
         assert!(

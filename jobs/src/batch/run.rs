@@ -502,7 +502,7 @@ impl Context<'_> {
                 done.map_err(|e| e.context(format!("task {}", task.id)))?
             }
         };
-        let engine_seconds = done.stats.wall.as_secs_f64();
+        let engine_seconds = done.stats.totals.wall.as_secs_f64();
         let center = Self::center(mosaic, task);
         let whole = Rect::new(0, 0, task.window[2], task.window[3]);
         // The counts of the pixels the engine moved. A count that does not

@@ -422,7 +422,7 @@ pub fn smooth_report(run: &SmoothRun, report: &ReportTarget) -> Result<()> {
         };
         m
     }));
-    let method_seconds = run.stats.wall.as_secs_f64();
+    let method_seconds = run.stats.totals.wall.as_secs_f64();
     let method_is_baseline = run.method.name() == baseline.name();
     let reused = run.baseline.map(|p| format!(", reused: {}", file_name(p)));
     let report_data = CompareReport {
@@ -496,7 +496,7 @@ fn run_settings(run: &SmoothRun) -> Vec<(String, String)> {
             run.confidence.map_or("none".into(), |c| c.label()),
         )])
         .chain([
-            ("tiles".into(), run.stats.tiles.to_string()),
+            ("tiles".into(), run.stats.totals.tiles.to_string()),
             ("method exact".into(), run.method.is_exact().to_string()),
         ])
         .chain(run.method.summary().map(|m| ("method run".into(), m)))

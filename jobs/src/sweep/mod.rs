@@ -893,7 +893,7 @@ fn time_method(
     let mut output = None;
     for _ in 0..config.repeats {
         let (out, stats) = run_once(point, job, method, source)?;
-        times.push((stats.wall, stats.compute));
+        times.push((stats.totals.wall, stats.totals.compute));
         output = Some(out);
     }
     Ok((times, output.expect("repeats ≥ 1")))
