@@ -232,6 +232,16 @@ impl From<tiles::GridError> for Error {
     }
 }
 
+impl From<tiles::UnknownBorder> for Error {
+    fn from(e: tiles::UnknownBorder) -> Self {
+        Error::usage(e.to_string()).hint(format!(
+            "{} keeps the input's size, {} crops the kernel's halo",
+            Setting::Border.is("same"),
+            Setting::Border.is("valid")
+        ))
+    }
+}
+
 /// Shorthand for `return Err(Error::KIND(..).hint(..))`, e.g.
 /// `bail!(usage, "no op given", hint = OPS_HINT)`.
 #[macro_export]

@@ -36,6 +36,12 @@ impl Compression {
     }
 }
 
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A codec by name, in any case (batch plans give it as text).
 impl std::str::FromStr for Compression {
     type Err = Error;
@@ -68,12 +74,38 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    pub const ALL: [OutputFormat; 2] = [OutputFormat::GTiff, OutputFormat::Cog];
+
     /// GDAL's name of the driver that writes it.
     pub fn driver(self) -> &'static str {
         match self {
             OutputFormat::GTiff => "GTiff",
             OutputFormat::Cog => "COG",
         }
+    }
+}
+
+impl std::fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.driver())
+    }
+}
+
+/// A format by its driver's name, in any case (`--of`, batch plans).
+impl std::str::FromStr for OutputFormat {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        OutputFormat::ALL
+            .into_iter()
+            .find(|f| f.driver().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::usage(format!("output format '{s}' is neither GTiff nor COG")).hint(format!(
+                    "use {} or {}",
+                    Setting::Of.is("GTiff"),
+                    Setting::Of.is("COG")
+                ))
+            })
     }
 }
 

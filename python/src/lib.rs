@@ -91,15 +91,6 @@ fn kernel(
     resolved.spec.build()
 }
 
-fn border(text: &str) -> mapfilter_core::Result<Border> {
-    match text {
-        "same" => Ok(Border::Same),
-        "valid" => Ok(Border::Valid),
-        other => Err(LibError::usage(format!("unknown border '{other}'"))
-            .hint("use same (keeps the size) or valid (crops the halo)")),
-    }
-}
-
 /// The keyword arguments of a binding function, read by name from its
 /// `**options`: a value of `None` is the same as leaving it out, and a
 /// name nobody read is refused (a misspelt option is not silently
@@ -261,7 +252,14 @@ fn smooth_codes<'py>(
         let weights: ClassWeights = o.class_weights.as_deref().unwrap_or("").parse()?;
         let spec = MethodSpec::new(o.method.parse()?, None, o.fast)?;
         let device: DeviceChoice = o.device.parse()?;
-        Ok((kernel, policies, weights, spec, device, border(&o.border)?))
+        Ok((
+            kernel,
+            policies,
+            weights,
+            spec,
+            device,
+            o.border.parse::<Border>()?,
+        ))
     };
     let (kernel, policies, weights, method, device, border) =
         settings().map_err(|e| raise(py, e))?;

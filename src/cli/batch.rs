@@ -239,10 +239,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         kernel_given: None,
         kernel_conversion: None,
         class_weights: a.class_weights.clone(),
-        border: match a.border {
-            BorderArg::Same => "same".into(),
-            BorderArg::Valid => "valid".into(),
-        },
+        border: a.border.into(),
         fill_nodata: a.fill_nodata,
         tile: a.tile,
         method: a.fast.method,
@@ -250,14 +247,9 @@ fn plan(a: PlanArgs) -> Result<()> {
         energy: a.fast.energy,
         terms: a.fast.terms,
         exact: a.fast.exact,
-        device: a.device.as_ref().map(ToString::to_string),
-        variant: a.variant.map(|v| v.name().to_string()),
-        compress: a
-            .compression
-            .compress
-            .to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default(),
+        device: a.device.clone(),
+        variant: a.variant,
+        compress: a.compression.compress.into(),
         compress_level: a.compression.compress_level,
         ties: a.policies.ties.clone(),
         keep: a.policies.keep.clone(),
@@ -265,7 +257,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         only_isolated: a.policies.only_isolated,
         iterations: a.policies.iterations,
         format: (a.compression.format == super::compress_args::FormatArg::Cog)
-            .then(|| "COG".to_string()),
+            .then_some(crate::gdal::output_options::OutputFormat::Cog),
         creation_options: a.compression.creation_options.clone(),
         mmu: a.mmu.clone().map(|given| MmuOption {
             given,

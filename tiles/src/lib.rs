@@ -62,6 +62,50 @@ pub enum Border {
     Valid,
 }
 
+impl Border {
+    /// Every border by its name, as [`Border::name`] and parsing spell it.
+    pub const ALL: [Border; 2] = [Border::Same, Border::Valid];
+
+    /// The border's name: `same` or `valid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Border::Same => "same",
+            Border::Valid => "valid",
+        }
+    }
+}
+
+impl fmt::Display for Border {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A border name that is neither `same` nor `valid`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownBorder(pub String);
+
+impl fmt::Display for UnknownBorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "border '{}' is neither same nor valid", self.0)
+    }
+}
+
+impl std::error::Error for UnknownBorder {}
+
+impl std::str::FromStr for Border {
+    type Err = UnknownBorder;
+
+    /// `same` or `valid`: the one parser of a border's name (the CLI, plans,
+    /// sweeps and the Python binding all read it here).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Border::ALL
+            .into_iter()
+            .find(|b| b.name() == text)
+            .ok_or_else(|| UnknownBorder(text.to_string()))
+    }
+}
+
 /// Why a grid cannot be laid out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GridError {
@@ -283,6 +327,15 @@ impl Tile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn borders_read_back_their_names() {
+        for b in Border::ALL {
+            assert_eq!(b.to_string().parse::<Border>(), Ok(b));
+        }
+        let err = "Same".parse::<Border>().unwrap_err();
+        assert_eq!(err.to_string(), "border 'Same' is neither same nor valid");
+    }
 
     #[test]
     fn a_window_near_the_end_of_the_address_space_does_not_overflow() {

@@ -166,6 +166,8 @@ settings! {
     DstNodata => "dst-nodata", None;
     /// A GDAL creation option.
     Co => "co", None;
+    /// The output format (GTiff or COG).
+    Of => "of", None;
     /// The output's compression.
     Compress => "compress", None;
     /// The compression level.

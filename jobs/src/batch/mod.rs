@@ -22,6 +22,7 @@
 //! - [`workers`] sizes a run to the node: tasks in flight, pool threads;
 //!   [`processes`] runs a plan on `all` GPUs as one worker process per GPU.
 
+mod as_text;
 pub mod inputs;
 pub mod maps;
 pub mod mmu;

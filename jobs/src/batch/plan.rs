@@ -16,6 +16,7 @@ use mapfilter_core::classes::{ClassTable, ClassWeights};
 use mapfilter_core::device::DeviceChoice;
 use mapfilter_core::error::{Error, Result, Setting};
 use mapfilter_core::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
+use mapfilter_core::method::naive::cl::Variant;
 use mapfilter_core::method::policy::{Policies, PolicyText};
 use mapfilter_core::method::select::{FastOptions, Method, MethodSpec};
 use mapfilter_core::output::{self, Destination, Target};
@@ -54,7 +55,8 @@ pub struct SmoothOptions {
     pub kernel_conversion: Option<String>,
     pub class_weights: Option<String>,
     /// `same` or `valid`.
-    pub border: String,
+    #[serde(with = "super::as_text")]
+    pub border: Border,
     pub fill_nodata: bool,
     /// The engine's tile side; `None` (or absent): the method's own default
     /// (2048 on a GPU, 512 on the host). Plans made before this was
@@ -66,10 +68,13 @@ pub struct SmoothOptions {
     pub energy: Option<f64>,
     pub terms: Option<usize>,
     pub exact: bool,
-    pub device: Option<String>,
-    pub variant: Option<String>,
+    #[serde(default, with = "super::as_text::option")]
+    pub device: Option<DeviceChoice>,
+    #[serde(default, with = "super::as_text::option")]
+    pub variant: Option<Variant>,
     /// none, deflate, lzw or zstd.
-    pub compress: String,
+    #[serde(with = "super::as_text")]
+    pub compress: Compression,
     pub compress_level: Option<u8>,
     /// The policies (docs/semantics.md#policies); absent in older plans.
     #[serde(default)]
@@ -83,8 +88,12 @@ pub struct SmoothOptions {
     #[serde(default)]
     pub iterations: Option<usize>,
     /// `GTiff` or `COG` (`--of`); absent in plans of GeoTIFF outputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "super::as_text::option"
+    )]
+    pub format: Option<OutputFormat>,
     /// The driver's creation options (`--co KEY=VALUE`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub creation_options: Vec<(String, String)>,
@@ -159,32 +168,19 @@ impl SmoothOptions {
             .with_size(self.size)?
             .build()?;
         let weights: ClassWeights = self.class_weights.as_deref().unwrap_or("").parse()?;
-        let border = match self.border.as_str() {
-            "same" => Border::Same,
-            "valid" => Border::Valid,
-            other => bail!(input, format!("border '{other}' is neither same nor valid")),
-        };
-        let codec: Compression = self.compress.parse()?;
-        let format = match self.format.as_deref() {
-            None | Some("GTiff") => OutputFormat::GTiff,
-            Some("COG") => OutputFormat::Cog,
-            Some(other) => bail!(
-                input,
-                format!("output format '{other}' is neither GTiff nor COG")
-            ),
-        };
-        let compression = OutputCompression::new(codec, self.compress_level)?
-            .with_format(format, self.creation_options.clone())?;
+        let compression = OutputCompression::new(self.compress, self.compress_level)?.with_format(
+            self.format.unwrap_or_default(),
+            self.creation_options.clone(),
+        )?;
         let options = FastOptions {
             rank: self.rank,
             energy: self.energy,
             terms: self.terms,
             exact: self.exact,
         };
-        let variant = self.variant.as_deref().map(str::parse).transpose()?;
         let method = MethodChoice {
-            spec: MethodSpec::new(self.method, variant, options)?,
-            device: DeviceChoice::from_arg(self.device.as_deref())?,
+            spec: MethodSpec::new(self.method, self.variant, options)?,
+            device: DeviceChoice::or_env(self.device.clone())?,
         };
         let policies = PolicyText {
             ties: self.ties.as_deref(),
@@ -197,7 +193,7 @@ impl SmoothOptions {
         Ok(Settings {
             kernel,
             weights,
-            border,
+            border: self.border,
             compression,
             method,
             policies,
@@ -1009,4 +1005,45 @@ fn windows(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The options of a plan.json as plans wrote them when these fields
+    /// were text: they read into typed values, and the plan writes them
+    /// back as the same words.
+    #[test]
+    fn options_of_older_plans_read_typed_and_write_back_the_same() {
+        let older = serde_json::json!({
+            "kernel": "gaussian:2.5", "size": null, "class_weights": null,
+            "border": "valid", "fill_nodata": false, "tile": null,
+            "method": "naive", "rank": null, "energy": null, "terms": null,
+            "exact": false, "device": "0,1", "variant": "image",
+            "compress": "zstd", "compress_level": 9, "ties": null, "keep": null,
+            "no_vote": null, "only_isolated": null, "iterations": null,
+            "format": "COG"
+        });
+        let options: SmoothOptions = serde_json::from_value(older.clone()).unwrap();
+        assert_eq!(options.border, Border::Valid);
+        assert_eq!(
+            options.device,
+            Some(DeviceChoice::List(vec![
+                DeviceChoice::Index(0),
+                DeviceChoice::Index(1)
+            ]))
+        );
+        assert_eq!(options.variant, Some(Variant::Image));
+        assert_eq!(options.compress, Compression::Zstd);
+        assert_eq!(options.format, Some(OutputFormat::Cog));
+        assert_eq!(serde_json::to_value(&options).unwrap(), older);
+        let settings = options.settings().unwrap();
+        assert_eq!(settings.border, Border::Valid);
+        // A word no parser knows fails the load with the parser's message.
+        let mut bad = older;
+        bad["compress"] = "brotli".into();
+        let err = serde_json::from_value::<SmoothOptions>(bad).unwrap_err();
+        assert!(err.to_string().contains("compression 'brotli'"), "{err}");
+    }
 }

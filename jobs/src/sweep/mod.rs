@@ -301,15 +301,7 @@ impl Settings {
                 hint = "simplex or random"
             ),
         };
-        let border = match self.border.as_deref().unwrap_or("same") {
-            "same" => Border::Same,
-            "valid" => Border::Valid,
-            other => bail!(
-                usage,
-                format!("border '{other}' is unknown"),
-                hint = "same or valid"
-            ),
-        };
+        let border: Border = self.border.as_deref().unwrap_or("same").parse()?;
         let classes = self.classes.unwrap_or(8);
         if classes == 0 || classes as usize > mapfilter_core::classes::MAX_CLASSES {
             bail!(
