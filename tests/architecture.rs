@@ -31,128 +31,115 @@ const MAX_FN_LINES: usize = 120;
 const MAX_FILE_LINES: usize = 900;
 /// The one file that reads the process environment (the core crate's).
 const SWITCHES: &str = "switches.rs";
-/// One crate of the workspace: where its sources and manifest are, the
-/// fewest `.rs` files its folder must hold (a guard against reading an
-/// empty or moved folder), and the packages it must not depend on: the
-/// layers above it, and GDAL or clap where it has no business with them.
+/// One crate of the workspace: its package name, where its sources and
+/// manifest are, its rank in the layering (it may depend only on crates
+/// of ours of a lower rank), the fewest `.rs` files its folder must hold
+/// (a guard against reading an empty or moved folder), and the libraries
+/// it has no business with (GDAL, clap, OpenCL but in the device layer).
 struct Layer {
+    name: &'static str,
     dir: &'static str,
     manifest: &'static str,
+    rank: u8,
     fewest: usize,
-    above: &'static [&'static str],
+    libraries: &'static [&'static str],
 }
 
+/// GDAL's bindings and the CLI's parser: no crate below them may name them.
+const GDAL_AND_CLAP: &[&str] = &["gdal", "gdal-sys", "clap"];
+/// The same and OpenCL: what the crates beside the device layer must not name.
+const GDAL_CLAP_OPENCL: &[&str] = &["gdal", "gdal-sys", "clap", "opencl3"];
+
 /// The workspace's crates from the bottom (docs/architecture.md, Crates).
+/// Crates of one rank may not depend on each other (GDAL and the reports;
+/// the Python binding beside them, on the core only).
 const LAYERS: [Layer; 9] = [
     Layer {
+        name: "tiles",
         dir: "tiles/src",
         manifest: "tiles/Cargo.toml",
+        rank: 0,
         fewest: 0,
-        above: &[
-            "mapfilter-core",
-            "mapfilter-gdal",
-            "mapfilter-report",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-            "opencl3",
-        ],
+        libraries: GDAL_CLAP_OPENCL,
     },
     Layer {
+        name: "mapfilter-base",
         dir: "base/src",
         manifest: "base/Cargo.toml",
+        rank: 1,
         fewest: 10,
-        above: &[
-            "mapfilter-opencl",
-            "mapfilter-core",
-            "mapfilter-gdal",
-            "mapfilter-report",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-            "opencl3",
-        ],
+        libraries: GDAL_CLAP_OPENCL,
     },
     Layer {
+        name: "mapfilter-opencl",
         dir: "opencl/src",
         manifest: "opencl/Cargo.toml",
+        rank: 2,
         fewest: 6,
-        above: &[
-            "mapfilter-core",
-            "mapfilter-gdal",
-            "mapfilter-report",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-        ],
+        libraries: GDAL_AND_CLAP,
     },
     Layer {
+        name: "mapfilter-core",
         dir: "core/src",
         manifest: "core/Cargo.toml",
+        rank: 3,
         fewest: 80,
-        above: &[
-            "opencl3",
-            "mapfilter-gdal",
-            "mapfilter-report",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-        ],
+        libraries: GDAL_CLAP_OPENCL,
     },
     Layer {
+        name: "mapfilter-gdal",
         dir: "gdal/src",
         manifest: "gdal/Cargo.toml",
+        rank: 4,
         fewest: 12,
-        above: &["mapfilter-report", "mapfilter-jobs", "mapfilter", "clap"],
+        libraries: &["clap", "opencl3"],
     },
     Layer {
+        name: "mapfilter-report",
         dir: "report/src",
         manifest: "report/Cargo.toml",
+        rank: 4,
         fewest: 8,
-        above: &[
-            "mapfilter-gdal",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-        ],
+        libraries: GDAL_CLAP_OPENCL,
     },
     Layer {
-        dir: "jobs/src",
-        manifest: "jobs/Cargo.toml",
-        fewest: 25,
-        above: &["mapfilter", "clap"],
-    },
-    Layer {
-        dir: "src",
-        manifest: "Cargo.toml",
-        fewest: 30,
-        above: &["mapfilter-python"],
-    },
-    Layer {
+        name: "mapfilter-python",
         dir: "python/src",
         manifest: "python/Cargo.toml",
+        rank: 4,
         fewest: 0,
-        above: &[
-            "mapfilter-gdal",
-            "mapfilter-report",
-            "mapfilter-jobs",
-            "mapfilter",
-            "gdal",
-            "gdal-sys",
-            "clap",
-        ],
+        libraries: GDAL_CLAP_OPENCL,
+    },
+    Layer {
+        name: "mapfilter-jobs",
+        dir: "jobs/src",
+        manifest: "jobs/Cargo.toml",
+        rank: 5,
+        fewest: 25,
+        libraries: &["clap", "opencl3"],
+    },
+    Layer {
+        name: "mapfilter",
+        dir: "src",
+        manifest: "Cargo.toml",
+        rank: 6,
+        fewest: 30,
+        libraries: &["opencl3", "mapfilter-python"],
     },
 ];
+
+impl Layer {
+    /// What this crate must not depend on: every crate of ours of its rank
+    /// or above (itself aside), and its [`Layer::libraries`].
+    fn forbidden(&self) -> Vec<&'static str> {
+        LAYERS
+            .iter()
+            .filter(|other| other.rank >= self.rank && other.name != self.name)
+            .map(|other| other.name)
+            .chain(self.libraries.iter().copied())
+            .collect()
+    }
+}
 /// The modules split out of a crate into one below or beside it, by the
 /// folder of their new home (a crate's `src/` for a module that became a
 /// crate): (crate folder they left, module, new folder).
@@ -251,7 +238,7 @@ fn no_crate_depends_on_a_layer_above_it() {
             "{} is not a package manifest",
             layer.manifest
         );
-        let upward = upward_dependencies(&text, layer.above);
+        let upward = upward_dependencies(&text, &layer.forbidden());
         assert!(
             upward.is_empty(),
             "{} depends on {upward:?}, a layer above it or a library it has no business with \
@@ -1205,17 +1192,44 @@ mod checker {
     }
 
     /// What the core crate must not depend on.
-    const CORE_ABOVE: &[&str] = LAYERS[3].above;
+    fn core_above() -> Vec<&'static str> {
+        LAYERS[3].forbidden()
+    }
 
     #[test]
     fn a_core_dependency_on_a_layer_above_is_named_in_any_table() {
         assert_eq!(LAYERS[3].dir, "core/src");
+        let above = core_above();
+        for name in [
+            "mapfilter-gdal",
+            "mapfilter-jobs",
+            "mapfilter",
+            "gdal",
+            "clap",
+            "opencl3",
+        ] {
+            assert!(
+                above.contains(&name),
+                "{name} not forbidden to the core: {above:?}"
+            );
+        }
+        for name in [
+            "mapfilter-core",
+            "mapfilter-base",
+            "mapfilter-opencl",
+            "tiles",
+        ] {
+            assert!(
+                !above.contains(&name),
+                "{name} forbidden to the core: {above:?}"
+            );
+        }
         let clean = "[package]\nname = \"mapfilter-core\"\n\n[dependencies]\n\
                      tiles = { path = \"../tiles\" }\nrayon = \"1\"\n\
                      serde = { version = \"1\", features = [\"derive\"] }\n\
                      \n[dev-dependencies]\ntempfile = \"3\" # not gdal\n";
         assert_eq!(dependencies(clean), ["tiles", "rayon", "serde", "tempfile"]);
-        assert!(upward_dependencies(clean, CORE_ABOVE).is_empty());
+        assert!(upward_dependencies(clean, &core_above()).is_empty());
         for (upward, name) in [
             ("[dependencies]\ngdal = \"0.19\"\n", "gdal"),
             ("[dependencies]\nclap.version = \"4\"\n", "clap"),
@@ -1236,14 +1250,14 @@ mod checker {
         ] {
             let manifest = format!("{clean}{upward}");
             assert_eq!(
-                upward_dependencies(&manifest, CORE_ABOVE),
+                upward_dependencies(&manifest, &core_above()),
                 [name],
                 "{manifest}"
             );
         }
         // Names in other tables are not dependencies.
         let features = format!("{clean}[features]\ngdal = []\n");
-        assert!(upward_dependencies(&features, CORE_ABOVE).is_empty());
+        assert!(upward_dependencies(&features, &core_above()).is_empty());
     }
 
     #[test]
