@@ -4,23 +4,13 @@
 //! [`crate::filter::blend_cl`]).
 
 use super::compress_args::CompressArgs;
-use crate::bail;
-use crate::device::{Device, DeviceChoice};
+use crate::device::DeviceChoice;
 use crate::error::Result;
-use crate::filter::blend::{Blend, BlendNodata};
-use crate::filter::blend_cl;
-use crate::gdal::image_raster::{ImageRaster, gdal_type};
-use crate::gdal::output_raster::{OutputRaster, OutputSpec};
-use crate::io::{ImageSink, ImageSource};
+use crate::filter::blend::Blend;
+use crate::job::blend::BlendSpec;
 use crate::output::Target;
-use crate::pixel::Bands;
-use crate::with_bands;
 use clap::Args;
 use std::path::PathBuf;
-use tiles::Rect;
-
-/// Rows per strip.
-const STRIP: usize = 256;
 
 #[derive(Args, Debug)]
 pub struct BlendArgs {
@@ -75,177 +65,39 @@ fn parse_weights(s: &str) -> Result<Blend> {
     })
 }
 
-/// Refuses `other` unless it lies on `first`'s grid.
-fn same_grid(first: &ImageRaster, other: &ImageRaster) -> Result<()> {
-    let (a, b) = (&first.meta, &other.meta);
-    let close = match (a.geo_transform, b.geo_transform) {
-        (Some(x), Some(y)) => x
-            .iter()
-            .zip(&y)
-            .all(|(p, q)| (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(x[1].abs()).max(1e-12)),
-        (None, None) => true,
-        _ => false,
-    };
-    if (a.width, a.height) != (b.width, b.height) || !close || a.projection != b.projection {
-        bail!(
-            input,
-            format!(
-                "{} is not on the grid of {} ({}x{} vs {}x{}, or another geotransform or coordinate system)",
-                other.path().display(),
-                first.path().display(),
-                b.width,
-                b.height,
-                a.width,
-                a.height
-            ),
-            hint = "resample it onto the first raster's grid: gdalwarp -te XMIN YMIN XMAX YMAX -ts WIDTH HEIGHT -t_srs SRS"
-        );
-    }
-    Ok(())
-}
-
 pub fn run(args: BlendArgs) -> Result<()> {
-    let mut first = ImageRaster::open(&args.first)?;
-    let mut second = ImageRaster::open(&args.second)?;
-    same_grid(&first, &second)?;
-    let mut alpha = match &args.alpha {
-        Some(p) => {
-            let a = ImageRaster::open(p)?;
-            same_grid(&first, &a)?;
-            if a.bands != 1 {
-                bail!(
-                    usage,
-                    format!("--alpha {}: {} bands, one expected", p.display(), a.bands),
-                    hint = "pick the band with gdal_translate -b N"
-                );
-            }
-            Some(a)
-        }
-        None => None,
-    };
     let blend = match (&args.weights, &args.alpha, args.alpha_band) {
         (Some(w), _, _) => parse_weights(w)?,
         (None, None, None) => parse_weights("0.5,0.5")?,
         _ => Blend::Alpha,
     };
-    if let Some(n) = args.alpha_band
-        && (n == 0 || n > first.bands || first.bands < 2)
-    {
-        bail!(
-            usage,
-            format!(
-                "--alpha-band {n}: {} has {} bands",
-                args.first.display(),
-                first.bands
-            ),
-            hint = "give a band from 1 to the band count, other than the only one"
-        );
-    }
-    let colour_bands = first.bands - args.alpha_band.map_or(0, |_| 1);
-    if second.bands != colour_bands || second.sample_type != first.sample_type {
-        bail!(
-            input,
-            format!(
-                "{} has {} {} bands, {} needs {colour_bands} {} bands",
-                args.second.display(),
-                second.bands,
-                second.sample_type.name(),
-                args.first.display(),
-                first.sample_type.name()
-            ),
-            hint = "convert with gdal_translate -ot TYPE -b N"
-        );
-    }
     let mut inputs = vec![args.first.as_path(), args.second.as_path()];
     inputs.extend(args.alpha.as_deref());
     let target = Target::check(&args.output, args.overwrite.overwrite, &inputs)?;
-    let (w, h) = (first.meta.width, first.meta.height);
-    let spec = OutputSpec {
-        width: w,
-        height: h,
-        bands: colour_bands,
-        data_type: gdal_type(first.sample_type),
-        geo_transform: first.meta.geo_transform,
-        projection: first.meta.projection.clone(),
-        nodata: first.meta.nodata,
-        colors: Vec::new(),
-        category_names: Vec::new(),
-        compression: args.compression.compression()?.continuous(),
-    };
-    let mut output = OutputRaster::create(&target, &spec)?;
-    let nd = BlendNodata {
-        a: first.meta.nodata,
-        b: second.meta.nodata,
-        alpha: match &alpha {
-            Some(a) => a.meta.nodata,
-            None => args.alpha_band.and(first.meta.nodata),
-        },
-    };
     let device = args.device.resolve()?;
-    let start = std::time::Instant::now();
-    for y in (0..h).step_by(STRIP) {
-        let window = Rect::new(0, y, w, STRIP.min(h - y));
-        let mut a = first.read(window)?;
-        let b = second.read(window)?;
-        let weight = match (&mut alpha, args.alpha_band) {
-            (Some(r), _) => Some(r.read(window)?),
-            (None, Some(n)) => Some(take_band(&mut a, n - 1)),
-            (None, None) => None,
-        };
-        let out = blend_bands(device.as_ref(), blend, &a, &b, weight.as_ref(), nd)?;
-        output.write(window, &out)?;
-    }
-    output.finish()?;
+    let device_name = device
+        .as_ref()
+        .map_or("host".to_string(), |d| d.info().name.clone());
+    let spec = BlendSpec {
+        first: args.first,
+        second: args.second,
+        alpha: args.alpha,
+        alpha_band: args.alpha_band,
+        blend,
+        target,
+        compression: args.compression.compression()?,
+        device,
+    };
+    let done = crate::job::blend::run(&spec)?;
     if !args.quiet {
         eprintln!(
-            "wrote {} ({w}x{h}, {colour_bands} bands, {} in {:.3} s)",
-            target.shown().display(),
-            device.as_ref().map_or("host", |d| d.info().name.as_str()),
-            start.elapsed().as_secs_f64()
+            "wrote {} ({}x{}, {} bands, {device_name} in {:.3} s)",
+            spec.target.shown().display(),
+            done.width,
+            done.height,
+            done.bands,
+            done.seconds
         );
     }
     Ok(())
-}
-
-/// Removes band `i` from `bands` and returns it.
-fn take_band(bands: &mut Bands, i: usize) -> Bands {
-    with_bands!(bands, p => crate::pixel::Pixel::wrap(vec![p.remove(i)]))
-}
-
-/// `blend` over `a` and `b` (one type) with the alpha band `weight`.
-fn blend_bands(
-    device: Option<&Device>,
-    blend: Blend,
-    a: &Bands,
-    b: &Bands,
-    weight: Option<&Bands>,
-    nd: BlendNodata,
-) -> Result<Bands> {
-    macro_rules! typed {
-        ($pa:ident, $pb:ident) => {
-            Ok(match (weight, device) {
-                (None, None) => crate::pixel::Pixel::wrap(blend.apply::<_, u8>($pa, $pb, None, nd)),
-                (None, Some(d)) => {
-                    crate::pixel::Pixel::wrap(blend_cl::apply::<_, u8>(d, blend, $pa, $pb, None, nd)?)
-                }
-                (Some(wb), None) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
-                    blend.apply($pa, $pb, Some(&pw[0]), nd)
-                )),
-                (Some(wb), Some(d)) => with_bands!(wb, pw => crate::pixel::Pixel::wrap(
-                    blend_cl::apply(d, blend, $pa, $pb, Some(&pw[0]), nd)?
-                )),
-            })
-        };
-    }
-    match (a, b) {
-        (Bands::U8(pa), Bands::U8(pb)) => typed!(pa, pb),
-        (Bands::U16(pa), Bands::U16(pb)) => typed!(pa, pb),
-        (Bands::I16(pa), Bands::I16(pb)) => typed!(pa, pb),
-        (Bands::F32(pa), Bands::F32(pb)) => typed!(pa, pb),
-        _ => bail!(
-            input,
-            "the two rasters have different sample types",
-            hint = "convert with gdal_translate -ot TYPE"
-        ),
-    }
 }

@@ -236,7 +236,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         )?;
         crate::job::compare::check_baseline_grid(baseline, &input, &kernel, args.border.into())?;
     }
-    let mmu = args.mmu.plan(&args.input, &target, args.allow_subpixel)?;
+    let mut mmu = args.mmu.plan(&args.input, &target, args.allow_subpixel)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
         band: args.bands.band.choice(),
@@ -261,8 +261,8 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         observer.timings.device(&share);
     }
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
-    let mut mmu = mmu;
-    let mmu_rows = mmu.apply(&target, args.compression.compression()?, args.quiet)?;
+    let compression = args.compression.compression()?;
+    let mmu_rows = super::sieve::apply_mmu(&mut mmu, &target, compression, args.quiet)?;
     if let Some(report) = &report {
         // With --mmu the report compares the smoothing before it with the
         // exact baseline (also before it), and says what the MMU changed.

@@ -184,6 +184,10 @@ settings! {
     AreaUnit => "area-unit", None;
     /// The class colours of reports.
     Palette => "palette", None;
+    /// A one-band raster of blending weights.
+    Alpha => "alpha", None;
+    /// The band of the first raster that holds the blending weights.
+    AlphaBand => "alpha-band", None;
 }
 
 impl Setting {

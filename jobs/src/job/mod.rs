@@ -5,6 +5,8 @@
 //! turns clap structs into jobs; `batch` runs many of them.
 
 #[cfg(feature = "gdal")]
+pub mod blend;
+#[cfg(feature = "gdal")]
 pub mod compare;
 #[cfg(feature = "gdal")]
 pub mod filter;
@@ -12,5 +14,7 @@ pub mod observer;
 pub use mapfilter_core::job::{estimate, plane};
 #[cfg(feature = "gdal")]
 pub mod reference;
+#[cfg(feature = "gdal")]
+pub mod sieve;
 #[cfg(feature = "gdal")]
 pub mod smooth;
