@@ -6,10 +6,11 @@
 //! mapfilter-base (error, settings, output, interruption, limits,
 //! progress) and mapfilter-opencl (the device layer, [`device`]), and
 //! re-exports their modules under their own names, so `crate::error` and
-//! `crate::device` read as before the split. The `mapfilter` crate (GDAL raster I/O, jobs,
-//! reports, sweeps, batch, the CLI) builds on it and re-exports every
-//! module under the same name, so `mapfilter::engine` is this crate's
-//! [`engine`]; this crate cannot name that one (docs/architecture.md).
+//! `crate::device` read as before the split. The crates above it (GDAL
+//! raster I/O, reports, jobs with sweeps and batch, the CLI) build on it,
+//! and the CLI crate re-exports every module under the same name, so
+//! `mapfilter::engine` is this crate's [`engine`]; this crate cannot name
+//! those (docs/architecture.md).
 //!
 //! Layers, from the bottom: [`io`] and [`pixel`] (the model: sources, sinks,
 //! in-memory rasters, sample types), [`kernel`] and [`classes`] define the
