@@ -16,6 +16,84 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
+/// The options of `smooth` that say how to smooth, which `batch plan`
+/// takes too (declared once: `cli::smoothing_args`).
+const SMOOTHING_OPTIONS: [&str; 27] = [
+    "kernel",
+    "kernel-size",
+    "allow-subpixel",
+    "class-weights",
+    "border",
+    "fill-nodata",
+    "tile",
+    "of",
+    "compress",
+    "compress-level",
+    "co",
+    "device",
+    "variant",
+    "method",
+    "rank",
+    "energy",
+    "terms",
+    "exact",
+    "ties",
+    "keep",
+    "no-vote",
+    "only-isolated",
+    "iterations",
+    "confidence",
+    "confidence-scale",
+    "mmu",
+    "mmu-connectivity",
+];
+
+/// Every smoothing option of `smooth` is one of `batch plan`, with the same
+/// help, default and choices (`describe --json`); the one a plan cannot
+/// honour, `--confidence`, is refused with the reason before anything is
+/// written.
+#[test]
+fn smooth_and_batch_plan_take_the_same_smoothing_options() {
+    let described: serde_json::Value =
+        serde_json::from_slice(&mapfilter_ok(&["describe", "--json"]).stdout).unwrap();
+    let options = |command: &str| -> Vec<serde_json::Value> {
+        described["commands"][command]["options"]
+            .as_array()
+            .unwrap_or_else(|| panic!("describe has no options of {command}"))
+            .clone()
+    };
+    let (smooth, plan) = (options("smooth"), options("batch plan"));
+    let find = |opts: &[serde_json::Value], name: &str| {
+        opts.iter()
+            .find(|o| o["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no --{name}"))
+    };
+    for name in SMOOTHING_OPTIONS {
+        assert_eq!(find(&smooth, name), find(&plan, name), "--{name}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("batch");
+    let refused = mapfilter(&[
+        "batch",
+        "plan",
+        "in.tif",
+        "--out",
+        out.to_str().unwrap(),
+        "-k",
+        "gaussian:1",
+        "--confidence",
+        "conf.tif",
+    ]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("batch plan does not take --confidence"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a refused plan wrote {}", out.display());
+}
+
 /// A map with blobs of 6 classes and nodata holes (code 9 where `nodata`).
 pub(crate) fn map(dir: &Path, (w, h): (usize, usize), nodata: Option<u16>, seed: u64) -> PathBuf {
     let raster = synth_with_holes(

@@ -1,19 +1,15 @@
 //! `mapfilter batch plan|run|report`: whole datasets as plans of seam-free
 //! tasks (see [`crate::batch`]).
 
-use super::compress_args::CompressArgs;
-use super::fast_args::FastArgs;
 use super::output_args::OverwriteArg;
-use super::smooth::BorderArg;
 use crate::bail;
-use crate::batch::plan::{MmuOption, Plan, PlanRequest, SmoothOptions};
+use crate::batch::plan::{Plan, PlanRequest};
 use crate::batch::request::{Spawner, WorkerRole};
 use crate::batch::run::RunRequest;
 use crate::batch::share::Share;
 use crate::batch::{report, run as batch_run, slurm};
 use crate::device::DeviceChoice;
 use crate::error::{Error, Result};
-use crate::method::naive::cl::Variant;
 use crate::output::Target;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -75,20 +71,8 @@ struct PlanArgs {
     /// or a device index, else none.
     #[arg(long, value_name = "N")]
     slurm_gpus: Option<usize>,
-    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS, in pixels unless a unit is given:
-    /// metres or kilometres (gaussian:250m, box:90m, disc:1km) are converted once, with
-    /// the mosaics' pixel width (which must agree; geographic CRS: along the parallel at
-    /// the mosaic's centre latitude), and plan.json keeps both; or file:PATH.
-    #[arg(long, short)]
-    kernel: String,
-    /// Side of a gaussian kernel in pixels (odd).
-    #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
-    size: Option<usize>,
-    /// Round a kernel that comes out 1x1 (a length under a pixel) up to the
-    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), and an --mmu area of
-    /// at most a pixel up to 2 pixels, with a warning, instead of refusing them.
-    #[arg(long)]
-    allow_subpixel: bool,
+    #[command(flatten)]
+    smoothing: super::smoothing_args::SmoothingArgs,
     /// Say what the plan would be (tasks, mosaics, kernel in pixels, method, tasks in
     /// flight on this machine) and stop: nothing is written and no pixel is read.
     #[arg(long, conflicts_with = "emit")]
@@ -98,42 +82,6 @@ struct PlanArgs {
     /// read and nothing is written.
     #[arg(long, conflicts_with = "emit")]
     estimate: bool,
-    /// Minimum mapping unit: after smoothing, polygons smaller than this
-    /// (pixels, or an area: 25ha, 1acre, 0.5km2, 2500m2, converted with each
-    /// mosaic's pixel area as `smooth --mmu` converts it) join their largest
-    /// neighbour. Each mosaic is sieved as one raster once all its tasks are
-    /// smoothed (by the run that smooths its last task), so a patch crossing
-    /// tiles is one patch: the outputs equal `smooth --mmu` of the merged mosaic.
-    #[arg(long, value_name = "PIXELS|AREA")]
-    mmu: Option<String>,
-    /// Pixels that touch for --mmu: 4 or 8.
-    #[arg(long, default_value = "4", value_parser = super::sieve::parse_connectivity, value_name = "4|8")]
-    mmu_connectivity: crate::sieve::Connectivity,
-    /// Class weights as CODE:WEIGHT[,CODE:WEIGHT...].
-    #[arg(long)]
-    class_weights: Option<String>,
-    /// Border handling of the whole mosaic: same or valid.
-    #[arg(long, value_enum, default_value_t = BorderArg::Same)]
-    border: BorderArg,
-    /// Smooth nodata pixels too.
-    #[arg(long)]
-    fill_nodata: bool,
-    /// Engine tile side in pixels [default: the method's: 2048 on a GPU, 512 on the host].
-    #[arg(long)]
-    tile: Option<usize>,
-    #[command(flatten)]
-    compression: CompressArgs,
-    /// Where to run: auto, host, cpu, gpu, a device index, all (every GPU,
-    /// else every OpenCL device) or a list such as 0,1 (the devices share the tiles).
-    #[arg(long)]
-    device: Option<DeviceChoice>,
-    /// Device variant of the method.
-    #[arg(long)]
-    variant: Option<Variant>,
-    #[command(flatten)]
-    fast: FastArgs,
-    #[command(flatten)]
-    policies: super::policy_args::PolicyArgs,
     #[command(flatten)]
     overwrite: OverwriteArg,
 }
@@ -233,54 +181,8 @@ pub fn run(args: BatchArgs) -> Result<()> {
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
-    let options = SmoothOptions {
-        kernel: a.kernel.clone(),
-        size: a.size,
-        kernel_given: None,
-        kernel_conversion: None,
-        class_weights: a.class_weights.clone(),
-        border: a.border.into(),
-        fill_nodata: a.fill_nodata,
-        tile: a.tile,
-        method: a.fast.method,
-        rank: a.fast.rank,
-        energy: a.fast.energy,
-        terms: a.fast.terms,
-        exact: a.fast.exact,
-        device: a.device.clone(),
-        variant: a.variant,
-        compress: a.compression.compress.into(),
-        compress_level: a.compression.compress_level,
-        ties: a.policies.ties.clone(),
-        keep: a.policies.keep.clone(),
-        no_vote: a.policies.no_vote.clone(),
-        only_isolated: a.policies.only_isolated,
-        iterations: a.policies.iterations,
-        format: (a.compression.format == super::compress_args::FormatArg::Cog)
-            .then_some(crate::gdal::output_options::OutputFormat::Cog),
-        creation_options: a.compression.creation_options.clone(),
-        mmu: a.mmu.clone().map(|given| MmuOption {
-            given,
-            connectivity: match a.mmu_connectivity {
-                crate::sieve::Connectivity::Four => 4,
-                crate::sieve::Connectivity::Eight => 8,
-            },
-        }),
-    };
     // Every option is checked before anything is written.
-    a.compression.compression()?;
-    a.fast.spec(a.variant)?;
-    let policies = a.policies.policies()?;
-    if a.policies.confidence.is_some() {
-        crate::bail!(
-            usage,
-            "batch plan does not take --confidence",
-            hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
-        );
-    }
-    // An exact method is; the others only with --exact.
-    let exact = a.fast.method.is_exact() || a.fast.exact;
-    crate::method::policy::check_method(&policies, exact, a.fast.method.name())?;
+    let options = a.smoothing.plan_options()?;
     // The job script's values are checked before anything is written.
     let dir = std::path::absolute(&a.out).unwrap_or(a.out.clone());
     let slurm_options = |tasks: usize| slurm::SlurmOptions {
@@ -289,7 +191,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         cpus_per_task: a.slurm_cpus,
         mem: a.slurm_mem.clone(),
         time: a.slurm_time.clone(),
-        gpus: match (a.slurm_gpus, &a.device) {
+        gpus: match (a.slurm_gpus, &a.smoothing.device) {
             (Some(n), _) => n,
             (None, Some(DeviceChoice::Gpu | DeviceChoice::Index(_))) => 1,
             _ => 0,
@@ -306,7 +208,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         compare_with: a.compare_with.clone(),
         compare_sample: a.compare_sample,
         overwrite: a.overwrite.overwrite,
-        allow_subpixel: a.allow_subpixel,
+        allow_subpixel: a.smoothing.allow_subpixel,
         dry_run: a.dry_run || a.estimate,
     })?;
     if a.dry_run || a.estimate {

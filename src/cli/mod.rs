@@ -46,6 +46,8 @@ mod sieve;
 #[cfg(feature = "gdal")]
 mod smooth;
 #[cfg(feature = "gdal")]
+mod smoothing_args;
+#[cfg(feature = "gdal")]
 mod summary;
 mod sweep;
 #[cfg(feature = "gdal")]

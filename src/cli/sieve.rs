@@ -87,7 +87,10 @@ pub struct MmuArgs {
     /// Minimum mapping unit: after smoothing, polygons smaller than this
     /// (pixels, or an area: 25ha, 1acre, 0.5km2, 2500m2) join their largest
     /// neighbour, as `mapfilter sieve` does (areas as there: geographic
-    /// rasters in metres at the centre latitude).
+    /// rasters in metres at the centre latitude). In a batch each mosaic is
+    /// sieved as one raster once all its tasks are smoothed (by the run that
+    /// smooths its last task), so a patch crossing tiles is one patch: the
+    /// outputs equal `smooth --mmu` of the merged mosaic.
     #[arg(long, value_name = "PIXELS|AREA")]
     pub mmu: Option<String>,
     /// Pixels that touch for --mmu: 4 or 8.

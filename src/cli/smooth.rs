@@ -1,11 +1,8 @@
 //! `mapfilter smooth`: class smoothing of one raster into a new GeoTIFF.
 
-use super::compress_args::CompressArgs;
-use super::fast_args::FastArgs;
 use super::output_args::OverwriteArg;
 use super::timings::Timings;
 use crate::batch::workers::Node;
-use crate::classes::ClassWeights;
 use crate::device::DeviceChoice;
 use crate::engine::SmoothJob;
 use crate::error::Result;
@@ -13,11 +10,10 @@ use crate::gdal::confidence::ConfidenceSpec;
 use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
-use crate::method::naive::cl::Variant;
 use crate::method::starting::Starting;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 use tiles::Border;
@@ -29,47 +25,8 @@ pub struct SmoothArgs {
     /// Output GeoTIFF (written to a temp file beside it, renamed on success;
     /// an existing file only with --overwrite).
     pub output: PathBuf,
-    /// Kernel: gaussian:SIGMA, box:N, disc:RADIUS, in pixels unless a unit is given:
-    /// metres or kilometres (gaussian:250m, box:90m, disc:1km) are converted with the
-    /// input's pixel width (geographic CRS: along the parallel at its centre latitude;
-    /// --explain says how); or file:PATH (square matrix, odd size).
-    #[arg(long, short)]
-    pub kernel: String,
-    /// Side of a gaussian kernel in pixels (odd); default 2·floor(3σ)+1 (the thesis' 6σ+1 rounded down to odd).
-    #[arg(long = "kernel-size", alias = "size", value_name = "PIXELS")]
-    pub kernel_size: Option<usize>,
-    /// Round a kernel that comes out 1x1 (a length under a pixel) up to the
-    /// smallest that smooths (σ = 1 px, a 3x3 box, a disc of radius 1), and an --mmu area of at most a pixel up
-    /// to 2 pixels, with a warning, instead of refusing them.
-    #[arg(long)]
-    pub allow_subpixel: bool,
-    /// Class weights ("priorities") as CODE:WEIGHT[,CODE:WEIGHT...]; others weigh 1.
-    #[arg(long)]
-    pub class_weights: Option<String>,
-    /// Border handling: `same` keeps the size, `valid` crops N/2 pixels on every side.
-    #[arg(long, value_enum, default_value_t = BorderArg::Same)]
-    pub border: BorderArg,
-    /// Smooth nodata pixels too (fills holes from their neighbours).
-    #[arg(long)]
-    pub fill_nodata: bool,
-    /// Tile side in pixels (default: 2048 for methods on a GPU, else 512).
-    #[arg(long)]
-    pub tile: Option<usize>,
     #[command(flatten)]
-    pub compression: CompressArgs,
-    /// Where to run: auto, host, cpu, gpu, an index from `mapfilter devices`,
-    /// all (every GPU, else every OpenCL device) or a list such as 0,1: several devices share
-    /// the tiles, each pulling the next when it has room
-    /// (default: $MAPFILTER_DEVICE, else auto).
-    #[arg(long)]
-    pub device: Option<DeviceChoice>,
-    /// Device variant of the method (naive: fast, buffer, image, local).
-    #[arg(long)]
-    pub variant: Option<Variant>,
-    #[command(flatten)]
-    pub fast: FastArgs,
-    #[command(flatten)]
-    pub policies: super::policy_args::PolicyArgs,
+    pub smoothing: super::smoothing_args::SmoothingArgs,
     /// Print the method chosen (and, for auto, the cost model's reasons), then run the
     /// job; --dry-run prints what would run without running it.
     #[arg(long)]
@@ -101,26 +58,9 @@ pub struct SmoothArgs {
     #[command(flatten)]
     pub overwrite: OverwriteArg,
     #[command(flatten)]
-    pub mmu: super::sieve::MmuArgs,
-    #[command(flatten)]
     pub bands: super::input_args::SmoothInputArgs,
     #[command(flatten)]
     pub json: super::summary::JsonArg,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BorderArg {
-    Same,
-    Valid,
-}
-
-impl From<BorderArg> for Border {
-    fn from(b: BorderArg) -> Self {
-        match b {
-            BorderArg::Same => Border::Same,
-            BorderArg::Valid => Border::Valid,
-        }
-    }
 }
 
 /// Where a smoothing writes: the output, the report and the JSON summary.
@@ -166,6 +106,18 @@ fn check_outputs<'a>(
 }
 
 /// The line that says what was written, and the method's own summary.
+/// Refuses `--baseline` before any work unless it lies on the output's
+/// grid, so a refusal leaves no output behind.
+fn check_baseline(
+    baseline: &std::path::Path,
+    args: &SmoothArgs,
+    kernel: &crate::kernel::Kernel,
+) -> Result<()> {
+    let input =
+        crate::gdal::class_raster::ClassRaster::open_with(&args.input, args.bands.band.choice())?;
+    crate::job::compare::check_baseline_grid(baseline, &input, kernel, args.smoothing.border.into())
+}
+
 fn say_written(
     output: &std::path::Path,
     (width, height): (usize, usize),
@@ -189,7 +141,7 @@ fn say_written(
 
 pub fn run(args: SmoothArgs) -> Result<()> {
     let started = Instant::now();
-    if DeviceChoice::or_env(args.device.clone())?.is_first_gpu() {
+    if DeviceChoice::or_env(args.smoothing.device.clone())?.is_first_gpu() {
         crate::switches::show_nvidia_first_gpu_only();
     }
     let mut observer = CliObserver {
@@ -198,22 +150,19 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         explain: None,
     };
     let built = super::kernel_args::build(
-        &args.kernel,
-        args.kernel_size,
+        &args.smoothing.kernel,
+        args.smoothing.kernel_size,
         &args.input,
-        args.allow_subpixel,
+        args.smoothing.allow_subpixel,
     )?;
     if let (true, Some(c)) = (args.explain, &built.conversion) {
         eprintln!("{c}");
     }
     let kernel = built.kernel.clone();
-    let weights: ClassWeights = args.class_weights.as_deref().unwrap_or("").parse()?;
-    let policies = args.policies.policies()?;
-    let confidence = args.policies.confidence()?;
-    let choice = MethodChoice {
-        spec: args.fast.spec(args.variant)?,
-        device: DeviceChoice::or_env(args.device.clone())?,
-    };
+    let weights = args.smoothing.weights()?;
+    let policies = args.smoothing.policies.policies()?;
+    let confidence = args.smoothing.policies.confidence()?;
+    let choice = args.smoothing.choice()?;
     observer.explain = args.explain.then(|| choice.clone());
     let dry_run = args.dry_run || args.estimate;
     let gpus = expected_gpus(&choice.device).filter(|_| !dry_run);
@@ -228,15 +177,13 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         report,
         json,
     } = check_outputs(&args, &built, confidence.as_ref())?;
+    let smoothing = &args.smoothing;
     if let Some(baseline) = &args.baseline {
-        // Refused before any work, so a refusal leaves no output behind.
-        let input = crate::gdal::class_raster::ClassRaster::open_with(
-            &args.input,
-            args.bands.band.choice(),
-        )?;
-        crate::job::compare::check_baseline_grid(baseline, &input, &kernel, args.border.into())?;
+        check_baseline(baseline, &args, &kernel)?;
     }
-    let mut mmu = args.mmu.plan(&args.input, &target, args.allow_subpixel)?;
+    let mut mmu = smoothing
+        .mmu
+        .plan(&args.input, &target, smoothing.allow_subpixel)?;
     let spec = SmoothSpec {
         input: args.input.clone(),
         band: args.bands.band.choice(),
@@ -244,10 +191,10 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         target: mmu.target().clone(),
         kernel,
         weights,
-        border: args.border.into(),
-        fill_nodata: args.fill_nodata,
-        tile: args.tile,
-        compression: args.compression.compression()?,
+        border: args.smoothing.border.into(),
+        fill_nodata: args.smoothing.fill_nodata,
+        tile: args.smoothing.tile,
+        compression: args.smoothing.compression.compression()?,
         classes: Classes::Auto {
             need_present: args.report.is_some() || args.explain || args.json.json.is_some(),
         },
@@ -261,7 +208,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         observer.timings.device(&share);
     }
     let (width, height, job, stats) = (done.width, done.height, done.job, done.stats);
-    let compression = args.compression.compression()?;
+    let compression = args.smoothing.compression.compression()?;
     let mmu_rows = super::sieve::apply_mmu(&mut mmu, &target, compression, args.quiet)?;
     if let Some(report) = &report {
         // With --mmu the report compares the smoothing before it with the
@@ -289,7 +236,7 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         band: args.bands.band.band.unwrap_or(1),
         output: &args.output,
         report: args.report.as_deref(),
-        device: args.device.as_ref().map(ToString::to_string),
+        device: args.smoothing.device.as_ref().map(ToString::to_string),
         kernel: &built,
         method_label: &choice.label(),
         method,
@@ -399,9 +346,10 @@ fn dry_run(
     }
     let halo = policies.checked_halo(kernel.radius())?;
     let tile = args
+        .smoothing
         .tile
         .unwrap_or_else(|| crate::engine::default_tile(method));
-    let border: Border = args.border.into();
+    let border: Border = args.smoothing.border.into();
     let grid = crate::engine::tile_grid(meta.width, meta.height, halo, border, tile)?;
     let (ow, oh) = grid.output_size();
     text += &format!(
