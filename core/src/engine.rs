@@ -14,7 +14,7 @@
 //! rather than wait.
 //! A raster in memory is staged from in place by the reader thread, and
 //! where the output lies in memory too, tile order no longer matters:
-//! bands of tile rows then run end to end on several threads ([`Bands`]).
+//! bands of tile rows then run end to end on several threads ([`ResidentBands`]).
 //! The engine owns class compaction per tile and the mapping back to codes;
 //! sources and sinks own the pixels' storage (GDAL files or memory).
 
@@ -225,7 +225,7 @@ pub fn smooth_weighted(
         // Both ends in memory: every tile writes its own window, so tile
         // order no longer matters and bands of tile rows run end to end on
         // several threads, spreading the host's staging and mapping.
-        let bands = Bands {
+        let bands = ResidentBands {
             grid: &grid,
             job,
             fill,
@@ -272,7 +272,7 @@ pub fn smooth_weighted(
         in_place,
         out_w,
         out_free,
-        tally: Tally::new(job.classes.len()),
+        tally: RunTally::new(job.classes.len()),
         pooled_prepare: Duration::ZERO,
         map_time: Duration::ZERO,
     };
@@ -332,7 +332,7 @@ fn check_confidence(
 /// A run whose source and output both lie in memory, by bands of tile
 /// rows: each thread takes the next band and stages, submits, waits for
 /// and maps its tiles in place, one tile ahead.
-struct Bands<'a> {
+struct ResidentBands<'a> {
     grid: &'a TileGrid,
     job: &'a SmoothJob,
     fill: u16,
@@ -341,7 +341,7 @@ struct Bands<'a> {
     threads: usize,
 }
 
-impl Bands<'_> {
+impl ResidentBands<'_> {
     /// Runs every tile from the raster in memory `all` (rows `width`
     /// apart) into `out`, submitted as source windows of codes; the tiles'
     /// figures, less the wall time.
@@ -366,7 +366,7 @@ impl Bands<'_> {
         out: &mut [u16],
         progress: &Progress,
         submit: impl Fn(&tiles::Tile) -> Result<InFlight<'m>> + Sync,
-    ) -> Result<Tally> {
+    ) -> Result<RunTally> {
         let cols = self.grid.columns();
         let mut rest = out;
         let mut bands = Vec::new();
@@ -380,11 +380,11 @@ impl Bands<'_> {
         let threads = self.threads.min(bands.len()).max(1);
         let queue = std::sync::Mutex::new(bands.into_iter());
         let failed = std::sync::atomic::AtomicBool::new(false);
-        let tallies: Vec<Result<Tally>> = std::thread::scope(|scope| {
+        let tallies: Vec<Result<RunTally>> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
                     scope.spawn(|| {
-                        let mut tally = Tally::new(self.job.classes.len());
+                        let mut tally = RunTally::new(self.job.classes.len());
                         let result = self.work(&queue, &failed, &submit, progress, &mut tally);
                         if result.is_err() {
                             failed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -401,7 +401,7 @@ impl Bands<'_> {
                 })
                 .collect()
         });
-        let mut all = Tally::new(self.job.classes.len());
+        let mut all = RunTally::new(self.job.classes.len());
         for tally in tallies {
             all.merge(tally?);
         }
@@ -415,7 +415,7 @@ impl Bands<'_> {
         failed: &std::sync::atomic::AtomicBool,
         submit: &(impl Fn(&tiles::Tile) -> Result<InFlight<'m>> + Sync),
         progress: &Progress,
-        tally: &mut Tally,
+        tally: &mut RunTally,
     ) -> Result<()> {
         let cols = self.grid.columns();
         loop {
@@ -451,7 +451,7 @@ impl Bands<'_> {
         flight: InFlight,
         band: &mut [u16],
         y0: usize,
-        tally: &mut Tally,
+        tally: &mut RunTally,
     ) -> Result<()> {
         let map = tally.count(&tile, &flight.local, self.job, self.fill, self.tie);
         let t0 = Instant::now();
@@ -471,16 +471,16 @@ impl Bands<'_> {
 }
 
 /// The figures of a run's tiles as they finish.
-struct Tally {
+struct RunTally {
     stats: RunStats,
     class_sum: usize,
     /// Per global class: in some tile.
     present: Vec<bool>,
 }
 
-impl Tally {
+impl RunTally {
     fn new(classes: usize) -> Self {
-        Tally {
+        RunTally {
             stats: RunStats::default(),
             class_sum: 0,
             present: vec![false; classes],
@@ -513,7 +513,7 @@ impl Tally {
         self.stats.stages.wait += wait;
     }
 
-    fn merge(&mut self, other: Tally) {
+    fn merge(&mut self, other: RunTally) {
         let (a, b) = (&mut self.stats, other.stats);
         a.totals.absorb(&b.totals);
         a.max_tile_classes = a.max_tile_classes.max(b.max_tile_classes);

@@ -55,7 +55,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let tally = match ClassRaster::open_with(&args.input, choice) {
         Ok(mut r) => {
             let hist = r.scan_histogram(&Progress::new(args.json, "scan"))?;
-            Some(Tally::of(&hist, r.nodata_code()))
+            Some(ClassCounts::of(&hist, r.nodata_code()))
         }
         Err(_) => None,
     };
@@ -130,19 +130,19 @@ pub fn run(args: InfoArgs) -> Result<()> {
 }
 
 /// The codes present with their pixel counts, and the nodata pixels.
-struct Tally {
+struct ClassCounts {
     classes: Vec<(u16, u64)>,
     nodata: u64,
 }
 
-impl Tally {
+impl ClassCounts {
     fn of(hist: &CodeHistogram, nodata: Option<u16>) -> Self {
         let classes = (0..=u16::MAX)
             .filter(|&c| Some(c) != nodata)
             .map(|c| (c, hist.count(c)))
             .filter(|&(_, n)| n > 0)
             .collect();
-        Tally {
+        ClassCounts {
             classes,
             nodata: nodata.map_or(0, |c| hist.count(c)),
         }

@@ -47,7 +47,7 @@ impl Timings {
     }
 
     /// Prints what one device of a run on several did.
-    pub fn device(&self, share: &crate::method::multi::Share) {
+    pub fn device(&self, share: &crate::method::multi::DeviceShare) {
         if self.enabled {
             eprintln!("timing device   {share}");
         }

@@ -7,7 +7,7 @@
 //! take, and [`CodeSubmit`], a tile handed over as its window of codes.
 
 use super::{
-    Around, Flight, InFlight, ON_POOL_MAX_TILE, Read, RunStats, SmoothJob, Tally, TileWork,
+    Around, Flight, InFlight, ON_POOL_MAX_TILE, Read, RunStats, RunTally, SmoothJob, TileWork,
     check_nodata, pool_depth,
 };
 use crate::classes::{NO_GLOBAL8, TileCompaction};
@@ -299,7 +299,7 @@ pub(super) struct Finisher<'a, 'o> {
     pub(super) in_place: Option<&'o mut [u16]>,
     pub(super) out_w: usize,
     pub(super) out_free: crossbeam_channel::Receiver<Vec<u16>>,
-    pub(super) tally: Tally,
+    pub(super) tally: RunTally,
     /// Pool jobs' compaction, summed over their threads.
     pub(super) pooled_prepare: Duration,
     pub(super) map_time: Duration,

@@ -276,7 +276,7 @@ pub trait ClassSmoother: Send + Sync {
 
     /// What each device of a run on several did since the last call
     /// (empty for a method on one device).
-    fn take_shares(&self) -> Vec<multi::Share> {
+    fn take_shares(&self) -> Vec<multi::DeviceShare> {
         Vec::new()
     }
 }

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// What one device of a shared run did.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Share {
+pub struct DeviceShare {
     /// The member's position in the list and its method's name, e.g.
     /// `#1 naive/pthread-... (fast)`.
     pub device: String,
@@ -44,7 +44,7 @@ pub struct Share {
     pub times: Option<DeviceTimes>,
 }
 
-impl std::fmt::Display for Share {
+impl std::fmt::Display for DeviceShare {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -418,13 +418,13 @@ impl ClassSmoother for Shared {
         self.members.iter().flat_map(|m| m.tuned()).collect()
     }
 
-    fn take_shares(&self) -> Vec<Share> {
+    fn take_shares(&self) -> Vec<DeviceShare> {
         self.collect_times();
         self.members
             .iter()
             .zip(&self.counters)
             .enumerate()
-            .map(|(i, (m, c))| Share {
+            .map(|(i, (m, c))| DeviceShare {
                 device: format!("#{i} {}", m.name()),
                 tiles: c.tiles.swap(0, Ordering::Relaxed),
                 pixels: c.pixels.swap(0, Ordering::Relaxed),

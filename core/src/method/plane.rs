@@ -5,15 +5,15 @@ use rayon::prelude::*;
 
 /// A row-major plane of scores.
 #[derive(Clone, Debug, Default)]
-pub struct Plane {
+pub struct ScorePlane {
     pub width: usize,
     pub height: usize,
     pub data: Vec<f64>,
 }
 
-impl Plane {
+impl ScorePlane {
     pub fn new(width: usize, height: usize) -> Self {
-        Plane {
+        ScorePlane {
             width,
             height,
             data: vec![0.0; width * height],
@@ -21,7 +21,7 @@ impl Plane {
     }
 }
 
-impl Plane {
+impl ScorePlane {
     /// Row `r`.
     #[inline]
     pub fn row(&self, r: usize) -> &[f64] {

@@ -61,7 +61,7 @@ pub struct RunSummary {
     pub sieve_failed: Vec<(usize, String)>,
     /// What each device did when several shared the tiles (else empty).
     #[serde(skip)]
-    pub devices: Vec<mapfilter_core::method::multi::Share>,
+    pub devices: Vec<mapfilter_core::method::multi::DeviceShare>,
 }
 
 /// A mosaic sieved as one raster (`batch plan --mmu`): what its minimum

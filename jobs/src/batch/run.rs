@@ -17,7 +17,7 @@ use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, 
 pub use super::request::{RunRequest, RunSummary, TaskFailure};
 use super::share::Share;
 use super::start::{methods_beside_first_reads, plan_workers, view};
-use super::tally::{Tally, nonzero};
+use super::tally::{TaskTally, nonzero};
 use super::workers::Workers;
 use crate::job::observer::{Observer, Silent, Tap};
 use crate::job::smooth::{self as job, Classes, Prefetched, SmoothSpec};
@@ -470,7 +470,7 @@ impl Context<'_> {
         let spec = self.spec(mosaic, task, &output)?;
         let mut missing_halo = Vec::new();
         let center = Self::center(mosaic, task);
-        observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
+        observer.tally = Some(Arc::new(TaskTally::new(center, mosaic.classes.max_code)));
         let done = match self
             .opened
             .smooth(task.mosaic, &spec, prefetched, method, observer)
@@ -495,7 +495,7 @@ impl Context<'_> {
                     input: vrt.clone(),
                     ..spec
                 };
-                observer.tally = Some(Arc::new(Tally::new(center, mosaic.classes.max_code)));
+                observer.tally = Some(Arc::new(TaskTally::new(center, mosaic.classes.max_code)));
                 let done = job::run(&spec, method, observer);
                 let _ = std::fs::remove_file(&vrt);
                 missing_halo = bad;
@@ -900,7 +900,7 @@ struct TaskObserver {
     /// Pixels of the task counted so far.
     counted: Arc<AtomicU64>,
     /// The counts of the run under way.
-    tally: Option<Arc<Tally>>,
+    tally: Option<Arc<TaskTally>>,
 }
 
 impl Observer for TaskObserver {

@@ -12,7 +12,7 @@ use tiles::Rect;
 /// Counts by code of a task's window as its engine reads it (each pixel
 /// once, though tiles overlap by their halo) and of its output as written,
 /// so that a task's record needs no second reading of either.
-pub(super) struct Tally {
+pub(super) struct TaskTally {
     /// The task's window in the input's pixels.
     center: Rect,
     inner: Mutex<TallyCounts>,
@@ -31,11 +31,11 @@ struct TallyCounts {
     output_pixels: usize,
 }
 
-impl Tally {
+impl TaskTally {
     /// The tally of window `center` of a band whose codes are at most
     /// `max_code`.
     pub(super) fn new(center: Rect, max_code: u16) -> Self {
-        Tally {
+        TaskTally {
             center,
             inner: Mutex::new(TallyCounts {
                 counted: Vec::new(),
@@ -64,7 +64,7 @@ impl Tally {
     }
 }
 
-impl Tap for Tally {
+impl Tap for TaskTally {
     fn read(&self, w: Rect, codes: &[u16]) {
         let Some(both) = w.intersection(&self.center) else {
             return;
@@ -141,7 +141,7 @@ mod tests {
     fn a_tally_counts_each_pixel_of_its_window_once() {
         // A 4x2 window at (1, 1) of a 6x4 input, read as two tiles that
         // overlap by a column and reach past the window.
-        let tally = Tally::new(Rect::new(1, 1, 4, 2), u8::MAX as u16);
+        let tally = TaskTally::new(Rect::new(1, 1, 4, 2), u8::MAX as u16);
         let input: Vec<u16> = (0..24).map(|i| (i % 3) as u16).collect();
         let part = |r: Rect| -> Vec<u16> {
             (r.y..r.y + r.height)

@@ -44,7 +44,7 @@ use super::Dct5;
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::{pass1, place};
-use super::planes::{Plane, PlaneAt};
+use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
 use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
@@ -266,7 +266,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     let span = ow + 2 * r;
     let base = (skip + y0) * tile.width + skip;
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
-    scratch.planes.resize_with(n, Plane::default);
+    scratch.planes.resize_with(n, LanePlane::default);
     scratch.at.resize(n, PlaneAt::default());
     for c in 0..n {
         scratch.at[c] = scratch.presence.extents[c]

@@ -4,7 +4,7 @@
 //! first pass (`pass1`), which both use it.
 
 use super::masks::Presence;
-use super::planes::{Plane, PlaneAt};
+use super::planes::{LanePlane, PlaneAt};
 use super::recursion::Tables;
 use crate::method::ClassTile;
 use crate::method::ranking::Slots;
@@ -33,7 +33,7 @@ pub(super) struct Scratch {
     /// A band's ranking slots, when the tile's winners go straight to the output.
     pub(super) slots: Slots,
     /// Per class: its pass-1 plane and where it lies.
-    pub(super) planes: Vec<Plane>,
+    pub(super) planes: Vec<LanePlane>,
     pub(super) at: Vec<PlaneAt>,
 }
 

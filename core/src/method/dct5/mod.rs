@@ -26,7 +26,7 @@
 //! and costs O(1) per pixel.
 
 use super::bounds::gamma;
-use super::plane::Plane;
+use super::plane::ScorePlane;
 use crate::bail;
 use crate::error::Result;
 use crate::kernel::Kernel;
@@ -164,7 +164,7 @@ impl Dct5 {
     }
 
     /// One explicitly seeded segment: outputs `y0..y0 + o.len()/w`.
-    pub(crate) fn segment_pass(&self, src: &Plane, y0: usize, o: &mut [f64], w: usize) {
+    pub(crate) fn segment_pass(&self, src: &ScorePlane, y0: usize, o: &mut [f64], w: usize) {
         let r = self.radius;
         let n = 2 * r + 1;
         let terms = self.coeffs.len();
@@ -212,7 +212,7 @@ impl Dct5 {
     }
 
     /// `F_k(y)` by direct sums into `f` (`terms × w`).
-    fn seed(&self, src: &Plane, y: usize, table: &[f64], f: &mut [f64]) {
+    fn seed(&self, src: &ScorePlane, y: usize, table: &[f64], f: &mut [f64]) {
         let r = self.radius;
         let w = src.width;
         f.iter_mut().for_each(|v| *v = 0.0);
@@ -340,13 +340,13 @@ mod tests {
             let d = Dct5::new(&g, terms).unwrap().with_segment(seg);
             let rows = 150;
             let w = 3;
-            let mut src = Plane::new(w, rows + 2 * r);
+            let mut src = ScorePlane::new(w, rows + 2 * r);
             let mut state = 99u32;
             for v in src.data.iter_mut() {
                 state = state.wrapping_mul(1664525).wrapping_add(1013904223);
                 *v = (state >> 31) as f64;
             }
-            let mut out = Plane::new(w, rows);
+            let mut out = ScorePlane::new(w, rows);
             for (b, o) in out.data.chunks_mut(d.segment() * w).enumerate() {
                 d.segment_pass(&src, b * d.segment(), o, w);
             }

@@ -1,5 +1,5 @@
 //! The pass-1 planes of the host band scorer: where a class's plane lies
-//! ([`PlaneAt`]) and its values on whole cache lines ([`Plane`]).
+//! ([`PlaneAt`]) and its values on whole cache lines ([`LanePlane`]).
 
 use crate::method::ranking::LANES;
 
@@ -35,7 +35,7 @@ struct Line([f64; LANES]);
 /// the [`LANES`] values of one strip of one column lie on one line instead
 /// of straddling two.
 #[derive(Default)]
-pub(super) struct Plane {
+pub(super) struct LanePlane {
     /// Never shrinks, so that a band needing more of it than the last one
     /// does not fill it again.
     lines: Vec<Line>,
@@ -43,7 +43,7 @@ pub(super) struct Plane {
     len: usize,
 }
 
-impl Plane {
+impl LanePlane {
     /// Makes room for `len` values (a multiple of [`LANES`]); what an
     /// earlier band left there stays.
     pub(super) fn resize(&mut self, len: usize) {

@@ -44,7 +44,7 @@ pub mod cl;
 pub mod svd;
 
 pub use super::bounds::{Bounds, HOST_UNIT_ROUNDOFF, gamma};
-pub use super::plane::Plane;
+pub use super::plane::ScorePlane;
 
 /// A 1-D filter of odd length `2R+1` run down the columns of its input:
 /// `out[y] = Σ_t w_t · in[y + t]`, `t = 0..=2R` (correlation, centre at `t = R`).
@@ -106,7 +106,7 @@ impl Filter {
     /// Runs the filter down the columns of `src` into `out` (`out.height`
     /// output rows, `src` has `out.height + len − 1` rows of `out.width`),
     /// blocks of rows in parallel.
-    pub fn apply(&self, src: &Plane, out: &mut Plane) {
+    pub fn apply(&self, src: &ScorePlane, out: &mut ScorePlane) {
         debug_assert_eq!(src.width, out.width);
         let w = out.width;
         if w == 0 {
@@ -119,7 +119,7 @@ impl Filter {
     }
 
     /// As [`Filter::apply`], on the calling thread.
-    pub fn apply_serial(&self, src: &Plane, out: &mut Plane) {
+    pub fn apply_serial(&self, src: &ScorePlane, out: &mut ScorePlane) {
         let w = out.width;
         if w == 0 {
             return;
@@ -130,7 +130,7 @@ impl Filter {
     }
 
     /// Output rows `y0..y0 + o.len()/w` into `o`.
-    fn apply_rows(&self, src: &Plane, y0: usize, o: &mut [f64], w: usize) {
+    fn apply_rows(&self, src: &ScorePlane, y0: usize, o: &mut [f64], w: usize) {
         match self {
             Filter::Taps(taps) => {
                 for (i, row) in o.chunks_mut(w).enumerate() {
@@ -291,12 +291,12 @@ impl SeparablePlan {
         let skip = h - self.size / 2;
         let rows = &tile.classes[skip * tile.width..(tile.height - skip) * tile.width];
         let span = ow + self.size - 1;
-        let mut planes: Vec<Plane> = self
+        let mut planes: Vec<ScorePlane> = self
             .terms
             .iter()
-            .map(|_| Plane::new(tile.width, oh))
+            .map(|_| ScorePlane::new(tile.width, oh))
             .collect();
-        let mut indicator = Plane::new(tile.width, rows.len() / tile.width);
+        let mut indicator = ScorePlane::new(tile.width, rows.len() / tile.width);
         // Weighted votes: the indicator times the confidence, over the
         // tile's largest confidence (scores stay within the bounds' range;
         // one positive factor per tile leaves every winner as it is).
@@ -317,8 +317,8 @@ impl SeparablePlan {
             ranking.runs_mut(LANES).enumerate().for_each_init(
                 || {
                     (
-                        Plane::new(LANES, span),
-                        Plane::new(LANES, ow),
+                        ScorePlane::new(LANES, span),
+                        ScorePlane::new(LANES, ow),
                         vec![0.0; ow * LANES],
                     )
                 },
