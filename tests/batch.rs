@@ -49,9 +49,9 @@ const SMOOTHING_OPTIONS: [&str; 27] = [
 ];
 
 /// Every smoothing option of `smooth` is one of `batch plan`, with the same
-/// help, default and choices (`describe --json`); the one a plan cannot
-/// honour, `--confidence`, is refused with the reason before anything is
-/// written.
+/// help, default and choices (`describe --json`); those a plan cannot
+/// honour (`--confidence`, and the input options `-b`, `--src-nodata`,
+/// `--dst-nodata`) are refused with the reason before anything is written.
 #[test]
 fn smooth_and_batch_plan_take_the_same_smoothing_options() {
     let described: serde_json::Value =
@@ -92,6 +92,31 @@ fn smooth_and_batch_plan_take_the_same_smoothing_options() {
         "{err}"
     );
     assert!(!out.exists(), "a refused plan wrote {}", out.display());
+    // smooth's input options: refused with the reason, nothing written.
+    for given in [["-b", "2"], ["--src-nodata", "0"], ["--dst-nodata", "255"]] {
+        let refused = mapfilter(&[
+            "batch",
+            "plan",
+            "in.tif",
+            "--out",
+            out.to_str().unwrap(),
+            "-k",
+            "gaussian:1",
+            given[0],
+            given[1],
+        ]);
+        assert!(!refused.status.success(), "{given:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("batch plan does not take") && err.contains("band 1"),
+            "{given:?}: {err}"
+        );
+        assert!(
+            !out.exists(),
+            "{given:?}: a refused plan wrote {}",
+            out.display()
+        );
+    }
 }
 
 /// A map with blobs of 6 classes and nodata holes (code 9 where `nodata`).
