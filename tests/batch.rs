@@ -74,26 +74,30 @@ fn smooth_and_batch_plan_take_the_same_smoothing_options() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("batch");
-    let refused = mapfilter(&[
-        "batch",
-        "plan",
-        "in.tif",
-        "--out",
-        out.to_str().unwrap(),
-        "-k",
-        "gaussian:1",
-        "--confidence",
-        "conf.tif",
-    ]);
-    assert!(!refused.status.success());
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        err.contains("batch plan does not take --confidence"),
-        "{err}"
-    );
-    assert!(!out.exists(), "a refused plan wrote {}", out.display());
-    // smooth's input options: refused with the reason, nothing written.
-    for given in [["-b", "2"], ["--src-nodata", "0"], ["--dst-nodata", "255"]] {
+    // (option, value, what the refusal says): refused before anything is written.
+    let refusals = [
+        (
+            "--confidence",
+            "conf.tif",
+            "batch plan does not take --confidence",
+        ),
+        (
+            "-b",
+            "2",
+            "batch plan does not take -b/--band: it reads band 1",
+        ),
+        (
+            "--src-nodata",
+            "0",
+            "batch plan does not take --src-nodata: it reads band 1",
+        ),
+        (
+            "--dst-nodata",
+            "255",
+            "batch plan does not take --dst-nodata: it reads band 1",
+        ),
+    ];
+    for (option, value, says) in refusals {
         let refused = mapfilter(&[
             "batch",
             "plan",
@@ -102,18 +106,15 @@ fn smooth_and_batch_plan_take_the_same_smoothing_options() {
             out.to_str().unwrap(),
             "-k",
             "gaussian:1",
-            given[0],
-            given[1],
+            option,
+            value,
         ]);
-        assert!(!refused.status.success(), "{given:?}");
+        assert!(!refused.status.success(), "{option}");
         let err = String::from_utf8_lossy(&refused.stderr);
-        assert!(
-            err.contains("batch plan does not take") && err.contains("band 1"),
-            "{given:?}: {err}"
-        );
+        assert!(err.contains(says), "{option}: {err}");
         assert!(
             !out.exists(),
-            "{given:?}: a refused plan wrote {}",
+            "{option}: a refused plan wrote {}",
             out.display()
         );
     }
