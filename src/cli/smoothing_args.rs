@@ -122,8 +122,10 @@ impl SmoothingArgs {
                 hint = "smooth each raster with its confidence raster: mapfilter smooth IN OUT --confidence CONF"
             );
         }
+        // The devices are not resolved here: a run reads `$MAPFILTER_DEVICE`
+        // where it runs when the plan names none.
         self.compression.compression()?;
-        self.choice()?;
+        self.fast.spec(self.variant)?;
         self.policies()?;
         self.weights()?;
         let p = &self.policies;

@@ -6,6 +6,7 @@
 //! beside the output and sieved into it. The algorithm is the core's
 //! [`mapfilter_core::sieve`]; this module owns the files around it.
 
+use gdal::Dataset;
 use mapfilter_core::bail;
 use mapfilter_core::error::{Error, Result, Setting};
 use mapfilter_core::output::{Target, TempFile};
@@ -35,9 +36,18 @@ pub fn summary(stats: &SieveStats) -> String {
 /// with its pixel's ground area; one of at most a pixel refused unless
 /// `allow_subpixel`).
 pub fn threshold_pixels(path: &Path, threshold: &Threshold, allow_subpixel: bool) -> Result<u64> {
-    let ds = class_raster::open(path)?;
+    threshold_in(&class_raster::open(path)?, path, threshold, allow_subpixel)
+}
+
+/// [`threshold_pixels`] on the raster `ds` already open at `path`.
+fn threshold_in(
+    ds: &Dataset,
+    path: &Path,
+    threshold: &Threshold,
+    allow_subpixel: bool,
+) -> Result<u64> {
     threshold
-        .pixels(|| dataset_pixel_area(&ds), allow_subpixel)
+        .pixels(|| dataset_pixel_area(ds), allow_subpixel)
         .map_err(|e| e.context(path.display()))
 }
 
@@ -72,8 +82,11 @@ pub fn sieve_file(
     compression: OutputCompression,
     quiet: bool,
 ) -> Result<SieveStats> {
-    check_mask(input)?;
-    let threshold = threshold_pixels(input, threshold, false)?;
+    // One open for the mask and the threshold's pixel area.
+    let ds = class_raster::open(input)?;
+    check_mask(&ds, input)?;
+    let threshold = threshold_in(&ds, input, threshold, false)?;
+    drop(ds);
     let mut source = ClassRaster::open(input)?;
     let spec = OutputSpec::like(&source, compression);
     let mut sink = OutputRaster::create(output, &spec)?;
@@ -94,8 +107,7 @@ pub fn sieve_file(
 
 /// gdal_sieve.py leaves out the pixels of the band's mask; a nodata value
 /// is the one mask this command reads, so others are refused.
-fn check_mask(input: &Path) -> Result<()> {
-    let ds = class_raster::open(input)?;
+fn check_mask(ds: &Dataset, input: &Path) -> Result<()> {
     let band = ds
         .rasterband(1)
         .map_err(mapfilter_gdal::errors::gdal_error)?;
