@@ -255,6 +255,18 @@ impl std::str::FromStr for ClassWeights {
     }
 }
 
+impl std::fmt::Display for ClassWeights {
+    /// As `--class-weights` takes them (`3:2,7:0.5`; nothing when none):
+    /// f64's `Display` is exact, so the text parses back to the same weights.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (code, weight)) in self.by_code.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            write!(f, "{comma}{code}:{weight}")?;
+        }
+        Ok(())
+    }
+}
+
 impl ClassWeights {
     /// Whether every weight given is an integer (quantised as it is, so the
     /// classes present do not matter).
@@ -608,6 +620,21 @@ impl CodeTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn class_weights_write_as_they_parse() {
+        for text in ["", "3:2", "3:2,7:0.5,65535:0.1"] {
+            let weights: ClassWeights = text.parse().unwrap();
+            assert_eq!(weights.to_string(), text);
+        }
+        // A code given twice keeps its last weight, written once.
+        let weights: ClassWeights = " 3:2, 7:1e-3 ,3:4".parse().unwrap();
+        assert_eq!(weights.to_string(), "7:0.001,3:4");
+        assert_eq!(
+            weights.to_string().parse::<ClassWeights>().unwrap(),
+            weights
+        );
+    }
 
     #[test]
     fn code_tally_counts_as_one_count_per_code() {

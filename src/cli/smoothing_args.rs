@@ -126,15 +126,13 @@ impl SmoothingArgs {
         // where it runs when the plan names none.
         self.compression.compression()?;
         self.fast.spec(self.variant)?;
-        self.policies()?;
-        self.weights()?;
-        let p = &self.policies;
+        let policies = self.policies()?;
         Ok(SmoothOptions {
-            kernel: self.kernel.clone(),
+            kernel: self.kernel.parse()?,
             size: self.kernel_size,
             kernel_given: None,
             kernel_conversion: None,
-            class_weights: self.class_weights.clone(),
+            class_weights: self.weights()?,
             border: self.border.into(),
             fill_nodata: self.fill_nodata,
             tile: self.tile,
@@ -147,11 +145,11 @@ impl SmoothingArgs {
             variant: self.variant,
             compress: self.compression.compress.into(),
             compress_level: self.compression.compress_level,
-            ties: p.ties.clone(),
-            keep: p.keep.clone(),
-            no_vote: p.no_vote.clone(),
-            only_isolated: p.only_isolated,
-            iterations: p.iterations,
+            ties: policies.ties,
+            keep: policies.keep,
+            no_vote: policies.no_vote,
+            only_isolated: policies.only_isolated,
+            iterations: policies.iterations,
             format: (self.compression.format == super::compress_args::FormatArg::Cog)
                 .then_some(OutputFormat::Cog),
             creation_options: self.compression.creation_options.clone(),

@@ -17,8 +17,13 @@ use std::str::FromStr;
 pub enum KernelArg {
     /// Lengths in pixels (any kernel, files included).
     Pixels(KernelSpec),
-    /// A Gaussian σ, a box side or a disc radius in metres.
-    Metres { kind: MetricKind, metres: f64 },
+    /// A Gaussian σ, a box side or a disc radius: `length` metres, or
+    /// kilometres where `km` (kept as given, so it is written back so).
+    Metres {
+        kind: MetricKind,
+        length: f64,
+        km: bool,
+    },
 }
 
 /// The kernels whose length may be given in metres.
@@ -65,8 +70,9 @@ impl PixelWidth {
     }
 }
 
-/// `250m` → 250, `1.5km` → 1500; `None` when the text has no metric unit.
-fn metres(text: &str) -> Option<Result<f64>> {
+/// `250m` → (250, false), `1.5km` → (1.5, true); `None` when the text
+/// has no metric unit.
+fn metres(text: &str) -> Option<Result<(f64, bool)>> {
     let t = text.trim().to_ascii_lowercase();
     let (number, scale) = if let Some(n) = t.strip_suffix("km") {
         (n, 1000.0)
@@ -76,7 +82,9 @@ fn metres(text: &str) -> Option<Result<f64>> {
         return None;
     };
     Some(match number.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        Ok(v) if v.is_finite() && v * scale > 0.0 && (v * scale).is_finite() => {
+            Ok((v, scale > 1.0))
+        }
         _ => Err(Error::usage(format!("'{text}' is not a length > 0"))
             .hint("lengths are pixels (2.5), metres (250m) or kilometres (1km)")),
     })
@@ -98,14 +106,32 @@ impl FromStr for KernelArg {
         };
         if let Some(kind) = metric {
             if let Some(m) = metres(arg) {
-                let metres = m.map_err(|e| e.context(format!("kernel spec '{spec}'")))?;
-                return Ok(KernelArg::Metres { kind, metres });
+                let (length, km) = m.map_err(|e| e.context(format!("kernel spec '{spec}'")))?;
+                return Ok(KernelArg::Metres { kind, length, km });
             }
             if let Some(px) = arg.trim().strip_suffix("px") {
                 return format!("{kind_name}:{px}").parse().map(KernelArg::Pixels);
             }
         }
         spec.parse().map(KernelArg::Pixels)
+    }
+}
+
+impl std::fmt::Display for KernelArg {
+    /// As `--kernel` takes it, in the unit it was given.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelArg::Pixels(spec) => spec.fmt(f),
+            KernelArg::Metres { kind, length, km } => {
+                let kind = match kind {
+                    MetricKind::Gaussian => "gaussian",
+                    MetricKind::Box => "box",
+                    MetricKind::Disc => "disc",
+                };
+                let unit = if *km { "km" } else { "m" };
+                write!(f, "{kind}:{length}{unit}")
+            }
+        }
     }
 }
 
@@ -123,7 +149,9 @@ impl KernelArg {
     ) -> Result<(KernelSpec, Option<String>)> {
         let (kind, metres) = match self {
             KernelArg::Pixels(spec) => return Ok((spec.clone(), None)),
-            KernelArg::Metres { kind, metres } => (*kind, *metres),
+            KernelArg::Metres { kind, length, km } => {
+                (*kind, if *km { length * 1000.0 } else { *length })
+            }
         };
         let pixel = pixel()?;
         let p = pixel.metres;
@@ -294,6 +322,25 @@ mod tests {
             "gaussian:2.5".parse().unwrap()
         );
         assert_eq!(in_pixels("disc:3", 30.0), KernelSpec::Disc { radius: 3 });
+    }
+
+    /// What a plan stores (`Display`) parses back to the same kernel.
+    #[test]
+    fn kernels_write_as_they_parse() {
+        for (given, written) in [
+            ("gaussian:1.5km", "gaussian:1.5km"),
+            ("box:90m", "box:90m"),
+            ("disc:0.09KM", "disc:0.09km"),
+            ("gaussian:0.25 km", "gaussian:0.25km"),
+            ("gaussian:2500m", "gaussian:2500m"),
+            ("gaussian:2.5", "gaussian:2.5"),
+            ("gaussian:2.5px", "gaussian:2.5"),
+            ("disc:3", "disc:3"),
+        ] {
+            let arg: KernelArg = given.parse().unwrap();
+            assert_eq!(arg.to_string(), written, "{given}");
+            assert_eq!(written.parse::<KernelArg>().unwrap(), arg, "{given}");
+        }
     }
 
     #[test]

@@ -48,6 +48,64 @@ pub mod option {
     }
 }
 
+/// The same for a value with a default, which `null` (or an absent field,
+/// with `#[serde(default)]`) stands for: plans wrote `null` for an option
+/// left unset before these fields were typed, and still do.
+pub mod or_default {
+    use super::*;
+
+    pub fn serialize<T, S>(value: &T, s: S) -> Result<S::Ok, S::Error>
+    where
+        T: Display + Default + PartialEq,
+        S: Serializer,
+    {
+        if *value == T::default() {
+            return s.serialize_none();
+        }
+        s.collect_str(value)
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr + Default,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        Ok(super::option::deserialize(d)?.unwrap_or_default())
+    }
+}
+
+/// Class codes as `--keep` and `--no-vote` take them (`80,190`); none is
+/// `null`, as older plans wrote it, and `null`, an absent field or an empty
+/// text read as none. A code that is not one fails the load with the
+/// option's own message.
+pub mod codes {
+    use super::*;
+    use mapfilter_core::error::Setting;
+    use mapfilter_core::method::policy::parse_codes;
+
+    pub fn serialize<S: Serializer>(codes: &[u16], s: S) -> Result<S::Ok, S::Error> {
+        if codes.is_empty() {
+            return s.serialize_none();
+        }
+        let text: Vec<String> = codes.iter().map(u16::to_string).collect();
+        s.collect_str(&text.join(","))
+    }
+
+    fn read<'de, D: Deserializer<'de>>(d: D, option: Setting) -> Result<Vec<u16>, D::Error> {
+        let text = Option::<String>::deserialize(d)?.unwrap_or_default();
+        parse_codes(option, &text).map_err(D::Error::custom)
+    }
+
+    pub fn keep<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u16>, D::Error> {
+        read(d, Setting::Keep)
+    }
+
+    pub fn no_vote<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u16>, D::Error> {
+        read(d, Setting::NoVote)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};

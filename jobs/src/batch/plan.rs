@@ -17,7 +17,7 @@ use mapfilter_core::device::DeviceChoice;
 use mapfilter_core::error::{Error, Result, Setting};
 use mapfilter_core::kernel::{Kernel, KernelArg, KernelSpec, PixelWidth};
 use mapfilter_core::method::naive::cl::Variant;
-use mapfilter_core::method::policy::{Policies, PolicyText};
+use mapfilter_core::method::policy::{Policies, Ties};
 use mapfilter_core::method::select::{FastOptions, Method, MethodSpec};
 use mapfilter_core::output::{self, Destination, Target};
 use mapfilter_core::sieve::Connectivity;
@@ -44,16 +44,24 @@ const MAX_TASKS: usize = 1 << 20;
 /// metres converted to pixels with the mosaics' pixel width when planned).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SmoothOptions {
-    /// The kernel in pixels (`gaussian:SIGMA`, `box:N`, `disc:R`, `file:PATH`).
-    pub kernel: String,
+    /// The kernel: in a request as the user gave it (pixels or metres), in
+    /// a plan in pixels (`gaussian:SIGMA`, `box:N`, `disc:R`, `file:PATH`).
+    #[serde(with = "super::as_text")]
+    pub kernel: KernelArg,
     pub size: Option<usize>,
     /// The kernel as given, when its length was in metres; absent in older plans.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_given: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "super::as_text::option"
+    )]
+    pub kernel_given: Option<KernelArg>,
     /// How that length became pixels (reports, `--explain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_conversion: Option<String>,
-    pub class_weights: Option<String>,
+    /// `CODE:WEIGHT,...`; none: `null`.
+    #[serde(default, with = "super::as_text::or_default")]
+    pub class_weights: ClassWeights,
     /// `same` or `valid`.
     #[serde(with = "super::as_text")]
     pub border: Border,
@@ -76,17 +84,26 @@ pub struct SmoothOptions {
     #[serde(with = "super::as_text")]
     pub compress: Compression,
     pub compress_level: Option<u8>,
-    /// The policies (docs/semantics.md#policies); absent in older plans.
-    #[serde(default)]
-    pub ties: Option<String>,
-    #[serde(default)]
-    pub keep: Option<String>,
-    #[serde(default)]
-    pub no_vote: Option<String>,
+    /// The policies (docs/semantics.md#policies), each absent or `null` in
+    /// older plans (their defaults).
+    #[serde(default, with = "super::as_text::or_default")]
+    pub ties: Ties,
+    #[serde(
+        default,
+        serialize_with = "super::as_text::codes::serialize",
+        deserialize_with = "super::as_text::codes::keep"
+    )]
+    pub keep: Vec<u16>,
+    #[serde(
+        default,
+        serialize_with = "super::as_text::codes::serialize",
+        deserialize_with = "super::as_text::codes::no_vote"
+    )]
+    pub no_vote: Vec<u16>,
     #[serde(default)]
     pub only_isolated: Option<u32>,
-    #[serde(default)]
-    pub iterations: Option<usize>,
+    #[serde(default = "passes::one", with = "passes")]
+    pub iterations: usize,
     /// `GTiff` or `COG` (`--of`); absent in plans of GeoTIFF outputs.
     #[serde(
         default,
@@ -162,12 +179,13 @@ pub struct Settings {
 impl SmoothOptions {
     /// Parses and checks every option.
     pub fn settings(&self) -> Result<Settings> {
-        let kernel = self
-            .kernel
-            .parse::<KernelSpec>()?
-            .with_size(self.size)?
-            .build()?;
-        let weights: ClassWeights = self.class_weights.as_deref().unwrap_or("").parse()?;
+        let KernelArg::Pixels(spec) = &self.kernel else {
+            bail!(
+                internal,
+                format!("the plan's kernel {} is not in pixels", self.kernel)
+            );
+        };
+        let kernel = spec.clone().with_size(self.size)?.build()?;
         let compression = OutputCompression::new(self.compress, self.compress_level)?.with_format(
             self.format.unwrap_or_default(),
             self.creation_options.clone(),
@@ -182,22 +200,43 @@ impl SmoothOptions {
             spec: MethodSpec::new(self.method, self.variant, options)?,
             device: DeviceChoice::or_env(self.device.clone())?,
         };
-        let policies = PolicyText {
-            ties: self.ties.as_deref(),
-            keep: self.keep.as_deref(),
-            no_vote: self.no_vote.as_deref(),
+        let policies = Policies {
+            ties: self.ties,
+            keep: self.keep.clone(),
+            no_vote: self.no_vote.clone(),
             only_isolated: self.only_isolated,
             iterations: self.iterations,
-        }
-        .parse()?;
+        };
+        policies.check()?;
         Ok(Settings {
             kernel,
-            weights,
+            weights: self.class_weights.clone(),
             border: self.border,
             compression,
             method,
             policies,
         })
+    }
+}
+
+/// `iterations`: one pass is `null`, as plans wrote it before the field
+/// was typed.
+mod passes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn one() -> usize {
+        1
+    }
+
+    pub fn serialize<S: Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
+        match n {
+            1 => s.serialize_none(),
+            n => s.serialize_u64(*n as u64),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        Ok(Option::<usize>::deserialize(d)?.unwrap_or(1))
     }
 }
 
@@ -491,11 +530,11 @@ impl Plan {
     pub fn make(req: &PlanRequest) -> Result<Plan> {
         // A kernel in pixels and every other option are checked before any
         // input is read; a length in metres needs the mosaics' pixels first.
-        let kernel: KernelArg = req.options.kernel.parse()?;
+        let kernel = &req.options.kernel;
         let in_pixels = if kernel.needs_pixel_width() {
             None
         } else {
-            let options = kernel_in_pixels(&req.options, &kernel, &[], req.allow_subpixel)?;
+            let options = kernel_in_pixels(&req.options, kernel, &[], req.allow_subpixel)?;
             let settings = options.settings()?;
             Some((options, settings))
         };
@@ -514,7 +553,7 @@ impl Plan {
         let (options, settings) = match in_pixels {
             Some(checked) => checked,
             None => {
-                let options = kernel_in_pixels(&req.options, &kernel, &groups, req.allow_subpixel)?;
+                let options = kernel_in_pixels(&req.options, kernel, &groups, req.allow_subpixel)?;
                 let settings = options.settings()?;
                 (options, settings)
             }
@@ -727,13 +766,14 @@ fn kernel_in_pixels(
     if let Some(w) = &resolved.warning {
         log::warn!("{w}");
     }
-    let (text, size) = match &resolved.spec {
-        KernelSpec::Gaussian { sigma, size } => (format!("gaussian:{sigma}"), *size),
-        other => (other.to_string(), None),
+    // A Gaussian's side is stored on its own, as older plans kept it.
+    let (spec, size) = match resolved.spec {
+        KernelSpec::Gaussian { sigma, size } => (KernelSpec::Gaussian { sigma, size: None }, size),
+        other => (other, None),
     };
     let metres = resolved.conversion.is_some();
     Ok(SmoothOptions {
-        kernel: text,
+        kernel: KernelArg::Pixels(spec),
         size,
         kernel_given: metres.then(|| options.kernel.clone()),
         kernel_conversion: resolved.conversion,
@@ -1040,10 +1080,55 @@ mod tests {
         assert_eq!(serde_json::to_value(&options).unwrap(), older);
         let settings = options.settings().unwrap();
         assert_eq!(settings.border, Border::Valid);
+        assert_eq!(settings.policies, Policies::default());
         // A word no parser knows fails the load with the parser's message.
-        let mut bad = older;
+        let mut bad = older.clone();
         bad["compress"] = "brotli".into();
         let err = serde_json::from_value::<SmoothOptions>(bad).unwrap_err();
         assert!(err.to_string().contains("compression 'brotli'"), "{err}");
+        // The kernel, its weights and the policies are typed too: set, they
+        // read as what the options mean and write back as the same words.
+        let mut set = older;
+        for (key, value) in [
+            ("kernel", "disc:3".into()),
+            ("kernel_given", "disc:90m".into()),
+            ("class_weights", "3:2,7:0.5".into()),
+            ("ties", "undecided:250".into()),
+            ("keep", "80,190".into()),
+            ("no_vote", "5".into()),
+            ("only_isolated", 3.into()),
+            ("iterations", 2.into()),
+        ] {
+            set[key] = value;
+        }
+        let options: SmoothOptions = serde_json::from_value(set.clone()).unwrap();
+        assert_eq!(
+            options.kernel,
+            KernelArg::Pixels(KernelSpec::Disc { radius: 3 })
+        );
+        assert!(options.kernel_given.as_ref().unwrap().needs_pixel_width());
+        assert_eq!(options.ties, Ties::Undecided(250));
+        assert_eq!(
+            (options.keep.as_slice(), options.no_vote.as_slice()),
+            (&[80, 190][..], &[5][..])
+        );
+        assert_eq!(serde_json::to_value(&options).unwrap(), set);
+        let settings = options.settings().unwrap();
+        assert_eq!(settings.kernel.size(), 7);
+        assert_eq!(settings.policies.iterations, 2);
+        assert!(!settings.weights.is_empty());
+        for (key, value, said) in [
+            ("keep", "80,x", "'x' is not a class code"),
+            ("ties", "fair", "fair"),
+            ("kernel", "cone:3", "unknown kernel kind 'cone'"),
+            ("class_weights", "3", "class weight '3' has no ':'"),
+        ] {
+            let mut bad = set.clone();
+            bad[key] = value.into();
+            let err = serde_json::from_value::<SmoothOptions>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(said), "{key}: {err}");
+        }
     }
 }

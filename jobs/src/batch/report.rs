@@ -274,7 +274,7 @@ pub fn summarise(dir: &Path, plan: &Plan) -> Result<BatchReport> {
             .mosaics
             .first()
             .map_or_else(String::new, |m| file_name(&m.source)),
-        kernel: plan.options.kernel.clone(),
+        kernel: plan.options.kernel.to_string(),
         method: plan.options.method.to_string(),
         mmu: mmu_report(plan, &state),
         tasks: plan.tasks.len(),
