@@ -423,13 +423,17 @@ fn certified_recomputation_on_the_device_matches_naive() {
             SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, true).unwrap(),
             SeparableCl::new(dev.clone(), "svd", &svd_plan, &kernel, true).unwrap(),
         ];
-        for nc in [6usize, 300] {
+        // Noise (short runs), and blocks whose runs cross whole window rows
+        // (the device finds each row's runs itself, cut at the window's edge).
+        for (nc, blocks) in [(6usize, false), (300, false), (6, true)] {
             let (w, h) = (41 + 2 * halo, 23 + 2 * halo);
             // Few distinct classes per window even with 300 in the tile.
             let classes: Vec<u16> = (0..w * h)
-                .map(|i| match next() % 5 {
-                    0 => nc as u16,
-                    k => ((i / 7 + k as usize) % nc) as u16,
+                .map(|i| match (blocks, next() % 5) {
+                    (true, _) if next() % 40 == 0 => nc as u16,
+                    (true, _) => ((i % w / 13 + i / w / 3) % nc) as u16,
+                    (false, 0) => nc as u16,
+                    (false, k) => ((i / 7 + k as usize) % nc) as u16,
                 })
                 .collect();
             let tile = ClassTile {
@@ -448,7 +452,10 @@ fn certified_recomputation_on_the_device_matches_naive() {
                     let mut got = vec![0u16; tile.output_len()];
                     m.smooth(&tile, params, &mut got).unwrap();
                     let (ties, fill) = (params.ties, params.fill_nodata);
-                    let what = format!("{} {spec} {nc} classes {ties:?} fill {fill}", m.name());
+                    let what = format!(
+                        "{} {spec} {nc} classes blocks {blocks} {ties:?} fill {fill}",
+                        m.name()
+                    );
                     assert_eq!(got, want, "{what}");
                     let redone = m.recompute_counts().unwrap().0 - before.0;
                     let redone_here = m.recomputed_on_device() - on_device;

@@ -16,7 +16,8 @@ cd "$(dirname "$0")/../.."
 source scripts/gpu-env.sh
 OUT=${OUT:-out/multi-gpu}
 mkdir -p "$OUT"
-MF=/tmp/mf/bin/mapfilter
+# MF=path runs another build than the bundle's (e.g. carry/mapfilter-new.xz unpacked).
+MF=${MF:-/tmp/mf/bin/mapfilter}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpus.txt"
 "$MF" devices | tee "$OUT/devices.txt"
 # The first GPU's index in `mapfilter devices`.

@@ -186,9 +186,8 @@ struct Slot {
     /// memory (the certified recomputation reads them there) and on the device.
     votes_host: Option<PinnedHost<u16>>,
     votes: Grow<u16>,
-    /// The certified recomputation on the device: the tile's run lengths
-    /// and its quantised class weights (on the host until uploaded).
-    lens: Grow<u8>,
+    /// The certified recomputation on the device: the tile's quantised
+    /// class weights (on the host until uploaded).
     qweights: Grow<u32>,
     qweights_host: Vec<u32>,
 }

@@ -1,10 +1,10 @@
 //! The certified mode's recomputation for [`SeparableCl`]: on the device
-//! (`naive_flagged` and `run_lengths` in `kernels/naive.cl`, enqueued right
+//! (`naive_flagged` in `kernels/naive.cl`, enqueued right
 //! after the ranking, so the flagged pixels never leave it) where it can,
 //! else on the host ([`ExactPixels`]) once the tile is back; and the counts
 //! of both.
 
-use super::{Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Flight, SeparableCl, Shape, Slot};
+use super::{Args, BuildOptions, CL_MEM_READ_ONLY, Flight, SeparableCl, Shape, Slot};
 use crate::error::Result;
 use crate::method::naive::{Bins, ExactPixels, cl::bins};
 use crate::method::policy::Ties;
@@ -98,9 +98,9 @@ impl SeparableCl {
     }
 
     /// The certified recomputation on the device, enqueued after the
-    /// ranking where it runs there: the tile's run lengths, then
-    /// `naive_flagged` writes the exact winner of every flagged pixel over
-    /// the ranking's. `narrow`: codes and winners are bytes.
+    /// ranking where it runs there: `naive_flagged` writes the exact winner
+    /// of every flagged pixel over the ranking's (finding the runs of its
+    /// window rows itself). `narrow`: codes and winners are bytes.
     pub(super) fn enqueue_flagged(
         &self,
         flight: &mut Flight,
@@ -113,12 +113,7 @@ impl SeparableCl {
             return Ok(());
         }
         let dev = self.device();
-        let (ow, oh, w, h) = (
-            tile.output_width(),
-            tile.output_height(),
-            tile.width,
-            tile.height,
-        );
+        let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
         let nc = tile.n_classes;
         let mut opts = BuildOptions::new()
             .define("CLS_T", if narrow { "uchar" } else { "ushort" })
@@ -129,23 +124,13 @@ impl SeparableCl {
         if params.ties != Ties::Centre {
             opts = opts.define("TIES", params.ties.cl_code());
         }
-        let lens = bufs.lens.get(dev, w * h, CL_MEM_READ_WRITE)?;
-        let runs = dev.kernel("naive", &opts, "run_lengths")?;
         let flagged = dev.kernel("naive", &opts, "naive_flagged")?;
-        let (wu, hu) = (w as u32, h as u32);
-        let a = match narrow {
-            true => Args::new(&runs).mem(bufs.codes8.buf()),
-            false => Args::new(&runs).mem(bufs.codes16.buf()),
-        };
-        a.scalar(wu).scalar(hu).mem(lens).done()?;
-        self.stream.launch(flight, &runs, &[w, h], None)?;
         let a = match narrow {
             true => Args::new(&flagged).mem(bufs.codes8.buf()),
             false => Args::new(&flagged).mem(bufs.codes16.buf()),
         };
         let a = a
-            .mem(bufs.lens.buf())
-            .scalar(wu)
+            .scalar(w as u32)
             .mem(self.prefix.as_ref().expect("checked above"))
             .scalar(self.size as u32)
             .mem(bufs.qweights.buf())
@@ -161,7 +146,6 @@ impl SeparableCl {
         }
         .done()?;
         self.stream.launch(flight, &flagged, &[ow, oh], None)?;
-        flight.keep(runs);
         flight.keep(flagged);
         Ok(())
     }
