@@ -565,7 +565,8 @@ __kernel void naive_flagged(__global const CLS_T *cls, uint tw,
                             __global const uint *prefix, uint ks,
                             __constant uint *w, uint nc, uint ow, uint oh,
                             uint halo, uint fill,
-                            __global const uchar *flags, __global OUT_T *out)
+                            __global const uchar *flags,
+                            __global uint *redone, __global OUT_T *out)
 {
     uint x = get_global_id(0), y = get_global_id(1);
     if (x >= ow || y >= oh)
@@ -573,6 +574,8 @@ __kernel void naive_flagged(__global const CLS_T *cls, uint tw,
     size_t o = (size_t)y * ow + x;
     if (!flags[o])
         return;
+    // Counted here, so the flags need not come down to be counted.
+    atomic_inc(redone);
     size_t origin = (size_t)y * tw + x;
     uint centre = cls[origin + (size_t)halo * tw + halo];
     if (centre == nc && !fill) {

@@ -187,9 +187,12 @@ struct Slot {
     votes_host: Option<PinnedHost<u16>>,
     votes: Grow<u16>,
     /// The certified recomputation on the device: the tile's quantised
-    /// class weights (on the host until uploaded).
+    /// class weights (on the host until uploaded), and how many pixels it
+    /// recomputed (counted there, so the flags need not come down).
     qweights: Grow<u32>,
     qweights_host: Vec<u32>,
+    redone: Grow<u32>,
+    redone_host: Vec<u32>,
 }
 
 impl SeparableCl {
@@ -624,9 +627,9 @@ impl SeparableCl {
         for k in [cols, rows, rank] {
             flight.keep(k);
         }
-        self.enqueue_flagged(flight, bufs, tile, params, narrow)?;
+        let on_device = self.enqueue_flagged(flight, bufs, tile, params, narrow)?;
         stream.flush_kernels()?;
-        self.enqueue_downloads(flight, bufs, ow * oh, narrow)?;
+        self.enqueue_downloads(flight, bufs, ow * oh, narrow, on_device)?;
         Ok(narrow)
     }
 
@@ -721,19 +724,22 @@ impl SeparableCl {
             .done()?;
         stream.launch(flight, &rank, &[ow, oh], None)?;
         flight.keep(rank);
-        self.enqueue_flagged(flight, bufs, tile, params, false)?;
+        let on_device = self.enqueue_flagged(flight, bufs, tile, params, false)?;
         stream.flush_kernels()?;
-        self.enqueue_downloads(flight, bufs, ow * oh, false)
+        self.enqueue_downloads(flight, bufs, ow * oh, false, on_device)
     }
 
     /// The winners (bytes into pinned staging, or u16) and, certified, the
-    /// flags come down after the tile's last kernel.
+    /// count of pixels the device recomputed (`recomputed_on_device`) or
+    /// else the flags, for the host to recompute, come down after the
+    /// tile's last kernel.
     fn enqueue_downloads(
         &self,
         flight: &mut Flight,
         bufs: &mut Slot,
         outputs: usize,
         narrow: bool,
+        recomputed_on_device: bool,
     ) -> Result<()> {
         let stream = &self.stream;
         // SAFETY (every transfer): as in the enqueue functions.
@@ -745,8 +751,11 @@ impl SeparableCl {
             bufs.wide_host.resize(outputs, 0);
             unsafe { stream.read(flight, bufs.winners16.buf(), &mut bufs.wide_host)? };
         }
-        bufs.flags_host.resize(outputs, 0);
-        if self.exact {
+        if recomputed_on_device {
+            bufs.redone_host.resize(1, 0);
+            unsafe { stream.read(flight, bufs.redone.buf(), &mut bufs.redone_host)? };
+        } else if self.exact {
+            bufs.flags_host.resize(outputs, 0);
             unsafe { stream.read(flight, bufs.flags.buf(), &mut bufs.flags_host)? };
         }
         stream.flush_downloads()
@@ -844,7 +853,7 @@ impl PendingTile for SepPending<'_> {
             .pixels
             .fetch_add(self.outputs as u64, Ordering::Relaxed);
         if self.device_flags {
-            self.method.count_device_recomputed(&slot.flags_host);
+            self.method.count_device_recomputed(&slot.redone_host);
         }
         self.method.slots.give(slot);
         Ok(())
@@ -866,7 +875,7 @@ impl PendingTile for SepPending<'_> {
             .pixels
             .fetch_add(self.outputs as u64, Ordering::Relaxed);
         if self.device_flags {
-            method.count_device_recomputed(&slot.flags_host);
+            method.count_device_recomputed(&slot.redone_host);
         }
         if let Some(c) = &self.certify {
             let tile = ClassTile {

@@ -4,7 +4,7 @@
 //! else on the host ([`ExactPixels`]) once the tile is back; and the counts
 //! of both.
 
-use super::{Args, BuildOptions, CL_MEM_READ_ONLY, Flight, SeparableCl, Shape, Slot};
+use super::{Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Flight, SeparableCl, Shape, Slot};
 use crate::error::Result;
 use crate::method::naive::{Bins, ExactPixels, cl::bins};
 use crate::method::policy::Ties;
@@ -47,9 +47,9 @@ impl SeparableCl {
         self.recomputed.fetch_add(redone, Ordering::Relaxed);
     }
 
-    /// Counts the pixels `naive_flagged` recomputed (the flags came down).
-    pub(super) fn count_device_recomputed(&self, flags: &[u8]) {
-        let n: u64 = flags.iter().map(|&f| (f != 0) as u64).sum();
+    /// Counts the pixels `naive_flagged` recomputed (its count came down).
+    pub(super) fn count_device_recomputed(&self, redone: &[u32]) {
+        let n: u64 = redone.iter().map(|&n| n as u64).sum();
         self.recomputed.fetch_add(n, Ordering::Relaxed);
         self.recomputed_on_device.fetch_add(n, Ordering::Relaxed);
     }
@@ -94,13 +94,20 @@ impl SeparableCl {
             .get(dev, bufs.qweights_host.len(), CL_MEM_READ_ONLY)?;
         // SAFETY: the weights lie in the slot, which the pending tile keeps
         // until its flight is waited for.
-        unsafe { self.stream.write(flight, b, &bufs.qweights_host) }
+        unsafe { self.stream.write(flight, b, &bufs.qweights_host)? };
+        // The count of recomputed pixels starts at 0 (a static: it outlives
+        // every flight).
+        static ZERO: [u32; 1] = [0];
+        let redone = bufs.redone.get(dev, 1, CL_MEM_READ_WRITE)?;
+        // SAFETY: as above; ZERO lives for the program.
+        unsafe { self.stream.write(flight, redone, &ZERO) }
     }
 
     /// The certified recomputation on the device, enqueued after the
     /// ranking where it runs there: `naive_flagged` writes the exact winner
     /// of every flagged pixel over the ranking's (finding the runs of its
-    /// window rows itself). `narrow`: codes and winners are bytes.
+    /// window rows itself) and counts them. `narrow`: codes and winners
+    /// are bytes. Returns whether it was enqueued (else the host recomputes).
     pub(super) fn enqueue_flagged(
         &self,
         flight: &mut Flight,
@@ -108,9 +115,9 @@ impl SeparableCl {
         tile: &ClassTile,
         params: &SmoothParams,
         narrow: bool,
-    ) -> Result<()> {
-        if !self.recomputes_on_device(tile.n_classes, params) {
-            return Ok(());
+    ) -> Result<bool> {
+        if !self.exact || !self.recomputes_on_device(tile.n_classes, params) {
+            return Ok(false);
         }
         let dev = self.device();
         let (ow, oh, w) = (tile.output_width(), tile.output_height(), tile.width);
@@ -139,7 +146,8 @@ impl SeparableCl {
             .scalar(oh as u32)
             .scalar(tile.halo as u32)
             .scalar(params.fill_nodata as u32)
-            .mem(bufs.flags.buf());
+            .mem(bufs.flags.buf())
+            .mem(bufs.redone.buf());
         match narrow {
             true => a.mem(bufs.winners8.buf()),
             false => a.mem(bufs.winners16.buf()),
@@ -147,6 +155,6 @@ impl SeparableCl {
         .done()?;
         self.stream.launch(flight, &flagged, &[ow, oh], None)?;
         flight.keep(flagged);
-        Ok(())
+        Ok(true)
     }
 }
