@@ -38,6 +38,7 @@ suites=(
   "node|GPU node|The node's throughput|bash benches/node/run.sh"
   "node-profile|GPU node|The node's throughput (a profile of one batch)|bash benches/node/profile.sh"
   "node-host-threads|GPU node|The host engine against its threads|bash benches/node/host-threads.sh"
+  "node-jobs|GPU node|The node's throughput (tasks in flight)|bash benches/node/jobs.sh"
   "python|host|Python: call overhead, against the CLI, scipy and scikit-image|python3 python/bench/compare_python.py"
 )
 
