@@ -430,7 +430,7 @@ fn certified_recomputation_on_the_device_matches_naive() {
             // Few distinct classes per window even with 300 in the tile.
             let classes: Vec<u16> = (0..w * h)
                 .map(|i| match (blocks, next() % 5) {
-                    (true, _) if next() % 40 == 0 => nc as u16,
+                    (true, _) if next().is_multiple_of(40) => nc as u16,
                     (true, _) => ((i % w / 13 + i / w / 3) % nc) as u16,
                     (false, 0) => nc as u16,
                     (false, k) => ((i / 7 + k as usize) % nc) as u16,

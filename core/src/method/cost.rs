@@ -196,6 +196,10 @@ pub struct Candidate {
     pub certified: bool,
 }
 
+/// The share of a certified candidate's cost under which `auto` does not
+/// probe its recomputation ([`Candidate::recomputation_negligible`]).
+pub const NEGLIGIBLE_RECOMPUTATION: f64 = 0.05;
+
 /// What `auto` knows of the share of pixels a candidate recomputes exactly.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Recompute {
@@ -238,6 +242,24 @@ impl Candidate {
             }
             _ => 0.0,
         }
+    }
+
+    /// Whether, unmeasured, even the high guess of its recomputed share
+    /// from its bounds ([`Candidate::recompute_share`]) adds at most
+    /// [`NEGLIGIBLE_RECOMPUTATION`] to its cost on `tile`: a probe could
+    /// then only confirm the choice, at the price of a run of its own (on
+    /// a GPU a synchronous round trip of 1–6 ms, as much as a 512² tile's
+    /// engine). svd's rank-1 Gaussian is there (a margin of float
+    /// roundings), dct5 K = 3 is not (ε ≈ 2·10⁻³).
+    pub fn recomputation_negligible(
+        &self,
+        tile: &TileExtent,
+        costs: &DeviceCosts,
+        naive_taps: usize,
+    ) -> bool {
+        self.bounds.is_some()
+            && self.cost(tile, costs, naive_taps, false)
+                <= (1.0 + NEGLIGIBLE_RECOMPUTATION) * self.cost(tile, costs, naive_taps, true)
     }
 
     /// Relative cost per output pixel of `tile`; `naive_taps`: the exact

@@ -38,7 +38,9 @@
 //! [`PROBE`]×[`PROBE`] outputs of the tile (with their halo), so one
 //! tile of a raster never runs whole on a method whose share makes it the
 //! slowest; where that probe would cost much of the tile (large kernels,
-//! small tiles) the share is guessed from ε, high. The host's naive method
+//! small tiles) the share is guessed from ε, high, and where even that
+//! guess adds under 5 % to the candidate's cost (svd's rank-1 Gaussian,
+//! whose margin is float rounding) it is not probed at all. The host's naive method
 //! walks runs of equal pixels, so its cost is counted from the tile's
 //! measured runs ([`window_runs`]), not its taps. Every candidate of
 //! `auto --exact` is exact, so which one runs a tile never changes a byte;
@@ -206,7 +208,11 @@ impl Auto {
         let mut probed = vec![false; self.candidates.len()];
         loop {
             let pick = self.choose(&extent);
-            if probed[pick] || self.candidates[pick].recompute() != Recompute::Unmeasured {
+            let candidate = &self.candidates[pick];
+            if probed[pick]
+                || candidate.recompute() != Recompute::Unmeasured
+                || candidate.recomputation_negligible(&extent, &self.costs, self.naive_taps)
+            {
                 return Ok(pick);
             }
             // A probe pays where the unmeasured candidate promises a clear
@@ -639,6 +645,30 @@ mod tests {
         let seen = cheap_fake.seen.lock().unwrap().len();
         assert_eq!(seen, 2, "probe, then the whole tile");
         assert_eq!(cheap.choose(&tile), 1);
+    }
+
+    /// A certified candidate whose bounds leave its recomputation
+    /// negligible even as guessed high is not probed: the tile runs whole
+    /// on it at once (and measures it). One with a wide margin is probed.
+    #[test]
+    fn a_candidate_of_negligible_recomputation_is_not_probed() {
+        for (margin, runs) in [(1e-7, 1), (1e-2, 2)] {
+            let (mut auto, fake) = learning(0.001);
+            auto.candidates[1].bounds = Some(crate::method::bounds::Bounds {
+                rounding: margin / 4.0,
+                approx: margin / 2.0,
+            });
+            let tile = TileExtent::square(600, 3);
+            let negligible = auto.candidates[1].recomputation_negligible(
+                &tile,
+                &auto.costs,
+                auto.naive_taps,
+            );
+            assert_eq!(negligible, runs == 1, "margin {margin}");
+            run_tile(&auto, 600, 6);
+            assert_eq!(fake.seen.lock().unwrap().len(), runs, "margin {margin}");
+            assert_eq!(auto.choose(&tile), 1);
+        }
     }
 
     /// A tile not much larger than the probe runs whole on the optimistic
