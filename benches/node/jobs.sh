@@ -7,16 +7,8 @@
 # Carry `carry/` (GDAL bundle, carry/mapfilter-new.xz); on the GPU machine:
 #   OUT=$OUT SETS="compressible simplex" DEVICES="gpu all" RUNS="default j16 p4" bash benches/node/jobs.sh
 set -u
-source scripts/gpu-env.sh
-OUT=${OUT:-out/jobs}; mkdir -p "$OUT"
-LOGS=/tmp/jobs-logs; rm -rf "$LOGS"; mkdir -p "$LOGS"
-trap 'tar -C "$LOGS" -czf "$OUT/jobs-logs.tgz" .' EXIT
-MF=/tmp/mf/bin/mapfilter-new
-xz -dc carry/mapfilter-new.xz >"$MF" && chmod +x "$MF"
-now() { date +%s.%N; }
-since() { python3 -c "print(round($(now) - $1, 3))"; }
-row() { echo "$1" | tee -a "$OUT/jobs.jsonl"; }
-row "{\"cores\":$(nproc),\"gpus\":$(nvidia-smi -L | wc -l)}"
+NAME=jobs
+source benches/node/start.sh
 for set in ${SETS:-compressible simplex}; do
   dir=/tmp/set-$set
   MAPFILTER=$MF bash benches/node/dataset.sh "$set" "$dir" >/dev/null

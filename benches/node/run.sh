@@ -14,7 +14,7 @@
 #             process, --processes 1), 2 GPUs, 1 GPU, the host alone
 #             (`host`) and the host in 4 worker processes (`host4p`); every
 #             run's pixel checksums must equal its case's first (`same`);
-#             each run's lines per task (stage times) in $OUT/logs.tgz;
+#             each run's lines per task (stage times) in $OUT/node-logs.tgz;
 #   smooth    one whole `smooth` of the 415 Mpx raster (28800x14400), dct5,
 #             dct5 --exact and the default method, on the first GPU and the
 #             host, against its `gdal_translate` copy with NUM_THREADS=ALL_CPUS,
@@ -29,19 +29,8 @@
 # (repo root):   OUT=$OUT bash benches/node/run.sh
 # SETS, CASES and DEVICES narrow it ("simplex", "exact", "all host").
 set -u
-source scripts/gpu-env.sh
-OUT=${OUT:-out/node}; mkdir -p "$OUT"
-# The runs' lines per task, packed into $OUT/logs.tgz at the end (the
-# device tool brings back a few files only).
-LOGS=/tmp/node-logs; rm -rf "$LOGS"; mkdir -p "$LOGS"
-trap 'tar -C "$LOGS" -czf "$OUT/logs.tgz" .' EXIT
-MF=/tmp/mf/bin/mapfilter-new
-xz -dc carry/mapfilter-new.xz >"$MF" && chmod +x "$MF"
-now() { date +%s.%N; }
-since() { python3 -c "print(round($(now) - $1, 3))"; }
-row() { echo "$1" | tee -a "$OUT/node.jsonl"; }
-C=$(nproc) G=$(nvidia-smi -L | wc -l)
-row "{\"cores\":$C,\"gpus\":$G}"
+NAME=node
+source benches/node/start.sh
 # Start-up: the OpenCL listing alone (every GPU, the first, then one
 # process per GPU at once, as a batch's workers start).
 for vis in all 0; do
