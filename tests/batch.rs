@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 /// The options of `smooth` that say how to smooth, which `batch plan`
 /// takes too (declared once: `cli::smoothing_args`).
-const SMOOTHING_OPTIONS: [&str; 27] = [
+const SMOOTHING_OPTIONS: [&str; 30] = [
     "kernel",
     "kernel-size",
     "allow-subpixel",
@@ -46,12 +46,15 @@ const SMOOTHING_OPTIONS: [&str; 27] = [
     "confidence-scale",
     "mmu",
     "mmu-connectivity",
+    "band",
+    "src-nodata",
+    "dst-nodata",
 ];
 
 /// Every smoothing option of `smooth` is one of `batch plan`, with the same
-/// help, default and choices (`describe --json`); those a plan cannot
-/// honour (`--confidence`, and the input options `-b`, `--src-nodata`,
-/// `--dst-nodata`) are refused with the reason before anything is written.
+/// help, default and choices (`describe --json`), the input options `-b`,
+/// `--src-nodata` and `--dst-nodata` included; the one a plan cannot honour
+/// (`--confidence`) is refused with the reason before anything is written.
 #[test]
 fn smooth_and_batch_plan_take_the_same_smoothing_options() {
     let described: serde_json::Value =
@@ -75,28 +78,11 @@ fn smooth_and_batch_plan_take_the_same_smoothing_options() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("batch");
     // (option, value, what the refusal says): refused before anything is written.
-    let refusals = [
-        (
-            "--confidence",
-            "conf.tif",
-            "batch plan does not take --confidence",
-        ),
-        (
-            "-b",
-            "2",
-            "batch plan does not take -b/--band: it reads band 1",
-        ),
-        (
-            "--src-nodata",
-            "0",
-            "batch plan does not take --src-nodata: it reads band 1",
-        ),
-        (
-            "--dst-nodata",
-            "255",
-            "batch plan does not take --dst-nodata: it reads band 1",
-        ),
-    ];
+    let refusals = [(
+        "--confidence",
+        "conf.tif",
+        "batch plan does not take --confidence",
+    )];
     for (option, value, says) in refusals {
         let refused = mapfilter(&[
             "batch",
@@ -250,6 +236,101 @@ fn seam_case(nodata: Option<u16>, smooth_opts: &[&str], grid: Option<&str>) {
     mapfilter_ok(&plan);
     mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
     assert_mosaic_equals(&batch, &whole);
+}
+
+/// `batch plan -b 2 --src-nodata 9 --dst-nodata 250` over tiles of a
+/// two-band raster (band 1 noise, band 2 the classes with holes coded 9
+/// and no nodata in the file) gives, put together, the pixels and nodata of
+/// `smooth -b 2 --src-nodata 9 --dst-nodata 250` of the whole raster; the
+/// plan keeps the three options; without `-b` the plan refuses the
+/// two-band raster as `smooth` does, and a `--dst-nodata` that is a class
+/// is refused before anything is written.
+#[test]
+fn batch_plan_reads_the_band_and_nodata_smooth_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (131, 97);
+    let classes = synth_with_holes((w, h), 6, mapfilter::synth::Pattern::Simplex, 3, 9.0, 40, 9);
+    let path = dir.path().join("two.tif");
+    {
+        let driver = gdal::DriverManager::get_driver_by_name("GTiff").unwrap();
+        let mut ds = driver
+            .create_with_band_type::<u8, _>(&path, w, h, 2)
+            .unwrap();
+        ds.set_geo_transform(&[500_000.0, 30.0, 0.0, 6_200_000.0, 0.0, -30.0])
+            .unwrap();
+        let noise: Vec<u8> = (0..w * h).map(|i| (i * 7919 % 251) as u8).collect();
+        let bands = [noise, classes.data.iter().map(|&v| v as u8).collect()];
+        for (b, data) in bands.into_iter().enumerate() {
+            let mut buffer = gdal::raster::Buffer::new((w, h), data);
+            let mut band = ds.rasterband(b + 1).unwrap();
+            band.write((0, 0), (w, h), &mut buffer).unwrap();
+        }
+    }
+    let p = path.to_str().unwrap();
+    let whole = dir.path().join("whole.tif");
+    let options = [
+        "-k",
+        "gaussian:1.5",
+        "-b",
+        "2",
+        "--src-nodata",
+        "9",
+        "--dst-nodata",
+        "250",
+        "--tile",
+        "32",
+    ];
+    let mut args = vec!["smooth", p, whole.to_str().unwrap(), "-q"];
+    args.extend(options);
+    mapfilter_ok(&args);
+    let tiles = cut(&path, &[0, 50, 131], &[0, 40, 97]);
+    let batch = dir.path().join("batch");
+    let b = batch.to_str().unwrap();
+    let mut plan = vec!["batch", "plan", tiles.to_str().unwrap(), "--out", b];
+    plan.extend(options);
+    mapfilter_ok(&plan);
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(batch.join("plan.json")).unwrap()).unwrap();
+    let o = &written["options"];
+    assert_eq!(
+        (&o["band"], &o["src_nodata"], &o["dst_nodata"]),
+        (&2.into(), &"9".into(), &250.into())
+    );
+    mapfilter_ok(&["batch", "run", b, "-q"]);
+    assert_mosaic_equals(&batch, &whole);
+    // One raster read whole, through a VRT of its band 2.
+    let single = dir.path().join("single");
+    let mut plan = vec![
+        "batch",
+        "plan",
+        p,
+        "--out",
+        single.to_str().unwrap(),
+        "--grid",
+        "2",
+    ];
+    plan.extend(options);
+    mapfilter_ok(&plan);
+    mapfilter_ok(&["batch", "run", single.to_str().unwrap(), "-q"]);
+    assert_mosaic_equals(&single, &whole);
+    // Refused before anything is written: no band named on two bands, and
+    // an output nodata that is a class.
+    let refused_dir = dir.path().join("refused");
+    for (extra, says) in [
+        (&["-k", "gaussian:1.5"][..], "has 2 bands"),
+        (
+            &["-k", "gaussian:1.5", "-b", "2", "--dst-nodata", "3"][..],
+            "--dst-nodata 3 is a class",
+        ),
+    ] {
+        let mut args = vec!["batch", "plan", p, "--out", refused_dir.to_str().unwrap()];
+        args.extend(extra);
+        let refused = mapfilter(&args);
+        assert!(!refused.status.success(), "{extra:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(!refused_dir.join("plan.json").exists(), "{extra:?}");
+    }
 }
 
 #[test]

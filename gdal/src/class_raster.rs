@@ -304,7 +304,7 @@ pub struct BandChoice {
 
 impl BandChoice {
     /// The band to read, checked against the raster's band count.
-    fn resolve(&self, path: &Path, bands: usize) -> Result<usize> {
+    pub fn resolve(&self, path: &Path, bands: usize) -> Result<usize> {
         match self.band {
             None if bands > 1 => bail!(
                 input,
@@ -324,6 +324,28 @@ impl BandChoice {
                 hint = "bands are numbered from 1, as in GDAL (`mapfilter info` shows the count)"
             ),
             Some(b) => Ok(b),
+        }
+    }
+}
+
+/// A nodata value as given (`--src-nodata`, a batch plan's `src_nodata`):
+/// a number, or `none` (no nodata: every value is a class).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Nodata(pub Option<f64>);
+
+impl std::str::FromStr for Nodata {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        parse_nodata(text).map(Nodata)
+    }
+}
+
+impl std::fmt::Display for Nodata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => write!(f, "none"),
         }
     }
 }

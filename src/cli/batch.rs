@@ -84,37 +84,10 @@ struct PlanArgs {
     estimate: bool,
     #[command(flatten)]
     overwrite: OverwriteArg,
-    /// `smooth`'s input options, refused by a plan with the reason (hidden:
-    /// a plan reads band 1 of every raster with its own nodata).
-    #[arg(short = 'b', long = "band", hide = true)]
-    band: Option<String>,
-    #[arg(long, hide = true)]
-    src_nodata: Option<String>,
-    #[arg(long, hide = true)]
-    dst_nodata: Option<String>,
-}
-
-impl PlanArgs {
-    /// Refuses `smooth`'s input options, which a plan does not take: its
-    /// mosaics are VRTs of band 1 of each raster, with the rasters' own
-    /// nodata, the same in every task.
-    fn refuse_input_options(&self) -> Result<()> {
-        let given = [
-            ("-b/--band", self.band.is_some()),
-            ("--src-nodata", self.src_nodata.is_some()),
-            ("--dst-nodata", self.dst_nodata.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
-            bail!(
-                usage,
-                format!(
-                    "batch plan does not take {flag}: it reads band 1 of every raster with the raster's own nodata"
-                ),
-                hint = "make single-band rasters with the nodata you want first, e.g. gdal_translate -b N -a_nodata CODE IN OUT (a VRT will do)"
-            );
-        }
-        Ok(())
-    }
+    /// The band of class codes in every input (-b), its nodata (--src-nodata) and the
+    /// outputs' (--dst-nodata), as `smooth` takes them.
+    #[command(flatten)]
+    bands: super::input_args::SmoothInputArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -213,8 +186,7 @@ pub fn run(args: BatchArgs) -> Result<()> {
 
 fn plan(a: PlanArgs) -> Result<()> {
     // Every option is checked before anything is written.
-    a.refuse_input_options()?;
-    let options = a.smoothing.plan_options()?;
+    let options = a.smoothing.plan_options(&a.bands)?;
     // The job script's values are checked before anything is written.
     let dir = std::path::absolute(&a.out).unwrap_or(a.out.clone());
     let slurm_options = |tasks: usize| slurm::SlurmOptions {

@@ -1,16 +1,13 @@
 //! Input options spelled as in GDAL's tools: `-b BAND` (which band holds
 //! the classes), `--src-nodata` (the input's nodata instead of the file's)
-//! and, for `smooth`, `--dst-nodata` (the output's).
+//! and, for `smooth` and `batch plan`, `--dst-nodata` (the output's).
 
-use crate::gdal::class_raster::{BandChoice, parse_nodata};
+use crate::gdal::class_raster::BandChoice;
+pub use crate::gdal::class_raster::Nodata;
 use clap::Args;
 
-/// A nodata value as given: a number, or `none` (no nodata).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Nodata(pub Option<f64>);
-
 fn nodata(text: &str) -> Result<Nodata, String> {
-    parse_nodata(text).map(Nodata)
+    text.parse()
 }
 
 #[derive(Args, Debug, Clone, Copy, Default)]

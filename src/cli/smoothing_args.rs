@@ -5,10 +5,12 @@
 //! [`SmoothingArgs`] and turn it into typed values through the same
 //! methods, so an option is spelt, documented and checked the same way in
 //! both; `batch plan` refuses the one it cannot honour (`--confidence`)
-//! with the reason.
+//! with the reason. The inputs' band and nodata options are
+//! [`SmoothInputArgs`], which both flatten too.
 
 use super::compress_args::CompressArgs;
 use super::fast_args::FastArgs;
+use super::input_args::SmoothInputArgs;
 use super::policy_args::PolicyArgs;
 use super::sieve::MmuArgs;
 use crate::batch::plan::{MmuOption, SmoothOptions};
@@ -112,9 +114,10 @@ impl SmoothingArgs {
         Ok(policies)
     }
 
-    /// What `batch plan` stores in plan.json, every option checked first
-    /// (nothing is written before); `--confidence` refused, with the reason.
-    pub fn plan_options(&self) -> Result<SmoothOptions> {
+    /// What `batch plan` stores in plan.json, with the inputs' band and
+    /// nodata options `input`, every option checked first (nothing is
+    /// written before); `--confidence` refused, with the reason.
+    pub fn plan_options(&self, input: &SmoothInputArgs) -> Result<SmoothOptions> {
         if self.policies.confidence.is_some() {
             crate::bail!(
                 usage,
@@ -153,6 +156,9 @@ impl SmoothingArgs {
             format: (self.compression.format == super::compress_args::FormatArg::Cog)
                 .then_some(OutputFormat::Cog),
             creation_options: self.compression.creation_options.clone(),
+            band: input.band.band,
+            src_nodata: input.band.src_nodata,
+            dst_nodata: input.dst_nodata,
             mmu: self.mmu.mmu.clone().map(|given| MmuOption {
                 given,
                 connectivity: match self.mmu.mmu_connectivity {

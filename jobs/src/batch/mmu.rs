@@ -397,7 +397,7 @@ impl Finisher<'_> {
                 }
             })
             .collect();
-        let first = mosaic::read_infos(std::slice::from_ref(&members[0].path))?
+        let first = mosaic::read_infos(std::slice::from_ref(&members[0].path), Default::default())?
             .pop()
             .ok_or_else(|| Error::internal("no smoothed window to describe"))?;
         let xml = mosaic::vrt_xml(

@@ -2,6 +2,7 @@
 //!
 //! - [`inputs`] turns files, directories, globs and `@list` files into rasters.
 //! - [`mosaic`] groups rasters on one grid into a mosaic (a VRT written here).
+//! - [`options`] holds the smoothing options a plan keeps, typed.
 //! - [`plan`] cuts mosaics into tasks (one output window each) and writes
 //!   `plan.json` and `tasks.geojson`; it decides once what every task must
 //!   share (the class table, the output nodata), so tasks are seam-free.
@@ -27,6 +28,7 @@ pub mod inputs;
 pub mod maps;
 pub mod mmu;
 pub mod mosaic;
+pub mod options;
 pub mod plan;
 pub mod processes;
 pub mod records;

@@ -3,11 +3,14 @@
 //! and nodata whose origins lie on one pixel lattice form a group, written
 //! as a VRT (the XML GDAL's `gdalbuildvrt` would write, with each source's
 //! size and type given so that opening it opens no source). A group of one
-//! raster is that raster itself.
+//! raster is that raster itself, unless the plan reads another band than
+//! the first or another nodata than the file's (`-b`, `--src-nodata`):
+//! the VRT then says which, so that every reader of the mosaic (tasks,
+//! scans, reports) reads the same band with the same nodata.
 
 use gdal::raster::GdalDataType;
 use mapfilter_core::error::{Error, Result};
-use mapfilter_gdal::class_raster::{self, RasterMeta};
+use mapfilter_gdal::class_raster::{self, BandChoice, RasterMeta};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -30,10 +33,13 @@ pub struct InputInfo {
     pub height: usize,
     pub geo_transform: [f64; 6],
     pub projection: String,
+    /// The band read (1-based), and its type.
+    pub band: usize,
     pub data_type: String,
+    /// Its nodata: the file's, or the plan's `--src-nodata`.
     pub nodata: Option<f64>,
     pub colors: Vec<[i16; 4]>,
-    /// Category names by code (band 1).
+    /// Category names by code (of the band read).
     pub category_names: Vec<String>,
 }
 
@@ -43,26 +49,37 @@ pub struct InputInfo {
 /// good number of files: 16 tiles are read by one thread, thousands by all.
 const HEADERS_PER_THREAD: usize = 64;
 
-/// Reads the headers of `paths` (in parallel when there are many), in order.
-pub fn read_infos(paths: &[PathBuf]) -> Result<Vec<InputInfo>> {
+/// Reads the headers of `paths` (in parallel when there are many), in
+/// order: of the band `choice` names (band 1 of a raster of one band, as
+/// `smooth` reads it), with its nodata where it replaces the file's.
+pub fn read_infos(paths: &[PathBuf], choice: BandChoice) -> Result<Vec<InputInfo>> {
     class_raster::quiet_gdal();
     let chunks: Vec<Vec<InputInfo>> = paths
         .par_chunks(HEADERS_PER_THREAD)
-        .map(|chunk| chunk.iter().map(|p| read_info(p)).collect::<Result<_>>())
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|p| read_info(p, choice))
+                .collect::<Result<_>>()
+        })
         .collect::<Result<_>>()?;
     Ok(chunks.into_iter().flatten().collect())
 }
 
-fn read_info(path: &Path) -> Result<InputInfo> {
+fn read_info(path: &Path, choice: BandChoice) -> Result<InputInfo> {
     let ds = class_raster::open(path)?;
-    let meta = RasterMeta::read_without_projection(&ds)?;
+    let index = choice.resolve(path, ds.raster_count())?;
+    let mut meta = RasterMeta::read_band(&ds, index)?;
+    if let Some(nodata) = choice.nodata {
+        meta.nodata = nodata;
+    }
     let band = ds
-        .rasterband(1)
+        .rasterband(index)
         .map_err(mapfilter_gdal::errors::gdal_error)?;
     let data_type = band.band_type();
     if !matches!(data_type, GdalDataType::UInt8 | GdalDataType::UInt16) {
         return Err(Error::input(format!(
-            "{}: band 1 is {}, class smoothing needs Byte or UInt16 class codes",
+            "{}: band {index} is {}, class smoothing needs Byte or UInt16 class codes",
             path.display(),
             data_type.name()
         ))
@@ -75,6 +92,7 @@ fn read_info(path: &Path) -> Result<InputInfo> {
         height: meta.height,
         geo_transform,
         projection: ds.projection(),
+        band: index,
         data_type: data_type.name(),
         nodata: meta.nodata,
         colors: meta.colors,
@@ -179,7 +197,8 @@ fn lattice_offset(a: &InputInfo, b: &InputInfo) -> Option<(i64, i64)> {
 }
 
 /// A VRT of `members` on a `width` × `height` grid with `first`'s band
-/// type, nodata, colours, category names and coordinate system.
+/// (each member's band of that number), type, nodata, colours, category
+/// names and coordinate system.
 pub fn vrt_xml(
     members: &[Member],
     (width, height): (usize, usize),
@@ -232,13 +251,14 @@ pub fn vrt_xml(
             concat!(
                 "    <SimpleSource>\n",
                 "      <SourceFilename relativeToVRT=\"0\">{}</SourceFilename>\n",
-                "      <SourceBand>1</SourceBand>\n",
+                "      <SourceBand>{b}</SourceBand>\n",
                 "      <SourceProperties RasterXSize=\"{w}\" RasterYSize=\"{h}\" DataType=\"{t}\"/>\n",
                 "      <SrcRect xOff=\"0\" yOff=\"0\" xSize=\"{w}\" ySize=\"{h}\"/>\n",
                 "      <DstRect xOff=\"{x}\" yOff=\"{y}\" xSize=\"{w}\" ySize=\"{h}\"/>\n",
                 "    </SimpleSource>\n"
             ),
             escape(&m.path.to_string_lossy()),
+            b = first.band,
             w = m.width,
             h = m.height,
             t = first.data_type,

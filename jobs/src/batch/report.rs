@@ -403,9 +403,10 @@ pub fn write(
         let Some(first) = members.first() else {
             continue;
         };
-        let mut info = super::mosaic::read_infos(std::slice::from_ref(&first.path))?
-            .pop()
-            .ok_or_else(|| Error::internal("no output to describe"))?;
+        let mut info =
+            super::mosaic::read_infos(std::slice::from_ref(&first.path), Default::default())?
+                .pop()
+                .ok_or_else(|| Error::internal("no output to describe"))?;
         info.nodata = mosaic.classes.output_nodata.map(f64::from).or(info.nodata);
         let xml = vrt_xml(
             &members,

@@ -602,7 +602,8 @@ impl Context<'_> {
             .filter(|m| !bad.contains(&m.path))
             .cloned()
             .collect();
-        let mut info = super::mosaic::read_infos(std::slice::from_ref(&task.input))?
+        let choice = self.plan.options.band_choice();
+        let mut info = super::mosaic::read_infos(std::slice::from_ref(&task.input), choice)?
             .pop()
             .ok_or_else(|| Error::internal("no input to describe"))?;
         info.nodata = mosaic.classes.nodata.map(f64::from);
@@ -677,7 +678,7 @@ impl Context<'_> {
         Ok(SmoothSpec {
             input: mosaic.source.clone(),
             band: Default::default(),
-            dst_nodata: None,
+            dst_nodata: self.plan.options.dst_nodata,
             target,
             kernel: self.settings.kernel.clone(),
             weights: self.settings.weights.clone(),
@@ -1231,6 +1232,9 @@ mod fuzz {
             iterations: 1,
             format: None,
             creation_options: Vec::new(),
+            band: None,
+            src_nodata: None,
+            dst_nodata: None,
             mmu: None,
         }
     }
