@@ -197,7 +197,7 @@ pub struct Candidate {
 }
 
 /// The share of a certified candidate's cost under which `auto` does not
-/// probe its recomputation ([`Candidate::recomputation_negligible`]).
+/// estimate its recomputation from the tile ([`Candidate::recomputation_negligible`]).
 pub const NEGLIGIBLE_RECOMPUTATION: f64 = 0.05;
 
 /// What `auto` knows of the share of pixels a candidate recomputes exactly.
@@ -205,9 +205,9 @@ pub const NEGLIGIBLE_RECOMPUTATION: f64 = 0.05;
 pub enum Recompute {
     /// Not a certified candidate: it recomputes nothing.
     Nothing,
-    /// Certified, not run yet: counted as nothing where a probe will
-    /// measure it (so every certified candidate is tried where it would be
-    /// the cheapest), else as a guess ([`Candidate::recompute_share`]).
+    /// Certified, not run yet: estimated from the tile's sampled near-ties
+    /// where a tile is at hand, else guessed from its margin
+    /// ([`Candidate::recompute_share`]).
     Unmeasured,
     /// Certified, measured over `pixels` pixels so far.
     Measured { share: f64, pixels: u64 },
@@ -229,28 +229,26 @@ impl Candidate {
     }
 
     /// The share of pixels the model counts as recomputed: the measured
-    /// share; before a measurement none where a probe will measure it
-    /// (`probing`), else a guess from the certified margin m
+    /// share; before a measurement `sampled` (the tile's near-ties within
+    /// the candidate's margin, [`super::auto::NearTies`]) where given, else
+    /// a guess from the certified margin m
     /// ([`Bounds::certify_margin`](super::bounds::Bounds::certify_margin),
     /// about ε): 5·m·C, which errs high (measured shares ran from 0.05 to
     /// 3.5 times m·C when the margin was 2ε).
-    pub fn recompute_share(&self, classes: f64, probing: bool) -> f64 {
-        match (self.recompute(), &self.bounds) {
-            (Recompute::Measured { share, .. }, _) => share,
-            (Recompute::Unmeasured, Some(b)) if !probing => {
-                (5.0 * b.certify_margin() * classes).min(1.0)
-            }
+    pub fn recompute_share(&self, classes: f64, sampled: Option<f64>) -> f64 {
+        match (self.recompute(), &self.bounds, sampled) {
+            (Recompute::Measured { share, .. }, _, _) => share,
+            (Recompute::Unmeasured, _, Some(share)) => share,
+            (Recompute::Unmeasured, Some(b), None) => (5.0 * b.certify_margin() * classes).min(1.0),
             _ => 0.0,
         }
     }
 
     /// Whether, unmeasured, even the high guess of its recomputed share
     /// from its bounds ([`Candidate::recompute_share`]) adds at most
-    /// [`NEGLIGIBLE_RECOMPUTATION`] to its cost on `tile`: a probe could
-    /// then only confirm the choice, at the price of a run of its own (on
-    /// a GPU a synchronous round trip of 1–6 ms, as much as a 512² tile's
-    /// engine). svd's rank-1 Gaussian is there (a margin of float
-    /// roundings), dct5 K = 3 is not (ε ≈ 2·10⁻³).
+    /// [`NEGLIGIBLE_RECOMPUTATION`] to its cost on `tile`: its share then
+    /// need not be estimated from the tile. svd's rank-1 Gaussian is there
+    /// (a margin of float roundings), dct5 K = 3 is not (ε ≈ 2·10⁻³).
     pub fn recomputation_negligible(
         &self,
         tile: &TileExtent,
@@ -258,23 +256,24 @@ impl Candidate {
         naive_taps: usize,
     ) -> bool {
         self.bounds.is_some()
-            && self.cost(tile, costs, naive_taps, false)
-                <= (1.0 + NEGLIGIBLE_RECOMPUTATION) * self.cost(tile, costs, naive_taps, true)
+            && self.cost(tile, costs, naive_taps, None)
+                <= (1.0 + NEGLIGIBLE_RECOMPUTATION) * self.cost(tile, costs, naive_taps, Some(0.0))
     }
 
     /// Relative cost per output pixel of `tile`; `naive_taps`: the exact
     /// baseline's taps, paid on every recomputed pixel (the certified mode
-    /// recomputes a pixel tap by tap).
+    /// recomputes a pixel tap by tap); `sampled`: as for
+    /// [`Candidate::recompute_share`].
     pub fn cost(
         &self,
         tile: &TileExtent,
         costs: &DeviceCosts,
         naive_taps: usize,
-        probing: bool,
+        sampled: Option<f64>,
     ) -> f64 {
         let classes = tile.classes.max(1) as f64;
         let own = self.shape.cost(tile, costs);
-        match self.recompute_share(classes, probing) {
+        match self.recompute_share(classes, sampled) {
             0.0 => own,
             share => own + share * baseline(naive_taps, classes, costs),
         }

@@ -33,14 +33,16 @@
 //! 0.46 % and 30 % (BENCHMARKS.md, "auto --exact"), so no formula in ε and
 //! C predicts it. The model measures it instead: each certified candidate
 //! counts what it recomputed ([`ClassSmoother::recompute_counts`]) and is
-//! costed with its share so far. Before its first tile a candidate that
-//! would be chosen is measured on a probe, the centre
-//! [`PROBE`]×[`PROBE`] outputs of the tile (with their halo), so one
-//! tile of a raster never runs whole on a method whose share makes it the
-//! slowest; where that probe would cost much of the tile (large kernels,
-//! small tiles) the share is guessed from ε, high, and where even that
-//! guess adds under 5 % to the candidate's cost (svd's rank-1 Gaussian,
-//! whose margin is float rounding) it is not probed at all. The host's naive method
+//! costed with its share so far. Before it has run, its share on a tile is
+//! estimated from the tile itself ([`NearTies`]): a lattice of up to 256
+//! pixels scored exactly, the share of them whose best two scores lie
+//! within the candidate's certified margin. So one tile of a raster never
+//! runs whole on a method whose share makes it the slowest, at the cost of
+//! a few million taps in parallel; a candidate whose margin makes even a
+//! high guess of its share negligible (svd's rank-1 Gaussian, a margin of
+//! float roundings) is not sampled for. (An earlier probe, the candidate
+//! run on the tile's centre window, cost as much as the tile on a host of
+//! 16 threads and a synchronous round trip on a GPU.) The host's naive method
 //! walks runs of equal pixels, so its cost is counted from the tile's
 //! measured runs ([`window_runs`]), not its taps. Every candidate of
 //! `auto --exact` is exact, so which one runs a tile never changes a byte;
@@ -56,6 +58,9 @@ use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
 use super::naive::window_runs;
+
+mod near_ties;
+pub use near_ties::NearTies;
 use super::select::first_member;
 use super::spec::Method;
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -158,20 +163,11 @@ fn auto_on(
     Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
 }
 
-/// Output side of the window an unmeasured certified candidate is probed on.
-pub const PROBE: usize = 128;
-
-/// An unmeasured certified candidate is probed only where, recomputing
-/// nothing, it would cost at most this share of the best other candidate.
-const PROBE_GAIN: f64 = 0.85;
-
 /// Chooses among candidates per tile by the cost model.
 pub struct Auto {
     candidates: Vec<Candidate>,
     costs: DeviceCosts,
     naive_taps: usize,
-    /// The kernel's radius: the halo of every tile.
-    halo: usize,
     /// Tiles run by each candidate, for the run's summary.
     tiles: Vec<AtomicU64>,
 }
@@ -186,13 +182,13 @@ impl Auto {
             candidates,
             costs,
             naive_taps,
-            halo: kernel.radius(),
             tiles,
         }
     }
 
-    /// The candidate for `tile`: the cheapest by the model, after probing
-    /// each unmeasured certified candidate the model would choose.
+    /// The candidate for `tile`: the cheapest by the model, each certified
+    /// candidate not measured yet costed with its share estimated from the
+    /// tile's near-ties.
     fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
         let follows_runs = self.candidates.iter().any(|c| c.shape.follows_runs());
         let extent = TileExtent {
@@ -203,48 +199,44 @@ impl Auto {
             runs: (follows_runs && params.confidence.is_none())
                 .then(|| window_runs(tile, params.kernel.size())),
         };
-        // Each candidate is probed at most once here: a probe that left it
-        // unmeasured (no pixels counted) must not loop.
-        let mut probed = vec![false; self.candidates.len()];
-        loop {
-            let pick = self.choose(&extent);
-            let candidate = &self.candidates[pick];
-            if probed[pick]
-                || candidate.recompute() != Recompute::Unmeasured
-                || candidate.recomputation_negligible(&extent, &self.costs, self.naive_taps)
-            {
-                return Ok(pick);
-            }
-            // A probe pays where the unmeasured candidate promises a clear
-            // gain even at no recomputation; otherwise take the best of the
-            // others as the model sees them without probing.
-            let others = (0..self.candidates.len()).filter(|&i| i != pick);
-            let cost = |i: usize, probing: bool| {
-                self.candidates[i].cost(&extent, &self.costs, self.naive_taps, probing)
-            };
-            if let Some(alt) = others.min_by(|&a, &b| cost(a, false).total_cmp(&cost(b, false)))
-                && cost(pick, true) > PROBE_GAIN * cost(alt, false)
-            {
-                return Ok(alt);
-            }
-            if !probe(&*self.candidates[pick].smoother, tile, params)? {
-                return Ok(pick);
-            }
-            probed[pick] = true;
-        }
+        let unsure = |c: &Candidate| {
+            c.certified
+                && c.recompute() == Recompute::Unmeasured
+                && c.bounds.is_some()
+                && !c.recomputation_negligible(&extent, &self.costs, self.naive_taps)
+        };
+        let near_ties = match self.candidates.iter().any(unsure) {
+            true => NearTies::sample(tile, params),
+            false => None,
+        };
+        let sampled: Vec<Option<f64>> = self
+            .candidates
+            .iter()
+            .map(|c| match (&near_ties, c.bounds) {
+                (Some(ties), Some(b)) if c.certified => Some(ties.share(b.certify_margin())),
+                _ => None,
+            })
+            .collect();
+        Ok(self.choose_with(&extent, &sampled))
     }
 
-    /// Index of the cheapest candidate for `tile`.
+    /// Index of the cheapest candidate for `tile`, shares not measured yet
+    /// guessed from the margins.
     pub fn choose(&self, tile: &TileExtent) -> usize {
-        let cost = |i: usize| self.cost(i, tile);
+        self.choose_with(tile, &vec![None; self.candidates.len()])
+    }
+
+    /// Index of the cheapest candidate for `tile`, with each candidate's
+    /// sampled share where given.
+    fn choose_with(&self, tile: &TileExtent, sampled: &[Option<f64>]) -> usize {
+        let cost = |i: usize| self.cost(i, tile, sampled[i]);
         (0..self.candidates.len())
             .fold(0, |best, i| if cost(i) < cost(best) { i } else { best })
     }
 
     /// Candidate `i`'s cost per output pixel of `tile`.
-    fn cost(&self, i: usize, tile: &TileExtent) -> f64 {
-        let probing = probe_affordable(tile.width, tile.height, self.halo);
-        self.candidates[i].cost(tile, &self.costs, self.naive_taps, probing)
+    fn cost(&self, i: usize, tile: &TileExtent, sampled: Option<f64>) -> f64 {
+        self.candidates[i].cost(tile, &self.costs, self.naive_taps, sampled)
     }
 
     /// Why: every candidate's cost for a `side`×`side` tile holding
@@ -262,20 +254,17 @@ impl Auto {
             let mut line = format!(
                 "{mark} {:<28} cost {:>10.1}  ({detail}",
                 cand.smoother.name(),
-                self.cost(i, &tile)
+                self.cost(i, &tile, None)
             );
             if let Some(b) = cand.bounds {
                 line += &format!("; score error ≤ {:.2e}", b.total());
             }
             match cand.recompute() {
                 Recompute::Nothing => {}
-                Recompute::Unmeasured if probe_affordable(side, side, self.halo) => {
-                    line += "; recomputed share not measured yet: counted as 0 until a probe of the tile measures it";
-                }
                 Recompute::Unmeasured => {
                     line += &format!(
-                        "; recomputed share not measured yet (a probe would cost too much of this tile): guessing {:.1} %",
-                        100.0 * cand.recompute_share(classes.max(1) as f64, false)
+                        "; recomputed share not measured yet: estimated on each tile from its sampled near-ties (without a tile, guessing {:.1} % from the margin)",
+                        100.0 * cand.recompute_share(classes.max(1) as f64, None)
                     );
                 }
                 Recompute::Measured { share, pixels } => {
@@ -355,52 +344,6 @@ impl ClassSmoother for Auto {
     }
 }
 
-/// Whether a probe of a `width`×`height` output tile with `halo` costs
-/// little beside the tile: its window, halo included, is at most an eighth
-/// of the tile's. At large kernels the halo makes the probe nearly as dear
-/// as the tile (σ = 85 on a 512² tile: 40 %), and a probe of a method that
-/// recomputes much is then what the probe was meant to avoid.
-fn probe_affordable(width: usize, height: usize, halo: usize) -> bool {
-    let side = PROBE + 2 * halo;
-    8 * side * side <= (width + 2 * halo) * (height + 2 * halo)
-}
-
-/// Measures `smoother`'s recomputed share on the centre
-/// [`PROBE`]×[`PROBE`] outputs of `tile` (the smoother counts them);
-/// false, and nothing run, where the probe is not affordable
-/// ([`probe_affordable`]).
-fn probe(smoother: &dyn ClassSmoother, tile: &ClassTile, params: &SmoothParams) -> Result<bool> {
-    let (ow, oh) = (tile.output_width(), tile.output_height());
-    if !probe_affordable(ow, oh, tile.halo) {
-        return Ok(false);
-    }
-    let (pw, ph) = (PROBE.min(ow), PROBE.min(oh));
-    let (x0, y0) = ((ow - pw) / 2, (oh - ph) / 2);
-    let (width, height) = (pw + 2 * tile.halo, ph + 2 * tile.halo);
-    let window = |values: &[u16]| -> Vec<u16> {
-        (y0..y0 + height)
-            .flat_map(|y| &values[y * tile.width + x0..][..width])
-            .copied()
-            .collect()
-    };
-    let classes = window(tile.classes);
-    let confidence = params.confidence.map(window);
-    let probe_tile = ClassTile {
-        width,
-        height,
-        halo: tile.halo,
-        n_classes: tile.n_classes,
-        classes: &classes,
-    };
-    let probe_params = SmoothParams {
-        confidence: confidence.as_deref(),
-        ..*params
-    };
-    let mut out = vec![0u16; probe_tile.output_len()];
-    smoother.smooth(&probe_tile, &probe_params, &mut out)?;
-    Ok(true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,7 +419,7 @@ mod tests {
             |seg1: f64, seg2: f64| (halo * (1.0 + 385.0 / seg1) + (1.0 + 385.0 / seg2)) * ops;
         let cost = |passes| {
             let a = auto(3, passes, DeviceCosts::HOST_FEW);
-            a.candidates[2].cost(&tile, &a.costs, a.naive_taps, false)
+            a.candidates[2].cost(&tile, &a.costs, a.naive_taps, None)
         };
         let setup = DeviceCosts::HOST_FEW.separable_setup;
         let per_class = |steps: f64| 4.0 * (steps * 0.2 + 2.0) + setup;
@@ -614,79 +557,63 @@ mod tests {
         classes
     }
 
-    /// Before any tile a certified candidate is costed as recomputing
-    /// nothing; the first large tile probes its centre window, and the
-    /// measured share decides: 75 % makes it dearer than the baseline,
-    /// 0.1 % keeps it. The probe is the tile's centre PROBE² outputs with
-    /// their halo, cut exactly.
+    fn bounded(auto: &mut Auto, margin: f64) {
+        // certify_margin = approx + 2·rounding = margin.
+        auto.candidates[1].bounds = Some(crate::method::bounds::Bounds {
+            rounding: margin / 4.0,
+            approx: margin / 2.0,
+        });
+    }
+
+    /// Before its first tile a certified candidate is costed with its share
+    /// estimated from the tile's near-ties: under a margin every gap falls
+    /// in (each sampled pixel would be recomputed) it is dearer than the
+    /// baseline and never runs. Without bounds to sample against it counts
+    /// as recomputing nothing, runs the tile whole and is measured: 75 %
+    /// then makes it dearer, 0.1 % keeps it.
     #[test]
-    fn a_certified_candidate_is_probed_then_costed_by_its_measured_share() {
+    fn a_certified_candidate_is_costed_by_the_tiles_near_ties_then_its_measured_share() {
         let tile = TileExtent::square(600, 3);
+        let (mut wide, wide_fake) = learning(0.001);
+        bounded(&mut wide, 2.0);
+        run_tile(&wide, 600, 6);
+        assert!(wide_fake.seen.lock().unwrap().is_empty());
+        assert!(wide.summary().unwrap().starts_with("auto ran tiles: naive"));
+        assert_eq!(wide.candidates[1].recompute(), Recompute::Unmeasured);
+
         let (dear, dear_fake) = learning(0.75);
         assert_eq!(dear.choose(&tile), 1, "unmeasured counts as no recomputation");
         assert!(dear.explain_tile(3, 600).contains("not measured yet"));
-        let (side, halo) = (600, 6);
-        let classes = run_tile(&dear, side, halo);
-        let seen = dear_fake.seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 1, "probed once, then the baseline ran the tile");
-        let (w, pw) = (side + 2 * halo, PROBE + 2 * halo);
-        let x0 = (side - PROBE) / 2;
-        let expected: Vec<u16> = (x0..x0 + pw)
-            .flat_map(|y| classes[y * w + x0..][..pw].to_vec())
-            .collect();
-        assert_eq!(seen[0], expected, "the probe is the centre window");
+        run_tile(&dear, 600, 6);
+        assert_eq!(dear_fake.seen.lock().unwrap().len(), 1, "the whole tile, once");
         assert_eq!(dear.choose(&tile), 0);
         assert!(dear.explain_tile(3, 600).contains("recomputes 75.000 % exactly"));
-        assert!(dear.summary().unwrap().starts_with("auto ran tiles: naive"));
-        assert!(dear.summary().unwrap().contains("recomputing 0.75 0"));
+        assert!(dear.summary().unwrap().contains("recomputing 0.75 1"));
 
         let (cheap, cheap_fake) = learning(0.001);
-        run_tile(&cheap, side, halo);
-        let seen = cheap_fake.seen.lock().unwrap().len();
-        assert_eq!(seen, 2, "probe, then the whole tile");
+        run_tile(&cheap, 600, 6);
+        assert_eq!(cheap_fake.seen.lock().unwrap().len(), 1);
         assert_eq!(cheap.choose(&tile), 1);
     }
 
     /// A certified candidate whose bounds leave its recomputation
-    /// negligible even as guessed high is not probed: the tile runs whole
-    /// on it at once (and measures it). One with a wide margin is probed.
+    /// negligible even as guessed high needs no estimate from the tile; one
+    /// with a wide margin does. Both run this tile of few near-ties whole.
     #[test]
-    fn a_candidate_of_negligible_recomputation_is_not_probed() {
-        for (margin, runs) in [(1e-7, 1), (1e-2, 2)] {
+    fn a_candidate_of_negligible_recomputation_needs_no_estimate() {
+        for (margin, negligible) in [(1e-7, true), (1e-2, false)] {
             let (mut auto, fake) = learning(0.001);
-            auto.candidates[1].bounds = Some(crate::method::bounds::Bounds {
-                rounding: margin / 4.0,
-                approx: margin / 2.0,
-            });
+            bounded(&mut auto, margin);
             let tile = TileExtent::square(600, 3);
-            let negligible = auto.candidates[1].recomputation_negligible(
+            let said = auto.candidates[1].recomputation_negligible(
                 &tile,
                 &auto.costs,
                 auto.naive_taps,
             );
-            assert_eq!(negligible, runs == 1, "margin {margin}");
+            assert_eq!(said, negligible, "margin {margin}");
             run_tile(&auto, 600, 6);
-            assert_eq!(fake.seen.lock().unwrap().len(), runs, "margin {margin}");
-            assert_eq!(auto.choose(&tile), 1);
+            assert_eq!(fake.seen.lock().unwrap().len(), 1, "margin {margin}");
         }
-    }
-
-    /// A tile not much larger than the probe runs whole on the optimistic
-    /// choice, unprobed, and that run measures the candidate.
-    #[test]
-    fn small_tiles_are_run_whole_and_measure_the_candidate() {
-        let (auto, fake) = learning(0.75);
-        run_tile(&auto, 2 * PROBE, 4);
-        let seen = fake.seen.lock().unwrap().len();
-        assert_eq!(seen, 1);
-        assert_eq!(
-            auto.candidates[1].recompute(),
-            Recompute::Measured {
-                share: 0.75,
-                pixels: (4 * PROBE * PROBE) as u64
-            }
-        );
-        assert_eq!(auto.choose(&TileExtent::square(2 * PROBE, 3)), 0);
     }
 
     /// Where the segment rules differ the choice flips: a 512² tile of one
