@@ -40,7 +40,10 @@
 //! runs whole on a method whose share makes it the slowest, at the cost of
 //! a few million taps in parallel; a candidate whose margin makes even a
 //! high guess of its share negligible (svd's rank-1 Gaussian, a margin of
-//! float roundings) is not sampled for. (An earlier probe, the candidate
+//! float roundings) is not sampled for, nor is any on a GPU, where svd
+//! was the fastest in every case measured and the sample's host time
+//! weighed on small tiles (its share is guessed from the margin there).
+//! (An earlier probe, the candidate
 //! run on the tile's centre window, cost as much as the tile on a host of
 //! 16 threads and a synchronous round trip on a GPU.) The host's naive method
 //! walks runs of equal pixels, so its cost is counted from the tile's
@@ -160,7 +163,12 @@ fn auto_on(
             candidates.push(c);
         }
     }
-    Ok(Auto::new(candidates, DeviceCosts::of(kind), kernel))
+    let mut auto = Auto::new(candidates, DeviceCosts::of(kind), kernel);
+    // On a GPU the sample is not worth its time: svd was the fastest exact
+    // method in all 42 cases of the H200's grid (dct5 never), and a
+    // sample cost 1–12 ms of the host's beside 7–60 ms engines there.
+    auto.samples_near_ties = kind != Some(crate::device::DeviceKind::Gpu);
+    Ok(auto)
 }
 
 /// Chooses among candidates per tile by the cost model.
@@ -170,6 +178,10 @@ pub struct Auto {
     naive_taps: usize,
     /// Tiles run by each candidate, for the run's summary.
     tiles: Vec<AtomicU64>,
+    /// Whether a certified candidate not measured yet is costed with its
+    /// share estimated from each tile ([`NearTies`]), else guessed from
+    /// its margin.
+    samples_near_ties: bool,
 }
 
 impl Auto {
@@ -182,6 +194,7 @@ impl Auto {
             candidates,
             costs,
             naive_taps,
+            samples_near_ties: true,
             tiles,
         }
     }
@@ -205,7 +218,7 @@ impl Auto {
                 && c.bounds.is_some()
                 && !c.recomputation_negligible(&extent, &self.costs, self.naive_taps)
         };
-        let near_ties = match self.candidates.iter().any(unsure) {
+        let near_ties = match self.samples_near_ties && self.candidates.iter().any(unsure) {
             true => NearTies::sample(tile, params),
             false => None,
         };
@@ -262,10 +275,15 @@ impl Auto {
             match cand.recompute() {
                 Recompute::Nothing => {}
                 Recompute::Unmeasured => {
-                    line += &format!(
-                        "; recomputed share not measured yet: estimated on each tile from its sampled near-ties (without a tile, guessing {:.1} % from the margin)",
-                        100.0 * cand.recompute_share(classes.max(1) as f64, None)
-                    );
+                    let guess = 100.0 * cand.recompute_share(classes.max(1) as f64, None);
+                    line += &match self.samples_near_ties {
+                        true => format!(
+                            "; recomputed share not measured yet: estimated on each tile from its sampled near-ties (without a tile, guessing {guess:.1} % from the margin)"
+                        ),
+                        false => format!(
+                            "; recomputed share not measured yet: guessing {guess:.1} % from the margin"
+                        ),
+                    };
                 }
                 Recompute::Measured { share, pixels } => {
                     line += &format!(
