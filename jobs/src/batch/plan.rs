@@ -791,19 +791,8 @@ fn class_plan(
         Some(code) => table.with_code(code, max_code)?,
         None => table,
     };
-    let output_nodata = match dst_nodata {
-        Some(d) if d > max_code || table.codes().contains(&d) => bail!(
-            usage,
-            format!(
-                "{} is a class of {}, or does not fit its type (codes 0..={max_code})",
-                Setting::DstNodata.is(d),
-                source.display()
-            ),
-            hint = "pick a code the inputs do not hold (`mapfilter info` lists them)"
-        ),
-        Some(d) => Some(d),
-        None => table.output_nodata(max_code),
-    };
+    let what = source.display().to_string();
+    let output_nodata = crate::job::smooth::output_nodata_of(dst_nodata, &table, max_code, &what)?;
     Ok(ClassPlan {
         every_code,
         codes: if every_code {

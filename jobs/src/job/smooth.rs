@@ -553,15 +553,24 @@ fn output_nodata(
     max_code: u16,
     band: usize,
 ) -> Result<Option<u16>> {
-    Ok(match spec.dst_nodata {
+    let what = format!("{} (band {band})", spec.input.display());
+    output_nodata_of(spec.dst_nodata, classes, max_code, &what)
+}
+
+/// The output's nodata for `classes` of a raster described by `what`:
+/// `dst_nodata` where it fits the type and is no class, else the classes'
+/// own choice (`smooth`, and `batch plan` for each mosaic).
+pub fn output_nodata_of(
+    dst_nodata: Option<u16>,
+    classes: &ClassTable,
+    max_code: u16,
+    what: &str,
+) -> Result<Option<u16>> {
+    check_dst_nodata(dst_nodata, max_code)?;
+    Ok(match dst_nodata {
         Some(d) if classes.codes().contains(&d) => mapfilter_core::bail!(
             usage,
-            format!(
-                "{} is a class of {} (band {})",
-                Setting::DstNodata.is(d),
-                spec.input.display(),
-                band
-            ),
+            format!("{} is a class of {what}", Setting::DstNodata.is(d)),
             hint = "pick a code the input does not hold (`mapfilter info` lists them)"
         ),
         Some(d) => Some(d),
