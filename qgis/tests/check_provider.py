@@ -182,6 +182,14 @@ def check_algorithms(env):
                 reports.append(json.load(f)["summary"])
         check(reports[0] == reports[1], "smooth: REPORT (JSON) has the CLI's figures")
 
+    # smooth of band 1 with its nodata ignored (255 smooths as a class) and
+    # another output nodata: the input options of the CLI.
+    q, c = env.path("q", "smooth_nd.tif"), env.path("c", "smooth_nd.tif")
+    run_pair(env, "smooth",
+             {"INPUT": modis, "BAND": 1, "SRC_NODATA": "none", "DST_NODATA": 250, "OUTPUT": q},
+             ["smooth", modis, c, "--kernel", "gaussian:2.5", "--band", "1",
+              "--src-nodata", "none", "--dst-nodata", "250"], {"OUTPUT": c})
+
     # smooth with a kernel in metres (the unit selector): 75 m on 30 m pixels.
     q, c = env.path("q", "smooth_m.tif"), env.path("c", "smooth_m.tif")
     run_pair(env, "smooth",

@@ -1,5 +1,6 @@
 """The smoothing options `smooth` and `batch plan` share (kernel, class
-weights, border, nodata, method and its knobs, device, tile, compression):
+weights, border, nodata, the inputs' band and nodata, method and its
+knobs, device, tile, compression):
 their parameters and the CLI arguments they become. Each command reads the
 help of its own options, so the texts and defaults stay the command's."""
 
@@ -8,6 +9,7 @@ from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterFile,
     QgsProcessingParameterMatrix,
+    QgsProcessingParameterString,
 )
 
 from .base import number_text
@@ -64,6 +66,32 @@ def add_smoothing(alg, tile_description, variant_option="variant"):
     )
     alg.add(alg.enum_parameter("BORDER", "Border", "border"), "border")
     alg.add(alg.flag_parameter("FILL_NODATA", "Fill nodata holes"), "fill-nodata")
+    # The inputs' band of classes and the nodata codes in and out (-b,
+    # --src-nodata, --dst-nodata), as both commands take them.
+    alg.add(
+        alg.integer_parameter(
+            "BAND", "Band of class codes (empty: band 1 of a one-band raster)", None,
+            optional=True, minValue=1,
+        ),
+        "band",
+        advanced=True,
+    )
+    alg.add(
+        QgsProcessingParameterString(
+            "SRC_NODATA", alg.tr("Input nodata instead of the file's (a number, or none)"),
+            optional=True,
+        ),
+        "src-nodata",
+        advanced=True,
+    )
+    alg.add(
+        alg.integer_parameter(
+            "DST_NODATA", "Output nodata code (empty: the input's)", None,
+            optional=True, minValue=0, maxValue=65535,
+        ),
+        "dst-nodata",
+        advanced=True,
+    )
     alg.add(alg.enum_parameter("METHOD", "Method", "method", METHODS), "method")
     add_device(alg, ["auto", "host", "cpu", "gpu"], cli_default=None)
     alg.add(
@@ -154,6 +182,11 @@ def smoothing_args(alg, parameters, context):
         args += ["--class-weights", weights]
     args += ["--border", alg.enum_text(parameters, "BORDER", context)]
     args += alg.flag_args(parameters, context, [("FILL_NODATA", "fill-nodata")])
+    args += alg.number_args(parameters, context, [("BAND", "band")])
+    src_nodata = alg.parameterAsString(parameters, "SRC_NODATA", context).strip()
+    if src_nodata:
+        args += ["--src-nodata", src_nodata]
+    args += alg.number_args(parameters, context, [("DST_NODATA", "dst-nodata")])
     args += ["--method", alg.enum_text(parameters, "METHOD", context)]
     args += device_args(alg, parameters, context)
     variant = alg.enum_text(parameters, "VARIANT", context)
