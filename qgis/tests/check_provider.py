@@ -190,6 +190,16 @@ def check_algorithms(env):
              ["smooth", modis, c, "--kernel", "gaussian:2.5", "--band", "1",
               "--src-nodata", "none", "--dst-nodata", "250"], {"OUTPUT": c})
 
+    # smooth with the policies: ties to the smallest code, a class kept,
+    # one that casts no vote, isolated pixels only, two passes.
+    q, c = env.path("q", "smooth_pol.tif"), env.path("c", "smooth_pol.tif")
+    run_pair(env, "smooth",
+             {"INPUT": modis, "TIES": "smallest", "KEEP": "0", "NO_VOTE": "16",
+              "ONLY_ISOLATED": 20, "ITERATIONS": 2, "OUTPUT": q},
+             ["smooth", modis, c, "--kernel", "gaussian:2.5", "--ties", "smallest",
+              "--keep", "0", "--no-vote", "16", "--only-isolated", "20", "--iterations", "2"],
+             {"OUTPUT": c})
+
     # smooth with a kernel in metres (the unit selector): 75 m on 30 m pixels.
     q, c = env.path("q", "smooth_m.tif"), env.path("c", "smooth_m.tif")
     run_pair(env, "smooth",

@@ -1,6 +1,6 @@
 """The smoothing options `smooth` and `batch plan` share (kernel, class
-weights, border, nodata, the inputs' band and nodata, method and its
-knobs, device, tile, compression):
+weights, border, nodata, the inputs' band and nodata, the policies, method
+and its knobs, device, tile, compression):
 their parameters and the CLI arguments they become. Each command reads the
 help of its own options, so the texts and defaults stay the command's."""
 
@@ -92,6 +92,26 @@ def add_smoothing(alg, tile_description, variant_option="variant"):
         "dst-nodata",
         advanced=True,
     )
+    # The policies (docs/semantics.md#policies), as the CLI spells them.
+    for name, description, option in (
+        ("TIES", "Ties: centre, smallest, largest or undecided:CODE (empty: centre)", "ties"),
+        ("KEEP", "Classes that never change (codes, e.g. 80,190)", "keep"),
+        ("NO_VOTE", "Classes that cast no vote (codes)", "no-vote"),
+    ):
+        alg.add(
+            QgsProcessingParameterString(name, alg.tr(description), optional=True),
+            option,
+            advanced=True,
+        )
+    for name, description, option in (
+        ("ONLY_ISOLATED", "Change a pixel only when fewer than T neighbours share its class", "only-isolated"),
+        ("ITERATIONS", "Smooth N times (empty: once)", "iterations"),
+    ):
+        alg.add(
+            alg.integer_parameter(name, description, None, optional=True, minValue=1),
+            option,
+            advanced=True,
+        )
     alg.add(alg.enum_parameter("METHOD", "Method", "method", METHODS), "method")
     add_device(alg, ["auto", "host", "cpu", "gpu"], cli_default=None)
     alg.add(
@@ -187,6 +207,13 @@ def smoothing_args(alg, parameters, context):
     if src_nodata:
         args += ["--src-nodata", src_nodata]
     args += alg.number_args(parameters, context, [("DST_NODATA", "dst-nodata")])
+    for name, option in (("TIES", "ties"), ("KEEP", "keep"), ("NO_VOTE", "no-vote")):
+        text = alg.parameterAsString(parameters, name, context).strip()
+        if text:
+            args += [f"--{option}", text]
+    args += alg.number_args(
+        parameters, context, [("ONLY_ISOLATED", "only-isolated"), ("ITERATIONS", "iterations")]
+    )
     args += ["--method", alg.enum_text(parameters, "METHOD", context)]
     args += device_args(alg, parameters, context)
     variant = alg.enum_text(parameters, "VARIANT", context)
