@@ -200,6 +200,14 @@ def check_algorithms(env):
               "--keep", "0", "--no-vote", "16", "--only-isolated", "20", "--iterations", "2"],
              {"OUTPUT": c})
 
+    # smooth with votes weighed by a confidence raster (the map itself, its
+    # codes read as confidences out of 255).
+    q, c = env.path("q", "smooth_conf.tif"), env.path("c", "smooth_conf.tif")
+    run_pair(env, "smooth",
+             {"INPUT": simplex, "CONFIDENCE": simplex, "CONFIDENCE_SCALE": 255, "OUTPUT": q},
+             ["smooth", simplex, c, "--kernel", "gaussian:2.5", "--confidence", simplex,
+              "--confidence-scale", "255"], {"OUTPUT": c})
+
     # smooth with a kernel in metres (the unit selector): 75 m on 30 m pixels.
     q, c = env.path("q", "smooth_m.tif"), env.path("c", "smooth_m.tif")
     run_pair(env, "smooth",

@@ -25,6 +25,24 @@ class SmoothAlgorithm(MapfilterAlgorithm):
             QgsProcessingParameterRasterLayer("INPUT", self.tr("Input class raster")), "<INPUT>"
         )
         add_smoothing(self, "Tile side (pixels; empty: 2048 on a GPU, else 512)")
+        # Votes weighed by a confidence raster (smooth only: a batch plan
+        # refuses it, as each raster needs its own).
+        self.add(
+            QgsProcessingParameterRasterLayer(
+                "CONFIDENCE", self.tr("Confidence raster (band 1, the class raster's grid)"),
+                optional=True,
+            ),
+            "confidence",
+            advanced=True,
+        )
+        self.add(
+            self.double_parameter(
+                "CONFIDENCE_SCALE", "Confidence of full confidence (e.g. 1, 100, 255)",
+                None, optional=True, minValue=0.0,
+            ),
+            "confidence-scale",
+            advanced=True,
+        )
         add_threshold(
             self, "MMU", ("Minimum mapping unit (empty: none)", "Minimum mapping unit: unit"),
             "mmu", optional=True,
@@ -52,6 +70,9 @@ class SmoothAlgorithm(MapfilterAlgorithm):
         source = self.raster_path(parameters, "INPUT", context)
         output = self.parameterAsOutputLayer(parameters, "OUTPUT", context)
         args = [source, output] + smoothing_args(self, parameters, context)
+        if self.given(parameters, "CONFIDENCE"):
+            args += ["--confidence", self.raster_path(parameters, "CONFIDENCE", context)]
+            args += self.number_args(parameters, context, [("CONFIDENCE_SCALE", "confidence-scale")])
         mmu = threshold_text(self, parameters, "MMU", context)
         if mmu is not None:
             args += ["--mmu", mmu]
