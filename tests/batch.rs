@@ -333,6 +333,44 @@ fn batch_plan_reads_the_band_and_nodata_smooth_reads() {
     }
 }
 
+/// A plan opens its inputs as `smooth` does: a Byte raster whose nodata
+/// (-9999) is no code of its band is refused with `smooth`'s message, not
+/// read with a nodata that saturates to code 0.
+#[test]
+fn batch_plan_refuses_a_nodata_no_code_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = vec![3u16; 40 * 30];
+    let path = dir.path().join("bad.tif");
+    write_raster(
+        &path,
+        &TestRaster {
+            width: 40,
+            height: 30,
+            data: &data,
+            data_type: GdalDataType::UInt8,
+            nodata: Some(-9999.0),
+            colors: false,
+        },
+    );
+    let out = dir.path().join("batch");
+    let p = path.to_str().unwrap();
+    for command in [
+        &["smooth", p, "out.tif"][..],
+        &["batch", "plan", p, "--out", out.to_str().unwrap()],
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["-k", "gaussian:1"]);
+        let refused = mapfilter(&args);
+        assert!(!refused.status.success(), "{command:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("is not a valid code for this band"),
+            "{command:?}: {err}"
+        );
+    }
+    assert!(!out.join("plan.json").exists());
+}
+
 #[test]
 fn seam_free_naive_with_nodata() {
     seam_case(

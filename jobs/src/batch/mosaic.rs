@@ -8,9 +8,8 @@
 //! the VRT then says which, so that every reader of the mosaic (tasks,
 //! scans, reports) reads the same band with the same nodata.
 
-use gdal::raster::GdalDataType;
-use mapfilter_core::error::{Error, Result};
-use mapfilter_gdal::class_raster::{self, BandChoice, RasterMeta};
+use mapfilter_core::error::Result;
+use mapfilter_gdal::class_raster::{self, BandChoice, ClassRaster};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -66,34 +65,22 @@ pub fn read_infos(paths: &[PathBuf], choice: BandChoice) -> Result<Vec<InputInfo
     Ok(chunks.into_iter().flatten().collect())
 }
 
+/// One raster's header, opened as `smooth` opens its input
+/// ([`ClassRaster::open_with`]: the band resolved, its type and nodata
+/// checked, the nodata override applied).
 fn read_info(path: &Path, choice: BandChoice) -> Result<InputInfo> {
-    let ds = class_raster::open(path)?;
-    let index = choice.resolve(path, ds.raster_count())?;
-    let mut meta = RasterMeta::read_band(&ds, index)?;
-    if let Some(nodata) = choice.nodata {
-        meta.nodata = nodata;
-    }
-    let band = ds
-        .rasterband(index)
-        .map_err(mapfilter_gdal::errors::gdal_error)?;
-    let data_type = band.band_type();
-    if !matches!(data_type, GdalDataType::UInt8 | GdalDataType::UInt16) {
-        return Err(Error::input(format!(
-            "{}: band {index} is {}, class smoothing needs Byte or UInt16 class codes",
-            path.display(),
-            data_type.name()
-        ))
-        .hint("convert it with gdal_translate -ot Byte, or leave it out of the batch"));
-    }
+    let raster = ClassRaster::open_with(path, choice)?;
+    let (band, data_type) = (raster.band(), raster.class_type.gdal_type().name());
+    let meta = raster.meta;
     let geo_transform = meta.geo_transform.unwrap_or([0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
     Ok(InputInfo {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         width: meta.width,
         height: meta.height,
         geo_transform,
-        projection: ds.projection(),
-        band: index,
-        data_type: data_type.name(),
+        projection: meta.projection,
+        band,
+        data_type,
         nodata: meta.nodata,
         colors: meta.colors,
         category_names: meta.category_names,
