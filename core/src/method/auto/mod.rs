@@ -61,9 +61,6 @@ use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
 use super::naive::window_runs;
-
-mod near_ties;
-pub use near_ties::NearTies;
 use super::select::first_member;
 use super::spec::Method;
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -71,6 +68,9 @@ use crate::device::{DeviceChoice, Member};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+mod near_ties;
+pub use near_ties::NearTies;
 
 /// The descriptor of `--method auto`.
 pub struct AutoFamily;
