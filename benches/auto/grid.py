@@ -12,9 +12,11 @@ met when auto's engine time is within 15 % of the fastest of the three.
         --device host --json OUT/auto-grid-host.jsonl \\
         [--size 512] [--sigmas 1,2,3,5,8,12,20,35,60,85] \\
         [--classes 2,4,8,17,32,64] [--real data/modis_igbp_2019_2048.tif] \\
-        [--repeat 2] [--limit-s SECONDS]
+        [--repeat 2] [--limit-s SECONDS] [--compare OTHER_MAPFILTER]
 
-Prints one line per case and the share of cases met. σ stops at 85, the
+Prints one line per case and the share of cases met. With --compare, auto
+of another build runs in every case too (`auto_compared`), so that two
+builds' choices meet the same three fastest times. σ stops at 85, the
 largest Gaussian the exact baseline takes (a 511x511 kernel).
 """
 
@@ -77,9 +79,13 @@ def main():
                          "size builds its OpenCL program)")
     ap.add_argument("--limit-s", type=float, default=1e9,
                     help="stop starting new cases after this many seconds")
+    ap.add_argument("--compare", help="another build whose auto --exact runs in every case too")
     args = ap.parse_args()
     start = time.time()
-    met = total = 0
+    met = total = met_compared = 0
+    methods = list(METHODS.items())
+    if args.compare:
+        methods.append(("auto_compared", METHODS["auto"]))
     out = open(args.json, "a") if args.json else None
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "out.tif")
@@ -88,8 +94,9 @@ def main():
                 if time.time() - start > args.limit_s:
                     break
                 times, ran = {}, ""
-                for name, flags in METHODS.items():
-                    cmd = [args.bin, "smooth", path, result, "--overwrite", "-k",
+                for name, flags in methods:
+                    binary = args.compare if name == "auto_compared" else args.bin
+                    cmd = [binary, "smooth", path, result, "--overwrite", "-k",
                            f"gaussian:{sigma:g}", "--device", args.device, "--timings", "-v", *flags]
                     runs = [engine_ms(cmd) for _ in range(args.repeat)]
                     times[name], err = min(runs)
@@ -100,17 +107,24 @@ def main():
                 ratio = times["auto"] / times[best]
                 total += 1
                 met += ratio <= 1.15
+                if args.compare:
+                    met_compared += times["auto_compared"] / times[best] <= 1.15
                 row = {"map": label, "classes": classes, "size": args.size, "sigma": sigma,
                        "device": args.device, "engine_ms": times, "fastest": best,
                        "auto_over_fastest": round(ratio, 3), "auto_ran": ran}
                 print(f"{label:12} σ={sigma:<5g} naive {times['naive']:9.1f}  svd {times['svd']:9.1f}  "
                       f"dct5 {times['dct5']:9.1f}  auto {times['auto']:9.1f} ms  "
-                      f"auto/{best} {ratio:5.2f}  [{ran}]", flush=True)
+                      f"auto/{best} {ratio:5.2f}  [{ran}]"
+                      + (f"  compared {times['auto_compared'] / times[best]:5.2f}" if args.compare else ""),
+                      flush=True)
                 if out:
                     out.write(json.dumps(row) + "\n")
                     out.flush()
     print(f"auto within 15 % of the fastest exact method: {met} of {total} cases "
           f"({100.0 * met / max(total, 1):.1f} %)")
+    if args.compare:
+        print(f"the compared build's auto: {met_compared} of {total} cases "
+              f"({100.0 * met_compared / max(total, 1):.1f} %)")
 
 
 if __name__ == "__main__":
