@@ -194,7 +194,6 @@ pub fn smooth_weighted(
     let grid = job.grid(width, height)?;
     let lut = job.classes.index_lut();
     progress.start(grid.len() as u64, "tiles");
-    method.expect_tiles(grid.len());
     let mut class_weights = job.class_weights.clone();
     job.policies.apply_no_vote(&job.classes, &mut class_weights);
     let around = Around::for_job(job, &lut, &class_weights, confidence.is_some())?;

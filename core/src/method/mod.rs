@@ -240,11 +240,6 @@ pub trait ClassSmoother: Send + Sync {
         usize::from(self.runs_on() == Some(crate::device::DeviceKind::Gpu))
     }
 
-    /// The engine is about to smooth `tiles` tiles with the method (a
-    /// batch announces each task's). `auto --exact` sizes what it may
-    /// spend measuring candidates by it.
-    fn expect_tiles(&self, _tiles: usize) {}
-
     /// Whether `smooth` computes on the host's rayon pool alone and may run
     /// for several tiles at once: the engine then starts each tile as a job
     /// on the pool, so that a tile's last bands share the threads with the

@@ -69,9 +69,7 @@ use crate::error::Result;
 use crate::kernel::Kernel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-mod calibration;
 mod near_ties;
-use calibration::{Calibration, Pick};
 pub use near_ties::NearTies;
 
 /// The descriptor of `--method auto`.
@@ -170,11 +168,6 @@ fn auto_on(
     // method in all 42 cases of the H200's grid (dct5 never), and a
     // sample cost 1–12 ms of the host's beside 7–60 ms engines there.
     auto.samples_near_ties = kind != Some(crate::device::DeviceKind::Gpu);
-    // Only where every candidate is exact may the clock choose (see
-    // calibration); on a GPU the model was met and tiles run asynchronously.
-    if auto.samples_near_ties && auto.is_exact() {
-        auto.calibration = Some(Calibration::new(auto.candidates.len()));
-    }
     Ok(auto)
 }
 
@@ -189,11 +182,6 @@ pub struct Auto {
     /// share estimated from each tile ([`NearTies`]), else guessed from
     /// its margin.
     samples_near_ties: bool,
-    /// With `--exact` on the host: what each candidate measured, which
-    /// scales its model cost.
-    calibration: Option<Calibration>,
-    /// Tiles run on a candidate to measure it.
-    tries: AtomicU64,
 }
 
 impl Auto {
@@ -208,16 +196,13 @@ impl Auto {
             naive_taps,
             samples_near_ties: true,
             tiles,
-            calibration: None,
-            tries: AtomicU64::new(0),
         }
     }
 
-    /// The candidates for `tile` and every candidate's model cost per
-    /// output pixel: the cheapest by the model (scaled by the run's measurements where it
-    /// calibrates), each certified candidate not measured yet costed with
-    /// its share estimated from the tile's near-ties.
-    fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> (Pick, Vec<f64>) {
+    /// The candidate for `tile`: the cheapest by the model, each certified
+    /// candidate not measured yet costed with its share estimated from the
+    /// tile's near-ties.
+    fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
         let follows_runs = self.candidates.iter().any(|c| c.shape.follows_runs());
         let extent = TileExtent {
             width: tile.output_width(),
@@ -245,14 +230,7 @@ impl Auto {
                 _ => None,
             })
             .collect();
-        let costs: Vec<f64> = (0..self.candidates.len())
-            .map(|i| self.cost(i, &extent, sampled[i]))
-            .collect();
-        let pick = match &self.calibration {
-            Some(calibration) => calibration.pick(&costs),
-            None => Pick::Cheapest(self.choose_with(&extent, &sampled)),
-        };
-        (pick, costs)
+        Ok(self.choose_with(&extent, &sampled))
     }
 
     /// Index of the cheapest candidate for `tile`, shares not measured yet
@@ -272,24 +250,6 @@ impl Auto {
     /// Candidate `i`'s cost per output pixel of `tile`.
     fn cost(&self, i: usize, tile: &TileExtent, sampled: Option<f64>) -> f64 {
         self.candidates[i].cost(tile, &self.costs, self.naive_taps, sampled)
-    }
-
-    /// The run's measurements, for its summary: each measured candidate's
-    /// nanoseconds of wall time per unit of the model, over its tiles.
-    fn measured(&self, calibration: &Calibration) -> String {
-        let rates: Vec<String> = self
-            .candidates
-            .iter()
-            .zip(calibration.rates())
-            .filter_map(|(c, rate)| {
-                rate.map(|(r, n)| format!("{} {:.3} ({n} tiles)", c.smoother.name(), r * 1e9))
-            })
-            .collect();
-        format!(
-            "auto measured ns per model unit: {}; {} tiles split to try a candidate on half",
-            if rates.is_empty() { "none".to_string() } else { rates.join(", ") },
-            self.tries.load(Ordering::Relaxed)
-        )
     }
 
     /// Why: every candidate's cost for a `side`×`side` tile holding
@@ -348,15 +308,10 @@ fn middle_rows<'t>(tile: &ClassTile<'t>) -> ClassTile<'t> {
     let oh = tile.output_height();
     let rows = (oh / 4).max(RUNS_ROWS).min(oh);
     let y0 = (oh - rows) / 2;
-    output_rows(tile, y0..y0 + rows)
-}
-
-/// The tile of output rows `rows` of `tile`, with their halo.
-fn output_rows<'t>(tile: &ClassTile<'t>, rows: std::ops::Range<usize>) -> ClassTile<'t> {
-    let height = rows.len() + 2 * tile.halo;
+    let height = rows + 2 * tile.halo;
     ClassTile {
         height,
-        classes: &tile.classes[rows.start * tile.width..(rows.start + height) * tile.width],
+        classes: &tile.classes[y0 * tile.width..(y0 + height) * tile.width],
         ..*tile
     }
 }
@@ -404,37 +359,9 @@ impl ClassSmoother for Auto {
     }
 
     fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
-        let (pick, costs) = self.choose_measured(tile, params);
-        let (best, tried) = match pick {
-            Pick::Cheapest(best) => (best, None),
-            Pick::Try { tried, best } => (best, Some(tried)),
-        };
-        let upper = match tried {
-            Some(_) => tile.output_height() / 2,
-            None => 0,
-        };
-        let (above, below) = out.split_at_mut(upper * tile.output_width());
-        for (i, rows, out) in [(tried, 0..upper, above), (Some(best), upper..tile.output_height(), below)] {
-            let Some(i) = i.filter(|_| !rows.is_empty()) else {
-                continue;
-            };
-            self.tiles[i].fetch_add(1, Ordering::Relaxed);
-            let t0 = std::time::Instant::now();
-            self.candidates[i].smoother.smooth(&output_rows(tile, rows), params, out)?;
-            if let Some(calibration) = &self.calibration {
-                calibration.record(i, costs[i] * out.len() as f64, t0.elapsed().as_secs_f64());
-            }
-        }
-        if tried.is_some() {
-            self.tries.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    fn expect_tiles(&self, tiles: usize) {
-        if let Some(calibration) = &self.calibration {
-            calibration.announce(tiles);
-        }
+        let pick = self.choose_measured(tile, params)?;
+        self.tiles[pick].fetch_add(1, Ordering::Relaxed);
+        self.candidates[pick].smoother.smooth(tile, params, out)
     }
 
     fn summary(&self) -> Option<String> {
@@ -445,9 +372,6 @@ impl ClassSmoother for Auto {
             .map(|(c, n)| format!("{} {}", c.smoother.name(), n.load(Ordering::Relaxed)))
             .collect();
         let mut lines = vec![format!("auto ran tiles: {}", chosen.join(", "))];
-        if let Some(calibration) = &self.calibration {
-            lines.push(self.measured(calibration));
-        }
         lines.extend(self.candidates.iter().filter_map(|c| {
             c.smoother
                 .summary()
@@ -760,54 +684,6 @@ mod tests {
     /// and run dct5; a GPU cuts them to 32 outputs for parallelism, so each
     /// output pays 13 steps and the rank-1 svd is cheaper there. A big GPU
     /// tile has long segments again and goes back to dct5.
-    /// A tile split to try a candidate gives the whole tile's bytes: the
-    /// tried candidate smooths its upper half, the cheapest its lower, and
-    /// both are measured.
-    #[test]
-    fn a_tile_split_for_a_try_gives_the_whole_tiles_bytes() {
-        let (kernel, side, halo) = (KernelSpec::Box { size: 5 }.build().unwrap(), 37, 2);
-        let taps = kernel.quantised().iter().filter(|&&q| q > 0).count();
-        let mut auto = Auto::new(
-            vec![
-                candidate(NaiveCost {
-                    taps,
-                    size: kernel.size(),
-                    by_runs: false,
-                }),
-                candidate(Flat),
-            ],
-            DeviceCosts::HOST_FEW,
-            &kernel,
-        );
-        auto.calibration = Some(Calibration::new(2));
-        auto.expect_tiles(100);
-        let w = side + 2 * halo;
-        let classes: Vec<u16> = (0..w * w).map(|i| ((i / 3 + i / w) % 4) as u16).collect();
-        let tile = ClassTile {
-            width: w,
-            height: w,
-            halo,
-            n_classes: 4,
-            classes: &classes,
-        };
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 1, 1, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
-        let mut whole = vec![0; tile.output_len()];
-        NaiveHost.smooth(&tile, &params, &mut whole).unwrap();
-        let mut split = vec![9; tile.output_len()];
-        auto.smooth(&tile, &params, &mut split).unwrap();
-        assert_eq!(split, whole);
-        let summary = auto.summary().unwrap();
-        assert!(summary.contains("1 tiles split"), "{summary}");
-        let rates = auto.calibration.as_ref().unwrap().rates();
-        assert!(rates.iter().all(|r| r.is_some_and(|(_, tiles)| tiles == 1)), "{rates:?}");
-    }
-
     #[test]
     fn choice_flips_with_the_device_segments() {
         let small = TileExtent::square(512, 1);
