@@ -17,11 +17,13 @@
 
 use super::bounds::Bounds;
 use super::naive::{Bins, ExactPixels};
-use super::ranking::Ranking;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Uncertain pixels recomputed per rayon job: each is a window of taps.
+const RECOMPUTE_GRAIN: usize = 16;
 
 /// A fast host method that certification can wrap: one that ranks a tile's
 /// classes per pixel with a known bound on every score's error. Certified
@@ -32,13 +34,16 @@ pub trait Certifiable: ClassSmoother {
     /// weight is 1.
     fn score_bounds(&self) -> Bounds;
 
-    /// Scores and ranks one tile and hands the ranking to `use_it`.
-    fn with_ranking<R>(
+    /// Writes every output pixel's fast winner into `out` (as the plain
+    /// mode does) and returns the pixels `(x, y)` whose winner does not
+    /// lead the runner-up (or "no class") by more than `margin`.
+    fn decide_certified(
         &self,
         tile: &ClassTile,
         params: &SmoothParams,
-        use_it: impl FnOnce(&Ranking) -> R,
-    ) -> R;
+        margin: f64,
+        out: &mut [u16],
+    ) -> Vec<(u32, u32)>;
 }
 
 /// A fast host method made exact by certification.
@@ -111,31 +116,26 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         if ow == 0 || oh == 0 {
             return Ok(());
         }
-        let exact = ExactPixels::new(tile, params);
-        let (nodata, fill) = (tile.nodata(), params.fill_nodata);
         let margin = self.bounds.certify_margin();
-        let recomputed: u64 = self.fast.with_ranking(tile, params, |ranking| {
-            // Every fast winner in bulk, as the plain mode writes them (a
-            // per-pixel decision here cost a third of `--exact`'s engine on
-            // a map recomputing 0.04 %), then the uncertain pixels redone.
-            ranking.write(out, nodata, fill);
-            out.par_chunks_mut(ow)
-                .enumerate()
-                .with_min_len(crate::grain::min_items(ow))
-                .map(|(y, row)| {
-                    let mut bins: Option<Bins> = None;
-                    let mut redone = 0;
-                    for (x, v) in row.iter_mut().enumerate() {
-                        if !ranking.certified(x, y, margin, nodata, fill) {
-                            let bins = bins.get_or_insert_with(|| Bins::new(tile.n_classes));
-                            *v = exact.at(tile, params, x, y, bins);
-                            redone += 1;
-                        }
-                    }
-                    redone
-                })
-                .sum()
-        });
+        // Every fast winner in bulk, as the plain mode writes them (a
+        // per-pixel decision here cost a third of `--exact`'s engine on a
+        // map recomputing 0.04 %), then the uncertain pixels redone.
+        let uncertain = self.fast.decide_certified(tile, params, margin, out);
+        let recomputed = uncertain.len() as u64;
+        if !uncertain.is_empty() {
+            let exact = ExactPixels::for_pixels(tile, params, uncertain.len());
+            let redone: Vec<u16> = uncertain
+                .par_iter()
+                .with_min_len(RECOMPUTE_GRAIN)
+                .map_init(
+                    || Bins::new(tile.n_classes),
+                    |bins, &(x, y)| exact.at(tile, params, x as usize, y as usize, bins),
+                )
+                .collect();
+            for (&(x, y), v) in uncertain.iter().zip(redone) {
+                out[y as usize * ow + x as usize] = v;
+            }
+        }
         self.recomputed.fetch_add(recomputed, Ordering::Relaxed);
         self.pixels.fetch_add((ow * oh) as u64, Ordering::Relaxed);
         Ok(())

@@ -94,17 +94,21 @@ pub(crate) enum Target<'a> {
     /// Every pixel's ranking, margins included (for certification).
     Ranking(&'a mut Ranking),
     /// Only the winners, straight into the tile's output (row-major),
-    /// decided strip by strip while the strip's slots are in cache.
+    /// decided strip by strip while the strip's slots are in cache; with
+    /// a `margin` (certification), also the pixels whose winner does not
+    /// lead by more, found there too.
     Decisions {
         out: &'a mut [u16],
         fill_nodata: bool,
+        margin: Option<f64>,
     },
 }
 
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
 /// columns and along the rows) into `target` (a [`Target::Ranking`] is
 /// already reset). `skip`: tile rows/columns outside the kernel's reach on
-/// every side.
+/// every side. Returns the uncertain pixels of [`Target::Decisions`] with
+/// a margin (none otherwise).
 pub(crate) fn rank_tile(
     f: &Dct5,
     tile: &ClassTile,
@@ -112,8 +116,8 @@ pub(crate) fn rank_tile(
     skip: usize,
     tau: f64,
     target: Target,
-) {
-    rank_tile_on(Isa::best(), f, tile, params, skip, tau, target);
+) -> Vec<(u32, u32)> {
+    rank_tile_on(Isa::best(), f, tile, params, skip, tau, target)
 }
 
 /// [`rank_tile`] on the vectors of `isa` (which the CPU must have).
@@ -125,10 +129,10 @@ fn rank_tile_on(
     skip: usize,
     tau: f64,
     target: Target,
-) {
+) -> Vec<(u32, u32)> {
     let (ow, oh) = (tile.output_width(), tile.output_height());
     if ow == 0 || oh == 0 {
-        return;
+        return Vec::new();
     }
     let wmax = params.max_class_weight();
     let q = params.kernel.quantised();
@@ -167,36 +171,72 @@ fn rank_tile_on(
                     SCRATCH.with_borrow_mut(|scratch| {
                         run_band::<true>(&job, b * job.band, &mut slots, scratch, None)
                     })
-                })
+                });
+            Vec::new()
         }
-        Target::Decisions { out, fill_nodata } => {
-            out.par_chunks_mut(job.band * ow)
+        Target::Decisions {
+            out,
+            fill_nodata,
+            margin,
+        } => {
+            let bands: Vec<Vec<(u32, u32)>> = out
+                .par_chunks_mut(job.band * ow)
                 .enumerate()
-                .for_each(|(b, out)| {
+                .map(|(b, out)| {
                     SCRATCH.with_borrow_mut(|scratch| {
                         let y0 = b * job.band;
                         let bh = job.band.min(oh - y0);
                         let mut slots = std::mem::take(&mut scratch.slots);
                         // Cleared strip by strip in `band`, while in cache.
-                        slots.size_uncleared(bh.div_ceil(LANES) * LANES * ow);
+                        let len = bh.div_ceil(LANES) * LANES * ow;
+                        match margin {
+                            Some(_) => slots.size_with_margins_uncleared(len),
+                            None => slots.size_uncleared(len),
+                        }
                         for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
                             fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
                                 tile.centre(x, y0 + y)
                             });
                         }
-                        let decide = Decide { out, fill_nodata };
-                        run_band::<false>(&job, y0, &mut slots.all_mut(), scratch, Some(decide));
+                        let mut uncertain = Vec::new();
+                        let decide = Decide {
+                            out,
+                            fill_nodata,
+                            certify: margin.map(|m| (m, y0, &mut uncertain)),
+                        };
+                        match margin {
+                            Some(_) => run_band::<true>(
+                                &job,
+                                y0,
+                                &mut slots.all_mut(),
+                                scratch,
+                                Some(decide),
+                            ),
+                            None => run_band::<false>(
+                                &job,
+                                y0,
+                                &mut slots.all_mut(),
+                                scratch,
+                                Some(decide),
+                            ),
+                        }
                         scratch.slots = slots;
+                        uncertain
                     })
-                });
+                })
+                .collect();
+            bands.concat()
         }
     }
 }
 
-/// A band's output rows, to be decided strip by strip.
+/// A band's output rows, to be decided strip by strip; with `certify`,
+/// the margin, the band's first output row and where the pixels the
+/// margin leaves undecided go.
 struct Decide<'a> {
     out: &'a mut [u16],
     fill_nodata: bool,
+    certify: Option<(f64, usize, &'a mut Vec<(u32, u32)>)>,
 }
 
 fn run_band<const M: bool>(
@@ -287,10 +327,9 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     }
     let shortcut = job.single_class && n <= MASK_CLASSES;
     for s in 0..strips {
-        if decide.is_some() {
-            // Decisions: the band's slots come uncleared (`size_uncleared`).
-            slots.clear(s * ow * LANES, ow * LANES);
-        }
+        // The slots come uncleared (`size_uncleared`, `reset_uncleared`):
+        // cleared here, while in cache.
+        slots.clear(s * ow * LANES, ow * LANES);
         for c in 0..n {
             pass2::<T, M, S>(job, scratch, s, c, slots);
         }
@@ -312,6 +351,16 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
             });
+            if let Some((margin, y0, uncertain)) = d.certify.as_mut() {
+                let y = *y0 + s * LANES;
+                let undecided =
+                    slots.undecided(at, ow * LANES, *margin, tile.nodata(), d.fill_nodata);
+                uncertain.extend(
+                    undecided
+                        .filter(|i| i % LANES < rows)
+                        .map(|i| ((i / LANES) as u32, (y + i % LANES) as u32)),
+                );
+            }
         }
     }
 }
@@ -491,6 +540,7 @@ mod tests {
                 let target = Target::Decisions {
                     out: &mut out,
                     fill_nodata,
+                    margin: None,
                 };
                 rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
                 (ranking, out)
@@ -516,6 +566,24 @@ mod tests {
                 .filter(|&&c| c != crate::classes::NO_CLASS)
                 .count();
             assert!(decided > ow * oh / 2, "only {decided} decided");
+            // With a margin, the same decisions, and undecided the pixels
+            // the whole tile's ranking leaves undecided (over several bands).
+            for margin in [0.0, 0.05, 0.3] {
+                for isa in [Isa::Portable, Isa::Avx2] {
+                    let mut out = vec![0; ow * oh];
+                    let target = Target::Decisions {
+                        out: &mut out,
+                        fill_nodata,
+                        margin: Some(margin),
+                    };
+                    let mut found = rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                    let mut want = plain.uncertain(margin, nodata, fill_nodata);
+                    (found.sort(), want.sort());
+                    assert_eq!(out, plain_out, "margin {margin}, fill {fill_nodata}");
+                    assert_eq!(found, want, "margin {margin}, fill {fill_nodata}");
+                }
+            }
+            assert!(plain.uncertain(0.3, nodata, fill_nodata).len() > ow * oh / 10);
         }
     }
 

@@ -245,17 +245,37 @@ impl SeparablePlan {
         ranking: &mut Ranking,
         out: &mut [u16],
     ) {
+        self.decide_certified(tile, params, tau, None, ranking, out);
+    }
+
+    /// [`SeparablePlan::decide_into`], and with `margin` the output pixels
+    /// `(x, y)` whose winner does not lead the runner-up by more than it
+    /// ([`Ranking::uncertain`]). dct5's band pass finds them strip by strip
+    /// while the strip's slots are in cache: ranking the whole tile first
+    /// and scanning it after (its slots cleared up front, 34 bytes a
+    /// pixel) cost `--exact` 60 % over plain dct5 on a MODIS map.
+    pub fn decide_certified(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        tau: f64,
+        margin: Option<f64>,
+        ranking: &mut Ranking,
+        out: &mut [u16],
+    ) -> Vec<(u32, u32)> {
         if let Some(d) = self.band_filter(params) {
             let skip = tile.halo - self.size / 2;
             let target = Target::Decisions {
                 out,
                 fill_nodata: params.fill_nodata,
+                margin,
             };
-            super::dct5::band::rank_tile(d, tile, params, skip, tau, target);
-            return;
+            return super::dct5::band::rank_tile(d, tile, params, skip, tau, target);
         }
         self.rank(tile, params, tau, ranking);
-        ranking.write(out, tile.nodata(), params.fill_nodata);
+        let (nodata, fill) = (tile.nodata(), params.fill_nodata);
+        ranking.write(out, nodata, fill);
+        margin.map_or_else(Vec::new, |m| ranking.uncertain(m, nodata, fill))
     }
 
     /// The DCT-5 filter of a plan the band scorer runs (one term, the same
@@ -423,18 +443,20 @@ impl Certifiable for SeparableHost {
         self.bounds
     }
 
-    /// Scores and ranks one tile (see [`SeparablePlan::rank`]).
-    fn with_ranking<R>(
+    /// See [`SeparablePlan::decide_certified`].
+    fn decide_certified(
         &self,
         tile: &ClassTile,
         params: &SmoothParams,
-        use_it: impl FnOnce(&Ranking) -> R,
-    ) -> R {
+        margin: f64,
+        out: &mut [u16],
+    ) -> Vec<(u32, u32)> {
         let mut ranking = self.rankings.take();
-        self.plan.rank(tile, params, self.tau(), &mut ranking);
-        let result = use_it(&ranking);
+        let uncertain =
+            self.plan
+                .decide_certified(tile, params, self.tau(), Some(margin), &mut ranking, out);
         self.rankings.give(ranking);
-        result
+        uncertain
     }
 }
 

@@ -22,12 +22,13 @@ impl SeparableCl {
         uncertain: &[u8],
     ) {
         // No flag, no recomputation: the run lengths' pass over the tile
-        // is not made.
-        if uncertain.iter().all(|&f| f == 0) {
+        // is not made (nor where a few windows' rows are cheaper to read).
+        let flagged = uncertain.iter().filter(|&&f| f != 0).count();
+        if flagged == 0 {
             return;
         }
         let ow = tile.output_width();
-        let exact = ExactPixels::new(tile, params);
+        let exact = ExactPixels::for_pixels(tile, params, flagged);
         let redone: u64 = out
             .par_chunks_mut(ow)
             .zip(uncertain.par_chunks(ow))
