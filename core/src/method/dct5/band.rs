@@ -202,7 +202,11 @@ fn rank_tile_on(
                         let decide = Decide {
                             out,
                             fill_nodata,
-                            certify: margin.map(|m| (m, y0, &mut uncertain)),
+                            certify: margin.map(|margin| Certify {
+                                margin,
+                                y0,
+                                uncertain: &mut uncertain,
+                            }),
                         };
                         match margin {
                             Some(_) => run_band::<true>(
@@ -230,13 +234,19 @@ fn rank_tile_on(
     }
 }
 
-/// A band's output rows, to be decided strip by strip; with `certify`,
-/// the margin, the band's first output row and where the pixels the
-/// margin leaves undecided go.
+/// A band's output rows, to be decided strip by strip.
 struct Decide<'a> {
     out: &'a mut [u16],
     fill_nodata: bool,
-    certify: Option<(f64, usize, &'a mut Vec<(u32, u32)>)>,
+    certify: Option<Certify<'a>>,
+}
+
+/// With certification: the margin, the band's first output row and where
+/// the pixels the margin leaves undecided go.
+struct Certify<'a> {
+    margin: f64,
+    y0: usize,
+    uncertain: &'a mut Vec<(u32, u32)>,
 }
 
 fn run_band<const M: bool>(
