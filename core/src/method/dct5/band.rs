@@ -361,11 +361,11 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
             });
-            if let Some((margin, y0, uncertain)) = d.certify.as_mut() {
-                let y = *y0 + s * LANES;
+            if let Some(c) = d.certify.as_mut() {
+                let y = c.y0 + s * LANES;
                 let undecided =
-                    slots.undecided(at, ow * LANES, *margin, tile.nodata(), d.fill_nodata);
-                uncertain.extend(
+                    slots.undecided(at, ow * LANES, c.margin, tile.nodata(), d.fill_nodata);
+                c.uncertain.extend(
                     undecided
                         .filter(|i| i % LANES < rows)
                         .map(|i| ((i / LANES) as u32, (y + i % LANES) as u32)),
