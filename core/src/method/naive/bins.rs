@@ -31,12 +31,18 @@ impl Bins {
     /// Bins for `n_classes` classes and nodata.
     pub fn new(n_classes: usize) -> Self {
         let bins = n_classes + 1;
-        let banked = bins <= MAX_BANKED_BINS;
+        let banked = Self::banked(n_classes);
         Bins {
             bins,
             banked,
             acc: vec![0; if banked { bins * BANKS } else { bins }],
         }
+    }
+
+    /// Whether bins for `n_classes` classes are kept in banks: clearing
+    /// and summing them then costs [`BANKS`] times as much per class.
+    pub fn banked(n_classes: usize) -> bool {
+        n_classes < MAX_BANKED_BINS
     }
 
     /// Empties every bin, for the next window.
