@@ -16,8 +16,9 @@ met when auto's engine time is within 15 % of the fastest of the three.
 
 Prints one line per case and the share of cases met. With --compare, auto
 of another build runs in every case too (`auto_compared`), so that two
-builds' choices meet the same three fastest times. σ stops at 85, the
-largest Gaussian the exact baseline takes (a 511x511 kernel).
+builds' choices meet the same fastest times. Past σ = 85 (kernels over
+511) fft is a candidate too, and a method that refuses the kernel counts
+as infinitely slow.
 """
 
 import argparse
@@ -35,13 +36,27 @@ METHODS = {
     "dct5": ["--method", "dct5", "--exact"],
     "auto": ["--method", "auto", "--exact"],
 }
+# Past σ = 85 (kernels over 511) the exact baseline refuses tiles that
+# would take over a CPU minute; fft, the exact method for large kernels,
+# joins the candidates there.
+LARGE_SIGMA = 85.0
+FFT = ["--method", "fft"]
 ENGINE = re.compile(r"^timing engine\s+([0-9.]+) ms", re.M)
 RAN = re.compile(r"auto ran tiles: ([^;\n]*)")
 
 
-def engine_ms(cmd):
-    """The engine time of one `smooth --timings` run, and its stderr."""
-    done = subprocess.run(cmd, capture_output=True, text=True)
+def engine_ms(cmd, may_refuse=False, timeout=None):
+    """The engine time of one `smooth --timings` run, and its stderr; with
+    `may_refuse`, infinity where the method refuses the kernel or runs
+    past `timeout` seconds."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if may_refuse:
+            return float("inf"), "timed out"
+        sys.exit(f"timed out: {' '.join(cmd)}")
+    if done.returncode != 0 and may_refuse:
+        return float("inf"), done.stderr
     if done.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr}")
     found = ENGINE.search(done.stderr)
@@ -80,6 +95,8 @@ def main():
     ap.add_argument("--limit-s", type=float, default=1e9,
                     help="stop starting new cases after this many seconds")
     ap.add_argument("--compare", help="another build whose auto --exact runs in every case too")
+    ap.add_argument("--run-timeout", type=float,
+                    help="past σ = 85: a method run longer than this counts as infinitely slow")
     args = ap.parse_args()
     start = time.time()
     met = total = met_compared = 0
@@ -94,16 +111,20 @@ def main():
                 if time.time() - start > args.limit_s:
                     break
                 times, ran = {}, ""
-                for name, flags in methods:
+                large = sigma > LARGE_SIGMA
+                exact = ("naive", "svd", "dct5") + (("fft",) if large else ())
+                for name, flags in methods + ([("fft", FFT)] if large else []):
                     binary = args.compare if name == "auto_compared" else args.bin
                     cmd = [binary, "smooth", path, result, "--overwrite", "-k",
                            f"gaussian:{sigma:g}", "--device", args.device, "--timings", "-v", *flags]
-                    runs = [engine_ms(cmd) for _ in range(args.repeat)]
+                    refusable = large and name in exact
+                    runs = [engine_ms(cmd, refusable, args.run_timeout if refusable else None)
+                            for _ in range(args.repeat)]
                     times[name], err = min(runs)
                     if name == "auto":
                         m = RAN.search(err)
                         ran = m.group(1) if m else ""
-                best = min(("naive", "svd", "dct5"), key=times.get)
+                best = min(exact, key=times.get)
                 ratio = times["auto"] / times[best]
                 total += 1
                 met += ratio <= 1.15
@@ -114,7 +135,8 @@ def main():
                        "auto_over_fastest": round(ratio, 3), "auto_ran": ran}
                 print(f"{label:12} σ={sigma:<5g} naive {times['naive']:9.1f}  svd {times['svd']:9.1f}  "
                       f"dct5 {times['dct5']:9.1f}  auto {times['auto']:9.1f} ms  "
-                      f"auto/{best} {ratio:5.2f}  [{ran}]"
+                      + (f"  fft {times['fft']:9.1f}" if large else "")
+                      + f"  auto/{best} {ratio:5.2f}  [{ran}]"
                       + (f"  compared {times['auto_compared'] / times[best]:5.2f}" if args.compare else ""),
                       flush=True)
                 if out:
