@@ -219,7 +219,7 @@ impl Auto {
                 && !c.recomputation_negligible(&extent, &self.costs, self.naive_taps)
         };
         let near_ties = match self.samples_near_ties && self.candidates.iter().any(unsure) {
-            true => NearTies::sample(tile, params),
+            true => NearTies::sample(tile, params, extent.runs.map(|r| r.row_runs)),
             false => None,
         };
         let sampled: Vec<Option<f64>> = self

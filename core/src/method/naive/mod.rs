@@ -303,7 +303,7 @@ const TABLE_PASSES_PER_TAP: usize = 4;
 
 /// What a step of the run walk costs in taps: a window row crossing `r`
 /// runs walks them where `r * RUN_STEP_TAPS` is under its taps.
-const RUN_STEP_TAPS: usize = 4;
+pub const RUN_STEP_TAPS: usize = 4;
 
 impl ExactPixels {
     pub fn new(tile: &ClassTile, params: &SmoothParams) -> Self {
@@ -358,6 +358,18 @@ impl ExactPixels {
             return NO_CLASS;
         }
         bins.clear();
+        self.add_window(tile, origin, bins);
+        pick_winner(
+            &bins.totals()[..tile.n_classes],
+            params.class_weights,
+            centre,
+            params.ties,
+        )
+    }
+
+    /// Adds the votes of the window whose top-left tile pixel is `origin`
+    /// into `bins` (unweighted votes; the bins cleared by the caller).
+    pub fn add_window(&self, tile: &ClassTile, origin: usize, bins: &mut Bins) {
         let n = self.kernel.n;
         if self.bounds.is_empty() {
             for dy in 0..n {
@@ -371,12 +383,7 @@ impl ExactPixels {
                     dx = end;
                 }
             }
-            return pick_winner(
-                &bins.totals()[..tile.n_classes],
-                params.class_weights,
-                centre,
-                params.ties,
-            );
+            return;
         }
         for dy in 0..n {
             let start = origin + dy * tile.width;
@@ -398,12 +405,6 @@ impl ExactPixels {
                 dx = end;
             }
         }
-        pick_winner(
-            &bins.totals()[..tile.n_classes],
-            params.class_weights,
-            centre,
-            params.ties,
-        )
     }
 }
 
