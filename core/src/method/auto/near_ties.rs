@@ -138,6 +138,17 @@ mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
 
+    /// Unweighted votes of two classes under `kernel`.
+    fn two_classes(kernel: &crate::kernel::Kernel) -> SmoothParams<'_> {
+        SmoothParams {
+            kernel,
+            class_weights: &[1, 1],
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        }
+    }
+
     fn tile_of(classes: &[u16], side: usize, halo: usize, n: usize) -> ClassTile<'_> {
         ClassTile {
             width: side,
@@ -155,13 +166,7 @@ mod tests {
     #[test]
     fn gaps_are_the_exact_score_differences() {
         let kernel = KernelSpec::Box { size: 5 }.build().unwrap();
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
+        let params = two_classes(&kernel);
         let side = 64 + 4;
         let uniform = vec![0u16; side * side];
         let ties = NearTies::sample(&tile_of(&uniform, side, 2, 2), &params, None).unwrap();
@@ -219,13 +224,7 @@ mod tests {
     #[test]
     fn wide_kernels_sample_run_by_run_with_the_same_gaps() {
         let kernel = KernelSpec::Box { size: 513 }.build().unwrap();
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
+        let params = two_classes(&kernel);
         let side = 48 + 512;
         let rows: Vec<u16> = (0..side * side).map(|i| (i / side % 2) as u16).collect();
         let tile = tile_of(&rows, side, 256, 2);
