@@ -137,9 +137,24 @@ fn undecided<'s>(
         .zip(centre)
         .enumerate()
         .filter(move |&(_, ((&top, &second), &c))| {
-            !((c == nodata && !fill_nodata) || top - second > margin)
+            !decided(top, second, c, margin, nodata, fill_nodata)
         })
         .map(|(i, _)| i)
+}
+
+/// Whether a slot's winner is provably the exact one, or none is wanted (a
+/// nodata centre left unfilled): its lead over the runner-up (or over "no
+/// class", score 0) exceeds `margin`.
+#[inline]
+fn decided(
+    top: f64,
+    second: f64,
+    centre: u16,
+    margin: f64,
+    nodata: u16,
+    fill_nodata: bool,
+) -> bool {
+    (centre == nodata && !fill_nodata) || top - second > margin
 }
 
 impl SlotsMut<'_> {
@@ -360,7 +375,14 @@ impl Ranking {
         fill_nodata: bool,
     ) -> bool {
         let (s, i) = (&self.slots, Self::index(self.ow, x, y));
-        (s.centre[i] == nodata && !fill_nodata) || s.top[i] - s.second[i] > margin
+        decided(
+            s.top[i],
+            s.second[i],
+            s.centre[i],
+            margin,
+            nodata,
+            fill_nodata,
+        )
     }
 
     /// The output pixels `(x, y)` whose winner is not [`Ranking::certified`]

@@ -337,9 +337,11 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     }
     let shortcut = job.single_class && n <= MASK_CLASSES;
     for s in 0..strips {
-        // The slots come uncleared (`size_uncleared`, `reset_uncleared`):
-        // cleared here, while in cache.
-        slots.clear(s * ow * LANES, ow * LANES);
+        if decide.is_some() {
+            // Decisions: the band's slots come uncleared (`size_uncleared`,
+            // `size_with_margins_uncleared`); a whole ranking was reset.
+            slots.clear(s * ow * LANES, ow * LANES);
+        }
         for c in 0..n {
             pass2::<T, M, S>(job, scratch, s, c, slots);
         }
