@@ -16,6 +16,7 @@ use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::certified::Certified;
+use mapfilter::method::dct5::CERTIFIED_TERMS;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::naive::cl::{CpuPaths, NaiveCl, Variant};
 use mapfilter::method::separable::SeparableHost;
@@ -112,6 +113,9 @@ fn sigma_64_through_every_exact_method() {
     assert_eq!(svd_plan.terms.len(), 1);
     let host_exact = Certified::new(SeparableHost::new("dct5", plan.clone(), &case.kernel));
     case.check(&host_exact, &[1 << 20, SMALL_TILE]);
+    let longer = separable::dct5_plan_certified(&case.kernel, CERTIFIED_TERMS).unwrap();
+    let longer_exact = Certified::new(SeparableHost::new("dct5", longer, &case.kernel));
+    case.check(&longer_exact, &[1 << 20, SMALL_TILE]);
     let svd_exact = Certified::new(SeparableHost::new("svd", svd_plan.clone(), &case.kernel));
     case.check(&svd_exact, &[1 << 20]);
     let Some(dev) = test_device() else { return };

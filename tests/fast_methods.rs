@@ -9,6 +9,7 @@ use mapfilter::io::MemRaster;
 use mapfilter::kernel::{Kernel, KernelSpec, parse_matrix};
 use mapfilter::method::ClassSmoother;
 use mapfilter::method::certified::Certified;
+use mapfilter::method::dct5::CERTIFIED_TERMS;
 use mapfilter::method::naive::NaiveHost;
 use mapfilter::method::separable::SeparableHost;
 use mapfilter::method::separable::svd::RankChoice;
@@ -110,6 +111,9 @@ proptest! {
         let terms = terms.min(kernel.radius());
         if let Ok(p) = separable::dct5_plan(&kernel, terms) {
             methods.push(SeparableHost::new("dct5", p, &kernel));
+        }
+        if let Ok(p) = separable::dct5_plan_certified(&kernel, CERTIFIED_TERMS) {
+            methods.push(SeparableHost::new("dct5 on a longer period", p, &kernel));
         }
         for fast in methods {
             let certified = Certified::new(fast);

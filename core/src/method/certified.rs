@@ -103,6 +103,10 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         self.fast.gpus()
     }
 
+    fn preferred_tile(&self) -> Option<usize> {
+        self.fast.preferred_tile()
+    }
+
     fn is_exact(&self) -> bool {
         true
     }

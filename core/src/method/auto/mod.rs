@@ -423,6 +423,7 @@ mod tests {
                 candidate(Dct5Cost {
                     size,
                     terms,
+                    harmonic: true,
                     passes,
                 }),
             ],

@@ -89,6 +89,13 @@ fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
     oh.div_ceil(bands).div_ceil(LANES) * LANES
 }
 
+/// Whether the band scorer runs `f` (one copy of its loop per number of
+/// terms: up to [`MAX_TERMS`], and from four with a longer period).
+pub(crate) fn runs(f: &Dct5) -> bool {
+    let terms = f.coeffs().len();
+    terms <= MAX_TERMS && (f.is_harmonic() || terms >= 4)
+}
+
 /// Where [`rank_tile`] puts its results.
 pub(crate) enum Target<'a> {
     /// Every pixel's ranking, margins included (for certification).
@@ -256,19 +263,21 @@ fn run_band<const M: bool>(
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    // One copy per number of terms, so the recursion state stays in registers.
+    // One copy per number of terms, so the recursion state stays in
+    // registers; the longer periods (`--exact`'s plans) from four terms.
     macro_rules! by_terms {
-        ($($t:literal)*) => {
-            match job.tab.g.len() {
-                $($t => run_band_with::<$t, M>(job, y0, slots, scratch, decide),)*
-                _ => unreachable!("dct5 plans of more than MAX_TERMS terms take the generic path"),
+        ($($t:literal)* ; $($e:literal)*) => {
+            match (job.tab.harmonic, job.tab.g.len()) {
+                $((true, $t) => run_band_with::<$t, true, M>(job, y0, slots, scratch, decide),)*
+                $((false, $e) => run_band_with::<$e, false, M>(job, y0, slots, scratch, decide),)*
+                _ => unreachable!("the separable plan sends other dct5 plans the generic way"),
             }
         };
     }
-    by_terms!(1 2 3 4 5 6 7 8);
+    by_terms!(1 2 3 4 5 6 7 8; 4 5 6 7 8);
 }
 
-fn run_band_with<const T: usize, const M: bool>(
+fn run_band_with<const T: usize, const H: bool, const M: bool>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
@@ -279,22 +288,22 @@ fn run_band_with<const T: usize, const M: bool>(
         // SAFETY: `Isa::Avx2` is only chosen where the CPU has AVX2 (`Isa::best`,
         // and the test that names it checks the CPU first).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { band_avx2::<T, M>(job, y0, slots, scratch, decide) },
-        Isa::Portable => band::<T, M, [f64; WIDE]>(job, y0, slots, scratch, decide),
+        Isa::Avx2 => unsafe { band_avx2::<T, H, M>(job, y0, slots, scratch, decide) },
+        Isa::Portable => band::<T, H, M, [f64; WIDE]>(job, y0, slots, scratch, decide),
     }
 }
 
 /// [`band`] compiled for AVX2, on AVX2 vectors (the same arithmetic).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2<const T: usize, const M: bool>(
+unsafe fn band_avx2<const T: usize, const H: bool, const M: bool>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    band::<T, M, std::arch::x86_64::__m256d>(job, y0, slots, scratch, decide)
+    band::<T, H, M, std::arch::x86_64::__m256d>(job, y0, slots, scratch, decide)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
@@ -303,7 +312,7 @@ unsafe fn band_avx2<const T: usize, const M: bool>(
 /// read, then strip by strip pass 2 of every class that reaches the strip,
 /// so a strip's slots stay in cache.
 #[inline(always)]
-fn band<const T: usize, const M: bool, S: F64x4>(
+fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
@@ -332,7 +341,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
     }
     for c in 0..n {
         if let Some(e) = scratch.presence.extents[c] {
-            pass1::<T, S>(job, c, e, bh, base, scratch);
+            pass1::<T, H, S>(job, c, e, bh, base, scratch);
         }
     }
     let shortcut = job.single_class && n <= MASK_CLASSES;
@@ -343,7 +352,7 @@ fn band<const T: usize, const M: bool, S: F64x4>(
             slots.clear(s * ow * LANES, ow * LANES);
         }
         for c in 0..n {
-            pass2::<T, M, S>(job, scratch, s, c, slots);
+            pass2::<T, H, M, S>(job, scratch, s, c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
@@ -440,7 +449,7 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, s: usize, bh: usize) {
 /// Pass 2 of class `c` in strip `s`: along the rows over the class's runs
 /// of outputs, each score folded into the strip's ranking slots at once.
 #[inline(always)]
-fn pass2<const T: usize, const M: bool, S: F64x4>(
+fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
     job: &Job,
     scratch: &Scratch,
     s: usize,
@@ -465,7 +474,7 @@ fn pass2<const T: usize, const M: bool, S: F64x4>(
                 data: &strip[(a - at.xa) * LANES + h..],
                 stride: LANES,
             };
-            segment::<_, S, T>(
+            segment::<_, S, T, H>(
                 &job.tab,
                 &lanes,
                 job.segment.min(b - a),
@@ -487,11 +496,12 @@ fn pass2<const T: usize, const M: bool, S: F64x4>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::KernelSpec;
+    use crate::kernel::{Kernel, KernelSpec};
 
     /// The AVX2 bands give the same bits as the plain ones: every ranking
     /// slot and every decision, with uneven weights, nodata, a class past
-    /// the tile's right edge and a width that is no multiple of the lanes.
+    /// the tile's right edge and a width that is no multiple of the lanes;
+    /// for the DCT-5 and for a longer period (`--exact`'s plans).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_bands_match_plain_bands() {
@@ -505,7 +515,15 @@ mod tests {
         .build()
         .unwrap();
         let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
-        let f = Dct5::new(&g, terms).unwrap();
+        let longer = Dct5::extended(&g, 4, 17).unwrap();
+        assert!(!longer.is_harmonic() && runs(&longer));
+        for f in [Dct5::new(&g, terms).unwrap(), longer] {
+            bands_match(&kernel, &f);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn bands_match(kernel: &Kernel, f: &Dct5) {
         let (halo, n) = (kernel.radius(), 6);
         let (w, h) = (97 + 2 * halo, 75 + 2 * halo);
         // Blocky classes with speckle, a nodata patch (index n).
@@ -537,7 +555,7 @@ mod tests {
         );
         for fill_nodata in [false, true] {
             let params = SmoothParams {
-                kernel: &kernel,
+                kernel,
                 class_weights: &weights,
                 fill_nodata,
                 ties: Default::default(),
@@ -547,14 +565,14 @@ mod tests {
                 let mut ranking = Ranking::default();
                 ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
                 let target = Target::Ranking(&mut ranking);
-                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                rank_tile_on(isa, f, &tile, &params, 0, tau, target);
                 let mut out = vec![0; ow * oh];
                 let target = Target::Decisions {
                     out: &mut out,
                     fill_nodata,
                     margin: None,
                 };
-                rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                rank_tile_on(isa, f, &tile, &params, 0, tau, target);
                 (ranking, out)
             };
             let ((plain, plain_out), (avx2, avx2_out)) = (rank(Isa::Portable), rank(Isa::Avx2));
@@ -588,7 +606,7 @@ mod tests {
                         fill_nodata,
                         margin: Some(margin),
                     };
-                    let mut found = rank_tile_on(isa, &f, &tile, &params, 0, tau, target);
+                    let mut found = rank_tile_on(isa, f, &tile, &params, 0, tau, target);
                     let mut want = plain.uncertain(margin, nodata, fill_nodata);
                     (found.sort(), want.sort());
                     assert_eq!(out, plain_out, "margin {margin}, fill {fill_nodata}");

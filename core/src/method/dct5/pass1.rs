@@ -35,7 +35,7 @@ pub(super) fn place(job: &Job, e: Extent, bh: usize) -> Option<PlaneAt> {
 /// and pass 1 does not compute (columns and rows without the class) is set
 /// to exactly 0.
 #[inline(always)]
-pub(super) fn pass1<const T: usize, S: F64x4>(
+pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
     job: &Job,
     c: usize,
     e: Extent,
@@ -131,12 +131,12 @@ pub(super) fn pass1<const T: usize, S: F64x4>(
         let (base, width) = (base + gya * job.tile.width + xa + c0, box_end - c0);
         if n == WIDE {
             let lanes = ClassColumns::<true>::of(job.tile, base, width, c);
-            lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
+            lines.fill::<T, H, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
                 o.store_strided(line, 0, LANES)
             });
         } else {
             let lanes = ClassColumns::<false>::of(job.tile, base, width, c);
-            lines.fill::<T, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
+            lines.fill::<T, H, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
                 for (j, v) in o.to_array().into_iter().take(n).enumerate() {
                     line[j * LANES] = v;
                 }
@@ -182,7 +182,7 @@ impl Lines {
     /// to the next strip after the last row of one, instead of being
     /// worked out again for every output.
     #[inline(always)]
-    fn fill<const T: usize, S: F64x4, L: Lanes>(
+    fn fill<const T: usize, const H: bool, S: F64x4, L: Lanes>(
         &self,
         tab: &Tables,
         lanes: &L,
@@ -192,7 +192,7 @@ impl Lines {
     ) {
         let mut at = self.top / LANES * self.strip_len + self.c0 * LANES + self.top % LANES;
         let mut row_in_line = self.top % LANES;
-        segment::<_, S, T>(
+        segment::<_, S, T, H>(
             tab,
             lanes,
             rows,

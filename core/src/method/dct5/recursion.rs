@@ -8,29 +8,35 @@ use crate::method::dct5::{Dct5, cos_index, cos_table};
 use crate::method::simd4::F64x4;
 
 /// The constants of one filter: `G_k`, the seeds' `cos(φk(t − R))` (at
-/// `t·terms + k`), `2cos(φk)`, `cos(φkR)`.
+/// `t·terms + k`), `2cos(φk)`, `cos(φkR)` and `cos(φk(R + 1))` (the
+/// same as `cos(φkR)` for the DCT-5's own period, where the recursion
+/// weighs both ends of the window alike: `harmonic`).
 pub(super) struct Tables {
     pub(super) r: usize,
     pub(super) g: Vec<f64>,
     pub(super) seed: Vec<f64>,
     pub(super) a: Vec<f64>,
     pub(super) d: Vec<f64>,
+    pub(super) d2: Vec<f64>,
+    pub(super) harmonic: bool,
 }
 
 impl Tables {
     pub(super) fn new(f: &Dct5) -> Self {
-        let r = f.radius();
+        let (r, p) = (f.radius(), f.period());
         let n = 2 * r + 1;
-        let cos = cos_table(n);
+        let cos = cos_table(p);
         let terms = f.coeffs().len();
         Tables {
             r,
             g: f.coeffs().to_vec(),
-            a: (0..terms).map(|k| 2.0 * cos[k % n]).collect(),
-            d: (0..terms).map(|k| cos[(k * r) % n]).collect(),
+            a: (0..terms).map(|k| 2.0 * cos[k % p]).collect(),
+            d: (0..terms).map(|k| cos[(k * r) % p]).collect(),
+            d2: (0..terms).map(|k| cos[(k * (r + 1)) % p]).collect(),
+            harmonic: f.is_harmonic(),
             seed: (0..n)
                 .flat_map(|t| (0..terms).map(move |k| (t, k)))
-                .map(|(t, k)| cos[cos_index(k, t, r)])
+                .map(|(t, k)| cos[cos_index(k, t, r, p)])
                 .collect(),
         }
     }
@@ -133,9 +139,11 @@ impl Lanes for Strip<'_> {
 
 /// One explicitly seeded segment on [`WIDE`] lines at once, its state in
 /// registers: output `i` (`i < rows`) is the filter applied to elements
-/// `i..=i + 2R`; `emit(i, out)` receives each output.
+/// `i..=i + 2R`; `emit(i, out)` receives each output. `H`: the tables are
+/// harmonic ([`Tables::harmonic`]; one copy of the loop for each, so
+/// that the DCT-5's step keeps its few operations).
 #[inline(always)]
-pub(super) fn segment<L: Lanes, S: F64x4, const T: usize>(
+pub(super) fn segment<L: Lanes, S: F64x4, const T: usize, const H: bool>(
     tab: &Tables,
     src: &L,
     rows: usize,
@@ -143,6 +151,7 @@ pub(super) fn segment<L: Lanes, S: F64x4, const T: usize>(
 ) {
     let r = tab.r;
     debug_assert_eq!(tab.g.len(), T);
+    debug_assert_eq!(tab.harmonic, H);
     if rows == 0 {
         return;
     }
@@ -162,42 +171,58 @@ pub(super) fn segment<L: Lanes, S: F64x4, const T: usize>(
     let mut y = 1;
     while y + 2 < rows {
         let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
         emit(y + 1, output(tab, &prev));
         let (lead2, trail2): (S, S) = unsafe { (src.load(y + 2 * r + 2), src.load(y + 1)) };
-        step(tab, &prev, &mut cur, lead2, trail2, trail.sub(lead));
+        step::<S, T, H>(tab, &prev, &mut cur, [lead2, trail2, lead, trail]);
         emit(y + 2, output(tab, &cur));
         (lead_in, trail_out) = (lead2, trail2);
         y += 2;
     }
     if y + 1 < rows {
         let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        step(tab, &cur, &mut prev, lead, trail, trail_out.sub(lead_in));
+        step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
         emit(y + 1, output(tab, &prev));
     }
 }
 
 /// One step of the recursion from `cur` (`F_k` at `y`) and `prev` (at
-/// `y − 1`) to `F_k` at `y + 1`, written over `prev`: `lead` and `trail`
-/// are the elements entering and leaving the window, `back` the previous
-/// step's `trail − lead`.
+/// `y − 1`) to `F_k` at `y + 1`, written over `prev`: `ends` are the
+/// elements entering and leaving the window, then those that entered and
+/// left it the step before (`[lead, trail, lead_in, trail_out]`).
 #[inline(always)]
-fn step<S: F64x4, const T: usize>(
+fn step<S: F64x4, const T: usize, const H: bool>(
     tab: &Tables,
     cur: &[S; T],
     prev: &mut [S; T],
-    lead: S,
-    trail: S,
-    back: S,
+    ends: [S; 4],
 ) {
+    let [lead, trail, lead_in, trail_out] = ends;
     let d = lead.sub(trail);
     // k = 0: first order, a box sliding by one.
     prev[0] = cur[0].add(d);
-    let b = d.add(back);
-    let (ta, td) = (terms::<T>(&tab.a), terms::<T>(&tab.d));
-    for k in 1..T {
-        let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
-        prev[k] = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
+    let (ta, td, td2) = (
+        terms::<T>(&tab.a),
+        terms::<T>(&tab.d),
+        terms::<T>(&tab.d2),
+    );
+    if H {
+        // Both ends weighted by cos(φkR): one sum of the four.
+        let b = d.add(trail_out.sub(lead_in));
+        for k in 1..T {
+            let (ak, dk) = (S::splat(ta[k]), S::splat(td[k]));
+            prev[k] = ak.mul(cur[k]).sub(prev[k]).add(dk.mul(b));
+        }
+    } else {
+        // `cos(φkR)·(entering pair) − cos(φk(R + 1))·(leaving pair)`.
+        let (near, far) = (lead.add(trail_out), trail.add(lead_in));
+        for k in 1..T {
+            let (ak, dk, d2k) = (S::splat(ta[k]), S::splat(td[k]), S::splat(td2[k]));
+            prev[k] = ak
+                .mul(cur[k])
+                .sub(prev[k])
+                .add(dk.mul(near).sub(d2k.mul(far)));
+        }
     }
 }
 
