@@ -23,6 +23,10 @@ pub const SAMPLE_TAPS: usize = 1 << 23;
 /// fft is a candidate) sample run by run where the tile's runs are known.
 pub const RUN_WALKED_SIZE: usize = 512;
 
+/// The smallest sampled gaps whose density [`NearTies::share`] carries
+/// down to a margin that none of them is under.
+const UNSEEN_FROM: usize = 4;
+
 /// Pixels sampled per tile: as many as the budget allows, within these.
 const MIN_SAMPLES: usize = 16;
 const MAX_SAMPLES: usize = 256;
@@ -33,11 +37,14 @@ const MAX_SAMPLES: usize = 256;
 #[derive(Clone, Debug, PartialEq)]
 pub struct NearTies {
     gaps: Vec<f64>,
-    /// Near-ties counted where the sample saw none: half of one for
-    /// kernels of [`RUN_WALKED_SIZE`] and more, whose recomputed pixels
-    /// each cost hundreds of thousands of taps, so that a share the
-    /// sample is too small to see (0.73 % at σ = 150 on a MODIS crop, 61
-    /// pixels sampled) does not count as none.
+    /// Near-ties counted where the sample saw none: for kernels of
+    /// [`RUN_WALKED_SIZE`] and more, whose recomputed pixels each cost
+    /// hundreds of thousands of taps, so that a share the sample is too
+    /// small to see (0.73 % at σ = 150 on a MODIS crop, 61 pixels sampled)
+    /// does not count as none: the density of the [`UNSEEN_FROM`] smallest
+    /// gaps carried down to the margin, at most half a pixel of the sample
+    /// (dct5 on a longer period, whose margin is 19× the DCT-5's smaller,
+    /// recomputed 0.03 % there: half a pixel of 31 said 1.6 %).
     unseen: f64,
 }
 
@@ -126,10 +133,17 @@ impl NearTies {
         Some(NearTies { gaps, unseen })
     }
 
-    /// The share of the sampled pixels whose gap is at most `margin`.
+    /// The share of the sampled pixels whose gap is at most `margin`
+    /// (where none is and the kernel is wide, see [`NearTies::unseen`]).
     pub fn share(&self, margin: f64) -> f64 {
-        let near = self.gaps.partition_point(|&g| g <= margin) as f64;
-        near.max(self.unseen) / self.gaps.len() as f64
+        let near = self.gaps.partition_point(|&g| g <= margin);
+        let len = self.gaps.len() as f64;
+        if near > 0 || self.unseen == 0.0 {
+            return near as f64 / len;
+        }
+        let k = UNSEEN_FROM.min(self.gaps.len());
+        let carried = k as f64 * margin / self.gaps[k - 1];
+        carried.min(self.unseen) / len
     }
 }
 
@@ -232,8 +246,13 @@ mod tests {
         let by_runs = NearTies::sample(&tile, &params, Some(1.0)).unwrap();
         assert!(by_runs.gaps.len() > 4 * by_taps.gaps.len(), "{}", by_taps.gaps.len());
         for ties in [&by_taps, &by_runs] {
-            // None near: half of one counted, as for every wide kernel.
-            assert_eq!(ties.share(0.99 / 513.0), 0.5 / ties.gaps.len() as f64);
+            // None near: at most half of one counted, as for every wide
+            // kernel; a tenth of the way to the smallest gaps (all 1/513
+            // here), a tenth of the four smallest.
+            let len = ties.gaps.len() as f64;
+            assert_eq!(ties.share(0.99 / 513.0), 0.5 / len);
+            assert!((ties.share(0.1 / 513.0) - 0.4 / len).abs() < 1e-12);
+            assert!((ties.share(0.025 / 513.0) - 0.1 / len).abs() < 1e-12);
             assert_eq!(ties.share(1.01 / 513.0), 1.0);
         }
     }

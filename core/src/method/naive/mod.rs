@@ -301,9 +301,7 @@ pub struct ExactPixels {
 /// the recomputed windows' taps outnumber the tile's pixels by more.
 const TABLE_PASSES_PER_TAP: usize = 4;
 
-/// What a step of the run walk costs in taps: a window row crossing `r`
-/// runs walks them where `r * RUN_STEP_TAPS` is under its taps.
-pub const RUN_STEP_TAPS: usize = 4;
+pub use crate::method::cost::RUN_STEP_TAPS;
 
 impl ExactPixels {
     pub fn new(tile: &ClassTile, params: &SmoothParams) -> Self {
