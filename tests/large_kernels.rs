@@ -21,8 +21,8 @@ use mapfilter::kernel::{Kernel, KernelSpec};
 use mapfilter::method::certified::Certified;
 use mapfilter::method::dct5::CERTIFIED_TERMS;
 use mapfilter::method::fft::FftHost;
-use mapfilter::method::separable::{self, SeparableHost};
 use mapfilter::method::naive::NaiveHost;
+use mapfilter::method::separable::{self, SeparableHost};
 use mapfilter::method::{ClassSmoother, ClassTile, SmoothParams, policy::Ties};
 use tiles::Border;
 
@@ -152,7 +152,14 @@ fn sigma_200_with_nodata_weights_and_small_tiles() {
     let out = fft_equals_naive(&raster, &k, (Border::Same, false), "", &[1 << 20]);
     assert!(codes(&out.data) >= 2 && out.data.contains(&NODATA));
     let dct5 = dct5_exact(&k);
-    exact_equals_naive(&raster, &k, (Border::Same, true), "3:2", &[1 << 20, 64], &dct5);
+    exact_equals_naive(
+        &raster,
+        &k,
+        (Border::Same, true),
+        "3:2",
+        &[1 << 20, 64],
+        &dct5,
+    );
 }
 
 #[test]

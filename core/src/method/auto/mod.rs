@@ -444,9 +444,10 @@ mod tests {
     }
 
     /// The device estimate follows the kernels' segments (warm-up N per
-    /// segment), the host's its seeded segments: at 2048², 4 classes,
-    /// N = 385 a GPU shortens the segments to 64 and 32 outputs, a
-    /// 2-core CPU device keeps 1568.
+    /// segment), the host's its seeded segments and the size of its
+    /// band's plane per class: at 2048², 4 classes, N = 385 a GPU shortens
+    /// the segments to 64 and 32 outputs, a 2-core CPU device keeps 1568,
+    /// the host's planes hold 770 + 384 rows of 2432 columns.
     #[test]
     fn dct5_estimates_follow_each_devices_segments() {
         assert_eq!(default_segment(192), 1540);
@@ -463,7 +464,8 @@ mod tests {
         let per_class = |steps: f64| 4.0 * (steps * 0.2 + 2.0) + setup;
         assert!((cost(GPU) - per_class(steps(64.0, 32.0))).abs() < 1e-9);
         assert!((cost(cpu()) - per_class(steps(1568.0, 1568.0))).abs() < 1e-9);
-        let host = (halo + 1.0) * (3.0 * 4.0 + 2.0 * 4.0 * 385.0 / 1540.0);
+        let memory = 1.0 + (770.0 + 384.0) * 2432.0 * 8.0 / 1e6 / 25.0;
+        let host = (halo + 1.0) * (3.0 * 4.0 + 2.0 * 4.0 * 385.0 / 1540.0) * memory;
         assert!((cost(HOST) - per_class(host)).abs() < 1e-9);
         assert!(cost(GPU) - setup > 2.0 * (cost(cpu()) - setup) && cost(cpu()) > cost(HOST));
     }

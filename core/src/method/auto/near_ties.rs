@@ -27,6 +27,10 @@ pub const RUN_WALKED_SIZE: usize = 512;
 /// down to a margin that none of them is under.
 const UNSEEN_FROM: usize = 4;
 
+/// The most near-ties [`NearTies::share`] counts where the sample saw
+/// none: half a sampled pixel.
+const UNSEEN_AT_MOST: f64 = 0.5;
+
 /// Pixels sampled per tile: as many as the budget allows, within these.
 const MIN_SAMPLES: usize = 16;
 const MAX_SAMPLES: usize = 256;
@@ -37,15 +41,7 @@ const MAX_SAMPLES: usize = 256;
 #[derive(Clone, Debug, PartialEq)]
 pub struct NearTies {
     gaps: Vec<f64>,
-    /// Near-ties counted where the sample saw none: for kernels of
-    /// [`RUN_WALKED_SIZE`] and more, whose recomputed pixels each cost
-    /// hundreds of thousands of taps, so that a share the sample is too
-    /// small to see (0.73 % at σ = 150 on a MODIS crop, 61 pixels sampled)
-    /// does not count as none: the density of the [`UNSEEN_FROM`] smallest
-    /// gaps carried down to the margin, at most half a pixel of the sample
-    /// (dct5 on a longer period, whose margin is 19× the DCT-5's smaller,
-    /// recomputed 0.03 % there: half a pixel of 31 said 1.6 %).
-    unseen: f64,
+
 }
 
 impl NearTies {
@@ -129,21 +125,30 @@ impl NearTies {
             return None;
         }
         gaps.sort_by(f64::total_cmp);
-        let unseen = if n >= RUN_WALKED_SIZE { 0.5 } else { 0.0 };
-        Some(NearTies { gaps, unseen })
+        Some(NearTies { gaps })
     }
 
-    /// The share of the sampled pixels whose gap is at most `margin`
-    /// (where none is and the kernel is wide, see [`NearTies::unseen`]).
+    /// The share of the sampled pixels whose gap is at most `margin`.
+    /// Where none is, a share the sample is too small to see does not
+    /// count as none: the density of the [`UNSEEN_FROM`] smallest gaps
+    /// carried down to the margin, at most [`UNSEEN_AT_MOST`] pixel.
+    /// Wide kernels sample few pixels and pay hundreds of thousands of
+    /// taps for each one recomputed: dct5 on a longer period recomputed
+    /// 0.03 % at σ = 150 on a MODIS crop (31 pixels sampled, half a pixel
+    /// would say 1.6 %), and about 1 % of a 2-class noise map at σ = 85
+    /// (32 sampled, none seen: counted as none, auto ran it at 1.6× svd).
     pub fn share(&self, margin: f64) -> f64 {
         let near = self.gaps.partition_point(|&g| g <= margin);
         let len = self.gaps.len() as f64;
-        if near > 0 || self.unseen == 0.0 {
+        if near > 0 {
             return near as f64 / len;
         }
         let k = UNSEEN_FROM.min(self.gaps.len());
-        let carried = k as f64 * margin / self.gaps[k - 1];
-        carried.min(self.unseen) / len
+        let carried = match self.gaps[k - 1] {
+            0.0 => UNSEEN_AT_MOST,
+            gap => k as f64 * margin / gap,
+        };
+        carried.min(UNSEEN_AT_MOST) / len
     }
 }
 
@@ -174,9 +179,10 @@ mod tests {
     }
 
     /// One class: every gap is a whole window's vote, nothing is near a
-    /// tie. Two classes in exact halves (columns alternating, a box
-    /// kernel of odd side): the gap is one column's share of the votes,
-    /// under a margin of two columns and over a margin of half of one.
+    /// tie (at most half a pixel counted, as where none is seen). Two
+    /// classes in exact halves (columns alternating, a box kernel of odd
+    /// side): the gap is one column's share of the votes, under a margin
+    /// of two columns and over a margin of half of one.
     #[test]
     fn gaps_are_the_exact_score_differences() {
         let kernel = KernelSpec::Box { size: 5 }.build().unwrap();
@@ -185,12 +191,14 @@ mod tests {
         let uniform = vec![0u16; side * side];
         let ties = NearTies::sample(&tile_of(&uniform, side, 2, 2), &params, None).unwrap();
         assert!(ties.gaps.len() >= MIN_SAMPLES);
-        assert_eq!(ties.share(0.99), 0.0);
+        let unseen = UNSEEN_AT_MOST / ties.gaps.len() as f64;
+        assert_eq!(ties.share(0.99), unseen);
+        assert!((ties.share(0.01) - 0.08 * unseen).abs() < 1e-15);
         assert_eq!(ties.share(1.0), 1.0);
         let stripes: Vec<u16> = (0..side * side).map(|i| (i % side % 2) as u16).collect();
         let ties = NearTies::sample(&tile_of(&stripes, side, 2, 2), &params, None).unwrap();
         // 3 columns against 2 of 5: a gap of 1/5 of the window.
-        assert_eq!(ties.share(0.1), 0.0);
+        assert_eq!(ties.share(0.1), UNSEEN_AT_MOST / ties.gaps.len() as f64);
         assert_eq!(ties.share(0.4), 1.0);
         // Weighted against: class 1 weighs 3/2 of class 0, so 2 columns of
         // it (3) tie 3 columns of class 0 (3) where class 0 has three.
@@ -246,9 +254,8 @@ mod tests {
         let by_runs = NearTies::sample(&tile, &params, Some(1.0)).unwrap();
         assert!(by_runs.gaps.len() > 4 * by_taps.gaps.len(), "{}", by_taps.gaps.len());
         for ties in [&by_taps, &by_runs] {
-            // None near: at most half of one counted, as for every wide
-            // kernel; a tenth of the way to the smallest gaps (all 1/513
-            // here), a tenth of the four smallest.
+            // None near: at most half of one counted; a tenth of the way
+            // to the smallest gaps (all 1/513 here), a tenth of the four.
             let len = ties.gaps.len() as f64;
             assert_eq!(ties.share(0.99 / 513.0), 0.5 / len);
             assert!((ties.share(0.1 / 513.0) - 0.4 / len).abs() < 1e-12);

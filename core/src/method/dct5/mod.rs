@@ -122,9 +122,8 @@ impl Dct5 {
             return Dct5::new(g, terms.min(r));
         }
         let table = cos_table(period);
-        let basis = nalgebra::DMatrix::from_fn(n, terms + 1, |i, k| {
-            table[cos_index(k, i, r, period)]
-        });
+        let basis =
+            nalgebra::DMatrix::from_fn(n, terms + 1, |i, k| table[cos_index(k, i, r, period)]);
         let target = nalgebra::DVector::from_column_slice(g);
         // The SVD's solve fails only where U or V were not computed.
         let Ok(fit) = basis.svd(true, true).solve(&target, 1e-14) else {
@@ -153,7 +152,12 @@ impl Dct5 {
         for tenths in 22..=30 {
             let period = (n * tenths).div_ceil(20);
             let d = Dct5::extended(g, terms, period)?;
-            let err: f64 = d.effective().iter().zip(g).map(|(a, b)| (a - b).abs()).sum();
+            let err: f64 = d
+                .effective()
+                .iter()
+                .zip(g)
+                .map(|(a, b)| (a - b).abs())
+                .sum();
             if best.as_ref().is_none_or(|(e, _)| err < *e) {
                 best = Some((err, d));
             }

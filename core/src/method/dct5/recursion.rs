@@ -201,11 +201,7 @@ fn step<S: F64x4, const T: usize, const H: bool>(
     let d = lead.sub(trail);
     // k = 0: first order, a box sliding by one.
     prev[0] = cur[0].add(d);
-    let (ta, td, td2) = (
-        terms::<T>(&tab.a),
-        terms::<T>(&tab.d),
-        terms::<T>(&tab.d2),
-    );
+    let (ta, td, td2) = (terms::<T>(&tab.a), terms::<T>(&tab.d), terms::<T>(&tab.d2));
     if H {
         // Both ends weighted by cos(φkR): one sum of the four.
         let b = d.add(trail_out.sub(lead_in));

@@ -394,6 +394,10 @@ pub fn vote_scale(votes: &[u16]) -> f64 {
     1.0 / f64::from(top)
 }
 
+/// Threads up to which a wide kernel's tiles grow past 1024
+/// ([`SeparableHost`]'s preferred tile).
+const FEW_THREADS: usize = 4;
+
 /// A fast method on the host: a plan, its bounds, and the float winner rule.
 #[derive(Clone, Debug)]
 pub struct SeparableHost {
@@ -499,14 +503,22 @@ impl super::ClassSmoother for SeparableHost {
     }
 
     /// Past the default tile's reach, a tile of at least twice the
-    /// kernel's width (up to 4096): each pass also runs over the halo,
-    /// `N − 1` more rows and columns, which at N = 901 on 512² tiles was
-    /// 7.6× the outputs' area (64 tiles of a 4096² map: 3.6 s against
-    /// 2.0 s in 4 tiles of 2048², dct5 `--exact`, σ = 150, 2 cores).
+    /// kernel's width: each pass also runs over the halo, `N − 1` more
+    /// rows and columns, which at N = 901 on 512² tiles was 7.6× the
+    /// outputs' area (64 tiles of a 4096² map: 3.6 s against 2.0 s in 4
+    /// tiles of 2048², dct5 `--exact`, σ = 150, 2 cores). But a tile over
+    /// 1024 runs alone (the engine's pool takes several tiles at once up
+    /// to that side) with its few bands of 2N rows in parallel: on 16
+    /// threads, 1024² tiles (one band each, many at once) went faster, so
+    /// more than [`FEW_THREADS`] threads keep to 1024.
     fn preferred_tile(&self) -> Option<usize> {
         let reach = 2 * (self.plan.size - 1);
+        let most = match rayon::current_num_threads() > FEW_THREADS {
+            true => 1024,
+            false => 4096,
+        };
         (reach > crate::io::DEFAULT_TILE)
-            .then(|| reach.next_multiple_of(crate::io::DEFAULT_TILE).min(4096))
+            .then(|| reach.next_multiple_of(crate::io::DEFAULT_TILE).min(most))
     }
 
     fn smooth(
@@ -660,6 +672,12 @@ pub struct Dct5Cost {
     pub passes: Dct5Passes,
 }
 
+/// The size of a host dct5 band's plane per class (MB) that doubles the
+/// model's cost of its passes: fitted so that σ = 150 on a 4096² map
+/// (dct5 `--exact` 2.3 s, fft 5.5 s on 2 cores) and σ = 300 (20 s
+/// against 8.3 s) both go the faster way.
+const PLANE_MB_DOUBLING: f64 = 25.0;
+
 /// How a dct5 candidate runs its two passes, which fixes its segment lengths.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Dct5Passes {
@@ -683,11 +701,24 @@ impl Dct5Cost {
         match self.passes {
             Dct5Passes::Host { segment } => {
                 let seeds = 2.0 * k1 * n / segment as f64;
-                let per_term = if self.harmonic { 3.0 } else { 4.0 };
+                // A band's pass-1 plane per class, its rows and halo by the
+                // tile's columns and halo: past the caches every class's
+                // plane streams through memory (σ = 300 on a 4096² map:
+                // 255 MB a class, 3.3× the time of σ = 150's 64 MB where
+                // the steps grew 1.2×; fft ran at 0.4× dct5 `--exact`
+                // there, and auto ran dct5 without this term).
+                let rows = (segment.min(2 * size).min(tile.height) + size - 1) as f64;
+                let plane_mb = rows * (tile.width + size - 1) as f64 * 8.0 / 1e6;
+                let memory = 1.0 + plane_mb / PLANE_MB_DOUBLING;
+                // A longer period's two ends: about 16 % more per term
+                // than the DCT-5 of as many (measured on the simplex map).
+                let per_term = if self.harmonic { 3.0 } else { 3.5 };
                 let per_pass = per_term * k1 + seeds;
                 (
-                    (halo + 1.0) * per_pass,
-                    format!("segments of {segment} seeded by 2 sums of {size}"),
+                    (halo + 1.0) * per_pass * memory,
+                    format!(
+                        "segments of {segment} seeded by 2 sums of {size}, planes of {plane_mb:.0} MB a class"
+                    ),
                 )
             }
             Dct5Passes::Device { target } => {
