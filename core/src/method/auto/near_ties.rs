@@ -41,7 +41,6 @@ const MAX_SAMPLES: usize = 256;
 #[derive(Clone, Debug, PartialEq)]
 pub struct NearTies {
     gaps: Vec<f64>,
-
 }
 
 impl NearTies {

@@ -44,11 +44,12 @@ pub mod rot;
 pub const DEFAULT_TERMS: usize = 3;
 
 /// Terms beyond k = 0 of the plan `--exact` certifies on the host
-/// ([`Dct5::extended_best`]): the fewest whose error leaves almost no
-/// pixel to recompute (K = 4: ε ≈ 1.4·10⁻⁴ of the 2-D kernel against the
-/// DCT-5's 1.8·10⁻³; 0.03 % recomputed at σ = 150, 0.1 % or less at σ = 5
-/// on the four maps of issue 38, against up to 7.3 %). K = 5 and 7 left as
-/// few and cost 4–8 % more (docs/decisions/0025-extended-period-dct5.md).
+/// ([`Dct5::extended_best`]): the fewest whose error leaves few pixels to
+/// recompute (K = 4: ε ≈ 1.2·10⁻⁴ of the 2-D kernel against the DCT-5's
+/// 1.8·10⁻³; at σ = 5 0.003–0.5 % recomputed on the four maps of issue
+/// 38, against up to 7.3 %; 0.03 % at σ = 150). K = 5 and 7 recomputed
+/// fewer but took 7–9 % longer at σ = 150 and about as long at σ = 5
+/// (docs/decisions/0025-extended-period-dct5.md).
 pub const CERTIFIED_TERMS: usize = 4;
 
 /// Default outputs per explicitly seeded segment, for radius `r`.
@@ -138,35 +139,33 @@ impl Dct5 {
     }
 
     /// [`Dct5::extended`] with `terms` at the period (from 1.1 to 1.5
-    /// windows) whose fit comes closest to `g` in L1: the best period
-    /// grows with K (about 1.25 windows at K = 5, 1.4 at K = 7) and
-    /// hardly with σ.
-    /// Short kernels (R ≤ K) take the DCT-5 of K = R, which is exact in
-    /// no more terms (R = 5 and 6 took 6 and 7 terms that way, and cost
-    /// `auto` 1.2× the fastest on MODIS at σ = 2, naive run beside).
+    /// windows, in twentieths of one) whose fit comes closest to `g` in
+    /// L1: the best period grows with K (about 1.25 windows at K = 5, 1.4
+    /// at K = 7) and hardly with σ. Short kernels (R ≤ K) take the DCT-5
+    /// of K = R, which is exact in no more terms.
     pub fn extended_best(g: &[f64], terms: usize) -> Result<Self> {
         let n = g.len();
         if n / 2 <= terms {
             return Dct5::new(g, n / 2);
         }
-        let mut best: Option<(f64, Dct5)> = None;
-        for tenths in 22..=30 {
-            let period = (n * tenths).div_ceil(20);
-            let d = Dct5::extended(g, terms, period)?;
-            let err: f64 = d
-                .effective()
+        let l1 = |d: &Dct5| -> f64 {
+            d.effective()
                 .iter()
                 .zip(g)
                 .map(|(a, b)| (a - b).abs())
-                .sum();
-            if best.as_ref().is_none_or(|(e, _)| err < *e) {
-                best = Some((err, d));
+                .sum()
+        };
+        let fit = |twentieths: usize| Dct5::extended(g, terms, (n * twentieths).div_ceil(20));
+        let mut best = fit(22)?;
+        let mut best_l1 = l1(&best);
+        for twentieths in 23..=30 {
+            let d = fit(twentieths)?;
+            let e = l1(&d);
+            if e < best_l1 {
+                (best, best_l1) = (d, e);
             }
         }
-        match best {
-            Some((_, d)) => Ok(d),
-            None => Dct5::new(g, terms.min(n / 2)),
-        }
+        Ok(best)
     }
 
     /// Overrides the segment length (outputs per explicit seed, ≥ 1).

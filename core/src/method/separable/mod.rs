@@ -160,14 +160,7 @@ pub struct Term {
 /// same DCT-5 filter down the columns and along the rows.
 pub fn dct5_plan(kernel: &Kernel, terms: usize) -> Result<SeparablePlan> {
     let (g, terms) = super::dct5::one_d_kernel(kernel, terms)?;
-    let f = Filter::Dct5(Dct5::new(&g, terms)?);
-    Ok(SeparablePlan {
-        size: kernel.size(),
-        terms: vec![Term {
-            column: f.clone(),
-            row: f,
-        }],
-    })
+    Ok(SeparablePlan::both_ways(kernel, Filter::Dct5(Dct5::new(&g, terms)?)))
 }
 
 /// The plan `--exact` runs dct5 by on the host: the Gaussian on `terms`
@@ -181,14 +174,7 @@ pub fn dct5_plan_certified(kernel: &Kernel, terms: usize) -> Result<SeparablePla
     } else {
         Dct5::extended_best(&g, terms)?
     };
-    let f = Filter::Dct5(d);
-    Ok(SeparablePlan {
-        size: kernel.size(),
-        terms: vec![Term {
-            column: f.clone(),
-            row: f,
-        }],
-    })
+    Ok(SeparablePlan::both_ways(kernel, Filter::Dct5(d)))
 }
 
 /// A kernel as a sum of separable terms, ready to run.
@@ -199,6 +185,17 @@ pub struct SeparablePlan {
 }
 
 impl SeparablePlan {
+    /// One term, the same filter down the columns and along the rows.
+    fn both_ways(kernel: &Kernel, f: Filter) -> Self {
+        SeparablePlan {
+            size: kernel.size(),
+            terms: vec![Term {
+                column: f.clone(),
+                row: f,
+            }],
+        }
+    }
+
     /// The N×N kernel the plan applies in exact arithmetic (row-major).
     pub fn effective_kernel(&self) -> Vec<f64> {
         let n = self.size;
