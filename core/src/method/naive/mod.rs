@@ -289,11 +289,11 @@ pub fn exact_pixel(
 /// (decision 0022), the sums do not depend on where a run is cut.
 pub struct ExactPixels {
     kernel: KernelTaps,
-    /// [`run_lengths`] of the tile; empty with confidence-weighted votes
+    /// The first table of [`run_changes`]; empty with confidence-weighted votes
     /// and where rows are read instead.
-    lens: Vec<u8>,
-    /// [`run_bounds`] of the tile (empty likewise).
     bounds: Vec<u16>,
+    /// Its second, where the rows change class (empty likewise).
+    changes: Vec<u16>,
 }
 
 /// A window tap read to find runs costs about this share of a tile pixel's
@@ -306,16 +306,17 @@ pub use crate::method::cost::RUN_STEP_TAPS;
 impl ExactPixels {
     pub fn new(tile: &ClassTile, params: &SmoothParams) -> Self {
         let n = params.kernel.size();
+        // A row's change positions are u16, and so are the counts of its
+        // changes up to a pixel, which index them.
+        let tables = params.confidence.is_none() && tile.width <= usize::from(u16::MAX);
+        let (bounds, changes) = match tables {
+            true => run_changes(tile),
+            false => Default::default(),
+        };
         ExactPixels {
             kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width),
-            lens: match params.confidence {
-                Some(_) => Vec::new(),
-                None => run_lengths(tile),
-            },
-            bounds: match params.confidence {
-                Some(_) => Vec::new(),
-                None => run_bounds(tile),
-            },
+            bounds,
+            changes,
         }
     }
 
@@ -329,8 +330,8 @@ impl ExactPixels {
         }
         ExactPixels {
             kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width),
-            lens: Vec::new(),
             bounds: Vec::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -383,25 +384,34 @@ impl ExactPixels {
             }
             return;
         }
+        let x0 = origin % tile.width;
         for dy in 0..n {
             let start = origin + dy * tile.width;
             let line = &tile.classes[start..][..n];
             let taps = &self.kernel.rows[dy];
-            // Runs the row crosses: its class changes, plus one (the
-            // wrapping difference is exact: fewer than 2^16 lie between).
-            let runs = 1 + self.bounds[start + n - 1].wrapping_sub(self.bounds[start]) as usize;
-            if runs * RUN_STEP_TAPS >= taps.len() {
+            // The row's changes up to the window row's first pixel and
+            // last (no wrap: a row holds fewer than 2^16 changes).
+            let (before, last) = (
+                self.bounds[start] as usize,
+                self.bounds[start + n - 1] as usize,
+            );
+            if (1 + last - before) * RUN_STEP_TAPS >= taps.len() {
                 self.kernel.add_row(dy, line, bins);
                 continue;
             }
-            let lens = &self.lens[start..][..n];
+            // Each run adds its span of the kernel row's prefix sums; the
+            // next run's start is the next change, read, not computed from
+            // this run, so the steps do not wait on each other.
             let pre = &self.kernel.prefix[dy * (n + 1)..][..n + 1];
-            let mut dx = 0;
-            while dx < n {
-                let end = (dx + lens[dx] as usize).min(n);
-                bins.add(line[dx], pre[end] - pre[dx]);
-                dx = end;
+            let mut from = 0;
+            // The row's changes lie in its part of `changes`.
+            let row = start - x0;
+            for &at in &self.changes[row + before..row + last] {
+                let to = at as usize - x0;
+                bins.add(line[from], pre[to] - pre[from]);
+                from = to;
             }
+            bins.add(line[from], pre[n] - pre[from]);
         }
     }
 }
@@ -737,27 +747,32 @@ pub fn row_prefix_sums(quantised: &[u32], n: usize) -> Vec<u32> {
         .collect()
 }
 
-/// Per tile pixel, how many times its row's class changes from the row's
-/// start up to it, wrapping at 2^16: the difference of two entries less
-/// than 2^16 apart counts the changes between them exactly.
-fn run_bounds(tile: &ClassTile) -> Vec<u16> {
+/// Per pixel of a tile of at most 2^16 columns, how many times its row's
+/// class changes from the row's start up to it; and where each row's class
+/// changes: row r's part of the second table (its columns
+/// `r·w..`) lists the columns x > 0 whose pixel differs from the one
+/// before, as many as the row's last bound counts. A run walk reads its
+/// next run's start from there, instead of from the run before it
+/// ([`ExactPixels::add_window`]).
+fn run_changes(tile: &ClassTile) -> (Vec<u16>, Vec<u16>) {
     let (w, cells) = (tile.width, tile.classes);
-    let mut bounds = vec![0u16; tile.height * w];
+    let (mut bounds, mut changes) = (vec![0u16; tile.height * w], vec![0u16; tile.height * w]);
     bounds
         .par_chunks_mut(w.max(1))
+        .zip(changes.par_chunks_mut(w.max(1)))
         .enumerate()
         .with_min_len(crate::grain::min_items(w))
-        .for_each(|(r, out)| {
+        .for_each(|(r, (bounds, at))| {
             let line = &cells[r * w..][..w];
-            let mut changes = 0u16;
-            for x in 0..w {
-                if x > 0 && line[x] != line[x - 1] {
-                    changes = changes.wrapping_add(1);
-                }
-                out[x] = changes;
+            let mut count = 0usize;
+            for x in 1..w {
+                // Written at every column, kept where the class changes.
+                at[count] = x as u16;
+                count += usize::from(line[x] != line[x - 1]);
+                bounds[x] = count as u16;
             }
         });
-    bounds
+    (bounds, changes)
 }
 
 /// `len` of [`Runs`]: per tile pixel, the length of the run of equal
