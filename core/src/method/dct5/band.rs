@@ -14,7 +14,10 @@
 //! exactly 0) and only in the groups that some run reads, down to the last
 //! strip that reads them (a class whose outputs are all decided alone, as
 //! the sea over an ocean, costs no pass 1 there), straight from the class
-//! codes into a strip-major plane on whole cache lines. Pass 2 then
+//! codes into a strip-major plane on whole cache lines. Pass 1 runs a
+//! piece of the band's strips ahead of pass 2 ([`PIECE_BYTES`] of planes,
+//! each column's recursion carried from piece to piece), so that large
+//! kernels keep a few strips per class, not the band. Pass 2 then
 //! goes strip by strip ([`LANES`] output rows), every class in turn, so
 //! that the strip's ranking slots stay in cache (cleared there, just before
 //! the first class folds in): along the rows, over the runs of outputs
@@ -43,7 +46,7 @@
 use super::Dct5;
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
-use super::pass1::{pass1, place};
+use super::pass1::{groups, pass1, place};
 use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
@@ -89,6 +92,16 @@ fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
     oh.div_ceil(bands).div_ceil(LANES) * LANES
 }
 
+/// The most bytes of pass-1 planes, all classes together, that a band
+/// keeps between its passes (pieces of at least a strip). At σ = 5 a band
+/// of 17 classes keeps about 5 MB, in one piece as before; at σ = 150 the
+/// band's planes were 770 MB (1.5 GB a run on 2 threads, most of its time
+/// spent faulting them in and streaming them through memory) and a piece
+/// is two strips: 2.10 → 1.45 s on a 4096² MODIS map, 2 cores. Pieces of
+/// 1 MB made σ = 5 on the 17-class simplex map 8 % slower and σ = 150 no
+/// faster.
+const PIECE_BYTES: usize = 8 << 20;
+
 /// Whether the band scorer runs `f` (one copy of its loop per number of
 /// terms: up to [`MAX_TERMS`], and from four with a longer period).
 pub(crate) fn runs(f: &Dct5) -> bool {
@@ -124,12 +137,21 @@ pub(crate) fn rank_tile(
     tau: f64,
     target: Target,
 ) -> Vec<(u32, u32)> {
-    rank_tile_on(Isa::best(), f, tile, params, skip, tau, target)
+    rank_tile_on(
+        (Isa::best(), PIECE_BYTES),
+        f,
+        tile,
+        params,
+        skip,
+        tau,
+        target,
+    )
 }
 
-/// [`rank_tile`] on the vectors of `isa` (which the CPU must have).
+/// [`rank_tile`] on the vectors of `isa` (which the CPU must have), with
+/// pass-1 planes of at most `piece_bytes` (at least a strip) per band.
 fn rank_tile_on(
-    isa: Isa,
+    (isa, piece_bytes): (Isa, usize),
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
@@ -168,6 +190,7 @@ fn rank_tile_on(
                 .iter()
                 .all(|&w| w > 0),
         isa,
+        piece_bytes,
     };
     match target {
         Target::Ranking(ranking) => {
@@ -327,6 +350,9 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
     scratch.planes.resize_with(n, LanePlane::default);
     scratch.at.resize(n, PlaneAt::default());
+    scratch.boxes.resize(n, (0, 0));
+    scratch.groups.resize_with(n, Vec::new);
+    scratch.carries.resize_with(n, Vec::new);
     for c in 0..n {
         scratch.at[c] = scratch.presence.extents[c]
             .and_then(|e| place(job, e, bh))
@@ -339,20 +365,38 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     for s in 0..strips {
         strip_runs(job, scratch, s, bh);
     }
+    let mut strip_bytes = 0;
     for c in 0..n {
+        scratch.groups[c].clear();
         if let Some(e) = scratch.presence.extents[c] {
-            pass1::<T, H, S>(job, c, e, bh, base, scratch);
+            groups(job, c, e, bh, base, scratch);
+            let at = scratch.at[c];
+            if at.sa < at.sb {
+                strip_bytes += at.strip_len(r) * std::mem::size_of::<f64>();
+            }
         }
     }
     let shortcut = job.single_class && n <= MASK_CLASSES;
+    // Pass 1 of every class runs a piece of the band's strips ahead of
+    // pass 2, so that the planes hold that piece, not the band.
+    let piece = (job.piece_bytes / strip_bytes.max(1)).clamp(1, strips);
     for s in 0..strips {
+        let s0 = s - s % piece;
+        if s == s0 {
+            let s1 = (s0 + piece).min(strips);
+            for c in 0..n {
+                if !scratch.groups[c].is_empty() {
+                    pass1::<T, H, S>(job, c, (s0, s1), scratch);
+                }
+            }
+        }
         if decide.is_some() {
             // Decisions: the band's slots come uncleared (`size_uncleared`,
             // `size_with_margins_uncleared`); a whole ranking was reset.
             slots.clear(s * ow * LANES, ow * LANES);
         }
         for c in 0..n {
-            pass2::<T, H, M, S>(job, scratch, s, c, slots);
+            pass2::<T, H, M, S>(job, scratch, (s, s0), c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
@@ -446,13 +490,14 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, s: usize, bh: usize) {
     }
 }
 
-/// Pass 2 of class `c` in strip `s`: along the rows over the class's runs
-/// of outputs, each score folded into the strip's ranking slots at once.
+/// Pass 2 of class `c` in strip `s` (of the piece from strip `s0` that the
+/// planes hold): along the rows over the class's runs of outputs, each
+/// score folded into the strip's ranking slots at once.
 #[inline(always)]
 fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
     job: &Job,
     scratch: &Scratch,
-    s: usize,
+    (s, s0): (usize, usize),
     c: usize,
     slots: &mut SlotsMut,
 ) {
@@ -463,7 +508,7 @@ fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
         return;
     }
     let plane = scratch.planes[c].values();
-    let strip = &plane[(s - at.sa) * at.strip_len(r)..][..at.strip_len(r)];
+    let strip = &plane[(s - s0) * at.strip_len(r)..][..at.strip_len(r)];
     let weight = job.weights[c];
     for &(a, b) in runs.iter() {
         for (a, h) in (a..b)
@@ -575,20 +620,29 @@ mod tests {
                 rank_tile_on(isa, f, &tile, &params, 0, tau, target);
                 (ranking, out)
             };
-            let ((plain, plain_out), (avx2, avx2_out)) = (rank(Isa::Portable), rank(Isa::Avx2));
-            assert_eq!(plain_out, avx2_out, "decisions, fill {fill_nodata}");
-            for y in 0..oh {
-                for x in 0..ow {
-                    let ((a, b), (c, d)) = (plain.best_two(x, y), avx2.best_two(x, y));
-                    assert_eq!(
-                        (a.to_bits(), b.to_bits()),
-                        (c.to_bits(), d.to_bits()),
-                        "({x}, {y}), fill {fill_nodata}"
-                    );
-                    assert_eq!(
-                        plain.decide(x, y, nodata, fill_nodata),
-                        avx2.decide(x, y, nodata, fill_nodata),
-                    );
+            // AVX2 against plain; and pass 1 a strip at a time (each
+            // segment carried over up to 8 pieces of a band) against whole
+            // bands.
+            let ((plain, plain_out), (avx2, avx2_out)) = (
+                rank((Isa::Portable, PIECE_BYTES)),
+                rank((Isa::Avx2, PIECE_BYTES)),
+            );
+            let (pieces, pieces_out) = rank((Isa::Avx2, 1));
+            for (other, other_out) in [(&avx2, &avx2_out), (&pieces, &pieces_out)] {
+                assert_eq!(&plain_out, other_out, "decisions, fill {fill_nodata}");
+                for y in 0..oh {
+                    for x in 0..ow {
+                        let ((a, b), (c, d)) = (plain.best_two(x, y), other.best_two(x, y));
+                        assert_eq!(
+                            (a.to_bits(), b.to_bits()),
+                            (c.to_bits(), d.to_bits()),
+                            "({x}, {y}), fill {fill_nodata}"
+                        );
+                        assert_eq!(
+                            plain.decide(x, y, nodata, fill_nodata),
+                            other.decide(x, y, nodata, fill_nodata),
+                        );
+                    }
                 }
             }
             let decided = plain_out
@@ -599,7 +653,11 @@ mod tests {
             // With a margin, the same decisions, and undecided the pixels
             // the whole tile's ranking leaves undecided (over several bands).
             for margin in [0.0, 0.05, 0.3] {
-                for isa in [Isa::Portable, Isa::Avx2] {
+                for isa in [
+                    (Isa::Portable, PIECE_BYTES),
+                    (Isa::Avx2, PIECE_BYTES),
+                    (Isa::Avx2, 1),
+                ] {
                     let mut out = vec![0; ow * oh];
                     let target = Target::Decisions {
                         out: &mut out,
@@ -608,7 +666,8 @@ mod tests {
                     };
                     let mut found = rank_tile_on(isa, f, &tile, &params, 0, tau, target);
                     let mut want = plain.uncertain(margin, nodata, fill_nodata);
-                    (found.sort(), want.sort());
+                    found.sort();
+                    want.sort();
                     assert_eq!(out, plain_out, "margin {margin}, fill {fill_nodata}");
                     assert_eq!(found, want, "margin {margin}, fill {fill_nodata}");
                 }

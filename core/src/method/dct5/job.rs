@@ -1,11 +1,12 @@
 //! What the host dct5 scorer's bands work with: the [`Job`] every band of
-//! a tile shares, each thread's [`Scratch`] and the vector instructions
-//! ([`Isa`]) they run on. It sits below the band driver (`band`) and its
-//! first pass (`pass1`), which both use it.
+//! a tile shares, each thread's [`Scratch`] (with pass 1's groups of
+//! columns, [`Group`]) and the vector instructions ([`Isa`]) they run on.
+//! It sits below the band driver (`band`) and its first pass (`pass1`),
+//! which both use it.
 
 use super::masks::Presence;
 use super::planes::{LanePlane, PlaneAt};
-use super::recursion::Tables;
+use super::recursion::{CARRY_VALUES, Tables};
 use crate::method::ClassTile;
 use crate::method::ranking::Slots;
 
@@ -32,9 +33,36 @@ pub(super) struct Scratch {
     pub(super) reads: Vec<usize>,
     /// A band's ranking slots, when the tile's winners go straight to the output.
     pub(super) slots: Slots,
-    /// Per class: its pass-1 plane and where it lies.
+    /// Per class: its pass-1 plane (the strips of one piece of the band)
+    /// and where it lies.
     pub(super) planes: Vec<LanePlane>,
     pub(super) at: Vec<PlaneAt>,
+    /// Per class: its box's plane columns, its groups of columns in pass 1
+    /// and each group's recursion between pieces.
+    pub(super) boxes: Vec<(usize, usize)>,
+    pub(super) groups: Vec<Vec<Group>>,
+    pub(super) carries: Vec<Vec<[f64; CARRY_VALUES]>>,
+}
+
+/// One group of [`WIDE`] columns of a class's box in pass 1 (`pass1::groups`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Group {
+    /// The group's first plane column, and its columns.
+    pub(super) c0: usize,
+    pub(super) n: usize,
+    /// The strips of the plane (from its first, `PlaneAt::sa`) that pass 2
+    /// reads: `0..read`; none for 0.
+    pub(super) read: usize,
+    /// The group's segment: plane rows `top..top + rows`; none (every value
+    /// exactly 0) for `rows` = 0.
+    pub(super) top: usize,
+    pub(super) rows: usize,
+    /// The tile index of the segment's first element, and the box's
+    /// columns from `c0` on.
+    pub(super) base: usize,
+    pub(super) width: usize,
+    /// The segment's outputs done so far (its carry's `next`).
+    pub(super) next: usize,
 }
 
 /// What every band shares.
@@ -54,6 +82,9 @@ pub(super) struct Job<'a> {
     pub(super) single_class: bool,
     /// The vectors the bands run on.
     pub(super) isa: Isa,
+    /// The most bytes of pass-1 planes a band keeps at once (pieces of at
+    /// least a strip).
+    pub(super) piece_bytes: usize,
 }
 
 /// The vector instructions a band runs on: the same arithmetic, element

@@ -1,10 +1,10 @@
 //! Pass 1 of the host band scorer: one class down the columns of its box,
 //! straight from the class codes into its plane.
 
-use super::job::{Job, Scratch};
+use super::job::{Group, Job, Scratch};
 use super::masks::{Extent, MASK_CLASSES, holds};
 use super::planes::PlaneAt;
-use super::recursion::{ClassColumns, Lanes, Tables, WIDE, segment};
+use super::recursion::{CARRY_VALUES, Carry, ClassColumns, Lanes, Tables, WIDE, resume};
 use crate::method::ranking::LANES;
 use crate::method::simd4::F64x4;
 
@@ -24,18 +24,17 @@ pub(super) fn place(job: &Job, e: Extent, bh: usize) -> Option<PlaneAt> {
     })
 }
 
-/// Pass 1 of class `c` (box `e` in the band's input) down its columns into
-/// its plane, placed by [`place`] (`scratch.at[c]`), over only what pass 2
-/// reads: the plane columns of the strip's runs (`scratch.runs`) plus 2R.
-/// A group of [`WIDE`] columns that no run reads is skipped (outputs decided
-/// alone, such as the sea's, need no scores), and one that is read runs down
-/// to the last strip that reads it only. The start of a group's segment
-/// stays where it was (the rows whose windows first reach the class), so
-/// every value that is computed is the same, bit for bit. What pass 2 reads
-/// and pass 1 does not compute (columns and rows without the class) is set
-/// to exactly 0.
-#[inline(always)]
-pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
+/// The groups of [`WIDE`] columns of class `c`'s box `e` in the band's
+/// input (placed by [`place`], `scratch.at[c]`) and what pass 1 computes in
+/// each (`scratch.groups[c]`), over only what pass 2 reads: the plane
+/// columns of the strip's runs (`scratch.runs`) plus 2R. A group that no
+/// run reads is skipped (outputs decided alone, such as the sea's, need no
+/// scores), and one that is read runs down to the last strip that reads it
+/// only. The start of a group's segment stays where it was (the rows whose
+/// windows first reach the class), so every value that is computed is the
+/// same, bit for bit. What pass 2 reads and pass 1 does not compute
+/// (columns and rows without the class) is exactly 0.
+pub(super) fn groups(
     job: &Job,
     c: usize,
     e: Extent,
@@ -45,54 +44,44 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
 ) {
     let r = job.tab.r;
     let at = scratch.at[c];
+    scratch.groups[c].clear();
     if at.sa >= at.sb {
         return; // not placed: no output reaches the class
     }
     let xa = at.xa;
     // The outputs whose windows meet the box (as in `place`).
     let (ya, yb) = (e.rows.0.saturating_sub(2 * r), bh.min(e.rows.1 + 1));
-    let (strip_len, strips) = (at.strip_len(r), at.sb - at.sa);
     let (box_first, box_end) = (e.cols.0 - xa, e.cols.1 + 1 - xa);
+    scratch.boxes[c] = (box_first, box_end);
     last_reads(job, c, box_first..box_end, scratch);
-    let reads = &scratch.reads;
-    // Every element is written below; the values left from an earlier band
-    // need no clearing.
-    scratch.planes[c].resize(strip_len * strips);
-    let plane = scratch.planes[c].values_mut();
-    for strip in plane.chunks_exact_mut(strip_len) {
-        strip[..box_first * LANES].fill(0.0);
-        strip[box_end * LANES..].fill(0.0);
-    }
-    // The lines of columns `c0..c0 + n` in strips `range` (of the plane).
-    let clear = |plane: &mut [f64], c0: usize, n: usize, range: std::ops::Range<usize>| {
-        for strip in plane
-            .chunks_exact_mut(strip_len)
-            .take(range.end)
-            .skip(range.start)
-        {
-            strip[c0 * LANES..(c0 + n) * LANES].fill(0.0);
-        }
-    };
     let span = job.ow + 2 * r;
     // The blocks of the box's rows: no other block holds the class.
     let boxed = e.rows.0 / LANES..e.rows.1 / LANES + 1;
     // With the masks on, each column's union of its blocks tells a group
     // without the class at once.
     let masked = job.tile.n_classes <= MASK_CLASSES;
+    let (reads, presence, groups) = (&scratch.reads, &scratch.presence, &mut scratch.groups[c]);
     for (c0, &read) in (box_first..box_end).step_by(WIDE).zip(reads.iter()) {
-        if read == 0 {
-            continue; // no run reads these columns
-        }
         let n = WIDE.min(box_end - c0);
-        let group = xa + c0..xa + c0 + n;
+        let mut group = Group {
+            c0,
+            n,
+            read,
+            ..Group::default()
+        };
+        if read == 0 {
+            groups.push(group); // no run reads these columns
+            continue;
+        }
+        let columns = xa + c0..xa + c0 + n;
         let absent = masked
-            && !scratch.presence.columns[group.clone()]
+            && !presence.columns[columns.clone()]
                 .iter()
                 .any(|&m| holds(m, c));
         // The blocks of input rows where the class occurs in these columns:
         // outputs whose windows miss them are exactly 0.
         let in_block = |b: &usize| {
-            scratch.presence.blocks[b * span..][group.clone()]
+            presence.blocks[b * span..][columns.clone()]
                 .iter()
                 .any(|&m| holds(m, c))
         };
@@ -102,46 +91,125 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
         } else {
             boxed.clone().find(in_block)
         };
-        let Some(first) = first else {
-            clear(plane, c0, n, 0..read); // no pixel of the class: exactly 0
-            continue;
-        };
-        // Block `first` holds the class, so the search from the end stops
-        // there at the latest.
-        let last = boxed.clone().rfind(in_block).unwrap_or(first);
-        let gya = ya.max((first * LANES).saturating_sub(2 * r));
+        if let Some(first) = first {
+            // Block `first` holds the class, so the search from the end
+            // stops there at the latest.
+            let last = boxed.clone().rfind(in_block).unwrap_or(first);
+            let gya = ya.max((first * LANES).saturating_sub(2 * r));
+            // Cut at the last strip read: a recursion's outputs do not
+            // depend on where it stops.
+            let gyb = yb.min((last + 1) * LANES).min((at.sa + read) * LANES);
+            if gya < gyb {
+                group.top = gya - at.sa * LANES;
+                group.rows = gyb - gya;
+                group.base = base + gya * job.tile.width + xa + c0;
+                group.width = box_end - c0;
+            }
+        }
+        groups.push(group);
+    }
+    let carries = &mut scratch.carries[c];
+    carries.resize(groups.len(), [0.0; CARRY_VALUES]);
+}
 
-        // Cut at the last strip read: a recursion's outputs do not depend
-        // on where it stops.
-        let gyb = yb.min((last + 1) * LANES).min((at.sa + read) * LANES);
-        if gya >= gyb {
-            clear(plane, c0, n, 0..read);
+/// Pass 1 of class `c` down its columns ([`groups`]) into the strips
+/// `s0..s1` of the band that its plane holds now (band strip `s` at strip
+/// `s − s0` of the plane), each group's segment carried on from the strips
+/// before ([`resume`]).
+#[inline(always)]
+pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
+    job: &Job,
+    c: usize,
+    (s0, s1): (usize, usize),
+    scratch: &mut Scratch,
+) {
+    let r = job.tab.r;
+    let at = scratch.at[c];
+    // The class's strips (counted from `at.sa`, as `Group` counts them) in
+    // this piece: its strip k lies at strip k + at.sa − s0 of the plane.
+    let (lo, hi) = (s0.max(at.sa) - at.sa, s1.min(at.sb).saturating_sub(at.sa));
+    if at.sa >= at.sb || lo >= hi {
+        return;
+    }
+    let strip_len = at.strip_len(r);
+    let (box_first, box_end) = scratch.boxes[c];
+    scratch.planes[c].resize(strip_len * (s1 - s0));
+    let plane = scratch.planes[c].values_mut();
+    let strip_at = |k: usize| (k + at.sa - s0) * strip_len;
+    // Every value pass 2 reads is written below; the values left from an
+    // earlier piece need no clearing.
+    for k in lo..hi {
+        let strip = &mut plane[strip_at(k)..][..strip_len];
+        strip[..box_first * LANES].fill(0.0);
+        strip[box_end * LANES..].fill(0.0);
+    }
+    for (g, carry) in scratch.groups[c]
+        .iter_mut()
+        .zip(scratch.carries[c].iter_mut())
+    {
+        // The strips of this piece that pass 2 reads in the group.
+        let end = hi.min(g.read);
+        if lo >= end {
             continue;
         }
-        let (top, rows) = (gya - at.sa * LANES, gyb - gya);
         // Every output goes straight to its column's line in the plane
-        // (below), so the strips not wholly inside top..top + rows are
-        // cleared first: those wholly outside it, and the partly covered
-        // first and last. (Gathering a line's rows in a buffer and copying
-        // whole lines cost pass 1 more cycles: each copy read back values
-        // just stored lane by lane.)
-        clear(plane, c0, n, 0..top.div_ceil(LANES));
-        clear(plane, c0, n, (top + rows) / LANES..read);
-        let lines = Lines { strip_len, c0, top };
-        let (base, width) = (base + gya * job.tile.width + xa + c0, box_end - c0);
-        if n == WIDE {
-            let lanes = ClassColumns::<true>::of(job.tile, base, width, c);
-            lines.fill::<T, H, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
-                o.store_strided(line, 0, LANES)
-            });
-        } else {
-            let lanes = ClassColumns::<false>::of(job.tile, base, width, c);
-            lines.fill::<T, H, S, _>(&job.tab, &lanes, rows, plane, |o, line| {
-                for (j, v) in o.to_array().into_iter().take(n).enumerate() {
-                    line[j * LANES] = v;
-                }
-            });
+        // (below), so the strips not wholly inside the segment are cleared
+        // first: those wholly outside it, and the partly covered first and
+        // last. (Gathering a line's rows in a buffer and copying whole lines
+        // cost pass 1 more cycles: each copy read back values just stored
+        // lane by lane.)
+        for k in lo..end {
+            if g.rows == 0 || k * LANES < g.top || (k + 1) * LANES > g.top + g.rows {
+                plane[strip_at(k) + g.c0 * LANES..][..g.n * LANES].fill(0.0);
+            }
         }
+        // The segment's rows in this piece (counted from the class's first).
+        let (from, to) = ((lo * LANES).max(g.top), (end * LANES).min(g.top + g.rows));
+        if from >= to {
+            continue;
+        }
+        debug_assert_eq!(g.next, from - g.top, "pieces in order");
+        let lines = Lines {
+            strip_len,
+            c0: g.c0,
+            top: from + at.sa * LANES - s0 * LANES,
+        };
+        let (rows, upto) = (g.rows, to - g.top);
+        // A segment that starts here or ends here needs no state read or
+        // kept (a band in one piece: none does).
+        let mut state = match g.next {
+            0 => Carry::<S, T>::start(),
+            next => Carry::<S, T>::load(carry, next),
+        };
+        if g.n == WIDE {
+            let lanes = ClassColumns::<true>::of(job.tile, g.base, g.width, c);
+            lines.fill::<T, H, S, _>(
+                &job.tab,
+                &lanes,
+                (rows, upto),
+                &mut state,
+                plane,
+                |o, line| o.store_strided(line, 0, LANES),
+            );
+        } else {
+            let (lanes, n) = (ClassColumns::<false>::of(job.tile, g.base, g.width, c), g.n);
+            lines.fill::<T, H, S, _>(
+                &job.tab,
+                &lanes,
+                (rows, upto),
+                &mut state,
+                plane,
+                |o, line| {
+                    for (j, v) in o.to_array().into_iter().take(n).enumerate() {
+                        line[j * LANES] = v;
+                    }
+                },
+            );
+        }
+        g.next = match upto < rows {
+            true => state.save(carry),
+            false => upto,
+        };
     }
 }
 
@@ -167,8 +235,9 @@ fn last_reads(job: &Job, c: usize, boxed: std::ops::Range<usize>, scratch: &mut 
 }
 
 /// Where pass 1 puts a group of columns' outputs in a plane laid out as
-/// [`PlaneAt`] says: the group's first column `c0` and first row `top`
-/// (both counted from the plane's first), and a strip's length.
+/// [`PlaneAt`] says: the group's first column `c0` and the row `top` of
+/// its first output in this piece (both counted from the plane's first),
+/// and a strip's length.
 struct Lines {
     strip_len: usize,
     c0: usize,
@@ -176,7 +245,8 @@ struct Lines {
 }
 
 impl Lines {
-    /// Runs a segment of `rows` outputs on `lanes` into `plane`: `store(o,
+    /// Runs outputs `carry.next..upto` of a segment of `rows` outputs on
+    /// `lanes` into `plane`, output `carry.next` at row `top`: `store(o,
     /// line)` puts the lanes of output `o` at `line[0]`, `line[LANES]`, ...
     /// (one row of the group's lines). The place moves on row by row, and
     /// to the next strip after the last row of one, instead of being
@@ -186,19 +256,23 @@ impl Lines {
         &self,
         tab: &Tables,
         lanes: &L,
-        rows: usize,
+        (rows, upto): (usize, usize),
+        carry: &mut Carry<S, T>,
         plane: &mut [f64],
         store: impl Fn(S, &mut [f64]),
     ) {
         let mut at = self.top / LANES * self.strip_len + self.c0 * LANES + self.top % LANES;
         let mut row_in_line = self.top % LANES;
-        segment::<_, S, T, H>(
+        let first = carry.next;
+        resume::<_, S, T, H>(
             tab,
             lanes,
             rows,
+            upto,
+            carry,
             #[inline(always)]
             |i, o: S| {
-                debug_assert_eq!(row_in_line, (self.top + i) % LANES);
+                debug_assert_eq!(row_in_line, (self.top + i - first) % LANES);
                 store(o, &mut plane[at..]);
                 (at, row_in_line) = (at + 1, row_in_line + 1);
                 if row_in_line == LANES {

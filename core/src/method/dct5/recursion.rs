@@ -186,6 +186,151 @@ pub(super) fn segment<L: Lanes, S: F64x4, const T: usize, const H: bool>(
     }
 }
 
+/// Where a segment run in pieces ([`resume`]) stands: its next output
+/// `next`, the recursion's state at it (`cur`, not emitted yet) and at the
+/// output before (`prev`), and the elements that entered and left the
+/// window at the step to it. Kept as plain values between pieces
+/// ([`Carry::save`]), so that a band's scratch holds one per group of
+/// columns whatever the vectors.
+#[derive(Clone, Copy)]
+pub(super) struct Carry<S, const T: usize> {
+    prev: [S; T],
+    cur: [S; T],
+    lead_in: S,
+    trail_out: S,
+    pub(super) next: usize,
+}
+
+/// The f64 values one [`Carry`] saves: `2·T + 2` vectors of [`WIDE`].
+pub(super) const CARRY_VALUES: usize = (2 * MAX_TERMS + 2) * WIDE;
+
+impl<S: F64x4, const T: usize> Carry<S, T> {
+    /// Before a segment's first output.
+    pub(super) fn start() -> Self {
+        Carry {
+            prev: [S::splat(0.0); T],
+            cur: [S::splat(0.0); T],
+            lead_in: S::splat(0.0),
+            trail_out: S::splat(0.0),
+            next: 0,
+        }
+    }
+
+    /// The carry [`Carry::save`] wrote into `v` (at `next`).
+    #[inline(always)]
+    pub(super) fn load(v: &[f64; CARRY_VALUES], next: usize) -> Self {
+        let at = |i: usize| S::load(v[i * WIDE..][..WIDE].try_into().expect("one vector"));
+        Carry {
+            prev: std::array::from_fn(at),
+            cur: std::array::from_fn(|k| at(T + k)),
+            lead_in: at(2 * T),
+            trail_out: at(2 * T + 1),
+            next,
+        }
+    }
+
+    /// Writes the state into `v`; returns `next`.
+    #[inline(always)]
+    pub(super) fn save(&self, v: &mut [f64; CARRY_VALUES]) -> usize {
+        let vectors = self
+            .prev
+            .iter()
+            .chain(&self.cur)
+            .chain([&self.lead_in, &self.trail_out]);
+        for (i, x) in vectors.enumerate() {
+            x.store((&mut v[i * WIDE..][..WIDE]).try_into().expect("one vector"));
+        }
+        self.next
+    }
+}
+
+/// Outputs `carry.next..upto` of the segment of `rows` outputs on `src`
+/// that [`segment`] computes in one go: the same seeds and the same steps
+/// in the same order, so the same values bit for bit, whatever the pieces
+/// (pass 1 runs a band's columns a few strips at a time, so that its plane
+/// per class holds a few strips, not the band's: at σ = 150 the planes of
+/// 17 classes took 1.5 GB and most of the run's time went to faulting
+/// them in and streaming them through memory). `emit` as in [`segment`].
+#[inline(always)]
+pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
+    tab: &Tables,
+    src: &L,
+    rows: usize,
+    upto: usize,
+    carry: &mut Carry<S, T>,
+    mut emit: impl FnMut(usize, S),
+) {
+    let r = tab.r;
+    let upto = upto.min(rows);
+    if carry.next >= upto {
+        return;
+    }
+    assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
+    if carry.next == 0 {
+        if rows == 1 {
+            emit(0, output(tab, &seed::<L, S, T>(tab, src)));
+            carry.next = 1;
+            return;
+        }
+        let (prev, cur) = seeds::<L, S, T>(tab, src);
+        emit(0, output(tab, &prev));
+        // SAFETY: rows ≥ 2, so 2R + 1 < rows + 2R (checked above).
+        let (lead_in, trail_out) = unsafe { (src.load(2 * r + 1), src.load(0)) };
+        *carry = Carry {
+            prev,
+            cur,
+            lead_in,
+            trail_out,
+            next: 1,
+        };
+        if upto == 1 {
+            return;
+        }
+    }
+    let Carry {
+        mut prev,
+        mut cur,
+        mut lead_in,
+        mut trail_out,
+        next: mut y,
+    } = *carry;
+    emit(y, output(tab, &cur));
+    // SAFETY (every load below): the step to output t loads elements up to
+    // t + 2R < rows + 2R, and t < rows (checked above).
+    while y + 2 < upto {
+        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+        step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
+        emit(y + 1, output(tab, &prev));
+        let (lead2, trail2): (S, S) = unsafe { (src.load(y + 2 * r + 2), src.load(y + 1)) };
+        step::<S, T, H>(tab, &prev, &mut cur, [lead2, trail2, lead, trail]);
+        emit(y + 2, output(tab, &cur));
+        (lead_in, trail_out) = (lead2, trail2);
+        y += 2;
+    }
+    // Output y is emitted: the last of this piece, if any is left, then
+    // the state at `upto` where the segment goes on (not emitted).
+    let more = [y + 1 < upto, upto < rows];
+    for (emitted, go) in [true, false].into_iter().zip(more) {
+        if go {
+            let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
+            step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
+            std::mem::swap(&mut prev, &mut cur);
+            (lead_in, trail_out) = (lead, trail);
+            y += 1;
+            if emitted {
+                emit(y, output(tab, &cur));
+            }
+        }
+    }
+    *carry = Carry {
+        prev,
+        cur,
+        lead_in,
+        trail_out,
+        next: upto,
+    };
+}
+
 /// One step of the recursion from `cur` (`F_k` at `y`) and `prev` (at
 /// `y − 1`) to `F_k` at `y + 1`, written over `prev`: `ends` are the
 /// elements entering and leaving the window, then those that entered and
@@ -280,4 +425,82 @@ fn output<S: F64x4, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
 #[inline(always)]
 fn terms<const T: usize>(v: &[f64]) -> &[f64; T] {
     v[..T].try_into().expect("one constant per term")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::KernelSpec;
+
+    /// A segment run in pieces of any lengths emits what it emits in one
+    /// go, bit for bit, for the DCT-5 and a longer period.
+    #[test]
+    fn a_segment_in_pieces_is_the_segment() {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.3,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
+        for f in [
+            Dct5::new(&g, terms).unwrap(),
+            Dct5::extended(&g, 4, 17).unwrap(),
+        ] {
+            let tab = Tables::new(&f);
+            let r = tab.r;
+            let data: Vec<f64> = (0..4 * 160).map(|i| ((i * 37 % 11) as f64).sin()).collect();
+            let lanes = Strip {
+                data: &data,
+                stride: WIDE,
+            };
+            for rows in [1, 2, 3, 7, 160 - 2 * r] {
+                let mut whole = Vec::new();
+                match tab.harmonic {
+                    true => segment::<_, [f64; 4], 4, true>(&tab, &lanes, rows, |i, o| {
+                        whole.push((i, o))
+                    }),
+                    false => segment::<_, [f64; 4], 5, false>(&tab, &lanes, rows, |i, o| {
+                        whole.push((i, o))
+                    }),
+                }
+                for cut in [1, 2, 3, 5] {
+                    let mut pieces = Vec::new();
+                    if tab.harmonic {
+                        let mut carry = Carry::<[f64; 4], 4>::start();
+                        for upto in (cut..rows + cut).step_by(cut) {
+                            resume::<_, _, 4, true>(
+                                &tab,
+                                &lanes,
+                                rows,
+                                upto,
+                                &mut carry,
+                                |i, o| pieces.push((i, o)),
+                            );
+                            // Saved and loaded between pieces, as pass 1 does.
+                            let mut saved = [0.0; CARRY_VALUES];
+                            let next = carry.save(&mut saved);
+                            carry = Carry::load(&saved, next);
+                        }
+                    } else {
+                        let mut carry = Carry::<[f64; 4], 5>::start();
+                        for upto in (cut..rows + cut).step_by(cut) {
+                            resume::<_, _, 5, false>(
+                                &tab,
+                                &lanes,
+                                rows,
+                                upto,
+                                &mut carry,
+                                |i, o| pieces.push((i, o)),
+                            );
+                        }
+                    }
+                    let bits = |v: &[(usize, [f64; 4])]| -> Vec<(usize, [u64; 4])> {
+                        v.iter().map(|(i, o)| (*i, o.map(f64::to_bits))).collect()
+                    };
+                    assert_eq!(bits(&pieces), bits(&whole), "rows {rows}, pieces of {cut}");
+                }
+            }
+        }
+    }
 }
