@@ -181,30 +181,23 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
             0 => Carry::<S, T>::start(),
             next => Carry::<S, T>::load(carry, next),
         };
+        // One copy of the loop per kind of lanes (a whole group or the
+        // box's last, narrower one).
+        macro_rules! fill {
+            ($lanes:expr, $store:expr) => {
+                lines.fill::<T, H, S, _>(&job.tab, &$lanes, (rows, upto), &mut state, plane, $store)
+            };
+        }
         if g.n == WIDE {
             let lanes = ClassColumns::<true>::of(job.tile, g.base, g.width, c);
-            lines.fill::<T, H, S, _>(
-                &job.tab,
-                &lanes,
-                (rows, upto),
-                &mut state,
-                plane,
-                |o, line| o.store_strided(line, 0, LANES),
-            );
+            fill!(lanes, |o, line| o.store_strided(line, 0, LANES));
         } else {
             let (lanes, n) = (ClassColumns::<false>::of(job.tile, g.base, g.width, c), g.n);
-            lines.fill::<T, H, S, _>(
-                &job.tab,
-                &lanes,
-                (rows, upto),
-                &mut state,
-                plane,
-                |o, line| {
-                    for (j, v) in o.to_array().into_iter().take(n).enumerate() {
-                        line[j * LANES] = v;
-                    }
-                },
-            );
+            fill!(lanes, |o, line| {
+                for (j, v) in o.to_array().into_iter().take(n).enumerate() {
+                    line[j * LANES] = v;
+                }
+            });
         }
         g.next = match upto < rows {
             true => state.save(carry),

@@ -147,43 +147,11 @@ pub(super) fn segment<L: Lanes, S: F64x4, const T: usize, const H: bool>(
     tab: &Tables,
     src: &L,
     rows: usize,
-    mut emit: impl FnMut(usize, S),
+    emit: impl FnMut(usize, S),
 ) {
-    let r = tab.r;
     debug_assert_eq!(tab.g.len(), T);
     debug_assert_eq!(tab.harmonic, H);
-    if rows == 0 {
-        return;
-    }
-    // Outputs 0..rows read elements 0..rows + 2R.
-    assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
-    if rows == 1 {
-        emit(0, output(tab, &seed::<L, S, T>(tab, src)));
-        return;
-    }
-    let (mut prev, mut cur) = seeds::<L, S, T>(tab, src);
-    emit(0, output(tab, &prev));
-    emit(1, output(tab, &cur));
-    // SAFETY (every load below): t < rows + 2R, checked above.
-    let (mut lead_in, mut trail_out): (S, S) = unsafe { (src.load(2 * r + 1), src.load(0)) };
-    // Two steps per turn, `prev` and `cur` trading places, so that no
-    // state is copied from register to register between steps.
-    let mut y = 1;
-    while y + 2 < rows {
-        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
-        emit(y + 1, output(tab, &prev));
-        let (lead2, trail2): (S, S) = unsafe { (src.load(y + 2 * r + 2), src.load(y + 1)) };
-        step::<S, T, H>(tab, &prev, &mut cur, [lead2, trail2, lead, trail]);
-        emit(y + 2, output(tab, &cur));
-        (lead_in, trail_out) = (lead2, trail2);
-        y += 2;
-    }
-    if y + 1 < rows {
-        let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
-        step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
-        emit(y + 1, output(tab, &prev));
-    }
+    resume::<L, S, T, H>(tab, src, rows, rows, &mut Carry::start(), emit);
 }
 
 /// Where a segment run in pieces ([`resume`]) stands: its next output
@@ -432,6 +400,33 @@ mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
 
+    /// A segment's outputs, in the order emitted.
+    type Outputs = Vec<(usize, [f64; 4])>;
+
+    /// The outputs of a segment of `rows` on `lanes` in one go, then in
+    /// pieces of `cut` outputs (the carry saved and loaded between pieces
+    /// where `save`).
+    fn both<const T: usize, const H: bool>(
+        tab: &Tables,
+        lanes: &Strip,
+        (rows, cut, save): (usize, usize, bool),
+    ) -> (Outputs, Outputs) {
+        let (mut whole, mut pieces) = (Vec::new(), Vec::new());
+        segment::<_, [f64; 4], T, H>(tab, lanes, rows, |i, o| whole.push((i, o)));
+        let mut carry = Carry::<[f64; 4], T>::start();
+        for upto in (cut..rows + cut).step_by(cut) {
+            resume::<_, _, T, H>(tab, lanes, rows, upto, &mut carry, |i, o| {
+                pieces.push((i, o))
+            });
+            if save {
+                let mut saved = [0.0; CARRY_VALUES];
+                let next = carry.save(&mut saved);
+                carry = Carry::load(&saved, next);
+            }
+        }
+        (whole, pieces)
+    }
+
     /// A segment run in pieces of any lengths emits what it emits in one
     /// go, bit for bit, for the DCT-5 and a longer period.
     #[test]
@@ -455,46 +450,13 @@ mod tests {
                 stride: WIDE,
             };
             for rows in [1, 2, 3, 7, 160 - 2 * r] {
-                let mut whole = Vec::new();
-                match tab.harmonic {
-                    true => segment::<_, [f64; 4], 4, true>(&tab, &lanes, rows, |i, o| {
-                        whole.push((i, o))
-                    }),
-                    false => segment::<_, [f64; 4], 5, false>(&tab, &lanes, rows, |i, o| {
-                        whole.push((i, o))
-                    }),
-                }
                 for cut in [1, 2, 3, 5] {
-                    let mut pieces = Vec::new();
-                    if tab.harmonic {
-                        let mut carry = Carry::<[f64; 4], 4>::start();
-                        for upto in (cut..rows + cut).step_by(cut) {
-                            resume::<_, _, 4, true>(
-                                &tab,
-                                &lanes,
-                                rows,
-                                upto,
-                                &mut carry,
-                                |i, o| pieces.push((i, o)),
-                            );
-                            // Saved and loaded between pieces, as pass 1 does.
-                            let mut saved = [0.0; CARRY_VALUES];
-                            let next = carry.save(&mut saved);
-                            carry = Carry::load(&saved, next);
-                        }
-                    } else {
-                        let mut carry = Carry::<[f64; 4], 5>::start();
-                        for upto in (cut..rows + cut).step_by(cut) {
-                            resume::<_, _, 5, false>(
-                                &tab,
-                                &lanes,
-                                rows,
-                                upto,
-                                &mut carry,
-                                |i, o| pieces.push((i, o)),
-                            );
-                        }
-                    }
+                    // Saved and loaded between pieces (as pass 1 does) for
+                    // the DCT-5, kept in registers for the longer period.
+                    let (whole, pieces) = match tab.harmonic {
+                        true => both::<4, true>(&tab, &lanes, (rows, cut, true)),
+                        false => both::<5, false>(&tab, &lanes, (rows, cut, false)),
+                    };
                     let bits = |v: &[(usize, [f64; 4])]| -> Vec<(usize, [u64; 4])> {
                         v.iter().map(|(i, o)| (*i, o.map(f64::to_bits))).collect()
                     };
