@@ -299,7 +299,7 @@ pub struct ExactPixels {
 /// A window tap read to find runs costs about this share of a tile pixel's
 /// two table passes: [`ExactPixels::for_pixels`] builds the tables where
 /// the recomputed windows' taps outnumber the tile's pixels by more.
-const TABLE_PASSES_PER_TAP: usize = 4;
+pub const TABLE_PASSES_PER_TAP: usize = 4;
 
 pub use crate::method::cost::RUN_STEP_TAPS;
 
