@@ -350,7 +350,6 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
     scratch.planes.resize_with(n, LanePlane::default);
     scratch.at.resize(n, PlaneAt::default());
-    scratch.boxes.resize(n, (0, 0));
     scratch.groups.resize_with(n, Vec::new);
     scratch.carries.resize_with(n, Vec::new);
     for c in 0..n {

@@ -37,9 +37,8 @@ pub(super) struct Scratch {
     /// and where it lies.
     pub(super) planes: Vec<LanePlane>,
     pub(super) at: Vec<PlaneAt>,
-    /// Per class: its box's plane columns, its groups of columns in pass 1
-    /// and each group's recursion between pieces.
-    pub(super) boxes: Vec<(usize, usize)>,
+    /// Per class: its groups of columns in pass 1 and each group's
+    /// recursion between pieces.
     pub(super) groups: Vec<Vec<Group>>,
     pub(super) carries: Vec<Vec<[f64; CARRY_VALUES]>>,
 }

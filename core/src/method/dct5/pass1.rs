@@ -26,8 +26,9 @@ pub(super) fn place(job: &Job, e: Extent, bh: usize) -> Option<PlaneAt> {
 
 /// The groups of [`WIDE`] columns of class `c`'s box `e` in the band's
 /// input (placed by [`place`], `scratch.at[c]`) and what pass 1 computes in
-/// each (`scratch.groups[c]`), over only what pass 2 reads: the plane
-/// columns of the strip's runs (`scratch.runs`) plus 2R. A group that no
+/// each (into `scratch.groups[c]`, which the caller empties), over only
+/// what pass 2 reads: the plane columns of the strip's runs
+/// (`scratch.runs`) plus 2R. A group that no
 /// run reads is skipped (outputs decided alone, such as the sea's, need no
 /// scores), and one that is read runs down to the last strip that reads it
 /// only. The start of a group's segment stays where it was (the rows whose
@@ -44,15 +45,13 @@ pub(super) fn groups(
 ) {
     let r = job.tab.r;
     let at = scratch.at[c];
-    scratch.groups[c].clear();
     if at.sa >= at.sb {
         return; // not placed: no output reaches the class
     }
     let xa = at.xa;
     // The outputs whose windows meet the box (as in `place`).
     let (ya, yb) = (e.rows.0.saturating_sub(2 * r), bh.min(e.rows.1 + 1));
-    let (box_first, box_end) = (e.cols.0 - xa, e.cols.1 + 1 - xa);
-    scratch.boxes[c] = (box_first, box_end);
+    let (box_first, box_end) = box_columns(e, at);
     last_reads(job, c, box_first..box_end, scratch);
     let span = job.ow + 2 * r;
     // The blocks of the box's rows: no other block holds the class.
@@ -112,6 +111,11 @@ pub(super) fn groups(
     carries.resize(groups.len(), [0.0; CARRY_VALUES]);
 }
 
+/// The plane columns `first..end` of box `e` in a plane placed at `at`.
+fn box_columns(e: Extent, at: PlaneAt) -> (usize, usize) {
+    (e.cols.0 - at.xa, e.cols.1 + 1 - at.xa)
+}
+
 /// Pass 1 of class `c` down its columns ([`groups`]) into the strips
 /// `s0..s1` of the band that its plane holds now (band strip `s` at strip
 /// `s − s0` of the plane), each group's segment carried on from the strips
@@ -132,7 +136,10 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
         return;
     }
     let strip_len = at.strip_len(r);
-    let (box_first, box_end) = scratch.boxes[c];
+    let Some(e) = scratch.presence.extents[c] else {
+        return;
+    };
+    let (box_first, box_end) = box_columns(e, at);
     scratch.planes[c].resize(strip_len * (s1 - s0));
     let plane = scratch.planes[c].values_mut();
     let strip_at = |k: usize| (k + at.sa - s0) * strip_len;

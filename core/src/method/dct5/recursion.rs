@@ -275,20 +275,24 @@ pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
         (lead_in, trail_out) = (lead2, trail2);
         y += 2;
     }
-    // Output y is emitted: the last of this piece, if any is left, then
-    // the state at `upto` where the segment goes on (not emitted).
-    let more = [y + 1 < upto, upto < rows];
-    for (emitted, go) in [true, false].into_iter().zip(more) {
-        if go {
+    // One step from output y to y + 1, `cur` taking its state.
+    macro_rules! step_on {
+        () => {
             let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
             step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
             std::mem::swap(&mut prev, &mut cur);
             (lead_in, trail_out) = (lead, trail);
-            y += 1;
-            if emitted {
-                emit(y, output(tab, &cur));
-            }
-        }
+        };
+    }
+    // Output y is emitted: the last of this piece, if one is left.
+    if y + 1 < upto {
+        step_on!();
+        y += 1;
+        emit(y, output(tab, &cur));
+    }
+    // The state at `upto`, where the segment goes on (not emitted).
+    if upto < rows {
+        step_on!();
     }
     *carry = Carry {
         prev,
