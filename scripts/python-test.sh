@@ -24,20 +24,19 @@ if [ "${1:-}" = --prepare ]; then
   exit 0
 fi
 # --no-build-isolation: maturin from the pinned requirements, not a fresh
-# download per build. The profile: dev with the test profile's settings
-# (opt-level 2; line tables for the workspace's crates, no debug info for
-# dependencies, as Cargo.toml's [profile.test] and
-# [profile.test.package."*"] say), so that cargo finds every crate
-# `cargo test` built, mapfilter-core and tiles included (artifacts are
-# keyed by a profile's settings, not by its name; the test profile itself
-# cannot build a cdylib: it builds test harnesses): only pyo3, numpy and
-# the binding are compiled here. `pip install ./python` alone builds the
-# release profile.
-export MATURIN_PEP517_ARGS="--profile dev \
-  --config profile.dev.opt-level=2 \
-  --config 'profile.dev.debug=\"line-tables-only\"' \
-  --config 'profile.dev.package.\"*\".opt-level=2' \
-  --config 'profile.dev.package.\"*\".debug=false'"
+# download per build. The profile: dev with every setting of Cargo.toml's
+# [profile.test] and its per-package overrides (opt-level 2 for the core
+# and the dependencies, 0 for the layers above and below it, line tables
+# for the workspace only), read from Cargo.toml itself so that the two can
+# never drift apart: cargo then finds every crate `cargo test` built,
+# mapfilter-core included (artifacts are keyed by a profile's settings, not
+# by its name; the test profile itself cannot build a cdylib: it builds
+# test harnesses), and compiles only pyo3, numpy and the binding here. One
+# override missing (mapfilter-base's opt-level once was) rebuilt the core:
+# about 95 s of a CI run. `pip install ./python` alone builds the release
+# profile.
+MATURIN_PEP517_ARGS="--profile dev $(/usr/bin/python3 scripts/test-profile-flags.py)"
+export MATURIN_PEP517_ARGS
 pip install --quiet --disable-pip-version-check \
   --no-build-isolation --force-reinstall --no-deps ./python
 # The CLI the suite compares with: the one `cargo test` built.
