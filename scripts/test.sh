@@ -39,7 +39,7 @@ prepared=$!
 # caches that this run never reads (about a fifth more compiler time for
 # the workspace's crates on 2 cores).
 export CARGO_INCREMENTAL=0
-cargo test --workspace --exclude mapfilter-core --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+cargo test --workspace --exclude mapfilter-core --exclude mapfilter-benches --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
 # mapfilter-core's own unit tests, in a harness built at opt-level 0: the
 # crate is built a second time for them (the lib above stays at opt-level 2
 # for the CLI the integration tests run), and at opt-level 2 that second

@@ -1,6 +1,6 @@
 //! The architecture rules of docs/architecture.md, checked on every
 //! crate's sources (`tiles/src`, `base/src`, `opencl/src`, `core/src`,
-//! `gdal/src`, `report/src`, `jobs/src`, `src`, `python/src`) with std only: no file-level
+//! `gdal/src`, `report/src`, `jobs/src`, `src`, `python/src`, `benches/criterion`) with std only: no file-level
 //! import cycle, no function over [`MAX_FN_LINES`] lines, no file over
 //! [`MAX_FILE_LINES`] lines of code, the environment read in `switches.rs`
 //! only, no `too_many_arguments` allowance, and no CLI flag (`--tile`) in a
@@ -53,7 +53,7 @@ const GDAL_CLAP_OPENCL: &[&str] = &["gdal", "gdal-sys", "clap", "opencl3"];
 /// The workspace's crates from the bottom (docs/architecture.md, Crates).
 /// Crates of one rank may not depend on each other (GDAL and the reports;
 /// the Python binding beside them, on the core only).
-const LAYERS: [Layer; 9] = [
+const LAYERS: [Layer; 10] = [
     Layer {
         name: "tiles",
         dir: "tiles/src",
@@ -111,6 +111,14 @@ const LAYERS: [Layer; 9] = [
         libraries: GDAL_CLAP_OPENCL,
     },
     Layer {
+        name: "mapfilter-benches",
+        dir: "benches/criterion",
+        manifest: "benches/criterion/Cargo.toml",
+        rank: 4,
+        fewest: 2,
+        libraries: GDAL_CLAP_OPENCL,
+    },
+    Layer {
         name: "mapfilter-jobs",
         dir: "jobs/src",
         manifest: "jobs/Cargo.toml",
@@ -124,7 +132,7 @@ const LAYERS: [Layer; 9] = [
         manifest: "Cargo.toml",
         rank: 6,
         fewest: 30,
-        libraries: &["opencl3", "mapfilter-python"],
+        libraries: &["opencl3", "mapfilter-python", "mapfilter-benches"],
     },
 ];
 

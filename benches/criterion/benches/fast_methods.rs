@@ -1,17 +1,17 @@
 //! Criterion benches of the fast host methods: dct5 against σ (its cost must
 //! not depend on σ), svd at full rank, and the certified mode, on 512² random
-//! 4-class rasters. `cargo bench --bench fast_methods`.
+//! 4-class rasters. `cargo bench -p mapfilter-benches --bench fast_methods`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mapfilter::classes::ClassTable;
-use mapfilter::engine::{SmoothJob, smooth_in_memory};
-use mapfilter::io::MemRaster;
-use mapfilter::kernel::KernelSpec;
-use mapfilter::method::certified::Certified;
-use mapfilter::method::separable::SeparableHost;
-use mapfilter::method::separable::svd::RankChoice;
-use mapfilter::method::separable::{self, svd};
-use mapfilter::synth::{Pattern, SynthRaster};
+use mapfilter_core::classes::ClassTable;
+use mapfilter_core::engine::{SmoothJob, smooth_in_memory};
+use mapfilter_core::io::MemRaster;
+use mapfilter_core::kernel::KernelSpec;
+use mapfilter_core::method::certified::Certified;
+use mapfilter_core::method::separable::SeparableHost;
+use mapfilter_core::method::separable::svd::RankChoice;
+use mapfilter_core::method::separable::{self, svd};
+use mapfilter_core::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use tiles::Border;
 

@@ -3,17 +3,17 @@
 //! memory (`engine::smooth_in_memory`), so tiling and compaction are included
 //! but no GDAL I/O; beside it the same job on the OpenCL CPU device (PoCL,
 //! the fast variant; issue 3), when there is one. Run with
-//! `cargo bench --bench host_naive`.
+//! `cargo bench -p mapfilter-benches --bench host_naive`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mapfilter::classes::{ClassTable, ClassWeights};
-use mapfilter::device::{Device, DeviceKind, list_devices};
-use mapfilter::engine::{SmoothJob, smooth_in_memory};
-use mapfilter::io::MemRaster;
-use mapfilter::kernel::KernelSpec;
-use mapfilter::method::naive::NaiveHost;
-use mapfilter::method::naive::cl::{NaiveCl, Variant};
-use mapfilter::synth::{Pattern, SynthRaster};
+use mapfilter_core::classes::{ClassTable, ClassWeights};
+use mapfilter_core::device::{Device, DeviceKind, list_devices};
+use mapfilter_core::engine::{SmoothJob, smooth_in_memory};
+use mapfilter_core::io::MemRaster;
+use mapfilter_core::kernel::KernelSpec;
+use mapfilter_core::method::naive::NaiveHost;
+use mapfilter_core::method::naive::cl::{NaiveCl, Variant};
+use mapfilter_core::synth::{Pattern, SynthRaster};
 use std::hint::black_box;
 use std::time::Duration;
 use tiles::Border;
