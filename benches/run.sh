@@ -39,6 +39,7 @@ suites=(
   "node-profile|GPU node|The node's throughput (a profile of one batch)|bash benches/node/profile.sh"
   "node-host-threads|GPU node|The host engine against its threads|bash benches/node/host-threads.sh"
   "node-jobs|GPU node|The node's throughput (tasks in flight)|bash benches/node/jobs.sh"
+  "criterion|host|(criterion's reports, target/criterion/)|bash benches/criterion/run.sh"
   "python|host|Python: call overhead, against the CLI, scipy and scikit-image|python3 python/bench/compare_python.py"
 )
 
