@@ -208,6 +208,7 @@ impl Auto {
     /// candidate not measured yet costed with its share estimated from the
     /// tile's near-ties.
     fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
+        let started = std::time::Instant::now();
         let follows_runs = self.candidates.iter().any(|c| c.shape.follows_runs());
         let extent = TileExtent {
             width: tile.output_width(),
@@ -217,6 +218,7 @@ impl Auto {
             runs: (follows_runs && params.confidence.is_none())
                 .then(|| window_runs(&middle_rows(tile), params.kernel.size())),
         };
+        let counted = std::time::Instant::now();
         let unsure = |c: &Candidate| {
             c.certified
                 && c.recompute() == Recompute::Unmeasured
@@ -235,6 +237,9 @@ impl Auto {
                 _ => None,
             })
             .collect();
+        let runs_ms = counted.duration_since(started).as_secs_f64() * 1e3;
+        let sample_ms = counted.elapsed().as_secs_f64() * 1e3;
+        log::debug!("auto: runs counted in {runs_ms:.2} ms, near-ties sampled in {sample_ms:.2} ms");
         Ok(self.choose_with(&extent, &sampled))
     }
 

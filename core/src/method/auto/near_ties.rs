@@ -67,8 +67,11 @@ impl NearTies {
             return None;
         }
         let (ow, oh) = (tile.output_width(), tile.output_height());
-        let taps = crate::method::naive::taps(tile, params);
-        if ow == 0 || oh == 0 || taps.is_empty() {
+        // The kernel's rows read in place: a list of the taps' offsets
+        // (16 bytes a tap) cost more to build at σ = 85 than the sample.
+        let weights = params.kernel.quantised();
+        let taps = weights.iter().filter(|&&q| q > 0).count();
+        if ow == 0 || oh == 0 || taps == 0 {
             return None;
         }
         let n = params.kernel.size();
@@ -76,7 +79,7 @@ impl NearTies {
         // walks its runs or adds its taps, whichever is cheaper) its steps
         // plus the tile's run tables once.
         let samples = |per_sample: usize| (SAMPLE_TAPS / per_sample.max(1)).clamp(MIN_SAMPLES, MAX_SAMPLES);
-        let by_taps = samples(taps.len()) * taps.len();
+        let by_taps = samples(taps) * taps;
         let walk = row_runs.map(|runs| n * ((runs * RUN_STEP_TAPS as f64).ceil() as usize).min(n));
         let walks = walk.is_some_and(|per_sample| {
             let tables = TABLE_PASSES_PER_TAP * tile.width * tile.height;
@@ -85,7 +88,7 @@ impl NearTies {
         let walked = walks.then(|| ExactPixels::new(tile, params));
         let per_sample = match (&walked, walk) {
             (Some(_), Some(per_sample)) => per_sample,
-            _ => taps.len(),
+            _ => taps,
         };
         let wanted = samples(per_sample);
         let side = (wanted as f64).sqrt().floor().max(1.0) as usize;
@@ -114,8 +117,11 @@ impl NearTies {
                         }
                     }
                     None => {
-                        for &(offset, weight) in &taps {
-                            sums[tile.classes[origin + offset] as usize] += weight as u64;
+                        for (dy, row) in weights.chunks_exact(n).enumerate() {
+                            let line = &tile.classes[origin + dy * tile.width..][..n];
+                            for (&class, &weight) in line.iter().zip(row) {
+                                sums[class as usize] += weight as u64;
+                            }
                         }
                     }
                 }
