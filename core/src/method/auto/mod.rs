@@ -351,8 +351,6 @@ impl ClassSmoother for Auto {
         self.candidates.iter().find_map(|c| c.smoother.runs_on())
     }
 
-    /// The largest any candidate prefers: fft's tiles for a wide kernel
-    /// serve the others too, their halo a smaller share of each tile.
     /// The tile of the candidate that the model finds cheapest on a tile
     /// of its own preferred size, recomputing nothing: the tile is fixed
     /// before any tile is sampled, and a recomputed share guessed from the

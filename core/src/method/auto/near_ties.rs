@@ -93,7 +93,7 @@ impl NearTies {
         let wanted = samples(per_sample);
         let side = (wanted as f64).sqrt().floor().max(1.0) as usize;
         let (sx, sy) = (side.min(ow), side.min(oh));
-        let total: u64 = params.kernel.quantised().iter().map(|&q| q as u64).sum();
+        let total: u64 = weights.iter().map(|&q| q as u64).sum();
         let top_weight = params.class_weights.iter().copied().max().unwrap_or(1).max(1);
         let unit = (total * top_weight as u64) as f64;
         let nodata = tile.nodata() as usize;
