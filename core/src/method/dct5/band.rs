@@ -44,6 +44,7 @@
 //! terms take the generic path.
 
 use super::Dct5;
+use super::contenders::ContenderKernel;
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::{groups, pass1, place};
@@ -127,31 +128,39 @@ pub(crate) enum Target<'a> {
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
 /// columns and along the rows) into `target` (a [`Target::Ranking`] is
 /// already reset). `skip`: tile rows/columns outside the kernel's reach on
-/// every side. Returns the uncertain pixels of [`Target::Decisions`] with
-/// a margin (none otherwise).
+/// every side; `prune`: the kernel's envelope, where classes that cannot
+/// be among an output's best two may be left out ([`super::contenders`]).
+/// Returns the uncertain pixels of [`Target::Decisions`] with a margin
+/// (none otherwise).
 pub(crate) fn rank_tile(
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
-    skip: usize,
-    tau: f64,
+    (skip, tau): (usize, f64),
+    prune: Option<&ContenderKernel>,
     target: Target,
 ) -> Vec<(u32, u32)> {
-    rank_tile_on(
-        (Isa::best(), PIECE_BYTES),
-        f,
-        tile,
-        params,
-        skip,
-        tau,
-        target,
-    )
+    let way = Way {
+        isa: Isa::best(),
+        piece_bytes: PIECE_BYTES,
+        prune,
+    };
+    rank_tile_on(way, f, tile, params, skip, tau, target)
 }
 
-/// [`rank_tile`] on the vectors of `isa` (which the CPU must have), with
-/// pass-1 planes of at most `piece_bytes` (at least a strip) per band.
+/// How [`rank_tile_on`] runs: on the vectors of `isa` (which the CPU must
+/// have), with pass-1 planes of at most `piece_bytes` (at least a strip)
+/// per band, pruning with `prune` where given.
+#[derive(Clone, Copy)]
+struct Way<'a> {
+    isa: Isa,
+    piece_bytes: usize,
+    prune: Option<&'a ContenderKernel>,
+}
+
+/// [`rank_tile`] the [`Way`] asked.
 fn rank_tile_on(
-    (isa, piece_bytes): (Isa, usize),
+    way: Way,
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
@@ -165,13 +174,15 @@ fn rank_tile_on(
     }
     let wmax = params.max_class_weight();
     let q = params.kernel.quantised();
+    let weights: Vec<f64> = params.class_weights[..tile.n_classes]
+        .iter()
+        .map(|&w| w as f64 / wmax)
+        .collect();
     let job = Job {
         tab: Tables::new(f),
         tile,
-        weights: params.class_weights[..tile.n_classes]
-            .iter()
-            .map(|&w| w as f64 / wmax)
-            .collect(),
+        contenders: way.prune.and_then(|k| k.masks(tile, skip, &weights, tau)),
+        weights,
         skip,
         ow,
         oh,
@@ -189,8 +200,8 @@ fn rank_tile_on(
             && params.class_weights[..tile.n_classes]
                 .iter()
                 .all(|&w| w > 0),
-        isa,
-        piece_bytes,
+        isa: way.isa,
+        piece_bytes: way.piece_bytes,
     };
     match target {
         Target::Ranking(ranking) => {
@@ -362,7 +373,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     scratch.runs.iter_mut().for_each(Vec::clear);
     scratch.strip_outputs.clear();
     for s in 0..strips {
-        strip_runs(job, scratch, s, bh);
+        strip_runs(job, scratch, (y0, s), bh);
     }
     let mut strip_bytes = 0;
     for c in 0..n {
@@ -431,12 +442,13 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
 
 /// The classes in the windows of strip `s`'s outputs (appended to
 /// [`Scratch::strip_outputs`]) and per class the runs of outputs that it
-/// reaches (within its plane) and that are not decided alone
-/// ([`Scratch::runs`] at `s·n + c`); outputs in short gaps between runs
-/// score (about) 0. Re-seeding costs about 2(2R+1) steps: shorter gaps
-/// are run through.
+/// reaches (within its plane), that are not decided alone and where it
+/// may be among the best two ([`Job::contenders`]) ([`Scratch::runs`] at
+/// `s·n + c`); outputs in short gaps between runs score (about) 0.
+/// Re-seeding costs about 2(2R+1) steps: shorter gaps are run through.
+/// `y0`: the band's first output row.
 #[inline(always)]
-fn strip_runs(job: &Job, scratch: &mut Scratch, s: usize, bh: usize) {
+fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize), bh: usize) {
     let (tile, r, ow) = (job.tile, job.tab.r, job.ow);
     let (n, span) = (tile.n_classes, ow + 2 * r);
     let blocks = (bh + 2 * r).div_ceil(LANES);
@@ -475,9 +487,15 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, s: usize, bh: usize) {
         }
     };
     if n <= MASK_CLASSES {
-        // The classes each output's windows hold, from its mask.
+        // The classes each output's windows hold, from its mask, less
+        // those that cannot be among its best two there.
+        let contend = job
+            .contenders
+            .as_ref()
+            .map(|k| (k.row(y0 + s * LANES), k.block()));
         for (x, &m) in outputs.iter().enumerate() {
             if !single(m) {
+                let m = contend.map_or(m, |(row, b)| m & row[x / b]);
                 for_each_class(m, |c| reach(c, x));
             }
         }
@@ -605,7 +623,12 @@ mod tests {
                 ties: Default::default(),
                 confidence: None,
             };
-            let rank = |isa| {
+            let rank = |(isa, piece_bytes)| {
+                let isa = Way {
+                    isa,
+                    piece_bytes,
+                    prune: None,
+                };
                 let mut ranking = Ranking::default();
                 ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
                 let target = Target::Ranking(&mut ranking);
@@ -663,7 +686,12 @@ mod tests {
                         fill_nodata,
                         margin: Some(margin),
                     };
-                    let mut found = rank_tile_on(isa, f, &tile, &params, 0, tau, target);
+                    let way = Way {
+                        isa: isa.0,
+                        piece_bytes: isa.1,
+                        prune: None,
+                    };
+                    let mut found = rank_tile_on(way, f, &tile, &params, 0, tau, target);
                     let mut want = plain.uncertain(margin, nodata, fill_nodata);
                     found.sort();
                     want.sort();

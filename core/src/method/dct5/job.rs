@@ -4,6 +4,7 @@
 //! It sits below the band driver (`band`) and its first pass (`pass1`),
 //! which both use it.
 
+use super::contenders::ContenderMasks;
 use super::masks::Presence;
 use super::planes::{LanePlane, PlaneAt};
 use super::recursion::{CARRY_VALUES, Tables};
@@ -68,6 +69,9 @@ pub(super) struct Group {
 pub(super) struct Job<'a> {
     pub(super) tab: Tables,
     pub(super) tile: &'a ClassTile<'a>,
+    /// Per block of the tile's outputs, the classes that may be among the
+    /// best two there (`None`: every class).
+    pub(super) contenders: Option<ContenderMasks>,
     pub(super) weights: Vec<f64>,
     /// Tile rows and columns skipped before the kernel's reach (extra halo).
     pub(super) skip: usize,

@@ -67,6 +67,7 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
                 row: conv(&t.row),
             })
             .collect(),
+        contenders: None,
     }
 }
 

@@ -29,6 +29,7 @@
 use super::certified::{Certifiable, Certified};
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::dct5::band::Target;
+use super::dct5::contenders::ContenderKernel;
 use super::dct5::{self, Dct5, rot as dct5_rot};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
@@ -182,6 +183,10 @@ pub fn dct5_plan_certified(kernel: &Kernel, terms: usize) -> Result<SeparablePla
 pub struct SeparablePlan {
     pub size: usize,
     pub terms: Vec<Term>,
+    /// The kernel's envelope, with which the host's dct5 band scorer
+    /// leaves out the classes that cannot be among an output's best two
+    /// ([`SeparablePlan::with_contenders`]).
+    pub contenders: Option<ContenderKernel>,
 }
 
 impl SeparablePlan {
@@ -193,7 +198,22 @@ impl SeparablePlan {
                 column: f.clone(),
                 row: f,
             }],
+            contenders: None,
         }
+    }
+
+    /// The plan, pruned on the host with the envelope of `kernel` where it
+    /// is a dct5 plan and pruning pays ([`ContenderKernel::new`]), for
+    /// scores within `bounds` of the exact ones.
+    pub fn with_contenders(mut self, kernel: &Kernel, bounds: &Bounds) -> Self {
+        if let [Term {
+            column: Filter::Dct5(_),
+            ..
+        }] = self.terms.as_slice()
+        {
+            self.contenders = ContenderKernel::new(kernel, bounds.total());
+        }
+        self
     }
 
     /// The N×N kernel the plan applies in exact arithmetic (row-major).
@@ -247,7 +267,8 @@ impl SeparablePlan {
         ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
         if let Some(d) = self.band_filter(params) {
             let skip = tile.halo - self.size / 2;
-            super::dct5::band::rank_tile(d, tile, params, skip, tau, Target::Ranking(ranking));
+            let prune = self.contenders.as_ref();
+            super::dct5::band::rank_tile(d, tile, params, (skip, tau), prune, Target::Ranking(ranking));
             return;
         }
         self.rank_generic(tile, params, ranking);
@@ -288,7 +309,8 @@ impl SeparablePlan {
                 fill_nodata: params.fill_nodata,
                 margin,
             };
-            return super::dct5::band::rank_tile(d, tile, params, skip, tau, target);
+            let prune = self.contenders.as_ref();
+            return super::dct5::band::rank_tile(d, tile, params, (skip, tau), prune, target);
         }
         self.rank(tile, params, tau, ranking);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
@@ -439,7 +461,7 @@ impl SeparableHost {
         let bounds = plan.bounds(kernel, HOST_UNIT_ROUNDOFF);
         SeparableHost {
             name: name.into(),
-            plan,
+            plan: plan.with_contenders(kernel, &bounds),
             bounds,
             rankings: RankingPool::default(),
         }
@@ -954,6 +976,7 @@ mod tests {
                 column: Filter::Dct5(d.clone().with_segment(256)),
                 row: Filter::Dct5(d.clone().with_segment(256)),
             }],
+            contenders: None,
         }
         .bounds(&k, F32_UNIT_ROUNDOFF);
         assert!(b.rounding < old.rounding / 4.0, "{b:?} vs {old:?}");

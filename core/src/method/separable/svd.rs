@@ -91,6 +91,7 @@ pub fn plan(kernel: &Kernel, choice: RankChoice) -> SeparablePlan {
     SeparablePlan {
         size: kernel.size(),
         terms,
+        contenders: None,
     }
 }
 
