@@ -20,7 +20,7 @@
 
 use crate::classes::{ClassTable, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
-use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, RowsMut};
+use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, ON_POOL_MAX_TILE, RowsMut};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
@@ -52,12 +52,6 @@ pub fn default_tile(method: &dyn ClassSmoother) -> usize {
         _ => DEFAULT_TILE,
     }
 }
-
-/// Largest tile side whose host tiles go to the pool several at once. A
-/// larger tile has so many bands that its last ones cost little, and three
-/// of them in memory would cost much (a dct5 ranking alone holds up to 36
-/// bytes a pixel: 2.4 GB at 8192²).
-const ON_POOL_MAX_TILE: usize = 1024;
 
 /// What to compute, independent of where pixels live.
 #[derive(Clone, Debug)]

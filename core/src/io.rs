@@ -21,6 +21,14 @@ const PARALLEL_COPY_MIN: u64 = 1 << 19;
 /// small enough to pipeline.
 pub const DEFAULT_TILE: usize = 512;
 
+/// Largest tile side whose host tiles the engine sends to the pool several
+/// at once. A larger tile has so many bands that its last ones cost
+/// little, and three of them in memory would cost much (a dct5 ranking
+/// alone holds up to 36 bytes a pixel: 2.4 GB at 8192²). A method may
+/// spread a tile's own set-up over the threads past this side only: below
+/// it the other threads hold tiles of their own (decision 0028).
+pub const ON_POOL_MAX_TILE: usize = 1024;
+
 /// Where class codes come from.
 pub trait ClassSource: Send {
     /// Width and height in pixels.
