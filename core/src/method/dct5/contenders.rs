@@ -348,24 +348,50 @@ mod tests {
     use crate::method::separable::{Filter, HOST_UNIT_ROUNDOFF, dct5_plan_certified};
     use crate::method::{ClassTile, SmoothParams};
 
-    /// A tile of `n` classes in patches of many sizes (so that a σ = 12
+    /// A tile of `n` classes in patches of many sizes (so that a σ = 11
     /// window holds several, few of them close to the top), with a nodata
     /// patch (index `n`), `ow`×`oh` outputs around a halo of `halo`.
-    fn patches(n: usize, halo: usize, (ow, oh): (usize, usize)) -> (usize, usize, Vec<u16>) {
-        let (w, h) = (ow + 2 * halo, oh + 2 * halo);
-        let classes = (0..w * h)
-            .map(|i| {
-                let (x, y) = (i % w, i / w);
-                if (40..52).contains(&x) && (30..41).contains(&y) {
-                    n as u16
-                } else if (x * 7 + y * 13) % 97 < 3 {
-                    (n - 1) as u16
-                } else {
-                    ((x / 23 + 2 * (y / 17) + x * y / 1500) % (n - 1)) as u16
-                }
-            })
-            .collect();
-        (w, h, classes)
+    struct Patches {
+        width: usize,
+        height: usize,
+        halo: usize,
+        n: usize,
+        classes: Vec<u16>,
+    }
+
+    impl Patches {
+        fn new(n: usize, halo: usize, (ow, oh): (usize, usize)) -> Self {
+            let (w, h) = (ow + 2 * halo, oh + 2 * halo);
+            let classes = (0..w * h)
+                .map(|i| {
+                    let (x, y) = (i % w, i / w);
+                    if (40..52).contains(&x) && (30..41).contains(&y) {
+                        n as u16
+                    } else if (x * 7 + y * 13) % 97 < 3 {
+                        (n - 1) as u16
+                    } else {
+                        ((x / 23 + 2 * (y / 17) + x * y / 1500) % (n - 1)) as u16
+                    }
+                })
+                .collect();
+            Patches {
+                width: w,
+                height: h,
+                halo,
+                n,
+                classes,
+            }
+        }
+
+        fn tile(&self) -> ClassTile<'_> {
+            ClassTile {
+                width: self.width,
+                height: self.height,
+                halo: self.halo,
+                n_classes: self.n,
+                classes: &self.classes,
+            }
+        }
     }
 
     fn gaussian(sigma: f64) -> Kernel {
@@ -379,14 +405,8 @@ mod tests {
     fn bounds_hold_every_exact_score() {
         let kernel = gaussian(11.0);
         let (n, halo, (ow, oh)) = (7, kernel.radius(), (40, 36));
-        let (w, h, classes) = patches(n, halo, (ow, oh));
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: n,
-            classes: &classes,
-        };
+        let patches = Patches::new(n, halo, (ow, oh));
+        let (w, classes, tile) = (patches.width, &patches.classes, patches.tile());
         let weights = [1.0, 0.5, 1.0, 0.75, 1.0, 0.25, 1.0];
         let prune = ContenderKernel::new(&kernel, 0.0).expect("σ = 11 is pruned");
         let bounds = prune.bounds(&tile, 0, &weights);
@@ -444,14 +464,8 @@ mod tests {
         let bounds = plan.bounds(&kernel, HOST_UNIT_ROUNDOFF);
         let prune = ContenderKernel::new(&kernel, bounds.total()).unwrap();
         let (n, halo, (ow, oh)) = (7, kernel.radius(), (90, 70));
-        let (w, h, classes) = patches(n, halo, (ow, oh));
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: n,
-            classes: &classes,
-        };
+        let patches = Patches::new(n, halo, (ow, oh));
+        let tile = patches.tile();
         let weights = [3, 1, 2, 2, 1, 4, 2];
         let tau = bounds.tie_tolerance(HOST_UNIT_ROUNDOFF);
         let relative: Vec<f64> = weights.iter().map(|&w| w as f64 / 4.0).collect();
