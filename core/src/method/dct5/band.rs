@@ -158,6 +158,18 @@ struct Way<'a> {
     prune: Option<&'a ContenderKernel>,
 }
 
+#[cfg(test)]
+impl Way<'_> {
+    /// On `isa` with planes of `piece_bytes`, every class scored.
+    fn plain(isa: Isa, piece_bytes: usize) -> Self {
+        Way {
+            isa,
+            piece_bytes,
+            prune: None,
+        }
+    }
+}
+
 /// [`rank_tile`] the [`Way`] asked.
 fn rank_tile_on(
     way: Way,
@@ -623,33 +635,28 @@ mod tests {
                 ties: Default::default(),
                 confidence: None,
             };
-            let rank = |(isa, piece_bytes)| {
-                let isa = Way {
-                    isa,
-                    piece_bytes,
-                    prune: None,
-                };
+            let rank = |way: Way| {
                 let mut ranking = Ranking::default();
                 ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
                 let target = Target::Ranking(&mut ranking);
-                rank_tile_on(isa, f, &tile, &params, 0, tau, target);
+                rank_tile_on(way, f, &tile, &params, 0, tau, target);
                 let mut out = vec![0; ow * oh];
                 let target = Target::Decisions {
                     out: &mut out,
                     fill_nodata,
                     margin: None,
                 };
-                rank_tile_on(isa, f, &tile, &params, 0, tau, target);
+                rank_tile_on(way, f, &tile, &params, 0, tau, target);
                 (ranking, out)
             };
             // AVX2 against plain; and pass 1 a strip at a time (each
             // segment carried over up to 8 pieces of a band) against whole
             // bands.
             let ((plain, plain_out), (avx2, avx2_out)) = (
-                rank((Isa::Portable, PIECE_BYTES)),
-                rank((Isa::Avx2, PIECE_BYTES)),
+                rank(Way::plain(Isa::Portable, PIECE_BYTES)),
+                rank(Way::plain(Isa::Avx2, PIECE_BYTES)),
             );
-            let (pieces, pieces_out) = rank((Isa::Avx2, 1));
+            let (pieces, pieces_out) = rank(Way::plain(Isa::Avx2, 1));
             for (other, other_out) in [(&avx2, &avx2_out), (&pieces, &pieces_out)] {
                 assert_eq!(&plain_out, other_out, "decisions, fill {fill_nodata}");
                 for y in 0..oh {
@@ -675,21 +682,16 @@ mod tests {
             // With a margin, the same decisions, and undecided the pixels
             // the whole tile's ranking leaves undecided (over several bands).
             for margin in [0.0, 0.05, 0.3] {
-                for isa in [
-                    (Isa::Portable, PIECE_BYTES),
-                    (Isa::Avx2, PIECE_BYTES),
-                    (Isa::Avx2, 1),
+                for way in [
+                    Way::plain(Isa::Portable, PIECE_BYTES),
+                    Way::plain(Isa::Avx2, PIECE_BYTES),
+                    Way::plain(Isa::Avx2, 1),
                 ] {
                     let mut out = vec![0; ow * oh];
                     let target = Target::Decisions {
                         out: &mut out,
                         fill_nodata,
                         margin: Some(margin),
-                    };
-                    let way = Way {
-                        isa: isa.0,
-                        piece_bytes: isa.1,
-                        prune: None,
                     };
                     let mut found = rank_tile_on(way, f, &tile, &params, 0, tau, target);
                     let mut want = plain.uncertain(margin, nodata, fill_nodata);

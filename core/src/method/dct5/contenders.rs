@@ -265,55 +265,46 @@ impl ContenderKernel {
             .into_par_iter()
             .with_min_len(self.grain(tile))
             .map(|c| {
-                // Along the rows: per input block row and output block
-                // column, one multiply-add per block offset (as axpys, so
-                // that they vectorise).
-                let along = |env: &[f64]| {
-                    let mut out = vec![0.0; jy * ix];
-                    let mut row = vec![0.0; jx];
-                    for by in 0..jy {
-                        let counts = &counts[(by * n + c) * jx..][..jx];
-                        if counts.iter().all(|&k| k == 0) {
-                            continue;
-                        }
-                        for (r, &k) in row.iter_mut().zip(counts) {
-                            *r = k as f64;
-                        }
-                        let out = &mut out[by * ix..][..ix];
-                        for (d, &w) in env.iter().enumerate().take(jx) {
-                            let m = ix.min(jx - d);
-                            for (o, &k) in out[..m].iter_mut().zip(&row[d..d + m]) {
-                                *o += w * k;
-                            }
-                        }
+                // Along the rows (per input block row), then down the
+                // columns: one multiply-add per block offset and element.
+                let class_counts: Vec<f64> = (0..jy)
+                    .flat_map(|by| counts[(by * n + c) * jx..][..jx].iter().map(|&k| k as f64))
+                    .collect();
+                let pass = |cols: &[f64], down: &[f64]| {
+                    let mut along = vec![0.0; jy * ix];
+                    let rows = class_counts.chunks_exact(jx);
+                    for (row, out) in rows.zip(along.chunks_exact_mut(ix)) {
+                        correlate(cols, row, 1, out);
                     }
-                    out
-                };
-                let (lo_rows, hi_rows) = (along(&self.cols.lo), along(&self.cols.hi));
-                let down = |along: &[f64], env: &[f64]| {
                     let mut out = vec![0.0; iy * ix];
-                    for oy in 0..iy {
-                        for d in 0..env.len().min(jy - oy) {
-                            let (w, row) = (env[d], &along[(oy + d) * ix..][..ix]);
-                            for (o, &a) in out[oy * ix..][..ix].iter_mut().zip(row) {
-                                *o += w * a;
-                            }
-                        }
-                    }
+                    correlate(down, &along, ix, &mut out);
                     out
                 };
                 let w = weights[c];
-                let lo = down(&lo_rows, &self.rows.lo)
+                let lo = pass(&self.cols.lo, &self.rows.lo)
                     .into_iter()
                     .map(|s| w * (s - e).max(0.0))
                     .collect();
-                let hi = down(&hi_rows, &self.rows.hi)
+                let hi = pass(&self.cols.hi, &self.rows.hi)
                     .into_iter()
                     .map(|s| w * (s + e))
                     .collect();
                 (c, lo, hi)
             })
             .collect()
+    }
+}
+
+/// `out[i] += Σ_d env[d]·src[i + d]` over elements of `width` values
+/// (`out` and `src` hold whole elements; `src` past its end counts as 0):
+/// per offset one multiply-add over contiguous values, which vectorises.
+fn correlate(env: &[f64], src: &[f64], width: usize, out: &mut [f64]) {
+    let (outs, ins) = (out.len() / width, src.len() / width);
+    for (d, &w) in env.iter().enumerate().take(ins) {
+        let m = outs.min(ins - d) * width;
+        for (o, &v) in out[..m].iter_mut().zip(&src[d * width..][..m]) {
+            *o += w * v;
+        }
     }
 }
 
