@@ -16,14 +16,10 @@
 //! pixel whose best score does not clear the margin is recomputed too.
 
 use super::bounds::Bounds;
-use super::naive::{Bins, ExactPixels};
+use super::naive::ExactPixels;
 use super::{ClassSmoother, ClassTile, SmoothParams};
 use crate::error::Result;
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Uncertain pixels recomputed per rayon job: each is a window of taps.
-const RECOMPUTE_GRAIN: usize = 16;
 
 /// A fast host method that certification can wrap: one that ranks a tile's
 /// classes per pixel with a known bound on every score's error. Certified
@@ -128,14 +124,7 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         let recomputed = uncertain.len() as u64;
         if !uncertain.is_empty() {
             let exact = ExactPixels::for_pixels(tile, params, uncertain.len());
-            let redone: Vec<u16> = uncertain
-                .par_iter()
-                .with_min_len(RECOMPUTE_GRAIN)
-                .map_init(
-                    || Bins::new(tile.n_classes),
-                    |bins, &(x, y)| exact.at(tile, params, x as usize, y as usize, bins),
-                )
-                .collect();
+            let redone = exact.at_all(tile, params, &uncertain);
             for (&(x, y), v) in uncertain.iter().zip(redone) {
                 out[y as usize * ow + x as usize] = v;
             }

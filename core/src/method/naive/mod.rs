@@ -20,7 +20,7 @@
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, WindowRuns};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::select::on_members;
-use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner, pick_winner_wide};
+use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
 use crate::classes::NO_CLASS;
 use crate::device::{DeviceChoice, Member};
 use crate::error::{Result, Setting};
@@ -29,8 +29,11 @@ use cl::{NaiveCl, Variant};
 use rayon::prelude::*;
 
 pub use bins::Bins;
+pub use exact::{ExactPixels, RUN_STEP_TAPS, TABLE_PASSES_PER_TAP, exact_pixel};
+use exact::weighted_pixel;
 
 mod bins;
+mod exact;
 pub mod cl;
 pub mod cl_runs;
 pub mod tuning;
@@ -253,218 +256,6 @@ fn flat_taps(quantised: &[u32], n: usize, tile_width: usize) -> Vec<(usize, u32)
     flat
 }
 
-/// The exact result at output pixel `(x, y)` by the plain definition (the
-/// one-pixel form the certified mode recomputes with); `bins` is scratch
-/// ([`Bins::new`] of the tile's classes).
-#[inline]
-pub fn exact_pixel(
-    tile: &ClassTile,
-    params: &SmoothParams,
-    taps: &[(usize, u32)],
-    x: usize,
-    y: usize,
-    bins: &mut Bins,
-) -> u16 {
-    let origin = y * tile.width + x;
-    let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
-    if centre == tile.nodata() && !params.fill_nodata {
-        return NO_CLASS;
-    }
-    if let Some(confidence) = params.confidence {
-        let mut wide = vec![0u64; tile.n_classes + 1];
-        return weighted_pixel(tile, params, confidence, taps, x, y, &mut wide);
-    }
-    bins.clear();
-    bins.add_taps(taps, &tile.classes[origin..]);
-    pick_winner(
-        &bins.totals()[..tile.n_classes],
-        params.class_weights,
-        centre,
-        params.ties,
-    )
-}
-
-/// The exact results of single output pixels of one tile, for the certified
-/// modes' recomputation of the pixels their bound cannot decide: the same
-/// scores as [`exact_pixel`] (integer sums are order-free), but each window
-/// row adds run by run — a run of equal pixels adds its span of the kernel
-/// row's prefix sums, found from the tile's run lengths (one pass over the
-/// tile). Those pixels lie on class boundaries, where a window row holds a
-/// few runs: a few steps per row instead of a bin update per tap (the tap
-/// walk was 43 % of `--exact`'s host time on a 17-class map, 70 % of its
-/// host time beside a GPU: issue 39). But a step of the walk waits for the
-/// last (its run's length decides where the next starts), and a tap does
-/// not: a window row of many short runs (noise, small patches) adds its
-/// taps instead, chosen row by row from the count of runs it crosses
-/// ([`RUN_STEP_TAPS`]). On a 2-core machine, `--exact` at σ = 5 on a map of
-/// 6-pixel patches took 5.56 s with runs only and 2.68 s with taps only;
-/// on the 17-class simplex map runs won, 1.75 s against 2.01 s.
-///
-/// The tables cost two passes over the whole tile, paid for however few
-/// pixels are recomputed; where few are (a MODIS map at σ = 5: 0.09 %,
-/// 225 of a 512² tile) each window row finds its runs by reading its N
-/// pixels instead ([`ExactPixels::for_pixels`]): as on the device
-/// (decision 0022), the sums do not depend on where a run is cut.
-pub struct ExactPixels {
-    kernel: KernelTaps,
-    /// The first table of [`run_changes`]; empty with confidence-weighted votes
-    /// and where rows are read instead.
-    bounds: Vec<u16>,
-    /// Its second, where the rows change class (empty likewise).
-    changes: Vec<u16>,
-}
-
-/// A window tap read to find runs costs about this share of a tile pixel's
-/// two table passes: [`ExactPixels::for_pixels`] builds the tables where
-/// the recomputed windows' taps outnumber the tile's pixels by more.
-pub const TABLE_PASSES_PER_TAP: usize = 4;
-
-pub use crate::method::cost::RUN_STEP_TAPS;
-
-impl ExactPixels {
-    pub fn new(tile: &ClassTile, params: &SmoothParams) -> Self {
-        let n = params.kernel.size();
-        // A row's change positions are u16, and so are the counts of its
-        // changes up to a pixel, which index them.
-        let tables = params.confidence.is_none() && tile.width <= usize::from(u16::MAX);
-        let (bounds, changes) = match tables {
-            true => run_changes(tile),
-            false => Default::default(),
-        };
-        ExactPixels {
-            kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width),
-            bounds,
-            changes,
-        }
-    }
-
-    /// For recomputing about `pixels` of `tile`'s output pixels: with the
-    /// run tables where that many windows' taps would cost more than the
-    /// tables, else reading each window row ([`TABLE_PASSES_PER_TAP`]).
-    pub fn for_pixels(tile: &ClassTile, params: &SmoothParams, pixels: usize) -> Self {
-        let n = params.kernel.size();
-        if pixels.saturating_mul(n * n) > TABLE_PASSES_PER_TAP * tile.width * tile.height {
-            return Self::new(tile, params);
-        }
-        ExactPixels {
-            kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width),
-            bounds: Vec::new(),
-            changes: Vec::new(),
-        }
-    }
-
-    /// The exact result at output pixel `(x, y)`, as [`exact_pixel`] gives
-    /// it; `bins` is scratch ([`Bins::new`] of the tile's classes).
-    #[inline]
-    pub fn at(
-        &self,
-        tile: &ClassTile,
-        params: &SmoothParams,
-        x: usize,
-        y: usize,
-        bins: &mut Bins,
-    ) -> u16 {
-        if params.confidence.is_some() {
-            // Weighted votes: a run's weights are no longer its span of
-            // the kernel, every tap.
-            return exact_pixel(tile, params, &self.kernel.flat, x, y, bins);
-        }
-        let origin = y * tile.width + x;
-        let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
-        if centre == tile.nodata() && !params.fill_nodata {
-            return NO_CLASS;
-        }
-        bins.clear();
-        self.add_window(tile, origin, bins);
-        pick_winner(
-            &bins.totals()[..tile.n_classes],
-            params.class_weights,
-            centre,
-            params.ties,
-        )
-    }
-
-    /// Adds the votes of the window whose top-left tile pixel is `origin`
-    /// into `bins` (unweighted votes; the bins cleared by the caller).
-    pub fn add_window(&self, tile: &ClassTile, origin: usize, bins: &mut Bins) {
-        let n = self.kernel.n;
-        if self.bounds.is_empty() {
-            for dy in 0..n {
-                let line = &tile.classes[origin + dy * tile.width..][..n];
-                let pre = &self.kernel.prefix[dy * (n + 1)..][..n + 1];
-                let mut dx = 0;
-                while dx < n {
-                    let class = line[dx];
-                    let end = dx + line[dx..].iter().take_while(|&&c| c == class).count();
-                    bins.add(class, pre[end] - pre[dx]);
-                    dx = end;
-                }
-            }
-            return;
-        }
-        let x0 = origin % tile.width;
-        for dy in 0..n {
-            let start = origin + dy * tile.width;
-            let line = &tile.classes[start..][..n];
-            let taps = &self.kernel.rows[dy];
-            // The row's changes up to the window row's first pixel and
-            // last (no wrap: a row holds fewer than 2^16 changes).
-            let (before, last) = (
-                self.bounds[start] as usize,
-                self.bounds[start + n - 1] as usize,
-            );
-            if (1 + last - before) * RUN_STEP_TAPS >= taps.len() {
-                self.kernel.add_row(dy, line, bins);
-                continue;
-            }
-            // Each run adds its span of the kernel row's prefix sums; the
-            // next run's start is the next change, read, not computed from
-            // this run, so the steps do not wait on each other.
-            let pre = &self.kernel.prefix[dy * (n + 1)..][..n + 1];
-            let mut from = 0;
-            // The row's changes lie in its part of `changes`.
-            let row = start - x0;
-            for &at in &self.changes[row + before..row + last] {
-                let to = at as usize - x0;
-                bins.add(line[from], pre[to] - pre[from]);
-                from = to;
-            }
-            bins.add(line[from], pre[n] - pre[from]);
-        }
-    }
-}
-
-/// The exact result at output pixel `(x, y)` with confidence-weighted
-/// votes (docs/semantics.md#confidence): each tap adds its kernel weight
-/// times its pixel's quantised confidence, summed in 64 bits (below 2⁴⁷);
-/// `acc` is scratch of `n_classes + 1` bins.
-#[inline]
-fn weighted_pixel(
-    tile: &ClassTile,
-    params: &SmoothParams,
-    confidence: &[u16],
-    taps: &[(usize, u32)],
-    x: usize,
-    y: usize,
-    acc: &mut [u64],
-) -> u16 {
-    let origin = y * tile.width + x;
-    let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
-    if centre == tile.nodata() && !params.fill_nodata {
-        return NO_CLASS;
-    }
-    acc.iter_mut().for_each(|a| *a = 0);
-    let (classes, weights) = (&tile.classes[origin..], &confidence[origin..]);
-    for &(offset, q) in taps {
-        acc[classes[offset] as usize] += q as u64 * weights[offset] as u64;
-    }
-    pick_winner_wide(
-        &acc[..tile.n_classes],
-        params.class_weights,
-        centre,
-        params.ties,
-    )
-}
 
 /// The direct histogram method on the host.
 #[derive(Clone, Copy, Debug, Default)]
@@ -493,7 +284,7 @@ impl ClassSmoother for NaiveHost {
             return Ok(());
         }
         let n = params.kernel.size();
-        let kernel = KernelTaps::new(params.kernel.quantised(), n, tile.width);
+        let kernel = KernelTaps::new(params.kernel.quantised(), n, tile.width, params.confidence.is_some());
         if let Some(confidence) = params.confidence {
             // Weighted votes: no shortcut (a run's weights are no longer
             // its span of the kernel), every tap.
@@ -585,12 +376,19 @@ fn check_affordable(tile: &ClassTile, runs: &Runs, n: usize, per_row: usize) -> 
 }
 
 /// The quantised kernel laid out for the two ways of scoring a window.
+/// A large kernel's taps are many (811,801 at σ = 150, 16 bytes each), so
+/// only what a tile's run needs is built: at σ = 150 the lists of every
+/// tap took 26 MB per tile, paid in page faults on each of four tiles.
 struct KernelTaps {
     n: usize,
-    /// Non-zero taps as (offset in the tile from the window's corner, weight).
+    /// Non-zero taps as (offset in the tile from the window's corner,
+    /// weight); built for confidence-weighted votes only (else empty).
     flat: Vec<(usize, u32)>,
-    /// Per kernel row: (column, weight) of its non-zero taps.
+    /// Per kernel row: (column, weight) of its non-zero taps where the row
+    /// holds a zero weight; empty where it holds none (`dense` serves it).
     rows: Vec<Vec<(usize, u32)>>,
+    /// Per kernel row, how many of its weights are not zero.
+    row_taps: Vec<usize>,
     /// The quantised weights, row-major (zeros included).
     dense: Vec<u32>,
     /// Per kernel row, its n+1 prefix sums of weights (the last is the row sum).
@@ -599,19 +397,27 @@ struct KernelTaps {
 }
 
 impl KernelTaps {
-    fn new(quantised: &[u32], n: usize, tile_width: usize) -> Self {
-        let rows: Vec<Vec<(usize, u32)>> = quantised
+    /// The kernel for a tile `tile_width` wide; with `weighted` votes,
+    /// its flat list of taps too.
+    fn new(quantised: &[u32], n: usize, tile_width: usize, weighted: bool) -> Self {
+        let row_taps: Vec<usize> = quantised
             .chunks_exact(n)
-            .map(|row| {
-                let mut taps = Vec::with_capacity(row.iter().filter(|&&q| q > 0).count());
-                taps.extend(row.iter().copied().enumerate().filter(|&(_, q)| q > 0));
-                taps
+            .map(|row| row.iter().filter(|&&q| q > 0).count())
+            .collect();
+        let rows = (quantised.chunks_exact(n).zip(&row_taps))
+            .map(|(row, &taps)| match taps == n {
+                true => Vec::new(),
+                false => row.iter().copied().enumerate().filter(|&(_, q)| q > 0).collect(),
             })
             .collect();
         KernelTaps {
             n,
-            flat: flat_taps(quantised, n, tile_width),
+            flat: match weighted {
+                true => flat_taps(quantised, n, tile_width),
+                false => Vec::new(),
+            },
             rows,
+            row_taps,
             dense: quantised.to_vec(),
             prefix: row_prefix_sums(quantised, n),
         }
@@ -622,7 +428,7 @@ impl KernelTaps {
     #[inline]
     fn add_row(&self, dy: usize, line: &[u16], bins: &mut Bins) {
         let n = self.n;
-        if self.rows[dy].len() == n {
+        if self.row_taps[dy] == n {
             bins.add_row(line, &self.dense[dy * n..][..n]);
         } else {
             bins.add_taps(&self.rows[dy], line);
@@ -645,7 +451,7 @@ impl KernelTaps {
         let n = self.n;
         let few = (n / 4).max(1) as u16;
         let out_w = tile.output_width();
-        for dy in 0..self.rows.len() {
+        for dy in 0..n {
             let start = (y + dy) * tile.width + x;
             let line = &tile.classes[start..][..n];
             let pre = &self.prefix[dy * (n + 1)..][..n + 1];
@@ -781,33 +587,6 @@ pub fn row_prefix_sums(quantised: &[u32], n: usize) -> Vec<u32> {
     prefix
 }
 
-/// Per pixel of a tile of at most 2^16 columns, how many times its row's
-/// class changes from the row's start up to it; and where each row's class
-/// changes: row r's part of the second table (its columns
-/// `r·w..`) lists the columns x > 0 whose pixel differs from the one
-/// before, as many as the row's last bound counts. A run walk reads its
-/// next run's start from there, instead of from the run before it
-/// ([`ExactPixels::add_window`]).
-fn run_changes(tile: &ClassTile) -> (Vec<u16>, Vec<u16>) {
-    let (w, cells) = (tile.width, tile.classes);
-    let (mut bounds, mut changes) = (vec![0u16; tile.height * w], vec![0u16; tile.height * w]);
-    bounds
-        .par_chunks_mut(w.max(1))
-        .zip(changes.par_chunks_mut(w.max(1)))
-        .enumerate()
-        .with_min_len(crate::grain::min_items(w))
-        .for_each(|(r, (bounds, at))| {
-            let line = &cells[r * w..][..w];
-            let mut count = 0usize;
-            for x in 1..w {
-                // Written at every column, kept where the class changes.
-                at[count] = x as u16;
-                count += usize::from(line[x] != line[x - 1]);
-                bounds[x] = count as u16;
-            }
-        });
-    (bounds, changes)
-}
 
 /// `len` of [`Runs`]: per tile pixel, the length of the run of equal
 /// pixels from it rightwards, capped at 255.
@@ -946,6 +725,25 @@ mod tests {
             .map(|(x, y)| reading.at(&tile, &params, x, y, &mut bins))
             .collect();
         assert_eq!(read, want, "rows read: {kernel:?} fill={fill_nodata} block={block}");
+        // Many pixels at once, swept down the tile in groups (both ways of
+        // finding runs), given out of order: every third pixel, backwards,
+        // then the rest, one of them twice.
+        let ow = tile.output_width();
+        let mut pixels: Vec<(u32, u32)> = (0..want.len()).rev().step_by(3).collect::<Vec<_>>().into_iter()
+            .chain((0..want.len()).filter(|i| (want.len() - 1 - i) % 3 != 0))
+            .chain([want.len() / 2])
+            .map(|i| ((i % ow) as u32, (i / ow) as u32))
+            .collect();
+        let third = pixels.len() / 3;
+        pixels.rotate_left(third);
+        let expected: Vec<u16> = pixels.iter().map(|&(x, y)| want[y as usize * ow + x as usize]).collect();
+        for (how, exact) in [("tables", &exact), ("rows read", &reading)] {
+            assert_eq!(
+                exact.at_all(&tile, &params, &pixels),
+                expected,
+                "at_all, {how}: {kernel:?} fill={fill_nodata} block={block}"
+            );
+        }
     }
 
     #[test]

@@ -6,10 +6,9 @@
 
 use super::{Args, BuildOptions, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, Flight, SeparableCl, Shape, Slot};
 use crate::error::Result;
-use crate::method::naive::{Bins, ExactPixels, cl::bins};
+use crate::method::naive::{ExactPixels, cl::bins};
 use crate::method::policy::Ties;
 use crate::method::{ClassTile, SmoothParams};
-use rayon::prelude::*;
 use std::sync::atomic::Ordering;
 
 impl SeparableCl {
@@ -29,22 +28,14 @@ impl SeparableCl {
         }
         let ow = tile.output_width();
         let exact = ExactPixels::for_pixels(tile, params, flagged);
-        let redone: u64 = out
-            .par_chunks_mut(ow)
-            .zip(uncertain.par_chunks(ow))
-            .enumerate()
-            .map(|(y, (row, flag))| {
-                let mut bins = Bins::new(tile.n_classes);
-                let mut n = 0;
-                for (x, (v, &f)) in row.iter_mut().zip(flag).enumerate() {
-                    if f != 0 {
-                        *v = exact.at(tile, params, x, y, &mut bins);
-                        n += 1;
-                    }
-                }
-                n
-            })
-            .sum();
+        let pixels: Vec<(u32, u32)> = (uncertain.iter().enumerate())
+            .filter(|&(_, &f)| f != 0)
+            .map(|(i, _)| ((i % ow) as u32, (i / ow) as u32))
+            .collect();
+        for (&(x, y), v) in pixels.iter().zip(exact.at_all(tile, params, &pixels)) {
+            out[y as usize * ow + x as usize] = v;
+        }
+        let redone = pixels.len() as u64;
         self.recomputed.fetch_add(redone, Ordering::Relaxed);
     }
 

@@ -1,0 +1,341 @@
+//! The exact result of single output pixels, for the certified modes'
+//! recomputation and `auto`'s sample of near-ties: [`exact_pixel`] by the
+//! plain definition, and [`ExactPixels`], which adds each window row run by
+//! run from tables of where the tile's rows change class.
+
+use super::{Bins, KernelTaps};
+use crate::classes::NO_CLASS;
+use crate::method::{ClassTile, SmoothParams, pick_winner, pick_winner_wide};
+use rayon::prelude::*;
+
+/// The exact result at output pixel `(x, y)` by the plain definition (the
+/// one-pixel form the certified mode recomputes with); `bins` is scratch
+/// ([`Bins::new`] of the tile's classes).
+#[inline]
+pub fn exact_pixel(
+    tile: &ClassTile,
+    params: &SmoothParams,
+    taps: &[(usize, u32)],
+    x: usize,
+    y: usize,
+    bins: &mut Bins,
+) -> u16 {
+    let origin = y * tile.width + x;
+    let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
+    if centre == tile.nodata() && !params.fill_nodata {
+        return NO_CLASS;
+    }
+    if let Some(confidence) = params.confidence {
+        let mut wide = vec![0u64; tile.n_classes + 1];
+        return weighted_pixel(tile, params, confidence, taps, x, y, &mut wide);
+    }
+    bins.clear();
+    bins.add_taps(taps, &tile.classes[origin..]);
+    pick_winner(
+        &bins.totals()[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
+}
+
+/// The exact results of single output pixels of one tile, for the certified
+/// modes' recomputation of the pixels their bound cannot decide: the same
+/// scores as [`exact_pixel`] (integer sums are order-free), but each window
+/// row adds run by run — a run of equal pixels adds its span of the kernel
+/// row's prefix sums, found from the tile's run lengths (one pass over the
+/// tile). Those pixels lie on class boundaries, where a window row holds a
+/// few runs: a few steps per row instead of a bin update per tap (the tap
+/// walk was 43 % of `--exact`'s host time on a 17-class map, 70 % of its
+/// host time beside a GPU: issue 39). But a step of the walk waits for the
+/// last (its run's length decides where the next starts), and a tap does
+/// not: a window row of many short runs (noise, small patches) adds its
+/// taps instead, chosen row by row from the count of runs it crosses
+/// ([`RUN_STEP_TAPS`]). On a 2-core machine, `--exact` at σ = 5 on a map of
+/// 6-pixel patches took 5.56 s with runs only and 2.68 s with taps only;
+/// on the 17-class simplex map runs won, 1.75 s against 2.01 s.
+///
+/// The tables cost two passes over the whole tile, paid for however few
+/// pixels are recomputed; where few are (a MODIS map at σ = 5: 0.09 %,
+/// 225 of a 512² tile) each window row finds its runs by reading its N
+/// pixels instead ([`ExactPixels::for_pixels`]): as on the device
+/// (decision 0022), the sums do not depend on where a run is cut.
+pub struct ExactPixels {
+    kernel: KernelTaps,
+    /// The first table of [`run_changes`]; empty with confidence-weighted votes
+    /// and where rows are read instead.
+    pub(super) bounds: Vec<u16>,
+    /// Its second, where the rows change class (empty likewise).
+    changes: Vec<u16>,
+}
+
+/// A window tap read to find runs costs about this share of a tile pixel's
+/// two table passes: [`ExactPixels::for_pixels`] builds the tables where
+/// the recomputed windows' taps outnumber the tile's pixels by more.
+pub const TABLE_PASSES_PER_TAP: usize = 4;
+
+pub use crate::method::cost::RUN_STEP_TAPS;
+
+impl ExactPixels {
+    pub fn new(tile: &ClassTile, params: &SmoothParams) -> Self {
+        let n = params.kernel.size();
+        // A row's change positions are u16, and so are the counts of its
+        // changes up to a pixel, which index them.
+        let tables = params.confidence.is_none() && tile.width <= usize::from(u16::MAX);
+        let (bounds, changes) = match tables {
+            true => run_changes(tile),
+            false => Default::default(),
+        };
+        ExactPixels {
+            kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width, params.confidence.is_some()),
+            bounds,
+            changes,
+        }
+    }
+
+    /// For recomputing about `pixels` of `tile`'s output pixels: with the
+    /// run tables where that many windows' taps would cost more than the
+    /// tables, else reading each window row ([`TABLE_PASSES_PER_TAP`]).
+    pub fn for_pixels(tile: &ClassTile, params: &SmoothParams, pixels: usize) -> Self {
+        let n = params.kernel.size();
+        if pixels.saturating_mul(n * n) > TABLE_PASSES_PER_TAP * tile.width * tile.height {
+            return Self::new(tile, params);
+        }
+        ExactPixels {
+            kernel: KernelTaps::new(params.kernel.quantised(), n, tile.width, params.confidence.is_some()),
+            bounds: Vec::new(),
+            changes: Vec::new(),
+        }
+    }
+
+    /// The exact result at output pixel `(x, y)`, as [`exact_pixel`] gives
+    /// it; `bins` is scratch ([`Bins::new`] of the tile's classes).
+    #[inline]
+    pub fn at(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        x: usize,
+        y: usize,
+        bins: &mut Bins,
+    ) -> u16 {
+        if params.confidence.is_some() {
+            // Weighted votes: a run's weights are no longer its span of
+            // the kernel, every tap.
+            return exact_pixel(tile, params, &self.kernel.flat, x, y, bins);
+        }
+        let origin = y * tile.width + x;
+        let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
+        if centre == tile.nodata() && !params.fill_nodata {
+            return NO_CLASS;
+        }
+        bins.clear();
+        self.add_window(tile, origin, bins);
+        pick_winner(
+            &bins.totals()[..tile.n_classes],
+            params.class_weights,
+            centre,
+            params.ties,
+        )
+    }
+
+    /// The exact results at `pixels` (output pixels `(x, y)`), in their
+    /// order, as [`ExactPixels::at`] gives them one by one.
+    ///
+    /// Groups of [`SWEEP_PIXELS`] pixels nearest in `y` are summed together,
+    /// tile row by tile row: each row is read for every window of the group
+    /// that covers it while its pixels, run tables and change lists are in
+    /// cache. One window at a time walked 901 rows of a 2048-wide tile per
+    /// pixel at σ = 150, three or four cache misses a row (the tables, the
+    /// changes, the run's class), which made the walk 32 % of dct5
+    /// `--exact`'s samples on the 4096² MODIS map. Integer sums do not
+    /// depend on their order, so the results are those of [`at`](Self::at).
+    pub fn at_all(&self, tile: &ClassTile, params: &SmoothParams, pixels: &[(u32, u32)]) -> Vec<u16> {
+        if params.confidence.is_some() {
+            return pixels
+                .par_iter()
+                .with_min_len(SWEEP_PIXELS)
+                .map_init(
+                    || Bins::new(tile.n_classes),
+                    |bins, &(x, y)| self.at(tile, params, x as usize, y as usize, bins),
+                )
+                .collect();
+        }
+        let mut order: Vec<u32> = (0..pixels.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| (pixels[i as usize].1, pixels[i as usize].0));
+        let decided: Vec<(u32, u16)> = order
+            .par_chunks(SWEEP_PIXELS)
+            .flat_map_iter(|group| self.sweep(tile, params, pixels, group))
+            .collect();
+        let mut out = vec![NO_CLASS; pixels.len()];
+        for (i, v) in decided {
+            out[i as usize] = v;
+        }
+        out
+    }
+
+    /// [`at_all`](Self::at_all) of one group: `group` indexes `pixels`,
+    /// sorted by row. Returns (index, result) of each.
+    fn sweep(
+        &self,
+        tile: &ClassTile,
+        params: &SmoothParams,
+        pixels: &[(u32, u32)],
+        group: &[u32],
+    ) -> Vec<(u32, u16)> {
+        let (w, n, halo) = (tile.width, self.kernel.n, tile.halo);
+        let centre = |x: usize, y: usize| tile.classes[(y + halo) * w + x + halo];
+        // Windows of a nodata centre are not summed (unless filled).
+        let (mut decided, mut live) = (Vec::with_capacity(group.len()), Vec::new());
+        for &i in group {
+            let (x, y) = (pixels[i as usize].0 as usize, pixels[i as usize].1 as usize);
+            match centre(x, y) == tile.nodata() && !params.fill_nodata {
+                true => decided.push((i, NO_CLASS)),
+                false => live.push((i, x, y)),
+            }
+        }
+        let Some(&(_, _, last_y)) = live.last() else {
+            return decided;
+        };
+        let mut bins: Vec<Bins> = live.iter().map(|_| Bins::new(tile.n_classes)).collect();
+        // The windows that cover tile row `r` are live[first..end].
+        let (mut first, mut end) = (0, 0);
+        for r in live[0].2..last_y + n {
+            while end < live.len() && live[end].2 <= r {
+                end += 1;
+            }
+            while live[first].2 + n <= r {
+                first += 1;
+            }
+            for (&(_, x, y), bins) in live[first..end].iter().zip(&mut bins[first..end]) {
+                self.add_window_row(tile, r * w + x, r - y, bins);
+            }
+        }
+        for ((i, x, y), mut bins) in live.into_iter().zip(bins) {
+            let winner = pick_winner(
+                &bins.totals()[..tile.n_classes],
+                params.class_weights,
+                centre(x, y),
+                params.ties,
+            );
+            decided.push((i, winner));
+        }
+        decided
+    }
+
+    /// Adds the votes of the window whose top-left tile pixel is `origin`
+    /// into `bins` (unweighted votes; the bins cleared by the caller).
+    pub fn add_window(&self, tile: &ClassTile, origin: usize, bins: &mut Bins) {
+        for dy in 0..self.kernel.n {
+            self.add_window_row(tile, origin + dy * tile.width, dy, bins);
+        }
+    }
+
+    /// Adds the votes of kernel row `dy` of a window, whose row starts at
+    /// tile pixel `start`, into `bins`.
+    #[inline]
+    fn add_window_row(&self, tile: &ClassTile, start: usize, dy: usize, bins: &mut Bins) {
+        let n = self.kernel.n;
+        let line = &tile.classes[start..][..n];
+        let pre = &self.kernel.prefix[dy * (n + 1)..][..n + 1];
+        if self.bounds.is_empty() {
+            let mut dx = 0;
+            while dx < n {
+                let class = line[dx];
+                let end = dx + line[dx..].iter().take_while(|&&c| c == class).count();
+                bins.add(class, pre[end] - pre[dx]);
+                dx = end;
+            }
+            return;
+        }
+        // The row's changes up to the window row's first pixel and last
+        // (no wrap: a row holds fewer than 2^16 changes).
+        let (before, last) = (
+            self.bounds[start] as usize,
+            self.bounds[start + n - 1] as usize,
+        );
+        if (1 + last - before) * RUN_STEP_TAPS >= self.kernel.row_taps[dy] {
+            self.kernel.add_row(dy, line, bins);
+            return;
+        }
+        // Each run adds its span of the kernel row's prefix sums; the next
+        // run's start is the next change, read, not computed from this run,
+        // so the steps do not wait on each other. The row's changes lie in
+        // its part of `changes`.
+        let x0 = start % tile.width;
+        let row = start - x0;
+        let mut from = 0;
+        for &at in &self.changes[row + before..row + last] {
+            let to = at as usize - x0;
+            bins.add(line[from], pre[to] - pre[from]);
+            from = to;
+        }
+        bins.add(line[from], pre[n] - pre[from]);
+    }
+}
+
+/// Pixels [`ExactPixels::at_all`] sums in one sweep down the tile: enough
+/// that a tile row is read for many windows at once, few enough that a
+/// group's bins stay in cache and a tile's groups still spread over the
+/// threads.
+const SWEEP_PIXELS: usize = 128;
+
+/// The exact result at output pixel `(x, y)` with confidence-weighted
+/// votes (docs/semantics.md#confidence): each tap adds its kernel weight
+/// times its pixel's quantised confidence, summed in 64 bits (below 2⁴⁷);
+/// `acc` is scratch of `n_classes + 1` bins.
+#[inline]
+pub(super) fn weighted_pixel(
+    tile: &ClassTile,
+    params: &SmoothParams,
+    confidence: &[u16],
+    taps: &[(usize, u32)],
+    x: usize,
+    y: usize,
+    acc: &mut [u64],
+) -> u16 {
+    let origin = y * tile.width + x;
+    let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
+    if centre == tile.nodata() && !params.fill_nodata {
+        return NO_CLASS;
+    }
+    acc.iter_mut().for_each(|a| *a = 0);
+    let (classes, weights) = (&tile.classes[origin..], &confidence[origin..]);
+    for &(offset, q) in taps {
+        acc[classes[offset] as usize] += q as u64 * weights[offset] as u64;
+    }
+    pick_winner_wide(
+        &acc[..tile.n_classes],
+        params.class_weights,
+        centre,
+        params.ties,
+    )
+}
+
+/// Per pixel of a tile of at most 2^16 columns, how many times its row's
+/// class changes from the row's start up to it; and where each row's class
+/// changes: row r's part of the second table (its columns
+/// `r·w..`) lists the columns x > 0 whose pixel differs from the one
+/// before, as many as the row's last bound counts. A run walk reads its
+/// next run's start from there, instead of from the run before it
+/// ([`ExactPixels::add_window`]).
+fn run_changes(tile: &ClassTile) -> (Vec<u16>, Vec<u16>) {
+    let (w, cells) = (tile.width, tile.classes);
+    let (mut bounds, mut changes) = (vec![0u16; tile.height * w], vec![0u16; tile.height * w]);
+    bounds
+        .par_chunks_mut(w.max(1))
+        .zip(changes.par_chunks_mut(w.max(1)))
+        .enumerate()
+        .with_min_len(crate::grain::min_items(w))
+        .for_each(|(r, (bounds, at))| {
+            let line = &cells[r * w..][..w];
+            let mut count = 0usize;
+            for x in 1..w {
+                // Written at every column, kept where the class changes.
+                at[count] = x as u16;
+                count += usize::from(line[x] != line[x - 1]);
+                bounds[x] = count as u16;
+            }
+        });
+    (bounds, changes)
+}
