@@ -17,6 +17,7 @@ use crate::bail;
 use crate::error::{Error, Result, Setting};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 mod units;
 pub use units::{KernelArg, MetricKind, PixelWidth, Resolved};
@@ -163,11 +164,14 @@ impl KernelSpec {
 }
 
 /// A square N×N weight matrix (N odd), row-major, with its quantised twin.
+/// The weights are shared, not copied, by a clone: a run clones its kernel
+/// for the thread that builds the method, and at σ = 150 a copy was 9.7 MB
+/// of fresh pages on the command's serial path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     size: usize,
-    weights: Vec<f64>,
-    quantised: Vec<u32>,
+    weights: Arc<[f64]>,
+    quantised: Arc<[u32]>,
     /// `Some(sigma)` when the kernel is a Gaussian (the fast methods use it).
     sigma: Option<f64>,
 }
@@ -207,8 +211,8 @@ impl Kernel {
         }
         Ok(Kernel {
             size,
-            weights,
-            quantised,
+            weights: weights.into(),
+            quantised: quantised.into(),
             sigma: None,
         })
     }

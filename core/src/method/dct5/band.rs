@@ -81,17 +81,30 @@ fn band_rows(r: usize) -> usize {
 /// 64 threads cutting a 512-row tile into 8-row bands did 5× the work of
 /// 64-row bands (issue 39: the host ran 12× slower at 64 threads than at
 /// 16). The engine keeps enough tiles in flight to feed the other threads.
-fn band_height(segment: usize, oh: usize, threads: usize) -> usize {
+///
+/// A wide kernel (`radius` over [`WIDE_RADIUS`]), whose bands are at most
+/// two windows high, is cut instead into as many bands of at least R/2
+/// rows as the threads take: at σ = 150 on 16 threads, 1024² tiles (nine
+/// at once) each ran one band, and seven threads idled. Bands of R/2 rows
+/// were faster than bands of R or R/4 there and at σ = 35 and 85
+/// (`nvidia-h200`, 5 rounds; decision 0029).
+fn band_height(segment: usize, oh: usize, threads: usize, radius: usize) -> usize {
     let (most, threads) = ((segment / LANES).max(1) * LANES, threads.max(1));
     let fewest = oh.div_ceil(most);
     let even = fewest.div_ceil(threads) * threads;
     let bands = if oh.div_ceil(even) * 2 >= most {
         even
+    } else if radius > WIDE_RADIUS {
+        fewest.max((oh / (radius / 2)).min(threads))
     } else {
         fewest
     };
     oh.div_ceil(bands).div_ceil(LANES) * LANES
 }
+
+/// Radii past which [`band_height`] cuts a tile into bands of R/2 rows where
+/// its threads would otherwise idle (σ ≥ about 22).
+const WIDE_RADIUS: usize = 64;
 
 /// The most bytes of pass-1 planes, all classes together, that a band
 /// keeps between its passes (pieces of at least a strip). At σ = 5 a band
@@ -202,6 +215,7 @@ fn rank_tile_on(
             f.segment().min(band_rows(f.radius())),
             oh,
             rayon::current_num_threads(),
+            f.radius(),
         ),
         segment: f.segment(),
         tau,
@@ -709,9 +723,9 @@ mod tests {
     fn bands_split_a_tile_evenly_between_threads() {
         // 512 rows, at most 124 per band, 2 threads: 6 bands of 88 (the last
         // 72), not 4 of 120 and one of 32.
-        assert_eq!(band_height(124, 512, 2), 88);
+        assert_eq!(band_height(124, 512, 2, 15), 88);
         for (segment, oh, threads) in [(124, 512, 2), (64, 1000, 3), (64, 512, 16), (9, 5, 1)] {
-            let band = band_height(segment, oh, threads);
+            let band = band_height(segment, oh, threads, 15);
             assert!(band.is_multiple_of(LANES) && band > 0, "{band}");
             assert!(
                 band <= (segment / LANES).max(1) * LANES,
@@ -729,18 +743,41 @@ mod tests {
     fn bands_are_never_cut_thin_to_feed_many_threads() {
         // 64 threads on a 512-row tile of σ = 5 (bands of at most 64 rows):
         // 8 bands of 64, not 64 of 8, whose seeds would cost 5× their rows.
-        assert_eq!(band_height(64, 512, 64), 64);
-        assert_eq!(band_height(64, 512, 32), 64);
+        assert_eq!(band_height(64, 512, 64, 15), 64);
+        assert_eq!(band_height(64, 512, 32, 15), 64);
         // A wide kernel's long bands are not cut to 32 rows for 16 threads.
-        assert_eq!(band_height(504, 512, 16), 256);
+        assert_eq!(band_height(504, 512, 16, 63), 256);
         for threads in 1..=128 {
             for oh in [8, 100, 512, 1000, 2048] {
-                let band = band_height(64, oh, threads);
+                let band = band_height(64, oh, threads, 15);
                 assert!(
                     band >= 32.min(oh.div_ceil(LANES) * LANES),
                     "{oh} rows, {threads}: {band}"
                 );
                 assert!(band <= 64, "{band}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_kernels_tile_feeds_its_threads() {
+        // σ = 150 (R = 450, bands of at most 1800 rows): a 1024-row tile
+        // runs four bands on 16 threads, not one; a 2048-row one nine, and
+        // two on 2 threads, as before.
+        assert_eq!(band_height(1802, 1024, 16, 450), 256);
+        assert_eq!(band_height(1802, 2048, 16, 450), 232);
+        assert_eq!(band_height(1802, 2048, 2, 450), 1024);
+        assert_eq!(band_height(1802, 1024, 1, 450), 1024);
+        // σ = 35 (R = 105): nine bands of 64 rows on 16 threads.
+        assert_eq!(band_height(422, 512, 16, 105), 64);
+        for threads in 1..=128 {
+            for oh in [100, 512, 1024, 2048] {
+                let band = band_height(1802, oh, threads, 450);
+                assert!(band >= 225.min(oh), "{oh}, {threads}: {band}");
+                assert!(
+                    oh.div_ceil(band) <= threads.max(oh.div_ceil(1800)),
+                    "{oh}, {threads}: {band}"
+                );
             }
         }
     }
