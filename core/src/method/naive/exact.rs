@@ -237,7 +237,7 @@ impl ExactPixels {
     fn add_window_row(&self, tile: &ClassTile, start: usize, dy: usize, bins: &mut Bins) {
         let n = self.kernel.n;
         let line = &tile.classes[start..][..n];
-        let pre = &self.kernel.prefix[dy * (n + 1)..][..n + 1];
+        let pre = self.kernel.prefix_row(dy);
         if self.bounds.is_empty() {
             let mut dx = 0;
             while dx < n {
@@ -254,7 +254,7 @@ impl ExactPixels {
             self.bounds[start] as usize,
             self.bounds[start + n - 1] as usize,
         );
-        if (1 + last - before) * RUN_STEP_TAPS >= self.kernel.row_taps[dy] {
+        if (1 + last - before) * RUN_STEP_TAPS >= self.kernel.taps_in_row(dy) {
             self.kernel.add_row(dy, line, bins);
             return;
         }

@@ -381,6 +381,12 @@ fn check_affordable(tile: &ClassTile, runs: &Runs, n: usize, per_row: usize) -> 
 /// tap took 26 MB per tile, paid in page faults on each of four tiles.
 struct KernelTaps {
     n: usize,
+    /// Whether the kernel's rows mirror about its middle one (Gaussians,
+    /// boxes, discs): the tables then hold its first N/2 + 1 rows, and
+    /// row `dy` reads row `min(dy, N − 1 − dy)`. Half the prefix sums fit
+    /// in a core's L2 at σ = 150 (1.6 MB), where the certified mode's
+    /// recomputation reads them at random.
+    mirrored: bool,
     /// Non-zero taps as (offset in the tile from the window's corner,
     /// weight); built for confidence-weighted votes only (else empty).
     flat: Vec<(usize, u32)>,
@@ -400,11 +406,14 @@ impl KernelTaps {
     /// The kernel for a tile `tile_width` wide; with `weighted` votes,
     /// its flat list of taps too.
     fn new(quantised: &[u32], n: usize, tile_width: usize, weighted: bool) -> Self {
-        let row_taps: Vec<usize> = quantised
+        let row = |dy: usize| &quantised[dy * n..][..n];
+        let mirrored = (0..n / 2).all(|dy| row(dy) == row(n - 1 - dy));
+        let stored = &quantised[..if mirrored { n / 2 + 1 } else { n } * n];
+        let row_taps: Vec<usize> = stored
             .chunks_exact(n)
             .map(|row| row.iter().filter(|&&q| q > 0).count())
             .collect();
-        let rows = (quantised.chunks_exact(n).zip(&row_taps))
+        let rows = (stored.chunks_exact(n).zip(&row_taps))
             .map(|(row, &taps)| match taps == n {
                 true => Vec::new(),
                 false => row.iter().copied().enumerate().filter(|&(_, q)| q > 0).collect(),
@@ -412,26 +421,49 @@ impl KernelTaps {
             .collect();
         KernelTaps {
             n,
+            mirrored,
             flat: match weighted {
                 true => flat_taps(quantised, n, tile_width),
                 false => Vec::new(),
             },
             rows,
             row_taps,
-            dense: quantised.to_vec(),
-            prefix: row_prefix_sums(quantised, n),
+            dense: stored.to_vec(),
+            prefix: row_prefix_sums(stored, n),
         }
+    }
+
+    /// The stored row that kernel row `dy` reads.
+    #[inline]
+    fn row(&self, dy: usize) -> usize {
+        match self.mirrored {
+            true => dy.min(self.n - 1 - dy),
+            false => dy,
+        }
+    }
+
+    /// Kernel row `dy`'s n+1 prefix sums.
+    #[inline]
+    fn prefix_row(&self, dy: usize) -> &[u32] {
+        let n = self.n;
+        &self.prefix[self.row(dy) * (n + 1)..][..n + 1]
+    }
+
+    /// How many of kernel row `dy`'s weights are not zero.
+    #[inline]
+    fn taps_in_row(&self, dy: usize) -> usize {
+        self.row_taps[self.row(dy)]
     }
 
     /// Every tap of kernel row `dy` into its class's bin; `line` is the
     /// window's row. A row without zero taps goes without tap offsets.
     #[inline]
     fn add_row(&self, dy: usize, line: &[u16], bins: &mut Bins) {
-        let n = self.n;
-        if self.row_taps[dy] == n {
-            bins.add_row(line, &self.dense[dy * n..][..n]);
+        let (n, row) = (self.n, self.row(dy));
+        if self.row_taps[row] == n {
+            bins.add_row(line, &self.dense[row * n..][..n]);
         } else {
-            bins.add_taps(&self.rows[dy], line);
+            bins.add_taps(&self.rows[row], line);
         }
     }
 
@@ -454,7 +486,7 @@ impl KernelTaps {
         for dy in 0..n {
             let start = (y + dy) * tile.width + x;
             let line = &tile.classes[start..][..n];
-            let pre = &self.prefix[dy * (n + 1)..][..n + 1];
+            let pre = self.prefix_row(dy);
             let count = runs.count[(y + dy) * out_w + x];
             if count == 1 {
                 bins.add(line[0], pre[n]);
@@ -757,12 +789,19 @@ mod tests {
             KernelSpec::Disc { radius: 3 },
             KernelSpec::Box { size: 1 },
         ];
-        for spec in &kernels {
-            let kernel = spec.build().unwrap();
+        // And a kernel whose rows do not mirror (its tables keep every row).
+        let lopsided = Kernel::new(5, (0..25).map(|i| f64::from(i % 7 + i / 5)).collect()).unwrap();
+        assert!(!KernelTaps::new(lopsided.quantised(), 5, 9, false).mirrored);
+        let built: Vec<Kernel> = kernels.iter().map(|spec| spec.build().unwrap()).collect();
+        for kernel in built.iter().chain([&lopsided]) {
+            assert_eq!(
+                KernelTaps::new(kernel.quantised(), kernel.size(), 9, false).mirrored,
+                kernel != &lopsided
+            );
             for block in [1, 4, 9, 30] {
                 for fill in [false, true] {
-                    check(&kernel, &[1, 1, 1, 1], fill, block);
-                    check(&kernel, &[3, 1, 2], fill, block);
+                    check(kernel, &[1, 1, 1, 1], fill, block);
+                    check(kernel, &[3, 1, 2], fill, block);
                 }
             }
         }
