@@ -769,7 +769,9 @@ mod tests {
         let third = pixels.len() / 3;
         pixels.rotate_left(third);
         let expected: Vec<u16> = pixels.iter().map(|&(x, y)| want[y as usize * ow + x as usize]).collect();
-        for (how, exact) in [("tables", &exact), ("rows read", &reading)] {
+        let scanning = ExactPixels::for_pixels(&tile, &params, usize::MAX);
+        assert!(scanning.scan_rows && scanning.bounds.is_empty());
+        for (how, exact) in [("tables", &exact), ("rows read", &reading), ("rows scanned", &scanning)] {
             assert_eq!(
                 exact.at_all(&tile, &params, &pixels),
                 expected,
