@@ -352,6 +352,10 @@ struct RowChanges<'a> {
     at: &'a [u16],
 }
 
+/// A window to sum: its pixel's index in the caller's list, and its output
+/// pixel (x, y).
+type Window = (u32, usize, usize);
+
 /// The windows of `group` (indices into `pixels`, sorted by row) to sum,
 /// as (index, x, y); and the results of those of a nodata centre, which
 /// are not summed (unless filled).
@@ -360,7 +364,7 @@ fn live_windows(
     params: &SmoothParams,
     pixels: &[(u32, u32)],
     group: &[u32],
-) -> (Vec<(u32, u16)>, Vec<(u32, usize, usize)>) {
+) -> (Vec<(u32, u16)>, Vec<Window>) {
     let (mut decided, mut live) = (Vec::new(), Vec::with_capacity(group.len()));
     for &i in group {
         let (x, y) = (pixels[i as usize].0 as usize, pixels[i as usize].1 as usize);
