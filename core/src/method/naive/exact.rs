@@ -55,11 +55,15 @@ pub fn exact_pixel(
 /// 6-pixel patches took 5.56 s with runs only and 2.68 s with taps only;
 /// on the 17-class simplex map runs won, 1.75 s against 2.01 s.
 ///
-/// The tables cost two passes over the whole tile, paid for however few
-/// pixels are recomputed; where few are (a MODIS map at σ = 5: 0.09 %,
-/// 225 of a 512² tile) each window row finds its runs by reading its N
-/// pixels instead ([`ExactPixels::for_pixels`]): as on the device
-/// (decision 0022), the sums do not depend on where a run is cut.
+/// Where the runs start comes from the tile's rows in one of three ways:
+/// tables of every row's changes ([`ExactPixels::new`], for callers that
+/// ask one window at a time); for many windows at once
+/// ([`ExactPixels::at_all`] after [`ExactPixels::for_pixels`]), each tile
+/// row scanned once for all the windows that cover it; and where few
+/// pixels are recomputed (a MODIS map at σ = 5: 0.09 %, 225 of a 512²
+/// tile), each window row read for its own N pixels, which costs less than
+/// one pass over the tile. As on the device (decision 0022), the sums do
+/// not depend on where a run is cut.
 pub struct ExactPixels {
     kernel: KernelTaps,
     /// The first table of [`run_changes`]; empty with confidence-weighted votes
