@@ -152,7 +152,7 @@ impl ExactPixels {
     /// The exact results at `pixels` (output pixels `(x, y)`), in their
     /// order, as [`ExactPixels::at`] gives them one by one.
     ///
-    /// Groups of [`SWEEP_PIXELS`] pixels nearest in `y` are summed together,
+    /// Groups of `SWEEP_PIXELS` pixels nearest in `y` are summed together,
     /// tile row by tile row: each row is read for every window of the group
     /// that covers it while its pixels, run tables and change lists are in
     /// cache. One window at a time walked 901 rows of a 2048-wide tile per
