@@ -86,8 +86,8 @@ fn band_rows(r: usize) -> usize {
 /// two windows high, is cut instead into as many bands of at least R/2
 /// rows as the threads take: at σ = 150 on 16 threads, 1024² tiles (nine
 /// at once) each ran one band, and seven threads idled. Bands of R/2 rows
-/// were faster than bands of R or R/4 there and at σ = 35 and 85
-/// (`nvidia-h200`, 5 rounds; decision 0029).
+/// were faster than bands of R or R/4 there and at σ = 35, and as fast
+/// at σ = 85 (`nvidia-h200`, 5 rounds; decision 0029).
 fn band_height(segment: usize, oh: usize, threads: usize, radius: usize) -> usize {
     let (most, threads) = ((segment / LANES).max(1) * LANES, threads.max(1));
     let fewest = oh.div_ceil(most);

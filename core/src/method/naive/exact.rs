@@ -134,19 +134,12 @@ impl ExactPixels {
             // the kernel, every tap.
             return exact_pixel(tile, params, &self.kernel.flat, x, y, bins);
         }
-        let origin = y * tile.width + x;
-        let centre = tile.classes[origin + tile.halo * tile.width + tile.halo];
-        if centre == tile.nodata() && !params.fill_nodata {
+        if centre(tile, x, y) == tile.nodata() && !params.fill_nodata {
             return NO_CLASS;
         }
         bins.clear();
-        self.add_window(tile, origin, bins);
-        pick_winner(
-            &bins.totals()[..tile.n_classes],
-            params.class_weights,
-            centre,
-            params.ties,
-        )
+        self.add_window(tile, y * tile.width + x, bins);
+        winner(tile, params, bins.totals(), x, y)
     }
 
     /// The exact results at `pixels` (output pixels `(x, y)`), in their
@@ -202,16 +195,10 @@ impl ExactPixels {
             return decided;
         };
         let mut bins: Vec<Bins> = live.iter().map(|_| Bins::new(tile.n_classes)).collect();
-        // The windows that cover tile row `r` are live[first..end].
-        let (mut first, mut end) = (0, 0);
+        let mut covering = Covering::from(0);
         for r in live[0].2..last_y + n {
-            while end < live.len() && live[end].2 <= r {
-                end += 1;
-            }
-            while live[first].2 + n <= r {
-                first += 1;
-            }
-            for (&(_, x, y), bins) in live[first..end].iter().zip(&mut bins[first..end]) {
+            let windows = covering.row(&live, n, r);
+            for (&(_, x, y), bins) in live[windows.clone()].iter().zip(&mut bins[windows]) {
                 self.add_window_row(tile, r * w + x, r - y, bins);
             }
         }
@@ -254,21 +241,17 @@ impl ExactPixels {
                 let b = live.partition_point(|&(_, _, y)| y < r1);
                 let mut bins: Vec<Bins> = (a..b).map(|_| Bins::new(tile.n_classes)).collect();
                 let (mut bounds, mut at) = (vec![0u16; w], vec![0u16; w]);
-                let (mut first, mut end) = (a, a);
+                let mut covering = Covering::from(a);
                 for r in r0..r1 {
-                    while end < b && live[end].2 <= r {
-                        end += 1;
-                    }
-                    while first < end && live[first].2 + n <= r {
-                        first += 1;
-                    }
-                    if first == end {
+                    let windows = covering.row(&live[..b], n, r);
+                    if windows.is_empty() {
                         continue;
                     }
                     let line = &tile.classes[r * w..][..w];
                     row_changes(line, &mut bounds, &mut at);
                     let changes = RowChanges { bounds: &bounds, at: &at };
-                    for (&(_, x, y), bins) in live[first..end].iter().zip(&mut bins[first - a..end - a]) {
+                    let block_bins = &mut bins[windows.start - a..windows.end - a];
+                    for (&(_, x, y), bins) in live[windows].iter().zip(block_bins) {
                         self.add_row_by_changes(line, x, r - y, changes, bins);
                     }
                 }
@@ -359,6 +342,32 @@ struct RowChanges<'a> {
 /// A window to sum: its pixel's index in the caller's list, and its output
 /// pixel (x, y).
 type Window = (u32, usize, usize);
+
+/// Which of a list of windows sorted by row cover each tile row, for rows
+/// taken in increasing order: `live[first..end]`.
+struct Covering {
+    first: usize,
+    end: usize,
+}
+
+impl Covering {
+    /// From window `first` of the list on.
+    fn from(first: usize) -> Self {
+        Covering { first, end: first }
+    }
+
+    /// The windows of `live` (N rows high) that cover tile row `r`, no
+    /// row before the last one asked for.
+    fn row(&mut self, live: &[Window], n: usize, r: usize) -> std::ops::Range<usize> {
+        while self.end < live.len() && live[self.end].2 <= r {
+            self.end += 1;
+        }
+        while self.first < self.end && live[self.first].2 + n <= r {
+            self.first += 1;
+        }
+        self.first..self.end
+    }
+}
 
 /// The windows of `group` (indices into `pixels`, sorted by row) to sum,
 /// as (index, x, y); and the results of those of a nodata centre, which
