@@ -9,7 +9,8 @@
 //! kernel and download on separate queues and returns, so its transfers
 //! overlap the previous tile's kernel. Host methods
 //! ([`ClassSmoother::host_parallel`]) get each tile (up to
-//! `ON_POOL_MAX_TILE` a side) started as a job on the rayon pool instead,
+//! `ON_POOL_MAX_TILE` a side, or larger where few are in flight) started
+//! as a job on the rayon pool instead,
 //! so the threads that finish a tile's last bands move on to the next tile
 //! rather than wait.
 //! A raster in memory is staged from in place by the reader thread, and
@@ -20,7 +21,9 @@
 
 use crate::classes::{ClassTable, CodeMap, NO_CLASS, TileCompaction};
 use crate::error::{Error, Result};
-use crate::io::{ClassSink, ClassSource, DEFAULT_TILE, MemRaster, ON_POOL_MAX_TILE, RowsMut};
+use crate::io::{
+    ClassSink, ClassSource, DEFAULT_TILE, MemRaster, ON_POOL_MAX_PIXELS, ON_POOL_MAX_TILE, RowsMut,
+};
 use crate::kernel::Kernel;
 use crate::method::policy::{self, Policies, Settle};
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
@@ -538,6 +541,16 @@ fn pool_depth(method_depth: usize, threads: usize) -> usize {
     method_depth.max(threads.div_ceil(2))
 }
 
+/// Whether host tiles of side `tile` go to a pool of `threads`: up to
+/// `ON_POOL_MAX_TILE` always, larger ones where the tiles in flight (the
+/// pool's and the one the engine waits for) hold at most
+/// `ON_POOL_MAX_PIXELS`.
+fn pools_tiles(tile: usize, method_depth: usize, threads: usize) -> bool {
+    tile <= ON_POOL_MAX_TILE
+        || (pool_depth(method_depth, threads) + 1).saturating_mul(tile.saturating_mul(tile))
+            <= ON_POOL_MAX_PIXELS
+}
+
 /// What a pool job needs to take a tile from its source window to its
 /// output codes.
 #[derive(Clone, Copy)]
@@ -827,6 +840,19 @@ mod tests {
         // Never fewer than the method asks for.
         assert_eq!(pool_depth(9, 16), 9);
     }
+
+    /// Tiles up to 1024 a side always go to the pool; 2048² ones where
+    /// three are in flight (two to four threads), not where nine are
+    /// (16 threads); 4096² ones never.
+    #[test]
+    fn large_tiles_go_to_the_pool_only_where_few_are_in_flight() {
+        assert!(pools_tiles(ON_POOL_MAX_TILE, 2, 64));
+        assert!(pools_tiles(2048, 2, 2));
+        assert!(pools_tiles(2048, 2, 4));
+        assert!(!pools_tiles(2048, 2, 16));
+        assert!(!pools_tiles(4096, 2, 2));
+        assert!(!pools_tiles(usize::MAX, 2, 2));
+    }
     use super::*;
     use crate::kernel::KernelSpec;
     use crate::method::CodeTile;
@@ -980,9 +1006,9 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// Small tiles go to the pool; tiles over [`ON_POOL_MAX_TILE`] a side
-    /// stay one at a time on the calling thread (memory), as do all tiles of
-    /// a method that is not host-parallel.
+    /// Small tiles go to the pool; tiles too large for
+    /// [`ON_POOL_MAX_PIXELS`] stay one at a time on the calling thread
+    /// (memory), as do all tiles of a method that is not host-parallel.
     #[test]
     fn only_small_host_tiles_go_to_the_pool() {
         let (w, h) = (ON_POOL_MAX_TILE + 4, 12);
@@ -995,7 +1021,7 @@ mod tests {
             (stats.totals.tiles, on)
         };
         assert_eq!(workers(ON_POOL_MAX_TILE / 2, true), (3, 3));
-        assert_eq!(workers(ON_POOL_MAX_TILE + 8, true), (1, 0));
+        assert_eq!(workers(4097, true), (1, 0));
         assert_eq!(workers(ON_POOL_MAX_TILE / 2, false), (3, 0));
     }
 

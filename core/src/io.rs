@@ -21,13 +21,22 @@ const PARALLEL_COPY_MIN: u64 = 1 << 19;
 /// small enough to pipeline.
 pub const DEFAULT_TILE: usize = 512;
 
-/// Largest tile side whose host tiles the engine sends to the pool several
-/// at once. A larger tile has so many bands that its last ones cost
-/// little, and three of them in memory would cost much (a dct5 ranking
-/// alone holds up to 36 bytes a pixel: 2.4 GB at 8192²). A method may
-/// spread a tile's own set-up over the threads past this side only: below
-/// it the other threads hold tiles of their own (decision 0028).
+/// Largest tile side whose host tiles the engine always sends to the pool
+/// several at once. A larger tile has many bands, and many of them in
+/// memory would cost much (a dct5 ranking alone holds up to 36 bytes a
+/// pixel: 2.4 GB at 8192²), so it goes to the pool only where the tiles
+/// in flight hold at most [`ON_POOL_MAX_PIXELS`]. A method may spread a
+/// tile's own set-up over the threads past this side only: below it the
+/// other threads hold tiles of their own (decision 0028).
 pub const ON_POOL_MAX_TILE: usize = 1024;
+
+/// The most pixels that tiles larger than [`ON_POOL_MAX_TILE`] may hold
+/// on the pool at once (those of a 4096² raster): on two to four threads,
+/// three 2048² tiles of a wide kernel. Run alone, such a tile's two bands
+/// (one per thread) rarely cost the same, and one thread idled while the
+/// other finished: a quarter of a 2-core run of dct5 `--exact` at σ = 150
+/// (decision 0030).
+pub const ON_POOL_MAX_PIXELS: usize = 1 << 24;
 
 /// Where class codes come from.
 pub trait ClassSource: Send {

@@ -7,8 +7,8 @@
 //! take, and [`CodeSubmit`], a tile handed over as its window of codes.
 
 use super::{
-    Around, Flight, InFlight, ON_POOL_MAX_TILE, Read, RunStats, RunTally, SmoothJob, TileWork,
-    check_nodata, pool_depth,
+    Around, Flight, InFlight, Read, RunStats, RunTally, SmoothJob, TileWork, check_nodata,
+    pool_depth, pools_tiles,
 };
 use crate::classes::{NO_GLOBAL8, TileCompaction};
 use crate::error::{Error, Result};
@@ -101,7 +101,7 @@ impl Paths {
         let on_pool = method.host_parallel()
             && !around
             && rayon::current_thread_index().is_none()
-            && job.tile <= ON_POOL_MAX_TILE;
+            && pools_tiles(job.tile, method.depth(), rayon::current_num_threads());
         // Where every global index fits a byte.
         let takes_codes =
             method.takes_codes() && !around && !on_pool && job.classes.len() < NO_GLOBAL8 as usize;

@@ -87,7 +87,7 @@ impl Slots {
             winner_score: &mut self.winner_score,
             centre_score: &mut self.centre_score,
             winner: &mut self.winner,
-            centre: &self.centre,
+            centre: &mut self.centre,
         }
     }
 
@@ -118,7 +118,7 @@ pub(crate) struct SlotsMut<'a> {
     winner_score: &'a mut [f64],
     centre_score: &'a mut [f64],
     winner: &'a mut [u16],
-    centre: &'a [u16],
+    centre: &'a mut [u16],
 }
 
 /// The slots (indices into `top`, `second` and `centre`) whose winner does
@@ -181,6 +181,11 @@ impl SlotsMut<'_> {
     /// Clears the winner, its score and the centre's score of the `len`
     /// slots from `at` on (the state before any class is folded in), and
     /// the two best scores where margins are tracked.
+    /// The centre classes of slots `at..at + len`, to fill.
+    pub(crate) fn centres_mut(&mut self, at: usize, len: usize) -> &mut [u16] {
+        &mut self.centre[at..at + len]
+    }
+
     pub(crate) fn clear(&mut self, at: usize, len: usize) {
         if !self.top.is_empty() {
             self.top[at..at + len].fill(0.0);
@@ -336,7 +341,7 @@ impl Ranking {
             .zip(s.winner_score.par_chunks_mut(n))
             .zip(s.centre_score.par_chunks_mut(n))
             .zip(s.winner.par_chunks_mut(n))
-            .zip(s.centre.par_chunks(n))
+            .zip(s.centre.par_chunks_mut(n))
             .map(
                 |(((((top, second), winner_score), centre_score), winner), centre)| SlotsMut {
                     top,

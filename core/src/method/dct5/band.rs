@@ -22,7 +22,10 @@
 //! that the strip's ranking slots stay in cache (cleared there, just before
 //! the first class folds in): along the rows, over the runs of outputs
 //! whose windows (in that strip) hold the class, folding each score into
-//! the ranking at once.
+//! the ranking at once. Where only decisions are wanted, one strip's slots
+//! serve every strip of the band in turn: a band's worth (36 bytes an
+//! output, 75 MB for a band of 1024 rows of 2048) streamed through memory
+//! and faulted in.
 //! Outside those runs the exact score is zero, and a zero score never
 //! changes a ranking slot (see `SlotsMut::update`).
 //!
@@ -252,18 +255,13 @@ fn rank_tile_on(
                 .map(|(b, out)| {
                     SCRATCH.with_borrow_mut(|scratch| {
                         let y0 = b * job.band;
-                        let bh = job.band.min(oh - y0);
                         let mut slots = std::mem::take(&mut scratch.slots);
-                        // Cleared strip by strip in `band`, while in cache.
-                        let len = bh.div_ceil(LANES) * LANES * ow;
+                        // One strip's slots, cleared and given their centres
+                        // strip by strip in `band`, where they stay in cache.
+                        let len = LANES * ow;
                         match margin {
                             Some(_) => slots.size_with_margins_uncleared(len),
                             None => slots.size_uncleared(len),
-                        }
-                        for (s, strip) in slots.centres_mut().chunks_mut(LANES * ow).enumerate() {
-                            fill_strip_centres(strip, ow, s * LANES, bh, |x, y| {
-                                tile.centre(x, y0 + y)
-                            });
                         }
                         let mut uncertain = Vec::new();
                         let decide = Decide {
@@ -426,20 +424,27 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
                 }
             }
         }
-        if decide.is_some() {
-            // Decisions: the band's slots come uncleared (`size_uncleared`,
-            // `size_with_margins_uncleared`); a whole ranking was reset.
-            slots.clear(s * ow * LANES, ow * LANES);
-        }
+        // Decisions: one strip's slots, reused by every strip and cleared
+        // (`size_uncleared`, `size_with_margins_uncleared`); a whole
+        // ranking was reset, the band's strips one after another.
+        let at = match decide {
+            Some(_) => {
+                slots.clear(0, ow * LANES);
+                let centres = slots.centres_mut(0, ow * LANES);
+                fill_strip_centres(centres, ow, s * LANES, bh, |x, y| tile.centre(x, y0 + y));
+                0
+            }
+            None => s * ow * LANES,
+        };
         for c in 0..n {
-            pass2::<T, H, M, S>(job, scratch, (s, s0), c, slots);
+            pass2::<T, H, M, S>(job, scratch, (s, s0, at), c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
             let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
             for (x, &m) in outputs.iter().enumerate() {
                 if m.is_power_of_two() {
-                    slots.single::<M>((s * ow + x) * LANES, m.trailing_zeros() as u16);
+                    slots.single::<M>(at + x * LANES, m.trailing_zeros() as u16);
                 }
             }
         }
@@ -447,7 +452,6 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
             let rows = LANES.min(bh - s * LANES);
             let decisions = &mut scratch.decisions;
             decisions.resize(ow * LANES, 0);
-            let at = s * ow * LANES;
             slots.decide_run::<S>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
@@ -535,16 +539,16 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize), bh: usi
 
 /// Pass 2 of class `c` in strip `s` (of the piece from strip `s0` that the
 /// planes hold): along the rows over the class's runs of outputs, each
-/// score folded into the strip's ranking slots at once.
+/// score folded into the strip's ranking slots (from slot `at` on) at once.
 #[inline(always)]
 fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
     job: &Job,
     scratch: &Scratch,
-    (s, s0): (usize, usize),
+    (s, s0, slot0): (usize, usize, usize),
     c: usize,
     slots: &mut SlotsMut,
 ) {
-    let (r, ow) = (job.tab.r, job.ow);
+    let r = job.tab.r;
     let at = scratch.at[c];
     let runs = &scratch.runs[s * job.tile.n_classes + c];
     if runs.is_empty() {
@@ -569,7 +573,7 @@ fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
                 #[inline(always)]
                 |i, o| {
                     let scores = S::splat(weight).mul(o);
-                    let at = (s * ow + a + i) * LANES + h;
+                    let at = slot0 + (a + i) * LANES + h;
                     if M {
                         slots.update(at, c as u16, scores, job.tau);
                     } else {

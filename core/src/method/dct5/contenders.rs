@@ -212,8 +212,8 @@ impl ContenderKernel {
     }
 
     /// The least items of a parallel loop over `tile` per thread: none
-    /// apart where the engine runs the tile alone (past
-    /// [`ON_POOL_MAX_TILE`] a side), else all on this thread. The other
+    /// apart past [`ON_POOL_MAX_TILE`] a side (where the engine runs the
+    /// tile alone, or on few threads among few), else all on this thread. The other
     /// threads hold tiles of their own there, and a thread waiting for
     /// its part of the bounds took up another tile meanwhile: on 16
     /// threads dct5 `--exact` at σ = 20–85 ran 6–38 % slower than without
