@@ -29,6 +29,8 @@ use crate::method::policy::{self, Policies, Settle};
 use crate::method::{ClassSmoother, ClassTile, PendingTile, SmoothParams};
 use crate::pipeline::{self, RunTotals};
 use crate::progress::Progress;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
 
@@ -113,6 +115,17 @@ enum Read<'m> {
 enum Flight<'m> {
     Method(InFlight<'m>),
     Pooled(Pooled),
+}
+
+impl Flight<'_> {
+    /// Whether the tile's pool job is over (waiting for it costs nothing);
+    /// a method's tiles are waited for in order.
+    fn done(&self) -> bool {
+        match self {
+            Flight::Method(_) => false,
+            Flight::Pooled(pooled) => pooled.over.load(Ordering::Acquire),
+        }
+    }
 }
 
 /// A tile submitted to the method and not yet waited for.
@@ -239,6 +252,8 @@ pub fn smooth_weighted(
     // Buffers go back to the stage that fills them, so that tiles after
     // the first few allocate nothing.
     let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
+    // Each pool job, when over, wakes the engine waiting for any of them.
+    let (job_over, jobs_over) = crossbeam_channel::unbounded::<()>();
     let (out_back, out_free) = crossbeam_channel::unbounded::<Vec<u16>>();
     let mut reader = Reader {
         source,
@@ -258,6 +273,7 @@ pub fn smooth_weighted(
         fill,
         tie,
         raw_back: &raw_back,
+        job_over: &job_over,
         reused: Vec::new(),
         time: Duration::ZERO,
     };
@@ -279,13 +295,17 @@ pub fn smooth_weighted(
         time: Duration::ZERO,
     };
     let depth = paths.depth(method, resident.is_some());
+    let running = pipeline::Running {
+        done: |flight: &Flight| flight.done(),
+        wait_any: || paths.on_pool && jobs_over.recv().is_ok(),
+    };
     rayon::in_place_scope(|scope| {
-        pipeline::run_deferred(
+        pipeline::run_running(
             grid.tiles(),
             |tile| reader.read(tile),
             |tile, read| submitter.submit(scope, tile, read),
             |tile, flight| finisher.finish(tile, flight),
-            depth,
+            (depth, running),
             |tile, codes| writer.write(tile, codes, progress),
         )
     })?;
@@ -565,6 +585,8 @@ struct TileWork<'s> {
     tie: u16,
     /// Where source buffers go back to the reader.
     raw_back: &'s crossbeam_channel::Sender<Vec<u16>>,
+    /// Wakes the engine when the job is over.
+    job_over: &'s crossbeam_channel::Sender<()>,
 }
 
 /// A tile's output codes from a pool job, with what it found and spent.
@@ -575,12 +597,30 @@ struct PooledTile {
     map_back: Duration,
 }
 
-/// A tile handed to a pool job, not yet waited for.
-struct Pooled(crossbeam_channel::Receiver<Result<PooledTile>>);
+/// A tile handed to a pool job, not yet waited for, and whether the job
+/// is over.
+struct Pooled {
+    result: crossbeam_channel::Receiver<Result<PooledTile>>,
+    over: Arc<AtomicBool>,
+}
+
+/// Marks a pool job over when dropped, its result sent or not (a panic
+/// too), and wakes the engine if it waits for any job.
+struct JobOver {
+    over: Arc<AtomicBool>,
+    wake: crossbeam_channel::Sender<()>,
+}
+
+impl Drop for JobOver {
+    fn drop(&mut self) {
+        self.over.store(true, Ordering::Release);
+        let _ = self.wake.send(());
+    }
+}
 
 impl Pooled {
     fn wait(self) -> Result<PooledTile> {
-        self.0
+        self.result
             .recv()
             .map_err(|_| Error::internal("a tile's job on the pool stopped without a result"))?
     }
@@ -596,11 +636,18 @@ impl<'s> TileWork<'s> {
     /// threads they took 8.7 of a run's 8.8 s (issue 39).
     fn spawn(self, scope: &rayon::Scope<'s>, tile: tiles::Tile, raw: Vec<u16>) -> Pooled {
         let (done, result) = crossbeam_channel::bounded(1);
+        let over = Arc::new(AtomicBool::new(false));
+        let job_over = JobOver {
+            over: over.clone(),
+            wake: self.job_over.clone(),
+        };
         scope.spawn(move |_| {
+            // Dropped last, after the result is sent.
+            let _job_over = job_over;
             // The receiver is gone only when the run already failed.
             let _ = done.send(self.run(&tile, raw));
         });
-        Pooled(result)
+        Pooled { result, over }
     }
 
     fn run(&self, tile: &tiles::Tile, raw: Vec<u16>) -> Result<PooledTile> {

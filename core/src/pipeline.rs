@@ -78,11 +78,11 @@ where
 /// `depth + 1` tiles are submitted and not yet finished.
 pub fn run_deferred<I, P, O, R, S, F, W>(
     tiles: impl Iterator<Item = Tile> + Send,
-    mut read: R,
-    mut submit: S,
-    mut finish: F,
+    read: R,
+    submit: S,
+    finish: F,
     depth: usize,
-    mut write: W,
+    write: W,
 ) -> Result<()>
 where
     I: Send,
@@ -92,6 +92,48 @@ where
     F: FnMut(Tile, P) -> Result<O>,
     W: FnMut(Tile, O) -> Result<()> + Send,
 {
+    let running = Running {
+        done: |_: &P| false,
+        wait_any: || false,
+    };
+    run_running(tiles, read, submit, finish, (depth, running), write)
+}
+
+/// What [`run_running`] knows of the tiles it submitted: `done` tells a
+/// tile whose result is there already (finishing it will not wait);
+/// `wait_any` waits until one more submitted tile is done, or returns
+/// false at once where it cannot (then the oldest tile is waited for).
+pub struct Running<D, A> {
+    pub done: D,
+    pub wait_any: A,
+}
+
+/// [`run_deferred`] where tiles run elsewhere (jobs on a pool) and may
+/// finish out of order: up to `depth + 1` tiles are running (submitted and
+/// not done), and tiles done but not yet finished, waiting their turn to be
+/// written in order, do not count, up to `4 × (depth + 1)` in all. Held to
+/// `depth + 1` submitted tiles, a slow tile held back every tile after it:
+/// on 16 threads, half the threads idled through the second half of a run
+/// of wide-kernel tiles while the oldest finished (decision 0030).
+pub fn run_running<I, P, O, R, S, F, W, D, A>(
+    tiles: impl Iterator<Item = Tile> + Send,
+    mut read: R,
+    mut submit: S,
+    mut finish: F,
+    (depth, mut running): (usize, Running<D, A>),
+    mut write: W,
+) -> Result<()>
+where
+    I: Send,
+    O: Send,
+    R: FnMut(Tile) -> Result<I> + Send,
+    S: FnMut(Tile, I) -> Result<P>,
+    F: FnMut(Tile, P) -> Result<O>,
+    W: FnMut(Tile, O) -> Result<()> + Send,
+    D: Fn(&P) -> bool,
+    A: FnMut() -> bool,
+{
+    let cap = 4 * (depth + 1);
     let (read_tx, read_rx) = bounded::<Result<(Tile, I)>>(PIPELINE_DEPTH);
     let (write_tx, write_rx) = bounded::<(Tile, O)>(PIPELINE_DEPTH);
     std::thread::scope(|scope| -> Result<()> {
@@ -124,8 +166,24 @@ where
             for item in read_rx.iter() {
                 let (tile, input) = item?;
                 in_flight.push_back((tile, submit(tile, input)?));
-                if in_flight.len() > depth && !finish_oldest(&mut in_flight)? {
-                    return Ok(());
+                loop {
+                    // The front tile done (or too many held): written now,
+                    // in order. Then room for another running tile, or wait
+                    // for any to be done (the oldest, where that cannot be).
+                    let front_done = in_flight.front().is_some_and(|(_, p)| (running.done)(p));
+                    if front_done || in_flight.len() > cap {
+                        if !finish_oldest(&mut in_flight)? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    let busy = in_flight.iter().filter(|(_, p)| !(running.done)(p)).count();
+                    if busy <= depth {
+                        break;
+                    }
+                    if !(running.wait_any)() && !finish_oldest(&mut in_flight)? {
+                        return Ok(());
+                    }
                 }
             }
             while !in_flight.is_empty() {
@@ -152,6 +210,51 @@ where
 mod tests {
     use super::*;
     use tiles::{Border, TileGrid};
+
+    /// Tiles done out of order do not count against the depth: behind a
+    /// first tile that runs on (done only when waited for), the others,
+    /// each done at once, are submitted until `4 × (depth + 1)` are held,
+    /// against `depth + 1` without knowing they are done; each way every
+    /// tile is written, in order.
+    #[test]
+    fn a_slow_tile_holds_back_the_others_only_past_the_cap() {
+        let grid = TileGrid::new(48, 4, 0, Border::Same, 4).unwrap();
+        for knows_done in [true, false] {
+            let submitted = std::cell::Cell::new(0);
+            let at_first_finish = std::cell::Cell::new(None);
+            let mut seen = Vec::new();
+            let running = Running {
+                done: |&(_, done): &(usize, bool)| knows_done && done,
+                wait_any: || false,
+            };
+            run_running(
+                grid.tiles(),
+                |t| Ok(t.index),
+                |_, i| {
+                    submitted.set(submitted.get() + 1);
+                    Ok((i, i != 0))
+                },
+                |_, (i, _)| {
+                    at_first_finish.set(at_first_finish.get().or(Some(submitted.get())));
+                    Ok(i)
+                },
+                (1, running),
+                |t, i| {
+                    assert_eq!(t.index, i);
+                    seen.push(i);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, (0..grid.len()).collect::<Vec<_>>());
+            let want = if knows_done { 4 * 2 + 1 } else { 2 };
+            assert_eq!(
+                at_first_finish.get(),
+                Some(want),
+                "knows done: {knows_done}"
+            );
+        }
+    }
 
     #[test]
     fn every_tile_passes_in_order() {

@@ -207,6 +207,8 @@ pub(super) struct Submitter<'a> {
     pub(super) fill: u16,
     pub(super) tie: u16,
     pub(super) raw_back: &'a crossbeam_channel::Sender<Vec<u16>>,
+    /// What each pool job sends when it is over.
+    pub(super) job_over: &'a crossbeam_channel::Sender<()>,
     /// A tile submitted at once can reuse one buffer.
     pub(super) reused: Vec<u16>,
     /// Time spent padding and compacting.
@@ -244,6 +246,7 @@ impl<'a> Submitter<'a> {
                 fill: self.fill,
                 tie: self.tie,
                 raw_back: self.raw_back,
+                job_over: self.job_over,
             };
             return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
         }
