@@ -12,7 +12,8 @@
 //! `ON_POOL_MAX_TILE` a side, or larger where few are in flight) started
 //! as a job on the rayon pool instead,
 //! so the threads that finish a tile's last bands move on to the next tile
-//! rather than wait.
+//! rather than wait; a tile done waits its turn to be written without
+//! holding back the next ones ([`pipeline::run_deferred`]).
 //! A raster in memory is staged from in place by the reader thread, and
 //! where the output lies in memory too, tile order no longer matters:
 //! bands of tile rows then run end to end on several threads ([`ResidentBands`]).
@@ -289,18 +290,11 @@ pub fn smooth_weighted(
         pooled_prepare: Duration::ZERO,
         map_time: Duration::ZERO,
     };
-    let mut writer = Writer {
-        sink,
-        out_back,
-        time: Duration::ZERO,
-    };
+    let mut writer = Writer::new(sink, out_back);
     let depth = paths.depth(method, resident.is_some());
-    let running = pipeline::Running {
-        done: |flight: &Flight| flight.done(),
-        wait_any: || paths.on_pool && jobs_over.recv().is_ok(),
-    };
+    let running = paths.running(&jobs_over);
     rayon::in_place_scope(|scope| {
-        pipeline::run_running(
+        pipeline::run_deferred(
             grid.tiles(),
             |tile| reader.read(tile),
             |tile, read| submitter.submit(scope, tile, read),

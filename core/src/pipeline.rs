@@ -7,7 +7,9 @@
 //! The compute stage may itself keep tiles in flight ([`run_deferred`]): it
 //! submits a tile (e.g. enqueues it on a device) and finishes it up to
 //! `depth` tiles later, so a device uploads tile i+1 and downloads tile i−1
-//! while tile i runs.
+//! while tile i runs. Tiles that run elsewhere and may be done out of
+//! order (jobs on a pool) count against the depth only
+//! while they run: a tile done waits its turn to be written.
 //!
 //! The pipeline knows nothing of pixels: the stages are closures. The
 //! first error of any stage stops the run and is returned; later tiles are
@@ -69,37 +71,17 @@ where
     C: FnMut(Tile, I) -> Result<O>,
     W: FnMut(Tile, O) -> Result<()> + Send,
 {
-    run_deferred(tiles, read, compute, |_, out| Ok(out), 0, write)
+    run_deferred(
+        tiles,
+        read,
+        compute,
+        |_, out| Ok(out),
+        (0, in_order()),
+        write,
+    )
 }
 
-/// [`run`] with the compute stage split in two on the calling thread:
-/// `submit` starts a tile and `finish` completes it, up to `depth` tiles
-/// later (in order; the rest once the input is exhausted), so that up to
-/// `depth + 1` tiles are submitted and not yet finished.
-pub fn run_deferred<I, P, O, R, S, F, W>(
-    tiles: impl Iterator<Item = Tile> + Send,
-    read: R,
-    submit: S,
-    finish: F,
-    depth: usize,
-    write: W,
-) -> Result<()>
-where
-    I: Send,
-    O: Send,
-    R: FnMut(Tile) -> Result<I> + Send,
-    S: FnMut(Tile, I) -> Result<P>,
-    F: FnMut(Tile, P) -> Result<O>,
-    W: FnMut(Tile, O) -> Result<()> + Send,
-{
-    let running = Running {
-        done: |_: &P| false,
-        wait_any: || false,
-    };
-    run_running(tiles, read, submit, finish, (depth, running), write)
-}
-
-/// What [`run_running`] knows of the tiles it submitted: `done` tells a
+/// What [`run_deferred`] knows of the tiles it submitted: `done` tells a
 /// tile whose result is there already (finishing it will not wait);
 /// `wait_any` waits until one more submitted tile is done, or returns
 /// false at once where it cannot (then the oldest tile is waited for).
@@ -108,14 +90,30 @@ pub struct Running<D, A> {
     pub wait_any: A,
 }
 
-/// [`run_deferred`] where tiles run elsewhere (jobs on a pool) and may
-/// finish out of order: up to `depth + 1` tiles are running (submitted and
-/// not done), and tiles done but not yet finished, waiting their turn to be
-/// written in order, do not count, up to `4 × (depth + 1)` in all. Held to
-/// `depth + 1` submitted tiles, a slow tile held back every tile after it:
-/// on 16 threads, half the threads idled through the second half of a run
-/// of wide-kernel tiles while the oldest finished (decision 0030).
-pub fn run_running<I, P, O, R, S, F, W, D, A>(
+/// [`Running`] for tiles finished in order, each waited for.
+pub type InOrder<P> = Running<fn(&P) -> bool, fn() -> bool>;
+
+/// Tiles finished in order, each waited for (a method's own tiles, on a
+/// device or not).
+pub fn in_order<P>() -> InOrder<P> {
+    Running {
+        done: |_| false,
+        wait_any: || false,
+    }
+}
+
+/// [`run`] with the compute stage split in two on the calling thread:
+/// `submit` starts a tile and `finish` completes it, in order, so that up
+/// to `depth + 1` tiles are running (submitted and not done) while later
+/// ones are read. With [`in_order`] every tile counts until it is
+/// finished, up to `depth` tiles later. Tiles that run elsewhere (jobs on
+/// a pool) and may be done out of order are finished as soon as they and
+/// those before them are done, and a tile done does not count while it
+/// waits its turn, up to `4 × (depth + 1)` held in all: held to
+/// `depth + 1` submitted tiles, a slow tile held back every tile after
+/// it, and on 16 threads half the threads idled through the second half
+/// of a run of wide-kernel tiles (decision 0030).
+pub fn run_deferred<I, P, O, R, S, F, W, D, A>(
     tiles: impl Iterator<Item = Tile> + Send,
     mut read: R,
     mut submit: S,
@@ -227,7 +225,7 @@ mod tests {
                 done: |&(_, done): &(usize, bool)| knows_done && done,
                 wait_any: || false,
             };
-            run_running(
+            run_deferred(
                 grid.tiles(),
                 |t| Ok(t.index),
                 |_, i| {
@@ -297,7 +295,7 @@ mod tests {
                     in_flight.set(in_flight.get() - 1);
                     Ok(p + 1)
                 },
-                depth,
+                (depth, in_order()),
                 |t, v| {
                     assert_eq!(v, t.index * 3 + 1);
                     seen.push(t.index);

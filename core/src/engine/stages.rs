@@ -52,7 +52,20 @@ pub(super) struct Writer<'o> {
     pub(super) time: Duration,
 }
 
-impl Writer<'_> {
+impl<'o> Writer<'o> {
+    /// Writes into `sink` (none: the output lies in memory, written in
+    /// place), sending each tile's buffer back through `out_back`.
+    pub(super) fn new(
+        sink: Option<&'o mut dyn ClassSink>,
+        out_back: crossbeam_channel::Sender<Vec<u16>>,
+    ) -> Self {
+        Writer {
+            sink,
+            out_back,
+            time: Duration::ZERO,
+        }
+    }
+
     pub(super) fn write(
         &mut self,
         tile: tiles::Tile,
@@ -82,6 +95,19 @@ pub(super) struct Paths {
 }
 
 impl Paths {
+    /// What the pipeline knows of the tiles in flight: a pool job's tile
+    /// is done once its job is over, and the engine may wait for any job
+    /// (`jobs_over` hears each end); a method's tiles go in order.
+    pub(super) fn running<'r>(
+        self,
+        jobs_over: &'r crossbeam_channel::Receiver<()>,
+    ) -> pipeline::Running<impl Fn(&Flight) -> bool, impl FnMut() -> bool + 'r> {
+        pipeline::Running {
+            done: |flight: &Flight| flight.done(),
+            wait_any: move || self.on_pool && jobs_over.recv().is_ok(),
+        }
+    }
+
     /// How many tiles the method keeps in flight beyond the pipeline's.
     /// Tiles the reader submitted (`resident`) wait in its channel already.
     pub(super) fn depth(&self, method: &dyn ClassSmoother, resident: bool) -> usize {

@@ -210,7 +210,7 @@ pub fn filter(
             stats.tile(tile.output.area());
             Ok(out)
         },
-        runner.depth(),
+        (runner.depth(), pipeline::in_order()),
         |tile, out| {
             sink.write(tile.output, &out)?;
             progress.inc(1);
