@@ -549,8 +549,8 @@ impl RunTally {
 /// engine waits for: a tile's bands feed only a few threads (a method cuts
 /// a tile no thinner than its bands stay efficient), so 64 threads need
 /// about 32 tiles in flight where 16 need 8. Memory grows with it by a
-/// few tiles of at most `ON_POOL_MAX_TILE`² (a dct5 ranking of 512² holds
-/// 9 MB).
+/// few tiles of at most `ON_POOL_MAX_TILE`², or `ON_POOL_MAX_PIXELS` in
+/// all ([`pools_tiles`]; a dct5 ranking of 512² holds 9 MB).
 fn pool_depth(method_depth: usize, threads: usize) -> usize {
     method_depth.max(threads.div_ceil(2))
 }

@@ -366,13 +366,16 @@ fn gaussian(sigma: f64, size: Option<usize>) -> Result<Kernel> {
             octant[x * (r + 1) + y] = w;
         }
     }
-    let mut weights: Vec<f64> = (0..size)
-        .into_par_iter()
-        .flat_map_iter(|y| {
+    let mut weights = vec![0.0; size * size];
+    weights
+        .par_chunks_mut(size)
+        .enumerate()
+        .for_each(|(y, out)| {
             let row = &octant[y.abs_diff(r) * (r + 1)..][..r + 1];
-            (0..size).map(move |x| row[x.abs_diff(r)])
-        })
-        .collect();
+            out.iter_mut()
+                .enumerate()
+                .for_each(|(x, w)| *w = row[x.abs_diff(r)]);
+        });
     let sum: f64 = weights.iter().sum();
     weights.iter_mut().for_each(|w| *w /= sum);
     let mut k = Kernel::new(size, weights)?;

@@ -227,13 +227,13 @@ impl SeparablePlan {
             .iter()
             .map(|t| (t.column.effective(), t.row.effective()))
             .collect();
-        (0..n)
-            .into_par_iter()
-            .flat_map_iter(|dy| {
-                let terms = &terms;
-                (0..n).map(move |dx| terms.iter().fold(0.0, |k, (c, r)| k + c[dy] * r[dx]))
-            })
-            .collect()
+        let mut k = vec![0.0; n * n];
+        k.par_chunks_mut(n).enumerate().for_each(|(dy, row)| {
+            for (dx, k) in row.iter_mut().enumerate() {
+                *k = terms.iter().fold(0.0, |k, (c, r)| k + c[dy] * r[dx]);
+            }
+        });
+        k
     }
 
     /// Error bounds against the exact method's quantised `kernel`, for unit roundoff `u`.
