@@ -138,6 +138,10 @@ impl<F: Certifiable + std::fmt::Debug> ClassSmoother for Certified<F> {
         Some(self.counts())
     }
 
+    fn kept_share(&self, tile: &ClassTile, params: &SmoothParams) -> Option<f64> {
+        self.fast.kept_share(tile, params)
+    }
+
     fn summary(&self) -> Option<String> {
         let (r, p) = self.counts();
         Some(format!(

@@ -137,6 +137,10 @@ pub struct TileExtent {
     /// How the tile's windows break into runs, where measured (the host's
     /// naive method walks runs, so its cost follows them, not the taps).
     pub runs: Option<WindowRuns>,
+    /// The mean share of the tile's classes a method that scores only an
+    /// output's contenders keeps there, where measured
+    /// ([`ClassSmoother::kept_share`]).
+    pub contenders: Option<f64>,
 }
 
 /// How a tile's kernel windows break into runs of equal pixels.
@@ -156,6 +160,7 @@ impl TileExtent {
             height: side,
             classes,
             runs: None,
+            contenders: None,
         }
     }
 

@@ -197,6 +197,14 @@ pub trait ClassSmoother: Send + Sync {
         None
     }
 
+    /// Where the method scores only the classes that may be among an
+    /// output's best two (dct5's contenders on the host): the mean share
+    /// of `tile`'s classes it would keep, which `auto` costs its passes
+    /// by. `None` where it scores every class.
+    fn kept_share(&self, _tile: &ClassTile, _params: &SmoothParams) -> Option<f64> {
+        None
+    }
+
     /// Starts smoothing `tile` and returns a handle to wait on. Device methods
     /// enqueue upload, kernel and download and return at once, so the engine
     /// can submit the next tile (its upload overlaps this tile's kernel)

@@ -210,13 +210,15 @@ impl Auto {
     fn choose_measured(&self, tile: &ClassTile, params: &SmoothParams) -> Result<usize> {
         let started = std::time::Instant::now();
         let follows_runs = self.candidates.iter().any(|c| c.shape.follows_runs());
-        let extent = TileExtent {
+        let middle = middle_rows(tile);
+        let mut extent = TileExtent {
             width: tile.output_width(),
             height: tile.output_height(),
             classes: tile.n_classes,
             // Weighted votes are scored tap by tap, runs or not.
             runs: (follows_runs && params.confidence.is_none())
-                .then(|| window_runs(&middle_rows(tile), params.kernel.size())),
+                .then(|| window_runs(&middle, params.kernel.size())),
+            contenders: None,
         };
         let counted = std::time::Instant::now();
         let unsure = |c: &Candidate| {
@@ -237,9 +239,31 @@ impl Auto {
                 _ => None,
             })
             .collect();
-        let runs_ms = counted.duration_since(started).as_secs_f64() * 1e3;
-        let sample_ms = counted.elapsed().as_secs_f64() * 1e3;
-        log::debug!("auto: runs counted in {runs_ms:.2} ms, near-ties sampled in {sample_ms:.2} ms");
+        let sampled_at = std::time::Instant::now();
+        // The contenders cost about 3 % of dct5's own time on the middle
+        // rows at σ = 150: counted only where the choice turns on them.
+        let keeping = |share| TileExtent {
+            contenders: Some(share),
+            ..extent
+        };
+        if self.choose_with(&keeping(0.0), &sampled) != self.choose_with(&keeping(1.0), &sampled) {
+            extent.contenders = self
+                .candidates
+                .iter()
+                .find_map(|c| c.smoother.kept_share(&middle, params));
+        }
+        let ms = |from: std::time::Instant, to: std::time::Instant| {
+            to.duration_since(from).as_secs_f64() * 1e3
+        };
+        log::debug!(
+            "auto: runs counted in {:.2} ms, near-ties sampled in {:.2} ms, contenders {} in {:.2} ms",
+            ms(started, counted),
+            ms(counted, sampled_at),
+            extent
+                .contenders
+                .map_or("not counted".into(), |s| format!("keeping {s:.3} of {} classes", extent.classes)),
+            ms(sampled_at, std::time::Instant::now()),
+        );
         Ok(self.choose_with(&extent, &sampled))
     }
 
@@ -311,8 +335,8 @@ impl Auto {
 }
 
 /// The tile's middle band of output rows, a quarter of them (at least
-/// [`RUNS_ROWS`]), with their halo: where the runs the model reads are
-/// counted. A whole tile's count cost a quarter of dct5's own time on a
+/// [`RUNS_ROWS`]), with their halo: where the runs and contenders the
+/// model reads are counted. A whole tile's count cost a quarter of dct5's own time on a
 /// 2-class 512² tile at σ = 5 (2 cores), and the model needs their means.
 fn middle_rows<'t>(tile: &ClassTile<'t>) -> ClassTile<'t> {
     let oh = tile.output_height();
@@ -411,7 +435,7 @@ mod tests {
     use crate::method::naive::NaiveHost;
     use crate::method::naive::NaiveCost;
     use crate::method::separable::svd::SvdCost;
-    use crate::method::separable::{Dct5Cost, Dct5Passes};
+    use crate::method::separable::{Dct5Cost, Dct5Passes, NOMINAL_KEPT};
 
     fn candidate(shape: impl CostShape + 'static) -> Candidate {
         Candidate {
@@ -467,11 +491,15 @@ mod tests {
     /// segment), the host's its seeded segments and the size of its
     /// band's plane per class: at 2048², 4 classes, N = 385 a GPU shortens
     /// the segments to 64 and 32 outputs, a 2-core CPU device keeps 1568,
-    /// the host's planes hold 770 + 384 rows of 2432 columns.
+    /// the host's planes hold 770 + 384 rows of 2432 columns (every class
+    /// contending).
     #[test]
     fn dct5_estimates_follow_each_devices_segments() {
         assert_eq!(default_segment(192), 1540);
-        let tile = TileExtent::square(2048, 4);
+        let tile = TileExtent {
+            contenders: Some(1.0),
+            ..TileExtent::square(2048, 4)
+        };
         let halo = (2048.0 + 384.0) / 2048.0;
         let ops = 9.0 * 3.0 + 2.0;
         let steps =
@@ -532,6 +560,108 @@ mod tests {
         assert_eq!(host.cost(&land, &costs), host.cost(&unmeasured, &costs));
         let device = dct5(GPU);
         assert_eq!(device.cost(&sea, &costs), device.cost(&land, &costs));
+    }
+
+    /// dct5's host passes run only for the classes its contenders keep:
+    /// the cost of the passes follows the measured share, a nominal one
+    /// where the kernel prunes and nothing is measured, and all classes for
+    /// narrow kernels, two classes, or on a device (which runs every pass).
+    #[test]
+    fn dct5_on_the_host_scores_only_the_contenders() {
+        let dct5 = |size, passes| Dct5Cost {
+            size,
+            terms: 4,
+            harmonic: false,
+            passes,
+        };
+        let costs = DeviceCosts::HOST_WIDE;
+        let keeping = |classes, share| TileExtent {
+            contenders: share,
+            ..TileExtent::square(2048, classes)
+        };
+        let wide = dct5(901, Dct5Passes::Host { segment: 3604 });
+        let passes = |tile: &TileExtent| wide.cost(tile, &costs) - costs.separable_setup;
+        let all = passes(&keeping(17, Some(1.0)));
+        assert!((passes(&keeping(17, Some(0.2))) - 0.2 * all).abs() < 1e-9 * all);
+        assert!((passes(&keeping(17, None)) - NOMINAL_KEPT * all).abs() < 1e-9 * all);
+        assert!(wide.explain(&keeping(17, Some(0.2))).contains("(20 % of them contend)"));
+        assert!(wide.explain(&keeping(17, None)).contains("about 30 %"));
+        // Two classes always contend; a narrow kernel is never pruned; a
+        // device runs every class's passes.
+        assert_eq!(passes(&keeping(2, None)), passes(&keeping(2, Some(1.0))));
+        let narrow = dct5(31, Dct5Passes::Host { segment: 64 });
+        assert_eq!(narrow.cost(&keeping(17, None), &costs), narrow.cost(&keeping(17, Some(1.0)), &costs));
+        let device = dct5(901, GPU);
+        assert_eq!(device.cost(&keeping(17, Some(0.2)), &costs), device.cost(&keeping(17, None), &costs));
+    }
+
+    /// A stand-in whose contenders keep `share` of the classes, counting
+    /// how often it is asked and how many tiles it smooths.
+    #[derive(Default)]
+    struct Keeps {
+        asked: AtomicU64,
+        smoothed: AtomicU64,
+    }
+    struct KeepsTenth(std::sync::Arc<Keeps>);
+    impl ClassSmoother for KeepsTenth {
+        fn name(&self) -> String {
+            "keeps a tenth".into()
+        }
+        fn is_exact(&self) -> bool {
+            true
+        }
+        fn smooth(&self, _: &ClassTile, _: &SmoothParams, out: &mut [u16]) -> Result<()> {
+            self.0.smoothed.fetch_add(1, Ordering::Relaxed);
+            out.fill(0);
+            Ok(())
+        }
+        fn kept_share(&self, _: &ClassTile, _: &SmoothParams) -> Option<f64> {
+            self.0.asked.fetch_add(1, Ordering::Relaxed);
+            Some(0.1)
+        }
+    }
+
+    /// `auto` counts a tile's contenders only where the choice turns on
+    /// them (they cost about 3 % of dct5's own time at σ = 150): against a
+    /// rival dearer than dct5 scoring every class it does not ask; against
+    /// one between dct5 scoring none and all it asks, and runs whichever a
+    /// tenth then makes cheaper.
+    #[test]
+    fn contenders_are_counted_only_where_the_choice_turns_on_them() {
+        let shape = Dct5Cost {
+            size: 901,
+            terms: 4,
+            harmonic: false,
+            passes: Dct5Passes::Host { segment: 3604 },
+        };
+        let tile = TileExtent {
+            contenders: Some(1.0),
+            ..TileExtent::square(600, 3)
+        };
+        let all = shape.cost(&tile, &DeviceCosts::HOST_FEW);
+        for (rival, asked, dct5_runs) in [(2.0, 0, true), (0.5, 1, true), (0.05, 1, false)] {
+            let keeps = std::sync::Arc::new(Keeps::default());
+            let dct5 = Candidate {
+                smoother: Box::new(KeepsTenth(keeps.clone())),
+                shape: Box::new(Dct5Cost { ..shape }),
+                bounds: None,
+                certified: false,
+            };
+            let kernel = KernelSpec::Gaussian {
+                sigma: 2.0,
+                size: None,
+            }
+            .build()
+            .unwrap();
+            let auto = Auto::new(
+                vec![candidate(Costs(rival * all)), dct5],
+                DeviceCosts::HOST_FEW,
+                &kernel,
+            );
+            run_tile(&auto, 600, 6);
+            assert_eq!(keeps.asked.load(Ordering::Relaxed), asked, "rival {rival}");
+            assert_eq!(keeps.smoothed.load(Ordering::Relaxed) == 1, dct5_runs, "rival {rival}");
+        }
     }
 
     /// A certified stand-in that recomputes `share` of what it smooths and

@@ -47,7 +47,7 @@
 //! terms take the generic path.
 
 use super::Dct5;
-use super::contenders::ContenderKernel;
+use super::contenders::{ContenderKernel, relative_weights};
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::{groups, pass1, place};
@@ -200,12 +200,8 @@ fn rank_tile_on(
     if ow == 0 || oh == 0 {
         return Vec::new();
     }
-    let wmax = params.max_class_weight();
     let q = params.kernel.quantised();
-    let weights: Vec<f64> = params.class_weights[..tile.n_classes]
-        .iter()
-        .map(|&w| w as f64 / wmax)
-        .collect();
+    let weights = relative_weights(params, tile.n_classes);
     let job = Job {
         tab: Tables::new(f),
         tile,

@@ -31,8 +31,8 @@
 use super::masks::MASK_CLASSES;
 use crate::io::ON_POOL_MAX_TILE;
 use crate::kernel::Kernel;
-use crate::method::ClassTile;
 use crate::method::ranking::LANES;
+use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
 /// Kernels narrower than this are not pruned: their windows hold few
@@ -54,6 +54,23 @@ const MAX_SEPARABLE_ERROR: f64 = 0.05;
 /// Absolute slack for the bounds' own float sums (a few thousand terms
 /// of at most 1 each in f64, far below this).
 const FLOAT_SLACK: f64 = 1e-9;
+
+/// Whether a kernel of side `size` may leave classes out of a tile of
+/// `classes` classes: from [`MIN_SIZE`], and 3 to 64 classes (two always
+/// contend; the masks tell 64 apart).
+pub fn may_prune(size: usize, classes: usize) -> bool {
+    size >= MIN_SIZE && (3..=MASK_CLASSES).contains(&classes)
+}
+
+/// The first `classes` class weights relative to the heaviest, as the
+/// scores and their bounds weigh votes.
+pub(crate) fn relative_weights(params: &SmoothParams, classes: usize) -> Vec<f64> {
+    let wmax = params.max_class_weight();
+    params.class_weights[..classes]
+        .iter()
+        .map(|&w| w as f64 / wmax)
+        .collect()
+}
 
 /// A kernel's envelope for [`ContenderKernel::masks`].
 #[derive(Clone, Debug)]
@@ -161,6 +178,14 @@ impl ContenderKernel {
         self.block
     }
 
+    /// The mean share of `tile`'s classes the masks keep per block (no tie
+    /// tolerance: a cost estimate for `auto`); `None` where no masks are
+    /// built ([`ContenderKernel::masks`]).
+    pub fn kept_share(&self, tile: &ClassTile, params: &SmoothParams, skip: usize) -> Option<f64> {
+        let weights = relative_weights(params, tile.n_classes);
+        Some(self.masks(tile, skip, &weights, 0.0)?.kept_share())
+    }
+
     /// Per block of `tile`'s outputs, the classes that may be among the
     /// best two scores there; `weights`: the classes' weights (relative to
     /// the heaviest, as the scores are); `tau`: the tie tolerance; `skip`:
@@ -175,7 +200,7 @@ impl ContenderKernel {
         tau: f64,
     ) -> Option<ContenderMasks> {
         let n = tile.n_classes;
-        if !(3..=MASK_CLASSES).contains(&n) {
+        if !may_prune(self.radius * 2 + 1, n) {
             return None;
         }
         let bounds = self.bounds(tile, skip, weights);
@@ -208,6 +233,7 @@ impl ContenderKernel {
             block: b,
             columns: ix,
             masks,
+            present: bounds.iter().fold(0, |m, (c, _, _)| m | 1u64 << c),
         })
     }
 
@@ -327,6 +353,8 @@ pub struct ContenderMasks {
     block: usize,
     columns: usize,
     masks: Vec<u64>,
+    /// The classes the tile holds (bit `c` for class `c`).
+    present: u64,
 }
 
 impl ContenderMasks {
@@ -337,6 +365,20 @@ impl ContenderMasks {
 
     pub fn block(&self) -> usize {
         self.block
+    }
+
+    /// The mean share of the tile's classes a block keeps.
+    fn kept_share(&self) -> f64 {
+        let held = self.present.count_ones() as usize * self.masks.len();
+        let kept: u64 = self
+            .masks
+            .iter()
+            .map(|m| (m & self.present).count_ones() as u64)
+            .sum();
+        match held {
+            0 => 1.0,
+            _ => kept as f64 / held as f64,
+        }
     }
 }
 
@@ -491,6 +533,16 @@ mod tests {
             }
         }
         assert!(pruned > ow * oh / 10, "only {pruned} classes left out");
+        // The share kept: of the classes present, per block, on average.
+        let rows = (0..oh).step_by(b).map(|y| masks.row(y));
+        let kept: usize = rows
+            .flatten()
+            .map(|m| (0..n).filter(|&c| m >> c & 1 == 1).count())
+            .sum();
+        let blocks = ow.div_ceil(b) * oh.div_ceil(b);
+        let share = kept as f64 / (n * blocks) as f64;
+        assert_eq!(masks.kept_share(), share);
+        assert!(share < 1.0, "{share}");
     }
 
     /// The band scorer with the masks gives the bits it gives without

@@ -29,7 +29,7 @@
 use super::certified::{Certifiable, Certified};
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::dct5::band::Target;
-use super::dct5::contenders::ContenderKernel;
+use super::dct5::contenders::{self, ContenderKernel};
 use super::dct5::{self, Dct5, rot as dct5_rot};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
@@ -323,6 +323,14 @@ impl SeparablePlan {
         margin.map_or_else(Vec::new, |m| ranking.uncertain(m, nodata, fill))
     }
 
+    /// The mean share of `tile`'s classes the band scorer's contenders
+    /// keep ([`ContenderKernel::kept_share`]); `None` where it does not prune.
+    pub fn kept_share(&self, tile: &ClassTile, params: &SmoothParams) -> Option<f64> {
+        self.band_filter(params)?;
+        let skip = tile.halo - self.size / 2;
+        self.contenders.as_ref()?.kept_share(tile, params, skip)
+    }
+
     /// The DCT-5 filter of a plan the band scorer runs (one term, the same
     /// filter both ways, at most [`MAX_TERMS`](super::dct5::band::MAX_TERMS)
     /// terms) and unweighted votes: its shortcuts (class boxes, runs, the
@@ -545,6 +553,10 @@ impl super::ClassSmoother for SeparableHost {
             .then(|| reach.next_multiple_of(crate::io::DEFAULT_TILE).min(most))
     }
 
+    fn kept_share(&self, tile: &ClassTile, params: &SmoothParams) -> Option<f64> {
+        self.plan.kept_share(tile, params)
+    }
+
     fn smooth(
         &self,
         tile: &ClassTile,
@@ -697,9 +709,12 @@ pub struct Dct5Cost {
 }
 
 /// The size of a host dct5 band's plane per class (MB) that doubles the
-/// model's cost of its passes: fitted so that σ = 150 on a 4096² map
-/// (dct5 `--exact` 2.3 s, fft 5.5 s on 2 cores) and σ = 300 (20 s
-/// against 8.3 s) both go the faster way.
+/// model's cost of its passes: fitted when σ = 150 on a 4096² map took
+/// dct5 `--exact` 2.3 s against fft's 5.5 s on 2 cores and σ = 300 20 s
+/// against 8.3 s, so that both went the faster way. Since the contenders
+/// (decision 0028) σ = 300 there takes dct5 `--exact` 4.2–5.7 s against
+/// fft's 9 s; the model finds it through the contenders' measured share
+/// ([`Dct5Cost::kept_share`], decision 0031).
 const PLANE_MB_DOUBLING: f64 = 25.0;
 
 /// How a dct5 candidate runs its two passes, which fixes its segment lengths.
@@ -723,7 +738,30 @@ pub enum Dct5Passes {
 /// choice of the 2-core grid moved (decision 0028).
 const SINGLE_CLASS_FLOOR: f64 = 0.3;
 
+/// The share of a tile's classes the host band scorer's contenders keep
+/// where the tile is not measured yet ([`Dct5Cost::kept_share`]): per
+/// block, 0.13–0.43 of 15–17 classes on the 2048² tiles of the 4096²
+/// MODIS map at σ = 150 and 300; about 1 on a 17-class simplex map of
+/// 64-pixel features, where fft is faster anyway.
+pub(crate) const NOMINAL_KEPT: f64 = 0.3;
+
 impl Dct5Cost {
+    /// The share of the tile's classes whose passes the host band scorer
+    /// runs: the measured share its contenders keep
+    /// ([`TileExtent::contenders`]), else [`NOMINAL_KEPT`] where it prunes
+    /// ([`contenders::may_prune`]), else all.
+    /// Without it, `auto` priced dct5 `--exact` at σ = 150 (MODIS, 2048²
+    /// tiles, 16 threads) over fft, which took 5.6× dct5's time.
+    fn kept_share(&self, tile: &TileExtent) -> f64 {
+        let prunes = matches!(self.passes, Dct5Passes::Host { .. })
+            && contenders::may_prune(self.size, tile.classes);
+        match (prunes, tile.contenders) {
+            (false, _) => 1.0,
+            (true, Some(share)) => share,
+            (true, None) => NOMINAL_KEPT,
+        }
+    }
+
     /// The share of its classes' passes the host band scorer runs on
     /// `tile`: an output whose windows hold one class is decided without
     /// scores, and a class costs nothing where no run of mixed outputs
@@ -786,15 +824,20 @@ impl Dct5Cost {
 
 impl CostShape for Dct5Cost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
-        let classes = tile.classes.max(1) as f64;
+        let classes = tile.classes.max(1) as f64 * self.kept_share(tile);
         let (steps, _) = self.steps(tile);
         classes * (steps * costs.stream + costs.rank) * self.scored_share(tile) + costs.separable_setup
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
         let (_, how) = self.steps(tile);
+        let kept = match (self.kept_share(tile), tile.contenders) {
+            (1.0, _) => String::new(),
+            (share, Some(_)) => format!(" ({:.0} % of them contend)", 100.0 * share),
+            (share, None) => format!(" (about {:.0} % of them contend)", 100.0 * share),
+        };
         format!(
-            "{} classes × 2 passes × {} terms, pass 1 over {} columns, {how}",
+            "{} classes{kept} × 2 passes × {} terms, pass 1 over {} columns, {how}",
             tile.classes,
             self.terms + 1,
             tile.width + self.size - 1
