@@ -738,27 +738,24 @@ pub enum Dct5Passes {
 /// choice of the 2-core grid moved (decision 0028).
 const SINGLE_CLASS_FLOOR: f64 = 0.3;
 
-/// The share of a tile's classes the host band scorer's contenders keep
-/// where the tile is not measured yet ([`Dct5Cost::kept_share`]): per
-/// block, 0.13–0.43 of 15–17 classes on the 2048² tiles of the 4096²
-/// MODIS map at σ = 150 and 300; about 1 on a 17-class simplex map of
-/// 64-pixel features, where fft is faster anyway.
-pub(crate) const NOMINAL_KEPT: f64 = 0.3;
-
 impl Dct5Cost {
     /// The share of the tile's classes whose passes the host band scorer
-    /// runs: the measured share its contenders keep
-    /// ([`TileExtent::contenders`]), else [`NOMINAL_KEPT`] where it prunes
-    /// ([`contenders::may_prune`]), else all.
-    /// Without it, `auto` priced dct5 `--exact` at σ = 150 (MODIS, 2048²
-    /// tiles, 16 threads) over fft, which took 5.6× dct5's time.
+    /// runs: the share its contenders keep where measured on the tile
+    /// ([`TileExtent::contenders`]; 0.13–0.59 of 15–17 classes on the
+    /// tiles of the 4096² MODIS map at σ = 150 and 300, 0.3 and 0.45–0.5 on
+    /// 17-class simplex maps of 512- and 64-pixel features), else all.
+    /// Without it, `auto --exact` at σ = 300 on the MODIS map ran fft
+    /// (9 s on 2 cores) where dct5 `--exact` took 5.2 s on the same tile.
+    /// The tile's size is fixed before any tile is measured, so a nominal
+    /// share there would choose it: at 0.3, σ = 300 on 16 threads took
+    /// dct5's 1024² tiles, and fft ran on them (a plane 8× their area)
+    /// at 1.4–2.5× its time on its own tile on simplex maps.
     fn kept_share(&self, tile: &TileExtent) -> f64 {
         let prunes = matches!(self.passes, Dct5Passes::Host { .. })
             && contenders::may_prune(self.size, tile.classes);
         match (prunes, tile.contenders) {
-            (false, _) => 1.0,
             (true, Some(share)) => share,
-            (true, None) => NOMINAL_KEPT,
+            _ => 1.0,
         }
     }
 
@@ -831,10 +828,9 @@ impl CostShape for Dct5Cost {
 
     fn explain(&self, tile: &TileExtent) -> String {
         let (_, how) = self.steps(tile);
-        let kept = match (self.kept_share(tile), tile.contenders) {
-            (1.0, _) => String::new(),
-            (share, Some(_)) => format!(" ({:.0} % of them contend)", 100.0 * share),
-            (share, None) => format!(" (about {:.0} % of them contend)", 100.0 * share),
+        let kept = match self.kept_share(tile) {
+            share if share < 1.0 => format!(" ({:.0} % of them contend)", 100.0 * share),
+            _ => String::new(),
         };
         format!(
             "{} classes{kept} × 2 passes × {} terms, pass 1 over {} columns, {how}",
