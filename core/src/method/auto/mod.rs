@@ -596,13 +596,14 @@ mod tests {
         assert_eq!(device.cost(&keeping(17, Some(0.2)), &costs), device.cost(&keeping(17, None), &costs));
     }
 
-    /// A stand-in whose contenders keep `share` of the classes, counting
-    /// how often it is asked and how many tiles it smooths.
+    /// How often a [`KeepsTenth`] was asked for its contenders, and how
+    /// many tiles it smoothed.
     #[derive(Default)]
     struct Keeps {
         asked: AtomicU64,
         smoothed: AtomicU64,
     }
+    /// A stand-in whose contenders keep a tenth of the classes.
     struct KeepsTenth(std::sync::Arc<Keeps>);
     impl ClassSmoother for KeepsTenth {
         fn name(&self) -> String {
