@@ -762,7 +762,7 @@ mod tests {
         // then the rest, one of them twice.
         let ow = tile.output_width();
         let mut pixels: Vec<(u32, u32)> = (0..want.len()).rev().step_by(3).collect::<Vec<_>>().into_iter()
-            .chain((0..want.len()).filter(|i| (want.len() - 1 - i) % 3 != 0))
+            .chain((0..want.len()).filter(|i| !(want.len() - 1 - i).is_multiple_of(3)))
             .chain([want.len() / 2])
             .map(|i| ((i % ow) as u32, (i / ow) as u32))
             .collect();
