@@ -343,9 +343,12 @@ impl Auto {
     /// from its margin), where every tile of the MODIS map then sampled
     /// about 0.03 % and ran dct5.
     fn turning_share(&self, tile: &TileExtent, chosen: usize) -> Option<String> {
+        if !self.samples_near_ties {
+            return None;
+        }
         let rival = self.cost(chosen, tile, None);
         let (i, none, all) = (0..self.candidates.len())
-            .filter(|&i| i != chosen && self.samples_near_ties)
+            .filter(|&i| i != chosen)
             .filter(|&i| {
                 let c = &self.candidates[i];
                 c.certified && c.bounds.is_some() && c.recompute() == Recompute::Unmeasured
@@ -593,35 +596,29 @@ mod tests {
     /// dct5's host passes run only for the classes its contenders keep:
     /// the cost of the passes follows the share measured on the tile, and
     /// counts every class where nothing is measured (the tile's size is
-    /// chosen so), for narrow kernels, two classes, or on a device (which
-    /// runs every pass).
+    /// chosen so) or on a device (which runs every pass).
     #[test]
     fn dct5_on_the_host_scores_only_the_contenders() {
-        let dct5 = |size, passes| Dct5Cost {
-            size,
+        let dct5 = |passes| Dct5Cost {
+            size: 901,
             terms: 4,
             harmonic: false,
             passes,
         };
         let costs = DeviceCosts::HOST_WIDE;
-        let keeping = |classes, share| TileExtent {
+        let keeping = |share| TileExtent {
             contenders: share,
-            ..TileExtent::square(2048, classes)
+            ..TileExtent::square(2048, 17)
         };
-        let wide = dct5(901, Dct5Passes::Host { segment: 3604 });
+        let wide = dct5(Dct5Passes::Host { segment: 3604 });
         let passes = |tile: &TileExtent| wide.cost(tile, &costs) - costs.separable_setup;
-        let all = passes(&keeping(17, Some(1.0)));
-        assert!((passes(&keeping(17, Some(0.2))) - 0.2 * all).abs() < 1e-9 * all);
-        assert_eq!(passes(&keeping(17, None)), all, "unmeasured: every class");
-        assert!(wide.explain(&keeping(17, Some(0.2))).contains("(20 % of them contend)"));
-        assert!(!wide.explain(&keeping(17, None)).contains("contend"));
-        // Two classes always contend; a narrow kernel is never pruned; a
-        // device runs every class's passes.
-        assert_eq!(passes(&keeping(2, None)), passes(&keeping(2, Some(1.0))));
-        let narrow = dct5(31, Dct5Passes::Host { segment: 64 });
-        assert_eq!(narrow.cost(&keeping(17, None), &costs), narrow.cost(&keeping(17, Some(1.0)), &costs));
-        let device = dct5(901, GPU);
-        assert_eq!(device.cost(&keeping(17, Some(0.2)), &costs), device.cost(&keeping(17, None), &costs));
+        let all = passes(&keeping(Some(1.0)));
+        assert!((passes(&keeping(Some(0.2))) - 0.2 * all).abs() < 1e-9 * all);
+        assert_eq!(passes(&keeping(None)), all, "unmeasured: every class");
+        assert!(wide.explain(&keeping(Some(0.2))).contains("(20 % of them contend)"));
+        assert!(!wide.explain(&keeping(None)).contains("contend"));
+        let device = dct5(GPU);
+        assert_eq!(device.cost(&keeping(Some(0.2)), &costs), device.cost(&keeping(None), &costs));
     }
 
     /// How often a [`KeepsTenth`] was asked for its contenders, and how

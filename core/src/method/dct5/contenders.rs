@@ -55,13 +55,6 @@ const MAX_SEPARABLE_ERROR: f64 = 0.05;
 /// of at most 1 each in f64, far below this).
 const FLOAT_SLACK: f64 = 1e-9;
 
-/// Whether a kernel of side `size` may leave classes out of a tile of
-/// `classes` classes: from [`MIN_SIZE`], and 3 to 64 classes (two always
-/// contend; the masks tell 64 apart).
-pub fn may_prune(size: usize, classes: usize) -> bool {
-    size >= MIN_SIZE && (3..=MASK_CLASSES).contains(&classes)
-}
-
 /// The first `classes` class weights relative to the heaviest, as the
 /// scores and their bounds weigh votes.
 pub(crate) fn relative_weights(params: &SmoothParams, classes: usize) -> Vec<f64> {
@@ -200,7 +193,7 @@ impl ContenderKernel {
         tau: f64,
     ) -> Option<ContenderMasks> {
         let n = tile.n_classes;
-        if !may_prune(self.radius * 2 + 1, n) {
+        if !(3..=MASK_CLASSES).contains(&n) {
             return None;
         }
         let bounds = self.bounds(tile, skip, weights);

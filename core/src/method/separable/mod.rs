@@ -29,7 +29,7 @@
 use super::certified::{Certifiable, Certified};
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
 use super::dct5::band::Target;
-use super::dct5::contenders::{self, ContenderKernel};
+use super::dct5::contenders::ContenderKernel;
 use super::dct5::{self, Dct5, rot as dct5_rot};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
@@ -749,13 +749,12 @@ impl Dct5Cost {
     /// The tile's size is fixed before any tile is measured, so a nominal
     /// share there would choose it: at 0.3, σ = 300 on 16 threads took
     /// dct5's 1024² tiles, and fft ran on them (a plane 8× their area)
-    /// at 1.4–2.5× its time on its own tile on simplex maps.
+    /// at 1.4–2.5× its time on its own tile on simplex maps. Only a host
+    /// scorer that prunes measures a share; a device runs every pass.
     fn kept_share(&self, tile: &TileExtent) -> f64 {
-        let prunes = matches!(self.passes, Dct5Passes::Host { .. })
-            && contenders::may_prune(self.size, tile.classes);
-        match (prunes, tile.contenders) {
-            (true, Some(share)) => share,
-            _ => 1.0,
+        match self.passes {
+            Dct5Passes::Host { .. } => tile.contenders.unwrap_or(1.0),
+            Dct5Passes::Device { .. } => 1.0,
         }
     }
 
