@@ -50,7 +50,7 @@ use super::Dct5;
 use super::contenders::{ContenderKernel, relative_weights};
 use super::job::{Isa, Job, Scratch};
 use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
-use super::pass1::{groups, pass1, place};
+use super::pass1::{box_columns, groups, pass1, place};
 use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
@@ -393,7 +393,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     scratch.runs.iter_mut().for_each(Vec::clear);
     scratch.strip_outputs.clear();
     for s in 0..strips {
-        strip_runs(job, scratch, (y0, s), bh);
+        strip_runs(job, scratch, (y0, s));
     }
     let mut strip_bytes = 0;
     for c in 0..n {
@@ -474,22 +474,14 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
 /// Re-seeding costs about 2(2R+1) steps: shorter gaps are run through.
 /// `y0`: the band's first output row.
 #[inline(always)]
-fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize), bh: usize) {
+fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize)) {
     let (tile, r, ow) = (job.tile, job.tab.r, job.ow);
     let (n, span) = (tile.n_classes, ow + 2 * r);
-    let blocks = (bh + 2 * r).div_ceil(LANES);
-    // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R.
-    let (first, last) = (s, ((s + 1) * LANES + 2 * r - 1) / LANES);
-    let strip_columns = &mut scratch.strip_columns;
-    strip_columns.clear();
-    strip_columns.extend_from_slice(&scratch.presence.blocks[first * span..(first + 1) * span]);
-    for b in first + 1..=last.min(blocks - 1) {
-        let row = &scratch.presence.blocks[b * span..(b + 1) * span];
-        strip_columns
-            .iter_mut()
-            .zip(row)
-            .for_each(|(m, &v)| *m |= v);
-    }
+    // The strip's outputs read input rows s·LANES .. s·LANES + LANES + 2R:
+    // blocks s ..= ((s + 1)·LANES + 2R − 1) / LANES.
+    let width = (LANES + 2 * r - 1) / LANES + 1;
+    let blocks = (&scratch.presence.blocks[..], span);
+    (scratch.unions).next(blocks, s, width, &mut scratch.strip_columns);
     window_unions(
         &scratch.strip_columns,
         2 * r + 1,
@@ -500,35 +492,49 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize), bh: usi
     let outputs = &scratch.outputs;
     scratch.strip_outputs.extend_from_slice(outputs);
     let shortcut = job.single_class && n <= MASK_CLASSES;
-    let single = |m: u64| shortcut && m.is_power_of_two();
     let gap = 2 * (2 * r + 1);
     let (places, runs) = (&scratch.at, &mut scratch.runs[s * n..(s + 1) * n]);
-    let mut reach = |c: usize, x: usize| {
+    // Outputs `a..b` that class `c`'s windows reach, within its plane; a run
+    // closer than `gap` to the class's last one joins it.
+    let mut reach = |c: usize, (a, b): (usize, usize)| {
         let at = places[c];
-        if (at.sa..at.sb).contains(&s) && (at.xa..at.xb).contains(&x) {
+        let (a, b) = (a.max(at.xa), b.min(at.xb));
+        if (at.sa..at.sb).contains(&s) && a < b {
             match runs[c].last_mut() {
-                Some((_, end)) if x < *end + gap => *end = x + 1,
-                _ => runs[c].push((x, x + 1)),
+                Some((_, end)) if a < *end + gap => *end = b,
+                _ => runs[c].push((a, b)),
             }
         }
     };
     if n <= MASK_CLASSES {
         // The classes each output's windows hold, from its mask, less
-        // those that cannot be among its best two there.
+        // those that cannot be among its best two there, and none where
+        // one class alone decides. Masks change little from one output to
+        // the next (a window moves by one column): a class's runs are read
+        // off where its bit changes, in order.
         let contend = job
             .contenders
             .as_ref()
             .map(|k| (k.row(y0 + s * LANES), k.block()));
-        for (x, &m) in outputs.iter().enumerate() {
-            if !single(m) {
-                let m = contend.map_or(m, |(row, b)| m & row[x / b]);
-                for_each_class(m, |c| reach(c, x));
+        let (mut before, mut starts) = (0u64, [0usize; MASK_CLASSES]);
+        for x in 0..=outputs.len() {
+            let m = match outputs.get(x) {
+                Some(&m) if !(shortcut && m.is_power_of_two()) => {
+                    contend.map_or(m, |(row, b)| m & row[x / b])
+                }
+                _ => 0,
+            };
+            let changed = m ^ before;
+            if changed != 0 {
+                for_each_class(changed & before, |c| reach(c, (starts[c], x)));
+                for_each_class(changed & m, |c| starts[c] = x);
+                before = m;
             }
         }
     } else {
         // Masks all set: every class may be anywhere.
         for c in 0..n {
-            (0..outputs.len()).for_each(|x| reach(c, x));
+            reach(c, (0, outputs.len()));
         }
     }
 }
@@ -552,15 +558,19 @@ fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
     }
     let plane = scratch.planes[c].values();
     let strip = &plane[(s - s0) * at.strip_len(r)..][..at.strip_len(r)];
+    // Pass 1 leaves the plane's columns outside the class's box at 0.
+    let boxed = scratch.presence.extents[c].map_or((0, 0), |e| box_columns(e, at));
     let weight = job.weights[c];
     for &(a, b) in runs.iter() {
         for (a, h) in (a..b)
             .step_by(job.segment)
             .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
         {
+            let from = a - at.xa;
             let lanes = Strip {
-                data: &strip[(a - at.xa) * LANES + h..],
+                data: &strip[from * LANES + h..],
                 stride: LANES,
+                nonzero: boxed.0.saturating_sub(from)..boxed.1.saturating_sub(from),
             };
             segment::<_, S, T, H>(
                 &job.tab,

@@ -5,7 +5,7 @@
 //! which both use it.
 
 use super::contenders::ContenderMasks;
-use super::masks::Presence;
+use super::masks::{ColumnUnions, Presence};
 use super::planes::{LanePlane, PlaneAt};
 use super::recursion::{CARRY_VALUES, Tables};
 use crate::method::ClassTile;
@@ -18,6 +18,8 @@ pub(super) struct Scratch {
     pub(super) presence: Presence,
     /// Per input column: the classes in the windows of the current strip.
     pub(super) strip_columns: Vec<u64>,
+    /// Where [`Scratch::strip_columns`] comes from, strip after strip.
+    pub(super) unions: ColumnUnions,
     /// Per output column: the classes in the windows of the current strip.
     pub(super) outputs: Vec<u64>,
     /// [`Scratch::outputs`] of every strip of the band, strip after strip.
@@ -61,6 +63,10 @@ pub(super) struct Group {
     /// columns from `c0` on.
     pub(super) base: usize,
     pub(super) width: usize,
+    /// The segment's elements (from its first) in the blocks of rows where
+    /// the class occurs in these columns, first to last: every other one
+    /// reads 0 (`held.0..held.1`).
+    pub(super) held: (usize, usize),
     /// The segment's outputs done so far (its carry's `next`).
     pub(super) next: usize,
 }

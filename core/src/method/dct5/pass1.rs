@@ -103,6 +103,10 @@ pub(super) fn groups(
                 group.rows = gyb - gya;
                 group.base = base + gya * job.tile.width + xa + c0;
                 group.width = box_end - c0;
+                group.held = (
+                    (first * LANES).saturating_sub(gya),
+                    (last + 1) * LANES - gya,
+                );
             }
         }
         groups.push(group);
@@ -112,7 +116,7 @@ pub(super) fn groups(
 }
 
 /// The plane columns `first..end` of box `e` in a plane placed at `at`.
-fn box_columns(e: Extent, at: PlaneAt) -> (usize, usize) {
+pub(super) fn box_columns(e: Extent, at: PlaneAt) -> (usize, usize) {
     (e.cols.0 - at.xa, e.cols.1 + 1 - at.xa)
 }
 
@@ -196,10 +200,15 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
             };
         }
         if g.n == WIDE {
-            let lanes = ClassColumns::<true>::of(job.tile, g.base, g.width, c);
+            let lanes =
+                ClassColumns::<true>::of(job.tile, (g.base, g.width), c, g.held.0..g.held.1);
             fill!(lanes, |o, line| o.store_strided(line, 0, LANES));
         } else {
-            let (lanes, n) = (ClassColumns::<false>::of(job.tile, g.base, g.width, c), g.n);
+            let held = g.held.0..g.held.1;
+            let (lanes, n) = (
+                ClassColumns::<false>::of(job.tile, (g.base, g.width), c, held),
+                g.n,
+            );
             fill!(lanes, |o, line| {
                 for (j, v) in o.to_array().into_iter().take(n).enumerate() {
                     line[j * LANES] = v;

@@ -63,6 +63,16 @@ pub(super) trait Lanes {
     /// # Safety
     /// `self.readable(n)` for some `n > t`.
     unsafe fn load<S: F64x4>(&self, t: usize) -> S;
+
+    /// Elements that may be nonzero: every lane reads exactly 0 outside
+    /// them. The seeds' direct sums skip the rest (a term `c·0` is ±0,
+    /// which leaves any sum's bits as they are), so a segment starting
+    /// where its window first reaches a class sums only the rows that
+    /// hold it: at σ = 150 a seed is 2R + 1 = 901 rows, most of them empty
+    /// where a patch is small.
+    fn nonzero(&self) -> std::ops::Range<usize> {
+        0..usize::MAX
+    }
 }
 
 /// [`WIDE`] neighbouring columns of class codes, read as the indicator of one
@@ -75,18 +85,27 @@ pub(super) struct ClassColumns<'a, const FULL: bool> {
     base: usize,
     width: usize,
     class: u16,
+    /// The elements that may hold the class ([`Lanes::nonzero`]).
+    held: std::ops::Range<usize>,
 }
 
 impl<'a, const FULL: bool> ClassColumns<'a, FULL> {
     /// The columns of `tile`'s codes from index `base` on, `width` of them
-    /// inside, read as the indicator of class `class`.
-    pub(super) fn of(tile: &'a ClassTile, base: usize, width: usize, class: usize) -> Self {
+    /// inside, read as the indicator of class `class`, which none of their
+    /// elements outside `held` holds.
+    pub(super) fn of(
+        tile: &'a ClassTile,
+        (base, width): (usize, usize),
+        class: usize,
+        held: std::ops::Range<usize>,
+    ) -> Self {
         ClassColumns {
             codes: tile.classes,
             stride: tile.width,
             base,
             width,
             class: class as u16,
+            held,
         }
     }
 }
@@ -116,12 +135,18 @@ impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
             }
         }
     }
+
+    fn nonzero(&self) -> std::ops::Range<usize> {
+        self.held.clone()
+    }
 }
 
-/// A block whose lane `j` at element `t` is `data[t·stride + j]`.
+/// A block whose lane `j` at element `t` is `data[t·stride + j]`, exactly
+/// 0 outside elements `nonzero`.
 pub(super) struct Strip<'a> {
     pub(super) data: &'a [f64],
     pub(super) stride: usize,
+    pub(super) nonzero: std::ops::Range<usize>,
 }
 
 impl Lanes for Strip<'_> {
@@ -134,6 +159,10 @@ impl Lanes for Strip<'_> {
         let at = t * self.stride;
         // SAFETY: in bounds by the caller's `readable`.
         S::load(unsafe { &*self.data.as_ptr().add(at).cast::<[f64; WIDE]>() })
+    }
+
+    fn nonzero(&self) -> std::ops::Range<usize> {
+        self.nonzero.clone()
     }
 }
 
@@ -339,39 +368,61 @@ fn step<S: F64x4, const T: usize, const H: bool>(
     }
 }
 
-/// `F_k` at output 0 by direct sums.
+/// `F_k` at output 0 by direct sums (of the elements that may be nonzero:
+/// [`Lanes::nonzero`]).
 #[inline(always)]
 fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
     let mut f = [S::splat(0.0); T];
+    let nonzero = src.nonzero();
+    skipped_are_zero(src, tab.seed.len() / T);
     for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
-        // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
-        let v: S = unsafe { src.load(t) };
-        fold(&mut f, coeffs, v);
+        if nonzero.contains(&t) {
+            // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
+            let v: S = unsafe { src.load(t) };
+            fold(&mut f, coeffs, v);
+        }
     }
     f
 }
 
 /// `F_k` at outputs 0 and 1 by direct sums, each element loaded once for
-/// both (the same sums, in the same order, as two calls of [`seed`]).
+/// both (the same sums, in the same order, as two calls of [`seed`]):
+/// element `t` adds into `F_k(0)` with the coefficients of `t` (t ≤ 2R)
+/// and into `F_k(1)` with those of `t − 1` (t ≥ 1). Only the elements that
+/// may be nonzero ([`Lanes::nonzero`]) are read.
 #[inline(always)]
 fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
     let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
-    let mut coeffs = tab.seed.chunks_exact(T);
-    let Some(mut before) = coeffs.next() else {
-        return (f0, f1);
-    };
-    // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
-    // for rows ≥ 2.
-    fold(&mut f0, before, unsafe { src.load(0) });
-    let mut t = 1;
-    for c in coeffs {
+    let n = tab.seed.len() / T;
+    let nonzero = src.nonzero();
+    let (from, to) = (nonzero.start, nonzero.end.min(n + 1));
+    skipped_are_zero(src, n + 1);
+    let coeffs = |t: usize| &tab.seed[t * T..][..T];
+    for t in from..to {
+        // SAFETY: t ≤ 2R + 1 < rows + 2R, as `segment` checked for rows ≥ 2.
         let v: S = unsafe { src.load(t) };
-        fold(&mut f0, c, v);
-        fold(&mut f1, before, v);
-        (before, t) = (c, t + 1);
+        if t < n {
+            fold(&mut f0, coeffs(t), v);
+        }
+        if t > 0 {
+            fold(&mut f1, coeffs(t - 1), v);
+        }
     }
-    fold(&mut f1, before, unsafe { src.load(t) });
     (f0, f1)
+}
+
+/// Checks (in debug builds) that elements `0..n` outside `src.nonzero()`
+/// read 0 in every lane, as the seeds take them to.
+#[inline(always)]
+fn skipped_are_zero<L: Lanes>(src: &L, n: usize) {
+    if cfg!(debug_assertions) {
+        let nonzero = src.nonzero();
+        for t in (0..n).filter(|t| !nonzero.contains(t)) {
+            // SAFETY: the seeds read elements up to `n − 1` (`segment` checked).
+            let v: [f64; WIDE] = unsafe { src.load::<[f64; WIDE]>(t) }.to_array();
+            assert!(v.iter().all(|&x| x == 0.0), "element {t} skipped: {v:?}");
+        }
+    }
 }
 
 /// `f_k += c_k·v` for every term.
@@ -452,6 +503,7 @@ mod tests {
             let lanes = Strip {
                 data: &data,
                 stride: WIDE,
+                nonzero: 0..usize::MAX,
             };
             for rows in [1, 2, 3, 7, 160 - 2 * r] {
                 for cut in [1, 2, 3, 5] {
@@ -465,6 +517,57 @@ mod tests {
                         v.iter().map(|(i, o)| (*i, o.map(f64::to_bits))).collect()
                     };
                     assert_eq!(bits(&pieces), bits(&whole), "rows {rows}, pieces of {cut}");
+                }
+            }
+        }
+    }
+
+    /// Seeds that skip the elements outside `nonzero` (all exactly 0,
+    /// some of them −0) give the bits of seeds that sum them all, on
+    /// segments of one and of several outputs, for both kinds of tables.
+    #[test]
+    fn seeds_skip_zeros_to_the_bit() {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.3,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
+        for f in [
+            Dct5::new(&g, terms).unwrap(),
+            Dct5::extended(&g, 4, 17).unwrap(),
+        ] {
+            let tab = Tables::new(&f);
+            let n = 2 * tab.r + 2;
+            for held in [0..0, 0..n, 3..5, 2..n - 1, n - 1..n, 1..usize::MAX] {
+                let data: Vec<f64> = (0..4 * 40)
+                    .map(|i| match held.contains(&(i / WIDE)) {
+                        true => ((i * 37 % 11) as f64).sin(),
+                        false if i % 3 == 0 => -0.0,
+                        false => 0.0,
+                    })
+                    .collect();
+                let strip = |nonzero| Strip {
+                    data: &data,
+                    stride: WIDE,
+                    nonzero,
+                };
+                for rows in [1, 2, 9] {
+                    let run = |lanes: &Strip| {
+                        let mut out = Vec::new();
+                        match tab.harmonic {
+                            true => segment::<_, [f64; 4], 4, true>(&tab, lanes, rows, |_, o| {
+                                out.push(o.map(f64::to_bits))
+                            }),
+                            false => segment::<_, [f64; 4], 5, false>(&tab, lanes, rows, |_, o| {
+                                out.push(o.map(f64::to_bits))
+                            }),
+                        }
+                        out
+                    };
+                    let all = run(&strip(0..usize::MAX));
+                    assert_eq!(run(&strip(held.clone())), all, "held {held:?}, rows {rows}");
                 }
             }
         }
