@@ -383,6 +383,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     scratch.at.resize(n, PlaneAt::default());
     scratch.groups.resize_with(n, Vec::new);
     scratch.carries.resize_with(n, Vec::new);
+    scratch.spans.resize(n, (0, 0));
     for c in 0..n {
         scratch.at[c] = scratch.presence.extents[c]
             .and_then(|e| place(job, e, bh))
@@ -414,11 +415,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
         let s0 = s - s % piece;
         if s == s0 {
             let s1 = (s0 + piece).min(strips);
-            for c in 0..n {
-                if !scratch.groups[c].is_empty() {
-                    pass1::<T, H, S>(job, c, (s0, s1), scratch);
-                }
-            }
+            pass1::<T, H, S>(job, (s0, s1), scratch);
         }
         // Decisions: one strip's slots, reused by every strip and cleared
         // (`size_uncleared`, `size_with_margins_uncleared`); a whole

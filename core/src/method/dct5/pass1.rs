@@ -120,106 +120,164 @@ pub(super) fn box_columns(e: Extent, at: PlaneAt) -> (usize, usize) {
     (e.cols.0 - at.xa, e.cols.1 + 1 - at.xa)
 }
 
-/// Pass 1 of class `c` down its columns ([`groups`]) into the strips
+/// Span columns whose codes pass 1 reads for every class before moving on
+/// ([`pass1`]): about 1,900 input rows of them (σ = 150) stay in L2, so
+/// each class after the first finds them there. Class by class over the
+/// whole band, every class streamed the band's codes (4–20 MB) down the
+/// columns from L3 again, and the seeds' loads of the codes took 29 % of
+/// the band scorer's samples.
+const CHUNK_COLUMNS: usize = 64;
+
+/// Pass 1 of every class down its columns ([`groups`]) into the strips
 /// `s0..s1` of the band that its plane holds now (band strip `s` at strip
 /// `s − s0` of the plane), each group's segment carried on from the strips
-/// before ([`resume`]).
+/// before ([`resume`]). The groups run by chunks of [`CHUNK_COLUMNS`] span
+/// columns, every class's groups of a chunk in turn; each group's values
+/// are what it computes alone, whatever the order.
 #[inline(always)]
 pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
+    job: &Job,
+    (s0, s1): (usize, usize),
+    scratch: &mut Scratch,
+) {
+    let n = job.tile.n_classes;
+    scratch.cursors.clear();
+    scratch.cursors.resize(n, usize::MAX);
+    for c in 0..n {
+        if !scratch.groups[c].is_empty()
+            && let Some(strips) = prepare(job, c, (s0, s1), scratch)
+        {
+            scratch.cursors[c] = 0;
+            scratch.spans[c] = strips;
+        }
+    }
+    let span = job.ow + 2 * job.tab.r;
+    for end in (CHUNK_COLUMNS..span + CHUNK_COLUMNS).step_by(CHUNK_COLUMNS) {
+        for c in 0..n {
+            let xa = scratch.at[c].xa;
+            while let Some(&g) = scratch.groups[c].get(scratch.cursors[c])
+                && xa + g.c0 < end
+            {
+                let i = scratch.cursors[c];
+                run_group::<T, H, S>(job, c, i, s0, scratch);
+                scratch.cursors[c] = i + 1;
+            }
+        }
+    }
+}
+
+/// Readies class `c`'s plane for the strips `s0..s1` (sized and the columns
+/// outside its box cleared, at its first piece of the band); returns the
+/// class's strips in them, `lo..hi` counted from its first (`None` where
+/// it has none).
+#[inline(always)]
+fn prepare(
     job: &Job,
     c: usize,
     (s0, s1): (usize, usize),
     scratch: &mut Scratch,
-) {
+) -> Option<(usize, usize)> {
     let r = job.tab.r;
     let at = scratch.at[c];
     // The class's strips (counted from `at.sa`, as `Group` counts them) in
     // this piece: its strip k lies at strip k + at.sa − s0 of the plane.
     let (lo, hi) = (s0.max(at.sa) - at.sa, s1.min(at.sb).saturating_sub(at.sa));
     if at.sa >= at.sb || lo >= hi {
-        return;
+        return None;
     }
+    let e = scratch.presence.extents[c]?;
+    if lo == 0 {
+        // The class's first piece of the band: every later one of the band
+        // is no longer and lies on the same strips of the plane, where
+        // nothing writes outside the box. Every other value pass 2 reads is
+        // written by `run_group`; the values left from an earlier piece
+        // need no clearing.
+        let strip_len = at.strip_len(r);
+        let (box_first, box_end) = box_columns(e, at);
+        scratch.planes[c].resize(strip_len * (s1 - s0));
+        for strip in scratch.planes[c].values_mut().chunks_exact_mut(strip_len) {
+            strip[..box_first * LANES].fill(0.0);
+            strip[box_end * LANES..].fill(0.0);
+        }
+    }
+    Some((lo, hi))
+}
+
+/// Pass 1 of group `i` of class `c` in the piece from strip `s0` (the
+/// class's strips `scratch.spans[c]` in it, readied by [`prepare`]).
+#[inline(always)]
+fn run_group<const T: usize, const H: bool, S: F64x4>(
+    job: &Job,
+    c: usize,
+    i: usize,
+    s0: usize,
+    scratch: &mut Scratch,
+) {
+    let (r, at, (lo, hi)) = (job.tab.r, scratch.at[c], scratch.spans[c]);
     let strip_len = at.strip_len(r);
-    let Some(e) = scratch.presence.extents[c] else {
-        return;
-    };
-    let (box_first, box_end) = box_columns(e, at);
-    scratch.planes[c].resize(strip_len * (s1 - s0));
-    let plane = scratch.planes[c].values_mut();
     let strip_at = |k: usize| (k + at.sa - s0) * strip_len;
-    // Every value pass 2 reads is written below; the values left from an
-    // earlier piece need no clearing.
-    for k in lo..hi {
-        let strip = &mut plane[strip_at(k)..][..strip_len];
-        strip[..box_first * LANES].fill(0.0);
-        strip[box_end * LANES..].fill(0.0);
+    let plane = scratch.planes[c].values_mut();
+    let (g, carry) = (&mut scratch.groups[c][i], &mut scratch.carries[c][i]);
+    // The strips of this piece that pass 2 reads in the group.
+    let end = hi.min(g.read);
+    if lo >= end {
+        return;
     }
-    for (g, carry) in scratch.groups[c]
-        .iter_mut()
-        .zip(scratch.carries[c].iter_mut())
-    {
-        // The strips of this piece that pass 2 reads in the group.
-        let end = hi.min(g.read);
-        if lo >= end {
-            continue;
+    // Every output goes straight to its column's line in the plane
+    // (below), so the strips not wholly inside the segment are cleared
+    // first: those wholly outside it, and the partly covered first and
+    // last. (Gathering a line's rows in a buffer and copying whole lines
+    // cost pass 1 more cycles: each copy read back values just stored
+    // lane by lane.)
+    for k in lo..end {
+        if g.rows == 0 || k * LANES < g.top || (k + 1) * LANES > g.top + g.rows {
+            plane[strip_at(k) + g.c0 * LANES..][..g.n * LANES].fill(0.0);
         }
-        // Every output goes straight to its column's line in the plane
-        // (below), so the strips not wholly inside the segment are cleared
-        // first: those wholly outside it, and the partly covered first and
-        // last. (Gathering a line's rows in a buffer and copying whole lines
-        // cost pass 1 more cycles: each copy read back values just stored
-        // lane by lane.)
-        for k in lo..end {
-            if g.rows == 0 || k * LANES < g.top || (k + 1) * LANES > g.top + g.rows {
-                plane[strip_at(k) + g.c0 * LANES..][..g.n * LANES].fill(0.0);
+    }
+    // The segment's rows in this piece (counted from the class's first).
+    let (from, to) = ((lo * LANES).max(g.top), (end * LANES).min(g.top + g.rows));
+    if from >= to {
+        return;
+    }
+    debug_assert_eq!(g.next, from - g.top, "pieces in order");
+    let lines = Lines {
+        strip_len,
+        c0: g.c0,
+        top: from + at.sa * LANES - s0 * LANES,
+    };
+    let (rows, upto) = (g.rows, to - g.top);
+    // A segment that starts here or ends here needs no state read or
+    // kept (a band in one piece: none does).
+    let mut state = match g.next {
+        0 => Carry::<S, T>::start(),
+        next => Carry::<S, T>::load(carry, next),
+    };
+    // One copy of the loop per kind of lanes (a whole group or the
+    // box's last, narrower one).
+    macro_rules! fill {
+        ($lanes:expr, $store:expr) => {
+            lines.fill::<T, H, S, _>(&job.tab, &$lanes, (rows, upto), &mut state, plane, $store)
+        };
+    }
+    let held = g.held.0..g.held.1;
+    if g.n == WIDE {
+        let lanes = ClassColumns::<true>::of(job.tile, (g.base, g.width), c, held);
+        fill!(lanes, |o, line| o.store_strided(line, 0, LANES));
+    } else {
+        let (lanes, n) = (
+            ClassColumns::<false>::of(job.tile, (g.base, g.width), c, held),
+            g.n,
+        );
+        fill!(lanes, |o, line| {
+            for (j, v) in o.to_array().into_iter().take(n).enumerate() {
+                line[j * LANES] = v;
             }
-        }
-        // The segment's rows in this piece (counted from the class's first).
-        let (from, to) = ((lo * LANES).max(g.top), (end * LANES).min(g.top + g.rows));
-        if from >= to {
-            continue;
-        }
-        debug_assert_eq!(g.next, from - g.top, "pieces in order");
-        let lines = Lines {
-            strip_len,
-            c0: g.c0,
-            top: from + at.sa * LANES - s0 * LANES,
-        };
-        let (rows, upto) = (g.rows, to - g.top);
-        // A segment that starts here or ends here needs no state read or
-        // kept (a band in one piece: none does).
-        let mut state = match g.next {
-            0 => Carry::<S, T>::start(),
-            next => Carry::<S, T>::load(carry, next),
-        };
-        // One copy of the loop per kind of lanes (a whole group or the
-        // box's last, narrower one).
-        macro_rules! fill {
-            ($lanes:expr, $store:expr) => {
-                lines.fill::<T, H, S, _>(&job.tab, &$lanes, (rows, upto), &mut state, plane, $store)
-            };
-        }
-        if g.n == WIDE {
-            let lanes =
-                ClassColumns::<true>::of(job.tile, (g.base, g.width), c, g.held.0..g.held.1);
-            fill!(lanes, |o, line| o.store_strided(line, 0, LANES));
-        } else {
-            let held = g.held.0..g.held.1;
-            let (lanes, n) = (
-                ClassColumns::<false>::of(job.tile, (g.base, g.width), c, held),
-                g.n,
-            );
-            fill!(lanes, |o, line| {
-                for (j, v) in o.to_array().into_iter().take(n).enumerate() {
-                    line[j * LANES] = v;
-                }
-            });
-        }
-        g.next = match upto < rows {
-            true => state.save(carry),
-            false => upto,
-        };
+        });
     }
+    g.next = match upto < rows {
+        true => state.save(carry),
+        false => upto,
+    };
 }
 
 /// Per group of [`WIDE`] columns of the box of class `c` (plane columns

@@ -73,7 +73,17 @@ pub(super) trait Lanes {
     fn nonzero(&self) -> std::ops::Range<usize> {
         0..usize::MAX
     }
+
+    /// Hints that element `t` is read soon (nothing where it is not
+    /// readable): lines that lie far apart, as a column of codes does, are
+    /// not fetched ahead by the hardware.
+    #[inline(always)]
+    fn prefetch(&self, _t: usize) {}
 }
+
+/// Elements ahead of the one read that a recursion asks for
+/// ([`Lanes::prefetch`]).
+const AHEAD: usize = 16;
 
 /// [`WIDE`] neighbouring columns of class codes, read as the indicator of one
 /// class; columns at or beyond `width` read as 0. `FULL`: `width ≥ WIDE`
@@ -138,6 +148,21 @@ impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
 
     fn nonzero(&self) -> std::ops::Range<usize> {
         self.held.clone()
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, t: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let at = self
+                .codes
+                .as_ptr()
+                .wrapping_add(self.base + t * self.stride);
+            // SAFETY: a prefetch reads nothing into the program and faults
+            // on no address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) }
+        }
     }
 }
 
@@ -295,6 +320,7 @@ pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
     // SAFETY (every load below): the step to output t loads elements up to
     // t + 2R < rows + 2R, and t < rows (checked above).
     while y + 2 < upto {
+        src.prefetch(y + 2 * r + 1 + AHEAD);
         let (lead, trail): (S, S) = unsafe { (src.load(y + 2 * r + 1), src.load(y)) };
         step::<S, T, H>(tab, &cur, &mut prev, [lead, trail, lead_in, trail_out]);
         emit(y + 1, output(tab, &prev));
@@ -395,18 +421,28 @@ fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], 
     let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
     let n = tab.seed.len() / T;
     let nonzero = src.nonzero();
-    let (from, to) = (nonzero.start, nonzero.end.min(n + 1));
+    let (mut t, to) = (nonzero.start, nonzero.end.min(n + 1));
     skipped_are_zero(src, n + 1);
-    let coeffs = |t: usize| &tab.seed[t * T..][..T];
-    for t in from..to {
-        // SAFETY: t ≤ 2R + 1 < rows + 2R, as `segment` checked for rows ≥ 2.
-        let v: S = unsafe { src.load(t) };
-        if t < n {
-            fold(&mut f0, coeffs(t), v);
+    // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
+    // for rows ≥ 2.
+    if t == 0 && to > 0 {
+        fold(&mut f0, &tab.seed[..T], unsafe { src.load(0) });
+        t = 1;
+    }
+    // Elements 1..n add into both, without a test per element.
+    let both = t..to.min(n);
+    if !both.is_empty() {
+        let now = tab.seed[both.start * T..both.end * T].chunks_exact(T);
+        let before = tab.seed[(both.start - 1) * T..(both.end - 1) * T].chunks_exact(T);
+        for (t, (c, b)) in both.clone().zip(now.zip(before)) {
+            src.prefetch(t + AHEAD);
+            let v: S = unsafe { src.load(t) };
+            fold(&mut f0, c, v);
+            fold(&mut f1, b, v);
         }
-        if t > 0 {
-            fold(&mut f1, coeffs(t - 1), v);
-        }
+    }
+    if to == n + 1 && t <= n {
+        fold(&mut f1, &tab.seed[(n - 1) * T..], unsafe { src.load(n) });
     }
     (f0, f1)
 }
