@@ -518,10 +518,8 @@ mod tests {
         (whole, pieces)
     }
 
-    /// A segment run in pieces of any lengths emits what it emits in one
-    /// go, bit for bit, for the DCT-5 and a longer period.
-    #[test]
-    fn a_segment_in_pieces_is_the_segment() {
+    /// The tables of a σ = 2.3 Gaussian's DCT-5 and of a longer period.
+    fn both_kinds() -> [Tables; 2] {
         let kernel = KernelSpec::Gaussian {
             sigma: 2.3,
             size: None,
@@ -529,11 +527,17 @@ mod tests {
         .build()
         .unwrap();
         let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
-        for f in [
-            Dct5::new(&g, terms).unwrap(),
-            Dct5::extended(&g, 4, 17).unwrap(),
-        ] {
-            let tab = Tables::new(&f);
+        [
+            Tables::new(&Dct5::new(&g, terms).unwrap()),
+            Tables::new(&Dct5::extended(&g, 4, 17).unwrap()),
+        ]
+    }
+
+    /// A segment run in pieces of any lengths emits what it emits in one
+    /// go, bit for bit, for the DCT-5 and a longer period.
+    #[test]
+    fn a_segment_in_pieces_is_the_segment() {
+        for tab in both_kinds() {
             let r = tab.r;
             let data: Vec<f64> = (0..4 * 160).map(|i| ((i * 37 % 11) as f64).sin()).collect();
             let lanes = Strip {
@@ -563,18 +567,7 @@ mod tests {
     /// segments of one and of several outputs, for both kinds of tables.
     #[test]
     fn seeds_skip_zeros_to_the_bit() {
-        let kernel = KernelSpec::Gaussian {
-            sigma: 2.3,
-            size: None,
-        }
-        .build()
-        .unwrap();
-        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
-        for f in [
-            Dct5::new(&g, terms).unwrap(),
-            Dct5::extended(&g, 4, 17).unwrap(),
-        ] {
-            let tab = Tables::new(&f);
+        for tab in both_kinds() {
             let n = 2 * tab.r + 2;
             for held in [0..0, 0..n, 3..5, 2..n - 1, n - 1..n, 1..usize::MAX] {
                 let data: Vec<f64> = (0..4 * 40)
