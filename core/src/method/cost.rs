@@ -81,13 +81,18 @@ impl DeviceCosts {
     /// windows of one value) and was 545 for svd and dct5, against 55 and
     /// 80 on two cores, while a class or a window row costs about one tap.
     /// The separable set-up, refitted as on two cores after decision 0024,
-    /// is 100 (57 → 67 of 70 within 15 %).
+    /// is 100 (57 → 67 of 70 within 15 %). After decision 0032 a histogram
+    /// update, a dct5 step and a ranking update were refitted by
+    /// `benches/auto/refit.py` to a grid call of `d5b30a3`: the choices'
+    /// own times came within 15 % of the fastest in 67 cases of 70, not 63
+    /// (naive where dct5 ran at σ = 1–2 on 17 classes and σ = 5 on 64; dct5
+    /// where svd ran on random-2 at σ = 35).
     pub const HOST_WIDE: DeviceCosts = DeviceCosts {
-        histogram: 1.0,
-        stream: 0.44,
+        histogram: 0.7,
+        stream: 0.53,
         tap_stream: 0.59,
         svd_plane: 11.0,
-        rank: 2.0,
+        rank: 4.0,
         separable_setup: 100.0,
         naive_pixel: 320.0,
         naive_class: 1.2,
@@ -108,6 +113,55 @@ impl DeviceCosts {
         naive_row: 0.0,
         run_step: 1.0,
     };
+    /// The fields' names, in the order of [`DeviceCosts::units`].
+    pub const FIELDS: [&'static str; 10] = [
+        "histogram",
+        "stream",
+        "tap_stream",
+        "svd_plane",
+        "rank",
+        "separable_setup",
+        "naive_pixel",
+        "naive_class",
+        "naive_row",
+        "run_step",
+    ];
+
+    /// Each field alone at 1, the others at 0. Every candidate's cost is
+    /// linear in the fields, so its cost under these is how many of each
+    /// operation it counts on a tile: `auto` logs them (`-vv`), and
+    /// `benches/auto/refit.py` fits the fields to measured times with them.
+    pub fn units() -> [DeviceCosts; 10] {
+        std::array::from_fn(|i| {
+            let mut v = [0.0; 10];
+            v[i] = 1.0;
+            let [
+                histogram,
+                stream,
+                tap_stream,
+                svd_plane,
+                rank,
+                separable_setup,
+                naive_pixel,
+                naive_class,
+                naive_row,
+                run_step,
+            ] = v;
+            DeviceCosts {
+                histogram,
+                stream,
+                tap_stream,
+                svd_plane,
+                rank,
+                separable_setup,
+                naive_pixel,
+                naive_class,
+                naive_row,
+                run_step,
+            }
+        })
+    }
+
     /// The host's costs with `threads` threads.
     pub fn host(threads: usize) -> DeviceCosts {
         if threads >= WIDE_HOST_THREADS {

@@ -264,6 +264,15 @@ impl Auto {
                 .map_or("not counted".into(), |s| format!("keeping {s:.3} of {} classes", extent.classes)),
             ms(sampled_at, std::time::Instant::now()),
         );
+        if log::log_enabled!(log::Level::Debug) {
+            for (i, c) in self.candidates.iter().enumerate() {
+                let counts: Vec<String> = DeviceCosts::units()
+                    .iter()
+                    .map(|unit| format!("{:.6e}", c.cost(&extent, unit, self.naive_taps, sampled[i])))
+                    .collect();
+                log::debug!("auto: operations of {}: {}", c.smoother.name(), counts.join(" "));
+            }
+        }
         Ok(self.choose_with(&extent, &sampled))
     }
 
@@ -505,6 +514,51 @@ mod tests {
             costs,
             &kernel,
         )
+    }
+
+    /// Every candidate's cost is the sum of its operation counts (its cost
+    /// under each of `DeviceCosts::units`) times the fields, as
+    /// `benches/auto/refit.py` takes it to be: with and without the tile's
+    /// runs and contenders, recomputed shares included, on every device.
+    #[test]
+    fn costs_are_linear_in_the_device_costs() {
+        let fields = |c: &DeviceCosts| {
+            [
+                c.histogram,
+                c.stream,
+                c.tap_stream,
+                c.svd_plane,
+                c.rank,
+                c.separable_setup,
+                c.naive_pixel,
+                c.naive_class,
+                c.naive_row,
+                c.run_step,
+            ]
+        };
+        let runs = crate::method::cost::WindowRuns {
+            mixed: 0.4,
+            row_runs: 3.5,
+        };
+        for (runs, contenders) in [(None, None), (Some(runs), Some(0.3))] {
+            let tile = TileExtent {
+                contenders,
+                runs,
+                ..TileExtent::square(1024, 17)
+            };
+            for costs in [DeviceCosts::HOST_FEW, DeviceCosts::HOST_WIDE, DeviceCosts::GPU] {
+                let auto = auto(3, HOST, costs);
+                for c in &auto.candidates {
+                    for sampled in [None, Some(0.02)] {
+                        let cost = |d: &DeviceCosts| c.cost(&tile, d, auto.naive_taps, sampled);
+                        let sum: f64 = (DeviceCosts::units().iter().zip(fields(&costs)))
+                            .map(|(unit, field)| cost(unit) * field)
+                            .sum();
+                        assert!((sum - cost(&costs)).abs() <= 1e-9 * cost(&costs), "{sum} against {}", cost(&costs));
+                    }
+                }
+            }
+        }
     }
 
     const HOST: Dct5Passes = Dct5Passes::Host { segment: 1540 };
