@@ -133,33 +133,33 @@ impl DeviceCosts {
     /// `benches/auto/refit.py` fits the fields to measured times with them.
     pub fn units() -> [DeviceCosts; 10] {
         std::array::from_fn(|i| {
-            let mut v = [0.0; 10];
-            v[i] = 1.0;
-            let [
-                histogram,
-                stream,
-                tap_stream,
-                svd_plane,
-                rank,
-                separable_setup,
-                naive_pixel,
-                naive_class,
-                naive_row,
-                run_step,
-            ] = v;
-            DeviceCosts {
-                histogram,
-                stream,
-                tap_stream,
-                svd_plane,
-                rank,
-                separable_setup,
-                naive_pixel,
-                naive_class,
-                naive_row,
-                run_step,
-            }
+            let mut unit = Self::GPU;
+            (0..10).for_each(|j| *unit.field_mut(j) = 0.0);
+            *unit.field_mut(i) = 1.0;
+            unit
         })
+    }
+
+    /// The fields' values, in the order of [`DeviceCosts::FIELDS`].
+    pub fn fields(&self) -> [f64; 10] {
+        let mut costs = *self;
+        std::array::from_fn(|i| *costs.field_mut(i))
+    }
+
+    /// Field `i` of [`DeviceCosts::FIELDS`].
+    fn field_mut(&mut self, i: usize) -> &mut f64 {
+        match i {
+            0 => &mut self.histogram,
+            1 => &mut self.stream,
+            2 => &mut self.tap_stream,
+            3 => &mut self.svd_plane,
+            4 => &mut self.rank,
+            5 => &mut self.separable_setup,
+            6 => &mut self.naive_pixel,
+            7 => &mut self.naive_class,
+            8 => &mut self.naive_row,
+            _ => &mut self.run_step,
+        }
     }
 
     /// The host's costs with `threads` threads.

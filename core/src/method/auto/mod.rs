@@ -522,20 +522,6 @@ mod tests {
     /// runs and contenders, recomputed shares included, on every device.
     #[test]
     fn costs_are_linear_in_the_device_costs() {
-        let fields = |c: &DeviceCosts| {
-            [
-                c.histogram,
-                c.stream,
-                c.tap_stream,
-                c.svd_plane,
-                c.rank,
-                c.separable_setup,
-                c.naive_pixel,
-                c.naive_class,
-                c.naive_row,
-                c.run_step,
-            ]
-        };
         let runs = crate::method::cost::WindowRuns {
             mixed: 0.4,
             row_runs: 3.5,
@@ -551,7 +537,7 @@ mod tests {
                 for c in &auto.candidates {
                     for sampled in [None, Some(0.02)] {
                         let cost = |d: &DeviceCosts| c.cost(&tile, d, auto.naive_taps, sampled);
-                        let sum: f64 = (DeviceCosts::units().iter().zip(fields(&costs)))
+                        let sum: f64 = (DeviceCosts::units().iter().zip(costs.fields()))
                             .map(|(unit, field)| cost(unit) * field)
                             .sum();
                         assert!((sum - cost(&costs)).abs() <= 1e-9 * cost(&costs), "{sum} against {}", cost(&costs));
