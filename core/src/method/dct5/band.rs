@@ -383,7 +383,6 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
     scratch.at.resize(n, PlaneAt::default());
     scratch.groups.resize_with(n, Vec::new);
     scratch.carries.resize_with(n, Vec::new);
-    scratch.spans.resize(n, (0, 0));
     for c in 0..n {
         scratch.at[c] = scratch.presence.extents[c]
             .and_then(|e| place(job, e, bh))

@@ -45,9 +45,8 @@ pub(super) struct Scratch {
     pub(super) groups: Vec<Vec<Group>>,
     pub(super) carries: Vec<Vec<[f64; CARRY_VALUES]>>,
     /// Per class, pass 1's next group in the piece (`usize::MAX`: none
-    /// runs) and its strips there (`pass1`).
+    /// runs; `pass1`).
     pub(super) cursors: Vec<usize>,
-    pub(super) spans: Vec<(usize, usize)>,
 }
 
 /// One group of [`WIDE`] columns of a class's box in pass 1 (`pass1::groups`).

@@ -144,11 +144,8 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
     scratch.cursors.clear();
     scratch.cursors.resize(n, usize::MAX);
     for c in 0..n {
-        if !scratch.groups[c].is_empty()
-            && let Some(strips) = prepare(job, c, (s0, s1), scratch)
-        {
+        if !scratch.groups[c].is_empty() && prepare(job, c, (s0, s1), scratch) {
             scratch.cursors[c] = 0;
-            scratch.spans[c] = strips;
         }
     }
     let span = job.ow + 2 * job.tab.r;
@@ -159,33 +156,33 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
                 && xa + g.c0 < end
             {
                 let i = scratch.cursors[c];
-                run_group::<T, H, S>(job, c, i, s0, scratch);
+                run_group::<T, H, S>(job, c, i, (s0, s1), scratch);
                 scratch.cursors[c] = i + 1;
             }
         }
     }
 }
 
-/// Readies class `c`'s plane for the strips `s0..s1` (sized and the columns
-/// outside its box cleared, at its first piece of the band); returns the
-/// class's strips in them, `lo..hi` counted from its first (`None` where
-/// it has none).
-#[inline(always)]
-fn prepare(
-    job: &Job,
-    c: usize,
-    (s0, s1): (usize, usize),
-    scratch: &mut Scratch,
-) -> Option<(usize, usize)> {
-    let r = job.tab.r;
-    let at = scratch.at[c];
-    // The class's strips (counted from `at.sa`, as `Group` counts them) in
-    // this piece: its strip k lies at strip k + at.sa − s0 of the plane.
-    let (lo, hi) = (s0.max(at.sa) - at.sa, s1.min(at.sb).saturating_sub(at.sa));
-    if at.sa >= at.sb || lo >= hi {
-        return None;
+/// The strips of a class placed at `at` in the piece `s0..s1`, `lo..hi`
+/// counted from its first (as `Group` counts them): its strip k lies at
+/// strip k + at.sa − s0 of the plane. Empty where it has none there.
+fn piece_strips(at: PlaneAt, (s0, s1): (usize, usize)) -> (usize, usize) {
+    match at.sa < at.sb {
+        true => (s0.max(at.sa) - at.sa, s1.min(at.sb).saturating_sub(at.sa)),
+        false => (0, 0),
     }
-    let e = scratch.presence.extents[c]?;
+}
+
+/// Readies class `c`'s plane for the strips `s0..s1` (sized and the columns
+/// outside its box cleared, at its first piece of the band); whether the
+/// class has strips there.
+#[inline(always)]
+fn prepare(job: &Job, c: usize, (s0, s1): (usize, usize), scratch: &mut Scratch) -> bool {
+    let (r, at) = (job.tab.r, scratch.at[c]);
+    let (lo, hi) = piece_strips(at, (s0, s1));
+    let Some(e) = scratch.presence.extents[c].filter(|_| lo < hi) else {
+        return false;
+    };
     if lo == 0 {
         // The class's first piece of the band: every later one of the band
         // is no longer and lies on the same strips of the plane, where
@@ -200,20 +197,21 @@ fn prepare(
             strip[box_end * LANES..].fill(0.0);
         }
     }
-    Some((lo, hi))
+    true
 }
 
-/// Pass 1 of group `i` of class `c` in the piece from strip `s0` (the
-/// class's strips `scratch.spans[c]` in it, readied by [`prepare`]).
+/// Pass 1 of group `i` of class `c` in the piece `s0..s1` (readied by
+/// [`prepare`]).
 #[inline(always)]
 fn run_group<const T: usize, const H: bool, S: F64x4>(
     job: &Job,
     c: usize,
     i: usize,
-    s0: usize,
+    (s0, s1): (usize, usize),
     scratch: &mut Scratch,
 ) {
-    let (r, at, (lo, hi)) = (job.tab.r, scratch.at[c], scratch.spans[c]);
+    let (r, at) = (job.tab.r, scratch.at[c]);
+    let (lo, hi) = piece_strips(at, (s0, s1));
     let strip_len = at.strip_len(r);
     let strip_at = |k: usize| (k + at.sa - s0) * strip_len;
     let plane = scratch.planes[c].values_mut();
