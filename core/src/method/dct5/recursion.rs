@@ -399,14 +399,13 @@ fn step<S: F64x4, const T: usize, const H: bool>(
 #[inline(always)]
 fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
     let mut f = [S::splat(0.0); T];
+    let n = tab.seed.len() / T;
+    skipped_are_zero(src, n);
     let nonzero = src.nonzero();
-    skipped_are_zero(src, tab.seed.len() / T);
-    for (t, coeffs) in tab.seed.chunks_exact(T).enumerate() {
-        if nonzero.contains(&t) {
-            // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
-            let v: S = unsafe { src.load(t) };
-            fold(&mut f, coeffs, v);
-        }
+    for t in nonzero.start..nonzero.end.min(n) {
+        // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
+        let v: S = unsafe { src.load(t) };
+        fold(&mut f, &tab.seed[t * T..][..T], v);
     }
     f
 }
