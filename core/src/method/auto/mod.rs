@@ -47,7 +47,7 @@
 //! run on the tile's centre window, cost as much as the tile on a host of
 //! 16 threads and a synchronous round trip on a GPU.) The host's naive method
 //! walks runs of equal pixels, so its cost is counted from the tile's
-//! measured runs ([`window_runs`]), not its taps. Every candidate of
+//! runs, sampled ([`window_sample`]), not its taps. Every candidate of
 //! `auto --exact` is exact, so which one runs a tile never changes a byte;
 //! without `--exact` nothing is measured and the choice depends on the
 //! tile alone.
@@ -60,7 +60,6 @@
 use super::cost::{Candidate, DeviceCosts, Recompute, TileExtent};
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::naive::cl::Variant;
-use super::naive::window_runs;
 use super::select::first_member;
 use super::spec::Method;
 use super::{ClassSmoother, ClassTile, SmoothParams};
@@ -70,7 +69,9 @@ use crate::kernel::Kernel;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod near_ties;
+mod window_sample;
 pub use near_ties::NearTies;
+use window_sample::sample_window_runs;
 
 /// Classes a tile is taken to hold where the tile is not known yet
 /// ([`Auto::preferred_tile`]): every candidate's cost grows with them
@@ -217,7 +218,7 @@ impl Auto {
             classes: tile.n_classes,
             // Weighted votes are scored tap by tap, runs or not.
             runs: (follows_runs && params.confidence.is_none())
-                .then(|| window_runs(&middle, params.kernel.size())),
+                .then(|| sample_window_runs(tile, params.kernel.size())),
             contenders: None,
         };
         let counted = std::time::Instant::now();
@@ -375,9 +376,9 @@ impl Auto {
 }
 
 /// The tile's middle band of output rows, a quarter of them (at least
-/// [`RUNS_ROWS`]), with their halo: where the runs and contenders the
-/// model reads are counted. A whole tile's count cost a quarter of dct5's own time on a
-/// 2-class 512² tile at σ = 5 (2 cores), and the model needs their means.
+/// [`RUNS_ROWS`]), with their halo: where the contenders the model reads
+/// are counted. A whole tile's count cost a quarter of dct5's own time on
+/// a 2-class 512² tile at σ = 5 (2 cores), and the model needs their mean.
 fn middle_rows<'t>(tile: &ClassTile<'t>) -> ClassTile<'t> {
     let oh = tile.output_height();
     let rows = (oh / 4).max(RUNS_ROWS).min(oh);
@@ -390,7 +391,7 @@ fn middle_rows<'t>(tile: &ClassTile<'t>) -> ClassTile<'t> {
     }
 }
 
-/// The fewest output rows whose runs [`middle_rows`] counts.
+/// The fewest output rows [`middle_rows`] keeps.
 const RUNS_ROWS: usize = 64;
 
 impl ClassSmoother for Auto {
@@ -996,10 +997,10 @@ mod tests {
         }
     }
 
-    /// The runs are counted on the tile's middle quarter of output rows
-    /// (with their halo), cut exactly; a tile of fewer rows whole.
+    /// The contenders are counted on the tile's middle quarter of output
+    /// rows (with their halo), cut exactly; a tile of fewer rows whole.
     #[test]
-    fn runs_are_counted_on_the_middle_rows() {
+    fn contenders_are_counted_on_the_middle_rows() {
         let (side, halo) = (600, 6);
         let w = side + 2 * halo;
         let classes: Vec<u16> = (0..w * w).map(|i| ((i / w) % 5) as u16).collect();

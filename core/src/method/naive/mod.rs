@@ -17,7 +17,9 @@
 //! on the host or as its OpenCL twin ([`cl`]), with the device variants and
 //! its cost for `--method auto`.
 
-use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent, WindowRuns};
+use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
+#[cfg(test)]
+use super::cost::WindowRuns;
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::select::on_members;
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
@@ -215,7 +217,9 @@ impl CostShape for NaiveCost {
 
 /// How `tile`'s N×N windows (`n` = N) break into runs, as [`NaiveHost`]
 /// finds them: the share of windows holding more than one value and the
-/// mean runs per window row.
+/// mean runs per window row, counted over the whole tile: what `auto`'s
+/// sample estimates, kept to test it against.
+#[cfg(test)]
 pub fn window_runs(tile: &ClassTile, n: usize) -> WindowRuns {
     if tile.output_width() == 0 || tile.output_height() == 0 {
         return WindowRuns {
