@@ -229,17 +229,10 @@ impl Auto {
                 && !c.recomputation_negligible(&extent, &self.costs, self.naive_taps)
         };
         let near_ties = match self.samples_near_ties && self.candidates.iter().any(unsure) {
-            true => NearTies::sample(tile, params, extent.runs.map(|r| r.row_runs)),
+            true => self.sample_near_ties(tile, params, &extent),
             false => None,
         };
-        let sampled: Vec<Option<f64>> = self
-            .candidates
-            .iter()
-            .map(|c| match (&near_ties, c.bounds) {
-                (Some(ties), Some(b)) if c.certified => Some(ties.share(b.certify_margin())),
-                _ => None,
-            })
-            .collect();
+        let sampled = self.shares(near_ties.as_ref(), 0.0);
         let sampled_at = std::time::Instant::now();
         // The contenders cost about 3 % of dct5's own time on the middle
         // rows at σ = 150: counted only where the choice turns on them.
@@ -257,8 +250,9 @@ impl Auto {
             to.duration_since(from).as_secs_f64() * 1e3
         };
         log::debug!(
-            "auto: runs counted in {:.2} ms, near-ties sampled in {:.2} ms, contenders {} in {:.2} ms",
+            "auto: runs counted in {:.2} ms, near-ties sampled ({} pixels) in {:.2} ms, contenders {} in {:.2} ms",
             ms(started, counted),
+            near_ties.as_ref().map_or(0, NearTies::pixels),
             ms(counted, sampled_at),
             extent
                 .contenders
@@ -275,6 +269,56 @@ impl Auto {
             }
         }
         Ok(self.choose_with(&extent, &sampled))
+    }
+
+    /// The tile's near-ties ([`NearTies`]): a first lattice of
+    /// [`near_ties::MIN_SAMPLES`] pixels where the choice stands with
+    /// [`SAMPLE_SLACK`] near-ties more than it saw for the chosen candidate
+    /// and as many fewer for every other, else the budget's. The budget's 40 pixels at σ = 85 took 2–3 ms on 16
+    /// threads, where dct5 ran in 8 ms on a 2-class map (auto missed its
+    /// time by 25 %) and 16 pixels told the same.
+    fn sample_near_ties(&self, tile: &ClassTile, params: &SmoothParams, extent: &TileExtent) -> Option<NearTies> {
+        let row_runs = extent.runs.map(|r| r.row_runs);
+        // Where even a first sample that saw no near-ties could not be
+        // sure (wide kernels: a recomputed pixel costs its whole window),
+        // it would be time lost.
+        let none: Vec<Option<f64>> = self.shares_of(|_| 0.0);
+        let best = self.choose_with(extent, &none);
+        let seen_none = SAMPLE_SLACK / near_ties::MIN_SAMPLES as f64;
+        let top = self.cost(best, extent, none[best].map(|_| seen_none));
+        if !(0..self.candidates.len()).all(|i| i == best || top < self.cost(i, extent, none[i])) {
+            return NearTies::sample(tile, params, row_runs, usize::MAX);
+        }
+        let first = NearTies::sample(tile, params, row_runs, near_ties::MIN_SAMPLES)?;
+        let (fewer, more) = (self.shares(Some(&first), -SAMPLE_SLACK), self.shares(Some(&first), SAMPLE_SLACK));
+        // Sure where the choice at its share's top still costs less than
+        // every other candidate at the bottom of theirs.
+        let chosen = self.choose_with(extent, &self.shares(Some(&first), 0.0));
+        let top = self.cost(chosen, extent, more[chosen]);
+        if (0..self.candidates.len()).all(|i| i == chosen || top < self.cost(i, extent, fewer[i])) {
+            return Some(first);
+        }
+        NearTies::sample(tile, params, row_runs, usize::MAX)
+    }
+
+    /// Each certified candidate's share of `near_ties` within its margin,
+    /// with `slack` near-ties more ([`NearTies::share_with`]).
+    fn shares(&self, near_ties: Option<&NearTies>, slack: f64) -> Vec<Option<f64>> {
+        match near_ties {
+            Some(ties) => self.shares_of(|margin| ties.share_with(margin, slack)),
+            None => vec![None; self.candidates.len()],
+        }
+    }
+
+    /// `share` of each certified candidate's margin (`None` for the others).
+    fn shares_of(&self, share: impl Fn(f64) -> f64) -> Vec<Option<f64>> {
+        self.candidates
+            .iter()
+            .map(|c| match c.bounds {
+                Some(b) if c.certified => Some(share(b.certify_margin())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Index of the cheapest candidate for `tile`, shares not measured yet
@@ -390,6 +434,11 @@ fn middle_rows<'t>(tile: &ClassTile<'t>) -> ClassTile<'t> {
         ..*tile
     }
 }
+
+/// Near-ties a first sample of few pixels may have seen too many or too
+/// few ([`Auto::sample_near_ties`]): about a 95 % interval on counts of a
+/// few.
+const SAMPLE_SLACK: f64 = 3.0;
 
 /// The fewest output rows [`middle_rows`] keeps.
 const RUNS_ROWS: usize = 64;
@@ -975,6 +1024,53 @@ mod tests {
         run_tile(&cheap, 600, 6);
         assert_eq!(cheap_fake.seen.lock().unwrap().len(), 1);
         assert_eq!(cheap.choose(&tile), 1);
+    }
+
+    /// A first sample of 16 pixels decides where the choice stands with 3
+    /// near-ties more for the chosen candidate and 3 fewer for the other;
+    /// else the budget's sample (256 pixels at σ = 2) follows, and where no
+    /// first sample could be sure it alone is taken. The baseline costs
+    /// 165 + its set-up, the certified candidate 150 + 165 per share
+    /// recomputed: with a set-up of 130, every pixel near (a margin of 2)
+    /// runs the baseline, but 13 of 16 would not; with none, 3 of 16 near
+    /// would already tip the choice.
+    #[test]
+    fn a_first_sample_of_few_pixels_decides_where_it_is_sure() {
+        let (side, halo) = (600, 6);
+        let w = side + 2 * halo;
+        let classes: Vec<u16> = (0..w * w).map(|i| (i % 7) as u16 % 3).collect();
+        let kernel = KernelSpec::Gaussian {
+            sigma: 2.0,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let tile = ClassTile {
+            width: w,
+            height: w,
+            halo,
+            n_classes: 3,
+            classes: &classes,
+        };
+        let params = SmoothParams {
+            kernel: &kernel,
+            class_weights: &[1, 1, 1],
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        };
+        let extent = TileExtent::square(side, 3);
+        for (set_up, margin, pixels) in [(55.0, 1e-9, 16), (130.0, 1e-9, 16), (130.0, 2.0, 256), (0.0, 1e-9, 256)] {
+            let (mut auto, _) = learning(0.001);
+            auto.costs = DeviceCosts {
+                histogram: 0.0,
+                naive_pixel: set_up,
+                ..DeviceCosts::HOST_FEW
+            };
+            bounded(&mut auto, margin);
+            let sample = auto.sample_near_ties(&tile, &params, &extent).unwrap();
+            assert_eq!(sample.pixels(), pixels, "set-up {set_up}, margin {margin}");
+        }
     }
 
     /// A certified candidate whose bounds leave its recomputation

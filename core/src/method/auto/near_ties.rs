@@ -32,7 +32,7 @@ const UNSEEN_FROM: usize = 4;
 const UNSEEN_AT_MOST: f64 = 0.5;
 
 /// Pixels sampled per tile: as many as the budget allows, within these.
-const MIN_SAMPLES: usize = 16;
+pub const MIN_SAMPLES: usize = 16;
 const MAX_SAMPLES: usize = 256;
 
 /// The sampled pixels' gaps between their best two exact scores, in units
@@ -58,10 +58,13 @@ impl NearTies {
     /// the taps: on a 512² MODIS crop at σ = 5–35 on 16 threads the taps
     /// took 2–6 ms of auto's 8–38 ms, and auto missed the fastest method's
     /// time by 19–28 % in running it.
+    ///
+    /// `most`: the most pixels to sample, under what the budget allows.
     pub fn sample(
         tile: &ClassTile,
         params: &SmoothParams,
         row_runs: Option<f64>,
+        most: usize,
     ) -> Option<NearTies> {
         if params.confidence.is_some() {
             return None;
@@ -78,7 +81,11 @@ impl NearTies {
         // A sampled window costs its taps, or walked run by run (a row
         // walks its runs or adds its taps, whichever is cheaper) its steps
         // plus the tile's run tables once.
-        let samples = |per_sample: usize| (SAMPLE_TAPS / per_sample.max(1)).clamp(MIN_SAMPLES, MAX_SAMPLES);
+        let samples = |per_sample: usize| {
+            (SAMPLE_TAPS / per_sample.max(1))
+                .clamp(MIN_SAMPLES, MAX_SAMPLES)
+                .min(most)
+        };
         let by_taps = samples(taps) * taps;
         let walk = row_runs.map(|runs| n * ((runs * RUN_STEP_TAPS as f64).ceil() as usize).min(n));
         let walks = walk.is_some_and(|per_sample| {
@@ -107,24 +114,19 @@ impl NearTies {
                 if centre == nodata && !params.fill_nodata {
                     return None;
                 }
-                let mut sums = vec![0u64; tile.n_classes + 1];
+                let mut bins = Bins::new(tile.n_classes);
                 match &walked {
-                    Some(exact) => {
-                        let mut bins = Bins::new(tile.n_classes);
-                        exact.add_window(tile, origin, &mut bins);
-                        for (sum, &total) in sums.iter_mut().zip(bins.totals()) {
-                            *sum = total as u64;
-                        }
-                    }
+                    Some(exact) => exact.add_window(tile, origin, &mut bins),
+                    // Every weight of each row, zeros too: naive's banked
+                    // adds by position, a third of the time of a sum per
+                    // tap through a bounds-checked index.
                     None => {
                         for (dy, row) in weights.chunks_exact(n).enumerate() {
-                            let line = &tile.classes[origin + dy * tile.width..][..n];
-                            for (&class, &weight) in line.iter().zip(row) {
-                                sums[class as usize] += weight as u64;
-                            }
+                            bins.add_row(&tile.classes[origin + dy * tile.width..][..n], row);
                         }
                     }
                 }
+                let sums: Vec<u64> = bins.totals().iter().map(|&t| t as u64).collect();
                 let (mut top, mut second) = (0u64, 0u64);
                 for (c, &sum) in sums[..tile.n_classes].iter().enumerate() {
                     let score = sum * params.class_weights[c] as u64;
@@ -142,6 +144,11 @@ impl NearTies {
         }
         gaps.sort_by(f64::total_cmp);
         Some(NearTies { gaps })
+    }
+
+    /// How many pixels were sampled.
+    pub fn pixels(&self) -> usize {
+        self.gaps.len()
     }
 
     /// The share of the sampled pixels whose gap is at most `margin`.
@@ -165,6 +172,19 @@ impl NearTies {
             gap => k as f64 * margin / gap,
         };
         carried.min(UNSEEN_AT_MOST) / len
+    }
+
+    /// The share [`NearTies::share`] gives, with `slack` sampled pixels
+    /// more counted near (fewer where negative), within 0 and 1: the
+    /// shares a sample of few pixels may be off by.
+    pub fn share_with(&self, margin: f64, slack: f64) -> f64 {
+        let (near, len) = (self.gaps.partition_point(|&g| g <= margin) as f64, self.gaps.len() as f64);
+        let shifted = ((near + slack) / len).clamp(0.0, 1.0);
+        match slack {
+            0.0 => self.share(margin),
+            more if more > 0.0 => shifted.max(self.share(margin)),
+            _ => shifted.min(self.share(margin)),
+        }
     }
 }
 
@@ -205,14 +225,21 @@ mod tests {
         let params = two_classes(&kernel);
         let side = 64 + 4;
         let uniform = vec![0u16; side * side];
-        let ties = NearTies::sample(&tile_of(&uniform, side, 2, 2), &params, None).unwrap();
+        let ties = NearTies::sample(&tile_of(&uniform, side, 2, 2), &params, None, usize::MAX).unwrap();
         assert!(ties.gaps.len() >= MIN_SAMPLES);
         let unseen = UNSEEN_AT_MOST / ties.gaps.len() as f64;
         assert_eq!(ties.share(0.99), unseen);
         assert!((ties.share(0.01) - 0.08 * unseen).abs() < 1e-15);
         assert_eq!(ties.share(1.0), 1.0);
+        // With slack: none seen is at most 3 pixels more, and at least none.
+        let len = ties.gaps.len() as f64;
+        assert_eq!(ties.share_with(0.99, 0.0), ties.share(0.99));
+        assert_eq!(ties.share_with(0.99, 3.0), 3.0 / len);
+        assert_eq!(ties.share_with(0.99, -3.0), 0.0);
+        assert_eq!(ties.share_with(1.0, 3.0), 1.0);
+        assert_eq!(ties.share_with(1.0, -3.0), (len - 3.0) / len);
         let stripes: Vec<u16> = (0..side * side).map(|i| (i % side % 2) as u16).collect();
-        let ties = NearTies::sample(&tile_of(&stripes, side, 2, 2), &params, None).unwrap();
+        let ties = NearTies::sample(&tile_of(&stripes, side, 2, 2), &params, None, usize::MAX).unwrap();
         // 3 columns against 2 of 5: a gap of 1/5 of the window.
         assert_eq!(ties.share(0.1), UNSEEN_AT_MOST / ties.gaps.len() as f64);
         assert_eq!(ties.share(0.4), 1.0);
@@ -222,7 +249,7 @@ mod tests {
             class_weights: &[2, 3],
             ..params
         };
-        let ties = NearTies::sample(&tile_of(&stripes, side, 2, 2), &params, None).unwrap();
+        let ties = NearTies::sample(&tile_of(&stripes, side, 2, 2), &params, None, usize::MAX).unwrap();
         assert!(ties.share(1e-9) > 0.3, "{ties:?}");
     }
 
@@ -240,19 +267,19 @@ mod tests {
         };
         let side = 34;
         let nodata = vec![1u16; side * side];
-        assert_eq!(NearTies::sample(&tile_of(&nodata, side, 1, 1), &params, None), None);
+        assert_eq!(NearTies::sample(&tile_of(&nodata, side, 1, 1), &params, None, usize::MAX), None);
         let filled = SmoothParams {
             fill_nodata: true,
             ..params
         };
-        assert!(NearTies::sample(&tile_of(&nodata, side, 1, 1), &filled, None).is_some());
+        assert!(NearTies::sample(&tile_of(&nodata, side, 1, 1), &filled, None, usize::MAX).is_some());
         let votes = vec![1u16; side * side];
         let weighted = SmoothParams {
             confidence: Some(&votes),
             ..params
         };
         let zeros = vec![0u16; side * side];
-        assert_eq!(NearTies::sample(&tile_of(&zeros, side, 1, 1), &weighted, None), None);
+        assert_eq!(NearTies::sample(&tile_of(&zeros, side, 1, 1), &weighted, None, usize::MAX), None);
     }
 
     /// A kernel past 511 on a tile of known runs samples run by run: the
@@ -266,8 +293,8 @@ mod tests {
         let side = 48 + 512;
         let rows: Vec<u16> = (0..side * side).map(|i| (i / side % 2) as u16).collect();
         let tile = tile_of(&rows, side, 256, 2);
-        let by_taps = NearTies::sample(&tile, &params, None).unwrap();
-        let by_runs = NearTies::sample(&tile, &params, Some(1.0)).unwrap();
+        let by_taps = NearTies::sample(&tile, &params, None, usize::MAX).unwrap();
+        let by_runs = NearTies::sample(&tile, &params, Some(1.0), usize::MAX).unwrap();
         assert!(by_runs.gaps.len() > 4 * by_taps.gaps.len(), "{}", by_taps.gaps.len());
         for ties in [&by_taps, &by_runs] {
             // None near: at most half of one counted; a tenth of the way
