@@ -86,23 +86,18 @@ impl DeviceCosts {
     /// `benches/auto/refit.py` to a grid call of `d5b30a3`: the choices'
     /// own times came within 15 % of the fastest in 67 cases of 70, not 63
     /// (naive where dct5 ran at σ = 1–2 on 17 classes and σ = 5 on 64; dct5
-    /// where svd ran on random-2 at σ = 35). After decision 0034 (auto's
-    /// runs sampled, its near-ties first sampled on 16 pixels) a dct5 step,
-    /// the separable set-up and a run walked were refitted the same way to
-    /// three grid calls together (199 → 203 of 210 within 15 %: dct5 where
-    /// naive ran on simplex-17 at σ = 1–2, naive where dct5 ran on
-    /// random-64 at σ = 8).
+    /// where svd ran on random-2 at σ = 35).
     pub const HOST_WIDE: DeviceCosts = DeviceCosts {
         histogram: 0.7,
-        stream: 0.636,
+        stream: 0.53,
         tap_stream: 0.59,
         svd_plane: 11.0,
         rank: 4.0,
-        separable_setup: 50.0,
+        separable_setup: 100.0,
         naive_pixel: 320.0,
         naive_class: 1.2,
         naive_row: 1.2,
-        run_step: 5.0,
+        run_step: 2.5,
     };
     /// GPU: the separable passes are bandwidth-bound and cheap per operation;
     /// naive's per-pixel histograms sit in local memory.
