@@ -946,8 +946,18 @@ mod tests {
     }
 
     fn run_tile(auto: &Auto, side: usize, halo: usize) -> Vec<u16> {
-        let (w, h) = (side + 2 * halo, side + 2 * halo);
-        let classes: Vec<u16> = (0..w * h).map(|i| (i % 7) as u16 % 3).collect();
+        with_tile(side, halo, |tile, params| {
+            let mut out = vec![0; tile.output_len()];
+            auto.smooth(tile, params, &mut out).unwrap();
+            tile.classes.to_vec()
+        })
+    }
+
+    /// `f` of a tile of three classes in a repeating pattern and the
+    /// parameters of a σ = 2 Gaussian.
+    fn with_tile<R>(side: usize, halo: usize, f: impl FnOnce(&ClassTile, &SmoothParams) -> R) -> R {
+        let w = side + 2 * halo;
+        let classes: Vec<u16> = (0..w * w).map(|i| (i % 7) as u16 % 3).collect();
         let kernel = KernelSpec::Gaussian {
             sigma: 2.0,
             size: None,
@@ -956,7 +966,7 @@ mod tests {
         .unwrap();
         let tile = ClassTile {
             width: w,
-            height: h,
+            height: w,
             halo,
             n_classes: 3,
             classes: &classes,
@@ -968,9 +978,7 @@ mod tests {
             ties: Default::default(),
             confidence: None,
         };
-        let mut out = vec![0; tile.output_len()];
-        auto.smooth(&tile, &params, &mut out).unwrap();
-        classes
+        f(&tile, &params)
     }
 
     fn bounded(auto: &mut Auto, margin: f64) {
@@ -1036,29 +1044,7 @@ mod tests {
     /// would already tip the choice.
     #[test]
     fn a_first_sample_of_few_pixels_decides_where_it_is_sure() {
-        let (side, halo) = (600, 6);
-        let w = side + 2 * halo;
-        let classes: Vec<u16> = (0..w * w).map(|i| (i % 7) as u16 % 3).collect();
-        let kernel = KernelSpec::Gaussian {
-            sigma: 2.0,
-            size: None,
-        }
-        .build()
-        .unwrap();
-        let tile = ClassTile {
-            width: w,
-            height: w,
-            halo,
-            n_classes: 3,
-            classes: &classes,
-        };
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 1, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
+        let side = 600;
         let extent = TileExtent::square(side, 3);
         for (set_up, margin, pixels) in [(55.0, 1e-9, 16), (130.0, 1e-9, 16), (130.0, 2.0, 256), (0.0, 1e-9, 256)] {
             let (mut auto, _) = learning(0.001);
@@ -1068,8 +1054,8 @@ mod tests {
                 ..DeviceCosts::HOST_FEW
             };
             bounded(&mut auto, margin);
-            let sample = auto.sample_near_ties(&tile, &params, &extent).unwrap();
-            assert_eq!(sample.pixels(), pixels, "set-up {set_up}, margin {margin}");
+            let sample = with_tile(side, 6, |tile, params| auto.sample_near_ties(tile, params, &extent));
+            assert_eq!(sample.unwrap().pixels(), pixels, "set-up {set_up}, margin {margin}");
         }
     }
 
