@@ -18,8 +18,6 @@
 //! its cost for `--method auto`.
 
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
-#[cfg(test)]
-use super::cost::WindowRuns;
 use super::family::{Accepts, Family, FastOptions, Settings};
 use super::select::on_members;
 use super::{ClassSmoother, ClassTile, SmoothParams, pick_winner};
@@ -220,9 +218,9 @@ impl CostShape for NaiveCost {
 /// mean runs per window row, counted over the whole tile: what `auto`'s
 /// sample estimates, kept to test it against.
 #[cfg(test)]
-pub fn window_runs(tile: &ClassTile, n: usize) -> WindowRuns {
+pub fn window_runs(tile: &ClassTile, n: usize) -> super::cost::WindowRuns {
     if tile.output_width() == 0 || tile.output_height() == 0 {
-        return WindowRuns {
+        return super::cost::WindowRuns {
             mixed: 0.0,
             row_runs: 1.0,
         };
@@ -230,7 +228,7 @@ pub fn window_runs(tile: &ClassTile, n: usize) -> WindowRuns {
     let runs = Runs::without_lengths(tile, n);
     let uniform = runs.uniform.iter().filter(|&&u| u).count();
     let total: u64 = runs.count.iter().map(|&c| c as u64).sum();
-    WindowRuns {
+    super::cost::WindowRuns {
         mixed: 1.0 - uniform as f64 / runs.uniform.len() as f64,
         row_runs: total as f64 / runs.count.len() as f64,
     }
