@@ -274,31 +274,38 @@ impl Auto {
     /// The tile's near-ties ([`NearTies`]): a first lattice of
     /// [`near_ties::MIN_SAMPLES`] pixels where the choice stands with
     /// [`SAMPLE_SLACK`] near-ties more than it saw for the chosen candidate
-    /// and as many fewer for every other, else the budget's. The budget's 40 pixels at σ = 85 took 2–3 ms on 16
-    /// threads, where dct5 ran in 8 ms on a 2-class map (auto missed its
-    /// time by 25 %) and 16 pixels told the same.
+    /// and as many fewer for every other, else the budget's. The budget's
+    /// 40 pixels at σ = 85 took 2–3 ms on 16 threads, where dct5 ran in
+    /// 8 ms on a 2-class map (auto missed its time by 25 %).
     fn sample_near_ties(&self, tile: &ClassTile, params: &SmoothParams, extent: &TileExtent) -> Option<NearTies> {
         let row_runs = extent.runs.map(|r| r.row_runs);
         // Where even a first sample that saw no near-ties could not be
         // sure (wide kernels: a recomputed pixel costs its whole window),
         // it would be time lost.
         let none: Vec<Option<f64>> = self.shares_of(|_| 0.0);
-        let best = self.choose_with(extent, &none);
         let seen_none = SAMPLE_SLACK / near_ties::MIN_SAMPLES as f64;
-        let top = self.cost(best, extent, none[best].map(|_| seen_none));
-        if !(0..self.candidates.len()).all(|i| i == best || top < self.cost(i, extent, none[i])) {
+        let most: Vec<Option<f64>> = none.iter().map(|s| s.map(|_| seen_none)).collect();
+        if !self.stands(extent, &none, &most, &none) {
             return NearTies::sample(tile, params, row_runs, usize::MAX);
         }
         let first = NearTies::sample(tile, params, row_runs, near_ties::MIN_SAMPLES)?;
-        let (fewer, more) = (self.shares(Some(&first), -SAMPLE_SLACK), self.shares(Some(&first), SAMPLE_SLACK));
-        // Sure where the choice at its share's top still costs less than
-        // every other candidate at the bottom of theirs.
-        let chosen = self.choose_with(extent, &self.shares(Some(&first), 0.0));
-        let top = self.cost(chosen, extent, more[chosen]);
-        if (0..self.candidates.len()).all(|i| i == chosen || top < self.cost(i, extent, fewer[i])) {
-            return Some(first);
+        let (seen, fewer, more) = (
+            self.shares(Some(&first), 0.0),
+            self.shares(Some(&first), -SAMPLE_SLACK),
+            self.shares(Some(&first), SAMPLE_SLACK),
+        );
+        match self.stands(extent, &seen, &more, &fewer) {
+            true => Some(first),
+            false => NearTies::sample(tile, params, row_runs, usize::MAX),
         }
-        NearTies::sample(tile, params, row_runs, usize::MAX)
+    }
+
+    /// Whether the choice at the shares `seen` still costs less, at its
+    /// share in `high`, than every other candidate at its share in `low`.
+    fn stands(&self, tile: &TileExtent, seen: &[Option<f64>], high: &[Option<f64>], low: &[Option<f64>]) -> bool {
+        let chosen = self.choose_with(tile, seen);
+        let top = self.cost(chosen, tile, high[chosen]);
+        (0..self.candidates.len()).all(|i| i == chosen || top < self.cost(i, tile, low[i]))
     }
 
     /// Each certified candidate's share of `near_ties` within its margin,
