@@ -41,15 +41,14 @@ impl CodeHistogram {
         }
     }
 
-    /// [`CodeHistogram::add`] for Byte codes, counted on this thread by
-    /// [`tally_bytes`] (interleaved
-    /// tallies, so runs of one code do not wait on each other's increments).
+    /// [`CodeHistogram::add`] for Byte codes, counted by [`byte_counts`].
     pub fn add_bytes(&mut self, codes: &[u8]) {
-        for block in codes.chunks(1 << 24) {
-            let counts = tally_bytes(block);
-            for (n, k) in self.counts.iter_mut().zip(counts) {
-                *n += k;
-            }
+        // In parallel: a whole `smooth` scans its input before the engine
+        // starts, and one thread's tally was a third of that scan on a
+        // 105 Mpx map (issue 39's set A).
+        let counts = byte_counts(codes);
+        for (n, k) in self.counts.iter_mut().zip(counts) {
+            *n += k;
         }
     }
 
@@ -328,8 +327,14 @@ impl TileCompaction {
             tile.source.area(),
             "source window size"
         );
-        // A code's global index, NO_CLASS as MAX_CLASSES (a slot of its own).
-        let global = |code: u16| (lut[code as usize] as usize).min(MAX_CLASSES);
+        // A code's global index, NO_CLASS as MAX_CLASSES (a slot of its own);
+        // codes below 256 (all of a Byte raster's) from a small table that
+        // stays in L1, not from `lut`'s 128 KB.
+        let byte_global: [u16; 256] = std::array::from_fn(|code| lut[code].min(MAX_CLASSES as u16));
+        let global = |code: u16| match byte_global.get(code as usize) {
+            Some(&g) => g as usize,
+            None => (lut[code as usize] as usize).min(MAX_CLASSES),
+        };
         // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
         let present = source
             .par_chunks(1 << 16)
@@ -358,6 +363,12 @@ impl TileCompaction {
         for (l, &g) in globals.iter().enumerate() {
             local[g as usize] = l as u16;
         }
+        // Code → local index, for codes below 256 in one lookup.
+        let byte_local: [u16; 256] = std::array::from_fn(|code| local[byte_global[code] as usize]);
+        let local_of = |code: u16| match byte_local.get(code as usize) {
+            Some(&l) => l,
+            None => local[global(code)],
+        };
         padded.clear();
         padded.resize(tile.padded_len(), none);
         let (w, left, top) = (tile.source.width, tile.pad_left, tile.pad_top);
@@ -369,7 +380,7 @@ impl TileCompaction {
                 .with_min_len(crate::grain::min_items(w))
                 .for_each(|(row, src)| {
                     for (d, &code) in row[left..left + w].iter_mut().zip(src) {
-                        *d = local[global(code)];
+                        *d = local_of(code);
                     }
                 });
         }
@@ -520,12 +531,39 @@ impl CodeMap {
         table
     }
 
-    /// Maps `out` in place.
+    /// Maps `out` in place, a piece of [`MIN_PIXELS`](crate::grain::MIN_PIXELS)
+    /// at a time: a closure per pixel (`par_iter_mut().for_each`) was not
+    /// inlined, and the call per pixel took 9 % of a whole `smooth` of a
+    /// 105 Mpx map of long runs (issue 39's set A, `perf`).
+    ///
+    /// One table, without branches: the local indices first, then the
+    /// codes for [`NO_CLASS`] and the undecided value.
     pub fn apply(&self, out: &mut [u16]) {
-        out.par_iter_mut()
-            .with_min_len(crate::grain::MIN_PIXELS)
-            .for_each(|v| *v = self.code(*v));
+        let n = self.codes.len();
+        let mut table = self.codes.clone();
+        table.extend([self.fill, self.tie]);
+        out.par_chunks_mut(crate::grain::MIN_PIXELS)
+            .for_each(|piece| {
+                for v in piece {
+                    let i = match (*v as usize) < n {
+                        true => *v as usize,
+                        false => n + (NO_CLASS - *v) as usize,
+                    };
+                    *v = table[i];
+                }
+            });
     }
+}
+
+/// How often each byte value occurs, counted in parallel by [`tally_bytes`].
+pub fn byte_counts(data: &[u8]) -> [u64; 256] {
+    data.par_chunks(1 << 16).map(tally_bytes).reduce(
+        || [0u64; 256],
+        |mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            a
+        },
+    )
 }
 
 /// How often each byte value occurs in `data` (at most 2³² bytes), on this

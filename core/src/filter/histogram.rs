@@ -8,7 +8,7 @@
 //! with the host exactly.
 
 use crate::bail;
-use crate::classes::tally_bytes;
+use crate::classes::byte_counts;
 use crate::error::{Result, Setting};
 use crate::pixel::{Pixel, Plane, SampleType};
 use rayon::prelude::*;
@@ -165,17 +165,6 @@ impl BandHistogram {
         self.nodata += other.nodata;
         self.outside += other.outside;
     }
-}
-
-/// How often each byte value occurs, counted in parallel by [`tally_bytes`].
-pub fn byte_counts(data: &[u8]) -> [u64; 256] {
-    data.par_chunks(1 << 16).map(tally_bytes).reduce(
-        || [0u64; 256],
-        |mut a, b| {
-            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-            a
-        },
-    )
 }
 
 /// Smallest and largest valid value of a plane (`None` when all are nodata).
