@@ -12,7 +12,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// `MAPFILTER_SIMD=baseline`: the plain copies instead of the AVX2 ones.
+/// `MAPFILTER_SIMD=baseline`: the plain copies instead of the AVX2 ones;
+/// `MAPFILTER_SIMD=avx2`: AVX2 but not AVX-512.
 pub const SIMD_ENV: &str = "MAPFILTER_SIMD";
 /// `MAPFILTER_KERNEL_TIMES` (any value): the OpenCL fast methods print
 /// every tile's kernel times.
@@ -44,6 +45,8 @@ pub const PYRAMID_STORE_ENV: &str = "MAPFILTER_PYRAMID_STORE";
 pub struct StudySwitches {
     /// [`SIMD_ENV`] is `baseline`.
     pub simd_baseline: bool,
+    /// [`SIMD_ENV`] is `avx2`.
+    pub simd_avx2_only: bool,
     /// [`KERNEL_TIMES_ENV`] is set.
     pub kernel_times: bool,
     /// [`FAST_SHAPE_ENV`] as written (the naive OpenCL method parses it).
@@ -78,6 +81,7 @@ impl StudySwitches {
         };
         StudySwitches {
             simd_baseline: text(SIMD_ENV).is_some_and(|v| v == "baseline"),
+            simd_avx2_only: text(SIMD_ENV).is_some_and(|v| v == "avx2"),
             kernel_times: var(KERNEL_TIMES_ENV).is_some(),
             fast_shape: text(FAST_SHAPE_ENV),
             tap_scan: flag(TAP_SCAN_ENV),
@@ -257,6 +261,8 @@ mod tests {
         // Only `baseline` itself turns the AVX2 copies off.
         assert!(!read(&[(SIMD_ENV, "Baseline")]).simd_baseline);
         assert!(!read(&[(SIMD_ENV, "avx2")]).simd_baseline);
+        assert!(read(&[(SIMD_ENV, "avx2")]).simd_avx2_only);
+        assert!(!read(&[(SIMD_ENV, "baseline")]).simd_avx2_only);
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub mod plane;
 pub mod policy;
 pub mod ranking;
 pub mod select;
-mod simd4;
+mod simd;
 pub mod spec;
 pub mod starting;
 

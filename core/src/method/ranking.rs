@@ -8,7 +8,7 @@
 //! pixel-major inside a strip), one array per field, so that folding the
 //! scores of [`LANES`] vertically neighbouring pixels vectorises.
 
-use super::simd4::{F64x4, four, four_mut};
+use super::simd::{F64Lanes, lanes, lanes_mut};
 use crate::classes::NO_CLASS;
 use rayon::prelude::*;
 
@@ -203,11 +203,13 @@ impl SlotsMut<'_> {
     /// `second` start at 0, a winner needs a score above `tau`, and a centre
     /// score of 0 never reaches a winner's score minus `tau`.
     #[inline(always)]
-    pub(crate) fn update<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
-        let top = S::load(four(self.top, at));
-        let second = S::load(four(self.second, at));
-        second.max(top.min(s)).store(four_mut(self.second, at));
-        top.max(s).store(four_mut(self.top, at));
+    pub(crate) fn update<S: F64Lanes>(&mut self, at: usize, c: u16, s: S, tau: f64) {
+        let top = S::load(lanes::<S, _>(self.top, at));
+        let second = S::load(lanes::<S, _>(self.second, at));
+        second
+            .max(top.min(s))
+            .store(lanes_mut::<S, _>(self.second, at));
+        top.max(s).store(lanes_mut::<S, _>(self.top, at));
         self.update_winner(at, c, s, tau);
     }
 
@@ -222,14 +224,14 @@ impl SlotsMut<'_> {
     /// [`SlotsMut::update`] without the two best scores, which only the
     /// certified mode reads ([`Ranking::certified`]).
     #[inline(always)]
-    pub(crate) fn update_winner<S: F64x4>(&mut self, at: usize, c: u16, s: S, tau: f64) {
-        let ws = four_mut(self.winner_score, at);
+    pub(crate) fn update_winner<S: F64Lanes>(&mut self, at: usize, c: u16, s: S, tau: f64) {
+        let ws = lanes_mut::<S, _>(self.winner_score, at);
         let old = S::load(ws);
         let better = s.gt(old.add(S::splat(tau)));
         S::select(better, s, old).store(ws);
-        S::put_code(better, c, four_mut(self.winner, at));
-        let cs = four_mut(self.centre_score, at);
-        let own = S::eq_code(four(self.centre, at), c);
+        S::put_code(better, c, lanes_mut::<S, _>(self.winner, at));
+        let cs = lanes_mut::<S, _>(self.centre_score, at);
+        let own = S::eq_code(lanes::<S, _>(self.centre, at), c);
         S::select(own, s, S::load(cs)).store(cs);
     }
 
@@ -258,10 +260,10 @@ impl SlotsMut<'_> {
     }
 
     /// The classes of the `out.len()` slots from `at` on (a multiple of
-    /// four) by the winner rule (see [`Ranking::decide`]), into `out` in
-    /// slot order, four at a time.
+    /// `S::N`) by the winner rule (see [`Ranking::decide`]), into `out` in
+    /// slot order, `S::N` at a time.
     #[inline(always)]
-    pub(crate) fn decide_run<S: F64x4>(
+    pub(crate) fn decide_run<S: F64Lanes>(
         &self,
         at: usize,
         tau: f64,
@@ -272,10 +274,16 @@ impl SlotsMut<'_> {
         let n = out.len();
         let (centre, winner) = (&self.centre[at..at + n], &self.winner[at..at + n]);
         let (cs, ws) = (&self.centre_score[at..], &self.winner_score[at..]);
-        for i in (0..n).step_by(4) {
+        for i in (0..n).step_by(S::N) {
             // Where the centre scores within tau of the winner, the centre...
-            let own = S::load(four(cs, i)).ge(S::load(four(ws, i)).sub(S::splat(tau)));
-            S::select_codes(own, four(centre, i), four(winner, i), four_mut(out, i));
+            let own =
+                S::load(lanes::<S, _>(cs, i)).ge(S::load(lanes::<S, _>(ws, i)).sub(S::splat(tau)));
+            S::select_codes(
+                own,
+                lanes::<S, _>(centre, i),
+                lanes::<S, _>(winner, i),
+                lanes_mut::<S, _>(out, i),
+            );
         }
         // ...unless nothing won or the centre is nodata (see `decide`).
         for ((o, &c), &w) in out.iter_mut().zip(centre).zip(winner) {

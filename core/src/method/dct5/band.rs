@@ -36,7 +36,8 @@
 //! widest margin. (With `--fill-nodata` a window may hold no class at all,
 //! so the shortcut is off there.)
 //!
-//! The recursion runs [`WIDE`] lines in step on one [`F64x4`], its state
+//! The recursion runs lines in step on one vector ([`F64Lanes`]): pass 1
+//! [`WIDE`] columns, pass 2 four or eight rows of a strip, its state
 //! in registers (one copy of the code per number of terms; on AVX2 vectors
 //! where the CPU has them, element for element the same arithmetic). The
 //! arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
@@ -55,7 +56,7 @@ use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
 use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
-use crate::method::simd4::F64x4;
+use crate::method::simd::F64Lanes;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
 
@@ -343,7 +344,12 @@ fn run_band_with<const T: usize, const H: bool, const M: bool>(
         // and the test that names it checks the CPU first).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { band_avx2::<T, H, M>(job, y0, slots, scratch, decide) },
-        Isa::Portable => band::<T, H, M, [f64; WIDE]>(job, y0, slots, scratch, decide),
+        // SAFETY: as for AVX2, with AVX-512 F, BW and VL.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { band_avx512::<T, H, M>(job, y0, slots, scratch, decide) },
+        Isa::Portable => band::<T, H, M, [f64; WIDE], [f64; WIDE]>(job, y0, slots, scratch, decide),
+        #[cfg(test)]
+        Isa::Portable8 => band::<T, H, M, [f64; WIDE], [f64; 8]>(job, y0, slots, scratch, decide),
     }
 }
 
@@ -357,7 +363,24 @@ unsafe fn band_avx2<const T: usize, const H: bool, const M: bool>(
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    band::<T, H, M, std::arch::x86_64::__m256d>(job, y0, slots, scratch, decide)
+    use std::arch::x86_64::__m256d;
+    band::<T, H, M, __m256d, __m256d>(job, y0, slots, scratch, decide)
+}
+
+/// [`band`] compiled for AVX-512: pass 1 on AVX2 vectors (its lines are
+/// columns, stored a lane at a time), pass 2 and the slots on vectors of
+/// eight, a strip's rows in one recursion (the same arithmetic).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+unsafe fn band_avx512<const T: usize, const H: bool, const M: bool>(
+    job: &Job,
+    y0: usize,
+    slots: &mut SlotsMut,
+    scratch: &mut Scratch,
+    decide: Option<Decide>,
+) {
+    use std::arch::x86_64::{__m256d, __m512d};
+    band::<T, H, M, __m256d, __m512d>(job, y0, slots, scratch, decide)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
@@ -366,7 +389,7 @@ unsafe fn band_avx2<const T: usize, const H: bool, const M: bool>(
 /// read, then strip by strip pass 2 of every class that reaches the strip,
 /// so a strip's slots stay in cache.
 #[inline(always)]
-fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
+fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
@@ -429,7 +452,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
             None => s * ow * LANES,
         };
         for c in 0..n {
-            pass2::<T, H, M, S>(job, scratch, (s, s0, at), c, slots);
+            pass2::<T, H, M, P>(job, scratch, (s, s0, at), c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut {
@@ -444,7 +467,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64x4>(
             let rows = LANES.min(bh - s * LANES);
             let decisions = &mut scratch.decisions;
             decisions.resize(ow * LANES, 0);
-            slots.decide_run::<S>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
+            slots.decide_run::<P>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
             write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
                 decisions[i]
             });
@@ -539,7 +562,7 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize)) {
 /// planes hold): along the rows over the class's runs of outputs, each
 /// score folded into the strip's ranking slots (from slot `at` on) at once.
 #[inline(always)]
-fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
+fn pass2<const T: usize, const H: bool, const M: bool, S: F64Lanes>(
     job: &Job,
     scratch: &Scratch,
     (s, s0, slot0): (usize, usize, usize),
@@ -560,7 +583,7 @@ fn pass2<const T: usize, const H: bool, const M: bool, S: F64x4>(
     for &(a, b) in runs.iter() {
         for (a, h) in (a..b)
             .step_by(job.segment)
-            .flat_map(|a| (0..LANES).step_by(WIDE).map(move |h| (a, h)))
+            .flat_map(|a| (0..LANES).step_by(S::N).map(move |h| (a, h)))
         {
             let from = a - at.xa;
             let lanes = Strip {
@@ -592,10 +615,12 @@ mod tests {
     use super::*;
     use crate::kernel::{Kernel, KernelSpec};
 
-    /// The AVX2 bands give the same bits as the plain ones: every ranking
-    /// slot and every decision, with uneven weights, nodata, a class past
-    /// the tile's right edge and a width that is no multiple of the lanes;
-    /// for the DCT-5 and for a longer period (`--exact`'s plans).
+    /// The AVX2 and AVX-512 bands (where the CPU has them) and the plain
+    /// ones of eight lanes in pass 2 give the same bits as the plain ones
+    /// of four: every ranking slot and every decision, with uneven
+    /// weights, nodata, a class past the tile's right edge and a width
+    /// that is no multiple of the lanes; for the DCT-5 and for a longer
+    /// period (`--exact`'s plans).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_bands_match_plain_bands() {
@@ -614,6 +639,23 @@ mod tests {
         for f in [Dct5::new(&g, terms).unwrap(), longer] {
             bands_match(&kernel, &f);
         }
+    }
+
+    /// The ways [`bands_match`] holds against the plain one of four lanes.
+    #[cfg(target_arch = "x86_64")]
+    fn others() -> Vec<Way<'static>> {
+        let mut ways = vec![
+            Way::plain(Isa::Portable8, PIECE_BYTES),
+            Way::plain(Isa::Avx2, PIECE_BYTES),
+            Way::plain(Isa::Avx2, 1),
+        ];
+        if crate::cpu::avx512() {
+            ways.extend([
+                Way::plain(Isa::Avx512, PIECE_BYTES),
+                Way::plain(Isa::Avx512, 1),
+            ]);
+        }
+        ways
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -669,15 +711,12 @@ mod tests {
                 rank_tile_on(way, f, &tile, &params, 0, tau, target);
                 (ranking, out)
             };
-            // AVX2 against plain; and pass 1 a strip at a time (each
+            // The vectors against plain; and pass 1 a strip at a time (each
             // segment carried over up to 8 pieces of a band) against whole
             // bands.
-            let ((plain, plain_out), (avx2, avx2_out)) = (
-                rank(Way::plain(Isa::Portable, PIECE_BYTES)),
-                rank(Way::plain(Isa::Avx2, PIECE_BYTES)),
-            );
-            let (pieces, pieces_out) = rank(Way::plain(Isa::Avx2, 1));
-            for (other, other_out) in [(&avx2, &avx2_out), (&pieces, &pieces_out)] {
+            let (plain, plain_out) = rank(Way::plain(Isa::Portable, PIECE_BYTES));
+            let ranked: Vec<_> = others().into_iter().map(rank).collect();
+            for (other, other_out) in &ranked {
                 assert_eq!(&plain_out, other_out, "decisions, fill {fill_nodata}");
                 for y in 0..oh {
                     for x in 0..ow {
@@ -702,11 +741,10 @@ mod tests {
             // With a margin, the same decisions, and undecided the pixels
             // the whole tile's ranking leaves undecided (over several bands).
             for margin in [0.0, 0.05, 0.3] {
-                for way in [
-                    Way::plain(Isa::Portable, PIECE_BYTES),
-                    Way::plain(Isa::Avx2, PIECE_BYTES),
-                    Way::plain(Isa::Avx2, 1),
-                ] {
+                for way in [Way::plain(Isa::Portable, PIECE_BYTES)]
+                    .into_iter()
+                    .chain(others())
+                {
                     let mut out = vec![0; ow * oh];
                     let target = Target::Decisions {
                         out: &mut out,

@@ -103,16 +103,29 @@ pub(super) struct Job<'a> {
 /// for element, on either.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Isa {
-    /// Plain arrays ([`F64x4`](crate::method::simd4::F64x4) for `[f64; 4]`).
+    /// Plain arrays of four ([`F64Lanes`](crate::method::simd::F64Lanes)
+    /// for `[f64; 4]`).
     Portable,
+    /// Plain arrays, of eight in pass 2 (the plain twin of
+    /// [`Isa::Avx512`]), for the tests.
+    #[cfg(test)]
+    Portable8,
     /// AVX2 registers.
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    /// AVX2 registers in pass 1, AVX-512 in pass 2.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
 }
 
 impl Isa {
-    /// The fastest this CPU has and may run ([`crate::cpu::avx2`]).
+    /// The fastest this CPU has and may run ([`crate::cpu::avx512`],
+    /// [`crate::cpu::avx2`]).
     pub(super) fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::avx512() {
+            return Isa::Avx512;
+        }
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::avx2() {
             return Isa::Avx2;

@@ -6,7 +6,7 @@ use super::masks::{Extent, MASK_CLASSES, holds};
 use super::planes::PlaneAt;
 use super::recursion::{CARRY_VALUES, Carry, ClassColumns, Lanes, Tables, WIDE, resume};
 use crate::method::ranking::LANES;
-use crate::method::simd4::F64x4;
+use crate::method::simd::F64Lanes;
 
 /// Where the plane of a class with box `e` in the band's input lies (see
 /// [`PlaneAt`]): span columns `xa..xb + 2R`, the rows of the strips that
@@ -135,7 +135,7 @@ const CHUNK_COLUMNS: usize = 64;
 /// columns, every class's groups of a chunk in turn; each group's values
 /// are what it computes alone, whatever the order.
 #[inline(always)]
-pub(super) fn pass1<const T: usize, const H: bool, S: F64x4>(
+pub(super) fn pass1<const T: usize, const H: bool, S: F64Lanes>(
     job: &Job,
     (s0, s1): (usize, usize),
     scratch: &mut Scratch,
@@ -203,7 +203,7 @@ fn prepare(job: &Job, c: usize, (s0, s1): (usize, usize), scratch: &mut Scratch)
 /// Pass 1 of group `i` of class `c` in the piece `s0..s1` (readied by
 /// [`prepare`]).
 #[inline(always)]
-fn run_group<const T: usize, const H: bool, S: F64x4>(
+fn run_group<const T: usize, const H: bool, S: F64Lanes>(
     job: &Job,
     c: usize,
     i: usize,
@@ -267,7 +267,9 @@ fn run_group<const T: usize, const H: bool, S: F64x4>(
             g.n,
         );
         fill!(lanes, |o, line| {
-            for (j, v) in o.to_array().into_iter().take(n).enumerate() {
+            let mut v = [0.0; WIDE];
+            o.store(&mut v);
+            for (j, v) in v.into_iter().take(n).enumerate() {
                 line[j * LANES] = v;
             }
         });
@@ -317,7 +319,7 @@ impl Lines {
     /// to the next strip after the last row of one, instead of being
     /// worked out again for every output.
     #[inline(always)]
-    fn fill<const T: usize, const H: bool, S: F64x4, L: Lanes>(
+    fn fill<const T: usize, const H: bool, S: F64Lanes, L: Lanes>(
         &self,
         tab: &Tables,
         lanes: &L,

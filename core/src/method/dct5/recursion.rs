@@ -5,7 +5,7 @@
 
 use crate::method::ClassTile;
 use crate::method::dct5::{Dct5, cos_index, cos_table};
-use crate::method::simd4::F64x4;
+use crate::method::simd::F64Lanes;
 
 /// The constants of one filter: `G_k`, the seeds' `cos(φk(t − R))` (at
 /// `t·terms + k`), `2cos(φk)`, `cos(φkR)` and `cos(φk(R + 1))` (the
@@ -46,23 +46,23 @@ impl Tables {
 /// the generic path.
 pub(crate) const MAX_TERMS: usize = 8;
 
-/// Lines one recursion carries in step: one AVX2 vector of f64
-/// ([`F64x4`]), so that its state (`2·T` vectors for `T` terms) stays in
-/// the 16 vector registers (eight lines spilled it to the stack). Pass 2
-/// runs a strip of [`LANES`] rows as `LANES / WIDE` recursions; pass 1
-/// takes the columns of a box `WIDE` at a time.
+/// Lines pass 1 carries in step: one AVX2 vector of f64 ([`F64Lanes`]),
+/// so that its state (`2·T` vectors for `T` terms) stays in the 16 vector
+/// registers (eight lines spilled it to the stack); it takes the columns
+/// of a box `WIDE` at a time. Pass 2 runs a strip of [`LANES`] rows as
+/// `LANES / N` recursions of `N` lines, eight on AVX-512 (32 registers).
 pub(super) const WIDE: usize = 4;
 
-/// The input of one recursion: [`WIDE`] independent lines read in step.
+/// The input of one recursion: `S::N` independent lines read in step.
 pub(super) trait Lanes {
     /// Whether elements `0..n` of every lane lie inside the data.
-    fn readable(&self, n: usize) -> bool;
+    fn readable(&self, n: usize, lanes: usize) -> bool;
 
     /// Element `t` of every lane.
     ///
     /// # Safety
-    /// `self.readable(n)` for some `n > t`.
-    unsafe fn load<S: F64x4>(&self, t: usize) -> S;
+    /// `self.readable(n, S::N)` for some `n > t`.
+    unsafe fn load<S: F64Lanes>(&self, t: usize) -> S;
 
     /// Elements that may be nonzero: every lane reads exactly 0 outside
     /// them. The seeds' direct sums skip the rest (a term `c·0` is ±0,
@@ -121,27 +121,31 @@ impl<'a, const FULL: bool> ClassColumns<'a, FULL> {
 }
 
 impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
-    fn readable(&self, n: usize) -> bool {
+    fn readable(&self, n: usize, lanes: usize) -> bool {
         debug_assert!(!FULL || self.width >= WIDE);
-        n == 0 || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len()
+        lanes == WIDE
+            && (n == 0
+                || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len())
     }
 
     #[inline(always)]
-    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
+    unsafe fn load<S: F64Lanes>(&self, t: usize) -> S {
         let at = self.base + t * self.stride;
-        // SAFETY: `at + min(width, WIDE)` is in bounds (the caller's `readable`).
+        // SAFETY: `at + min(width, WIDE)` is in bounds and `S::N` is `WIDE`
+        // (the caller's `readable`).
         unsafe {
             if FULL {
                 S::indicator(
-                    &*self.codes.as_ptr().add(at).cast::<[u16; WIDE]>(),
+                    std::slice::from_raw_parts(self.codes.as_ptr().add(at), WIDE),
                     self.class,
                 )
             } else {
-                S::from_array(std::array::from_fn(|j| {
+                let lanes: [f64; WIDE] = std::array::from_fn(|j| {
                     f64::from(u8::from(
                         j < self.width && *self.codes.get_unchecked(at + j) == self.class,
                     ))
-                }))
+                });
+                S::load(&lanes)
             }
         }
     }
@@ -175,15 +179,15 @@ pub(super) struct Strip<'a> {
 }
 
 impl Lanes for Strip<'_> {
-    fn readable(&self, n: usize) -> bool {
-        n == 0 || (n - 1) * self.stride + WIDE <= self.data.len()
+    fn readable(&self, n: usize, lanes: usize) -> bool {
+        n == 0 || (n - 1) * self.stride + lanes <= self.data.len()
     }
 
     #[inline(always)]
-    unsafe fn load<S: F64x4>(&self, t: usize) -> S {
+    unsafe fn load<S: F64Lanes>(&self, t: usize) -> S {
         let at = t * self.stride;
         // SAFETY: in bounds by the caller's `readable`.
-        S::load(unsafe { &*self.data.as_ptr().add(at).cast::<[f64; WIDE]>() })
+        S::load(unsafe { std::slice::from_raw_parts(self.data.as_ptr().add(at), S::N) })
     }
 
     fn nonzero(&self) -> std::ops::Range<usize> {
@@ -191,13 +195,13 @@ impl Lanes for Strip<'_> {
     }
 }
 
-/// One explicitly seeded segment on [`WIDE`] lines at once, its state in
+/// One explicitly seeded segment on `S::N` lines at once, its state in
 /// registers: output `i` (`i < rows`) is the filter applied to elements
 /// `i..=i + 2R`; `emit(i, out)` receives each output. `H`: the tables are
 /// harmonic ([`Tables::harmonic`]; one copy of the loop for each, so
 /// that the DCT-5's step keeps its few operations).
 #[inline(always)]
-pub(super) fn segment<L: Lanes, S: F64x4, const T: usize, const H: bool>(
+pub(super) fn segment<L: Lanes, S: F64Lanes, const T: usize, const H: bool>(
     tab: &Tables,
     src: &L,
     rows: usize,
@@ -223,10 +227,11 @@ pub(super) struct Carry<S, const T: usize> {
     pub(super) next: usize,
 }
 
-/// The f64 values one [`Carry`] saves: `2·T + 2` vectors of [`WIDE`].
+/// The f64 values one [`Carry`] saves: `2·T + 2` vectors of [`WIDE`] (pass
+/// 1's, the one pass run in pieces).
 pub(super) const CARRY_VALUES: usize = (2 * MAX_TERMS + 2) * WIDE;
 
-impl<S: F64x4, const T: usize> Carry<S, T> {
+impl<S: F64Lanes, const T: usize> Carry<S, T> {
     /// Before a segment's first output.
     pub(super) fn start() -> Self {
         Carry {
@@ -241,7 +246,7 @@ impl<S: F64x4, const T: usize> Carry<S, T> {
     /// The carry [`Carry::save`] wrote into `v` (at `next`).
     #[inline(always)]
     pub(super) fn load(v: &[f64; CARRY_VALUES], next: usize) -> Self {
-        let at = |i: usize| S::load(v[i * WIDE..][..WIDE].try_into().expect("one vector"));
+        let at = |i: usize| S::load(&v[i * S::N..][..S::N]);
         Carry {
             prev: std::array::from_fn(at),
             cur: std::array::from_fn(|k| at(T + k)),
@@ -260,7 +265,7 @@ impl<S: F64x4, const T: usize> Carry<S, T> {
             .chain(&self.cur)
             .chain([&self.lead_in, &self.trail_out]);
         for (i, x) in vectors.enumerate() {
-            x.store((&mut v[i * WIDE..][..WIDE]).try_into().expect("one vector"));
+            x.store(&mut v[i * S::N..][..S::N]);
         }
         self.next
     }
@@ -274,7 +279,7 @@ impl<S: F64x4, const T: usize> Carry<S, T> {
 /// 17 classes took 1.5 GB and most of the run's time went to faulting
 /// them in and streaming them through memory). `emit` as in [`segment`].
 #[inline(always)]
-pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
+pub(super) fn resume<L: Lanes, S: F64Lanes, const T: usize, const H: bool>(
     tab: &Tables,
     src: &L,
     rows: usize,
@@ -287,7 +292,10 @@ pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
     if carry.next >= upto {
         return;
     }
-    assert!(src.readable(rows + 2 * r), "segment reads past its lanes");
+    assert!(
+        src.readable(rows + 2 * r, S::N),
+        "segment reads past its lanes"
+    );
     if carry.next == 0 {
         if rows == 1 {
             emit(0, output(tab, &seed::<L, S, T>(tab, src)));
@@ -363,7 +371,7 @@ pub(super) fn resume<L: Lanes, S: F64x4, const T: usize, const H: bool>(
 /// elements entering and leaving the window, then those that entered and
 /// left it the step before (`[lead, trail, lead_in, trail_out]`).
 #[inline(always)]
-fn step<S: F64x4, const T: usize, const H: bool>(
+fn step<S: F64Lanes, const T: usize, const H: bool>(
     tab: &Tables,
     cur: &[S; T],
     prev: &mut [S; T],
@@ -397,10 +405,10 @@ fn step<S: F64x4, const T: usize, const H: bool>(
 /// `F_k` at output 0 by direct sums (of the elements that may be nonzero:
 /// [`Lanes::nonzero`]).
 #[inline(always)]
-fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
+fn seed<L: Lanes, S: F64Lanes, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
     let mut f = [S::splat(0.0); T];
     let n = tab.seed.len() / T;
-    skipped_are_zero(src, n);
+    skipped_are_zero::<L, S>(src, n);
     let nonzero = src.nonzero();
     for t in nonzero.start..nonzero.end.min(n) {
         // SAFETY: t ≤ 2R < rows + 2R, checked by `segment`.
@@ -416,12 +424,12 @@ fn seed<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> [S; T] {
 /// and into `F_k(1)` with those of `t − 1` (t ≥ 1). Only the elements that
 /// may be nonzero ([`Lanes::nonzero`]) are read.
 #[inline(always)]
-fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
+fn seeds<L: Lanes, S: F64Lanes, const T: usize>(tab: &Tables, src: &L) -> ([S; T], [S; T]) {
     let (mut f0, mut f1) = ([S::splat(0.0); T], [S::splat(0.0); T]);
     let n = tab.seed.len() / T;
     let nonzero = src.nonzero();
     let (mut t, to) = (nonzero.start, nonzero.end.min(n + 1));
-    skipped_are_zero(src, n + 1);
+    skipped_are_zero::<L, S>(src, n + 1);
     // SAFETY (every load): t ≤ 2R + 1 < rows + 2R, as `segment` checked
     // for rows ≥ 2.
     if t == 0 && to > 0 {
@@ -449,12 +457,13 @@ fn seeds<L: Lanes, S: F64x4, const T: usize>(tab: &Tables, src: &L) -> ([S; T], 
 /// Checks (in debug builds) that elements `0..n` outside `src.nonzero()`
 /// read 0 in every lane, as the seeds take them to.
 #[inline(always)]
-fn skipped_are_zero<L: Lanes>(src: &L, n: usize) {
+fn skipped_are_zero<L: Lanes, S: F64Lanes>(src: &L, n: usize) {
     if cfg!(debug_assertions) {
         let nonzero = src.nonzero();
         for t in (0..n).filter(|t| !nonzero.contains(t)) {
             // SAFETY: the seeds read elements up to `n − 1` (`segment` checked).
-            let v: [f64; WIDE] = unsafe { src.load::<[f64; WIDE]>(t) }.to_array();
+            let mut v = vec![0.0; S::N];
+            unsafe { src.load::<S>(t) }.store(&mut v);
             assert!(v.iter().all(|&x| x == 0.0), "element {t} skipped: {v:?}");
         }
     }
@@ -462,7 +471,7 @@ fn skipped_are_zero<L: Lanes>(src: &L, n: usize) {
 
 /// `f_k += c_k·v` for every term.
 #[inline(always)]
-fn fold<S: F64x4, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
+fn fold<S: F64Lanes, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
     for (fk, &c) in f.iter_mut().zip(coeffs) {
         *fk = fk.add(S::splat(c).mul(v));
     }
@@ -470,7 +479,7 @@ fn fold<S: F64x4, const T: usize>(f: &mut [S; T], coeffs: &[f64], v: S) {
 
 /// One output: `Σ_k G_k·F_k`, summed in ascending k.
 #[inline(always)]
-fn output<S: F64x4, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
+fn output<S: F64Lanes, const T: usize>(tab: &Tables, f: &[S; T]) -> S {
     let mut o = S::splat(0.0);
     for (fk, &g) in f.iter().zip(terms::<T>(&tab.g)) {
         o = o.add(S::splat(g).mul(*fk));
