@@ -604,7 +604,10 @@ mod tests {
         }
     }
 
-    const HOST: Dct5Passes = Dct5Passes::Host { segment: 1540 };
+    const HOST: Dct5Passes = Dct5Passes::Host {
+        segment: 1540,
+        wide: false,
+    };
     const GPU: Dct5Passes = Dct5Passes::Device {
         target: dct5_rot::TARGET_ITEMS,
     };
@@ -681,7 +684,10 @@ mod tests {
         };
         let costs = DeviceCosts::HOST_FEW;
         let (sea, land) = (tile(0.15), tile(1.0));
-        let host = dct5(Dct5Passes::Host { segment: 64 });
+        let host = dct5(Dct5Passes::Host {
+            segment: 64,
+            wide: false,
+        });
         assert!(host.cost(&sea, &costs) < naive.cost(&sea, &costs));
         assert!(naive.cost(&sea, &costs) < host.cost(&land, &costs));
         let unmeasured = TileExtent::square(512, 17);
@@ -707,7 +713,10 @@ mod tests {
             contenders: share,
             ..TileExtent::square(2048, 17)
         };
-        let wide = dct5(Dct5Passes::Host { segment: 3604 });
+        let wide = dct5(Dct5Passes::Host {
+            segment: 3604,
+            wide: false,
+        });
         let passes = |tile: &TileExtent| wide.cost(tile, &costs) - costs.separable_setup;
         let all = passes(&keeping(Some(1.0)));
         assert!((passes(&keeping(Some(0.2))) - 0.2 * all).abs() < 1e-9 * all);
@@ -756,7 +765,10 @@ mod tests {
             size: 901,
             terms: 4,
             harmonic: false,
-            passes: Dct5Passes::Host { segment: 3604 },
+            passes: Dct5Passes::Host {
+                segment: 3604,
+                wide: false,
+            },
         };
         let tile = TileExtent {
             contenders: Some(1.0),

@@ -645,7 +645,10 @@ fn dct5_candidate(
         Some(dev) => Dct5Passes::Device {
             target: dct5_rot::target_items(dev.info().kind, dev.info().compute_units),
         },
-        None => Dct5Passes::Host { segment },
+        None => Dct5Passes::Host {
+            segment,
+            wide: crate::cpu::avx512(),
+        },
     };
     let shape = Dct5Cost {
         size: kernel.size(),
@@ -721,8 +724,9 @@ const PLANE_MB_DOUBLING: f64 = 25.0;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Dct5Passes {
     /// The host's f64 recursion: segments of `segment` outputs, each seeded
-    /// by two direct sums of N samples.
-    Host { segment: usize },
+    /// by two direct sums of N samples; `wide`: pass 2 and its ranking on
+    /// AVX-512 vectors of eight ([`PASS2_WIDE`]).
+    Host { segment: usize, wide: bool },
     /// The OpenCL kernels: segments from [`dct5_rot::segment`] for the tile
     /// with `target` work-items ([`dct5_rot::target_items`] of the device),
     /// each warmed up over N steps.
@@ -737,6 +741,12 @@ pub enum Dct5Passes {
 /// there than dct5 `--exact`; with it every tile runs dct5, and no other
 /// choice of the 2-core grid moved (decision 0028).
 const SINGLE_CLASS_FLOOR: f64 = 0.3;
+
+/// What pass 2's steps and ranking updates cost on AVX-512 vectors of
+/// eight, as a share of four (decision 0035): a microbenchmark of the loop
+/// gave 0.55, and on 2 cores the band scorer took 0.70 of its time on the
+/// 17-class simplex map, where pass 2 was 54 % of it and pass 1 36 %.
+const PASS2_WIDE: f64 = 0.5;
 
 impl Dct5Cost {
     /// The share of the tile's classes whose passes the host band scorer
@@ -772,6 +782,14 @@ impl Dct5Cost {
         }
     }
 
+    /// What pass 2 and the ranking cost as a share of four lanes'.
+    fn pass2_share(&self) -> f64 {
+        match self.passes {
+            Dct5Passes::Host { wide: true, .. } => PASS2_WIDE,
+            _ => 1.0,
+        }
+    }
+
     /// Per output pixel and class, the steps (and a description) of the two
     /// passes on `tile`, pass 1 over the halo columns included.
     fn steps(&self, tile: &TileExtent) -> (f64, String) {
@@ -780,7 +798,7 @@ impl Dct5Cost {
         let k1 = self.terms as f64 + 1.0;
         let halo = tile.halo_factor(size);
         match self.passes {
-            Dct5Passes::Host { segment } => {
+            Dct5Passes::Host { segment, .. } => {
                 let seeds = 2.0 * k1 * n / segment as f64;
                 // A band's pass-1 plane per class, its rows and halo by the
                 // tile's columns and halo: past the caches every class's
@@ -796,7 +814,7 @@ impl Dct5Cost {
                 let per_term = if self.harmonic { 3.0 } else { 3.5 };
                 let per_pass = per_term * k1 + seeds;
                 (
-                    (halo + 1.0) * per_pass * memory,
+                    (halo + self.pass2_share()) * per_pass * memory,
                     format!(
                         "segments of {segment} seeded by 2 sums of {size}, planes of {plane_mb:.0} MB a class"
                     ),
@@ -822,11 +840,15 @@ impl CostShape for Dct5Cost {
     fn cost(&self, tile: &TileExtent, costs: &DeviceCosts) -> f64 {
         let classes = tile.classes.max(1) as f64 * self.kept_share(tile);
         let (steps, _) = self.steps(tile);
-        classes * (steps * costs.stream + costs.rank) * self.scored_share(tile) + costs.separable_setup
+        let rank = costs.rank * self.pass2_share();
+        classes * (steps * costs.stream + rank) * self.scored_share(tile) + costs.separable_setup
     }
 
     fn explain(&self, tile: &TileExtent) -> String {
-        let (_, how) = self.steps(tile);
+        let (_, mut how) = self.steps(tile);
+        if self.pass2_share() < 1.0 {
+            how.push_str(", pass 2 on eight lanes");
+        }
         let kept = match self.kept_share(tile) {
             share if share < 1.0 => format!(" ({:.0} % of them contend)", 100.0 * share),
             _ => String::new(),
@@ -929,6 +951,30 @@ mod tests {
             }
             assert!(compared > ow * oh * 9 / 10, "{compared} of {}", ow * oh);
         }
+    }
+
+    /// On eight lanes pass 2 and the ranking cost [`PASS2_WIDE`] of four's,
+    /// pass 1 as much.
+    #[test]
+    fn pass_two_on_eight_lanes_costs_less() {
+        let tile = TileExtent::square(512, 17);
+        let costs = DeviceCosts::HOST_FEW;
+        let cost = |wide| {
+            Dct5Cost {
+                size: 31,
+                terms: 3,
+                harmonic: true,
+                passes: Dct5Passes::Host { segment: 124, wide },
+            }
+            .cost(&tile, &costs)
+        };
+        let (four, eight) = (cost(false), cost(true));
+        let halo = tile.halo_factor(31);
+        let share = (halo + PASS2_WIDE) / (halo + 1.0);
+        assert!(
+            eight <= share * four * (1.0 + 1e-12) && eight >= PASS2_WIDE * four,
+            "{eight} of {four}"
+        );
     }
 
     #[test]
