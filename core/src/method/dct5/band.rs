@@ -38,8 +38,9 @@
 //!
 //! The recursion runs lines in step on one vector ([`F64Lanes`]): pass 1
 //! [`WIDE`] columns, pass 2 four or eight rows of a strip, its state
-//! in registers (one copy of the code per number of terms; on AVX2 vectors
-//! where the CPU has them, element for element the same arithmetic). The
+//! in registers (one copy of the code per number of terms; on AVX2 or
+//! AVX-512 vectors where the CPU has them, element for element the same
+//! arithmetic). The
 //! arithmetic is that of [`Dct5::segment_pass`] (same seeds, same
 //! recursion, same order of sums) on segments no longer than
 //! [`Dct5::segment`], so
