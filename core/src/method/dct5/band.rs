@@ -438,7 +438,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
         let s0 = s - s % piece;
         if s == s0 {
             let s1 = (s0 + piece).min(strips);
-            pass1::<T, H, S>(job, (s0, s1), scratch);
+            pass1::<T, H, S, P>(job, (s0, s1), scratch);
         }
         // Decisions: one strip's slots, reused by every strip and cleared
         // (`size_uncleared`, `size_with_margins_uncleared`); a whole

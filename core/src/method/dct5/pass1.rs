@@ -133,9 +133,11 @@ const CHUNK_COLUMNS: usize = 64;
 /// `s − s0` of the plane), each group's segment carried on from the strips
 /// before ([`resume`]). The groups run by chunks of [`CHUNK_COLUMNS`] span
 /// columns, every class's groups of a chunk in turn; each group's values
-/// are what it computes alone, whatever the order.
+/// are what it computes alone, whatever the order. Groups run on `S`
+/// (four lanes), or two at once on `P` where it has eight and they
+/// [`pair`].
 #[inline(always)]
-pub(super) fn pass1<const T: usize, const H: bool, S: F64Lanes>(
+pub(super) fn pass1<const T: usize, const H: bool, S: F64Lanes, P: F64Lanes>(
     job: &Job,
     (s0, s1): (usize, usize),
     scratch: &mut Scratch,
@@ -156,8 +158,14 @@ pub(super) fn pass1<const T: usize, const H: bool, S: F64Lanes>(
                 && xa + g.c0 < end
             {
                 let i = scratch.cursors[c];
-                run_group::<T, H, S>(job, c, i, (s0, s1), scratch);
-                scratch.cursors[c] = i + 1;
+                let k = if P::N == 2 * WIDE && pair(&scratch.groups[c], i) {
+                    run_groups::<T, H, P>(job, c, (i, 2), (s0, s1), scratch);
+                    2
+                } else {
+                    run_groups::<T, H, S>(job, c, (i, 1), (s0, s1), scratch);
+                    1
+                };
+                scratch.cursors[c] = i + k;
             }
         }
     }
@@ -200,22 +208,40 @@ fn prepare(job: &Job, c: usize, (s0, s1): (usize, usize), scratch: &mut Scratch)
     true
 }
 
-/// Pass 1 of group `i` of class `c` in the piece `s0..s1` (readied by
-/// [`prepare`]).
+/// Whether groups `i` and `i + 1` of a class run as one vector of eight
+/// lanes: neighbours, both whole, on one segment (the same rows, the same
+/// rows holding the class, read as far, as far along). Each lane's values
+/// are then its column's alone, as on four lanes.
+fn pair(groups: &[Group], i: usize) -> bool {
+    let (Some(a), Some(b)) = (groups.get(i), groups.get(i + 1)) else {
+        return false;
+    };
+    (a.n, b.n) == (WIDE, WIDE)
+        && (b.c0, b.base) == (a.c0 + WIDE, a.base + WIDE)
+        && (a.read, a.top, a.rows, a.held, a.next) == (b.read, b.top, b.rows, b.held, b.next)
+}
+
+/// Pass 1 of groups `i..i + k` of class `c` in the piece `s0..s1` (readied
+/// by [`prepare`]): one group on four lanes, or two that [`pair`] on eight
+/// (their carry in the first's place).
 #[inline(always)]
-fn run_group<const T: usize, const H: bool, S: F64Lanes>(
+fn run_groups<const T: usize, const H: bool, S: F64Lanes>(
     job: &Job,
     c: usize,
-    i: usize,
+    (i, k): (usize, usize),
     (s0, s1): (usize, usize),
     scratch: &mut Scratch,
 ) {
+    debug_assert_eq!(S::N, k * WIDE);
     let (r, at) = (job.tab.r, scratch.at[c]);
     let (lo, hi) = piece_strips(at, (s0, s1));
     let strip_len = at.strip_len(r);
     let strip_at = |k: usize| (k + at.sa - s0) * strip_len;
     let plane = scratch.planes[c].values_mut();
-    let (g, carry) = (&mut scratch.groups[c][i], &mut scratch.carries[c][i]);
+    let g = scratch.groups[c][i];
+    let carry = &mut scratch.carries[c][i];
+    // The columns the groups cover (a last, narrower group runs alone).
+    let columns = g.n + (k - 1) * WIDE;
     // The strips of this piece that pass 2 reads in the group.
     let end = hi.min(g.read);
     if lo >= end {
@@ -229,7 +255,7 @@ fn run_group<const T: usize, const H: bool, S: F64Lanes>(
     // lane by lane.)
     for k in lo..end {
         if g.rows == 0 || k * LANES < g.top || (k + 1) * LANES > g.top + g.rows {
-            plane[strip_at(k) + g.c0 * LANES..][..g.n * LANES].fill(0.0);
+            plane[strip_at(k) + g.c0 * LANES..][..columns * LANES].fill(0.0);
         }
     }
     // The segment's rows in this piece (counted from the class's first).
@@ -274,10 +300,13 @@ fn run_group<const T: usize, const H: bool, S: F64Lanes>(
             }
         });
     }
-    g.next = match upto < rows {
+    let next = match upto < rows {
         true => state.save(carry),
         false => upto,
     };
+    for g in &mut scratch.groups[c][i..i + k] {
+        g.next = next;
+    }
 }
 
 /// Per group of [`WIDE`] columns of the box of class `c` (plane columns

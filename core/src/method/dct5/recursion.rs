@@ -123,20 +123,25 @@ impl<'a, const FULL: bool> ClassColumns<'a, FULL> {
 impl<const FULL: bool> Lanes for ClassColumns<'_, FULL> {
     fn readable(&self, n: usize, lanes: usize) -> bool {
         debug_assert!(!FULL || self.width >= WIDE);
-        lanes == WIDE
-            && (n == 0
-                || self.base + (n - 1) * self.stride + self.width.min(WIDE) <= self.codes.len())
+        // Whole columns read as many lanes as the vector has (two groups of
+        // pass 1 at once), all inside; a box's narrower last group four.
+        let fits = match FULL {
+            true => lanes <= self.width,
+            false => lanes == WIDE,
+        };
+        fits && (n == 0
+            || self.base + (n - 1) * self.stride + self.width.min(lanes) <= self.codes.len())
     }
 
     #[inline(always)]
     unsafe fn load<S: F64Lanes>(&self, t: usize) -> S {
         let at = self.base + t * self.stride;
-        // SAFETY: `at + min(width, WIDE)` is in bounds and `S::N` is `WIDE`
-        // (the caller's `readable`).
+        // SAFETY: `at + min(width, S::N)` is in bounds, and `S::N` is at
+        // most `width` (whole columns) or `WIDE` (the caller's `readable`).
         unsafe {
             if FULL {
                 S::indicator(
-                    std::slice::from_raw_parts(self.codes.as_ptr().add(at), WIDE),
+                    std::slice::from_raw_parts(self.codes.as_ptr().add(at), S::N),
                     self.class,
                 )
             } else {
@@ -227,9 +232,9 @@ pub(super) struct Carry<S, const T: usize> {
     pub(super) next: usize,
 }
 
-/// The f64 values one [`Carry`] saves: `2·T + 2` vectors of [`WIDE`] (pass
-/// 1's, the one pass run in pieces).
-pub(super) const CARRY_VALUES: usize = (2 * MAX_TERMS + 2) * WIDE;
+/// The f64 values one [`Carry`] saves: `2·T + 2` vectors of up to two
+/// groups of [`WIDE`] (pass 1's, the one pass run in pieces).
+pub(super) const CARRY_VALUES: usize = (2 * MAX_TERMS + 2) * 2 * WIDE;
 
 impl<S: F64Lanes, const T: usize> Carry<S, T> {
     /// Before a segment's first output.
