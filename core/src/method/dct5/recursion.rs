@@ -49,8 +49,9 @@ pub(crate) const MAX_TERMS: usize = 8;
 /// Lines pass 1 carries in step: one AVX2 vector of f64 ([`F64Lanes`]),
 /// so that its state (`2·T` vectors for `T` terms) stays in the 16 vector
 /// registers (eight lines spilled it to the stack); it takes the columns
-/// of a box `WIDE` at a time. Pass 2 runs a strip of [`LANES`] rows as
-/// `LANES / N` recursions of `N` lines, eight on AVX-512 (32 registers).
+/// of a box `WIDE` at a time, or two groups of them that share a segment
+/// on AVX-512 (32 registers). Pass 2 runs a strip of [`LANES`] rows as
+/// `LANES / N` recursions of `N` lines, eight on AVX-512.
 pub(super) const WIDE: usize = 4;
 
 /// The input of one recursion: `S::N` independent lines read in step.
