@@ -209,16 +209,34 @@ fn prepare(job: &Job, c: usize, (s0, s1): (usize, usize), scratch: &mut Scratch)
 }
 
 /// Whether groups `i` and `i + 1` of a class run as one vector of eight
-/// lanes: neighbours, both whole, on one segment (the same rows, the same
-/// rows holding the class, read as far, as far along). Each lane's values
-/// are then its column's alone, as on four lanes.
+/// lanes: neighbours, both whole, on one segment (the same rows, as far
+/// along). Each lane's values are then its column's alone, as on four
+/// lanes: the pair reads the rows that hold the class in either group
+/// (a seed's term `c·0` leaves its sum's bits as they are) and runs down
+/// to the strip the further of the two is read to (a recursion's values
+/// do not depend on where it stops; the other's extra strips are not
+/// read). Pairs form from the static fields and `next`, which a pair
+/// keeps equal, so every piece of the band pairs the same groups and each
+/// pair's carry stays in its first group's place.
 fn pair(groups: &[Group], i: usize) -> bool {
     let (Some(a), Some(b)) = (groups.get(i), groups.get(i + 1)) else {
         return false;
     };
     (a.n, b.n) == (WIDE, WIDE)
         && (b.c0, b.base) == (a.c0 + WIDE, a.base + WIDE)
-        && (a.read, a.top, a.rows, a.held, a.next) == (b.read, b.top, b.rows, b.held, b.next)
+        && (a.top, a.rows, a.next) == (b.top, b.rows, b.next)
+}
+
+/// Groups `i..i + k` as the one group that runs them ([`pair`]): the
+/// first's segment, over the rows that hold the class in any of them, read
+/// as far as the furthest.
+fn joined(groups: &[Group], (i, k): (usize, usize)) -> Group {
+    let mut g = groups[i];
+    for o in &groups[i + 1..i + k] {
+        g.read = g.read.max(o.read);
+        g.held = (g.held.0.min(o.held.0), g.held.1.max(o.held.1));
+    }
+    g
 }
 
 /// Pass 1 of groups `i..i + k` of class `c` in the piece `s0..s1` (readied
@@ -238,7 +256,7 @@ fn run_groups<const T: usize, const H: bool, S: F64Lanes>(
     let strip_len = at.strip_len(r);
     let strip_at = |k: usize| (k + at.sa - s0) * strip_len;
     let plane = scratch.planes[c].values_mut();
-    let g = scratch.groups[c][i];
+    let g = joined(&scratch.groups[c], (i, k));
     let carry = &mut scratch.carries[c][i];
     // The columns the groups cover (a last, narrower group runs alone).
     let columns = g.n + (k - 1) * WIDE;
@@ -378,3 +396,4 @@ impl Lines {
         );
     }
 }
+
