@@ -327,7 +327,7 @@ impl Ranking {
             .par_chunks_mut(LANES * ow.max(1))
             .enumerate()
             .with_min_len(crate::grain::min_items(LANES * ow))
-            .for_each(|(s, strip)| fill_strip_centres(strip, ow, s * LANES, oh, &centre));
+            .for_each(|(s, strip)| fill_strip_centres(strip, 0..ow, s * LANES, oh, &centre));
     }
 
     /// The tolerance under which two scores count as equal.
@@ -444,18 +444,20 @@ impl Ranking {
     }
 }
 
-/// Fills the centre classes of one strip (output rows `y0..y0 + LANES`,
-/// fewer below `oh`) in slot order.
+/// Fills the centre classes of output columns `columns` of one strip
+/// (output rows `y0..y0 + LANES`, fewer below `oh`) in slot order, into
+/// `strip`, the slots from the first of those columns on.
 pub(crate) fn fill_strip_centres(
     strip: &mut [u16],
-    ow: usize,
+    columns: std::ops::Range<usize>,
     y0: usize,
     oh: usize,
     centre: impl Fn(usize, usize) -> u16,
 ) {
+    let first = columns.start;
     for j in 0..LANES.min(oh.saturating_sub(y0)) {
-        for x in 0..ow {
-            strip[x * LANES + j] = centre(x, y0 + j);
+        for x in columns.clone() {
+            strip[(x - first) * LANES + j] = centre(x, y0 + j);
         }
     }
 }

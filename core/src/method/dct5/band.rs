@@ -56,6 +56,7 @@ use super::pass1::{box_columns, groups, pass1, place};
 use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
+use crate::classes::NO_CLASS;
 use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
 use crate::method::simd::F64Lanes;
 use crate::method::{ClassTile, SmoothParams};
@@ -431,6 +432,12 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
         }
     }
     let shortcut = job.single_class && n <= MASK_CLASSES;
+    // Decisions skip the slots of outputs decided alone altogether (see
+    // `decide_strip`); a margin of 1 or more would leave them undecided.
+    let alone = shortcut
+        && decide
+            .as_ref()
+            .is_some_and(|d| d.certify.as_ref().is_none_or(|c| c.margin < 1.0));
     // Pass 1 of every class runs a piece of the band's strips ahead of
     // pass 2, so that the planes hold that piece, not the band.
     let piece = (job.piece_bytes / strip_bytes.max(1)).clamp(1, strips);
@@ -441,13 +448,18 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
             pass1::<T, H, S, P>(job, (s0, s1), scratch);
         }
         // Decisions: one strip's slots, reused by every strip and cleared
-        // (`size_uncleared`, `size_with_margins_uncleared`); a whole
-        // ranking was reset, the band's strips one after another.
+        // (`size_uncleared`, `size_with_margins_uncleared`) over the
+        // columns that are scored; a whole ranking was reset, the band's
+        // strips one after another.
         let at = match decide {
             Some(_) => {
-                slots.clear(0, ow * LANES);
-                let centres = slots.centres_mut(0, ow * LANES);
-                fill_strip_centres(centres, ow, s * LANES, bh, |x, y| tile.centre(x, y0 + y));
+                let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
+                scored_spans(outputs, alone, &mut scratch.spans);
+                for &(a, b) in &scratch.spans {
+                    slots.clear(a * LANES, (b - a) * LANES);
+                    let centres = slots.centres_mut(a * LANES, (b - a) * LANES);
+                    fill_strip_centres(centres, a..b, s * LANES, bh, |x, y| tile.centre(x, y0 + y));
+                }
                 0
             }
             None => s * ow * LANES,
@@ -456,7 +468,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
             pass2::<T, H, M, P>(job, scratch, (s, s0, at), c, slots);
         }
         // Last, so that no score folded in a run-through gap stays.
-        if shortcut {
+        if shortcut && !alone {
             let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
             for (x, &m) in outputs.iter().enumerate() {
                 if m.is_power_of_two() {
@@ -465,23 +477,84 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
             }
         }
         if let Some(d) = decide.as_mut() {
-            let rows = LANES.min(bh - s * LANES);
-            let decisions = &mut scratch.decisions;
-            decisions.resize(ow * LANES, 0);
-            slots.decide_run::<P>(at, job.tau, tile.nodata(), d.fill_nodata, decisions);
-            write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
-                decisions[i]
-            });
-            if let Some(c) = d.certify.as_mut() {
-                let y = c.y0 + s * LANES;
-                let undecided =
-                    slots.undecided(at, ow * LANES, c.margin, tile.nodata(), d.fill_nodata);
-                c.uncertain.extend(
-                    undecided
-                        .filter(|i| i % LANES < rows)
-                        .map(|i| ((i / LANES) as u32, (y + i % LANES) as u32)),
-                );
+            decide_strip::<P>(job, (y0, s, bh), alone, slots, scratch, d);
+        }
+    }
+}
+
+/// The spans of output columns of a strip (`outputs`: the classes in each
+/// column's windows) that are scored: all of them, or with `alone` only
+/// those not decided alone (one class in the windows), into `spans`.
+fn scored_spans(outputs: &[u64], alone: bool, spans: &mut Vec<(usize, usize)>) {
+    spans.clear();
+    if !alone {
+        spans.push((0, outputs.len()));
+        return;
+    }
+    let mut start = None;
+    for (x, &m) in outputs.iter().enumerate() {
+        match (m.is_power_of_two(), start) {
+            (false, None) => start = Some(x),
+            (true, Some(a)) => {
+                spans.push((a, x));
+                start = None;
             }
+            _ => {}
+        }
+    }
+    if let Some(a) = start {
+        spans.push((a, outputs.len()));
+    }
+}
+
+/// Strip `s` of the band from output row `y0` (`bh` rows) into its output
+/// rows, and with certification its undecided pixels: the winners of the
+/// scored spans (`Scratch::spans`) from their slots, and with `alone` every
+/// other column's class without slots. There one class `c` holds every
+/// window, and so each centre that is not nodata, which makes `c` the one
+/// class with a positive exact score (its score 1 over 0): the decision is
+/// `c` (the centre, within any tie tolerance), or none at a nodata centre
+/// (`alone` implies no filling), and no margin under 1 leaves it undecided.
+/// What `SlotsMut::single` and the winner rule give there, without
+/// clearing, filling, folding, deciding and scanning the slots of most of
+/// a strip of a map of large patches.
+#[inline(always)]
+fn decide_strip<S: F64Lanes>(
+    job: &Job,
+    (y0, s, bh): (usize, usize, usize),
+    alone: bool,
+    slots: &SlotsMut,
+    scratch: &mut Scratch,
+    d: &mut Decide,
+) {
+    let (tile, ow, nodata) = (job.tile, job.ow, job.tile.nodata());
+    let rows = LANES.min(bh - s * LANES);
+    let decisions = &mut scratch.decisions;
+    decisions.resize(ow * LANES, 0);
+    for &(a, b) in &scratch.spans {
+        let run = &mut decisions[a * LANES..b * LANES];
+        slots.decide_run::<S>(a * LANES, job.tau, nodata, d.fill_nodata, run);
+    }
+    let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
+    let y = y0 + s * LANES;
+    write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
+        let (x, m) = (i / LANES, outputs[i / LANES]);
+        match alone && m.is_power_of_two() {
+            true if tile.centre(x, y + i % LANES) == nodata => NO_CLASS,
+            true => m.trailing_zeros() as u16,
+            false => decisions[i],
+        }
+    });
+    if let Some(c) = d.certify.as_mut() {
+        let y = c.y0 + s * LANES;
+        for &(a, b) in &scratch.spans {
+            let undecided =
+                slots.undecided(a * LANES, (b - a) * LANES, c.margin, nodata, d.fill_nodata);
+            c.uncertain.extend(
+                undecided
+                    .filter(|i| i % LANES < rows)
+                    .map(|i| ((a + i / LANES) as u32, (y + i % LANES) as u32)),
+            );
         }
     }
 }
@@ -762,6 +835,96 @@ mod tests {
             }
             assert!(plain.uncertain(0.3, nodata, fill_nodata).len() > ow * oh / 10);
         }
+    }
+
+    /// Outputs decided alone (one class in their windows) go straight to
+    /// the decisions without their slots: the same decisions and the same
+    /// undecided pixels as the whole tile's ranking, on a map of large
+    /// patches where most columns of a strip are decided alone, with
+    /// nodata inside a patch and on its edge, on every way.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn outputs_decided_alone_match_the_ranking() {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 1.7,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let (halo, n) = (kernel.radius(), 4);
+        let (w, h) = (130 + 2 * halo, 150 + 2 * halo);
+        let classes: Vec<u16> = (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                let nodata = (40..44).contains(&x) && (20..23).contains(&y)
+                    || (60..62).contains(&x) && (y + 2) % 53 < 3;
+                match nodata {
+                    true => n as u16,
+                    false => ((x / 29 + 3 * (y / 50)) % n) as u16,
+                }
+            })
+            .collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: n,
+            classes: &classes,
+        };
+        let (ow, oh, nodata, tau) = (
+            tile.output_width(),
+            tile.output_height(),
+            tile.nodata(),
+            1e-12,
+        );
+        let params = SmoothParams {
+            kernel: &kernel,
+            class_weights: &[1, 3, 2, 1],
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        };
+        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
+        let f = Dct5::new(&g, terms).unwrap();
+        let mut ranking = Ranking::default();
+        ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+        let way = Way::plain(Isa::Portable, PIECE_BYTES);
+        rank_tile_on(
+            way,
+            &f,
+            &tile,
+            &params,
+            0,
+            tau,
+            Target::Ranking(&mut ranking),
+        );
+        let mut want = vec![0; ow * oh];
+        ranking.write(&mut want, nodata, false);
+        let missing = want.iter().filter(|&&c| c == NO_CLASS).count();
+        assert!((10..ow * oh / 10).contains(&missing), "{missing} nodata");
+        for way in [way].into_iter().chain(others()) {
+            for margin in [None, Some(0.0), Some(0.05), Some(0.999)] {
+                let mut out = vec![0; ow * oh];
+                let target = Target::Decisions {
+                    out: &mut out,
+                    fill_nodata: false,
+                    margin,
+                };
+                let mut found = rank_tile_on(way, &f, &tile, &params, 0, tau, target);
+                assert_eq!(out, want, "margin {margin:?}");
+                let mut uncertain =
+                    margin.map_or(Vec::new(), |m| ranking.uncertain(m, nodata, false));
+                found.sort();
+                uncertain.sort();
+                assert_eq!(found, uncertain, "margin {margin:?}");
+            }
+        }
+        // Most of the map is decided alone.
+        let alone = (0..oh)
+            .flat_map(|y| (0..ow).map(move |x| (x, y)))
+            .filter(|&(x, y)| ranking.best_two(x, y) == (1.0, 0.0))
+            .count();
+        assert!(alone > ow * oh / 3, "{alone} alone");
     }
 
     #[test]

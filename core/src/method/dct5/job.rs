@@ -29,6 +29,9 @@ pub(super) struct Scratch {
     pub(super) suffix: Vec<u64>,
     /// One strip's decisions in slot order.
     pub(super) decisions: Vec<u16>,
+    /// One strip's spans of output columns that are scored, `(first,
+    /// end)`: the columns between them are decided alone.
+    pub(super) spans: Vec<(usize, usize)>,
     /// Per strip `s` and class `c` (at `s·n + c`), the class's runs of
     /// outputs in the strip, `(first, end)`: what pass 2 scores.
     pub(super) runs: Vec<Vec<(usize, usize)>>,
