@@ -57,7 +57,7 @@ use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
 use super::recursion::{Strip, Tables, WIDE, segment};
 use crate::classes::NO_CLASS;
-use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres, write_strip};
+use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres};
 use crate::method::simd::F64Lanes;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
@@ -477,7 +477,7 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
             }
         }
         if let Some(d) = decide.as_mut() {
-            decide_strip::<P>(job, (y0, s, bh), alone, slots, scratch, d);
+            decide_strip::<P>(job, (y0, s, bh), slots, scratch, d);
         }
     }
 }
@@ -509,12 +509,13 @@ fn scored_spans(outputs: &[u64], alone: bool, spans: &mut Vec<(usize, usize)>) {
 
 /// Strip `s` of the band from output row `y0` (`bh` rows) into its output
 /// rows, and with certification its undecided pixels: the winners of the
-/// scored spans (`Scratch::spans`) from their slots, and with `alone` every
-/// other column's class without slots. There one class `c` holds every
-/// window, and so each centre that is not nodata, which makes `c` the one
-/// class with a positive exact score (its score 1 over 0): the decision is
-/// `c` (the centre, within any tie tolerance), or none at a nodata centre
-/// (`alone` implies no filling), and no margin under 1 leaves it undecided.
+/// scored spans (`Scratch::spans`) from their slots, and every column
+/// between them (decided alone, see [`scored_spans`]) without slots. There
+/// one class `c` holds every window, and so each centre that is not
+/// nodata, which makes `c` the one class with a positive exact score (its
+/// score 1 over 0): the decision is `c` (the centre, within any tie
+/// tolerance), or none at a nodata centre (deciding alone implies no
+/// filling), and no margin under 1 leaves it undecided.
 /// What `SlotsMut::single` and the winner rule give there, without
 /// clearing, filling, folding, deciding and scanning the slots of most of
 /// a strip of a map of large patches.
@@ -522,7 +523,6 @@ fn scored_spans(outputs: &[u64], alone: bool, spans: &mut Vec<(usize, usize)>) {
 fn decide_strip<S: F64Lanes>(
     job: &Job,
     (y0, s, bh): (usize, usize, usize),
-    alone: bool,
     slots: &SlotsMut,
     scratch: &mut Scratch,
     d: &mut Decide,
@@ -535,16 +535,28 @@ fn decide_strip<S: F64Lanes>(
         let run = &mut decisions[a * LANES..b * LANES];
         slots.decide_run::<S>(a * LANES, job.tau, nodata, d.fill_nodata, run);
     }
+    // Row by row: the columns decided alone from the window's class and
+    // the centre, then a span's from its decisions, up to the next span.
     let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
-    let y = y0 + s * LANES;
-    write_strip(&mut d.out[s * LANES * ow..][..rows * ow], ow, |i| {
-        let (x, m) = (i / LANES, outputs[i / LANES]);
-        match alone && m.is_power_of_two() {
-            true if tile.centre(x, y + i % LANES) == nodata => NO_CLASS,
-            true => m.trailing_zeros() as u16,
-            false => decisions[i],
+    let out = &mut d.out[s * LANES * ow..][..rows * ow];
+    for (j, row) in out.chunks_exact_mut(ow).enumerate() {
+        let y = y0 + s * LANES + j;
+        let centres = &tile.classes[(y + tile.halo) * tile.width + tile.halo..][..ow];
+        let mut x = 0;
+        for &(a, b) in scratch.spans.iter().chain(&[(ow, ow)]) {
+            let alone = row[x..a].iter_mut().zip(&outputs[x..a]).zip(&centres[x..a]);
+            for ((o, &m), &centre) in alone {
+                *o = match centre == nodata {
+                    true => NO_CLASS,
+                    false => m.trailing_zeros() as u16,
+                };
+            }
+            for (o, x) in row[a..b].iter_mut().zip(a..b) {
+                *o = decisions[x * LANES + j];
+            }
+            x = b;
         }
-    });
+    }
     if let Some(c) = d.certify.as_mut() {
         let y = c.y0 + s * LANES;
         for &(a, b) in &scratch.spans {
