@@ -727,6 +727,17 @@ mod tests {
         }
     }
 
+    /// A `w × h` tile (halo included) of `n` classes, index `n` nodata.
+    fn tile_of(classes: &[u16], (w, h): (usize, usize), halo: usize, n: usize) -> ClassTile<'_> {
+        ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: n,
+            classes,
+        }
+    }
+
     /// The ways [`bands_match`] holds against the plain one of four lanes.
     #[cfg(target_arch = "x86_64")]
     fn others() -> Vec<Way<'static>> {
@@ -761,13 +772,7 @@ mod tests {
                 }
             })
             .collect();
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: n,
-            classes: &classes,
-        };
+        let tile = tile_of(&classes, (w, h), halo, n);
         let weights = [3, 1, 2, 2, 1, 4];
         let (ow, oh, nodata, tau) = (
             tile.output_width(),
@@ -876,13 +881,7 @@ mod tests {
                 }
             })
             .collect();
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: n,
-            classes: &classes,
-        };
+        let tile = tile_of(&classes, (w, h), halo, n);
         let (ow, oh, nodata, tau) = (
             tile.output_width(),
             tile.output_height(),
