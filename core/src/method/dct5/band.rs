@@ -33,8 +33,10 @@
 //! without scores (`SlotsMut::single`): with the centre not nodata, that
 //! class holds the centre, whose kernel weight is positive, so it is the one
 //! class with a positive exact score — the exact answer, certified with the
-//! widest margin. (With `--fill-nodata` a window may hold no class at all,
-//! so the shortcut is off there.)
+//! widest margin. Where only decisions are wanted such outputs skip their
+//! slots altogether and go straight to the output (`decide_strip`). (With
+//! `--fill-nodata` a window may hold no class at all, so the shortcut is
+//! off there.)
 //!
 //! The recursion runs lines in step on one vector ([`F64Lanes`]): pass 1
 //! [`WIDE`] columns, pass 2 four or eight rows of a strip, its state
