@@ -336,24 +336,56 @@ impl TileCompaction {
             None => (lut[code as usize] as usize).min(MAX_CLASSES),
         };
         // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
-        let present = source
+        // Codes below 256 (every code of a Byte raster) are first marked by
+        // their low byte, without a test or a lookup per pixel, with
+        // whether any code reached 256; only a tile that holds such a code
+        // is scanned again through `global`.
+        let (low, high) = source
             .par_chunks(1 << 16)
             .fold(
-                || [false; MAX_CLASSES + 1],
-                |mut seen, chunk| {
+                || ([false; 256], 0u16),
+                |(mut seen, mut high), chunk| {
                     for &code in chunk {
-                        seen[global(code)] = true;
+                        seen[usize::from(code & 0xFF)] = true;
+                        high |= code >> 8;
                     }
-                    seen
+                    (seen, high)
                 },
             )
             .reduce(
-                || [false; MAX_CLASSES + 1],
-                |mut a, b| {
+                || ([false; 256], 0),
+                |(mut a, h), (b, k)| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-                    a
+                    (a, h | k)
                 },
             );
+        let present = match high {
+            0 => {
+                let mut present = [false; MAX_CLASSES + 1];
+                for (code, _) in low.iter().enumerate().filter(|&(_, &seen)| seen) {
+                    present[byte_global[code] as usize] = true;
+                }
+                present
+            }
+            _ => source
+                .par_chunks(1 << 16)
+                .fold(
+                    || [false; MAX_CLASSES + 1],
+                    |mut seen, chunk| {
+                        for &code in chunk {
+                            seen[global(code)] = true;
+                        }
+                        seen
+                    },
+                )
+                .reduce(
+                    || [false; MAX_CLASSES + 1],
+                    |mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                        a
+                    },
+                ),
+        };
         let globals: Vec<u16> = (0..MAX_CLASSES as u16)
             .filter(|&g| present[g as usize])
             .collect();
@@ -379,8 +411,11 @@ impl TileCompaction {
                 .zip(source.par_chunks(w))
                 .with_min_len(crate::grain::min_items(w))
                 .for_each(|(row, src)| {
-                    for (d, &code) in row[left..left + w].iter_mut().zip(src) {
-                        *d = local_of(code);
+                    let row = row[left..left + w].iter_mut().zip(src);
+                    match high {
+                        // Every code below 256: one lookup, no test.
+                        0 => row.for_each(|(d, &code)| *d = byte_local[usize::from(code & 0xFF)]),
+                        _ => row.for_each(|(d, &code)| *d = local_of(code)),
                     }
                 });
         }
@@ -831,6 +866,28 @@ mod tests {
         assert_eq!(out, vec![3, 200, 255, 77, 9]);
         let table = map.byte_table();
         assert_eq!((table[0], table[2], table[255]), (3, 200, 255));
+    }
+
+    /// A tile of codes below 256 takes the byte tables; one that holds a
+    /// wider code (here 261, whose low byte is 5's) is scanned again, so
+    /// that 5 does not count as present.
+    #[test]
+    fn byte_codes_and_wider_codes_compact_alike() {
+        let mut lut: Box<CodeLut> = Box::new([NO_CLASS; 1 << 16]);
+        (lut[5], lut[9], lut[261]) = (3, 1, 7);
+        let grid = tiles::TileGrid::new(4, 1, 0, tiles::Border::Same, 4).unwrap();
+        let tile = grid.tiles().next().unwrap();
+        let mut padded = Vec::new();
+        let bytes = TileCompaction::pad_and_compact(&[5, 9, 5, 0], &lut, &tile, &mut padded);
+        assert_eq!(
+            (bytes.globals, &padded[..]),
+            (vec![1, 3], &[1, 0, 1, 2][..])
+        );
+        let wider = TileCompaction::pad_and_compact(&[261, 9, 0, 9], &lut, &tile, &mut padded);
+        assert_eq!(
+            (wider.globals, &padded[..]),
+            (vec![1, 7], &[1, 0, 2, 0][..])
+        );
     }
 
     #[test]
