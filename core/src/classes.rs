@@ -335,56 +335,21 @@ impl TileCompaction {
             Some(&g) => g as usize,
             None => (lut[code as usize] as usize).min(MAX_CLASSES),
         };
-        // Large tiles (a whole 4096² tile on a GPU) are scanned in parallel.
-        // Codes below 256 (every code of a Byte raster) are first marked by
-        // their low byte, without a test or a lookup per pixel, with
-        // whether any code reached 256; only a tile that holds such a code
-        // is scanned again through `global`.
-        let (low, high) = source
-            .par_chunks(1 << 16)
-            .fold(
-                || ([false; 256], 0u16),
-                |(mut seen, mut high), chunk| {
-                    for &code in chunk {
-                        seen[usize::from(code & 0xFF)] = true;
-                        high |= code >> 8;
-                    }
-                    (seen, high)
-                },
-            )
-            .reduce(
-                || ([false; 256], 0),
-                |(mut a, h), (b, k)| {
-                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-                    (a, h | k)
-                },
-            );
-        let present = match high {
-            0 => {
+        // Codes below 256 (every code of a Byte raster) are first marked as
+        // they are, any wider code in the last slot, without a lookup per
+        // pixel; only a tile that holds a wider code is marked again
+        // through `global`.
+        let codes = marked(source, |code| usize::from(code.min(MAX_CLASSES as u16)));
+        let wide = codes[MAX_CLASSES];
+        let present = match wide {
+            false => {
                 let mut present = [false; MAX_CLASSES + 1];
-                for (code, _) in low.iter().enumerate().filter(|&(_, &seen)| seen) {
+                for (code, _) in codes[..256].iter().enumerate().filter(|&(_, &seen)| seen) {
                     present[byte_global[code] as usize] = true;
                 }
                 present
             }
-            _ => source
-                .par_chunks(1 << 16)
-                .fold(
-                    || [false; MAX_CLASSES + 1],
-                    |mut seen, chunk| {
-                        for &code in chunk {
-                            seen[global(code)] = true;
-                        }
-                        seen
-                    },
-                )
-                .reduce(
-                    || [false; MAX_CLASSES + 1],
-                    |mut a, b| {
-                        a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-                        a
-                    },
-                ),
+            true => marked(source, global),
         };
         let globals: Vec<u16> = (0..MAX_CLASSES as u16)
             .filter(|&g| present[g as usize])
@@ -412,10 +377,12 @@ impl TileCompaction {
                 .with_min_len(crate::grain::min_items(w))
                 .for_each(|(row, src)| {
                     let row = row[left..left + w].iter_mut().zip(src);
-                    match high {
+                    match wide {
                         // Every code below 256: one lookup, no test.
-                        0 => row.for_each(|(d, &code)| *d = byte_local[usize::from(code & 0xFF)]),
-                        _ => row.for_each(|(d, &code)| *d = local_of(code)),
+                        false => {
+                            row.for_each(|(d, &code)| *d = byte_local[usize::from(code & 0xFF)])
+                        }
+                        true => row.for_each(|(d, &code)| *d = local_of(code)),
                     }
                 });
         }
@@ -599,6 +566,30 @@ pub fn byte_counts(data: &[u8]) -> [u64; 256] {
             a
         },
     )
+}
+
+/// The slots `slot(code)` (below [`MAX_CLASSES`] + 1) of a tile's codes
+/// marked present; large tiles (a whole 4096² tile on a GPU) are scanned
+/// in parallel.
+fn marked(source: &[u16], slot: impl Fn(u16) -> usize + Sync) -> [bool; MAX_CLASSES + 1] {
+    source
+        .par_chunks(1 << 16)
+        .fold(
+            || [false; MAX_CLASSES + 1],
+            |mut seen, chunk| {
+                for &code in chunk {
+                    seen[slot(code)] = true;
+                }
+                seen
+            },
+        )
+        .reduce(
+            || [false; MAX_CLASSES + 1],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            },
+        )
 }
 
 /// How often each byte value occurs in `data` (at most 2³² bytes), on this

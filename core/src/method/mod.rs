@@ -85,7 +85,14 @@ impl ClassTile<'_> {
     /// The class at the centre of output pixel `(x, y)`.
     #[inline]
     pub fn centre(&self, x: usize, y: usize) -> u16 {
-        self.classes[(y + self.halo) * self.width + x + self.halo]
+        self.centre_row(y)[x]
+    }
+
+    /// The classes at the centres of output row `y`, from its first pixel
+    /// on (the row's output pixels, then the rest of the tile).
+    #[inline]
+    pub fn centre_row(&self, y: usize) -> &[u16] {
+        &self.classes[(y + self.halo) * self.width + self.halo..]
     }
 }
 

@@ -542,8 +542,7 @@ fn decide_strip<S: F64Lanes>(
     let outputs = &scratch.strip_outputs[s * ow..(s + 1) * ow];
     let out = &mut d.out[s * LANES * ow..][..rows * ow];
     for (j, row) in out.chunks_exact_mut(ow).enumerate() {
-        let y = y0 + s * LANES + j;
-        let centres = &tile.classes[(y + tile.halo) * tile.width + tile.halo..][..ow];
+        let centres = &tile.centre_row(y0 + s * LANES + j)[..ow];
         let mut x = 0;
         for &(a, b) in scratch.spans.iter().chain(&[(ow, ow)]) {
             let alone = row[x..a].iter_mut().zip(&outputs[x..a]).zip(&centres[x..a]);
