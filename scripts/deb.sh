@@ -8,17 +8,21 @@
 #
 #   bash scripts/deb.sh                      # builds target/release/mapfilter first
 #   bash scripts/deb.sh --bin PATH --out DIR # packages PATH instead, into DIR
+#   bash scripts/deb.sh --fast ...           # gzip -1 instead of xz (the tests:
+#                                            # about 15 s less on 2 cores)
 #
 # Prints the path of the .deb (mapfilter_VERSION_ARCH.deb; target/deb by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=""
 out=target/deb
+compress=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: scripts/deb.sh [--bin MAPFILTER_BINARY] [--out DIR]" >&2; exit 2 ;;
+    --fast) compress=(-Zgzip -z1); shift ;;
+    *) echo "usage: scripts/deb.sh [--bin MAPFILTER_BINARY] [--out DIR] [--fast]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$bin" ]; then
@@ -75,6 +79,6 @@ Description: tiled engine that smooths classified rasters (majority filter)
  QGIS Processing plugin (enable "mapfilter" in QGIS's plugin manager).
 CONTROL
 deb=$out/mapfilter_${version}_${arch}.deb
-dpkg-deb --root-owner-group --build "$root" "$deb.tmp" >&2
+dpkg-deb --root-owner-group "${compress[@]}" --build "$root" "$deb.tmp" >&2
 mv "$deb.tmp" "$deb"
 echo "$deb"

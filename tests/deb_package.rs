@@ -68,7 +68,11 @@ fn the_deb_installs_a_working_mapfilter_and_a_plugin_qgis_finds() {
     );
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap();
-    let built = run("bash", &["scripts/deb.sh", "--bin", BIN, "--out", out_dir]);
+    // gzip -1, not xz: the same files, about 15 s sooner on 2 cores.
+    let built = run(
+        "bash",
+        &["scripts/deb.sh", "--bin", BIN, "--out", out_dir, "--fast"],
+    );
     let deb = stdout(&built).trim().to_string();
     assert!(deb.ends_with(".deb") && Path::new(&deb).exists(), "{deb}");
 

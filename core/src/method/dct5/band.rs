@@ -322,53 +322,113 @@ fn run_band<const M: bool>(
     scratch: &mut Scratch,
     decide: Option<Decide>,
 ) {
-    // One copy per number of terms, so the recursion state stays in
-    // registers; the longer periods (`--exact`'s plans) from four terms.
+    // One copy of the passes per number of terms, so the recursion state
+    // stays in registers; the longer periods (`--exact`'s plans) from four
+    // terms.
     macro_rules! by_terms {
         ($($t:literal)* ; $($e:literal)*) => {
             match (job.tab.harmonic, job.tab.g.len()) {
-                $((true, $t) => run_band_with::<$t, true, M>(job, y0, slots, scratch, decide),)*
-                $((false, $e) => run_band_with::<$e, false, M>(job, y0, slots, scratch, decide),)*
+                $((true, $t) => Passes::of::<$t, true>(job.isa),)*
+                $((false, $e) => Passes::of::<$e, false>(job.isa),)*
                 _ => unreachable!("the separable plan sends other dct5 plans the generic way"),
             }
         };
     }
-    by_terms!(1 2 3 4 5 6 7 8; 4 5 6 7 8);
-}
-
-fn run_band_with<const T: usize, const H: bool, const M: bool>(
-    job: &Job,
-    y0: usize,
-    slots: &mut SlotsMut,
-    scratch: &mut Scratch,
-    decide: Option<Decide>,
-) {
+    let passes: Passes<M> = by_terms!(1 2 3 4 5 6 7 8; 4 5 6 7 8);
     match job.isa {
         // SAFETY: `Isa::Avx2` is only chosen where the CPU has AVX2 (`Isa::best`,
         // and the test that names it checks the CPU first).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { band_avx2::<T, H, M>(job, y0, slots, scratch, decide) },
+        Isa::Avx2 => unsafe { band_avx2::<M>(job, y0, slots, scratch, decide, passes) },
         // SAFETY: as for AVX2, with AVX-512 F, BW and VL.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { band_avx512::<T, H, M>(job, y0, slots, scratch, decide) },
-        Isa::Portable => band::<T, H, M, [f64; WIDE], [f64; WIDE]>(job, y0, slots, scratch, decide),
+        Isa::Avx512 => unsafe { band_avx512::<M>(job, y0, slots, scratch, decide, passes) },
+        Isa::Portable => band::<M, [f64; WIDE]>(job, y0, slots, scratch, decide, passes),
         #[cfg(test)]
-        Isa::Portable8 => band::<T, H, M, [f64; WIDE], [f64; 8]>(job, y0, slots, scratch, decide),
+        Isa::Portable8 => band::<M, [f64; 8]>(job, y0, slots, scratch, decide, passes),
+    }
+}
+
+/// The two passes of a band, compiled per number of terms `T` (and period
+/// kind `H`, and for pass 2 margins `M`) on one [`Isa`]'s vectors; the
+/// rest of [`band`] (the classes' boxes and runs, the slots, the
+/// decisions) depends on none of them and is compiled once per ISA: one
+/// copy of the whole band per (T, H, M) and ISA made the core's optimised
+/// build about half dct5 bands (78 copies of about 20 000 lines of IR).
+struct Passes<const M: bool> {
+    /// [`pass1`] of a piece of the band's strips.
+    pass1: unsafe fn(&Job, (usize, usize), &mut Scratch),
+    /// [`pass2`] of one class in one strip.
+    pass2: unsafe fn(&Job, &Scratch, (usize, usize, usize), usize, &mut SlotsMut),
+}
+
+impl<const M: bool> Passes<M> {
+    /// The passes of `T` terms (`H`: the DCT-5's own period) on `isa`'s
+    /// vectors; calling them is sound where the CPU has `isa`.
+    fn of<const T: usize, const H: bool>(isa: Isa) -> Self {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => Passes {
+                pass1: pass1_avx2::<T, H>,
+                pass2: pass2_avx2::<T, H, M>,
+            },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => Passes {
+                pass1: pass1_avx512::<T, H>,
+                pass2: pass2_avx512::<T, H, M>,
+            },
+            Isa::Portable => Passes {
+                pass1: pass1::<T, H, [f64; WIDE], [f64; WIDE]>,
+                pass2: pass2::<T, H, M, [f64; WIDE]>,
+            },
+            #[cfg(test)]
+            Isa::Portable8 => Passes {
+                pass1: pass1::<T, H, [f64; WIDE], [f64; 8]>,
+                pass2: pass2::<T, H, M, [f64; 8]>,
+            },
+        }
     }
 }
 
 /// [`band`] compiled for AVX2, on AVX2 vectors (the same arithmetic).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn band_avx2<const T: usize, const H: bool, const M: bool>(
+unsafe fn band_avx2<const M: bool>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
     decide: Option<Decide>,
+    passes: Passes<M>,
 ) {
     use std::arch::x86_64::__m256d;
-    band::<T, H, M, __m256d, __m256d>(job, y0, slots, scratch, decide)
+    band::<M, __m256d>(job, y0, slots, scratch, decide, passes)
+}
+
+/// [`pass1`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pass1_avx2<const T: usize, const H: bool>(
+    job: &Job,
+    piece: (usize, usize),
+    scratch: &mut Scratch,
+) {
+    use std::arch::x86_64::__m256d;
+    pass1::<T, H, __m256d, __m256d>(job, piece, scratch)
+}
+
+/// [`pass2`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pass2_avx2<const T: usize, const H: bool, const M: bool>(
+    job: &Job,
+    scratch: &Scratch,
+    at: (usize, usize, usize),
+    c: usize,
+    slots: &mut SlotsMut,
+) {
+    use std::arch::x86_64::__m256d;
+    pass2::<T, H, M, __m256d>(job, scratch, at, c, slots)
 }
 
 /// [`band`] compiled for AVX-512: pass 1 on AVX2 vectors (its lines are
@@ -376,15 +436,43 @@ unsafe fn band_avx2<const T: usize, const H: bool, const M: bool>(
 /// eight, a strip's rows in one recursion (the same arithmetic).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-unsafe fn band_avx512<const T: usize, const H: bool, const M: bool>(
+unsafe fn band_avx512<const M: bool>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
     decide: Option<Decide>,
+    passes: Passes<M>,
+) {
+    use std::arch::x86_64::__m512d;
+    band::<M, __m512d>(job, y0, slots, scratch, decide, passes)
+}
+
+/// [`pass1`] compiled for AVX-512 (groups of four on AVX2 vectors, pairs
+/// of them on AVX-512).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+unsafe fn pass1_avx512<const T: usize, const H: bool>(
+    job: &Job,
+    piece: (usize, usize),
+    scratch: &mut Scratch,
 ) {
     use std::arch::x86_64::{__m256d, __m512d};
-    band::<T, H, M, __m256d, __m512d>(job, y0, slots, scratch, decide)
+    pass1::<T, H, __m256d, __m512d>(job, piece, scratch)
+}
+
+/// [`pass2`] compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+unsafe fn pass2_avx512<const T: usize, const H: bool, const M: bool>(
+    job: &Job,
+    scratch: &Scratch,
+    at: (usize, usize, usize),
+    c: usize,
+    slots: &mut SlotsMut,
+) {
+    use std::arch::x86_64::__m512d;
+    pass2::<T, H, M, __m512d>(job, scratch, at, c, slots)
 }
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
@@ -393,12 +481,13 @@ unsafe fn band_avx512<const T: usize, const H: bool, const M: bool>(
 /// read, then strip by strip pass 2 of every class that reaches the strip,
 /// so a strip's slots stay in cache.
 #[inline(always)]
-fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
+fn band<const M: bool, P: F64Lanes>(
     job: &Job,
     y0: usize,
     slots: &mut SlotsMut,
     scratch: &mut Scratch,
     mut decide: Option<Decide>,
+    passes: Passes<M>,
 ) {
     let tile = job.tile;
     let (r, ow, skip, n) = (job.tab.r, job.ow, job.skip, tile.n_classes);
@@ -447,7 +536,8 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
         let s0 = s - s % piece;
         if s == s0 {
             let s1 = (s0 + piece).min(strips);
-            pass1::<T, H, S, P>(job, (s0, s1), scratch);
+            // SAFETY: `passes` runs on `job.isa`, which the CPU has.
+            unsafe { (passes.pass1)(job, (s0, s1), scratch) };
         }
         // Decisions: one strip's slots, reused by every strip and cleared
         // (`size_uncleared`, `size_with_margins_uncleared`) over the
@@ -467,7 +557,8 @@ fn band<const T: usize, const H: bool, const M: bool, S: F64Lanes, P: F64Lanes>(
             None => s * ow * LANES,
         };
         for c in 0..n {
-            pass2::<T, H, M, P>(job, scratch, (s, s0, at), c, slots);
+            // SAFETY: as for pass 1.
+            unsafe { (passes.pass2)(job, scratch, (s, s0, at), c, slots) };
         }
         // Last, so that no score folded in a run-through gap stays.
         if shortcut && !alone {
