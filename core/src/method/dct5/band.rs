@@ -63,6 +63,8 @@ use crate::method::ranking::{LANES, Ranking, SlotsMut, fill_strip_centres};
 use crate::method::simd::F64Lanes;
 use crate::method::{ClassTile, SmoothParams};
 use rayon::prelude::*;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{__m256d, __m512d};
 
 thread_local! {
     /// Each worker thread's scratch, kept from band to band and tile to tile
@@ -390,90 +392,62 @@ impl<const M: bool> Passes<M> {
     }
 }
 
-/// [`band`] compiled for AVX2, on AVX2 vectors (the same arithmetic).
+/// The entry points of one ISA: [`band`] and the two passes compiled with
+/// its target features (so that the vectors' operations inline), on `$s`
+/// in pass 1 and `$p` in pass 2 and the slots (the same arithmetic).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn band_avx2<const M: bool>(
-    job: &Job,
-    y0: usize,
-    slots: &mut SlotsMut,
-    scratch: &mut Scratch,
-    decide: Option<Decide>,
-    passes: Passes<M>,
-) {
-    use std::arch::x86_64::__m256d;
-    band::<M, __m256d>(job, y0, slots, scratch, decide, passes)
+macro_rules! isa_entry_points {
+    ($features:literal, $band:ident, $pass1:ident, $pass2:ident, $s:ty, $p:ty) => {
+        #[target_feature(enable = $features)]
+        unsafe fn $band<const M: bool>(
+            job: &Job,
+            y0: usize,
+            slots: &mut SlotsMut,
+            scratch: &mut Scratch,
+            decide: Option<Decide>,
+            passes: Passes<M>,
+        ) {
+            band::<M, $p>(job, y0, slots, scratch, decide, passes)
+        }
+
+        #[target_feature(enable = $features)]
+        unsafe fn $pass1<const T: usize, const H: bool>(
+            job: &Job,
+            piece: (usize, usize),
+            scratch: &mut Scratch,
+        ) {
+            pass1::<T, H, $s, $p>(job, piece, scratch)
+        }
+
+        #[target_feature(enable = $features)]
+        unsafe fn $pass2<const T: usize, const H: bool, const M: bool>(
+            job: &Job,
+            scratch: &Scratch,
+            at: (usize, usize, usize),
+            c: usize,
+            slots: &mut SlotsMut,
+        ) {
+            pass2::<T, H, M, $p>(job, scratch, at, c, slots)
+        }
+    };
 }
 
-/// [`pass1`] compiled for AVX2.
+// AVX2: every line on AVX2 vectors.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn pass1_avx2<const T: usize, const H: bool>(
-    job: &Job,
-    piece: (usize, usize),
-    scratch: &mut Scratch,
-) {
-    use std::arch::x86_64::__m256d;
-    pass1::<T, H, __m256d, __m256d>(job, piece, scratch)
-}
+isa_entry_points!("avx2", band_avx2, pass1_avx2, pass2_avx2, __m256d, __m256d);
 
-/// [`pass2`] compiled for AVX2.
+// AVX-512: pass 1 on AVX2 vectors (its lines are columns, stored a lane at
+// a time; pairs of groups on AVX-512), pass 2 and the slots on vectors of
+// eight, a strip's rows in one recursion.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn pass2_avx2<const T: usize, const H: bool, const M: bool>(
-    job: &Job,
-    scratch: &Scratch,
-    at: (usize, usize, usize),
-    c: usize,
-    slots: &mut SlotsMut,
-) {
-    use std::arch::x86_64::__m256d;
-    pass2::<T, H, M, __m256d>(job, scratch, at, c, slots)
-}
-
-/// [`band`] compiled for AVX-512: pass 1 on AVX2 vectors (its lines are
-/// columns, stored a lane at a time), pass 2 and the slots on vectors of
-/// eight, a strip's rows in one recursion (the same arithmetic).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-unsafe fn band_avx512<const M: bool>(
-    job: &Job,
-    y0: usize,
-    slots: &mut SlotsMut,
-    scratch: &mut Scratch,
-    decide: Option<Decide>,
-    passes: Passes<M>,
-) {
-    use std::arch::x86_64::__m512d;
-    band::<M, __m512d>(job, y0, slots, scratch, decide, passes)
-}
-
-/// [`pass1`] compiled for AVX-512 (groups of four on AVX2 vectors, pairs
-/// of them on AVX-512).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-unsafe fn pass1_avx512<const T: usize, const H: bool>(
-    job: &Job,
-    piece: (usize, usize),
-    scratch: &mut Scratch,
-) {
-    use std::arch::x86_64::{__m256d, __m512d};
-    pass1::<T, H, __m256d, __m512d>(job, piece, scratch)
-}
-
-/// [`pass2`] compiled for AVX-512.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-unsafe fn pass2_avx512<const T: usize, const H: bool, const M: bool>(
-    job: &Job,
-    scratch: &Scratch,
-    at: (usize, usize, usize),
-    c: usize,
-    slots: &mut SlotsMut,
-) {
-    use std::arch::x86_64::__m512d;
-    pass2::<T, H, M, __m512d>(job, scratch, at, c, slots)
-}
+isa_entry_points!(
+    "avx2,avx512f,avx512bw,avx512vl",
+    band_avx512,
+    pass1_avx512,
+    pass2_avx512,
+    __m256d,
+    __m512d
+);
 
 /// Output rows `y0..y0 + band` (fewer at the bottom) into their ranking
 /// slots: first every strip's runs of outputs per class (what pass 2 will
