@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use tiles::{Border, TileGrid};
 
 mod stages;
-use stages::{CodeSubmit, Finisher, Paths, Reader, Submitter, Writer, output_in_place};
+use stages::{CodeSubmit, Finisher, Paths, Reader, Recycler, Submitter, Writer, output_in_place};
 
 /// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
 /// between its few milliseconds of kernels, and larger tiles halve a whole
@@ -252,17 +252,16 @@ pub fn smooth_weighted(
     }
     // Buffers go back to the stage that fills them, so that tiles after
     // the first few allocate nothing.
-    let (raw_back, raw_free) = crossbeam_channel::unbounded::<Vec<u16>>();
+    let (raws, paddeds, outs) = (Recycler::new(), Recycler::new(), Recycler::new());
     // Each pool job, when over, wakes the engine waiting for any of them.
     let (job_over, jobs_over) = crossbeam_channel::unbounded::<()>();
-    let (out_back, out_free) = crossbeam_channel::unbounded::<Vec<u16>>();
     let mut reader = Reader {
         source,
         confidence,
         resident,
         width,
         codes: &codes,
-        raw_free,
+        raws: &raws,
         time: Duration::ZERO,
     };
     let mut submitter = Submitter {
@@ -273,9 +272,10 @@ pub fn smooth_weighted(
         around: around.as_ref(),
         fill,
         tie,
-        raw_back: &raw_back,
+        raws: &raws,
+        paddeds: &paddeds,
+        outs: &outs,
         job_over: &job_over,
-        reused: Vec::new(),
         time: Duration::ZERO,
     };
     let mut finisher = Finisher {
@@ -285,12 +285,12 @@ pub fn smooth_weighted(
         on_device: paths.on_device,
         in_place,
         out_w,
-        out_free,
+        outs: &outs,
         tally: RunTally::new(job.classes.len()),
         pooled_prepare: Duration::ZERO,
         map_time: Duration::ZERO,
     };
-    let mut writer = Writer::new(sink, out_back);
+    let mut writer = Writer::new(sink, &outs);
     let depth = paths.depth(method, resident.is_some());
     let running = paths.running(&jobs_over);
     rayon::in_place_scope(|scope| {
@@ -577,8 +577,11 @@ struct TileWork<'s> {
     halo: usize,
     fill: u16,
     tie: u16,
-    /// Where source buffers go back to the reader.
-    raw_back: &'s crossbeam_channel::Sender<Vec<u16>>,
+    /// Where the source windows go back to the reader, and where the
+    /// padded tiles and outputs come from.
+    raws: &'s Recycler,
+    paddeds: &'s Recycler,
+    outs: &'s Recycler,
     /// Wakes the engine when the job is over.
     job_over: &'s crossbeam_channel::Sender<()>,
 }
@@ -646,9 +649,9 @@ impl<'s> TileWork<'s> {
 
     fn run(&self, tile: &tiles::Tile, raw: Vec<u16>) -> Result<PooledTile> {
         let t0 = Instant::now();
-        let mut padded = Vec::new();
+        let mut padded = self.paddeds.take();
         let local = TileCompaction::pad_and_compact(&raw, self.lut, tile, &mut padded);
-        let _ = self.raw_back.send(raw);
+        self.raws.give(raw);
         let weights = local.weights(self.class_weights);
         let class_tile = ClassTile {
             width: tile.padded_width,
@@ -665,8 +668,9 @@ impl<'s> TileWork<'s> {
             confidence: None,
         };
         let prepare = t0.elapsed();
-        let mut out = vec![0u16; class_tile.output_len()];
+        let mut out = self.outs.take_filled(class_tile.output_len(), 0);
         self.method.smooth(&class_tile, &params, &mut out)?;
+        self.paddeds.give(padded);
         let t1 = Instant::now();
         code_map(&local, self.job, self.fill, self.tie).apply(&mut out);
         check_nodata(

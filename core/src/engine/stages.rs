@@ -43,25 +43,58 @@ pub(super) fn output_in_place(
     Ok((Some(all), None))
 }
 
+/// Buffers that go back to the stage that fills them, so that tiles after
+/// the first few allocate nothing. A fresh tile-sized buffer is pages the
+/// kernel faults in and zeroes on first touch: the tiles' fresh outputs
+/// and padded windows were 7 % of the CPU samples of a 105 Mpx `--exact`
+/// run on the host (decision 0039). What a taken buffer holds is stale.
+#[derive(Clone)]
+pub(super) struct Recycler {
+    back: crossbeam_channel::Sender<Vec<u16>>,
+    free: crossbeam_channel::Receiver<Vec<u16>>,
+}
+
+impl Recycler {
+    pub(super) fn new() -> Self {
+        let (back, free) = crossbeam_channel::unbounded();
+        Recycler { back, free }
+    }
+
+    /// A buffer given back earlier, or else a new empty one.
+    pub(super) fn take(&self) -> Vec<u16> {
+        self.free.try_recv().unwrap_or_default()
+    }
+
+    /// A buffer taken for `len` values, each set to `value`.
+    pub(super) fn take_filled(&self, len: usize, value: u16) -> Vec<u16> {
+        let mut buffer = self.take();
+        buffer.clear();
+        buffer.resize(len, value);
+        buffer
+    }
+
+    pub(super) fn give(&self, buffer: Vec<u16>) {
+        // Never disconnected: this holds both ends.
+        let _ = self.back.send(buffer);
+    }
+}
+
 /// The writing stage: a tile's codes into the sink (none where they went
-/// into an output in memory), its buffer back to the finishing stage.
+/// into an output in memory), its buffer back to the stage that fills it.
 pub(super) struct Writer<'o> {
     pub(super) sink: Option<&'o mut dyn ClassSink>,
-    pub(super) out_back: crossbeam_channel::Sender<Vec<u16>>,
+    pub(super) outs: &'o Recycler,
     /// Time spent writing.
     pub(super) time: Duration,
 }
 
 impl<'o> Writer<'o> {
     /// Writes into `sink` (none: the output lies in memory, written in
-    /// place), sending each tile's buffer back through `out_back`.
-    pub(super) fn new(
-        sink: Option<&'o mut dyn ClassSink>,
-        out_back: crossbeam_channel::Sender<Vec<u16>>,
-    ) -> Self {
+    /// place), giving each tile's buffer back to `outs`.
+    pub(super) fn new(sink: Option<&'o mut dyn ClassSink>, outs: &'o Recycler) -> Self {
         Writer {
             sink,
-            out_back,
+            outs,
             time: Duration::ZERO,
         }
     }
@@ -76,7 +109,7 @@ impl<'o> Writer<'o> {
             let t0 = Instant::now();
             sink.write(tile.output, &codes)?;
             self.time += t0.elapsed();
-            let _ = self.out_back.send(codes);
+            self.outs.give(codes);
         }
         progress.inc(1);
         Ok(())
@@ -183,7 +216,7 @@ pub(super) struct Reader<'a, 's, 'c> {
     pub(super) resident: Option<&'s [u16]>,
     pub(super) width: usize,
     pub(super) codes: &'a CodeSubmit<'a>,
-    pub(super) raw_free: crossbeam_channel::Receiver<Vec<u16>>,
+    pub(super) raws: &'a Recycler,
     /// Time spent reading.
     pub(super) time: Duration,
 }
@@ -202,7 +235,7 @@ impl<'a> Reader<'a, '_, '_> {
                 .map(Read::Submitted);
         };
         let t0 = Instant::now();
-        let mut raw = self.raw_free.try_recv().unwrap_or_default();
+        let mut raw = self.raws.take();
         raw.resize(tile.source.area() as usize, 0);
         source.read(tile.source, &mut raw)?;
         // Votes weigh nothing beyond the raster.
@@ -232,11 +265,12 @@ pub(super) struct Submitter<'a> {
     pub(super) around: Option<&'a Around>,
     pub(super) fill: u16,
     pub(super) tie: u16,
-    pub(super) raw_back: &'a crossbeam_channel::Sender<Vec<u16>>,
+    /// Where the source windows, the padded tiles and the outputs go back.
+    pub(super) raws: &'a Recycler,
+    pub(super) paddeds: &'a Recycler,
+    pub(super) outs: &'a Recycler,
     /// What each pool job sends when it is over.
     pub(super) job_over: &'a crossbeam_channel::Sender<()>,
-    /// A tile submitted at once can reuse one buffer.
-    pub(super) reused: Vec<u16>,
     /// Time spent padding and compacting.
     pub(super) time: Duration,
 }
@@ -257,7 +291,7 @@ impl<'a> Submitter<'a> {
         };
         if self.paths.takes_codes {
             let flight = self.codes.submit(&tile, &raw, tile.source.width)?;
-            let _ = self.raw_back.send(raw);
+            self.raws.give(raw);
             return Ok(Flight::Method(flight));
         }
         crate::interrupt::check()?;
@@ -271,16 +305,18 @@ impl<'a> Submitter<'a> {
                 halo: self.codes.grid.halo(),
                 fill: self.fill,
                 tie: self.tie,
-                raw_back: self.raw_back,
+                raws: self.raws,
+                paddeds: self.paddeds,
+                outs: self.outs,
                 job_over: self.job_over,
             };
             return Ok(Flight::Pooled(work.spawn(scope, tile, raw)));
         }
-        let mut padded = std::mem::take(&mut self.reused);
+        let mut padded = self.paddeds.take();
         let t0 = Instant::now();
         let local = TileCompaction::pad_and_compact(&raw, lut, &tile, &mut padded);
         self.time += t0.elapsed();
-        let _ = self.raw_back.send(raw);
+        self.raws.give(raw);
         if let Some(around) = self.around {
             let t0 = Instant::now();
             let (local, out) = around.smooth(method, self.job, &tile, local, padded, votes)?;
@@ -309,7 +345,7 @@ impl<'a> Submitter<'a> {
                 ..*self.codes.params
             },
         )?;
-        self.reused = padded;
+        self.paddeds.give(padded);
         Ok(Flight::Method(InFlight {
             local,
             pending,
@@ -327,7 +363,7 @@ pub(super) struct Finisher<'a, 'o> {
     pub(super) on_device: bool,
     pub(super) in_place: Option<&'o mut [u16]>,
     pub(super) out_w: usize,
-    pub(super) out_free: crossbeam_channel::Receiver<Vec<u16>>,
+    pub(super) outs: &'a Recycler,
     pub(super) tally: RunTally,
     /// Pool jobs' compaction, summed over their threads.
     pub(super) pooled_prepare: Duration,
@@ -372,7 +408,7 @@ impl Finisher<'_, '_> {
             )?;
             return Ok(None);
         }
-        let mut out = self.out_free.try_recv().unwrap_or_default();
+        let mut out = self.outs.take();
         let len = tile.output.area() as usize;
         let (waited, mapped) = if flight.pending.ready() || !self.on_device {
             // Host results (or a device's with the outputs copied out
