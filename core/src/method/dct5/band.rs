@@ -72,6 +72,16 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
 }
 
+/// Grows `buffers` to at least `len`, keeping any beyond: a tile of fewer
+/// classes than the one before must not free the buffers (the planes above
+/// all) that the next tile of more classes needs again, whose pages the
+/// kernel would fault in and zero anew (decision 0039).
+fn grow<T>(buffers: &mut Vec<T>, len: usize, new: impl FnMut() -> T) {
+    if buffers.len() < len {
+        buffers.resize_with(len, new);
+    }
+}
+
 /// The most output rows of a band for radius `r`: two windows' height, at
 /// least 64. Short bands keep a band's planes (per class, its rows plus
 /// 2R) small enough for the caches and give the threads more bands to
@@ -469,18 +479,18 @@ fn band<const M: bool, P: F64Lanes>(
     let span = ow + 2 * r;
     let base = (skip + y0) * tile.width + skip;
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
-    scratch.planes.resize_with(n, LanePlane::default);
+    grow(&mut scratch.planes, n, LanePlane::default);
     scratch.at.resize(n, PlaneAt::default());
-    scratch.groups.resize_with(n, Vec::new);
-    scratch.carries.resize_with(n, Vec::new);
+    grow(&mut scratch.groups, n, Vec::new);
+    grow(&mut scratch.carries, n, Vec::new);
     for c in 0..n {
         scratch.at[c] = scratch.presence.extents[c]
             .and_then(|e| place(job, e, bh))
             .unwrap_or_default();
     }
     let strips = bh.div_ceil(LANES);
-    scratch.runs.resize_with(strips * n, Vec::new);
-    scratch.runs.iter_mut().for_each(Vec::clear);
+    grow(&mut scratch.runs, strips * n, Vec::new);
+    scratch.runs[..strips * n].iter_mut().for_each(Vec::clear);
     scratch.strip_outputs.clear();
     for s in 0..strips {
         strip_runs(job, scratch, (y0, s));
