@@ -15,20 +15,34 @@ use tiles::Rect;
 pub(super) struct TaskTally {
     /// The task's window in the input's pixels.
     center: Rect,
-    inner: Mutex<TallyCounts>,
+    /// One lock each: the reader's thread counts the input while the
+    /// writer's counts the output.
+    input: Mutex<InputCounts>,
+    output: Mutex<Counted>,
 }
 
-struct TallyCounts {
+/// Pixels by code, for every code the band's type holds, and how many.
+struct Counted {
+    tally: CodeTally,
+    pixels: usize,
+}
+
+impl Counted {
+    fn new(max_code: u16) -> Self {
+        Counted {
+            tally: CodeTally::new(max_code as usize + 1),
+            pixels: 0,
+        }
+    }
+}
+
+struct InputCounts {
     /// The parts of the window counted already: each read's overlap with it.
     counted: Vec<Rect>,
     /// Scratch of a row's spans not counted yet, and of their next state.
     gaps: Vec<(usize, usize)>,
     next: Vec<(usize, usize)>,
-    /// Pixels by code, for every code the band's type holds.
-    input: CodeTally,
-    output: CodeTally,
-    input_pixels: usize,
-    output_pixels: usize,
+    codes: Counted,
 }
 
 impl TaskTally {
@@ -37,29 +51,24 @@ impl TaskTally {
     pub(super) fn new(center: Rect, max_code: u16) -> Self {
         TaskTally {
             center,
-            inner: Mutex::new(TallyCounts {
+            input: Mutex::new(InputCounts {
                 counted: Vec::new(),
                 gaps: Vec::new(),
                 next: Vec::new(),
-                input: CodeTally::new(max_code as usize + 1),
-                output: CodeTally::new(max_code as usize + 1),
-                input_pixels: 0,
-                output_pixels: 0,
+                codes: Counted::new(max_code),
             }),
+            output: Mutex::new(Counted::new(max_code)),
         }
     }
 
     /// The input's and the output's counts, each where every pixel of the
     /// window was seen (else `None`: read them from the files).
     pub(super) fn counts(&self) -> (Option<Counts>, Option<Counts>) {
-        let mut t = self.inner.lock().expect("tally lock");
-        let t = &mut *t;
         let area = self.center.width * self.center.height;
-        let counts =
-            |hist: &mut CodeTally, pixels: usize| (pixels == area).then(|| nonzero(hist.counts()));
+        let counts = |c: &mut Counted| (c.pixels == area).then(|| nonzero(c.tally.counts()));
         (
-            counts(&mut t.input, t.input_pixels),
-            counts(&mut t.output, t.output_pixels),
+            counts(&mut self.input.lock().expect("tally lock").codes),
+            counts(&mut self.output.lock().expect("tally lock")),
         )
     }
 }
@@ -69,14 +78,12 @@ impl Tap for TaskTally {
         let Some(both) = w.intersection(&self.center) else {
             return;
         };
-        let mut t = self.inner.lock().expect("tally lock");
-        let TallyCounts {
+        let mut t = self.input.lock().expect("tally lock");
+        let InputCounts {
             counted,
             gaps,
             next,
-            input,
-            input_pixels,
-            ..
+            codes: input,
         } = &mut *t;
         // Only earlier reads that overlap this one take pixels from it
         // (with tiles on a grid, its neighbours).
@@ -109,17 +116,17 @@ impl Tap for TaskTally {
             }
             let row = (y - w.y) * w.width;
             for &(x0, x1) in gaps.iter() {
-                input.add(&codes[row + x0 - w.x..row + x1 - w.x]);
-                *input_pixels += x1 - x0;
+                input.tally.add(&codes[row + x0 - w.x..row + x1 - w.x]);
+                input.pixels += x1 - x0;
             }
         }
         counted.push(both);
     }
 
     fn written(&self, _w: Rect, codes: &[u16]) {
-        let mut t = self.inner.lock().expect("tally lock");
-        t.output.add(codes);
-        t.output_pixels += codes.len();
+        let mut t = self.output.lock().expect("tally lock");
+        t.tally.add(codes);
+        t.pixels += codes.len();
     }
 }
 
