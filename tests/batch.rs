@@ -473,6 +473,27 @@ fn seam_free_with_policies_and_iterations() {
 }
 
 /// A plan of 16 tasks over a 4x4 grid of a 320x320 map.
+/// Tasks in flight each open a handle of the mosaic, and only the first
+/// reads its coordinate system: every output still carries the map's.
+#[test]
+fn every_output_keeps_the_coordinate_system_with_several_tasks_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = small_plan(dir.path(), "b");
+    mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "--jobs", "4", "-q"]);
+    let want = gdal::Dataset::open(dir.path().join("map.tif"))
+        .unwrap()
+        .projection();
+    assert!(want.contains("PROJCS"), "{want}");
+    let outputs = outputs(&batch);
+    assert_eq!(outputs.len(), 16);
+    for (name, _) in outputs {
+        let got = gdal::Dataset::open(batch.join("out").join(&name))
+            .unwrap()
+            .projection();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
 fn small_plan(dir: &Path, name: &str) -> PathBuf {
     plan_of_map(
         dir,

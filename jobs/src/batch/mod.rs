@@ -11,8 +11,9 @@
 //! - [`run`] runs a share of the tasks, several in flight, resuming, as
 //!   [`request`] asks; `start` opens its devices while the first tasks'
 //!   windows are read;
-//!   [`share`] says which tasks a run takes, and `tally` counts a task's
-//!   classes from its engine's pixels.
+//!   [`share`] says which tasks a run takes, `tally` counts a task's
+//!   classes from its engine's pixels, and `handles` keeps the mosaics'
+//!   open handles between tasks.
 //! - [`mmu`] is the sieve phase of a plan with a minimum mapping unit: each
 //!   mosaic sieved as one raster once its tasks are smoothed, then cut into
 //!   the tasks' final outputs.
@@ -24,6 +25,7 @@
 //!   [`processes`] runs a plan on `all` GPUs as one worker process per GPU.
 
 mod as_text;
+mod handles;
 pub mod inputs;
 pub mod maps;
 pub mod mmu;

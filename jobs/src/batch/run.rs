@@ -11,6 +11,7 @@
 //! against the plan; a task writes only `out/NAME` of its plan, never
 //! through a symlink and never over an input.
 
+use super::handles::Opened;
 use super::mmu::{self, Phase};
 use super::plan::{MosaicPlan, Plan, Settings, Task};
 use super::records::{self, Comparison, Counts, DoneRecord, FailedRecord, State, Syncer, hostname};
@@ -727,56 +728,6 @@ impl Context<'_> {
         let _ = std::fs::remove_file(&scratch);
         result
     }
-}
-
-/// The run's handles of each mosaic: idle ones wait here between tasks, so
-/// that a mosaic's VRT, the sources GDAL opens under it (each a GeoTIFF
-/// header and its georeferencing) are opened once per worker, not once per
-/// task. Each task holds a handle of its own while it runs: GDAL handles are
-/// not thread-safe, and one handle shared by every worker serialized all of
-/// the batch's decoding behind one lock (issue 39: 16 tasks on 64 cores
-/// decoded on about one).
-struct Opened(Vec<Mutex<Vec<ClassRaster>>>);
-
-impl Opened {
-    fn new(mosaics: usize) -> Self {
-        Opened((0..mosaics).map(|_| Mutex::new(Vec::new())).collect())
-    }
-
-    /// Smooths `spec` (a window of mosaic `mosaic`, read with the default
-    /// band) on an idle handle of the mosaic, opening one if none is idle.
-    /// A failed run drops its handle, so that the next task opens it afresh.
-    fn smooth(
-        &self,
-        mosaic: usize,
-        spec: &SmoothSpec,
-        prefetched: Option<Prefetched>,
-        method: &dyn ClassSmoother,
-        observer: &mut dyn Observer,
-    ) -> Result<job::SmoothReport> {
-        let idle = self.0[mosaic].lock().expect("mosaic lock").pop();
-        let raster = match idle {
-            Some(raster) => raster,
-            None => open_on_gdal_thread(&spec.input)?,
-        };
-        let raster = Mutex::new(raster);
-        let done = job::run_shared(spec, &raster, prefetched, method, observer);
-        if done.is_ok() {
-            let raster = raster.into_inner().unwrap_or_else(|e| e.into_inner());
-            self.0[mosaic].lock().expect("mosaic lock").push(raster);
-        }
-        done
-    }
-}
-
-/// Opens `path` on one of [`mapfilter_gdal::threads`]' long-lived threads: its
-/// coordinate system is read there through the PROJ context that the
-/// outputs' threads keep warm, not through a cold one on a worker.
-fn open_on_gdal_thread(path: &Path) -> Result<ClassRaster> {
-    let path = path.to_path_buf();
-    mapfilter_gdal::threads::run(move || ClassRaster::open(&path))
-        .recv()
-        .map_err(|_| Error::io("opening the mosaic failed (a GDAL thread stopped)"))?
 }
 
 /// How member `m` differs from what the plan says of it (its size, and its

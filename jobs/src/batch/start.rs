@@ -86,7 +86,8 @@ pub(super) fn methods_beside_first_reads(
                         return None;
                     }
                     // A read that fails is left to the task, which reports it.
-                    let mut raster = ClassRaster::open(&mosaic.source).ok()?;
+                    // Only pixels are read here: no coordinate system.
+                    let mut raster = ClassRaster::open_without_projection(&mosaic.source).ok()?;
                     Prefetched::read(&mut raster, window)
                         .ok()
                         .map(|p| (task.id, p))
