@@ -791,7 +791,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "index out of bounds")]
     fn a_value_beyond_the_code_map_panics() {
         let map = CodeMap {
             codes: vec![10, 11, 12],

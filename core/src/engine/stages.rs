@@ -48,7 +48,6 @@ pub(super) fn output_in_place(
 /// kernel faults in and zeroes on first touch: the tiles' fresh outputs
 /// and padded windows were 7 % of the CPU samples of a 105 Mpx `--exact`
 /// run on the host (decision 0039). What a taken buffer holds is stale.
-#[derive(Clone)]
 pub(super) struct Recycler {
     back: crossbeam_channel::Sender<Vec<u16>>,
     free: crossbeam_channel::Receiver<Vec<u16>>,
