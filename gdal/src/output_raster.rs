@@ -234,25 +234,32 @@ impl OutputRaster {
     /// Hands the band's dirty blocks to GDAL's writer, which queues them
     /// on its compression threads (waiting only when its queue is full);
     /// [`OutputRaster::finish`] waits for them and reports any failure.
+    ///
+    /// Not under [`mapfilter_core::output::without_cleanup`]: a band flush
+    /// writes blocks (the first one, the TIFF directory too) into the file
+    /// GDAL holds open, and makes no file by name (the `.aux.xml` sidecar
+    /// is written by the dataset's flush and close only), so a signal's
+    /// clean-up unlinking the file meanwhile loses nothing that matters.
+    /// Under that process-wide gate, every task's writer waited for the
+    /// writer holding it, and that one for its compression queue: a batch
+    /// wrote about 1.1 Gpx/s however many tasks were in flight (issue 39).
     fn queue_blocks(&mut self) -> Result<()> {
         let what = format!("cannot write {}", self.shown().display());
         let ds = self.ds.as_mut().expect("dataset open until finish");
-        let queued = mapfilter_core::output::without_cleanup(|| {
-            crate::errors::on_this_thread(&what, || {
-                for b in 1..=ds.raster_count() {
-                    let band = ds.rasterband(b)?;
-                    // SAFETY: the band's handle is valid while `ds` is open.
-                    let err = unsafe { gdal_sys::GDALFlushRasterCache(band.c_rasterband()) };
-                    if err != gdal_sys::CPLErr::CE_None {
-                        return Err(gdal::errors::GdalError::CplError {
-                            class: err,
-                            number: 0,
-                            msg: "GDALFlushRasterCache failed".into(),
-                        });
-                    }
+        let queued = crate::errors::on_this_thread(&what, || {
+            for b in 1..=ds.raster_count() {
+                let band = ds.rasterband(b)?;
+                // SAFETY: the band's handle is valid while `ds` is open.
+                let err = unsafe { gdal_sys::GDALFlushRasterCache(band.c_rasterband()) };
+                if err != gdal_sys::CPLErr::CE_None {
+                    return Err(gdal::errors::GdalError::CplError {
+                        class: err,
+                        number: 0,
+                        msg: "GDALFlushRasterCache failed".into(),
+                    });
                 }
-                Ok(())
-            })
+            }
+            Ok(())
         });
         self.own(queued)
     }
@@ -571,5 +578,64 @@ impl ClassSink for OutputRaster {
             _ => self.write_band(1, window, codes.to_vec()),
         }?;
         self.flush_written(window)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output_options::Compression;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    /// A batch's task writers queue their blocks side by side: a writer
+    /// must not wait for the process-wide clean-up gate (held here by
+    /// another thread, as another output's dataset flush or create holds
+    /// it), or every task's writing waits for every other's (issue 39).
+    #[test]
+    fn queued_blocks_do_not_wait_for_the_clean_up_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.tif");
+        let target = Target::check(&path, false, &[]).unwrap();
+        let spec = OutputSpec {
+            width: 512,
+            height: 512,
+            bands: 1,
+            data_type: GdalDataType::UInt8,
+            geo_transform: None,
+            projection: String::new(),
+            nodata: None,
+            colors: Vec::new(),
+            category_names: Vec::new(),
+            compression: OutputCompression::new(Compression::Deflate, None).unwrap(),
+        };
+        let mut out = OutputRaster::create(&target, &spec).unwrap();
+        out.write_header().unwrap();
+        let (held, gate_held) = channel();
+        let (release, released) = channel::<()>();
+        let holder = std::thread::spawn(move || {
+            mapfilter_core::output::without_cleanup(|| {
+                held.send(()).unwrap();
+                released.recv().ok();
+            })
+        });
+        gate_held.recv().unwrap();
+        let (done, written) = channel();
+        let writer = std::thread::spawn(move || {
+            let codes: Vec<u16> = (0..256 * 256).map(|i| (i % 7) as u16).collect();
+            let result = out.write(Rect::new(0, 0, 256, 256), &codes);
+            done.send(()).unwrap();
+            result.map(|()| out)
+        });
+        let in_time = written.recv_timeout(Duration::from_secs(30));
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        let out = writer.join().unwrap().unwrap();
+        assert!(
+            in_time.is_ok(),
+            "a block flush waited for the clean-up gate"
+        );
+        out.finish().unwrap();
+        assert!(path.exists());
     }
 }
