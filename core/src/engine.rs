@@ -39,9 +39,16 @@ mod stages;
 use stages::{CodeSubmit, Finisher, Paths, Reader, Recycler, Submitter, Writer, output_in_place};
 
 /// Default tile side for methods on a GPU: a 512² tile leaves a GPU idle
-/// between its few milliseconds of kernels, and larger tiles halve a whole
-/// run there (BENCHMARKS.md, "Whole command against gdal_translate").
-pub const GPU_TILE: usize = 2048;
+/// between its few milliseconds of kernels (BENCHMARKS.md, "Whole command
+/// against gdal_translate"), and a 2048² one makes the host's stages
+/// around it (the 8 MiB tile of codes mapped, tallied, narrowed and handed
+/// to GDAL's encoder) run out of the cores' caches. On one H200 (16
+/// cores), 1024² against 2048²: a batch of 16 compressible tiles 1.94–2.16
+/// against 2.28–2.38 s (`--exact`) and 2.05–2.07 against 2.32–2.33 s
+/// (naive), each task's writing 0.15–0.23 against 0.33–0.40 s; one whole
+/// `smooth` of 415 Mpx 1.04–1.11 against 1.13–1.31 s (dct5); the realistic
+/// set as fast (issue 39, decision 0040).
+pub const GPU_TILE: usize = 1024;
 
 /// The tile side a run of `method` uses unless told otherwise: a tuned one
 /// (the largest, on several devices), else the one the method prefers

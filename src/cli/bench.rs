@@ -51,7 +51,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub variant: Option<Variant>,
     /// Tile side in pixels (default: the one `smooth` uses for the method
-    /// and device: tuned, else 2048 on a GPU and 512 elsewhere).
+    /// and device: tuned, else 1024 on a GPU and 512 elsewhere).
     #[arg(long)]
     pub tile: Option<usize>,
     /// Timed runs per configuration.

@@ -67,7 +67,7 @@ pub struct SmoothingArgs {
     /// Smooth nodata pixels too (fills holes from their neighbours).
     #[arg(long)]
     pub fill_nodata: bool,
-    /// Tile side in pixels (default: 2048 for methods on a GPU, else 512).
+    /// Tile side in pixels (default: 1024 for methods on a GPU, else 512).
     #[arg(long)]
     pub tile: Option<usize>,
     #[command(flatten)]

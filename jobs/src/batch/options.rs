@@ -49,7 +49,7 @@ pub struct SmoothOptions {
     pub border: Border,
     pub fill_nodata: bool,
     /// The engine's tile side; `None` (or absent): the method's own default
-    /// (2048 on a GPU, 512 on the host). Plans made before this was
+    /// (1024 on a GPU, 512 on the host). Plans made before this was
     /// optional stored 512 whatever the device.
     #[serde(default)]
     pub tile: Option<usize>,

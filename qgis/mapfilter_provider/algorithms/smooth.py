@@ -24,7 +24,7 @@ class SmoothAlgorithm(MapfilterAlgorithm):
         self.add(
             QgsProcessingParameterRasterLayer("INPUT", self.tr("Input class raster")), "<INPUT>"
         )
-        add_smoothing(self, "Tile side (pixels; empty: 2048 on a GPU, else 512)")
+        add_smoothing(self, "Tile side (pixels; empty: 1024 on a GPU, else 512)")
         # Votes weighed by a confidence raster (smooth only: a batch plan
         # refuses it, as each raster needs its own).
         self.add(
