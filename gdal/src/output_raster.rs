@@ -241,8 +241,9 @@ impl OutputRaster {
     /// is written by the dataset's flush and close only), so a signal's
     /// clean-up unlinking the file meanwhile loses nothing that matters.
     /// Under that process-wide gate, every task's writer waited for the
-    /// writer holding it, and that one for its compression queue: a batch
-    /// wrote about 1.1 Gpx/s however many tasks were in flight (issue 39).
+    /// writer holding it, and that one for its compression queue (a batch
+    /// of 16 compressible tiles on one H200: 2.66 s with it, 2.29 s
+    /// without; issue 39, decision 0040).
     fn queue_blocks(&mut self) -> Result<()> {
         let what = format!("cannot write {}", self.shown().display());
         let ds = self.ds.as_mut().expect("dataset open until finish");
