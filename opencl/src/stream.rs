@@ -258,6 +258,19 @@ impl TileStream {
         Ok(())
     }
 
+    /// [`TileStream::launch`] of a kernel that checks its global ids
+    /// against its output's bounds, in [`Device::bounded_local`]'s
+    /// work-groups.
+    pub fn launch_bounded(
+        &self,
+        flight: &mut Flight,
+        kernel: &Kernel,
+        global: &[usize],
+    ) -> Result<()> {
+        let local = self.device.bounded_local(global.len());
+        self.launch(flight, kernel, global, local)
+    }
+
     /// Enqueues the mapping of the first `n` bytes of `codes` in place
     /// through the 256 bytes of `table` (kernels/codes.cl `map_codes`; its
     /// plain twin is mapfilter-core's `classes::map_bytes`): a tile staged as
@@ -389,6 +402,48 @@ mod tests {
                 .iter_mut()
                 .for_each(|c| *c = table[*c as usize]);
             assert_eq!(got, want, "n {n}");
+        }
+    }
+
+    /// A bounded launch covers every output once, whatever its shape:
+    /// sizes that no work-group divides (the global rounded up on CPU
+    /// devices, whose work-items past the bounds return at once).
+    #[test]
+    fn bounded_launches_cover_every_output_once() {
+        let Some(dev) = test_device() else { return };
+        let src = "__kernel void mark(__global uint *a, uint w, uint h) {
+            uint x = get_global_id(0), y = get_global_id(1);
+            if (x >= w || y >= h) return;
+            a[y * w + x] += 1 + x + 1000 * y;
+        }";
+        let program = dev
+            .program_from_source("bounded_test", src, &BuildOptions::new())
+            .unwrap();
+        let stream = TileStream::new(dev.clone());
+        if dev.info().kind == crate::DeviceKind::Cpu {
+            assert!(dev.bounded_local(2).is_some(), "a CPU device's shape");
+        }
+        for (w, h) in [(1usize, 1usize), (13, 7), (33, 5), (128, 4), (257, 9)] {
+            let zeros = vec![0u32; w * h];
+            let buf = dev.buffer_from(&zeros, CL_MEM_READ_WRITE).unwrap();
+            let kernel = opencl3::kernel::Kernel::create(&program, "mark").unwrap();
+            Args::new(&kernel)
+                .mem(&buf)
+                .scalar(w as u32)
+                .scalar(h as u32)
+                .done()
+                .unwrap();
+            let mut flight = stream.flight();
+            stream
+                .launch_bounded(&mut flight, &kernel, &[w, h])
+                .unwrap();
+            stream.finish(&mut flight).unwrap();
+            let mut got = vec![0u32; w * h];
+            dev.download(&buf, &mut got).unwrap();
+            let want: Vec<u32> = (0..w * h)
+                .map(|i| (1 + i % w + 1000 * (i / w)) as u32)
+                .collect();
+            assert_eq!(got, want, "{w}x{h}");
         }
     }
 

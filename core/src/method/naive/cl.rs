@@ -768,8 +768,10 @@ impl ClPending<'_> {
         if staged {
             stream.map_codes(&mut self.flight, slot.input.buf(), slot.table.buf(), in_len)?;
         }
-        let local = plan.local.as_ref().map(|l| &l[..]);
-        stream.launch(&mut self.flight, &kernel, &plan.global, local)?;
+        match &plan.local {
+            Some(local) => stream.launch(&mut self.flight, &kernel, &plan.global, Some(local))?,
+            None => stream.launch_bounded(&mut self.flight, &kernel, &plan.global)?,
+        }
         self.flight.keep(kernel);
         stream.flush_kernels()?;
         if self.bytes {

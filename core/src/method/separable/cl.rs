@@ -624,7 +624,7 @@ impl SeparableCl {
             a.mem(bufs.winners16.buf())
         };
         a.mem(flags).done()?;
-        stream.launch(flight, &rank, &[oh, ow], None)?;
+        stream.launch_bounded(flight, &rank, &[oh, ow])?;
         for k in [cols, rows, rank] {
             flight.keep(k);
         }
@@ -692,7 +692,7 @@ impl SeparableCl {
                 .mem(ub)
                 .mem(p);
             votes_args(a, slot, inv_top).done()?;
-            stream.launch(flight, &cols, &[w, oh], None)?;
+            stream.launch_bounded(flight, &cols, &[w, oh])?;
             let sc = (c * ow * oh) as u64;
             Args::new(&rows)
                 .mem(p)
@@ -704,7 +704,7 @@ impl SeparableCl {
                 .mem(s)
                 .scalar(sc)
                 .done()?;
-            stream.launch(flight, &rows, &[ow, oh], None)?;
+            stream.launch_bounded(flight, &rows, &[ow, oh])?;
         }
         flight.keep(cols);
         flight.keep(rows);
@@ -723,7 +723,7 @@ impl SeparableCl {
             .mem(slot.winners16.buf())
             .mem(slot.flags.buf())
             .done()?;
-        stream.launch(flight, &rank, &[ow, oh], None)?;
+        stream.launch_bounded(flight, &rank, &[ow, oh])?;
         flight.keep(rank);
         let on_device = self.enqueue_flagged(flight, bufs, tile, params, false)?;
         stream.flush_kernels()?;

@@ -145,7 +145,7 @@ impl SeparableCl {
             false => a.mem(bufs.winners16.buf()),
         }
         .done()?;
-        self.stream.launch(flight, &flagged, &[ow, oh], None)?;
+        self.stream.launch_bounded(flight, &flagged, &[ow, oh])?;
         flight.keep(flagged);
         Ok(true)
     }
