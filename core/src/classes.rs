@@ -648,19 +648,32 @@ fn marked(source: &[u16], slot: impl Fn(u16) -> usize + Sync) -> [bool; MAX_CLAS
         )
 }
 
+/// Bytes that [`tally_bytes`] tests for one value at a time (a multiple
+/// of 4): one 512-bit vector.
+const BYTE_RUN_BLOCK: usize = 64;
+
 /// How often each byte value occurs in `data` (at most 2³² bytes), on this
 /// thread. Four partial counts, so that runs of equal bytes do not wait on
 /// the previous increment's store.
 pub fn tally_bytes(data: &[u8]) -> [u64; 256] {
     let mut part = [[0u32; 256]; 4];
-    let mut quads = data.chunks_exact(4);
-    for q in &mut quads {
-        part[0][q[0] as usize] += 1;
-        part[1][q[1] as usize] += 1;
-        part[2][q[2] as usize] += 1;
-        part[3][q[3] as usize] += 1;
+    let mut blocks = data.chunks_exact(BYTE_RUN_BLOCK);
+    for block in &mut blocks {
+        // A block of one value (the sea, a nodata margin, most of a
+        // land-cover raster) counts at once: a vector's OR of XORs.
+        let first = block[0];
+        if block.iter().fold(0, |any, &v| any | (v ^ first)) == 0 {
+            part[0][first as usize] += BYTE_RUN_BLOCK as u32;
+            continue;
+        }
+        for q in block.chunks_exact(4) {
+            part[0][q[0] as usize] += 1;
+            part[1][q[1] as usize] += 1;
+            part[2][q[2] as usize] += 1;
+            part[3][q[3] as usize] += 1;
+        }
     }
-    for &v in quads.remainder() {
+    for &v in blocks.remainder() {
         part[0][v as usize] += 1;
     }
     let mut sum = [0u64; 256];
@@ -866,14 +879,25 @@ mod tests {
 
     #[test]
     fn byte_tallies_equal_the_plain_ones() {
-        let bytes: Vec<u8> = (0..1001u32)
+        // Mixed bytes (16 blocks of 64), then runs: whole blocks of one
+        // value, and blocks of one value but one byte (counted one by one).
+        let mut bytes: Vec<u8> = (0..1024u32)
             .map(|i| (i * i % 251 + i / 100) as u8)
             .collect();
+        bytes.extend(std::iter::repeat_n(7, 64 * 5 + 3));
+        for odd in [0, 31, 63] {
+            let mut block = vec![9u8; 64];
+            block[odd] = 8;
+            bytes.extend(block);
+        }
         let (mut a, mut b) = (CodeHistogram::default(), CodeHistogram::default());
         a.add_bytes(&bytes);
         b.add(&bytes.iter().map(|&c| u16::from(c)).collect::<Vec<_>>());
         assert_eq!(a.counts, b.counts);
-        assert_eq!(a.counts.iter().sum::<u64>(), 1001);
+        assert_eq!(a.counts.iter().sum::<u64>(), bytes.len() as u64);
+        let mixed = |code| bytes[..1024].iter().filter(|&&v| v == code).count() as u64;
+        assert_eq!(a.count(9), mixed(9) + 3 * 63);
+        assert_eq!(a.count(7), mixed(7) + 64 * 5 + 3);
     }
 
     #[test]

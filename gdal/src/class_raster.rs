@@ -542,6 +542,19 @@ impl ClassRaster {
         rows: std::ops::Range<usize>,
         progress: &Progress,
     ) -> Result<CodeHistogram> {
+        progress.start(self.strips_in(&rows), "scan");
+        let hist = self.count_rows(rows, progress)?;
+        progress.finish();
+        Ok(hist)
+    }
+
+    /// [`ClassRaster::scan_rows`] as one part of a scan `progress` was
+    /// started for: a step per strip of [`ClassRaster::strips_in`].
+    pub fn count_rows(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        progress: &Progress,
+    ) -> Result<CodeHistogram> {
         let mut hist = CodeHistogram::default();
         match self.class_type {
             ClassType::Byte => self.read_strips::<u8>(rows, progress, |s| hist.add_bytes(s))?,
@@ -550,7 +563,18 @@ impl ClassRaster {
         Ok(hist)
     }
 
-    /// Reads `rows`, top to bottom, in strips of about 8 MiB handed to `each`.
+    /// Rows per strip a scan reads at once: about 8 MiB of codes.
+    fn strip_rows(&self) -> usize {
+        ((8 << 20) / self.meta.width.max(1)).max(1)
+    }
+
+    /// The strips (progress steps) of a scan of `rows`.
+    pub fn strips_in(&self, rows: &std::ops::Range<usize>) -> u64 {
+        let end = rows.end.min(self.meta.height);
+        end.saturating_sub(rows.start).div_ceil(self.strip_rows()) as u64
+    }
+
+    /// Reads `rows`, top to bottom, in strips handed to `each`.
     fn read_strips<T>(
         &mut self,
         rows: std::ops::Range<usize>,
@@ -562,11 +586,9 @@ impl ClassRaster {
     {
         let w = self.meta.width;
         let h = rows.end.min(self.meta.height);
-        let strip = (8 << 20) / w.max(1);
-        let strip = strip.clamp(1, h.max(1));
+        let strip = self.strip_rows();
         let mut buf = Vec::new();
         let band = self.ds.rasterband(self.band).map_err(gdal_error)?;
-        progress.start(rows.len().div_ceil(strip) as u64, "scan");
         for y in (rows.start..h).step_by(strip) {
             let rows = strip.min(h - y);
             buf.resize(w * rows, T::default());
@@ -576,7 +598,6 @@ impl ClassRaster {
             each(&buf);
             progress.inc(1);
         }
-        progress.finish();
         Ok(())
     }
 

@@ -26,6 +26,7 @@ use mapfilter_gdal::confidence::ConfidenceSpec;
 use mapfilter_gdal::deferred_output::DeferredOutput;
 use mapfilter_gdal::output_options::OutputCompression;
 use mapfilter_gdal::output_raster::OutputSpec;
+use mapfilter_gdal::scan::{BandedRaster, MIN_SMOOTH_BAND_PIXELS};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -131,6 +132,14 @@ fn run_starting<'m>(
     // Another thread reads the input's coordinate system and makes the
     // output (see `DeferredOutput`) while this one goes on.
     let output = DeferredOutput::spawn(spec.target.clone(), spec.input.clone());
+    if few_threads() {
+        // A scan on few threads decodes the input ahead of the engine
+        // (`scan_first`): its bands side by side, one per thread.
+        let threads = rayon::current_num_threads();
+        let mut input =
+            BandedRaster::open(&spec.input, spec.band, threads, MIN_SMOOTH_BAND_PIXELS)?;
+        return smooth_into(spec, method, output, &mut input, observer);
+    }
     let mut input = ClassRaster::open_decoding_in_parallel(&spec.input, spec.band)?;
     smooth_into(spec, method, output, &mut input, observer)
 }
@@ -195,11 +204,26 @@ impl Prefetched {
 /// metadata, a class scan) and its pixels as a source.
 trait Input: ClassSource {
     fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R;
+
+    /// The classes present in the whole input.
+    fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        self.with_raster(|r| r.scan_classes(progress))
+    }
 }
 
 impl Input for ClassRaster {
     fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
         f(self)
+    }
+}
+
+impl Input for BandedRaster {
+    fn with_raster<R>(&mut self, f: impl FnOnce(&mut ClassRaster) -> R) -> R {
+        f(self.first_mut())
+    }
+
+    fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        BandedRaster::scan_classes(self, progress)
     }
 }
 
@@ -533,7 +557,7 @@ fn decide_classes(
             let (class_type, nodata) = (facts.class_type, facts.nodata);
             if scan_first(spec, need_present, class_type, nodata, facts.fits_cache) {
                 let progress = observer.progress("smooth");
-                let classes = input.with_raster(|r| r.scan_classes(&progress))?;
+                let classes = input.scan_classes(&progress)?;
                 observer.stage("scan");
                 classes
             } else {
