@@ -55,16 +55,20 @@ impl BandedRaster {
         threads: usize,
         min_band_pixels: usize,
     ) -> Result<Self> {
-        let first = ClassRaster::open_without_projection_with(path, choice)?;
+        let open = || ClassRaster::open_without_projection_with(path, choice);
+        let first = open()?;
         let rows = bands(
             first.meta.width,
             first.meta.height,
             threads,
             min_band_pixels,
         );
+        // The others side by side: a mosaic's VRT of many tiles takes a
+        // while to open.
+        let others = on_threads((1..rows.len()).map(|_| open));
         let mut handles = vec![first];
-        for _ in 1..rows.len() {
-            handles.push(ClassRaster::open_without_projection_with(path, choice)?);
+        for other in others {
+            handles.push(other?);
         }
         Ok(BandedRaster {
             bands: rows.into_iter().zip(handles).collect(),
@@ -80,17 +84,11 @@ impl BandedRaster {
     pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
         let strips = self.bands.iter().map(|(rows, r)| r.strips_in(rows)).sum();
         progress.start(strips, "scan");
-        let parts: Vec<Result<CodeHistogram>> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .bands
+        let parts = on_threads(
+            self.bands
                 .iter_mut()
-                .map(|(rows, raster)| s.spawn(|| raster.count_rows(rows.clone(), progress)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+                .map(|(rows, raster)| || raster.count_rows(rows.clone(), progress)),
+        );
         progress.finish();
         let mut hist = CodeHistogram::default();
         for part in parts {
@@ -121,6 +119,18 @@ impl ClassSource for BandedRaster {
         }
         Ok(())
     }
+}
+
+/// The results of `jobs`, each run on a scoped thread of its own (a panic
+/// goes on in the caller).
+fn on_threads<T: Send>(jobs: impl Iterator<Item = impl FnOnce() -> T + Send>) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs.map(|job| s.spawn(job)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// The raster's rows (`width` × `height`) cut into at most `threads` bands
