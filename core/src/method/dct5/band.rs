@@ -260,6 +260,14 @@ fn rank_tile_on(
         Target::Decisions {
             out,
             fill_nodata,
+            margin: _,
+        } if tile.n_classes <= 1 && job.single_class && !fill_nodata => {
+            decide_one_class(tile, out);
+            Vec::new()
+        }
+        Target::Decisions {
+            out,
+            fill_nodata,
             margin,
         } => {
             let bands: Vec<Vec<(u32, u32)>> = out
@@ -581,6 +589,21 @@ fn scored_spans(outputs: &[u64], alone: bool, spans: &mut Vec<(usize, usize)>) {
     }
     if let Some(a) = start {
         spans.push((a, outputs.len()));
+    }
+}
+
+/// The outputs of a tile of one class (or none) and nodata: every window
+/// holds that class alone, so each output is decided alone as
+/// [`decide_strip`] decides such columns (the class at a centre that is
+/// not nodata, none at one that is, and no margin under 1 leaves it
+/// undecided), without masks, spans or slots: the sea and the nodata
+/// margins of a global map are most of its tiles.
+fn decide_one_class(tile: &ClassTile, out: &mut [u16]) {
+    let (ow, nodata) = (tile.output_width(), tile.nodata());
+    for (y, row) in out.chunks_exact_mut(ow).enumerate() {
+        for (o, &centre) in row.iter_mut().zip(&tile.centre_row(y)[..ow]) {
+            *o = if centre == nodata { NO_CLASS } else { 0 };
+        }
     }
 }
 
@@ -927,6 +950,78 @@ mod tests {
                 }
             }
             assert!(plain.uncertain(0.3, nodata, fill_nodata).len() > ow * oh / 10);
+        }
+    }
+
+    /// A tile of one class and nodata (the sea and a nodata margin) gives
+    /// the whole tile's ranking's decisions and no undecided pixel, at
+    /// every margin; so does a tile of nodata only.
+    #[test]
+    fn a_tile_of_one_class_matches_the_ranking() {
+        let kernel = KernelSpec::Gaussian {
+            sigma: 1.7,
+            size: None,
+        }
+        .build()
+        .unwrap();
+        let halo = kernel.radius();
+        let (w, h) = (70 + 2 * halo, 60 + 2 * halo);
+        for all_nodata in [false, true] {
+            // Local indices: class 0, nodata `n` (the tile's class count).
+            let n = usize::from(!all_nodata);
+            let classes: Vec<u16> = (0..w * h)
+                .map(|i| {
+                    let (x, y) = (i % w, i / w);
+                    let nodata = all_nodata || y < 12 || (30..33).contains(&x) && y > 40;
+                    if nodata { n as u16 } else { 0 }
+                })
+                .collect();
+            let tile = tile_of(&classes, (w, h), halo, n);
+            assert_eq!(tile.n_classes, n);
+            let (ow, oh, nodata, tau) = (
+                tile.output_width(),
+                tile.output_height(),
+                tile.nodata(),
+                1e-12,
+            );
+            let params = SmoothParams {
+                kernel: &kernel,
+                class_weights: &[2],
+                fill_nodata: false,
+                ties: Default::default(),
+                confidence: None,
+            };
+            let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
+            let f = Dct5::new(&g, terms).unwrap();
+            let mut ranking = Ranking::default();
+            ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+            let way = Way::plain(Isa::Portable, PIECE_BYTES);
+            rank_tile_on(
+                way,
+                &f,
+                &tile,
+                &params,
+                0,
+                tau,
+                Target::Ranking(&mut ranking),
+            );
+            let mut want = vec![0; ow * oh];
+            ranking.write(&mut want, nodata, false);
+            let missing = want.iter().filter(|&&c| c == NO_CLASS).count();
+            assert!(missing > ow * 5 && (all_nodata || missing < ow * oh / 2));
+            for margin in [None, Some(0.0), Some(0.999)] {
+                let mut out = vec![7; ow * oh];
+                let target = Target::Decisions {
+                    out: &mut out,
+                    fill_nodata: false,
+                    margin,
+                };
+                let found = rank_tile_on(way, &f, &tile, &params, 0, tau, target);
+                assert_eq!(out, want, "margin {margin:?}");
+                let uncertain = margin.map_or(Vec::new(), |m| ranking.uncertain(m, nodata, false));
+                assert_eq!(found, uncertain, "margin {margin:?}");
+                assert!(found.is_empty());
+            }
         }
     }
 
