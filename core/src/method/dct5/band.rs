@@ -958,12 +958,7 @@ mod tests {
     /// every margin; so does a tile of nodata only.
     #[test]
     fn a_tile_of_one_class_matches_the_ranking() {
-        let kernel = KernelSpec::Gaussian {
-            sigma: 1.7,
-            size: None,
-        }
-        .build()
-        .unwrap();
+        let kernel = gaussian(1.7);
         let halo = kernel.radius();
         let (w, h) = (70 + 2 * halo, 60 + 2 * halo);
         for all_nodata in [false, true] {
@@ -978,35 +973,9 @@ mod tests {
                 .collect();
             let tile = tile_of(&classes, (w, h), halo, n);
             assert_eq!(tile.n_classes, n);
-            let (ow, oh, nodata, tau) = (
-                tile.output_width(),
-                tile.output_height(),
-                tile.nodata(),
-                1e-12,
-            );
-            let params = SmoothParams {
-                kernel: &kernel,
-                class_weights: &[2],
-                fill_nodata: false,
-                ties: Default::default(),
-                confidence: None,
-            };
-            let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
-            let f = Dct5::new(&g, terms).unwrap();
-            let mut ranking = Ranking::default();
-            ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
-            let way = Way::plain(Isa::Portable, PIECE_BYTES);
-            rank_tile_on(
-                way,
-                &f,
-                &tile,
-                &params,
-                0,
-                tau,
-                Target::Ranking(&mut ranking),
-            );
-            let mut want = vec![0; ow * oh];
-            ranking.write(&mut want, nodata, false);
+            let (ow, oh, tau) = (tile.output_width(), tile.output_height(), 1e-12);
+            let params = params_of(&kernel, &[2]);
+            let (f, ranking, want) = ranked_plainly(&tile, &params, tau);
             let missing = want.iter().filter(|&&c| c == NO_CLASS).count();
             assert!(missing > ow * 5 && (all_nodata || missing < ow * oh / 2));
             for margin in [None, Some(0.0), Some(0.999)] {
@@ -1016,13 +985,51 @@ mod tests {
                     fill_nodata: false,
                     margin,
                 };
+                let way = Way::plain(Isa::Portable, PIECE_BYTES);
                 let found = rank_tile_on(way, &f, &tile, &params, 0, tau, target);
                 assert_eq!(out, want, "margin {margin:?}");
-                let uncertain = margin.map_or(Vec::new(), |m| ranking.uncertain(m, nodata, false));
+                let uncertain =
+                    margin.map_or(Vec::new(), |m| ranking.uncertain(m, tile.nodata(), false));
                 assert_eq!(found, uncertain, "margin {margin:?}");
                 assert!(found.is_empty());
             }
         }
+    }
+
+    /// A Gaussian kernel of `sigma`.
+    fn gaussian(sigma: f64) -> Kernel {
+        KernelSpec::Gaussian { sigma, size: None }.build().unwrap()
+    }
+
+    /// Plain parameters: `kernel`, `class_weights`, no filling.
+    fn params_of<'a>(kernel: &'a Kernel, class_weights: &'a [u32]) -> SmoothParams<'a> {
+        SmoothParams {
+            kernel,
+            class_weights,
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        }
+    }
+
+    /// The dct5 filter (K = 3) of `params`' kernel, and `tile`'s whole
+    /// ranking on the plain way with the decisions it writes: what the
+    /// decisions' shortcuts are held to.
+    fn ranked_plainly(
+        tile: &ClassTile,
+        params: &SmoothParams,
+        tau: f64,
+    ) -> (Dct5, Ranking, Vec<u16>) {
+        let (g, terms) = crate::method::dct5::one_d_kernel(params.kernel, 3).unwrap();
+        let f = Dct5::new(&g, terms).unwrap();
+        let (ow, oh) = (tile.output_width(), tile.output_height());
+        let mut ranking = Ranking::default();
+        ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+        let way = Way::plain(Isa::Portable, PIECE_BYTES);
+        rank_tile_on(way, &f, tile, params, 0, tau, Target::Ranking(&mut ranking));
+        let mut want = vec![0; ow * oh];
+        ranking.write(&mut want, tile.nodata(), false);
+        (f, ranking, want)
     }
 
     /// Outputs decided alone (one class in their windows) go straight to
@@ -1033,12 +1040,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn outputs_decided_alone_match_the_ranking() {
-        let kernel = KernelSpec::Gaussian {
-            sigma: 1.7,
-            size: None,
-        }
-        .build()
-        .unwrap();
+        let kernel = gaussian(1.7);
         let (halo, n) = (kernel.radius(), 4);
         let (w, h) = (130 + 2 * halo, 150 + 2 * halo);
         let classes: Vec<u16> = (0..w * h)
@@ -1059,29 +1061,9 @@ mod tests {
             tile.nodata(),
             1e-12,
         );
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 3, 2, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
-        let (g, terms) = crate::method::dct5::one_d_kernel(&kernel, 3).unwrap();
-        let f = Dct5::new(&g, terms).unwrap();
-        let mut ranking = Ranking::default();
-        ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
+        let params = params_of(&kernel, &[1, 3, 2, 1]);
+        let (f, ranking, want) = ranked_plainly(&tile, &params, tau);
         let way = Way::plain(Isa::Portable, PIECE_BYTES);
-        rank_tile_on(
-            way,
-            &f,
-            &tile,
-            &params,
-            0,
-            tau,
-            Target::Ranking(&mut ranking),
-        );
-        let mut want = vec![0; ow * oh];
-        ranking.write(&mut want, nodata, false);
         let missing = want.iter().filter(|&&c| c == NO_CLASS).count();
         assert!((10..ow * oh / 10).contains(&missing), "{missing} nodata");
         for way in [way].into_iter().chain(others()) {
