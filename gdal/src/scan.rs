@@ -1,10 +1,13 @@
-//! The class scan of a large raster (a batch's mosaic of many tiles) on
-//! several threads: its rows cut into bands, each read through a handle of
-//! its own (GDAL handles are not thread-safe), the counts added up.
+//! The class scan of a raster on several threads: its rows cut into bands,
+//! each read through a handle of its own (GDAL handles are not
+//! thread-safe), the counts added up, and the handles kept to serve later
+//! reads of their bands ([`BandedRaster`]).
 //!
 //! `batch plan` scans a mosaic for its classes once; on one thread a
 //! mosaic of 16 tiles of 105 Mpx took about 4 s on the 4-GPU node, longer
-//! than `batch run` smoothing it (issue 39).
+//! than `batch run` smoothing it (issue 39). A whole `smooth` on two
+//! threads scans its input before the engine starts, and the engine then
+//! finds each band's blocks decoded in its handle's cache (decision 0041).
 
 use super::class_raster::{BandChoice, ClassRaster};
 use mapfilter_core::classes::{ClassTable, CodeHistogram};
