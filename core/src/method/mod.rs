@@ -94,6 +94,36 @@ impl ClassTile<'_> {
     pub fn centre_row(&self, y: usize) -> &[u16] {
         &self.classes[(y + self.halo) * self.width + self.halo..]
     }
+
+    /// Whether every output of this tile is decided by its centre alone
+    /// ([`ClassTile::decide_by_centres`]): a tile of one class (or none)
+    /// and nodata, the nodata centres kept nodata, the class's weight and
+    /// the kernel's centre tap (`params`) positive, no vote weights. Each
+    /// window then holds that class alone, so it is the one class with a
+    /// positive score wherever the centre holds it.
+    pub fn decided_by_centres(&self, params: &SmoothParams) -> bool {
+        let q = params.kernel.quantised();
+        self.n_classes <= 1
+            && !params.fill_nodata
+            && params.confidence.is_none()
+            && q[q.len() / 2] > 0
+            && params.class_weights[..self.n_classes]
+                .iter()
+                .all(|&w| w > 0)
+    }
+
+    /// The outputs of a tile [`ClassTile::decided_by_centres`]: its class
+    /// (local index 0) at every centre that is not nodata, none
+    /// ([`NO_CLASS`]) at one that is, with no scoring: the sea
+    /// and the nodata margins of a global map are most of its tiles.
+    pub fn decide_by_centres(&self, out: &mut [u16]) {
+        let (ow, nodata) = (self.output_width(), self.nodata());
+        for (y, row) in out.chunks_exact_mut(ow).enumerate() {
+            for (o, &centre) in row.iter_mut().zip(&self.centre_row(y)[..ow]) {
+                *o = if centre == nodata { NO_CLASS } else { 0 };
+            }
+        }
+    }
 }
 
 /// A tile as its source window of class codes, for

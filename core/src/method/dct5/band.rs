@@ -261,8 +261,10 @@ fn rank_tile_on(
             out,
             fill_nodata,
             margin: _,
-        } if tile.n_classes <= 1 && job.single_class && !fill_nodata => {
-            decide_one_class(tile, out);
+        } if !fill_nodata && tile.decided_by_centres(params) => {
+            // Every window holds the tile's one class alone: what
+            // `decide_strip` gives columns decided alone, nothing undecided.
+            tile.decide_by_centres(out);
             Vec::new()
         }
         Target::Decisions {
@@ -589,21 +591,6 @@ fn scored_spans(outputs: &[u64], alone: bool, spans: &mut Vec<(usize, usize)>) {
     }
     if let Some(a) = start {
         spans.push((a, outputs.len()));
-    }
-}
-
-/// The outputs of a tile of one class (or none) and nodata: every window
-/// holds that class alone, so each output is decided alone as
-/// [`decide_strip`] decides such columns (the class at a centre that is
-/// not nodata, none at one that is, and no margin under 1 leaves it
-/// undecided), without masks, spans or slots: the sea and the nodata
-/// margins of a global map are most of its tiles.
-fn decide_one_class(tile: &ClassTile, out: &mut [u16]) {
-    let (ow, nodata) = (tile.output_width(), tile.nodata());
-    for (y, row) in out.chunks_exact_mut(ow).enumerate() {
-        for (o, &centre) in row.iter_mut().zip(&tile.centre_row(y)[..ow]) {
-            *o = if centre == nodata { NO_CLASS } else { 0 };
-        }
     }
 }
 

@@ -298,6 +298,10 @@ impl ClassSmoother for NaiveHost {
             });
             return Ok(());
         }
+        if tile.decided_by_centres(params) {
+            tile.decide_by_centres(out);
+            return Ok(());
+        }
         let runs = Runs::new(tile, n);
         // Walking runs pays where window rows are mostly long runs (maps);
         // on noise-like tiles visiting every tap is faster (measured).
@@ -806,6 +810,10 @@ mod tests {
                 for fill in [false, true] {
                     check(kernel, &[1, 1, 1, 1], fill, block);
                     check(kernel, &[3, 1, 2], fill, block);
+                    // Tiles of one class and nodata, decided by centres
+                    // (a weight of 0 is not).
+                    check(kernel, &[2], fill, block);
+                    check(kernel, &[0], fill, block);
                 }
             }
         }
