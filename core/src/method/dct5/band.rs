@@ -211,10 +211,23 @@ fn rank_tile_on(
     params: &SmoothParams,
     skip: usize,
     tau: f64,
-    target: Target,
+    mut target: Target,
 ) -> Vec<(u32, u32)> {
     let (ow, oh) = (tile.output_width(), tile.output_height());
     if ow == 0 || oh == 0 {
+        return Vec::new();
+    }
+    if let Target::Decisions {
+        out,
+        fill_nodata: false,
+        ..
+    } = &mut target
+        && tile.decided_by_centres(params)
+    {
+        // Every window holds the tile's one class alone: what
+        // `decide_strip` gives columns decided alone, nothing undecided,
+        // before any of the band's tables are built.
+        tile.decide_by_centres(out);
         return Vec::new();
     }
     let q = params.kernel.quantised();
@@ -255,16 +268,6 @@ fn rank_tile_on(
                         run_band::<true>(&job, b * job.band, &mut slots, scratch, None)
                     })
                 });
-            Vec::new()
-        }
-        Target::Decisions {
-            out,
-            fill_nodata,
-            margin: _,
-        } if !fill_nodata && tile.decided_by_centres(params) => {
-            // Every window holds the tile's one class alone: what
-            // `decide_strip` gives columns decided alone, nothing undecided.
-            tile.decide_by_centres(out);
             Vec::new()
         }
         Target::Decisions {

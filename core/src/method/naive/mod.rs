@@ -285,6 +285,11 @@ impl ClassSmoother for NaiveHost {
         if out_w == 0 {
             return Ok(());
         }
+        if tile.decided_by_centres(params) {
+            // Before the kernel's tables and the tile's runs are built.
+            tile.decide_by_centres(out);
+            return Ok(());
+        }
         let n = params.kernel.size();
         let kernel = KernelTaps::new(params.kernel.quantised(), n, tile.width, params.confidence.is_some());
         if let Some(confidence) = params.confidence {
@@ -296,10 +301,6 @@ impl ClassSmoother for NaiveHost {
                     *slot = weighted_pixel(tile, params, confidence, &kernel.flat, x, y, &mut acc);
                 }
             });
-            return Ok(());
-        }
-        if tile.decided_by_centres(params) {
-            tile.decide_by_centres(out);
             return Ok(());
         }
         let runs = Runs::new(tile, n);
