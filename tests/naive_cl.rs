@@ -658,6 +658,51 @@ fn tiles_compacted_on_the_device_match_host() {
     }
 }
 
+/// A job of every Byte code but nodata (255 classes, the table `batch
+/// plan` gives such mosaics) still hands its tiles to the device as codes
+/// to compact there; a tile that holds all 255 classes, more than the
+/// device's byte codes take, is compacted on the host instead. Both give
+/// the host's bytes, for naive and certified dct5.
+#[test]
+fn a_job_of_every_byte_code_is_compacted_on_the_device() {
+    use mapfilter::engine::smooth_in_memory_with_stats;
+    use mapfilter::method::separable::{self, cl::SeparableCl};
+    use std::time::Duration;
+    let Some(dev) = test_device() else { return };
+    let kernel = "gaussian:1".parse::<KernelSpec>().unwrap().build().unwrap();
+    let plan = separable::dct5_plan(&kernel, 1).unwrap();
+    let methods: Vec<Box<dyn ClassSmoother>> = vec![
+        Box::new(NaiveCl::new(dev.clone(), Variant::Fast).unwrap()),
+        Box::new(SeparableCl::new(dev.clone(), "dct5", &plan, &kernel, true).unwrap()),
+    ];
+    let every = ClassTable::every_code(255, Some(255)).unwrap();
+    // Blobs of 5 classes with nodata; then every code, 0 to 255, in each tile.
+    let few = synth(61, 47, 5, Pattern::Simplex, 3);
+    let all = MemRaster::new(64, 64, (0..64 * 64).map(|i| (i * 7 % 256) as u16).collect());
+    for (raster, on_device) in [(few, true), (all, false)] {
+        let job = |tile| SmoothJob {
+            class_weights: vec![1; every.len()],
+            output_nodata: Some(255),
+            kernel: kernel.clone(),
+            classes: every.clone(),
+            border: Border::Same,
+            fill_nodata: false,
+            tile,
+            policies: Default::default(),
+        };
+        let reference = smooth_in_memory(&raster, &job(1 << 20), &NaiveHost).unwrap();
+        for m in &methods {
+            let (got, stats) = smooth_in_memory_with_stats(&raster, &job(64), m.as_ref()).unwrap();
+            let what = format!("{} on a device: {on_device}", m.name());
+            assert!(got == reference, "{what}: differs from the host");
+            match on_device {
+                true => assert_eq!(stats.stages.prepare, Duration::ZERO, "{what}"),
+                false => assert_eq!(stats.max_tile_classes, 255, "{what}"),
+            }
+        }
+    }
+}
+
 /// On two contexts of one device (`Shared`), naive members take codes, so
 /// the calling thread stages each tile straight into one member's memory:
 /// the bytes are one context's, and both take tiles.

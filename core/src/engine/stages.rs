@@ -160,9 +160,13 @@ impl Paths {
             && !around
             && rayon::current_thread_index().is_none()
             && pools_tiles(job.tile, method.depth(), rayon::current_num_threads());
-        // Where every global index fits a byte.
+        // Where every global index fits a byte below NO_GLOBAL8: up to
+        // 255 classes, so that a batch's table of every Byte code but
+        // nodata (`every_code`) is staged too. Held to fewer, every tile
+        // of such a batch was compacted on the host, on a GPU node 13 % of
+        // the CPU of a compressible set (issue 39).
         let takes_codes =
-            method.takes_codes() && !around && !on_pool && job.classes.len() < NO_GLOBAL8 as usize;
+            method.takes_codes() && !around && !on_pool && job.classes.len() <= NO_GLOBAL8 as usize;
         Paths {
             on_pool,
             takes_codes,

@@ -148,11 +148,17 @@ impl CodeTile<'_> {
     /// Stages the tile into `staged` as global class indices, padded
     /// ([`classes::stage_globals`]), for a device to compact: returns the
     /// tile's compaction and the compacted tile's shape (its classes lie
-    /// on the device).
-    pub fn stage(&self, staged: &mut [u8]) -> (TileCompaction, ClassTile<'static>) {
+    /// on the device). `None` for a tile of 255 classes (only a job of
+    /// every Byte code but nodata has that many): the devices' byte
+    /// kernels take fewer, so the caller compacts it on the host
+    /// ([`submit_compacted`]).
+    pub fn stage(&self, staged: &mut [u8]) -> Option<(TileCompaction, ClassTile<'static>)> {
         let t = self.tile;
         let present = classes::stage_globals(self.codes, self.stride, self.lut, t, staged);
         let local = TileCompaction::from_presence(&present);
+        if local.len() >= classes::NO_GLOBAL8 as usize {
+            return None;
+        }
         let shape = ClassTile {
             width: t.padded_width,
             height: t.padded_height,
@@ -160,7 +166,7 @@ impl CodeTile<'_> {
             n_classes: local.len(),
             classes: &[],
         };
-        (local, shape)
+        Some((local, shape))
     }
 
     /// The source window's codes without gaps between rows (borrowed when
@@ -261,7 +267,7 @@ pub trait ClassSmoother: Send + Sync {
 
     /// [`ClassSmoother::submit`] for a tile given as its source window of
     /// codes; `params.class_weights` are per global class. The engine calls
-    /// it only for jobs of fewer than 255 classes (every global index fits
+    /// it only for jobs of at most 255 classes (every global index fits
     /// a byte below [`crate::classes::NO_GLOBAL8`]). Returns the
     /// tile's compaction with the handle. The default compacts on the host
     /// and submits.

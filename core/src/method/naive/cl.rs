@@ -708,7 +708,10 @@ impl ClassSmoother for NaiveCl {
         }
         let mut slot = self.slots.take();
         let staging = PinnedHost::ensure(&mut slot.host_in, self.device(), w * h)?;
-        let (local, class_tile) = tile.stage(&mut staging.as_mut_slice()[..w * h]);
+        let Some((local, class_tile)) = tile.stage(&mut staging.as_mut_slice()[..w * h]) else {
+            self.slots.give(slot);
+            return submit_compacted(self, tile, params);
+        };
         let weights = local.weights(params.class_weights);
         let params = SmoothParams {
             class_weights: &weights,

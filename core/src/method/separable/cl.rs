@@ -406,11 +406,12 @@ impl SeparableCl {
     /// global indices straight into pinned memory (pad, narrowing and class
     /// scan in one pass on the pool) and mapped to local indices by the
     /// device's first kernel, so no compacted copy is made on the host.
+    /// `None` for a tile of too many classes for bytes ([`CodeTile::stage`]).
     fn start_codes(
         &self,
         tile: &CodeTile,
         params: &SmoothParams,
-    ) -> Result<(TileCompaction, SepPending<'_>)> {
+    ) -> Result<Option<(TileCompaction, SepPending<'_>)>> {
         let t = tile.tile;
         let (w, h) = (t.padded_width, t.padded_height);
         let outputs = (w - 2 * tile.halo) * (h - 2 * tile.halo);
@@ -426,7 +427,10 @@ impl SeparableCl {
         let slot = pending.slot.as_mut().expect("just taken");
         let n_codes = w * h;
         let staging = PinnedHost::ensure(&mut slot.pinned8, self.device(), n_codes.max(outputs))?;
-        let (local, class_tile) = tile.stage(&mut staging.as_mut_slice()[..n_codes]);
+        let Some((local, class_tile)) = tile.stage(&mut staging.as_mut_slice()[..n_codes]) else {
+            self.slots.give(pending.slot.take().expect("just taken"));
+            return Ok(None);
+        };
         slot.table_host.clear();
         slot.table_host.extend_from_slice(&local.device_table());
         let weights = local.weights(params.class_weights);
@@ -442,7 +446,7 @@ impl SeparableCl {
         }
         pending.device_flags = self.exact;
         self.enqueue_dct5(&mut pending.flight, slot, &class_tile, &params, None, true)?;
-        Ok((local, pending))
+        Ok(Some((local, pending)))
     }
 
     /// The uploads of a dct5 tile: the rotation's constants (once per
@@ -1011,8 +1015,10 @@ impl ClassSmoother for SeparableCl {
         {
             return crate::method::submit_compacted(self, tile, params);
         }
-        let (local, pending) = self.start_codes(tile, params)?;
-        Ok((local, Box::new(pending)))
+        match self.start_codes(tile, params)? {
+            Some((local, pending)) => Ok((local, Box::new(pending))),
+            None => crate::method::submit_compacted(self, tile, params),
+        }
     }
 
     fn take_device_times(&self) -> Option<DeviceTimes> {
