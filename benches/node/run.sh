@@ -27,7 +27,8 @@
 # Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh and the build
 # as carry/mapfilter-new.xz (`strip --strip-debug`, xz); on the GPU machine
 # (repo root):   OUT=$OUT bash benches/node/run.sh
-# SETS, CASES and DEVICES narrow it ("simplex", "exact", "all host").
+# SETS, CASES and DEVICES narrow it ("simplex", "exact", "all host");
+# BUILD=old runs carry/mapfilter-old.xz instead (two builds paired).
 set -u
 NAME=node
 source benches/node/start.sh
@@ -95,7 +96,7 @@ for set in ${SETS:-simplex compressible}; do
       s=$(since "$t0")
       sum=$(checksums "$w")
       [ -n "$first" ] || first=$sum
-      row "{\"set\":\"$set\",\"what\":\"batch\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$rc,\"secs\":$s,\"plan_secs\":${plan:-null},\"mpx_s\":$(python3 -c "print(round($mpx / $s, 1))"),\"of_floor\":$(python3 -c "print(round($best / $s, 3))"),\"same\":$([ "$sum" = "$first" ] && echo true || echo false)}"
+      row "{\"set\":\"$set\",\"what\":\"batch\",\"case\":\"$c\",\"device\":\"$d\",\"rc\":$rc,\"secs\":$s,\"plan_secs\":${plan:-null},\"mpx_s\":$(python3 -c "print(round($mpx / $s, 1))"),\"of_floor\":$(python3 -c "print(round($best / $s, 3))"),\"same\":$([ "$sum" = "$first" ] && echo true || echo false),\"sum\":\"$sum\"}"
       rm -rf "$w"
     done
   done
@@ -133,7 +134,7 @@ fi
 # The stages of a whole smooth of the 415 Mpx raster and of the bundled
 # crop on the first GPU (`method`: what is left of the device start after
 # the input's scan), the programs compiled by the runs above.
-[ -f "$BIG" ] && "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup-big.txt"
+[ -f "$BIG" ] && [ -z "${SKIP_SMOOTH:-}" ] && "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup-big.txt"
 rm -f /tmp/big-out.tif
 "$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup.txt"
 ls /etc/OpenCL/vendors >>"$OUT/startup.txt"
