@@ -2,7 +2,8 @@
 # Tasks in flight and worker processes against a batch's time on the node
 # (issue 39): the default plan and others (RUNS: `default`, `jN` for
 # --jobs N, `pN` for --processes N), per set, case and device, one call;
-# JSON lines in $OUT/jobs.jsonl, each run's lines per task in
+# JSON lines in $OUT/jobs.jsonl (with CPU seconds, user and sys, of the
+# floor's copies and of each `batch run`), each run's lines per task in
 # $OUT/jobs-logs.tgz.
 # Carry `carry/` (GDAL bundle, carry/mapfilter-new.xz); on the GPU machine:
 #   OUT=$OUT SETS="compressible simplex" DEVICES="gpu all" RUNS="default j16 p4" bash benches/node/jobs.sh
@@ -14,8 +15,10 @@ for set in ${SETS:-compressible simplex}; do
   MAPFILTER=$MF bash benches/node/dataset.sh "$set" "$dir" >/dev/null
   rm -rf /tmp/copies && mkdir -p /tmp/copies
   t0=$(now)
-  ls "$dir"/*.tif | xargs -P 32 -I{} sh -c 'gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE "$1" /tmp/copies/$(basename "$1")' _ {}
-  row "{\"set\":\"$set\",\"what\":\"floor\",\"at_once\":32,\"secs\":$(since "$t0")}"
+  ls "$dir"/*.tif | /usr/bin/time -o /tmp/jobs-cpu.txt -f "%U %S" xargs -P 32 -I{} sh -c 'gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE "$1" /tmp/copies/$(basename "$1")' _ {}
+  s=$(since "$t0")
+  read -r user sys < <(tail -1 /tmp/jobs-cpu.txt)
+  row "{\"set\":\"$set\",\"what\":\"floor\",\"at_once\":32,\"secs\":$s,\"user\":$user,\"sys\":$sys}"
   rm -rf /tmp/copies
   for c in ${CASES:-exact}; do
     case $c in
@@ -31,9 +34,11 @@ for set in ${SETS:-compressible simplex}; do
         t0=$(now)
         # shellcheck disable=SC2086
         "$MF" batch plan "$dir" --out "$w" $opts --device "$d" >/dev/null &&
-          "$MF" -v batch run "$w" $(case $j in j*) echo --jobs "${j#j}" ;; p*) echo --processes "${j#p}" ;; esac) 2>"$LOGS/$set-$c-$d-$j.txt"
+          /usr/bin/time -o /tmp/jobs-cpu.txt -f "%U %S" "$MF" -v batch run "$w" $(case $j in j*) echo --jobs "${j#j}" ;; p*) echo --processes "${j#p}" ;; esac) 2>"$LOGS/$set-$c-$d-$j.txt"
         rc=$?
-        row "{\"set\":\"$set\",\"case\":\"$c\",\"device\":\"$d\",\"run\":\"$j\",\"rc\":$rc,\"secs\":$(since "$t0")}"
+        s=$(since "$t0")
+        read -r user sys < <(tail -1 /tmp/jobs-cpu.txt)
+        row "{\"set\":\"$set\",\"case\":\"$c\",\"device\":\"$d\",\"run\":\"$j\",\"rc\":$rc,\"secs\":$s,\"run_user\":${user:-null},\"run_sys\":${sys:-null}}"
         rm -rf "$w"
       done
     done
