@@ -494,6 +494,51 @@ fn every_output_keeps_the_coordinate_system_with_several_tasks_in_flight() {
     }
 }
 
+/// With GDAL's block cache far smaller than the tasks' windows, where other
+/// tasks' threads evict input blocks and output blocks waiting for their
+/// flush, a batch's outputs still hold the pixels of one `smooth` of the
+/// whole map (decision 0043 measured bounding the cache for batches).
+#[test]
+fn a_block_cache_smaller_than_the_windows_gives_the_pixels_of_one_smooth() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (640, 640), Some(9), 5);
+    let options = ["-k", "gaussian:3", "--tile", "64", "--device", "host"];
+    let whole = dir.path().join("whole.tif");
+    let mut args = vec![
+        "smooth",
+        map.to_str().unwrap(),
+        whole.to_str().unwrap(),
+        "-q",
+    ];
+    args.extend(options);
+    mapfilter_ok(&args);
+    let batch = dir.path().join("batch");
+    let mut args = vec![
+        "batch",
+        "plan",
+        map.to_str().unwrap(),
+        "--out",
+        batch.to_str().unwrap(),
+        "--grid",
+        "4",
+    ];
+    args.extend(options);
+    mapfilter_ok(&args);
+    // 100000 bytes: a quarter of the map.
+    mapfilter_ok(&[
+        "batch",
+        "--config",
+        "GDAL_CACHEMAX",
+        "100000",
+        "run",
+        batch.to_str().unwrap(),
+        "--jobs",
+        "4",
+        "-q",
+    ]);
+    assert_mosaic_equals(&batch, &whole);
+}
+
 fn small_plan(dir: &Path, name: &str) -> PathBuf {
     plan_of_map(
         dir,

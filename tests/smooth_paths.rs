@@ -13,9 +13,14 @@ use std::path::Path;
 /// A 70×50 Byte raster of blobs of codes 2, 5, 9 and 200, holes of nodata
 /// `nodata`, with a colour table.
 fn byte_input(path: &Path, nodata: u16) {
-    let data: Vec<u16> = (0..70 * 50)
+    byte_input_sized(path, nodata, (70, 50));
+}
+
+/// [`byte_input`]'s pattern at `width` × `height`.
+fn byte_input_sized(path: &Path, nodata: u16, (width, height): (usize, usize)) {
+    let data: Vec<u16> = (0..width * height)
         .map(|i| {
-            let (x, y) = (i % 70, i / 70);
+            let (x, y) = (i % width, i / width);
             if (x * 7 + y * 3) % 23 == 0 {
                 nodata
             } else {
@@ -26,8 +31,8 @@ fn byte_input(path: &Path, nodata: u16) {
     write_raster(
         path,
         &TestRaster {
-            width: 70,
-            height: 50,
+            width,
+            height,
             data: &data,
             data_type: GdalDataType::UInt8,
             nodata: Some(nodata as f64),
@@ -329,6 +334,26 @@ fn a_device_started_beside_the_scan_gives_the_hosts_bytes_and_errors() {
     );
     assert!(said.contains("timing method"), "{said}");
     assert!(std::fs::read(&host).unwrap() == std::fs::read(&cpu).unwrap());
+    // On 16 threads a device's run reads through 4 handles, each its own
+    // units of 512 rows, side by side: the host's bytes still.
+    let tall = dir.path().join("tall.tif");
+    byte_input_sized(&tall, 0, (90, 1700));
+    let (tall_host, tall_cpu) = (dir.path().join("th.tif"), dir.path().join("tc.tif"));
+    smooth(
+        &tall,
+        &tall_host,
+        &[&exact[..], &["--device", "host"]].concat(),
+    );
+    smooth_with(
+        &tall,
+        &tall_cpu,
+        &[&exact[..], &["--device", "cpu"]].concat(),
+        &[("RAYON_NUM_THREADS", "16")],
+    );
+    assert!(std::fs::read(&tall_host).unwrap() == std::fs::read(&tall_cpu).unwrap());
+    for f in [tall, tall_host, tall_cpu] {
+        std::fs::remove_file(f).unwrap();
+    }
     let refused = |device: &str| {
         let out = dir.path().join(format!("refused-{device}.tif"));
         let run = std::process::Command::new(env!("CARGO_BIN_EXE_mapfilter"))

@@ -8,6 +8,8 @@
 //! than `batch run` smoothing it (issue 39). A whole `smooth` on two
 //! threads scans its input before the engine starts, and the engine then
 //! finds each band's blocks decoded in its handle's cache (decision 0041).
+//! On more threads its reads go side by side through several handles
+//! ([`InterleavedRaster`]).
 
 use super::class_raster::{BandChoice, ClassRaster};
 use mapfilter_core::classes::{ClassTable, CodeHistogram};
@@ -124,6 +126,113 @@ impl ClassSource for BandedRaster {
     }
 }
 
+/// A raster opened several times, its rows dealt out in units of
+/// [`ROW_ALIGN`] rows (unit `k` to handle `k mod n`, so each block is
+/// decoded by one handle only), for a reader that would otherwise decode
+/// alone: a read across several units reads them side by side, a thread
+/// per handle, and a scan counts each handle's units side by side, so that
+/// the engine later finds them decoded in that handle's cache. A whole
+/// `smooth` on a GPU of 16 cores read its 415 Mpx input in 0.62 s on one
+/// handle, 97 % of the engine's time (decision 0043).
+pub struct InterleavedRaster {
+    handles: Vec<ClassRaster>,
+}
+
+impl InterleavedRaster {
+    /// Opens `choice` of `path` `handles` times (at least once), the others
+    /// side by side after the first; `open` opens one handle.
+    pub fn open(handles: usize, open: impl Fn() -> Result<ClassRaster> + Sync) -> Result<Self> {
+        let first = open()?;
+        let units = first.meta.height.div_ceil(ROW_ALIGN);
+        let count = handles.clamp(1, units.max(1));
+        let mut opened = vec![first];
+        for other in on_threads((1..count).map(|_| &open)) {
+            opened.push(other?);
+        }
+        Ok(InterleavedRaster { handles: opened })
+    }
+
+    /// The first handle (the raster's metadata).
+    pub fn first_mut(&mut self) -> &mut ClassRaster {
+        &mut self.handles[0]
+    }
+
+    /// The handles opened.
+    pub fn handles(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// The classes present, each handle counting its units, side by side.
+    pub fn scan_classes(&mut self, progress: &Progress) -> Result<ClassTable> {
+        let n = self.handles.len();
+        let height = self.handles[0].meta.height;
+        let units_of = |i: usize| {
+            (i * ROW_ALIGN..height)
+                .step_by(n * ROW_ALIGN)
+                .map(move |y| y..(y + ROW_ALIGN).min(height))
+        };
+        let strips = (0..n)
+            .flat_map(|i| units_of(i).map(move |rows| (i, rows)))
+            .map(|(i, rows)| self.handles[i].strips_in(&rows))
+            .sum();
+        progress.start(strips, "scan");
+        let parts = on_threads(self.handles.iter_mut().enumerate().map(|(i, raster)| {
+            move || -> Result<CodeHistogram> {
+                let mut hist = CodeHistogram::default();
+                for rows in units_of(i) {
+                    hist.merge(&raster.count_rows(rows, progress)?);
+                }
+                Ok(hist)
+            }
+        }));
+        progress.finish();
+        let mut hist = CodeHistogram::default();
+        for part in parts {
+            hist.merge(&part?);
+        }
+        let first = &self.handles[0];
+        ClassTable::from_histogram(&hist, first.nodata_code())
+            .map_err(|e| e.context(first.path().display()))
+    }
+}
+
+impl ClassSource for InterleavedRaster {
+    fn size(&self) -> (usize, usize) {
+        self.handles[0].size()
+    }
+
+    /// Reads each unit's part of `w` through its handle, the handles side
+    /// by side.
+    fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
+        let n = self.handles.len();
+        let mut parts: Vec<Vec<(Rect, &mut [u16])>> = (0..n).map(|_| Vec::new()).collect();
+        let mut rest = &mut buf[..w.area() as usize];
+        let mut y = w.y;
+        while y < w.y + w.height {
+            let end = (y / ROW_ALIGN + 1) * ROW_ALIGN;
+            let rows = end.min(w.y + w.height) - y;
+            let (part, after) = std::mem::take(&mut rest).split_at_mut(rows * w.width);
+            parts[(y / ROW_ALIGN) % n].push((Rect::new(w.x, y, w.width, rows), part));
+            rest = after;
+            y += rows;
+        }
+        let reads = self
+            .handles
+            .iter_mut()
+            .zip(parts)
+            .filter(|(_, parts)| !parts.is_empty())
+            .map(|(raster, parts)| {
+                move || -> Result<()> {
+                    for (rect, part) in parts {
+                        raster.read(rect, part)?;
+                    }
+                    Ok(())
+                }
+            });
+        on_threads(reads).into_iter().collect()
+    }
+}
+
 /// The results of `jobs`, in order: the first on the calling thread, each
 /// other on a scoped thread of its own (a panic goes on in the caller), so
 /// that one job starts no thread.
@@ -179,6 +288,36 @@ mod tests {
             banded.read(window, &mut got).unwrap();
             assert!(expected.iter().any(|&v| v != expected[0]));
             assert_eq!(got, expected);
+        }
+    }
+
+    /// Units dealt out to three handles: a scan side by side finds the
+    /// classes one handle finds, and windows within a unit, across two and
+    /// across every unit read the pixels one handle reads.
+    #[test]
+    fn interleaved_raster_scans_and_reads_as_one_handle() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/modis_igbp_2019_2048.tif");
+        let open = || ClassRaster::open_without_projection_with(&path, BandChoice::default());
+        let mut interleaved = InterleavedRaster::open(3, open).unwrap();
+        assert_eq!(interleaved.handles(), 3);
+        // More handles than units of rows: one per unit.
+        assert_eq!(InterleavedRaster::open(9, open).unwrap().handles(), 4);
+        let mut one = ClassRaster::open(&path).unwrap();
+        let hidden = Progress::hidden();
+        let classes = interleaved.scan_classes(&hidden).unwrap();
+        assert_eq!(classes.codes(), one.scan_classes(&hidden).unwrap().codes());
+        for window in [
+            Rect::new(100, 20, 700, 300),
+            Rect::new(3, 500, 900, 30),
+            Rect::new(0, 0, 2048, 2048),
+            Rect::new(0, 1023, 64, 1025),
+        ] {
+            let mut expected = vec![u16::MAX; window.area() as usize];
+            one.read(window, &mut expected).unwrap();
+            let mut got = vec![u16::MAX; window.area() as usize];
+            interleaved.read(window, &mut got).unwrap();
+            assert!(expected.iter().any(|&v| v != expected[0]));
+            assert_eq!(got, expected, "{window:?}");
         }
     }
 

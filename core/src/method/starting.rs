@@ -51,6 +51,17 @@ impl Starting {
         }
     }
 
+    /// Whether the method computes on an OpenCL device, as far as is known
+    /// without waiting: one still starting on a thread of its own does
+    /// (only devices start so); one built says.
+    pub fn on_device(&self) -> bool {
+        match self.built.get() {
+            Some(Ok(method)) => method.runs_on().is_some(),
+            Some(Err(_)) => false,
+            None => true,
+        }
+    }
+
     /// The method, waiting for its start to finish; the build's error (the
     /// same each time it is asked for).
     pub fn get(&self) -> Result<&dyn ClassSmoother> {
@@ -93,17 +104,17 @@ mod tests {
             Ok(Box::new(NaiveHost) as Box<dyn ClassSmoother>)
         });
         assert!(!built.load(Ordering::SeqCst));
+        assert!(starting.on_device());
         barrier.wait();
         let first = starting.get().unwrap() as *const dyn ClassSmoother;
         assert!(built.load(Ordering::SeqCst));
         let again = starting.get().unwrap() as *const dyn ClassSmoother;
         assert!(std::ptr::addr_eq(first, again));
-        assert!(
-            Starting::ready(Box::new(NaiveHost))
-                .get()
-                .unwrap()
-                .is_exact()
-        );
+        // Built now: a host method.
+        assert!(!starting.on_device());
+        let ready = Starting::ready(Box::new(NaiveHost));
+        assert!(ready.get().unwrap().is_exact());
+        assert!(!ready.on_device());
     }
 
     #[test]
