@@ -203,37 +203,49 @@ pub(crate) fn assert_mosaic_equals(batch: &Path, whole: &Path) {
     assert!(covered.iter().all(|&c| c), "the tasks leave pixels out");
 }
 
-fn seam_case(nodata: Option<u16>, smooth_opts: &[&str], grid: Option<&str>) {
-    let dir = tempfile::tempdir().unwrap();
-    let map = map(dir.path(), (151, 113), nodata, 7);
-    let whole = dir.path().join("whole.tif");
+/// `smooth` of `map` with `opts` into whole.tif beside it, and `batch plan`
+/// of `input` (the map or its tiles) with `opts` and `plan_extra` into
+/// batch/ there: (whole, batch).
+fn whole_and_plan(
+    map: &Path,
+    input: &Path,
+    opts: &[&str],
+    plan_extra: &[&str],
+) -> (PathBuf, PathBuf) {
+    let dir = map.parent().unwrap();
+    let whole = dir.join("whole.tif");
     let mut args = vec![
         "smooth",
         map.to_str().unwrap(),
         whole.to_str().unwrap(),
         "-q",
     ];
-    args.extend(smooth_opts);
+    args.extend(opts);
     mapfilter_ok(&args);
-    let batch = dir.path().join("batch");
-    let input = match grid {
-        // One raster cut into tasks by --grid.
-        Some(_) => map.clone(),
-        // Uneven tiles, none a multiple of the engine's tile (--tile 32).
-        None => cut(&map, &[0, 37, 100, 151], &[0, 45, 113]),
-    };
-    let mut plan = vec![
+    let batch = dir.join("batch");
+    let mut args = vec![
         "batch",
         "plan",
         input.to_str().unwrap(),
         "--out",
         batch.to_str().unwrap(),
     ];
-    plan.extend(smooth_opts);
-    if let Some(g) = grid {
-        plan.extend(["--grid", g]);
-    }
-    mapfilter_ok(&plan);
+    args.extend(opts);
+    args.extend(plan_extra);
+    mapfilter_ok(&args);
+    (whole, batch)
+}
+
+fn seam_case(nodata: Option<u16>, smooth_opts: &[&str], grid: Option<&str>) {
+    let dir = tempfile::tempdir().unwrap();
+    let map = map(dir.path(), (151, 113), nodata, 7);
+    let (input, plan_extra) = match grid {
+        // One raster cut into tasks by --grid.
+        Some(g) => (map.clone(), vec!["--grid", g]),
+        // Uneven tiles, none a multiple of the engine's tile (--tile 32).
+        None => (cut(&map, &[0, 37, 100, 151], &[0, 45, 113]), vec![]),
+    };
+    let (whole, batch) = whole_and_plan(&map, &input, smooth_opts, &plan_extra);
     mapfilter_ok(&["batch", "run", batch.to_str().unwrap(), "-q"]);
     assert_mosaic_equals(&batch, &whole);
 }
@@ -503,27 +515,7 @@ fn a_block_cache_smaller_than_the_windows_gives_the_pixels_of_one_smooth() {
     let dir = tempfile::tempdir().unwrap();
     let map = map(dir.path(), (640, 640), Some(9), 5);
     let options = ["-k", "gaussian:3", "--tile", "64", "--device", "host"];
-    let whole = dir.path().join("whole.tif");
-    let mut args = vec![
-        "smooth",
-        map.to_str().unwrap(),
-        whole.to_str().unwrap(),
-        "-q",
-    ];
-    args.extend(options);
-    mapfilter_ok(&args);
-    let batch = dir.path().join("batch");
-    let mut args = vec![
-        "batch",
-        "plan",
-        map.to_str().unwrap(),
-        "--out",
-        batch.to_str().unwrap(),
-        "--grid",
-        "4",
-    ];
-    args.extend(options);
-    mapfilter_ok(&args);
+    let (whole, batch) = whole_and_plan(&map, &map, &options, &["--grid", "4"]);
     // 100000 bytes: a quarter of the map.
     mapfilter_ok(&[
         "batch",
@@ -654,24 +646,7 @@ fn corrupt_tile() -> CorruptTile {
     let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
     let whole = dir.path().join("whole.tif");
     let opts = ["-k", "gaussian:1.5", "--device", "host"];
-    let mut args = vec![
-        "smooth",
-        map.to_str().unwrap(),
-        whole.to_str().unwrap(),
-        "-q",
-    ];
-    args.extend(opts);
-    mapfilter_ok(&args);
-    let batch = dir.path().join("batch");
-    let mut args = vec![
-        "batch",
-        "plan",
-        tiles.to_str().unwrap(),
-        "--out",
-        batch.to_str().unwrap(),
-    ];
-    args.extend(opts);
-    mapfilter_ok(&args);
+    let (whole, batch) = whole_and_plan(&map, &tiles, &opts, &[]);
     // Corrupt one tile's pixels after planning (the header still reads).
     let bad = tiles.join("t_1_0.tif");
     let mut bytes = std::fs::read(&bad).unwrap();
