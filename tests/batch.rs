@@ -644,7 +644,6 @@ fn corrupt_tile() -> CorruptTile {
     let dir = tempfile::tempdir().unwrap();
     let map = map(dir.path(), (120, 90), Some(9), 5);
     let tiles = cut(&map, &[0, 60, 120], &[0, 50, 90]);
-    let whole = dir.path().join("whole.tif");
     let opts = ["-k", "gaussian:1.5", "--device", "host"];
     let (whole, batch) = whole_and_plan(&map, &tiles, &opts, &[]);
     // Corrupt one tile's pixels after planning (the header still reads).
