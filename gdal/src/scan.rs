@@ -95,13 +95,7 @@ impl BandedRaster {
                 .map(|(rows, raster)| || raster.count_rows(rows.clone(), progress)),
         );
         progress.finish();
-        let mut hist = CodeHistogram::default();
-        for part in parts {
-            hist.merge(&part?);
-        }
-        let first = &self.bands[0].1;
-        ClassTable::from_histogram(&hist, first.nodata_code())
-            .map_err(|e| e.context(first.path().display()))
+        class_table(parts, &self.bands[0].1)
     }
 }
 
@@ -186,13 +180,7 @@ impl InterleavedRaster {
             }
         }));
         progress.finish();
-        let mut hist = CodeHistogram::default();
-        for part in parts {
-            hist.merge(&part?);
-        }
-        let first = &self.handles[0];
-        ClassTable::from_histogram(&hist, first.nodata_code())
-            .map_err(|e| e.context(first.path().display()))
+        class_table(parts, &self.handles[0])
     }
 }
 
@@ -205,6 +193,10 @@ impl ClassSource for InterleavedRaster {
     /// by side.
     fn read(&mut self, w: Rect, buf: &mut [u16]) -> Result<()> {
         let n = self.handles.len();
+        if n == 1 {
+            // One handle (a host method's run): nothing to split.
+            return self.handles[0].read(w, buf);
+        }
         let mut parts: Vec<Vec<(Rect, &mut [u16])>> = (0..n).map(|_| Vec::new()).collect();
         let mut rest = &mut buf[..w.area() as usize];
         let mut y = w.y;
@@ -231,6 +223,17 @@ impl ClassSource for InterleavedRaster {
             });
         on_threads(reads).into_iter().collect()
     }
+}
+
+/// The class table of the counts of a scan's `parts`, with the nodata of
+/// `first` (a handle of the raster scanned); the first part's error.
+fn class_table(parts: Vec<Result<CodeHistogram>>, first: &ClassRaster) -> Result<ClassTable> {
+    let mut hist = CodeHistogram::default();
+    for part in parts {
+        hist.merge(&part?);
+    }
+    ClassTable::from_histogram(&hist, first.nodata_code())
+        .map_err(|e| e.context(first.path().display()))
 }
 
 /// The results of `jobs`, in order: the first on the calling thread, each

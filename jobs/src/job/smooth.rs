@@ -108,11 +108,7 @@ pub fn run(
     method: &dyn ClassSmoother,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
-    let handles = if method.runs_on().is_some() {
-        reading_handles()
-    } else {
-        1
-    };
+    let handles = reading_handles(method.runs_on().is_some());
     run_starting(spec, &|| Ok(method), handles, observer)
 }
 
@@ -125,11 +121,7 @@ pub fn run_with_start(
     method: &Starting,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
-    let handles = if method.on_device() {
-        reading_handles()
-    } else {
-        1
-    };
+    let handles = reading_handles(method.on_device());
     run_starting(spec, &|| method.get(), handles, observer)
 }
 
@@ -824,14 +816,17 @@ fn scan_first(
         || (fits_block_cache && few_threads())
 }
 
-/// Handles a whole `smooth` on an OpenCL device reads its input through
-/// on many threads ([`InterleavedRaster`]): one per 4 compute threads, at
-/// most 4 (a device tile's read, 1024 rows and its halo, spans 3 or 4
-/// units of 512 rows). A method on the host reads through one: its
+/// Handles a whole `smooth` reads its input through on many threads
+/// ([`InterleavedRaster`]): for a method `on_device`, one per 4 compute
+/// threads, at most 4 (a device tile's read, 1024 rows and its halo, spans
+/// 3 or 4 units of 512 rows). A method on the host reads through one: its
 /// compute keeps the cores busy, and four handles made a 415 Mpx `smooth
 /// --exact` on 16 cores 3–8 % slower (decision 0043).
-fn reading_handles() -> usize {
-    (rayon::current_num_threads() / 4).clamp(1, 4)
+fn reading_handles(on_device: bool) -> usize {
+    match on_device {
+        true => (rayon::current_num_threads() / 4).clamp(1, 4),
+        false => 1,
+    }
 }
 
 /// Whether the run has so few threads (rayon's pool: the cores, or
