@@ -351,7 +351,14 @@ fn a_device_started_beside_the_scan_gives_the_hosts_bytes_and_errors() {
         &[("RAYON_NUM_THREADS", "16")],
     );
     assert!(std::fs::read(&tall_host).unwrap() == std::fs::read(&tall_cpu).unwrap());
-    for f in [tall, tall_host, tall_cpu] {
+    // The host computing the first tiles while PoCL starts
+    // (`MAPFILTER_HOST_START=1`; on GPUs the default): the host's bytes
+    // still, whichever tiles it took.
+    let bridged = dir.path().join("tb.tif");
+    let on_cpu = [&exact[..], &["--device", "cpu"]].concat();
+    smooth_with(&tall, &bridged, &on_cpu, &[("MAPFILTER_HOST_START", "1")]);
+    assert!(std::fs::read(&tall_host).unwrap() == std::fs::read(&bridged).unwrap());
+    for f in [tall, tall_host, tall_cpu, bridged] {
         std::fs::remove_file(f).unwrap();
     }
     let refused = |device: &str| {

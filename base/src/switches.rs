@@ -39,6 +39,12 @@ pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
 /// `MAPFILTER_PYRAMID_STORE=lut|image|separate` forces how a pyramid's
 /// levels are held on an OpenCL device (`filter::device::pyramid_store`).
 pub const PYRAMID_STORE_ENV: &str = "MAPFILTER_PYRAMID_STORE";
+/// `MAPFILTER_HOST_START=0|1`: a `smooth` of a certified method (dct5 or
+/// svd `--exact`) whose devices are still starting when its first tiles
+/// are ready waits for them (0), or computes those tiles on the host on
+/// any OpenCL device, PoCL's too (1); unset, it does so on GPUs only
+/// (`method::bridged`).
+pub const HOST_START_ENV: &str = "MAPFILTER_HOST_START";
 
 /// Every study switch, as the environment set it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,6 +69,8 @@ pub struct StudySwitches {
     pub scan2: Option<bool>,
     /// [`PYRAMID_STORE_ENV`] as written (the pyramid store parses it).
     pub pyramid_store: Option<String>,
+    /// [`HOST_START_ENV`], as `tap_scan`.
+    pub host_start: Option<bool>,
 }
 
 impl StudySwitches {
@@ -90,6 +98,7 @@ impl StudySwitches {
             mask: flag(MASK_ENV),
             scan2: flag(SCAN2_ENV),
             pyramid_store: text(PYRAMID_STORE_ENV),
+            host_start: flag(HOST_START_ENV),
         }
     }
 }

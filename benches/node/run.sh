@@ -18,12 +18,14 @@
 #   smooth    one whole `smooth` of the 415 Mpx raster (28800x14400), dct5,
 #             dct5 --exact and the default method, on the first GPU and the
 #             host, against its `gdal_translate` copy with NUM_THREADS=ALL_CPUS,
-#             3 alternating rounds (SKIP_SMOOTH=1 leaves it out; SETS=none
-#             runs it alone);
+#             ROUNDS (3) alternating rounds (SKIP_SMOOTH=1 leaves it out; SETS=none
+#             runs it alone; `gpu-wait`: the GPU's start waited for, not
+#             bridged by the host, MAPFILTER_HOST_START=0);
 #   start-up  `mapfilter -vv devices` (OpenCL listing) with every GPU, one,
 #             and one per process for every GPU at once; the stages
-#             (`--timings`) of a whole `smooth --device gpu` of the 415 Mpx
-#             raster ($OUT/startup-big.txt) and of the bundled crop.
+#             (`--timings`) of a whole `smooth --device gpu --exact` of the
+#             415 Mpx raster, its start waited for and bridged
+#             ($OUT/startup-big.txt), and of the bundled crop.
 # Carry `carry/` with the GDAL bundle of scripts/gpu-bundle.sh and the build
 # as carry/mapfilter-new.xz (`strip --strip-debug`, xz); on the GPU machine
 # (repo root):   OUT=$OUT bash benches/node/run.sh
@@ -109,7 +111,7 @@ if [ -z "${SKIP_SMOOTH:-}" ]; then
   "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --method dct5 --device gpu -q --overwrite 2>>"$OUT/node.err"
   "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --method dct5 --exact --device gpu -q --overwrite 2>>"$OUT/node.err"
   "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --device gpu -q --overwrite 2>>"$OUT/node.err"
-  for i in 1 2 3; do
+  for i in $(seq 1 "${ROUNDS:-3}"); do
     t0=$(now)
     gdal_translate -q -co TILED=YES -co COMPRESS=DEFLATE -co NUM_THREADS=ALL_CPUS "$BIG" /tmp/copy.tif
     row "{\"what\":\"smooth-floor\",\"round\":$i,\"secs\":$(since "$t0")}"
@@ -120,11 +122,16 @@ if [ -z "${SKIP_SMOOTH:-}" ]; then
         exact) opts="-k gaussian:5 --method dct5 --exact" ;;
         default) opts="-k gaussian:5" ;;
       esac
-      for d in gpu host; do
+      # gpu-wait: the first GPU, its start waited for rather than
+      # bridged by the host (MAPFILTER_HOST_START=0; only certified
+      # methods are bridged).
+      for d in gpu gpu-wait host; do
         [ "$c" = default ] && [ "$d" = host ] && continue
+        [ "$c" != exact ] && [ "$d" = gpu-wait ] && continue
+        wait_start=$([ "$d" = gpu-wait ] && echo 0 || echo "${MAPFILTER_HOST_START:-}")
         t0=$(now)
         # shellcheck disable=SC2086
-        "$MF" smooth "$BIG" /tmp/big-out.tif $opts --device "$d" -q --overwrite 2>>"$OUT/node.err"
+        MAPFILTER_HOST_START=$wait_start "$MF" smooth "$BIG" /tmp/big-out.tif $opts --device "${d%-wait}" -q --overwrite 2>>"$OUT/node.err"
         row "{\"what\":\"smooth\",\"round\":$i,\"case\":\"$c\",\"device\":\"$d\",\"rc\":$?,\"secs\":$(since "$t0")}"
       done
     done
@@ -134,7 +141,12 @@ fi
 # The stages of a whole smooth of the 415 Mpx raster and of the bundled
 # crop on the first GPU (`method`: what is left of the device start after
 # the input's scan), the programs compiled by the runs above.
-[ -f "$BIG" ] && [ -z "${SKIP_SMOOTH:-}" ] && "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup-big.txt"
+if [ -f "$BIG" ] && [ -z "${SKIP_SMOOTH:-}" ]; then
+  for wait_start in 0 ""; do
+    echo "MAPFILTER_HOST_START=$wait_start" >>"$OUT/startup-big.txt"
+    MAPFILTER_HOST_START=$wait_start "$MF" smooth "$BIG" /tmp/big-out.tif -k gaussian:5 --method dct5 --exact --device gpu --overwrite --timings 2>&1 | grep -E "^timing|host computed" >>"$OUT/startup-big.txt"
+  done
+fi
 rm -f /tmp/big-out.tif
 "$MF" smooth data/modis_igbp_2019_2048.tif /tmp/small.tif -k gaussian:5 --method dct5 --device gpu --overwrite --timings 2>&1 | grep -E "^timing" >"$OUT/startup.txt"
 ls /etc/OpenCL/vendors >>"$OUT/startup.txt"

@@ -254,6 +254,7 @@ pub fn smooth_weighted(
             threads: (method.depth() + 1).div_ceil(2).max(2),
         };
         let mut stats = bands.run_resident(all, width, out, &codes, progress)?;
+        method.settle()?;
         stats.totals.wall = start.elapsed();
         return Ok(stats);
     }
@@ -310,6 +311,7 @@ pub fn smooth_weighted(
             |tile, codes| writer.write(tile, codes, progress),
         )
     })?;
+    method.settle()?;
     let mut stats = finisher.stats(&reader, &submitter, &writer);
     progress.finish();
     stats.totals.wall = start.elapsed();

@@ -169,6 +169,13 @@ pub fn active() -> &'static TuneDb {
     })
 }
 
+/// Whether the database runs use gives any device a tile side: a run that
+/// cannot wait for its device to learn which (`method::bridged`) then
+/// does not guess.
+pub fn sets_tiles() -> bool {
+    active().settings.iter().any(|s| s.tile.is_some())
+}
+
 /// The tuned setting runs use for `kernel` on `device`, logged at `-v`.
 pub fn tuned(device: &DeviceInfo, kernel: &str) -> Option<Setting> {
     let s = active().lookup(device, kernel)?.clone();

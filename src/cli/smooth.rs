@@ -10,6 +10,7 @@ use crate::gdal::confidence::ConfidenceSpec;
 use crate::job::observer::Observer;
 use crate::job::smooth::{self as job, Classes, MethodChoice, SmoothSpec};
 use crate::method::ClassSmoother;
+use crate::method::bridged::{self, Bridged};
 use crate::method::starting::Starting;
 use crate::output::{Destination, Target};
 use crate::progress::Progress;
@@ -202,8 +203,14 @@ pub fn run(args: SmoothArgs) -> Result<()> {
         policies,
         confidence: confidence.clone(),
     };
-    let done = run_job(&spec, &method, gpus, &mut observer)?;
-    let method = method.get()?;
+    let bridged = bridge(&choice, &spec, args.explain, gpus, &method)?;
+    let done = run_job(&spec, &method, bridged.as_ref(), gpus, &mut observer)?;
+    // The bridge (where there is one) speaks for the devices and counts
+    // the tiles its host computed too.
+    let method: &dyn ClassSmoother = match &bridged {
+        Some(bridged) => bridged,
+        None => method.get()?,
+    };
     for share in method.take_shares() {
         observer.timings.device(&share);
     }
@@ -422,11 +429,78 @@ fn start_method(
     })
 }
 
+/// `method` bridged by its host twin, where the run computes its first
+/// tiles on the host while the devices start ([`Bridged`]): a certified
+/// method (the same bytes on the host, and fast there: [`bridged::worth`])
+/// whose devices start beside the run (`gpus`) on GPUs, or on any OpenCL
+/// device with `MAPFILTER_HOST_START=1`. Not with `--confidence` or
+/// `--explain` (which names the devices' method before the run), nor
+/// where the tune database gives a tile side (the devices' tile is then
+/// theirs to say).
+fn bridge<'s>(
+    choice: &MethodChoice,
+    spec: &SmoothSpec,
+    explain: bool,
+    gpus: Option<usize>,
+    method: &'s Starting,
+) -> Result<Option<Bridged<'s>>> {
+    let Some(gpus) = gpus else {
+        return Ok(None);
+    };
+    if !bridged::wanted(gpus > 0)
+        || explain
+        || spec.confidence.is_some()
+        || crate::device::tune::sets_tiles()
+    {
+        return Ok(None);
+    }
+    let host = MethodChoice {
+        spec: choice.spec.clone(),
+        device: DeviceChoice::Host,
+    };
+    // A method the policies refuse is refused by the devices' start, with
+    // its cause.
+    let Ok(host) = host.build(&spec.kernel) else {
+        return Ok(None);
+    };
+    let allowed =
+        crate::method::policy::check_method(&spec.policies, host.is_exact(), &host.name());
+    if !bridged::worth(host.as_ref()) || allowed.is_err() {
+        return Ok(None);
+    }
+    let kind = if gpus > 0 {
+        crate::device::DeviceKind::Gpu
+    } else {
+        crate::device::DeviceKind::Cpu
+    };
+    Bridged::new(host, bridge_threads(), method, kind, gpus).map(Some)
+}
+
+/// Most threads of the host while it computes a device run's first tiles:
+/// a host `smooth` on the 64-core node was fastest on 16 (issue 39).
+const BRIDGE_THREADS_MAX: usize = 16;
+
+/// The host's threads while a device run's devices start ([`Bridged`]):
+/// the cores (at most [`BRIDGE_THREADS_MAX`]), not the run's pool sized
+/// for staging beside its GPUs; as many as the user gave rayon's pool
+/// (`RAYON_NUM_THREADS`) where they did.
+fn bridge_threads() -> usize {
+    let env = crate::switches::environment();
+    match env
+        .rayon_threads
+        .filter(|&t| env.rayon_threads_set && t > 0)
+    {
+        Some(threads) => threads,
+        None => Node::here().cpus.clamp(1, BRIDGE_THREADS_MAX),
+    }
+}
+
 /// Runs the job on a compute pool sized for its GPUs (`gpus` where known
 /// before the method is).
 fn run_job(
     spec: &SmoothSpec,
     method: &Starting,
+    bridge: Option<&Bridged>,
     gpus: Option<usize>,
     observer: &mut CliObserver,
 ) -> Result<job::SmoothReport> {
@@ -435,8 +509,8 @@ fn run_job(
         None => device_run_pool(method.get()?.gpus()),
     };
     match pool {
-        Some(pool) => pool.install(|| job::run_with_start(spec, method, observer)),
-        None => job::run_with_start(spec, method, observer),
+        Some(pool) => pool.install(|| job::run_with_start(spec, method, bridge, observer)),
+        None => job::run_with_start(spec, method, bridge, observer),
     }
 }
 

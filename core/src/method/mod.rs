@@ -6,6 +6,7 @@
 //! nodata) live in [`pick_winner`] so every method applies them identically.
 
 pub mod bounds;
+pub mod bridged;
 pub mod certified;
 pub mod cost;
 pub mod dct5;
@@ -329,6 +330,14 @@ pub trait ClassSmoother: Send + Sync {
     /// (empty for a method on one device).
     fn take_shares(&self) -> Vec<multi::DeviceShare> {
         Vec::new()
+    }
+
+    /// Waits for anything the method started beside the run and returns
+    /// its error: the engine calls it once every tile is done, before the
+    /// output is finished, so that devices that failed to start while
+    /// the host computed the tiles ([`bridged::Bridged`]) fail the run.
+    fn settle(&self) -> Result<()> {
+        Ok(())
     }
 }
 

@@ -61,8 +61,21 @@ impl std::fmt::Display for DeviceShare {
     }
 }
 
-/// A tile handed to the workers, with everything it needs owned.
-struct Job {
+/// The depth ([`ClassSmoother::depth`]) of a run shared by members of
+/// these depths (`None`: a host member): every member's room and one tile
+/// waiting for each, so that a device finishing a tile finds the next one
+/// queued.
+pub fn shared_depth(members: impl IntoIterator<Item = Option<usize>>) -> usize {
+    members
+        .into_iter()
+        .map(|depth| depth.map_or(2, |d| d + 2))
+        .sum::<usize>()
+        .saturating_sub(1)
+}
+
+/// A tile and its parameters owned, for a thread other than the
+/// caller's to smooth.
+pub(super) struct OwnedTile {
     classes: Vec<u16>,
     width: usize,
     height: usize,
@@ -72,8 +85,70 @@ struct Job {
     kernel: Arc<Kernel>,
     fill_nodata: bool,
     ties: crate::method::policy::Ties,
-    /// Per-pixel vote weights (`--confidence`), copied for the worker.
+    /// Per-pixel vote weights (`--confidence`), copied too.
     confidence: Option<Vec<u16>>,
+}
+
+impl OwnedTile {
+    /// A copy of `tile` and `params` (their kernel as `kernel`).
+    pub(super) fn of(tile: &ClassTile, params: &SmoothParams, kernel: Arc<Kernel>) -> Self {
+        OwnedTile {
+            classes: tile.classes.to_vec(),
+            width: tile.width,
+            height: tile.height,
+            halo: tile.halo,
+            n_classes: tile.n_classes,
+            weights: params.class_weights.to_vec(),
+            kernel,
+            fill_nodata: params.fill_nodata,
+            ties: params.ties,
+            confidence: params.confidence.map(<[u16]>::to_vec),
+        }
+    }
+
+    /// `f` of the tile and its parameters, borrowed again.
+    pub(super) fn with<R>(&self, f: impl FnOnce(&ClassTile, &SmoothParams) -> R) -> R {
+        let tile = ClassTile {
+            width: self.width,
+            height: self.height,
+            halo: self.halo,
+            n_classes: self.n_classes,
+            classes: &self.classes,
+        };
+        let params = SmoothParams {
+            kernel: &self.kernel,
+            class_weights: &self.weights,
+            fill_nodata: self.fill_nodata,
+            ties: self.ties,
+            confidence: self.confidence.as_deref(),
+        };
+        f(&tile, &params)
+    }
+}
+
+/// One shared copy of a run's kernel for its owned tiles (a run has one
+/// kernel; another replaces it): a large kernel's copy per tile would be
+/// megabytes of fresh pages.
+#[derive(Default)]
+pub(super) struct KernelCopy(Mutex<Option<Arc<Kernel>>>);
+
+impl KernelCopy {
+    pub(super) fn of(&self, kernel: &Kernel) -> Arc<Kernel> {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match &*held {
+            Some(k) if **k == *kernel => k.clone(),
+            _ => {
+                let k = Arc::new(kernel.clone());
+                *held = Some(k.clone());
+                k
+            }
+        }
+    }
+}
+
+/// A tile handed to the workers, with the caller waiting for its result.
+struct Job {
+    tile: OwnedTile,
     reply: Sender<Result<Vec<u16>>>,
 }
 
@@ -100,7 +175,7 @@ pub struct Shared {
     jobs: Option<Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
     /// The kernel of the last tile, shared by the jobs of a run.
-    kernel: Mutex<Option<Arc<Kernel>>>,
+    kernel: KernelCopy,
     /// The origin of the direct path's busy times.
     epoch: Instant,
 }
@@ -134,7 +209,7 @@ impl Shared {
             counters,
             jobs: Some(jobs),
             workers,
-            kernel: Mutex::default(),
+            kernel: KernelCopy::default(),
             epoch: Instant::now(),
         })
     }
@@ -149,20 +224,6 @@ impl Shared {
                 sum.upload_ns += t.upload_ns;
                 sum.kernel_ns += t.kernel_ns;
                 sum.download_ns += t.download_ns;
-            }
-        }
-    }
-
-    /// The run's kernel as one shared copy (a run has one kernel; another
-    /// replaces it).
-    fn kernel(&self, kernel: &Kernel) -> Arc<Kernel> {
-        let mut held = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
-        match &*held {
-            Some(k) if **k == *kernel => k.clone(),
-            _ => {
-                let k = Arc::new(kernel.clone());
-                *held = Some(k.clone());
-                k
             }
         }
     }
@@ -194,22 +255,8 @@ fn work(member: &dyn ClassSmoother, queue: &Receiver<Job>, counters: &Counters) 
         };
         if let Some(job) = job {
             busy_from.get_or_insert_with(Instant::now);
-            let tile = ClassTile {
-                width: job.width,
-                height: job.height,
-                halo: job.halo,
-                n_classes: job.n_classes,
-                classes: &job.classes,
-            };
-            let params = SmoothParams {
-                kernel: &job.kernel,
-                class_weights: &job.weights,
-                fill_nodata: job.fill_nodata,
-                ties: job.ties,
-                confidence: job.confidence.as_deref(),
-            };
-            let len = tile.output_len();
-            match member.submit(&tile, &params) {
+            let len = job.tile.with(|tile, _| tile.output_len());
+            match job.tile.with(|tile, params| member.submit(tile, params)) {
                 Ok(pending) => in_flight.push_back((pending, len, job.reply)),
                 // The caller is gone only when the run already failed.
                 Err(e) => {
@@ -322,16 +369,7 @@ impl ClassSmoother for Shared {
     fn submit(&self, tile: &ClassTile, params: &SmoothParams) -> Result<Box<dyn PendingTile + '_>> {
         let (reply, result) = crossbeam_channel::bounded(1);
         let job = Job {
-            classes: tile.classes.to_vec(),
-            width: tile.width,
-            height: tile.height,
-            halo: tile.halo,
-            n_classes: tile.n_classes,
-            weights: params.class_weights.to_vec(),
-            kernel: self.kernel(params.kernel),
-            fill_nodata: params.fill_nodata,
-            ties: params.ties,
-            confidence: params.confidence.map(<[u16]>::to_vec),
+            tile: OwnedTile::of(tile, params, self.kernel.of(params.kernel)),
             reply,
         };
         self.jobs
@@ -401,17 +439,8 @@ impl ClassSmoother for Shared {
         sum
     }
 
-    /// Every member's room and one tile waiting for each, so that a device
-    /// finishing a tile finds the next one queued.
     fn depth(&self) -> usize {
-        self.members
-            .iter()
-            .map(|m| match m.runs_on() {
-                Some(_) => m.depth() + 2,
-                None => 2,
-            })
-            .sum::<usize>()
-            .saturating_sub(1)
+        shared_depth(self.members.iter().map(|m| m.runs_on().map(|_| m.depth())))
     }
 
     fn tuned(&self) -> Vec<crate::device::tune::Setting> {

@@ -62,6 +62,20 @@ impl Starting {
         }
     }
 
+    /// The method if its start is over (the build's error if it failed),
+    /// `None` while it is still starting: never waits.
+    pub fn try_get(&self) -> Option<Result<&dyn ClassSmoother>> {
+        if self.built.get().is_none() {
+            let building = self.building.lock().unwrap_or_else(|e| e.into_inner());
+            let running = building.as_ref().is_some_and(|h| !h.is_finished());
+            drop(building);
+            if running {
+                return None;
+            }
+        }
+        Some(self.get())
+    }
+
     /// The method, waiting for its start to finish; the build's error (the
     /// same each time it is asked for).
     pub fn get(&self) -> Result<&dyn ClassSmoother> {
@@ -105,6 +119,7 @@ mod tests {
         });
         assert!(!built.load(Ordering::SeqCst));
         assert!(starting.on_device());
+        assert!(starting.try_get().is_none());
         barrier.wait();
         let first = starting.get().unwrap() as *const dyn ClassSmoother;
         assert!(built.load(Ordering::SeqCst));
@@ -112,6 +127,7 @@ mod tests {
         assert!(std::ptr::addr_eq(first, again));
         // Built now: a host method.
         assert!(!starting.on_device());
+        assert!(starting.try_get().unwrap().is_ok());
         let ready = Starting::ready(Box::new(NaiveHost));
         assert!(ready.get().unwrap().is_exact());
         assert!(!ready.on_device());

@@ -16,6 +16,7 @@ use mapfilter_core::error::{Result, Setting};
 use mapfilter_core::io::{ClassSink, ClassSource, MemRaster};
 use mapfilter_core::kernel::Kernel;
 use mapfilter_core::method::ClassSmoother;
+use mapfilter_core::method::bridged::Bridged;
 use mapfilter_core::method::policy::Policies;
 use mapfilter_core::method::select::{MethodSpec, smoother_for};
 use mapfilter_core::method::starting::Starting;
@@ -115,14 +116,22 @@ pub fn run(
 /// [`run`] with a method that may still be starting (its devices opening
 /// on another thread, see [`Starting`]): the input is opened and its classes
 /// scanned meanwhile, and the method waited for only when the engine needs
-/// it.
+/// it, unless `bridge` (the same method bridged by its host twin, see
+/// [`Bridged`]) computes the first tiles while the devices go on starting.
 pub fn run_with_start(
     spec: &SmoothSpec,
     method: &Starting,
+    bridge: Option<&Bridged>,
     observer: &mut dyn Observer,
 ) -> Result<SmoothReport> {
     let handles = reading_handles(method.on_device());
-    run_starting(spec, &|| method.get(), handles, observer)
+    let ready = || -> Result<&dyn ClassSmoother> {
+        match bridge {
+            Some(bridged) if method.try_get().is_none() => Ok(bridged),
+            _ => method.get(),
+        }
+    };
+    run_starting(spec, &ready, handles, observer)
 }
 
 /// `handles`: how many handles the engine's reads go through on many
