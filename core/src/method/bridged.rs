@@ -304,9 +304,9 @@ mod tests {
     use std::time::Duration;
 
     /// The host twin: the naive method, which lets the devices' start end
-    /// after its `release_after`-th band and returns only once it has.
+    /// after its `release_after`-th tile and returns only once it has.
     struct Host {
-        bands: AtomicUsize,
+        tiles: AtomicUsize,
         release_after: usize,
         release: Mutex<Option<Sender<()>>>,
         starting: Arc<Starting>,
@@ -321,7 +321,7 @@ mod tests {
         }
         fn smooth(&self, tile: &ClassTile, params: &SmoothParams, out: &mut [u16]) -> Result<()> {
             NaiveHost.smooth(tile, params, out)?;
-            if self.bands.fetch_add(1, Ordering::SeqCst) + 1 == self.release_after {
+            if self.tiles.fetch_add(1, Ordering::SeqCst) + 1 == self.release_after {
                 if let Some(tx) = self.release.lock().unwrap().take() {
                     tx.send(()).unwrap();
                 }
@@ -358,7 +358,7 @@ mod tests {
     }
 
     /// A host twin and devices that start once it has smoothed
-    /// `release_after` bands (or fail to, `fails`), with the devices'
+    /// `release_after` tiles (or fail to, `fails`), with the devices'
     /// tile and row counts.
     fn bridge(
         release_after: usize,
@@ -375,7 +375,7 @@ mod tests {
             Ok(Box::new(device) as Box<dyn ClassSmoother>)
         }));
         let host = Host {
-            bands: AtomicUsize::new(0),
+            tiles: AtomicUsize::new(0),
             release_after,
             release: Mutex::new(Some(tx)),
             starting: starting.clone(),
@@ -387,6 +387,17 @@ mod tests {
         (0..w * h)
             .map(|i| [2, 5, 7, 11][((i % w) / 9 + (i / w) / 6 + i % 3) % 4])
             .collect()
+    }
+
+    /// Every vote weighing 1, nodata kept, the default ties.
+    fn plain<'a>(kernel: &'a crate::kernel::Kernel, class_weights: &'a [u32]) -> SmoothParams<'a> {
+        SmoothParams {
+            kernel,
+            class_weights,
+            fill_nodata: false,
+            ties: Default::default(),
+            confidence: None,
+        }
     }
 
     fn job(classes: ClassTable, tile: usize) -> SmoothJob {
@@ -425,13 +436,7 @@ mod tests {
             .unwrap()
             .build()
             .unwrap();
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1, 1, 1, 1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
+        let params = plain(&kernel, &[1, 1, 1, 1]);
         let mut want = vec![0; ow * oh];
         NaiveHost.smooth(&tile, &params, &mut want).unwrap();
 
@@ -488,13 +493,7 @@ mod tests {
             .unwrap()
             .build()
             .unwrap();
-        let params = SmoothParams {
-            kernel: &kernel,
-            class_weights: &[1],
-            fill_nodata: false,
-            ties: Default::default(),
-            confidence: None,
-        };
+        let params = plain(&kernel, &[1]);
         let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
             tx.send(()).unwrap();
