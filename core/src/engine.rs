@@ -253,10 +253,8 @@ pub fn smooth_weighted(
             // the pipeline keeps.
             threads: (method.depth() + 1).div_ceil(2).max(2),
         };
-        let mut stats = bands.run_resident(all, width, out, &codes, progress)?;
-        method.settle()?;
-        stats.totals.wall = start.elapsed();
-        return Ok(stats);
+        let stats = bands.run_resident(all, width, out, &codes, progress)?;
+        return settled(method, stats, start);
     }
     // Buffers go back to the stage that fills them, so that tiles after
     // the first few allocate nothing.
@@ -311,9 +309,16 @@ pub fn smooth_weighted(
             |tile, codes| writer.write(tile, codes, progress),
         )
     })?;
-    method.settle()?;
-    let mut stats = finisher.stats(&reader, &submitter, &writer);
+    let stats = finisher.stats(&reader, &submitter, &writer);
     progress.finish();
+    settled(method, stats, start)
+}
+
+/// A run's figures once its method has settled ([`ClassSmoother::settle`]:
+/// devices still starting waited for, their error the run's), its wall
+/// time counted from `start`.
+fn settled(method: &dyn ClassSmoother, mut stats: RunStats, start: Instant) -> Result<RunStats> {
+    method.settle()?;
     stats.totals.wall = start.elapsed();
     Ok(stats)
 }
