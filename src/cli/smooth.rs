@@ -429,11 +429,11 @@ fn start_method(
     })
 }
 
-/// `method` bridged by its host twin, where the run computes its first
-/// tiles on the host while the devices start ([`Bridged`]): a certified
-/// method (the same bytes on the host, and fast there: [`bridged::worth`])
-/// whose devices start beside the run (`gpus`) on GPUs, or on any OpenCL
-/// device with `MAPFILTER_HOST_START=1`. Not with `--confidence` or
+/// `method` bridged by its host twin ([`bridged::host_twin`]: a certified
+/// method itself), where the run computes its first tiles on the host
+/// while the devices start ([`Bridged`]): devices that start beside the
+/// run (`gpus`), GPUs, or any OpenCL device with `MAPFILTER_HOST_START=1`.
+/// Not with `--confidence` or
 /// `--explain` (which names the devices' method before the run), nor
 /// where the tune database gives a tile side (the devices' tile is then
 /// theirs to say).
@@ -454,8 +454,11 @@ fn bridge<'s>(
     {
         return Ok(None);
     }
+    let Some(twin) = bridged::host_twin(&choice.spec) else {
+        return Ok(None);
+    };
     let host = MethodChoice {
-        spec: choice.spec.clone(),
+        spec: twin,
         device: DeviceChoice::Host,
     };
     // A method the policies refuse is refused by the devices' start, with
@@ -465,7 +468,7 @@ fn bridge<'s>(
     };
     let allowed =
         crate::method::policy::check_method(&spec.policies, host.is_exact(), &host.name());
-    if !bridged::worth(host.as_ref()) || allowed.is_err() {
+    if !host.is_exact() || allowed.is_err() {
         return Ok(None);
     }
     let kind = if gpus > 0 {

@@ -3,19 +3,19 @@
 //!
 //! NVIDIA's OpenCL driver takes 0.21–0.35 s to start one GPU (about 1.2 s
 //! for four) and a run waits for it once its first tiles are read
-//! ([`Starting`]). An exact method gives the same bytes on the host as on
-//! any device, so for a certified one (svd, dct5 with `--exact`: fast on
-//! the host too, [`worth`]) [`Bridged`] hands each
-//! tile submitted before the devices are up to the method's host twin, on
-//! threads of its own (the run's pool is sized for staging beside the
-//! GPUs, and several tiles compute at once there, as the engine keeps
-//! them in flight for a device); every tile submitted once they are up
-//! goes to them. The output is the devices' own, bit for bit, whoever
+//! ([`Starting`]). Every exact method gives the same bytes on the host as
+//! on any device, so for a certified method ([`host_twin`]) [`Bridged`]
+//! hands each tile submitted before the devices are up to the method on
+//! the host, on threads of its own (the run's pool is sized for staging
+//! beside the GPUs, and several tiles compute at once there, as the engine
+//! keeps them in flight for a device); every tile submitted once they are
+//! up goes to them. The output is the devices' own, bit for bit, whoever
 //! computed a tile; only the time to it changes. An approximate method is
 //! never bridged: its host and device results differ, and which tiles the
 //! host took depends on timing.
 
 use super::multi::{self, KernelCopy, OwnedTile};
+use super::spec::MethodSpec;
 use super::starting::Starting;
 use super::{
     ClassSmoother, ClassTile, CodeTile, DEFAULT_DEPTH, PendingTile, Promised, SmoothParams,
@@ -40,14 +40,15 @@ pub fn wanted(gpu: bool) -> bool {
     crate::switches::get().host_start.unwrap_or(gpu)
 }
 
-/// Whether `host` (an exact method's host twin) computes tiles fast
-/// enough to bridge a start: a certified fast method (it counts the pixels
-/// it recomputed), not the naive baseline, whose cost per pixel grows with
-/// the kernel's area: on one H200 (16 cores) at σ = 5 its tiles held back
-/// the GPU's first ones (a 415 Mpx `smooth` 0.97–1.11× the run that waits,
-/// against 0.88–0.97× for dct5 `--exact`).
-pub fn worth(host: &dyn ClassSmoother) -> bool {
-    host.is_exact() && host.recompute_counts().is_some()
+/// The method a run of `spec` on devices computes on the host while they
+/// start, or `None` where it is not bridged: a certified method itself
+/// (dct5 or svd `--exact`: exact, so the same bytes, and fast on the host
+/// too). Not naive, whose host cost per pixel grows with the kernel's
+/// area: on one H200 (16 cores) at σ = 5 its host tiles held the GPU's
+/// first ones back, a 415 Mpx `smooth` taking 0.97–1.11× the run that
+/// waits (decision 0044). Never an approximate method.
+pub fn host_twin(spec: &MethodSpec) -> Option<MethodSpec> {
+    (spec.method().is_certifiable() && spec.options().exact).then(|| spec.clone())
 }
 
 /// What the host computed.
@@ -551,6 +552,23 @@ mod tests {
             let e = smooth_in_memory(&input, &job, &bridged).err().unwrap();
             assert_eq!(e.to_string(), "no GPU (hint: use --device host)");
         }
+    }
+
+    /// A certified method bridges itself; naive and an approximate method
+    /// are not bridged.
+    #[test]
+    fn only_a_certified_method_has_a_host_twin() {
+        let named = |name: &str, exact: bool| {
+            let options = crate::method::family::FastOptions {
+                exact,
+                ..Default::default()
+            };
+            MethodSpec::new(name.parse().unwrap(), None, options).unwrap()
+        };
+        let certified = named("dct5", true);
+        assert_eq!(host_twin(&certified), Some(certified));
+        assert_eq!(host_twin(&named("naive", false)), None);
+        assert_eq!(host_twin(&named("dct5", false)), None);
     }
 
     #[test]
