@@ -39,8 +39,8 @@ pub const SCAN2_ENV: &str = "MAPFILTER_SCAN2";
 /// `MAPFILTER_PYRAMID_STORE=lut|image|separate` forces how a pyramid's
 /// levels are held on an OpenCL device (`filter::device::pyramid_store`).
 pub const PYRAMID_STORE_ENV: &str = "MAPFILTER_PYRAMID_STORE";
-/// `MAPFILTER_HOST_START=0|1`: a `smooth` of a certified method (dct5 or
-/// svd `--exact`) whose devices are still starting when its first tiles
+/// `MAPFILTER_HOST_START=0|1`: a `smooth` of an exact method (naive, or
+/// dct5 or svd `--exact`) whose devices are still starting when its first tiles
 /// are ready waits for them (0), or computes those tiles on the host on
 /// any OpenCL device, PoCL's too (1); unset, it does so on GPUs only
 /// (`method::bridged`).

@@ -430,7 +430,7 @@ fn start_method(
 }
 
 /// `method` bridged by its host twin ([`bridged::host_twin`]: a certified
-/// method itself), where the run computes its first tiles on the host
+/// method itself, naive `auto --exact`), where the run computes its first tiles on the host
 /// while the devices start ([`Bridged`]): devices that start beside the
 /// run (`gpus`), GPUs, or any OpenCL device with `MAPFILTER_HOST_START=1`.
 /// Not with `--confidence` or

@@ -4,9 +4,10 @@
 //! NVIDIA's OpenCL driver takes 0.21–0.35 s to start one GPU (about 1.2 s
 //! for four) and a run waits for it once its first tiles are read
 //! ([`Starting`]). Every exact method gives the same bytes on the host as
-//! on any device, so for a certified method ([`host_twin`]) [`Bridged`]
-//! hands each tile submitted before the devices are up to the method on
-//! the host, on threads of its own (the run's pool is sized for staging
+//! on any device, so for an exact method (bridged by its [`host_twin`]: a
+//! certified method itself, naive the host's fastest exact method)
+//! [`Bridged`] hands each tile submitted before the devices are up to the
+//! twin on the host, on threads of its own (the run's pool is sized for staging
 //! beside the GPUs, and several tiles compute at once there, as the engine
 //! keeps them in flight for a device); every tile submitted once they are
 //! up goes to them. The output is the devices' own, bit for bit, whoever
@@ -41,14 +42,27 @@ pub fn wanted(gpu: bool) -> bool {
 }
 
 /// The method a run of `spec` on devices computes on the host while they
-/// start, or `None` where it is not bridged: a certified method itself
-/// (dct5 or svd `--exact`: exact, so the same bytes, and fast on the host
-/// too). Not naive, whose host cost per pixel grows with the kernel's
-/// area: on one H200 (16 cores) at σ = 5 its host tiles held the GPU's
-/// first ones back, a 415 Mpx `smooth` taking 0.97–1.11× the run that
-/// waits (decision 0044). Never an approximate method.
+/// start, or `None` where it is not bridged. A certified method (dct5 or
+/// svd `--exact`) is its own twin: exact, so the same bytes, and fast on
+/// the host too. Any other exact method (naive) is bridged by the host's
+/// fastest exact method, `auto --exact`, which gives the same bytes:
+/// naive's own host tiles, whose cost grows with the kernel's area, held
+/// the GPU's first ones back (on one H200 at σ = 5 a 415 Mpx `smooth`
+/// took 0.97–1.11× the run that waits; decision 0044). Never an
+/// approximate method.
 pub fn host_twin(spec: &MethodSpec) -> Option<MethodSpec> {
-    (spec.method().is_certifiable() && spec.options().exact).then(|| spec.clone())
+    let method = spec.method();
+    if method.is_certifiable() && spec.options().exact {
+        return Some(spec.clone());
+    }
+    if !method.is_exact() {
+        return None;
+    }
+    let exact = crate::method::family::FastOptions {
+        exact: true,
+        ..Default::default()
+    };
+    MethodSpec::new("auto".parse().ok()?, None, exact).ok()
 }
 
 /// What the host computed.
@@ -554,10 +568,12 @@ mod tests {
         }
     }
 
-    /// A certified method bridges itself; naive and an approximate method
-    /// are not bridged.
+    /// A certified method bridges itself, naive the host's fastest exact
+    /// method (`auto --exact`), built on the host for any kernel naive
+    /// takes and giving naive's bytes; an approximate method is not
+    /// bridged.
     #[test]
-    fn only_a_certified_method_has_a_host_twin() {
+    fn an_exact_method_has_an_exact_host_twin() {
         let named = |name: &str, exact: bool| {
             let options = crate::method::family::FastOptions {
                 exact,
@@ -567,8 +583,41 @@ mod tests {
         };
         let certified = named("dct5", true);
         assert_eq!(host_twin(&certified), Some(certified));
-        assert_eq!(host_twin(&named("naive", false)), None);
+        assert_eq!(host_twin(&named("naive", false)), Some(named("auto", true)));
         assert_eq!(host_twin(&named("dct5", false)), None);
+        assert_eq!(host_twin(&named("svd", false)), None);
+
+        let (ow, oh, halo) = (41, 33, 7);
+        let (w, h) = (ow + 2 * halo, oh + 2 * halo);
+        let classes: Vec<u16> = patches(w, h).iter().map(|&c| c % 4).collect();
+        let tile = ClassTile {
+            width: w,
+            height: h,
+            halo,
+            n_classes: 4,
+            classes: &classes,
+        };
+        let twin = host_twin(&named("naive", false)).unwrap();
+        for kernel in ["gaussian:2", "disc:7"] {
+            let kernel = kernel.parse::<KernelSpec>().unwrap().build().unwrap();
+            let params = plain(&kernel, &[1, 1, 1, 1]);
+            let mut want = vec![0; ow * oh];
+            NaiveHost.smooth(&tile, &params, &mut want).unwrap();
+            let host = crate::method::select::smoother_for(
+                &twin,
+                &crate::device::DeviceChoice::Host,
+                &kernel,
+            )
+            .unwrap();
+            assert!(
+                host.is_exact() && host.runs_on().is_none(),
+                "{}",
+                host.name()
+            );
+            let mut got = vec![0; ow * oh];
+            host.smooth(&tile, &params, &mut got).unwrap();
+            assert!(got == want, "{} differs from naive", host.name());
+        }
     }
 
     #[test]
