@@ -68,6 +68,7 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
             })
             .collect(),
         contenders: None,
+        boxes: None,
     }
 }
 

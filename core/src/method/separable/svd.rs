@@ -92,6 +92,7 @@ pub fn plan(kernel: &Kernel, choice: RankChoice) -> SeparablePlan {
         size: kernel.size(),
         terms,
         contenders: None,
+        boxes: None,
     }
 }
 
