@@ -51,12 +51,9 @@
 //! terms take the generic path.
 
 use super::Dct5;
-use super::boxes::OneClassBoxes;
 use super::contenders::{ContenderKernel, relative_weights};
 use super::job::{Isa, Job, Scratch};
-use super::masks::{
-    MASK_CLASSES, NODATA_BIT, find_extents, find_nodata, for_each_class, window_unions,
-};
+use super::masks::{MASK_CLASSES, find_extents, for_each_class, window_unions};
 use super::pass1::{box_columns, groups, pass1, place};
 use super::planes::{LanePlane, PlaneAt};
 pub(crate) use super::recursion::MAX_TERMS;
@@ -161,45 +158,37 @@ pub(crate) enum Target<'a> {
     },
 }
 
-/// What a plan lets the band scorer leave out: `prune`, the kernel's
-/// envelope, where classes that cannot be among an output's best two may
-/// be left out ([`super::contenders`]); `boxes`, where outputs in a box of
-/// one class may be decided without scores ([`super::boxes`]).
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Shortcuts<'a> {
-    pub(crate) prune: Option<&'a ContenderKernel>,
-    pub(crate) boxes: Option<&'a OneClassBoxes>,
-}
-
 /// Scores every class of `tile` with the dct5 filter `f` (used down the
 /// columns and along the rows) into `target` (a [`Target::Ranking`] is
 /// already reset). `skip`: tile rows/columns outside the kernel's reach on
-/// every side; `shortcuts`: what may be left out. Returns the uncertain
-/// pixels of [`Target::Decisions`] with a margin (none otherwise).
+/// every side; `prune`: the kernel's envelope, where classes that cannot
+/// be among an output's best two may be left out ([`super::contenders`]).
+/// Returns the uncertain pixels of [`Target::Decisions`] with a margin
+/// (none otherwise).
 pub(crate) fn rank_tile(
     f: &Dct5,
     tile: &ClassTile,
     params: &SmoothParams,
     (skip, tau): (usize, f64),
-    shortcuts: Shortcuts,
+    prune: Option<&ContenderKernel>,
     target: Target,
 ) -> Vec<(u32, u32)> {
     let way = Way {
         isa: Isa::best(),
         piece_bytes: PIECE_BYTES,
-        shortcuts,
+        prune,
     };
     rank_tile_on(way, f, tile, params, skip, tau, target)
 }
 
 /// How [`rank_tile_on`] runs: on the vectors of `isa` (which the CPU must
 /// have), with pass-1 planes of at most `piece_bytes` (at least a strip)
-/// per band, with the `shortcuts` given.
+/// per band, pruning with `prune` where given.
 #[derive(Clone, Copy)]
 struct Way<'a> {
     isa: Isa,
     piece_bytes: usize,
-    shortcuts: Shortcuts<'a>,
+    prune: Option<&'a ContenderKernel>,
 }
 
 #[cfg(test)]
@@ -209,7 +198,7 @@ impl Way<'_> {
         Way {
             isa,
             piece_bytes,
-            shortcuts: Shortcuts::default(),
+            prune: None,
         }
     }
 }
@@ -243,18 +232,10 @@ fn rank_tile_on(
     }
     let q = params.kernel.quantised();
     let weights = relative_weights(params, tile.n_classes);
-    // Exactly one class has a positive exact score where it is alone in
-    // the window and holds the centre: the centre's weight is > 0.
-    let single_class = !params.fill_nodata
-        && q[q.len() / 2] > 0
-        && params.class_weights[..tile.n_classes]
-            .iter()
-            .all(|&w| w > 0);
     let job = Job {
         tab: Tables::new(f),
         tile,
-        contenders: (way.shortcuts.prune).and_then(|k| k.masks(tile, skip, &weights, tau)),
-        boxes: boxes_radius(way.shortcuts.boxes, &target, single_class, &weights, tau),
+        contenders: way.prune.and_then(|k| k.masks(tile, skip, &weights, tau)),
         weights,
         skip,
         ow,
@@ -267,7 +248,13 @@ fn rank_tile_on(
         ),
         segment: f.segment(),
         tau,
-        single_class,
+        // Exactly one class has a positive exact score where it is alone in
+        // the window and holds the centre: the centre's weight is > 0.
+        single_class: !params.fill_nodata
+            && q[q.len() / 2] > 0
+            && params.class_weights[..tile.n_classes]
+                .iter()
+                .all(|&w| w > 0),
         isa: way.isa,
         piece_bytes: way.piece_bytes,
     };
@@ -336,36 +323,6 @@ fn rank_tile_on(
             bands.concat()
         }
     }
-}
-
-/// The radius of the boxes of one class that decide their centre in this
-/// run ([`super::boxes`]), where such outputs may skip their scores: only
-/// decisions are wanted, without filling, with a margin under 1 (as for
-/// outputs decided alone), with presence masks, and a box short of the
-/// kernel's radius leads by the margin (at least the tie tolerance `tau`)
-/// at the lightest class `weights` give.
-fn boxes_radius(
-    boxes: Option<&OneClassBoxes>,
-    target: &Target,
-    single_class: bool,
-    weights: &[f64],
-    tau: f64,
-) -> Option<usize> {
-    let Target::Decisions {
-        fill_nodata: false,
-        margin,
-        ..
-    } = target
-    else {
-        return None;
-    };
-    let margin = margin.unwrap_or(0.0);
-    // The masks must keep their last bit for nodata.
-    if !single_class || weights.len() >= MASK_CLASSES || margin >= 1.0 {
-        return None;
-    }
-    let w_min = weights.iter().copied().fold(1.0, f64::min);
-    boxes?.radius(w_min, margin.max(tau))
 }
 
 /// A band's output rows, to be decided strip by strip.
@@ -535,9 +492,6 @@ fn band<const M: bool, P: F64Lanes>(
     let span = ow + 2 * r;
     let base = (skip + y0) * tile.width + skip;
     find_extents(tile, base, bh + 2 * r, span, &mut scratch.presence);
-    if job.boxes.is_some() {
-        find_nodata(tile, base, bh + 2 * r, span, &mut scratch.presence);
-    }
     grow(&mut scratch.planes, n, LanePlane::default);
     scratch.at.resize(n, PlaneAt::default());
     grow(&mut scratch.groups, n, Vec::new);
@@ -729,9 +683,6 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize)) {
         &mut scratch.prefix,
         &mut scratch.suffix,
     );
-    if let Some(t) = job.boxes {
-        boxed_outputs(job, scratch, s, t);
-    }
     let outputs = &scratch.outputs;
     scratch.strip_outputs.extend_from_slice(outputs);
     let shortcut = job.single_class && n <= MASK_CLASSES;
@@ -778,38 +729,6 @@ fn strip_runs(job: &Job, scratch: &mut Scratch, (y0, s): (usize, usize)) {
         // Masks all set: every class may be anywhere.
         for c in 0..n {
             reach(c, (0, outputs.len()));
-        }
-    }
-}
-
-/// Strip `s`'s outputs whose box of radius `t` holds one class and no
-/// nodata ([`super::boxes`]) take that class's mask in
-/// [`Scratch::outputs`], as if their windows held it alone: they are
-/// decided without scores. The boxes' rows are those of whole blocks
-/// (more than the boxes need, never fewer), their columns exact.
-#[inline(always)]
-fn boxed_outputs(job: &Job, scratch: &mut Scratch, s: usize, t: usize) {
-    let (r, span) = (job.tab.r, job.ow + 2 * job.tab.r);
-    // Strip `s` reads input rows from s·LANES; its boxes, rows s·LANES +
-    // R − t .. s·LANES + LANES + R + t: blocks s + first ..= s + last.
-    let (first, last) = ((r - t) / LANES, (LANES + r + t - 1) / LANES);
-    let blocks = &scratch.presence.with_nodata[first * span..];
-    (scratch.box_unions).next(
-        (blocks, span),
-        s,
-        last - first + 1,
-        &mut scratch.box_columns,
-    );
-    window_unions(
-        &scratch.box_columns[r - t..span - (r - t)],
-        2 * t + 1,
-        &mut scratch.box_outputs,
-        &mut scratch.prefix,
-        &mut scratch.suffix,
-    );
-    for (m, &b) in scratch.outputs.iter_mut().zip(&scratch.box_outputs) {
-        if b.is_power_of_two() && b != NODATA_BIT {
-            *m = b;
         }
     }
 }
@@ -1160,102 +1079,6 @@ mod tests {
             .filter(|&(x, y)| ranking.best_two(x, y) == (1.0, 0.0))
             .count();
         assert!(alone > ow * oh / 3, "{alone} alone");
-    }
-
-    /// Outputs in a box of one class and no nodata go straight to the
-    /// decisions without scores ([`super::super::boxes`]): the same
-    /// decisions and undecided pixels as the whole tile's ranking, on
-    /// every way, at every margin, with equal and uneven class weights, on
-    /// a map of large patches with nodata inside and at the edge of a
-    /// patch, where many outputs near a patch's edge are decided so. Boxes
-    /// too small (a bound that does not hold) give other decisions: the
-    /// check can fail.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn outputs_decided_by_boxes_match_the_ranking() {
-        use crate::method::bounds::HOST_UNIT_ROUNDOFF;
-        let kernel = gaussian(1.7);
-        let (halo, n) = (kernel.radius(), 4);
-        let (w, h) = (130 + 2 * halo, 150 + 2 * halo);
-        let classes: Vec<u16> = (0..w * h)
-            .map(|i| {
-                let (x, y) = (i % w, i / w);
-                let nodata = (40..44).contains(&x) && (20..23).contains(&y)
-                    || (60..62).contains(&x) && (y + 2) % 53 < 3;
-                match nodata {
-                    true => n as u16,
-                    // Lines one column wide that the smoothing removes: a
-                    // box of the centre alone would keep them.
-                    false if x % 29 == 14 && y % 80 < 40 => ((x / 29 + 1) % n) as u16,
-                    false => ((x / 29 + 3 * (y / 50)) % n) as u16,
-                }
-            })
-            .collect();
-        let tile = tile_of(&classes, (w, h), halo, n);
-        let (ow, oh, nodata, tau) = (
-            tile.output_width(),
-            tile.output_height(),
-            tile.nodata(),
-            1e-12,
-        );
-        let plan = crate::method::separable::dct5_plan(&kernel, 3).unwrap();
-        let total = plan.bounds(&kernel, HOST_UNIT_ROUNDOFF).total();
-        let boxes = OneClassBoxes::new(&kernel, total).unwrap();
-        // Outputs whose boxes hold one class (no nodata) where their whole
-        // windows hold more: what the boxes add to the outputs decided alone.
-        let t = boxes.radius(1.0, 0.0).unwrap();
-        let one = |x: usize, y: usize, r: usize| {
-            let (x, y) = (x + halo, y + halo);
-            let c = classes[y * w + x];
-            let mut rows = y - r..=y + r;
-            c != nodata && rows.all(|y| (x - r..=x + r).all(|x| classes[y * w + x] == c))
-        };
-        let boxed = (0..oh)
-            .flat_map(|y| (0..ow).map(move |x| (x, y)))
-            .filter(|&(x, y)| one(x, y, t) && !one(x, y, halo))
-            .count();
-        assert!(t < halo && boxed > ow * oh / 10, "t = {t}, {boxed} boxed");
-        assert!(boxes.radius(2.0 / 3.0, 0.3).is_some_and(|u| u < halo));
-        for weights in [[1, 1, 1, 1], [2, 3, 3, 2]] {
-            let params = params_of(&kernel, &weights);
-            let (f, ranking, want) = ranked_plainly(&tile, &params, tau);
-            let decide = |way: Way, margin: Option<f64>| {
-                let mut out = vec![0; ow * oh];
-                let target = Target::Decisions {
-                    out: &mut out,
-                    fill_nodata: false,
-                    margin,
-                };
-                let mut found = rank_tile_on(way, &f, &tile, &params, 0, tau, target);
-                found.sort();
-                (out, found)
-            };
-            fn with<'a>(way: Way<'a>, boxes: Option<&'a OneClassBoxes>) -> Way<'a> {
-                Way {
-                    shortcuts: Shortcuts {
-                        boxes,
-                        ..way.shortcuts
-                    },
-                    ..way
-                }
-            }
-            let plain = Way::plain(Isa::Portable, PIECE_BYTES);
-            for way in [plain].into_iter().chain(others()) {
-                for margin in [None, Some(0.0), Some(0.05), Some(0.3)] {
-                    let (out, found) = decide(with(way, Some(&boxes)), margin);
-                    assert_eq!(out, want, "margin {margin:?}, weights {weights:?}");
-                    let mut uncertain =
-                        margin.map_or(Vec::new(), |m| ranking.uncertain(m, nodata, false));
-                    uncertain.sort();
-                    assert_eq!(found, uncertain, "margin {margin:?}, weights {weights:?}");
-                }
-            }
-            // A bound that does not hold: boxes of the centre alone.
-            let wrong = OneClassBoxes::new(&kernel, -1.0).unwrap();
-            assert_eq!(wrong.radius(1.0, 0.0), Some(0));
-            let (out, _) = decide(with(plain, Some(&wrong)), None);
-            assert_ne!(out, want, "weights {weights:?}");
-        }
     }
 
     #[test]

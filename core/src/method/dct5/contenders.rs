@@ -380,7 +380,7 @@ mod tests {
     use super::*;
     use crate::kernel::KernelSpec;
     use crate::method::dct5::CERTIFIED_TERMS;
-    use crate::method::dct5::band::{Shortcuts, Target, rank_tile};
+    use crate::method::dct5::band::{Target, rank_tile};
     use crate::method::ranking::Ranking;
     use crate::method::separable::{Filter, HOST_UNIT_ROUNDOFF, dct5_plan_certified};
     use crate::method::{ClassTile, SmoothParams};
@@ -577,7 +577,7 @@ mod tests {
                     &tile,
                     &params,
                     (0, tau),
-                    Shortcuts { prune, boxes: None },
+                    prune,
                     Target::Ranking(&mut ranking),
                 );
                 let mut out = vec![0; ow * oh];
@@ -586,8 +586,7 @@ mod tests {
                     fill_nodata,
                     margin,
                 };
-                let shortcuts = Shortcuts { prune, boxes: None };
-                let mut uncertain = rank_tile(f, &tile, &params, (0, tau), shortcuts, target);
+                let mut uncertain = rank_tile(f, &tile, &params, (0, tau), prune, target);
                 uncertain.sort();
                 let slots: Vec<(u64, u64)> = (0..oh)
                     .flat_map(|y| (0..ow).map(move |x| (x, y)))

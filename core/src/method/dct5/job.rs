@@ -24,12 +24,6 @@ pub(super) struct Scratch {
     pub(super) outputs: Vec<u64>,
     /// [`Scratch::outputs`] of every strip of the band, strip after strip.
     pub(super) strip_outputs: Vec<u64>,
-    /// As [`Scratch::strip_columns`], [`Scratch::unions`] and
-    /// [`Scratch::outputs`], over the rows and columns of the boxes of
-    /// [`Job::boxes`] instead of the windows.
-    pub(super) box_columns: Vec<u64>,
-    pub(super) box_unions: ColumnUnions,
-    pub(super) box_outputs: Vec<u64>,
     /// Running unions of [`Scratch::strip_columns`] (see [`window_unions`](super::masks::window_unions)).
     pub(super) prefix: Vec<u64>,
     pub(super) suffix: Vec<u64>,
@@ -101,10 +95,6 @@ pub(super) struct Job<'a> {
     /// Whether an output whose windows hold one class only may take it
     /// without scoring (see [`SlotsMut::single`](crate::method::ranking::SlotsMut::single)).
     pub(super) single_class: bool,
-    /// The radius of the boxes of one class (and no nodata) that decide
-    /// the outputs at their centre without scores
-    /// ([`super::boxes`]); `None`: only whole windows of one class do.
-    pub(super) boxes: Option<usize>,
     /// The vectors the bands run on.
     pub(super) isa: Isa,
     /// The most bytes of pass-1 planes a band keeps at once (pieces of at

@@ -24,9 +24,6 @@ pub(super) struct Presence {
     /// Per input column: the union of its blocks (where [`find_extents`]
     /// finds the boxes' columns).
     pub(super) columns: Vec<u64>,
-    /// [`Presence::blocks`] with [`NODATA_BIT`] where nodata occurs; found
-    /// only where asked for ([`find_nodata`]).
-    pub(super) with_nodata: Vec<u64>,
 }
 
 /// Classes the per-column presence masks can tell apart.
@@ -217,34 +214,6 @@ pub(super) fn find_extents(
         }
     }
 }
-
-/// The presence masks ([`Presence::blocks`], found first) with
-/// [`NODATA_BIT`] set where nodata (or any code past the classes) occurs,
-/// into [`Presence::with_nodata`]: the masks have no bit for it, and a box
-/// of one class must hold no nodata. For at most 63 classes.
-pub(super) fn find_nodata(
-    tile: &ClassTile,
-    base: usize,
-    rows: usize,
-    span: usize,
-    presence: &mut Presence,
-) {
-    let n = tile.n_classes;
-    debug_assert!(n < MASK_CLASSES);
-    let out = &mut presence.with_nodata;
-    out.clear();
-    out.extend_from_slice(&presence.blocks);
-    for i in 0..rows {
-        let line = &tile.classes[base + i * tile.width..][..span];
-        let block = &mut out[i / LANES * span..][..span];
-        for (m, &v) in block.iter_mut().zip(line) {
-            *m |= u64::from(usize::from(v) >= n) << 63;
-        }
-    }
-}
-
-/// The bit of [`Presence::with_nodata`] that marks nodata.
-pub(super) const NODATA_BIT: u64 = 1 << 63;
 
 /// Calls `f` with every class whose bit is set in `mask`.
 #[inline(always)]

@@ -33,7 +33,6 @@ use crate::kernel::Kernel;
 use std::f64::consts::PI;
 
 pub(crate) mod band;
-pub(crate) mod boxes;
 pub(crate) mod contenders;
 mod job;
 mod masks;

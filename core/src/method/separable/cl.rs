@@ -68,7 +68,6 @@ pub fn device_plan(plan: &SeparablePlan) -> SeparablePlan {
             })
             .collect(),
         contenders: None,
-        boxes: None,
     }
 }
 

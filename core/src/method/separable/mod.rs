@@ -28,8 +28,7 @@
 
 use super::certified::{Certifiable, Certified};
 use super::cost::{Candidate, CostShape, DeviceCosts, TileExtent};
-use super::dct5::band::{Shortcuts, Target};
-use super::dct5::boxes::OneClassBoxes;
+use super::dct5::band::Target;
 use super::dct5::contenders::ContenderKernel;
 use super::dct5::{self, Dct5, rot as dct5_rot};
 use super::family::{Accepts, Family, FastOptions, Settings};
@@ -188,9 +187,6 @@ pub struct SeparablePlan {
     /// leaves out the classes that cannot be among an output's best two
     /// ([`SeparablePlan::with_contenders`]).
     pub contenders: Option<ContenderKernel>,
-    /// The kernel's box masses, with which the host's dct5 band scorer
-    /// decides outputs in a box of one class without scores (the same).
-    pub boxes: Option<OneClassBoxes>,
 }
 
 impl SeparablePlan {
@@ -203,14 +199,12 @@ impl SeparablePlan {
                 row: f,
             }],
             contenders: None,
-            boxes: None,
         }
     }
 
     /// The plan, pruned on the host with the envelope of `kernel` where it
-    /// is a dct5 plan and pruning pays ([`ContenderKernel::new`]), and
-    /// deciding outputs in boxes of one class without scores
-    /// ([`OneClassBoxes`]), for scores within `bounds` of the exact ones.
+    /// is a dct5 plan and pruning pays ([`ContenderKernel::new`]), for
+    /// scores within `bounds` of the exact ones.
     pub fn with_contenders(mut self, kernel: &Kernel, bounds: &Bounds) -> Self {
         if let [Term {
             column: Filter::Dct5(_),
@@ -218,17 +212,8 @@ impl SeparablePlan {
         }] = self.terms.as_slice()
         {
             self.contenders = ContenderKernel::new(kernel, bounds.total());
-            self.boxes = OneClassBoxes::new(kernel, bounds.total());
         }
         self
-    }
-
-    /// What the dct5 band scorer may leave out with this plan.
-    fn shortcuts(&self) -> Shortcuts<'_> {
-        Shortcuts {
-            prune: self.contenders.as_ref(),
-            boxes: self.boxes.as_ref(),
-        }
     }
 
     /// The N×N kernel the plan applies in exact arithmetic (row-major):
@@ -287,8 +272,8 @@ impl SeparablePlan {
         ranking.reset(ow, oh, tau, |x, y| tile.centre(x, y));
         if let Some(d) = self.band_filter(params) {
             let skip = tile.halo - self.size / 2;
-            let target = Target::Ranking(ranking);
-            super::dct5::band::rank_tile(d, tile, params, (skip, tau), self.shortcuts(), target);
+            let prune = self.contenders.as_ref();
+            super::dct5::band::rank_tile(d, tile, params, (skip, tau), prune, Target::Ranking(ranking));
             return;
         }
         self.rank_generic(tile, params, ranking);
@@ -329,8 +314,8 @@ impl SeparablePlan {
                 fill_nodata: params.fill_nodata,
                 margin,
             };
-            let shortcuts = self.shortcuts();
-            return super::dct5::band::rank_tile(d, tile, params, (skip, tau), shortcuts, target);
+            let prune = self.contenders.as_ref();
+            return super::dct5::band::rank_tile(d, tile, params, (skip, tau), prune, target);
         }
         self.rank(tile, params, tau, ranking);
         let (nodata, fill) = (tile.nodata(), params.fill_nodata);
@@ -1104,7 +1089,6 @@ mod tests {
                 row: Filter::Dct5(d.clone().with_segment(256)),
             }],
             contenders: None,
-            boxes: None,
         }
         .bounds(&k, F32_UNIT_ROUNDOFF);
         assert!(b.rounding < old.rounding / 4.0, "{b:?} vs {old:?}");

@@ -92,7 +92,6 @@ pub fn plan(kernel: &Kernel, choice: RankChoice) -> SeparablePlan {
         size: kernel.size(),
         terms,
         contenders: None,
-        boxes: None,
     }
 }
 
