@@ -398,6 +398,25 @@ mod tests {
         (host, starting, tiles, rows)
     }
 
+    /// The codes of an `ow × oh` output's tile with `halo`: [`patches`] of
+    /// four classes.
+    fn four_classes(ow: usize, oh: usize, halo: usize) -> Vec<u16> {
+        let (w, h) = (ow + 2 * halo, oh + 2 * halo);
+        patches(w, h).iter().map(|&c| c % 4).collect()
+    }
+
+    /// The tile of [`four_classes`]' codes for an output `ow` wide.
+    fn tile_of(classes: &[u16], ow: usize, halo: usize) -> ClassTile<'_> {
+        let width = ow + 2 * halo;
+        ClassTile {
+            width,
+            height: classes.len() / width,
+            halo,
+            n_classes: 4,
+            classes,
+        }
+    }
+
     fn patches(w: usize, h: usize) -> Vec<u16> {
         (0..w * h)
             .map(|i| [2, 5, 7, 11][((i % w) / 9 + (i / w) / 6 + i % 3) % 4])
@@ -437,15 +456,8 @@ mod tests {
     #[test]
     fn tiles_go_to_the_host_until_the_devices_have_started() {
         let (ow, oh, halo) = (37, 45, 4);
-        let (w, h) = (ow + 2 * halo, oh + 2 * halo);
-        let classes: Vec<u16> = patches(w, h).iter().map(|&c| c % 4).collect();
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: 4,
-            classes: &classes,
-        };
+        let classes = four_classes(ow, oh, halo);
+        let tile = tile_of(&classes, ow, halo);
         let kernel = "gaussian:1.5"
             .parse::<KernelSpec>()
             .unwrap()
@@ -588,15 +600,8 @@ mod tests {
         assert_eq!(host_twin(&named("svd", false)), None);
 
         let (ow, oh, halo) = (41, 33, 7);
-        let (w, h) = (ow + 2 * halo, oh + 2 * halo);
-        let classes: Vec<u16> = patches(w, h).iter().map(|&c| c % 4).collect();
-        let tile = ClassTile {
-            width: w,
-            height: h,
-            halo,
-            n_classes: 4,
-            classes: &classes,
-        };
+        let classes = four_classes(ow, oh, halo);
+        let tile = tile_of(&classes, ow, halo);
         let twin = host_twin(&named("naive", false)).unwrap();
         for kernel in ["gaussian:2", "disc:7"] {
             let kernel = kernel.parse::<KernelSpec>().unwrap().build().unwrap();
