@@ -513,7 +513,10 @@ impl ClassSmoother for Auto {
             .map(|(c, n)| format!("{} {}", c.smoother.name(), n.load(Ordering::Relaxed)))
             .collect();
         let mut lines = vec![format!("auto ran tiles: {}", chosen.join(", "))];
-        lines.extend(self.candidates.iter().filter_map(|c| {
+        // The figures of the candidates that ran tiles only ("certified 0 of
+        // 0 pixels" says nothing).
+        let ran = self.candidates.iter().zip(&self.tiles);
+        lines.extend(ran.filter(|(_, n)| n.load(Ordering::Relaxed) > 0).filter_map(|(c, _)| {
             c.smoother
                 .summary()
                 .map(|s| format!("{}: {s}", c.smoother.name()))
@@ -834,6 +837,9 @@ mod tests {
         fn recompute_counts(&self) -> Option<(u64, u64)> {
             self.0.recompute_counts()
         }
+        fn summary(&self) -> Option<String> {
+            Some(format!("{} tiles seen", self.0.seen.lock().unwrap().len()))
+        }
     }
 
     impl ClassSmoother for Recomputing {
@@ -1022,6 +1028,8 @@ mod tests {
         run_tile(&wide, 600, 6);
         assert!(wide_fake.seen.lock().unwrap().is_empty());
         assert!(wide.summary().unwrap().starts_with("auto ran tiles: naive"));
+        // Only the candidates that ran tiles give their figures.
+        assert!(!wide.summary().unwrap().contains("tiles seen"));
         assert_eq!(wide.candidates[1].recompute(), Recompute::Unmeasured);
 
         let (dear, dear_fake) = learning(0.75);
@@ -1046,6 +1054,7 @@ mod tests {
         assert_eq!(dear.choose(&tile), 0);
         assert!(dear.explain_tile(3, 600).contains("recomputes 75.000 % exactly"));
         assert!(dear.summary().unwrap().contains("recomputing 0.75 1"));
+        assert!(dear.summary().unwrap().ends_with("recomputing 0.75: 1 tiles seen"));
 
         let (cheap, cheap_fake) = learning(0.001);
         run_tile(&cheap, 600, 6);
